@@ -1,0 +1,13 @@
+package io.skade.catalog;
+
+/**
+ * The catalog directory is already owned by another process (or already open in this one). One
+ * process owns a skade catalog; others may follow its commit log read-only.
+ */
+public class CatalogLockedException extends RuntimeException {
+  CatalogLockedException(String path, Throwable cause) {
+    super("skade catalog at " + path + " is held by another process (its RocksDB LOCK is taken):"
+        + " only one process may own a catalog directory. Stop the other process, or open this"
+        + " one as a read-only follower with catalog.access=follower", cause);
+  }
+}

@@ -1,0 +1,573 @@
+package io.skade.catalog;
+
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Stream;
+import org.rocksdb.ColumnFamilyDescriptor;
+import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.DBOptions;
+import org.rocksdb.Options;
+import org.rocksdb.ReadOptions;
+import org.rocksdb.RocksDB;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.RocksIterator;
+import org.rocksdb.Statistics;
+import org.rocksdb.TickerType;
+import org.rocksdb.WriteBatch;
+import org.rocksdb.WriteOptions;
+
+/**
+ * The catalog's RocksDB, and the only class that knows its layout and encodings.
+ *
+ * <p>Column families: {@code tables} (table key → pointer), {@code commits} ((table key, snapshot
+ * id) → the {@code commitSeq} that added the snapshot), {@code commit_log} (8-byte big-endian
+ * {@code commitSeq} → commit record), {@code meta} (format version, current {@code commitSeq}),
+ * {@code namespaces} (namespace key → properties), {@code consumers} (consumer id → cursor).
+ *
+ * <p>Only the methods used by the catalog's single committer thread write, always through {@link
+ * #write}: one {@link WriteBatch}, {@code sync=true}. Everything else reads.
+ */
+final class CatalogStore implements AutoCloseable {
+  static final int FORMAT_VERSION = 1;
+  private static final byte RECORD_VERSION = 1;
+
+  private static final String CF_TABLES = "tables";
+  private static final String CF_COMMITS = "commits";
+  private static final String CF_COMMIT_LOG = "commit_log";
+  private static final String CF_META = "meta";
+  private static final String CF_NAMESPACES = "namespaces";
+  private static final String CF_CONSUMERS = "consumers";
+  private static final List<String> FAMILIES =
+      List.of(CF_TABLES, CF_COMMITS, CF_COMMIT_LOG, CF_META, CF_NAMESPACES, CF_CONSUMERS);
+
+  private static final byte[] META_FORMAT = TableKeys.bytes("format_version");
+  private static final byte[] META_COMMIT_SEQ = TableKeys.bytes("commit_seq");
+
+  static {
+    RocksDB.loadLibrary();
+  }
+
+  private final String path;
+  private final boolean follower;
+  private final DBOptions options;
+  private final Statistics statistics;
+  private final RocksDB db;
+  private final List<ColumnFamilyHandle> handles;
+  private final ColumnFamilyHandle tables;
+  private final ColumnFamilyHandle commits;
+  private final ColumnFamilyHandle commitLog;
+  private final ColumnFamilyHandle meta;
+  private final ColumnFamilyHandle namespaces;
+  private final WriteOptions syncWrite;
+
+  private CatalogStore(
+      String path, boolean follower, DBOptions options, Statistics statistics, RocksDB db,
+      List<ColumnFamilyHandle> handles) {
+    this.path = path;
+    this.follower = follower;
+    this.options = options;
+    this.statistics = statistics;
+    this.db = db;
+    this.handles = handles;
+    // handles.get(0) is RocksDB's default family, unused.
+    this.tables = handles.get(1);
+    this.commits = handles.get(2);
+    this.commitLog = handles.get(3);
+    this.meta = handles.get(4);
+    this.namespaces = handles.get(5);
+    this.syncWrite = new WriteOptions().setSync(true);
+  }
+
+  /** Opens (creating when new) the catalog at {@code dir} as its single writer. */
+  static CatalogStore openOwner(Path dir) {
+    String path = dir.toAbsolutePath().toString();
+    boolean existing = checkLayout(dir);
+    if (!existing) {
+      try {
+        Files.createDirectories(dir);
+      } catch (IOException | SecurityException e) {
+        throw new IllegalArgumentException(
+            "cannot create the skade catalog directory " + path + " (catalog.path): " + e
+                + "; choose a writable catalog.path", e);
+      }
+    }
+    Statistics statistics = new Statistics();
+    DBOptions options = new DBOptions()
+        .setCreateIfMissing(true)
+        .setCreateMissingColumnFamilies(!existing)
+        .setStatistics(statistics)
+        .setKeepLogFileNum(4);
+    List<ColumnFamilyHandle> handles = new ArrayList<>();
+    RocksDB db;
+    try {
+      db = RocksDB.open(options, path, descriptors(), handles);
+    } catch (RocksDBException e) {
+      options.close();
+      statistics.close();
+      throw openFailure(path, e);
+    }
+    CatalogStore store = new CatalogStore(path, false, options, statistics, db, handles);
+    try {
+      if (existing) {
+        store.checkFormat();
+      } else {
+        try (WriteBatch batch = new WriteBatch()) {
+          batch.put(store.meta, META_FORMAT, intBytes(FORMAT_VERSION));
+          batch.put(store.meta, META_COMMIT_SEQ, longBytes(0));
+          db.write(store.syncWrite, batch);
+        }
+      }
+    } catch (RuntimeException | RocksDBException e) {
+      store.close();
+      throw e instanceof RuntimeException re ? re : new UncheckedIOException(
+          new IOException("cannot initialise skade catalog at " + path, e));
+    }
+    return store;
+  }
+
+  /**
+   * Opens the catalog at {@code dir}, owned by another process, as a read-only RocksDB secondary
+   * instance whose own files live in {@code secondaryDir}. It sees the owner's commits after
+   * {@link #catchUp()}.
+   */
+  static CatalogStore openFollower(Path dir, Path secondaryDir) {
+    String path = dir.toAbsolutePath().toString();
+    if (!checkLayout(dir)) {
+      throw new IllegalArgumentException(
+          "no skade catalog at " + path + " to follow (catalog.path): the owner process creates"
+              + " it on first open; start the owner first or fix catalog.path");
+    }
+    Statistics statistics = new Statistics();
+    DBOptions options = new DBOptions().setMaxOpenFiles(-1).setStatistics(statistics);
+    List<ColumnFamilyHandle> handles = new ArrayList<>();
+    try {
+      Files.createDirectories(secondaryDir);
+      RocksDB db = RocksDB.openAsSecondary(
+          options, path, secondaryDir.toAbsolutePath().toString(), descriptors(), handles);
+      CatalogStore store = new CatalogStore(path, true, options, statistics, db, handles);
+      store.checkFormat();
+      return store;
+    } catch (RocksDBException | IOException e) {
+      options.close();
+      statistics.close();
+      throw new IllegalStateException(
+          "cannot follow the skade catalog at " + path + " read-only: " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Returns whether {@code dir} holds a skade catalog, false when it is missing or empty, and
+   * throws when it holds something else — without changing anything there.
+   */
+  private static boolean checkLayout(Path dir) {
+    String path = dir.toAbsolutePath().toString();
+    if (!Files.exists(dir)) {
+      return false;
+    }
+    if (!Files.isDirectory(dir)) {
+      throw new IllegalArgumentException(
+          "catalog.path " + path + " is a file, not a directory; point catalog.path at a skade"
+              + " catalog directory or at a path where one may be created");
+    }
+    try (Stream<Path> entries = Files.list(dir)) {
+      if (entries.findAny().isEmpty()) {
+        return false;
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot list catalog.path " + path, e);
+    }
+    List<String> families = List.of();
+    if (Files.exists(dir.resolve("CURRENT"))) {
+      try (Options options = new Options()) {
+        families = RocksDB.listColumnFamilies(options, path).stream()
+            .map(TableKeys::string).toList();
+      } catch (RocksDBException e) {
+        throw notACatalog(path, "its RocksDB files cannot be read (" + e.getMessage() + ")");
+      }
+    }
+    if (!families.containsAll(FAMILIES)) {
+      throw notACatalog(path, families.isEmpty()
+          ? "it is a non-empty directory without a RocksDB database"
+          : "it is a RocksDB database without skade's column families " + FAMILIES);
+    }
+    return true;
+  }
+
+  private static IllegalArgumentException notACatalog(String path, String why) {
+    return new IllegalArgumentException(
+        "catalog.path " + path + " is not a skade catalog: " + why + ". Point catalog.path at an"
+            + " existing skade catalog, or at a new or empty directory; nothing was changed there");
+  }
+
+  private void checkFormat() {
+    byte[] format = get(meta, META_FORMAT);
+    if (format == null) {
+      throw notACatalog(path, "it has no format version");
+    }
+    int version = ByteBuffer.wrap(format).getInt();
+    if (version > FORMAT_VERSION) {
+      throw new IllegalStateException(
+          "skade catalog at " + path + " has format version " + version + ", newer than the "
+              + FORMAT_VERSION + " this build reads; upgrade skade");
+    }
+  }
+
+  private static RuntimeException openFailure(String path, RocksDBException e) {
+    String message = String.valueOf(e.getMessage());
+    if (message.contains("lock") || message.contains("LOCK")) {
+      return new CatalogLockedException(path, e);
+    }
+    return new IllegalArgumentException(
+        "cannot open the skade catalog at " + path + " (catalog.path): " + message
+            + "; check that the directory is writable and not used by anything else", e);
+  }
+
+  private static List<ColumnFamilyDescriptor> descriptors() {
+    List<ColumnFamilyDescriptor> descriptors = new ArrayList<>();
+    descriptors.add(new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY));
+    for (String family : FAMILIES) {
+      descriptors.add(new ColumnFamilyDescriptor(TableKeys.bytes(family)));
+    }
+    return descriptors;
+  }
+
+  String path() {
+    return path;
+  }
+
+  boolean isFollower() {
+    return follower;
+  }
+
+  /** A follower catches up with the owner's WAL and flushed files; a no-op for the owner. */
+  synchronized void catchUp() {
+    if (follower) {
+      try {
+        db.tryCatchUpWithPrimary();
+      } catch (RocksDBException e) {
+        throw new IllegalStateException("cannot catch up with the skade catalog at " + path, e);
+      }
+    }
+  }
+
+  /** How many times RocksDB synced its WAL since this store was opened. */
+  long walSyncs() {
+    return statistics.getTickerCount(TickerType.WAL_FILE_SYNCED);
+  }
+
+  // ---- reads -------------------------------------------------------------------------------
+
+  long commitSeq() {
+    byte[] value = get(meta, META_COMMIT_SEQ);
+    return value == null ? 0 : ByteBuffer.wrap(value).getLong();
+  }
+
+  TablePointer pointer(String tableKey) {
+    byte[] value = get(tables, TableKeys.bytes(tableKey));
+    return value == null ? null : decodePointer(value);
+  }
+
+  /** Keys of the tables whose key starts with {@code prefix}, in key order. */
+  List<String> tableKeys(String prefix) {
+    return keysWithPrefix(tables, prefix);
+  }
+
+  Map<String, String> namespace(String namespaceKey) {
+    byte[] value = get(namespaces, TableKeys.bytes(namespaceKey));
+    return value == null ? null : decodeProperties(value);
+  }
+
+  List<String> namespaceKeys(String prefix) {
+    return keysWithPrefix(namespaces, prefix);
+  }
+
+  List<CommitEvent> commitsSince(long after, int limit) {
+    List<CommitEvent> page = new ArrayList<>(Math.min(limit, 1024));
+    try (ReadOptions read = new ReadOptions(); RocksIterator it = db.newIterator(commitLog, read)) {
+      for (it.seek(longBytes(after + 1)); it.isValid() && page.size() < limit; it.next()) {
+        page.add(decodeEvent(ByteBuffer.wrap(it.key()).getLong(), it.value()));
+      }
+      checkIterator(it);
+    }
+    return page;
+  }
+
+  /** The {@code commitSeq} that added {@code snapshotId} to the table, or -1 when unknown. */
+  long commitSeqOfSnapshot(String tableKey, long snapshotId) {
+    byte[] value = get(commits, snapshotKey(tableKey, snapshotId));
+    return value == null ? -1 : ByteBuffer.wrap(value).getLong();
+  }
+
+  private List<String> keysWithPrefix(ColumnFamilyHandle family, String prefix) {
+    byte[] start = TableKeys.bytes(prefix);
+    List<String> keys = new ArrayList<>();
+    try (RocksIterator it = db.newIterator(family)) {
+      for (it.seek(start); it.isValid(); it.next()) {
+        byte[] key = it.key();
+        if (!startsWith(key, start)) {
+          break;
+        }
+        keys.add(TableKeys.string(key));
+      }
+      checkIterator(it);
+    }
+    return keys;
+  }
+
+  private byte[] get(ColumnFamilyHandle family, byte[] key) {
+    try {
+      return db.get(family, key);
+    } catch (RocksDBException e) {
+      throw new IllegalStateException("cannot read the skade catalog at " + path, e);
+    }
+  }
+
+  private void checkIterator(RocksIterator it) {
+    try {
+      it.status();
+    } catch (RocksDBException e) {
+      throw new IllegalStateException("cannot read the skade catalog at " + path, e);
+    }
+  }
+
+  // ---- the one write -----------------------------------------------------------------------
+
+  /** Everything one group commit changes; built by the committer, written by {@link #write}. */
+  static final class Batch {
+    /** Table pointers to write; a null value removes the pointer. */
+    final Map<String, TablePointer> pointers = new LinkedHashMap<>();
+    /** Namespace properties to write; a null value removes the namespace. */
+    final Map<String, Map<String, String>> namespaces = new LinkedHashMap<>();
+    /** Log rows, in {@code commitSeq} order. */
+    final List<CommitEvent> commits = new ArrayList<>();
+    /** Renames, new table key → old table key: the snapshot index rows move along. */
+    final Map<String, String> renames = new LinkedHashMap<>();
+
+    boolean isEmpty() {
+      return pointers.isEmpty() && namespaces.isEmpty() && commits.isEmpty();
+    }
+  }
+
+  /**
+   * Writes a group in one {@link WriteBatch} with {@code sync=true}: pointers, namespaces, one
+   * log row per commit, the snapshot index, and the new {@code commitSeq}. When this returns the
+   * group is durable and visible to every read; when it throws, the outcome is unknown.
+   */
+  void write(Batch group) throws RocksDBException {
+    if (follower) {
+      throw new UnsupportedOperationException("a follower never writes");
+    }
+    try (WriteBatch batch = new WriteBatch()) {
+      for (Map.Entry<String, TablePointer> e : group.pointers.entrySet()) {
+        byte[] key = TableKeys.bytes(e.getKey());
+        if (e.getValue() == null) {
+          batch.delete(tables, key);
+        } else {
+          batch.put(tables, key, encodePointer(e.getValue()));
+        }
+      }
+      for (Map.Entry<String, Map<String, String>> e : group.namespaces.entrySet()) {
+        byte[] key = TableKeys.bytes(e.getKey());
+        if (e.getValue() == null) {
+          batch.delete(namespaces, key);
+        } else {
+          batch.put(namespaces, key, encodeProperties(e.getValue()));
+        }
+      }
+      for (Map.Entry<String, String> e : group.renames.entrySet()) {
+        moveSnapshotIndex(batch, e.getValue(), e.getKey());
+      }
+      long lastSeq = -1;
+      for (CommitEvent commit : group.commits) {
+        batch.put(commitLog, longBytes(commit.commitSeq()), encodeEvent(commit));
+        indexSnapshots(batch, commit);
+        lastSeq = commit.commitSeq();
+      }
+      if (lastSeq >= 0) {
+        batch.put(meta, META_COMMIT_SEQ, longBytes(lastSeq));
+      }
+      db.write(syncWrite, batch);
+    }
+  }
+
+  private void indexSnapshots(WriteBatch batch, CommitEvent commit) throws RocksDBException {
+    String key = commit.tableKey();
+    switch (commit.operation()) {
+      case DROP -> batch.deleteRange(commits, snapshotPrefix(key), snapshotPrefixEnd(key));
+      case RENAME_FROM, RENAME_TO -> { } // rows moved by moveSnapshotIndex
+      default -> {
+        for (long snapshotId : commit.addedSnapshotIds()) {
+          batch.put(commits, snapshotKey(key, snapshotId), longBytes(commit.commitSeq()));
+        }
+      }
+    }
+  }
+
+  private void moveSnapshotIndex(WriteBatch batch, String fromKey, String toKey)
+      throws RocksDBException {
+    byte[] from = snapshotPrefix(fromKey);
+    byte[] to = snapshotPrefix(toKey);
+    try (RocksIterator it = db.newIterator(commits)) {
+      for (it.seek(from); it.isValid() && startsWith(it.key(), from); it.next()) {
+        byte[] key = it.key();
+        byte[] moved = Arrays.copyOf(to, to.length + key.length - from.length);
+        System.arraycopy(key, from.length, moved, to.length, key.length - from.length);
+        batch.put(commits, moved, it.value());
+      }
+      it.status();
+    }
+    batch.deleteRange(commits, from, snapshotPrefixEnd(fromKey));
+  }
+
+  private static byte[] snapshotPrefix(String tableKey) {
+    byte[] key = TableKeys.bytes(tableKey);
+    return Arrays.copyOf(key, key.length + 1); // table key, then 0x00 (never inside a key)
+  }
+
+  private static byte[] snapshotPrefixEnd(String tableKey) {
+    byte[] end = snapshotPrefix(tableKey);
+    end[end.length - 1] = 1;
+    return end;
+  }
+
+  private static byte[] snapshotKey(String tableKey, long snapshotId) {
+    byte[] prefix = snapshotPrefix(tableKey);
+    return ByteBuffer.allocate(prefix.length + Long.BYTES).put(prefix).putLong(snapshotId).array();
+  }
+
+  // ---- encodings ---------------------------------------------------------------------------
+
+  private static byte[] encodePointer(TablePointer pointer) {
+    return encode(out -> {
+      out.writeUTF(pointer.metadataLocation());
+      out.writeLong(pointer.snapshotId());
+      out.writeLong(pointer.commitSeq());
+    });
+  }
+
+  private static TablePointer decodePointer(byte[] bytes) {
+    return decode(bytes, in -> new TablePointer(in.readUTF(), in.readLong(), in.readLong()));
+  }
+
+  private static byte[] encodeEvent(CommitEvent event) {
+    return encode(out -> {
+      out.writeUTF(event.tableKey());
+      out.writeByte(event.operation().code());
+      out.writeInt(event.addedSnapshotIds().size());
+      for (long id : event.addedSnapshotIds()) {
+        out.writeLong(id);
+      }
+      out.writeUTF(event.metadataLocation());
+      out.writeBoolean(event.previousMetadataLocation() != null);
+      if (event.previousMetadataLocation() != null) {
+        out.writeUTF(event.previousMetadataLocation());
+      }
+      out.writeLong(event.tsMicros());
+    });
+  }
+
+  private static CommitEvent decodeEvent(long seq, byte[] bytes) {
+    return decode(bytes, in -> {
+      String tableKey = in.readUTF();
+      CommitOperation operation = CommitOperation.fromCode(in.readByte());
+      int count = in.readInt();
+      List<Long> snapshots = new ArrayList<>(count);
+      for (int i = 0; i < count; i++) {
+        snapshots.add(in.readLong());
+      }
+      String location = in.readUTF();
+      String previous = in.readBoolean() ? in.readUTF() : null;
+      return new CommitEvent(seq, tableKey, operation, snapshots, location, previous, in.readLong());
+    });
+  }
+
+  private static byte[] encodeProperties(Map<String, String> properties) {
+    return encode(out -> {
+      out.writeInt(properties.size());
+      for (Map.Entry<String, String> e : new TreeMap<>(properties).entrySet()) {
+        out.writeUTF(e.getKey());
+        out.writeUTF(e.getValue());
+      }
+    });
+  }
+
+  private static Map<String, String> decodeProperties(byte[] bytes) {
+    return decode(bytes, in -> {
+      int count = in.readInt();
+      Map<String, String> properties = new LinkedHashMap<>();
+      for (int i = 0; i < count; i++) {
+        properties.put(in.readUTF(), in.readUTF());
+      }
+      return properties;
+    });
+  }
+
+  private interface Writer {
+    void write(DataOutputStream out) throws IOException;
+  }
+
+  private interface Reader<T> {
+    T read(DataInputStream in) throws IOException;
+  }
+
+  private static byte[] encode(Writer writer) {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream(128);
+    try (DataOutputStream out = new DataOutputStream(bytes)) {
+      out.writeByte(RECORD_VERSION);
+      writer.write(out);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return bytes.toByteArray();
+  }
+
+  private static <T> T decode(byte[] bytes, Reader<T> reader) {
+    try (DataInputStream in = new DataInputStream(new java.io.ByteArrayInputStream(bytes))) {
+      byte version = in.readByte();
+      if (version != RECORD_VERSION) {
+        throw new IllegalStateException("unknown skade catalog record version " + version);
+      }
+      return reader.read(in);
+    } catch (IOException e) {
+      throw new UncheckedIOException("corrupt skade catalog record", e);
+    }
+  }
+
+  static byte[] longBytes(long value) {
+    return ByteBuffer.allocate(Long.BYTES).putLong(value).array();
+  }
+
+  private static byte[] intBytes(int value) {
+    return ByteBuffer.allocate(Integer.BYTES).putInt(value).array();
+  }
+
+  private static boolean startsWith(byte[] key, byte[] prefix) {
+    if (key.length < prefix.length) {
+      return false;
+    }
+    return Arrays.equals(key, 0, prefix.length, prefix, 0, prefix.length);
+  }
+
+  @Override
+  public void close() {
+    syncWrite.close();
+    for (ColumnFamilyHandle handle : handles) {
+      handle.close();
+    }
+    db.close();
+    options.close();
+    statistics.close();
+  }
+}

@@ -1,0 +1,44 @@
+package io.skade.catalog;
+
+import java.util.List;
+import java.util.Objects;
+import java.util.OptionalLong;
+
+/**
+ * One row of the commit log: a pointer change of one table, as durable in the catalog and as
+ * pushed to subscribers.
+ *
+ * @param commitSeq the global, gapless position of this commit in the log (starts at 1)
+ * @param tableKey the table's key ({@link CommitFeed#commitTableKey}), to filter events by
+ * @param operation what the commit did to the pointer
+ * @param addedSnapshotIds the snapshots this commit added, oldest first (empty for creates,
+ *     drops, renames and metadata-only commits; several for a transaction)
+ * @param metadataLocation the metadata file the pointer points to after this commit; for {@link
+ *     CommitOperation#DROP} and {@link CommitOperation#RENAME_FROM}, the last one it pointed to
+ * @param previousMetadataLocation the metadata file the pointer pointed to before, or null when
+ *     the pointer did not exist
+ * @param tsMicros when the commit was stamped by the committer, microseconds since the epoch
+ */
+public record CommitEvent(
+    long commitSeq,
+    String tableKey,
+    CommitOperation operation,
+    List<Long> addedSnapshotIds,
+    String metadataLocation,
+    String previousMetadataLocation,
+    long tsMicros) {
+
+  public CommitEvent {
+    Objects.requireNonNull(tableKey, "tableKey");
+    Objects.requireNonNull(operation, "operation");
+    Objects.requireNonNull(metadataLocation, "metadataLocation");
+    addedSnapshotIds = List.copyOf(addedSnapshotIds);
+  }
+
+  /** The newest snapshot this commit added; absent for snapshot-less commits. */
+  public OptionalLong snapshotId() {
+    return addedSnapshotIds.isEmpty()
+        ? OptionalLong.empty()
+        : OptionalLong.of(addedSnapshotIds.get(addedSnapshotIds.size() - 1));
+  }
+}

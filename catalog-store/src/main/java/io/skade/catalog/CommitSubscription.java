@@ -1,0 +1,177 @@
+package io.skade.catalog;
+
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.function.Consumer;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A live subscription to a catalog's commits, in {@code commitSeq} order.
+ *
+ * <p>Its buffer is bounded. The committer never waits for a subscriber: when the buffer is full,
+ * the subscription drops what it holds and marks itself lagged, and the next {@link #poll} throws
+ * {@link CommitFeedLaggedException}. The consumer then reads the missed commits with {@link
+ * CommitFeed#commitsSince} from its cursor and keeps polling, skipping events at or below the
+ * cursor. Nothing is dropped silently.
+ */
+public final class CommitSubscription implements AutoCloseable {
+  private final int capacity;
+  private final Consumer<CommitSubscription> onClose;
+  private volatile long startCursor;
+  private final ReentrantLock lock = new ReentrantLock();
+  private final Condition notEmpty = lock.newCondition();
+  private final ArrayDeque<Delivery> buffer;
+  private boolean lagged;
+  private boolean closed;
+  private Runnable listener;
+  private long lastDurableNanos;
+
+  private record Delivery(CommitEvent event, long durableNanos) {}
+
+  CommitSubscription(int capacity, Consumer<CommitSubscription> onClose) {
+    if (capacity <= 0) {
+      throw new IllegalArgumentException(
+          "commit subscription buffer size must be positive, got " + capacity);
+    }
+    this.capacity = capacity;
+    this.onClose = onClose;
+    this.buffer = new ArrayDeque<>(Math.min(capacity, 1024));
+  }
+
+  /**
+   * The catalog's {@code commitSeq} when this subscription started. Every commit after it is
+   * delivered; a few at or below it may be delivered too and are to be skipped.
+   */
+  public long startCursor() {
+    return startCursor;
+  }
+
+  /**
+   * Takes the next commit, waiting up to {@code timeout}; null when none arrived in time.
+   *
+   * @throws CommitFeedLaggedException when commits were dropped because the buffer overflowed;
+   *     thrown once per overflow, after which newer commits are delivered again
+   * @throws IllegalStateException when the subscription or its catalog was closed
+   */
+  public CommitEvent poll(Duration timeout) throws InterruptedException {
+    long remaining = timeout.toNanos();
+    lock.lock();
+    try {
+      while (true) {
+        if (lagged) {
+          lagged = false;
+          throw new CommitFeedLaggedException(capacity);
+        }
+        Delivery next = buffer.poll();
+        if (next != null) {
+          lastDurableNanos = next.durableNanos();
+          return next.event();
+        }
+        if (closed) {
+          throw new IllegalStateException("commit subscription is closed");
+        }
+        if (remaining <= 0) {
+          return null;
+        }
+        remaining = notEmpty.awaitNanos(remaining);
+      }
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Takes the next commit if one is buffered, without waiting; null otherwise. */
+  public CommitEvent poll() {
+    try {
+      return poll(Duration.ZERO);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return null;
+    }
+  }
+
+  /**
+   * Registers a callback run on the committer's thread after each delivery (and on lag). It must
+   * only schedule work elsewhere — never block, never poll on that thread.
+   */
+  public void onAvailable(Runnable callback) {
+    lock.lock();
+    try {
+      this.listener = callback;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * The {@link System#nanoTime()} reading taken when the batch holding the last polled event
+   * became durable, so a consumer in this JVM can measure the feed's latency.
+   */
+  public long lastDurableNanos() {
+    lock.lock();
+    try {
+      return lastDurableNanos;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Set once, right after the subscription was registered with the committer. */
+  void startAt(long cursor) {
+    this.startCursor = cursor;
+  }
+
+  /** Called by the committer only; never blocks. */
+  void deliver(CommitEvent event, long durableNanos) {
+    Runnable callback;
+    lock.lock();
+    try {
+      if (closed) {
+        return;
+      }
+      if (buffer.size() >= capacity) {
+        buffer.clear();
+        lagged = true;
+      }
+      if (!lagged) {
+        buffer.add(new Delivery(event, durableNanos));
+      }
+      notEmpty.signalAll();
+      callback = listener;
+    } finally {
+      lock.unlock();
+    }
+    if (callback != null) {
+      callback.run();
+    }
+  }
+
+  /** Ends the subscription; its buffered events are discarded. Idempotent. */
+  @Override
+  public void close() {
+    lock.lock();
+    try {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      buffer.clear();
+      notEmpty.signalAll();
+    } finally {
+      lock.unlock();
+    }
+    onClose.accept(this);
+  }
+
+  /** Called when the catalog closes: wakes waiting pollers, who then see the closed state. */
+  void catalogClosed() {
+    lock.lock();
+    try {
+      closed = true;
+      notEmpty.signalAll();
+    } finally {
+      lock.unlock();
+    }
+  }
+}

@@ -1,0 +1,321 @@
+package io.skade.catalog;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.iceberg.exceptions.CommitStateUnknownException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The catalog's one commit path: every change to the store goes through here.
+ *
+ * <p>Callers submit a {@link Mutation} and wait. One named thread takes every pending mutation at
+ * once (a group), runs each against a {@link Stage} that sees the store plus the group's earlier
+ * winners, so each compare-and-swap is checked against the pointer as it will be; a mutation that
+ * throws is a loser and stages nothing. The winners are written in ONE RocksDB batch with {@code
+ * sync=true} (one fsync per group), each pointer change taking the next {@code commitSeq} — so
+ * the log is gapless and a multi-table commit is all or nothing. Then the callers are completed,
+ * and only then one {@link CommitEvent} per log row is published to subscribers, in {@code
+ * commitSeq} order, without ever waiting for them.
+ *
+ * <p>A failed batch write leaves the outcome unknown: its winners get {@link
+ * CommitStateUnknownException} and the committer refuses further work until the catalog is
+ * reopened (which reads the truth back from disk).
+ */
+final class Committer implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(Committer.class);
+  private static final int MAX_GROUP = 4096;
+
+  /** One change, run on the committer thread. Throw to reject it; it then stages nothing. */
+  interface Mutation<R> {
+    R apply(Stage stage);
+  }
+
+  private record Request<R>(Mutation<R> mutation, CompletableFuture<R> result) {}
+
+  private static final Request<Void> STOP = new Request<>(stage -> null, null);
+
+  private final CatalogStore store;
+  private final BlockingQueue<Request<?>> queue = new LinkedBlockingQueue<>();
+  private final List<CommitSubscription> subscribers = new CopyOnWriteArrayList<>();
+  private final Thread thread;
+  private final AtomicLong groups = new AtomicLong();
+  private volatile long durableSeq;
+  private volatile boolean closed;
+  private volatile RuntimeException failure;
+
+  Committer(CatalogStore store, String name) {
+    this.store = store;
+    this.durableSeq = store.commitSeq();
+    this.thread = new Thread(this::run, "skade-committer-" + name);
+    thread.setDaemon(true);
+    thread.start();
+  }
+
+  /** Runs {@code mutation} in the next group and returns once its group is durable. */
+  <R> R submit(Mutation<R> mutation) {
+    CompletableFuture<R> result = new CompletableFuture<>();
+    synchronized (queue) {
+      checkOpen();
+      queue.add(new Request<>(mutation, result));
+    }
+    try {
+      return result.join();
+    } catch (CompletionException e) {
+      if (e.getCause() instanceof RuntimeException cause) {
+        // Re-thrown on the caller's thread, with the committer-side stack as the cause's trace.
+        throw cause;
+      }
+      throw e;
+    }
+  }
+
+  /** The newest durable {@code commitSeq}. */
+  long durableSeq() {
+    return durableSeq;
+  }
+
+  /** How many batches were written (each one fsync). */
+  long groupsWritten() {
+    return groups.get();
+  }
+
+  CommitSubscription subscribe(int bufferSize) {
+    checkOpen();
+    CommitSubscription subscription = new CommitSubscription(bufferSize, subscribers::remove);
+    // Registered before the cursor is read: a commit racing this call is delivered, not lost.
+    subscribers.add(subscription);
+    subscription.startAt(durableSeq);
+    return subscription;
+  }
+
+  private void checkOpen() {
+    if (failure != null) {
+      throw new IllegalStateException(
+          "skade catalog at " + store.path() + " stopped committing after a failed write; reopen"
+              + " the catalog to read the outcome from disk", failure);
+    }
+    if (closed) {
+      throw new IllegalStateException("skade catalog at " + store.path() + " is closed");
+    }
+  }
+
+  private void run() {
+    List<Request<?>> group = new ArrayList<>();
+    while (true) {
+      try {
+        group.add(queue.take());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+      queue.drainTo(group, MAX_GROUP - 1);
+      boolean stop = group.remove(STOP);
+      commitGroup(group);
+      group.clear();
+      if (stop) {
+        return;
+      }
+    }
+  }
+
+  private void commitGroup(List<Request<?>> group) {
+    if (failure != null) {
+      for (Request<?> request : group) {
+        request.result().completeExceptionally(new IllegalStateException(
+            "skade catalog at " + store.path() + " stopped committing after a failed write",
+            failure));
+      }
+      return;
+    }
+    Stage stage = new Stage(store, durableSeq);
+    List<Runnable> completions = new ArrayList<>(group.size());
+    for (Request<?> request : group) {
+      completions.add(run(stage, request));
+    }
+    CatalogStore.Batch batch = stage.group;
+    long durableNanos = 0;
+    if (!batch.isEmpty()) {
+      try {
+        store.write(batch);
+        durableNanos = System.nanoTime();
+        groups.incrementAndGet();
+      } catch (Exception e) {
+        failure = new IllegalStateException("batch write failed", e);
+        LOG.error("skade catalog at {}: a batch write failed; commits {}..{} have an unknown"
+            + " outcome", store.path(), durableSeq + 1, stage.lastSeq, e);
+        for (Request<?> request : group) {
+          request.result().completeExceptionally(new CommitStateUnknownException(e));
+        }
+        return;
+      }
+      durableSeq = stage.lastSeq;
+    }
+    completions.forEach(Runnable::run);
+    for (CommitEvent event : batch.commits) {
+      for (CommitSubscription subscriber : subscribers) {
+        subscriber.deliver(event, durableNanos);
+      }
+    }
+  }
+
+  private static <R> Runnable run(Stage stage, Request<R> request) {
+    try {
+      R value = request.mutation().apply(stage);
+      stage.accept();
+      return () -> request.result().complete(value);
+    } catch (RuntimeException e) {
+      stage.discard();
+      request.result().completeExceptionally(e);
+      return () -> { };
+    }
+  }
+
+  @Override
+  public void close() {
+    synchronized (queue) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      // Every request queued before STOP is still committed.
+      queue.add(STOP);
+    }
+    try {
+      thread.join();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    for (CommitSubscription subscriber : subscribers) {
+      subscriber.catalogClosed();
+    }
+    subscribers.clear();
+  }
+
+  /**
+   * What a mutation sees and changes: the store, plus the group's earlier winners, plus its own
+   * changes so far. Its changes join the group only when it returns normally.
+   */
+  static final class Stage {
+    private final CatalogStore store;
+    private final CatalogStore.Batch group = new CatalogStore.Batch();
+    private CatalogStore.Batch pending = new CatalogStore.Batch();
+    private long lastSeq;
+    private long pendingSeq;
+    private final long tsMicros;
+
+    private Stage(CatalogStore store, long durableSeq) {
+      this.store = store;
+      this.lastSeq = durableSeq;
+      this.pendingSeq = durableSeq;
+      java.time.Instant now = java.time.Instant.now();
+      this.tsMicros = now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
+    }
+
+    /** The table's pointer as this mutation would see it committed, or null. */
+    TablePointer pointer(String tableKey) {
+      if (pending.pointers.containsKey(tableKey)) {
+        return pending.pointers.get(tableKey);
+      }
+      if (group.pointers.containsKey(tableKey)) {
+        return group.pointers.get(tableKey);
+      }
+      return store.pointer(tableKey);
+    }
+
+    /** Keys of the tables whose key starts with {@code prefix}. */
+    List<String> tableKeys(String prefix) {
+      return overlay(store.tableKeys(prefix), prefix, group.pointers, pending.pointers);
+    }
+
+    Map<String, String> namespace(String namespaceKey) {
+      if (pending.namespaces.containsKey(namespaceKey)) {
+        return pending.namespaces.get(namespaceKey);
+      }
+      if (group.namespaces.containsKey(namespaceKey)) {
+        return group.namespaces.get(namespaceKey);
+      }
+      return store.namespace(namespaceKey);
+    }
+
+    List<String> namespaceKeys(String prefix) {
+      return overlay(store.namespaceKeys(prefix), prefix, group.namespaces, pending.namespaces);
+    }
+
+    /**
+     * Moves (or creates, or removes) a table pointer and appends its log row with the next
+     * {@code commitSeq}, which it returns.
+     *
+     * @param newLocation the new metadata location; for a removal, the last one
+     * @param snapshotId the table's current snapshot after the change ({@link
+     *     TablePointer#NO_SNAPSHOT} when none)
+     */
+    long commit(String tableKey, CommitOperation operation, List<Long> addedSnapshotIds,
+        String newLocation, long snapshotId) {
+      TablePointer previous = pointer(tableKey);
+      long seq = ++pendingSeq;
+      pending.pointers.put(tableKey,
+          operation.leavesPointer() ? new TablePointer(newLocation, snapshotId, seq) : null);
+      pending.commits.add(new CommitEvent(seq, tableKey, operation, addedSnapshotIds, newLocation,
+          previous == null ? null : previous.metadataLocation(), tsMicros));
+      return seq;
+    }
+
+    /** Moves a table from {@code fromKey} to {@code toKey}: two log rows, one batch. */
+    void rename(String fromKey, String toKey) {
+      TablePointer pointer = pointer(fromKey);
+      commit(fromKey, CommitOperation.RENAME_FROM, List.of(), pointer.metadataLocation(),
+          TablePointer.NO_SNAPSHOT);
+      commit(toKey, CommitOperation.RENAME_TO, List.of(), pointer.metadataLocation(),
+          pointer.snapshotId());
+      pending.renames.put(toKey, fromKey);
+    }
+
+    void putNamespace(String namespaceKey, Map<String, String> properties) {
+      pending.namespaces.put(namespaceKey, Map.copyOf(properties));
+    }
+
+    void removeNamespace(String namespaceKey) {
+      pending.namespaces.put(namespaceKey, null);
+    }
+
+    private void accept() {
+      group.pointers.putAll(pending.pointers);
+      group.namespaces.putAll(pending.namespaces);
+      group.commits.addAll(pending.commits);
+      group.renames.putAll(pending.renames);
+      lastSeq = pendingSeq;
+      pending = new CatalogStore.Batch();
+    }
+
+    private void discard() {
+      pendingSeq = lastSeq;
+      pending = new CatalogStore.Batch();
+    }
+
+    private static <V> List<String> overlay(
+        List<String> stored, String prefix, Map<String, V> group, Map<String, V> pending) {
+      TreeSet<String> keys = new TreeSet<>(stored);
+      for (Map<String, V> layer : List.of(group, pending)) {
+        for (Map.Entry<String, V> e : layer.entrySet()) {
+          if (e.getKey().startsWith(prefix)) {
+            if (e.getValue() == null) {
+              keys.remove(e.getKey());
+            } else {
+              keys.add(e.getKey());
+            }
+          }
+        }
+      }
+      return new ArrayList<>(keys);
+    }
+  }
+}

@@ -1,0 +1,609 @@
+package io.skade.catalog;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.NoSuchElementException;
+import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Stream;
+import org.apache.iceberg.BaseMetastoreCatalog;
+import org.apache.iceberg.CatalogProperties;
+import org.apache.iceberg.CatalogUtil;
+import org.apache.iceberg.RetryableValidationException;
+import org.apache.iceberg.TableMetadata;
+import org.apache.iceberg.TableOperations;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.SupportsNamespaces;
+import org.apache.iceberg.catalog.TableCommit;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.exceptions.AlreadyExistsException;
+import org.apache.iceberg.exceptions.CommitFailedException;
+import org.apache.iceberg.exceptions.NamespaceNotEmptyException;
+import org.apache.iceberg.exceptions.NoSuchNamespaceException;
+import org.apache.iceberg.exceptions.NoSuchTableException;
+import org.apache.iceberg.hadoop.Configurable;
+import org.apache.iceberg.io.FileIO;
+import org.apache.iceberg.util.LocationUtil;
+import org.apache.iceberg.util.PropertyUtil;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * An Iceberg catalog whose table pointers and commit log live in an embedded RocksDB store.
+ *
+ * <p>Load it the Iceberg way: {@code CatalogUtil.loadCatalog("io.skade.catalog.SkadeCatalog",
+ * name, properties, hadoopConf)}. Properties:
+ *
+ * <ul>
+ *   <li>{@code warehouse} (required): root of table data; a table lives at {@code
+ *       <warehouse>/<namespace levels>/<table>}.
+ *   <li>{@code catalog.path}: the RocksDB directory; default {@code <warehouse>/_catalog} when the
+ *       warehouse is local, required otherwise.
+ *   <li>{@code catalog.access}: {@code owner} (default; the one process that writes) or {@code
+ *       follower} (read-only, follows the owner's commit log through a RocksDB secondary
+ *       instance).
+ *   <li>{@code catalog.follower-path}: a follower's own scratch directory (default: a temporary
+ *       directory removed on close).
+ *   <li>{@code commit-feed.buffer-size}: default buffer of a commit subscription (1024).
+ *   <li>{@code io-impl}: the {@link FileIO} (default Hadoop's, which covers local files).
+ * </ul>
+ *
+ * <p>Every change goes through one {@link Committer}; see there for what happens on commit. The
+ * catalog is also the {@link CommitFeed} of its commits.
+ */
+public class SkadeCatalog extends BaseMetastoreCatalog
+    implements SupportsNamespaces, CommitFeed, Configurable<Object> {
+  private static final Logger LOG = LoggerFactory.getLogger(SkadeCatalog.class);
+
+  public static final String CATALOG_PATH = "catalog.path";
+  public static final String CATALOG_ACCESS = "catalog.access";
+  public static final String FOLLOWER_PATH = "catalog.follower-path";
+  public static final String FEED_BUFFER_SIZE = "commit-feed.buffer-size";
+  private static final String DEFAULT_FILE_IO = "org.apache.iceberg.hadoop.HadoopFileIO";
+  private static final int PAGE = 1024;
+
+  private String name = "skade";
+  private Map<String, String> properties = Map.of();
+  private String warehouse;
+  private Object hadoopConf;
+  private FileIO io;
+  private CatalogStore store;
+  private Committer committer;
+  private Path scratchFollowerDir;
+  private int feedBufferSize = DEFAULT_SUBSCRIBER_BUFFER;
+  private boolean uniqueTableLocation;
+
+  /** For {@link CatalogUtil#loadCatalog}; call {@link #initialize} next. */
+  public SkadeCatalog() {}
+
+  @Override
+  public void setConf(Object conf) {
+    this.hadoopConf = conf;
+  }
+
+  @Override
+  public void initialize(String catalogName, Map<String, String> props) {
+    this.name = catalogName == null ? "skade" : catalogName;
+    this.properties = Map.copyOf(props);
+    String location = props.get(CatalogProperties.WAREHOUSE_LOCATION);
+    if (location == null || location.isBlank()) {
+      throw new IllegalArgumentException(
+          "skade catalog '" + name + "': property 'warehouse' is required; set it to the root"
+              + " directory (or URI) of table data, e.g. warehouse=/data/warehouse");
+    }
+    this.warehouse = location.replaceAll("/+$", "");
+    Path catalogPath = catalogPath(props);
+    String access = props.getOrDefault(CATALOG_ACCESS, "owner");
+    this.uniqueTableLocation = PropertyUtil.propertyAsBoolean(props,
+        CatalogProperties.UNIQUE_TABLE_LOCATION, CatalogProperties.UNIQUE_TABLE_LOCATION_DEFAULT);
+    this.feedBufferSize = positiveInt(props, FEED_BUFFER_SIZE, DEFAULT_SUBSCRIBER_BUFFER);
+    switch (access) {
+      case "owner" -> {
+        this.store = CatalogStore.openOwner(catalogPath);
+        this.committer = new Committer(store, name);
+      }
+      case "follower" -> this.store = CatalogStore.openFollower(catalogPath, followerPath(props));
+      default -> throw new IllegalArgumentException(
+          "skade catalog '" + name + "': property '" + CATALOG_ACCESS + "' is '" + access
+              + "'; accepted values are 'owner' and 'follower'");
+    }
+    this.io = CatalogUtil.loadFileIO(
+        props.getOrDefault(CatalogProperties.FILE_IO_IMPL, DEFAULT_FILE_IO), props, hadoopConf);
+    LOG.info("skade catalog '{}' opened at {} as {} (commit_seq {})",
+        name, catalogPath, access, store.commitSeq());
+  }
+
+  private Path catalogPath(Map<String, String> props) {
+    String configured = props.get(CATALOG_PATH);
+    if (configured != null && !configured.isBlank()) {
+      return localPath(configured, CATALOG_PATH);
+    }
+    Path local = localWarehouse();
+    if (local == null) {
+      throw new IllegalArgumentException(
+          "skade catalog '" + name + "': warehouse " + warehouse + " is not a local path, so"
+              + " property '" + CATALOG_PATH + "' is required; set it to a local directory for"
+              + " the catalog's RocksDB store");
+    }
+    return local.resolve(TableKeys.RESERVED_NAMESPACE);
+  }
+
+  private Path localWarehouse() {
+    URI uri = URI.create(warehouse.replace(" ", "%20"));
+    if (uri.getScheme() == null) {
+      return Paths.get(warehouse);
+    }
+    return "file".equals(uri.getScheme()) ? Paths.get(uri) : null;
+  }
+
+  private Path localPath(String value, String property) {
+    try {
+      return value.startsWith("file:") ? Paths.get(URI.create(value)) : Paths.get(value);
+    } catch (RuntimeException e) {
+      throw new IllegalArgumentException(
+          "skade catalog '" + name + "': property '" + property + "' = '" + value
+              + "' is not a local path: " + e.getMessage(), e);
+    }
+  }
+
+  private Path followerPath(Map<String, String> props) {
+    String configured = props.get(FOLLOWER_PATH);
+    if (configured != null) {
+      return localPath(configured, FOLLOWER_PATH);
+    }
+    try {
+      scratchFollowerDir = Files.createTempDirectory("skade-follower-");
+      return scratchFollowerDir;
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot create a scratch directory for a follower", e);
+    }
+  }
+
+  private int positiveInt(Map<String, String> props, String key, int defaultValue) {
+    String value = props.get(key);
+    if (value == null) {
+      return defaultValue;
+    }
+    try {
+      int parsed = Integer.parseInt(value.trim());
+      if (parsed > 0) {
+        return parsed;
+      }
+    } catch (NumberFormatException ignored) {
+      // falls through to the error below
+    }
+    throw new IllegalArgumentException(
+        "skade catalog '" + name + "': property '" + key + "' = '" + value
+            + "' must be a positive integer");
+  }
+
+  @Override
+  public String name() {
+    return name;
+  }
+
+  @Override
+  protected Map<String, String> properties() {
+    return properties;
+  }
+
+  FileIO io() {
+    return io;
+  }
+
+  /** The committer; absent in a follower, which never writes. */
+  Committer committer() {
+    if (committer == null) {
+      throw new UnsupportedOperationException(
+          "skade catalog '" + name + "' at " + store.path() + " is a read-only follower"
+              + " (catalog.access=follower): write through the process that owns it");
+    }
+    return committer;
+  }
+
+  TablePointer readPointer(String tableKey) {
+    store.catchUp();
+    return store.pointer(tableKey);
+  }
+
+  /** Where the catalog's RocksDB store lives. */
+  public String catalogPath() {
+    return store.path();
+  }
+
+  /** Whether this catalog is a read-only follower of another process's catalog. */
+  public boolean isFollower() {
+    return store.isFollower();
+  }
+
+  // ---- tables ------------------------------------------------------------------------------
+
+  @Override
+  protected TableOperations newTableOps(TableIdentifier identifier) {
+    return new SkadeTableOperations(this, identifier);
+  }
+
+  @Override
+  protected boolean isValidIdentifier(TableIdentifier identifier) {
+    try {
+      TableKeys.validate(identifier);
+      return true;
+    } catch (IllegalArgumentException e) {
+      return false;
+    }
+  }
+
+  @Override
+  protected String defaultWarehouseLocation(TableIdentifier identifier) {
+    TableKeys.validate(identifier);
+    return warehouse + "/" + String.join("/", identifier.namespace().levels()) + "/"
+        + LocationUtil.tableLocation(identifier, uniqueTableLocation);
+  }
+
+  @Override
+  public List<TableIdentifier> listTables(Namespace namespace) {
+    requireNamespace(namespace);
+    int depth = namespace.length() + 1;
+    return store.tableKeys(TableKeys.tablePrefix(namespace)).stream()
+        .map(TableKeys::identifier)
+        .filter(id -> id.namespace().length() + 1 == depth)
+        .toList();
+  }
+
+  @Override
+  public boolean dropTable(TableIdentifier identifier, boolean purge) {
+    if (!isValidIdentifier(identifier)) {
+      return false;
+    }
+    String key = TableKeys.tableKey(identifier);
+    TableOperations ops = newTableOps(identifier);
+    TableMetadata last = purge ? ops.current() : null;
+    boolean dropped = committer().submit(stage -> {
+      TablePointer pointer = stage.pointer(key);
+      if (pointer == null) {
+        return false;
+      }
+      stage.commit(key, CommitOperation.DROP, List.of(), pointer.metadataLocation(),
+          TablePointer.NO_SNAPSHOT);
+      return true;
+    });
+    if (dropped && last != null) {
+      CatalogUtil.dropTableData(ops.io(), last);
+    }
+    return dropped;
+  }
+
+  @Override
+  public void renameTable(TableIdentifier from, TableIdentifier to) {
+    String fromKey = TableKeys.tableKey(from);
+    String toKey = TableKeys.tableKey(to);
+    if (fromKey.equals(toKey)) {
+      return;
+    }
+    String toNamespace = TableKeys.namespaceKey(to.namespace());
+    committer().submit(stage -> {
+      if (stage.namespace(toNamespace) == null) {
+        throw new NoSuchNamespaceException(
+            "Cannot rename %s to %s. Namespace does not exist: %s", from, to, to.namespace());
+      }
+      if (stage.pointer(fromKey) == null) {
+        throw new NoSuchTableException("Cannot rename %s to %s. Table does not exist", from, to);
+      }
+      if (stage.pointer(toKey) != null) {
+        throw new AlreadyExistsException("Cannot rename %s to %s. Table already exists", from, to);
+      }
+      stage.rename(fromKey, toKey);
+      return null;
+    });
+  }
+
+  /**
+   * Commits changes to several tables atomically: every table advances, in one batch with
+   * consecutive {@code commitSeq}s, or none does. Each {@link TableCommit} is validated against
+   * its table's current metadata; a failed requirement, or a table that moved while its new
+   * metadata was written, throws {@link CommitFailedException} and changes nothing.
+   */
+  public void commitTransaction(List<TableCommit> commits) {
+    Set<TableIdentifier> seen = new HashSet<>();
+    for (TableCommit commit : commits) {
+      if (!seen.add(commit.identifier())) {
+        throw new IllegalArgumentException(
+            "multi-table commit names table " + commit.identifier() + " twice; merge its changes"
+                + " into one TableCommit");
+      }
+    }
+    record Prepared(SkadeTableOperations ops, String baseLocation, String newLocation,
+        List<Long> added, long snapshotId) {}
+    List<Prepared> prepared = new ArrayList<>();
+    try {
+      for (TableCommit commit : commits) {
+        SkadeTableOperations ops = (SkadeTableOperations) newTableOps(commit.identifier());
+        TableMetadata base = ops.refresh();
+        if (base == null) {
+          throw new NoSuchTableException("Table does not exist: %s", commit.identifier());
+        }
+        commit.requirements().forEach(requirement -> requirement.validate(base));
+        TableMetadata.Builder builder = TableMetadata.buildFrom(base);
+        try {
+          commit.updates().forEach(update -> update.applyTo(builder));
+        } catch (RetryableValidationException e) {
+          throw new CommitFailedException(e, "Validation failed, please retry: %s", e.getMessage());
+        }
+        TableMetadata updated = builder.build();
+        if (!updated.changes().isEmpty()) {
+          prepared.add(new Prepared(ops, base.metadataFileLocation(), ops.writeMetadata(updated),
+              SkadeTableOperations.addedSnapshots(updated),
+              SkadeTableOperations.currentSnapshotId(updated)));
+        }
+      }
+      if (prepared.isEmpty()) {
+        return;
+      }
+      committer().submit(stage -> {
+        for (Prepared p : prepared) {
+          TablePointer current = stage.pointer(p.ops().tableKey());
+          if (current == null || !current.metadataLocation().equals(p.baseLocation())) {
+            throw new CommitFailedException(
+                "Cannot commit %s: metadata location %s has changed from %s; no table of this"
+                    + " multi-table commit was changed",
+                p.ops().tableName(), current == null ? null : current.metadataLocation(),
+                p.baseLocation());
+          }
+        }
+        for (Prepared p : prepared) {
+          stage.commit(p.ops().tableKey(), CommitOperation.UPDATE, p.added(), p.newLocation(),
+              p.snapshotId());
+        }
+        return null;
+      });
+    } catch (CommitFailedException | NoSuchTableException e) {
+      // Nothing points at the metadata files written for this attempt.
+      prepared.forEach(p -> deleteQuietly(p.newLocation()));
+      throw e;
+    }
+  }
+
+  private void deleteQuietly(String location) {
+    try {
+      io.deleteFile(location);
+    } catch (RuntimeException e) {
+      LOG.warn("could not delete unreferenced metadata file {}", location, e);
+    }
+  }
+
+  /**
+   * The commit that added {@code snapshotId} to the table, from the {@code (table, snapshot)}
+   * index; empty when this catalog did not record it (e.g. a snapshot of a registered table).
+   */
+  public Optional<CommitEvent> commitOf(TableIdentifier identifier, long snapshotId) {
+    store.catchUp();
+    long seq = store.commitSeqOfSnapshot(TableKeys.tableKey(identifier), snapshotId);
+    if (seq < 0) {
+      return Optional.empty();
+    }
+    return store.commitsSince(seq - 1, 1).stream().findFirst();
+  }
+
+  // ---- namespaces --------------------------------------------------------------------------
+
+  @Override
+  public void createNamespace(Namespace namespace, Map<String, String> metadata) {
+    String key = TableKeys.namespaceKey(namespace);
+    committer().submit(stage -> {
+      if (stage.namespace(key) != null) {
+        throw new AlreadyExistsException(
+            "Cannot create namespace %s. Namespace already exists", namespace);
+      }
+      stage.putNamespace(key, metadata);
+      return null;
+    });
+  }
+
+  @Override
+  public List<Namespace> listNamespaces(Namespace namespace) {
+    store.catchUp();
+    String prefix = namespace.isEmpty() ? "" : TableKeys.namespaceKey(namespace) + TableKeys.SEPARATOR;
+    List<Namespace> descendants = store.namespaceKeys(prefix).stream()
+        .map(TableKeys::namespace)
+        .toList();
+    if (!namespace.isEmpty() && descendants.isEmpty() && !namespaceExists(namespace)) {
+      throw new NoSuchNamespaceException("Namespace does not exist: %s", namespace);
+    }
+    int depth = namespace.length() + 1;
+    return descendants.stream()
+        .map(n -> Namespace.of(Arrays.copyOf(n.levels(), depth)))
+        .distinct()
+        .sorted(Comparator.comparing(Namespace::toString))
+        .toList();
+  }
+
+  @Override
+  public Map<String, String> loadNamespaceMetadata(Namespace namespace) {
+    if (namespace.isEmpty() || !isValidNamespace(namespace)) {
+      throw new NoSuchNamespaceException("Namespace does not exist: %s", namespace);
+    }
+    store.catchUp();
+    Map<String, String> properties = store.namespace(TableKeys.namespaceKey(namespace));
+    if (properties == null) {
+      throw new NoSuchNamespaceException("Namespace does not exist: %s", namespace);
+    }
+    return properties;
+  }
+
+  @Override
+  public boolean dropNamespace(Namespace namespace) {
+    if (namespace.isEmpty() || !isValidNamespace(namespace)) {
+      return false;
+    }
+    String key = TableKeys.namespaceKey(namespace);
+    String children = key + TableKeys.SEPARATOR;
+    return committer().submit(stage -> {
+      if (stage.namespace(key) == null) {
+        return false;
+      }
+      int namespaces = stage.namespaceKeys(children).size();
+      int tables = stage.tableKeys(children).size();
+      if (namespaces > 0 || tables > 0) {
+        throw new NamespaceNotEmptyException(
+            "Namespace %s is not empty: it contains %d table(s) and %d namespace(s); drop them"
+                + " first", namespace, tables, namespaces);
+      }
+      stage.removeNamespace(key);
+      return true;
+    });
+  }
+
+  @Override
+  public boolean setProperties(Namespace namespace, Map<String, String> updates) {
+    return updateNamespace(namespace, properties -> properties.putAll(updates));
+  }
+
+  @Override
+  public boolean removeProperties(Namespace namespace, Set<String> keys) {
+    return updateNamespace(namespace, properties -> properties.keySet().removeAll(keys));
+  }
+
+  private boolean updateNamespace(
+      Namespace namespace, java.util.function.Consumer<Map<String, String>> change) {
+    String key = TableKeys.namespaceKey(namespace);
+    return committer().submit(stage -> {
+      Map<String, String> current = stage.namespace(key);
+      if (current == null) {
+        throw new NoSuchNamespaceException("Namespace does not exist: %s", namespace);
+      }
+      Map<String, String> updated = new HashMap<>(current);
+      change.accept(updated);
+      stage.putNamespace(key, updated);
+      return true;
+    });
+  }
+
+  private void requireNamespace(Namespace namespace) {
+    if (!namespaceExists(namespace)) {
+      throw new NoSuchNamespaceException(
+          "Namespace does not exist: %s", namespace);
+    }
+  }
+
+  private static boolean isValidNamespace(Namespace namespace) {
+    try {
+      TableKeys.validate(namespace);
+      return true;
+    } catch (IllegalArgumentException e) {
+      return false;
+    }
+  }
+
+  // ---- commit feed -------------------------------------------------------------------------
+
+  @Override
+  public CommitSubscription subscribeCommits() {
+    return subscribeCommits(feedBufferSize);
+  }
+
+  @Override
+  public CommitSubscription subscribeCommits(int bufferSize) {
+    if (committer == null) {
+      throw new UnsupportedOperationException(
+          "the live commit feed exists only in the process that owns the catalog at "
+              + store.path() + "; a follower polls commitsSince(cursor) instead");
+    }
+    return committer.subscribe(bufferSize);
+  }
+
+  @Override
+  public List<CommitEvent> commitsSince(long after, int limit) {
+    store.catchUp();
+    return store.commitsSince(after, limit);
+  }
+
+  @Override
+  public Iterable<CommitEvent> commitsSince(long after) {
+    return () -> new Iterator<>() {
+      private long cursor = after;
+      private Iterator<CommitEvent> page = List.<CommitEvent>of().iterator();
+      private boolean exhausted;
+
+      @Override
+      public boolean hasNext() {
+        if (!page.hasNext() && !exhausted) {
+          List<CommitEvent> next = commitsSince(cursor, PAGE);
+          exhausted = next.size() < PAGE;
+          page = next.iterator();
+        }
+        return page.hasNext();
+      }
+
+      @Override
+      public CommitEvent next() {
+        if (!hasNext()) {
+          throw new NoSuchElementException();
+        }
+        CommitEvent event = page.next();
+        cursor = event.commitSeq();
+        return event;
+      }
+    };
+  }
+
+  @Override
+  public long commitSeq() {
+    if (committer != null) {
+      return committer.durableSeq();
+    }
+    store.catchUp();
+    return store.commitSeq();
+  }
+
+  @Override
+  public String commitTableKey(TableIdentifier identifier) {
+    return TableKeys.tableKey(identifier);
+  }
+
+  /** Counters of the store since it was opened, for tests and benchmarks. */
+  public record StoreStatistics(long walSyncs, long batchesWritten) {}
+
+  public StoreStatistics statistics() {
+    return new StoreStatistics(store.walSyncs(), committer == null ? 0 : committer.groupsWritten());
+  }
+
+  @Override
+  public void close() throws IOException {
+    try {
+      if (committer != null) {
+        committer.close();
+      }
+    } finally {
+      if (store != null) {
+        store.close();
+      }
+      if (io != null) {
+        io.close();
+      }
+      super.close();
+      if (scratchFollowerDir != null) {
+        deleteTree(scratchFollowerDir);
+      }
+    }
+  }
+
+  private static void deleteTree(Path root) {
+    try (Stream<Path> paths = Files.walk(root)) {
+      paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    } catch (IOException e) {
+      LOG.warn("could not remove follower scratch directory {}", root, e);
+    }
+  }
+}

@@ -1,0 +1,107 @@
+package io.skade.catalog;
+
+import java.util.List;
+import org.apache.iceberg.BaseMetastoreTableOperations;
+import org.apache.iceberg.MetadataUpdate;
+import org.apache.iceberg.TableMetadata;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.exceptions.AlreadyExistsException;
+import org.apache.iceberg.exceptions.CommitFailedException;
+import org.apache.iceberg.exceptions.NoSuchNamespaceException;
+import org.apache.iceberg.exceptions.NoSuchTableException;
+import org.apache.iceberg.io.FileIO;
+
+/**
+ * One table's operations: refresh reads the pointer; commit writes the new metadata file first,
+ * then hands a compare-and-swap of the pointer to the catalog's {@link Committer}.
+ */
+final class SkadeTableOperations extends BaseMetastoreTableOperations {
+  private final SkadeCatalog catalog;
+  private final TableIdentifier identifier;
+  private final String tableKey;
+  private final String fullName;
+
+  SkadeTableOperations(SkadeCatalog catalog, TableIdentifier identifier) {
+    this.catalog = catalog;
+    this.identifier = identifier;
+    this.tableKey = TableKeys.tableKey(identifier);
+    this.fullName = catalog.name() + "." + identifier;
+  }
+
+  @Override
+  protected void doRefresh() {
+    TablePointer pointer = catalog.readPointer(tableKey);
+    if (pointer != null) {
+      refreshFromMetadataLocation(pointer.metadataLocation());
+    } else if (currentMetadataLocation() != null) {
+      throw new NoSuchTableException("Table %s was dropped or renamed", fullName);
+    } else {
+      disableRefresh();
+    }
+  }
+
+  @Override
+  protected void doCommit(TableMetadata base, TableMetadata metadata) {
+    boolean register = base == null && metadata.metadataFileLocation() != null;
+    String newLocation = writeNewMetadataIfRequired(base == null, metadata);
+    String baseLocation = base == null ? null : base.metadataFileLocation();
+    CommitOperation operation = base != null
+        ? CommitOperation.UPDATE
+        : register ? CommitOperation.REGISTER : CommitOperation.CREATE;
+    List<Long> added = addedSnapshots(metadata);
+    long snapshotId = currentSnapshotId(metadata);
+    String namespaceKey = TableKeys.namespaceKey(identifier.namespace());
+    catalog.committer().submit(stage -> {
+      TablePointer current = stage.pointer(tableKey);
+      if (base == null) {
+        if (current != null) {
+          throw new AlreadyExistsException("Table already exists: %s", identifier);
+        }
+        if (stage.namespace(namespaceKey) == null) {
+          throw new NoSuchNamespaceException(
+              "Cannot create table %s. Namespace does not exist: %s (create the namespace first)",
+              identifier, identifier.namespace());
+        }
+      } else if (current == null) {
+        throw new NoSuchTableException("Cannot commit to table %s: it was dropped", identifier);
+      } else if (!current.metadataLocation().equals(baseLocation)) {
+        throw new CommitFailedException(
+            "Cannot commit %s: metadata location %s has changed from %s",
+            identifier, current.metadataLocation(), baseLocation);
+      }
+      return stage.commit(tableKey, operation, added, newLocation, snapshotId);
+    });
+  }
+
+  /** Writes {@code metadata} as the next metadata file of this table, for a multi-table commit. */
+  String writeMetadata(TableMetadata metadata) {
+    return writeNewMetadataIfRequired(false, metadata);
+  }
+
+  String tableKey() {
+    return tableKey;
+  }
+
+  static List<Long> addedSnapshots(TableMetadata metadata) {
+    return metadata.changes().stream()
+        .filter(MetadataUpdate.AddSnapshot.class::isInstance)
+        .map(update -> ((MetadataUpdate.AddSnapshot) update).snapshot().snapshotId())
+        .toList();
+  }
+
+  static long currentSnapshotId(TableMetadata metadata) {
+    return metadata.currentSnapshot() == null
+        ? TablePointer.NO_SNAPSHOT
+        : metadata.currentSnapshot().snapshotId();
+  }
+
+  @Override
+  public FileIO io() {
+    return catalog.io();
+  }
+
+  @Override
+  protected String tableName() {
+    return fullName;
+  }
+}
