@@ -22,6 +22,8 @@ import org.apache.iceberg.BaseMetastoreCatalog;
 import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.CatalogUtil;
 import org.apache.iceberg.RetryableValidationException;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Table;
 import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.TableOperations;
 import org.apache.iceberg.catalog.Namespace;
@@ -233,6 +235,19 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   @Override
   protected TableOperations newTableOps(TableIdentifier identifier) {
     return new SkadeTableOperations(this, identifier);
+  }
+
+  /** Validates the name first, so a bad one is rejected with the reason, not just "invalid". */
+  @Override
+  public TableBuilder buildTable(TableIdentifier identifier, Schema schema) {
+    TableKeys.validate(identifier);
+    return super.buildTable(identifier, schema);
+  }
+
+  @Override
+  public Table registerTable(TableIdentifier identifier, String metadataFileLocation) {
+    TableKeys.validate(identifier);
+    return super.registerTable(identifier, metadataFileLocation);
   }
 
   @Override

@@ -1,0 +1,124 @@
+package io.skade.benchmarks;
+
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * Prints the commit throughput of {@code SkadeCatalog}'s group-commit path, side by side for 1,
+ * 4, 16 and 64 concurrent committers, and how far its fsyncs are coalesced.
+ *
+ * <p>Each cell opens a fresh catalog in a temporary warehouse (deleted afterwards), gives every
+ * committer thread its own table (so no commit ever conflicts), and makes a fixed number of
+ * commits of one workload: metadata-only ({@code updateProperties}) or a fast append of a small
+ * Parquet file. A subscriber thread measures, for every commit, the time from its batch becoming
+ * durable to the subscriber receiving it. One warm-up pass of each workload precedes the
+ * measured cells. It asserts nothing; it prints figures.
+ *
+ * <p>System properties (defaults in brackets): {@code skade.bench.commits} metadata-only commits
+ * per cell [400], {@code skade.bench.appendCommits} append commits per cell [200], {@code
+ * skade.bench.committers} comma-separated committer counts [1,4,16,64], {@code
+ * skade.bench.warmupCommits} commits per workload in the warm-up [100].
+ */
+public final class CommitBenchmark {
+
+  private CommitBenchmark() {}
+
+  public static void main(String[] args) throws Exception {
+    // Iceberg logs every commit at INFO; keep the table readable unless told otherwise.
+    if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
+      System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
+    }
+    int metadataCommits = Integer.getInteger("skade.bench.commits", 400);
+    int appendCommits = Integer.getInteger("skade.bench.appendCommits", 200);
+    int warmupCommits = Integer.getInteger("skade.bench.warmupCommits", 100);
+    int[] committerCounts = Arrays.stream(
+            System.getProperty("skade.bench.committers", "1,4,16,64").split(","))
+        .map(String::trim)
+        .mapToInt(Integer::parseInt)
+        .toArray();
+
+    System.out.printf("skade commit benchmark | JVM: %s %s (%s) | cores: %d | date: %s%n",
+        System.getProperty("java.vm.name"), System.getProperty("java.runtime.version"),
+        System.getProperty("java.vm.vendor"), Runtime.getRuntime().availableProcessors(),
+        ZonedDateTime.now().format(DateTimeFormatter.ISO_OFFSET_DATE_TIME));
+    System.out.println("WAL syncs per commit < 1 means group commit coalesced fsyncs"
+        + " (several commits made durable by one fsync).");
+    System.out.printf("Per cell: fresh warehouse, one table per committer; %d metadata-only /"
+            + " %d append commits; feed latency = batch durable -> subscriber received.%n",
+        metadataCommits, appendCommits);
+
+    // Warm-up: JIT, class loading, Hadoop/Parquet initialisation; results discarded.
+    for (Workload workload : Workload.values()) {
+      CommitRun.run(workload, 4, warmupCommits);
+    }
+
+    List<CommitRun.Result> results = new ArrayList<>();
+    for (Workload workload : Workload.values()) {
+      int commits = workload == Workload.APPEND ? appendCommits : metadataCommits;
+      for (int committers : committerCounts) {
+        results.add(CommitRun.run(workload, committers, commits));
+      }
+    }
+    System.out.println();
+    printTable(results);
+  }
+
+  private static void printTable(List<CommitRun.Result> results) {
+    String[] header = {"workload", "committers", "commits", "seconds", "commits/s", "WAL syncs",
+        "WAL syncs/commit", "batches/commit", "feed p50 (µs)", "feed p99 (µs)"};
+    List<String[]> rows = new ArrayList<>();
+    rows.add(header);
+    long missed = 0;
+    for (CommitRun.Result r : results) {
+      missed += r.feedEventsMissed();
+      rows.add(new String[] {
+          r.workload().label(),
+          Integer.toString(r.committers()),
+          Integer.toString(r.commits()),
+          fmt("%.2f", r.seconds()),
+          fmt("%.0f", r.commitsPerSecond()),
+          Long.toString(r.walSyncs()),
+          fmt("%.3f", (double) r.walSyncs() / r.commits()),
+          fmt("%.3f", (double) r.batches() / r.commits()),
+          fmt("%.0f", r.latencyMicros(50)),
+          fmt("%.0f", r.latencyMicros(99)),
+      });
+    }
+    int[] widths = new int[header.length];
+    for (String[] row : rows) {
+      for (int c = 0; c < row.length; c++) {
+        widths[c] = Math.max(widths[c], row[c].length());
+      }
+    }
+    for (int i = 0; i < rows.size(); i++) {
+      String[] row = rows.get(i);
+      StringBuilder line = new StringBuilder();
+      for (int c = 0; c < row.length; c++) {
+        // Workload left-aligned, figures right-aligned so their digits line up.
+        String cell = c == 0 ? pad(row[c], widths[c], false) : pad(row[c], widths[c], true);
+        line.append(c == 0 ? "" : "  ").append(cell);
+      }
+      System.out.println(line.toString().stripTrailing());
+      if (i == 0) {
+        System.out.println("-".repeat(line.toString().stripTrailing().length()));
+      }
+    }
+    if (missed > 0) {
+      System.out.printf("Note: %d feed events were dropped by subscriber lag and are not in the"
+          + " latency percentiles.%n", missed);
+    }
+  }
+
+  private static String fmt(String format, double value) {
+    return String.format(Locale.ROOT, format, value);
+  }
+
+  private static String pad(String s, int width, boolean right) {
+    String fill = " ".repeat(width - s.length());
+    return right ? fill + s : s + fill;
+  }
+}
