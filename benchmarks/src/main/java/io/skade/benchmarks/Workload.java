@@ -1,16 +1,13 @@
 package io.skade.benchmarks;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
+import io.skade.write.RecordAppender;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.function.IntConsumer;
-import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.data.GenericFileWriterFactory;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.io.DataWriter;
-import org.apache.iceberg.io.OutputFileFactory;
 import org.apache.iceberg.types.Types;
 
 /** What one committer thread does to its own table, once per commit. */
@@ -31,25 +28,17 @@ enum Workload {
   APPEND("append (small Parquet file)") {
     @Override
     IntConsumer committerFor(Table table, int thread) {
-      GenericFileWriterFactory writers =
-          new GenericFileWriterFactory.Builder(table).dataFileFormat(FileFormat.PARQUET).build();
-      // One factory per thread: its partition id keeps file names apart between threads.
-      OutputFileFactory files =
-          OutputFileFactory.builderFor(table, thread, 0).format(FileFormat.PARQUET).build();
+      RecordAppender appender = new RecordAppender(table, thread);
       GenericRecord template = GenericRecord.create(SCHEMA);
       return i -> {
-        DataWriter<Record> writer = writers.newDataWriter(files.newOutputFile(), table.spec(), null);
-        try (writer) {
-          for (int row = 0; row < ROWS_PER_FILE; row++) {
-            Record record = template.copy();
-            record.setField("id", (long) i * ROWS_PER_FILE + row);
-            record.setField("name", "row-" + row);
-            writer.write(record);
-          }
-        } catch (IOException e) {
-          throw new UncheckedIOException("cannot write a benchmark data file", e);
+        List<Record> rows = new ArrayList<>(ROWS_PER_FILE);
+        for (int row = 0; row < ROWS_PER_FILE; row++) {
+          Record record = template.copy();
+          record.setField("id", (long) i * ROWS_PER_FILE + row);
+          record.setField("name", "row-" + row);
+          rows.add(record);
         }
-        table.newFastAppend().appendFile(writer.toDataFile()).commit();
+        appender.append(rows);
       };
     }
   };

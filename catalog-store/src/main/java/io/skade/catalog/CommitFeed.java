@@ -43,4 +43,7 @@ public interface CommitFeed {
 
   /** The {@link CommitEvent#tableKey()} of a table, without knowing the key encoding. */
   String commitTableKey(TableIdentifier identifier);
+
+  /** The table a {@link CommitEvent#tableKey()} names: the inverse of {@link #commitTableKey}. */
+  TableIdentifier commitTableIdentifier(String tableKey);
 }

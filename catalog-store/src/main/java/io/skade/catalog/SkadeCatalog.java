@@ -587,6 +587,11 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     return TableKeys.tableKey(identifier);
   }
 
+  @Override
+  public TableIdentifier commitTableIdentifier(String tableKey) {
+    return TableKeys.identifier(tableKey);
+  }
+
   /** Counters of the store since it was opened, for tests and benchmarks. */
   public record StoreStatistics(long walSyncs, long batchesWritten) {}
 
