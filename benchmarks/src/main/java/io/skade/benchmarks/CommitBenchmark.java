@@ -19,7 +19,7 @@ import java.util.Locale;
  * measured cells. It asserts nothing; it prints figures.
  *
  * <p>System properties (defaults in brackets): {@code skade.bench.commits} metadata-only commits
- * per cell [400], {@code skade.bench.appendCommits} append commits per cell [200], {@code
+ * per cell [300], {@code skade.bench.appendCommits} append commits per cell [150], {@code
  * skade.bench.committers} comma-separated committer counts [1,4,16,64], {@code
  * skade.bench.warmupCommits} commits per workload in the warm-up [100].
  */
@@ -32,8 +32,8 @@ public final class CommitBenchmark {
     if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
       System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
     }
-    int metadataCommits = Integer.getInteger("skade.bench.commits", 400);
-    int appendCommits = Integer.getInteger("skade.bench.appendCommits", 200);
+    int metadataCommits = Integer.getInteger("skade.bench.commits", 300);
+    int appendCommits = Integer.getInteger("skade.bench.appendCommits", 150);
     int warmupCommits = Integer.getInteger("skade.bench.warmupCommits", 100);
     int[] committerCounts = Arrays.stream(
             System.getProperty("skade.bench.committers", "1,4,16,64").split(","))
@@ -46,21 +46,25 @@ public final class CommitBenchmark {
         System.getProperty("java.vm.vendor"), Runtime.getRuntime().availableProcessors(),
         ZonedDateTime.now().format(DateTimeFormatter.ISO_OFFSET_DATE_TIME));
     System.out.println("WAL syncs per commit < 1 means group commit coalesced fsyncs"
-        + " (several commits made durable by one fsync).");
+        + " (several commits made durable by one fsync). Each cell runs twice, side by side:"
+        + " 'fsync per commit' (commit.max-batch-size=1, the design without group commit) and"
+        + " 'group commit'; 'vs fsync/commit' is the ratio of their commits/s.");
     System.out.printf("Per cell: fresh warehouse, one table per committer; %d metadata-only /"
             + " %d append commits; feed latency = batch durable -> subscriber received.%n",
         metadataCommits, appendCommits);
 
     // Warm-up: JIT, class loading, Hadoop/Parquet initialisation; results discarded.
     for (Workload workload : Workload.values()) {
-      CommitRun.run(workload, 4, warmupCommits);
+      CommitRun.run(workload, true, 4, warmupCommits);
     }
 
     List<CommitRun.Result> results = new ArrayList<>();
     for (Workload workload : Workload.values()) {
       int commits = workload == Workload.APPEND ? appendCommits : metadataCommits;
       for (int committers : committerCounts) {
-        results.add(CommitRun.run(workload, committers, commits));
+        // Side by side in one run: the previous design (one fsync per commit), then group commit.
+        results.add(CommitRun.run(workload, false, committers, commits));
+        results.add(CommitRun.run(workload, true, committers, commits));
       }
     }
     System.out.println();
@@ -68,19 +72,27 @@ public final class CommitBenchmark {
   }
 
   private static void printTable(List<CommitRun.Result> results) {
-    String[] header = {"workload", "committers", "commits", "seconds", "commits/s", "WAL syncs",
-        "WAL syncs/commit", "batches/commit", "feed p50 (µs)", "feed p99 (µs)"};
+    String[] header = {"workload", "design", "committers", "commits", "seconds", "commits/s",
+        "vs fsync/commit", "WAL syncs", "WAL syncs/commit", "batches/commit", "feed p50 (µs)",
+        "feed p99 (µs)"};
     List<String[]> rows = new ArrayList<>();
     rows.add(header);
     long missed = 0;
+    CommitRun.Result baseline = null;
     for (CommitRun.Result r : results) {
       missed += r.feedEventsMissed();
+      if (!r.grouped()) {
+        baseline = r;
+      }
       rows.add(new String[] {
           r.workload().label(),
+          r.grouped() ? "group commit" : "fsync per commit",
           Integer.toString(r.committers()),
           Integer.toString(r.commits()),
           fmt("%.2f", r.seconds()),
           fmt("%.0f", r.commitsPerSecond()),
+          r.grouped() && baseline != null
+              ? fmt("%.2fx", r.commitsPerSecond() / baseline.commitsPerSecond()) : "1.00x",
           Long.toString(r.walSyncs()),
           fmt("%.3f", (double) r.walSyncs() / r.commits()),
           fmt("%.3f", (double) r.batches() / r.commits()),

@@ -27,7 +27,7 @@ final class CommitRun {
   private static final Namespace NAMESPACE = Namespace.of("bench");
 
   /** Figures of one cell; the store counters cover the timed commits only. */
-  record Result(Workload workload, int committers, int commits, long elapsedNanos,
+  record Result(Workload workload, boolean grouped, int committers, int commits, long elapsedNanos,
       long walSyncs, long batches, long[] sortedLatencyNanos, long feedEventsMissed) {
 
     double seconds() {
@@ -50,19 +50,25 @@ final class CommitRun {
 
   private CommitRun() {}
 
-  static Result run(Workload workload, int committers, int commits) throws Exception {
+  /**
+   * Runs one cell. {@code grouped=false} caps every batch at one commit — the design without
+   * group commit, one fsync per commit — for the side-by-side ratio.
+   */
+  static Result run(Workload workload, boolean grouped, int committers, int commits)
+      throws Exception {
     Path warehouse = Files.createTempDirectory("skade-bench-");
     try {
-      return runIn(warehouse, workload, committers, commits);
+      return runIn(warehouse, workload, grouped, committers, commits);
     } finally {
       deleteTree(warehouse);
     }
   }
 
-  private static Result runIn(Path warehouse, Workload workload, int committers, int commits)
-      throws Exception {
+  private static Result runIn(Path warehouse, Workload workload, boolean grouped, int committers,
+      int commits) throws Exception {
     SkadeCatalog catalog = new SkadeCatalog();
-    catalog.initialize("bench", Map.of("warehouse", warehouse.toString()));
+    catalog.initialize("bench", Map.of("warehouse", warehouse.toString(),
+        SkadeCatalog.MAX_BATCH_SIZE, grouped ? "4096" : "1"));
     try {
       // Setup is untimed: each committer gets its own table, so no commit ever loses a CAS.
       catalog.createNamespace(NAMESPACE);
@@ -114,7 +120,7 @@ final class CommitRun {
         throw new IllegalStateException(
             workload.label() + " with " + committers + " committers failed", failure.get());
       }
-      return new Result(workload, committers, commits, elapsed,
+      return new Result(workload, grouped, committers, commits, elapsed,
           after.walSyncs() - before.walSyncs(), after.batchesWritten() - before.batchesWritten(),
           probe.sortedLatencies(), probe.missed());
     } finally {

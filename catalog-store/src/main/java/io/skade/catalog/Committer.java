@@ -32,7 +32,8 @@ import org.slf4j.LoggerFactory;
  */
 final class Committer implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Committer.class);
-  private static final int MAX_GROUP = 4096;
+  /** Default bound of one group: enough to coalesce any realistic burst into one fsync. */
+  static final int DEFAULT_MAX_GROUP = 4096;
 
   /** One change, run on the committer thread. Throw to reject it; it then stages nothing. */
   interface Mutation<R> {
@@ -44,6 +45,7 @@ final class Committer implements AutoCloseable {
   private static final Request<Void> STOP = new Request<>(stage -> null, null);
 
   private final CatalogStore store;
+  private final int maxGroup;
   private final BlockingQueue<Request<?>> queue = new LinkedBlockingQueue<>();
   private final List<CommitSubscription> subscribers = new CopyOnWriteArrayList<>();
   private final Thread thread;
@@ -52,8 +54,9 @@ final class Committer implements AutoCloseable {
   private volatile boolean closed;
   private volatile RuntimeException failure;
 
-  Committer(CatalogStore store, String name) {
+  Committer(CatalogStore store, String name, int maxGroup) {
     this.store = store;
+    this.maxGroup = maxGroup;
     this.durableSeq = store.commitSeq();
     this.thread = new Thread(this::run, "skade-committer-" + name);
     thread.setDaemon(true);
@@ -117,7 +120,7 @@ final class Committer implements AutoCloseable {
         Thread.currentThread().interrupt();
         return;
       }
-      queue.drainTo(group, MAX_GROUP - 1);
+      queue.drainTo(group, maxGroup - 1);
       boolean stop = group.remove(STOP);
       commitGroup(group);
       group.clear();

@@ -59,6 +59,8 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code catalog.follower-path}: a follower's own scratch directory (default: a temporary
  *       directory removed on close).
  *   <li>{@code commit-feed.buffer-size}: default buffer of a commit subscription (1024).
+ *   <li>{@code commit.max-batch-size}: most commits written by one batch and fsync (4096; 1
+ *       turns group commit off).
  *   <li>{@code io-impl}: the {@link FileIO} (default Hadoop's, which covers local files).
  * </ul>
  *
@@ -73,6 +75,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   public static final String CATALOG_ACCESS = "catalog.access";
   public static final String FOLLOWER_PATH = "catalog.follower-path";
   public static final String FEED_BUFFER_SIZE = "commit-feed.buffer-size";
+  public static final String MAX_BATCH_SIZE = "commit.max-batch-size";
   private static final String DEFAULT_FILE_IO = "org.apache.iceberg.hadoop.HadoopFileIO";
   private static final int PAGE = 1024;
 
@@ -111,18 +114,21 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     this.uniqueTableLocation = PropertyUtil.propertyAsBoolean(props,
         CatalogProperties.UNIQUE_TABLE_LOCATION, CatalogProperties.UNIQUE_TABLE_LOCATION_DEFAULT);
     this.feedBufferSize = positiveInt(props, FEED_BUFFER_SIZE, DEFAULT_SUBSCRIBER_BUFFER);
-    switch (access) {
-      case "owner" -> {
-        this.store = CatalogStore.openOwner(catalogPath);
-        this.committer = new Committer(store, name);
-      }
-      case "follower" -> this.store = CatalogStore.openFollower(catalogPath, followerPath(props));
-      default -> throw new IllegalArgumentException(
+    int maxBatch = positiveInt(props, MAX_BATCH_SIZE, Committer.DEFAULT_MAX_GROUP);
+    if (!access.equals("owner") && !access.equals("follower")) {
+      throw new IllegalArgumentException(
           "skade catalog '" + name + "': property '" + CATALOG_ACCESS + "' is '" + access
               + "'; accepted values are 'owner' and 'follower'");
     }
+    // Everything that can fail on bad properties runs before the store is opened (and locked).
     this.io = CatalogUtil.loadFileIO(
         props.getOrDefault(CatalogProperties.FILE_IO_IMPL, DEFAULT_FILE_IO), props, hadoopConf);
+    if (access.equals("owner")) {
+      this.store = CatalogStore.openOwner(catalogPath);
+      this.committer = new Committer(store, name, maxBatch);
+    } else {
+      this.store = CatalogStore.openFollower(catalogPath, followerPath(props));
+    }
     LOG.info("skade catalog '{}' opened at {} as {} (commit_seq {})",
         name, catalogPath, access, store.commitSeq());
   }
