@@ -226,7 +226,8 @@ final class CatalogStore implements AutoCloseable {
 
   private static RuntimeException openFailure(String path, RocksDBException e) {
     String message = String.valueOf(e.getMessage());
-    if (message.contains("lock") || message.contains("LOCK")) {
+    // RocksDB's words for a held LOCK file: another process, or another open in this one.
+    if (message.contains("While lock file") || message.contains("lock hold by current process")) {
       return new CatalogLockedException(path, e);
     }
     return new IllegalArgumentException(

@@ -3,6 +3,8 @@ package io.skade.catalog;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -16,6 +18,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * cursor. Nothing is dropped silently.
  */
 public final class CommitSubscription implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(CommitSubscription.class);
   private final int capacity;
   private final Consumer<CommitSubscription> onClose;
   private volatile long startCursor;
@@ -143,7 +146,11 @@ public final class CommitSubscription implements AutoCloseable {
       lock.unlock();
     }
     if (callback != null) {
-      callback.run();
+      try {
+        callback.run();
+      } catch (RuntimeException e) {
+        LOG.warn("a commit subscription callback failed; the committer carries on", e);
+      }
     }
   }
 

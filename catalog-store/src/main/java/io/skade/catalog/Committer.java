@@ -122,7 +122,15 @@ final class Committer implements AutoCloseable {
       }
       queue.drainTo(group, maxGroup - 1);
       boolean stop = group.remove(STOP);
-      commitGroup(group);
+      try {
+        commitGroup(group);
+      } catch (RuntimeException | Error e) {
+        // Never leave a caller waiting on a dead thread: fail the group and stop committing.
+        failure = new IllegalStateException("the committer failed", e);
+        LOG.error("skade catalog at {}: the committer failed", store.path(), e);
+        group.forEach(request -> request.result().completeExceptionally(
+            new CommitStateUnknownException(e)));
+      }
       group.clear();
       if (stop) {
         return;

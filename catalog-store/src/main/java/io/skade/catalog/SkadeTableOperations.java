@@ -42,6 +42,7 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
 
   @Override
   protected void doCommit(TableMetadata base, TableMetadata metadata) {
+    Committer committer = catalog.committer(); // a follower fails here, before writing any file
     boolean register = base == null && metadata.metadataFileLocation() != null;
     String newLocation = writeNewMetadataIfRequired(base == null, metadata);
     String baseLocation = base == null ? null : base.metadataFileLocation();
@@ -51,7 +52,7 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
     List<Long> added = addedSnapshots(metadata);
     long snapshotId = currentSnapshotId(metadata);
     String namespaceKey = TableKeys.namespaceKey(identifier.namespace());
-    catalog.committer().submit(stage -> {
+    committer.submit(stage -> {
       TablePointer current = stage.pointer(tableKey);
       if (base == null) {
         if (current != null) {

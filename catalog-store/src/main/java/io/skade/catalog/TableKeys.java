@@ -23,7 +23,7 @@ final class TableKeys {
   private TableKeys() {}
 
   static String tableKey(TableIdentifier identifier) {
-    validate(identifier);
+    validatePart("table", identifier.name(), identifier.toString());
     return namespaceKey(identifier.namespace()) + SEPARATOR + identifier.name();
   }
 

@@ -26,7 +26,8 @@ public final class CommitLoopChild {
   static final Namespace DB = Namespace.of("db");
   static final List<TableIdentifier> TABLES =
       List.of(TableIdentifier.of(DB, "t0"), TableIdentifier.of(DB, "t1"));
-  static final Schema SCHEMA = new Schema(Types.NestedField.required(1, "id", Types.LongType.get()));
+  static final Schema SCHEMA =
+      new Schema(Types.NestedField.required(1, "id", Types.LongType.get()));
 
   private CommitLoopChild() {}
 
@@ -73,7 +74,8 @@ public final class CommitLoopChild {
         // This thread is the table's only writer, so the current snapshot is the one just added.
         long snapshotId = table.currentSnapshot().snapshotId();
         CommitEvent commit = catalog.commitOf(id, snapshotId).orElseThrow(() ->
-            new IllegalStateException("no commit recorded for snapshot " + snapshotId + " of " + id));
+            new IllegalStateException("no commit recorded for snapshot " + snapshotId
+                + " of " + id));
         synchronized (out) {
           out.println("ACK " + commit.commitSeq() + " " + tableKey + " " + snapshotId);
           out.flush();
