@@ -40,6 +40,11 @@ final class Committer implements AutoCloseable {
     R apply(Stage stage);
   }
 
+  /** Makes one group durable. The store's write; replaced only by tests that inject a fault. */
+  interface BatchWriter {
+    void write(CatalogStore.Batch batch) throws Exception;
+  }
+
   private record Request<R>(Mutation<R> mutation, CompletableFuture<R> result) {}
 
   private static final Request<Void> STOP = new Request<>(stage -> null, null);
@@ -50,6 +55,7 @@ final class Committer implements AutoCloseable {
   private final List<CommitSubscription> subscribers = new CopyOnWriteArrayList<>();
   private final Thread thread;
   private final AtomicLong groups = new AtomicLong();
+  private volatile BatchWriter writer;
   private volatile long durableSeq;
   private volatile boolean closed;
   private volatile RuntimeException failure;
@@ -58,6 +64,7 @@ final class Committer implements AutoCloseable {
     this.store = store;
     this.maxGroup = maxGroup;
     this.durableSeq = store.commitSeq();
+    this.writer = store::write;
     this.thread = new Thread(this::run, "skade-committer-" + name);
     thread.setDaemon(true);
     thread.start();
@@ -79,6 +86,15 @@ final class Committer implements AutoCloseable {
       }
       throw e;
     }
+  }
+
+  BatchWriter batchWriter() {
+    return writer;
+  }
+
+  /** For fault-injection tests only. */
+  void writeBatchesWith(BatchWriter replacement) {
+    this.writer = replacement;
   }
 
   /** The newest durable {@code commitSeq}. */
@@ -156,7 +172,7 @@ final class Committer implements AutoCloseable {
     long durableNanos = 0;
     if (!batch.isEmpty()) {
       try {
-        store.write(batch);
+        writer.write(batch);
         durableNanos = System.nanoTime();
         groups.incrementAndGet();
       } catch (Exception e) {
