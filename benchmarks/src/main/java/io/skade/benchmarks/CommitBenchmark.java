@@ -13,12 +13,13 @@ import java.util.Locale;
  *
  * <p>Each cell opens a fresh catalog in a temporary warehouse (deleted afterwards), gives every
  * committer thread its own table (so no commit ever conflicts), and makes a fixed number of
- * commits of one workload: metadata-only ({@code updateProperties}) or a fast append of a small
- * Parquet file. A subscriber thread measures, for every commit, the time from its batch becoming
+ * commits of one workload: pointer-only (the committer's compare-and-swap alone, no Iceberg
+ * files), metadata-only ({@code updateProperties}) or a fast append of a small Parquet file. A subscriber thread measures, for every commit, the time from its batch becoming
  * durable to the subscriber receiving it. One warm-up pass of each workload precedes the
  * measured cells. It asserts nothing; it prints figures.
  *
- * <p>System properties (defaults in brackets): {@code skade.bench.commits} metadata-only commits
+ * <p>System properties (defaults in brackets): {@code skade.bench.pointerCommits} pointer-only
+ * commits per cell [2000], {@code skade.bench.commits} metadata-only commits
  * per cell [300], {@code skade.bench.appendCommits} append commits per cell [150], {@code
  * skade.bench.committers} comma-separated committer counts [1,4,16,64], {@code
  * skade.bench.warmupCommits} commits per workload in the warm-up [100].
@@ -32,6 +33,7 @@ public final class CommitBenchmark {
     if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
       System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
     }
+    int pointerCommits = Integer.getInteger("skade.bench.pointerCommits", 2000);
     int metadataCommits = Integer.getInteger("skade.bench.commits", 300);
     int appendCommits = Integer.getInteger("skade.bench.appendCommits", 150);
     int warmupCommits = Integer.getInteger("skade.bench.warmupCommits", 100);
@@ -49,9 +51,9 @@ public final class CommitBenchmark {
         + " (several commits made durable by one fsync). Each cell runs twice, side by side:"
         + " 'fsync per commit' (commit.max-batch-size=1, the design without group commit) and"
         + " 'group commit'; 'vs fsync/commit' is the ratio of their commits/s.");
-    System.out.printf("Per cell: fresh warehouse, one table per committer; %d metadata-only /"
-            + " %d append commits; feed latency = batch durable -> subscriber received.%n",
-        metadataCommits, appendCommits);
+    System.out.printf("Per cell: fresh warehouse, one table per committer; %d pointer-only / %d"
+            + " metadata-only / %d append commits; feed latency = batch durable -> subscriber"
+            + " received.%n", pointerCommits, metadataCommits, appendCommits);
 
     // Warm-up: JIT, class loading, Hadoop/Parquet initialisation; results discarded.
     for (Workload workload : Workload.values()) {
@@ -60,7 +62,11 @@ public final class CommitBenchmark {
 
     List<CommitRun.Result> results = new ArrayList<>();
     for (Workload workload : Workload.values()) {
-      int commits = workload == Workload.APPEND ? appendCommits : metadataCommits;
+      int commits = switch (workload) {
+        case POINTER_ONLY -> pointerCommits;
+        case METADATA_ONLY -> metadataCommits;
+        case APPEND -> appendCommits;
+      };
       for (int committers : committerCounts) {
         // Side by side in one run: the previous design (one fsync per commit), then group commit.
         results.add(CommitRun.run(workload, false, committers, commits));

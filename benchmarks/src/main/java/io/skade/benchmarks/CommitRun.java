@@ -74,8 +74,9 @@ final class CommitRun {
       catalog.createNamespace(NAMESPACE);
       List<IntConsumer> actions = new ArrayList<>();
       for (int t = 0; t < committers; t++) {
-        var table = catalog.createTable(TableIdentifier.of(NAMESPACE, "t" + t), Workload.SCHEMA);
-        actions.add(workload.committerFor(table, t));
+        TableIdentifier id = TableIdentifier.of(NAMESPACE, "t" + t);
+        var table = catalog.createTable(id, Workload.SCHEMA);
+        actions.add(workload.committerFor(catalog, id, table, t));
       }
 
       // Subscribed after setup, so the feed carries exactly the timed commits. The buffer holds

@@ -1,11 +1,14 @@
 package io.skade.benchmarks;
 
+import io.skade.catalog.PointerCommits;
+import io.skade.catalog.SkadeCatalog;
 import io.skade.write.RecordAppender;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.IntConsumer;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.types.Types;
@@ -13,10 +16,18 @@ import org.apache.iceberg.types.Types;
 /** What one committer thread does to its own table, once per commit. */
 enum Workload {
 
+  /** The commit path alone: a pointer compare-and-swap, no Iceberg metadata file. */
+  POINTER_ONLY("pointer-only") {
+    @Override
+    IntConsumer committerFor(SkadeCatalog catalog, TableIdentifier id, Table table, int thread) {
+      return PointerCommits.committer(catalog, id);
+    }
+  },
+
   /** A snapshot-less pointer change: new metadata file, no manifests. */
   METADATA_ONLY("metadata-only") {
     @Override
-    IntConsumer committerFor(Table table, int thread) {
+    IntConsumer committerFor(SkadeCatalog catalog, TableIdentifier id, Table table, int thread) {
       return i -> table.updateProperties().set("k", String.valueOf(i)).commit();
     }
   },
@@ -27,7 +38,7 @@ enum Workload {
    */
   APPEND("append (small Parquet file)") {
     @Override
-    IntConsumer committerFor(Table table, int thread) {
+    IntConsumer committerFor(SkadeCatalog catalog, TableIdentifier id, Table table, int thread) {
       RecordAppender appender = new RecordAppender(table, thread);
       GenericRecord template = GenericRecord.create(SCHEMA);
       return i -> {
@@ -64,5 +75,5 @@ enum Workload {
    * Prepares thread {@code thread}'s commits to {@code table} (untimed) and returns the action
    * that makes commit number {@code i}.
    */
-  abstract IntConsumer committerFor(Table table, int thread);
+  abstract IntConsumer committerFor(SkadeCatalog catalog, TableIdentifier id, Table table, int thread);
 }

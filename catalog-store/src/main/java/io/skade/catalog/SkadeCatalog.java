@@ -601,6 +601,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   /** Counters of the store since it was opened, for tests and benchmarks. */
   public record StoreStatistics(long walSyncs, long batchesWritten) {}
 
+  /** The store's counters since this catalog was opened. */
   public StoreStatistics statistics() {
     return new StoreStatistics(store.walSyncs(), committer == null ? 0 : committer.groupsWritten());
   }

@@ -232,6 +232,35 @@ class CommitFeedTest {
   }
 
   @Test
+  void anEventArrivesOnlyOnceItsCommitIsDurableAndVisibleToLoadTable() throws Exception {
+    try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
+      Table table = Catalogs.createTable(catalog, "visible");
+      TableIdentifier id = TableIdentifier.of(Catalogs.DB, "visible");
+      int appends = 50;
+      try (CommitSubscription feed = catalog.subscribeCommits()) {
+        Thread writer = new Thread(() -> {
+          for (int i = 0; i < appends; i++) {
+            Catalogs.append(table, "v" + i);
+          }
+        });
+        writer.start();
+        for (int received = 0; received < appends; received++) {
+          CommitEvent event = feed.poll(Duration.ofSeconds(30));
+          assertThat(event).isNotNull();
+          // Loaded the moment the event arrives: the table is at this commit or a later one.
+          var metadata = ((HasTableOperations) catalog.loadTable(id)).operations().current();
+          List<String> reached = new ArrayList<>();
+          metadata.previousFiles().forEach(entry -> reached.add(entry.file()));
+          reached.add(metadata.metadataFileLocation());
+          assertThat(reached).contains(event.metadataLocation());
+          assertThat(metadata.snapshot(event.snapshotId().orElseThrow())).isNotNull();
+        }
+        writer.join();
+      }
+    }
+  }
+
+  @Test
   void theLogIsReadInPagesAndSurvivesAReopen() throws Exception {
     // More rows than one page (1024), written by 4 committers so group commit keeps this quick.
     try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
