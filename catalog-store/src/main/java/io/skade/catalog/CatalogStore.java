@@ -6,20 +6,26 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.locks.Lock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.stream.Stream;
 import org.rocksdb.ColumnFamilyDescriptor;
 import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.ColumnFamilyOptions;
 import org.rocksdb.DBOptions;
 import org.rocksdb.Options;
-import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
@@ -62,6 +68,7 @@ final class CatalogStore implements AutoCloseable {
   private final String path;
   private final boolean follower;
   private final DBOptions options;
+  private final ColumnFamilyOptions familyOptions;
   private final Statistics statistics;
   private final RocksDB db;
   private final List<ColumnFamilyHandle> handles;
@@ -70,14 +77,18 @@ final class CatalogStore implements AutoCloseable {
   private final ColumnFamilyHandle commitLog;
   private final ColumnFamilyHandle meta;
   private final ColumnFamilyHandle namespaces;
-  private final WriteOptions syncWrite;
+  private final WriteOptions syncWrite = new WriteOptions().setSync(true);
+  /** Reads and writes hold it shared; close holds it exclusively, so no call meets a freed DB. */
+  private final ReentrantReadWriteLock lifecycle = new ReentrantReadWriteLock();
+  private boolean closed;
 
-  private CatalogStore(
-      String path, boolean follower, DBOptions options, Statistics statistics, RocksDB db,
+  private CatalogStore(String path, boolean follower, DBOptions options,
+      ColumnFamilyOptions familyOptions, Statistics statistics, RocksDB db,
       List<ColumnFamilyHandle> handles) {
     this.path = path;
     this.follower = follower;
     this.options = options;
+    this.familyOptions = familyOptions;
     this.statistics = statistics;
     this.db = db;
     this.handles = handles;
@@ -87,7 +98,6 @@ final class CatalogStore implements AutoCloseable {
     this.commitLog = handles.get(3);
     this.meta = handles.get(4);
     this.namespaces = handles.get(5);
-    this.syncWrite = new WriteOptions().setSync(true);
   }
 
   /** Opens (creating when new) the catalog at {@code dir} as its single writer. */
@@ -103,38 +113,12 @@ final class CatalogStore implements AutoCloseable {
                 + "; choose a writable catalog.path", e);
       }
     }
-    Statistics statistics = new Statistics();
     DBOptions options = new DBOptions()
         .setCreateIfMissing(true)
         .setCreateMissingColumnFamilies(!existing)
-        .setStatistics(statistics)
         .setKeepLogFileNum(4);
-    List<ColumnFamilyHandle> handles = new ArrayList<>();
-    RocksDB db;
-    try {
-      db = RocksDB.open(options, path, descriptors(), handles);
-    } catch (RocksDBException e) {
-      options.close();
-      statistics.close();
-      throw openFailure(path, e);
-    }
-    CatalogStore store = new CatalogStore(path, false, options, statistics, db, handles);
-    try {
-      if (existing) {
-        store.checkFormat();
-      } else {
-        try (WriteBatch batch = new WriteBatch()) {
-          batch.put(store.meta, META_FORMAT, intBytes(FORMAT_VERSION));
-          batch.put(store.meta, META_COMMIT_SEQ, longBytes(0));
-          db.write(store.syncWrite, batch);
-        }
-      }
-    } catch (RuntimeException | RocksDBException e) {
-      store.close();
-      throw e instanceof RuntimeException re ? re : new UncheckedIOException(
-          new IOException("cannot initialise skade catalog at " + path, e));
-    }
-    return store;
+    return open(path, false, options, (descriptors, handles) ->
+        RocksDB.open(options, path, descriptors, handles));
   }
 
   /**
@@ -149,21 +133,53 @@ final class CatalogStore implements AutoCloseable {
           "no skade catalog at " + path + " to follow (catalog.path): the owner process creates"
               + " it on first open; start the owner first or fix catalog.path");
     }
-    Statistics statistics = new Statistics();
-    DBOptions options = new DBOptions().setMaxOpenFiles(-1).setStatistics(statistics);
-    List<ColumnFamilyHandle> handles = new ArrayList<>();
     try {
       Files.createDirectories(secondaryDir);
-      RocksDB db = RocksDB.openAsSecondary(
-          options, path, secondaryDir.toAbsolutePath().toString(), descriptors(), handles);
-      CatalogStore store = new CatalogStore(path, true, options, statistics, db, handles);
-      store.checkFormat();
-      return store;
-    } catch (RocksDBException | IOException e) {
+    } catch (IOException e) {
+      throw new UncheckedIOException(
+          "cannot create the follower's scratch directory " + secondaryDir
+              + " (catalog.follower-path)", e);
+    }
+    String secondary = secondaryDir.toAbsolutePath().toString();
+    DBOptions options = new DBOptions().setMaxOpenFiles(-1); // required of a secondary
+    return open(path, true, options, (descriptors, handles) ->
+        RocksDB.openAsSecondary(options, path, secondary, descriptors, handles));
+  }
+
+  private interface Opener {
+    RocksDB open(List<ColumnFamilyDescriptor> descriptors, List<ColumnFamilyHandle> handles)
+        throws RocksDBException;
+  }
+
+  /** Opens the DB; whatever fails, everything allocated so far is released again. */
+  private static CatalogStore open(String path, boolean follower, DBOptions options,
+      Opener opener) {
+    Statistics statistics = new Statistics();
+    options.setStatistics(statistics);
+    ColumnFamilyOptions familyOptions = new ColumnFamilyOptions();
+    List<ColumnFamilyDescriptor> descriptors = new ArrayList<>();
+    descriptors.add(new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, familyOptions));
+    for (String family : FAMILIES) {
+      descriptors.add(new ColumnFamilyDescriptor(TableKeys.bytes(family), familyOptions));
+    }
+    List<ColumnFamilyHandle> handles = new ArrayList<>();
+    RocksDB db;
+    try {
+      db = opener.open(descriptors, handles);
+    } catch (RocksDBException e) {
+      familyOptions.close();
       options.close();
       statistics.close();
-      throw new IllegalStateException(
-          "cannot follow the skade catalog at " + path + " read-only: " + e.getMessage(), e);
+      throw openFailure(path, follower, e);
+    }
+    CatalogStore store =
+        new CatalogStore(path, follower, options, familyOptions, statistics, db, handles);
+    try {
+      store.initialiseOrCheckFormat();
+      return store;
+    } catch (RuntimeException e) {
+      store.close();
+      throw e;
     }
   }
 
@@ -211,10 +227,30 @@ final class CatalogStore implements AutoCloseable {
             + " existing skade catalog, or at a new or empty directory; nothing was changed there");
   }
 
-  private void checkFormat() {
+  /**
+   * Checks the format version; a new store (or one whose creation was cut short before its
+   * first row) gets its format and counter rows in one synced batch.
+   */
+  private void initialiseOrCheckFormat() {
     byte[] format = get(meta, META_FORMAT);
     if (format == null) {
-      throw notACatalog(path, "it has no format version");
+      boolean empty = isEmpty(tables) && isEmpty(commitLog) && isEmpty(namespaces);
+      if (!empty) {
+        throw notACatalog(path, "it has data but no format version");
+      }
+      if (follower) {
+        throw new IllegalStateException("the skade catalog at " + path + " is still being"
+            + " created by its owner; open the follower again once the owner is open");
+      }
+      try (WriteBatch batch = new WriteBatch()) {
+        batch.put(meta, META_FORMAT, intBytes(FORMAT_VERSION));
+        batch.put(meta, META_COMMIT_SEQ, longBytes(0));
+        db.write(syncWrite, batch);
+      } catch (RocksDBException e) {
+        throw new IllegalStateException("cannot initialise the skade catalog at " + path
+            + ": " + e.getMessage() + "; check that catalog.path is writable", e);
+      }
+      return;
     }
     int version = ByteBuffer.wrap(format).getInt();
     if (version > FORMAT_VERSION) {
@@ -224,24 +260,29 @@ final class CatalogStore implements AutoCloseable {
     }
   }
 
-  private static RuntimeException openFailure(String path, RocksDBException e) {
+  private boolean isEmpty(ColumnFamilyHandle family) {
+    try (RocksIterator it = db.newIterator(family)) {
+      it.seekToFirst();
+      return !it.isValid();
+    }
+  }
+
+  private static RuntimeException openFailure(String path, boolean follower, RocksDBException e) {
     String message = String.valueOf(e.getMessage());
-    // RocksDB's words for a held LOCK file: another process, or another open in this one.
-    if (message.contains("While lock file") || message.contains("lock hold by current process")) {
-      return new CatalogLockedException(path, e);
+    // RocksDB's words for a held LOCK file: another process, or another open in this JVM.
+    if (message.contains("lock hold by current process")) {
+      return new CatalogLockedException(path, true, e);
+    }
+    if (message.contains("While lock file")) {
+      return new CatalogLockedException(path, false, e);
+    }
+    if (follower) {
+      return new IllegalStateException(
+          "cannot follow the skade catalog at " + path + " read-only: " + message, e);
     }
     return new IllegalArgumentException(
         "cannot open the skade catalog at " + path + " (catalog.path): " + message
             + "; check that the directory is writable and not used by anything else", e);
-  }
-
-  private static List<ColumnFamilyDescriptor> descriptors() {
-    List<ColumnFamilyDescriptor> descriptors = new ArrayList<>();
-    descriptors.add(new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY));
-    for (String family : FAMILIES) {
-      descriptors.add(new ColumnFamilyDescriptor(TableKeys.bytes(family)));
-    }
-    return descriptors;
   }
 
   String path() {
@@ -253,19 +294,20 @@ final class CatalogStore implements AutoCloseable {
   }
 
   /** A follower catches up with the owner's WAL and flushed files; a no-op for the owner. */
-  synchronized void catchUp() {
+  void catchUp() {
     if (follower) {
-      try {
-        db.tryCatchUpWithPrimary();
-      } catch (RocksDBException e) {
-        throw new IllegalStateException("cannot catch up with the skade catalog at " + path, e);
-      }
+      guarded(() -> {
+        synchronized (this) {
+          db.tryCatchUpWithPrimary();
+        }
+        return null;
+      });
     }
   }
 
   /** How many times RocksDB synced its WAL since this store was opened. */
   long walSyncs() {
-    return statistics.getTickerCount(TickerType.WAL_FILE_SYNCED);
+    return guarded(() -> statistics.getTickerCount(TickerType.WAL_FILE_SYNCED));
   }
 
   // ---- reads -------------------------------------------------------------------------------
@@ -295,14 +337,23 @@ final class CatalogStore implements AutoCloseable {
   }
 
   List<CommitEvent> commitsSince(long after, int limit) {
-    List<CommitEvent> page = new ArrayList<>(Math.min(limit, 1024));
-    try (ReadOptions read = new ReadOptions(); RocksIterator it = db.newIterator(commitLog, read)) {
-      for (it.seek(longBytes(after + 1)); it.isValid() && page.size() < limit; it.next()) {
-        page.add(decodeEvent(ByteBuffer.wrap(it.key()).getLong(), it.value()));
-      }
-      checkIterator(it);
+    if (limit <= 0) {
+      throw new IllegalArgumentException("commitsSince: limit must be positive, got " + limit);
     }
-    return page;
+    if (after == Long.MAX_VALUE) {
+      return List.of();
+    }
+    byte[] start = longBytes(Math.max(after, 0) + 1);
+    return guarded(() -> {
+      List<CommitEvent> page = new ArrayList<>(Math.min(limit, 1024));
+      try (RocksIterator it = db.newIterator(commitLog)) {
+        for (it.seek(start); it.isValid() && page.size() < limit; it.next()) {
+          page.add(decodeEvent(ByteBuffer.wrap(it.key()).getLong(), it.value()));
+        }
+        it.status();
+      }
+      return page;
+    });
   }
 
   /** The {@code commitSeq} that added {@code snapshotId} to the table, or -1 when unknown. */
@@ -313,33 +364,40 @@ final class CatalogStore implements AutoCloseable {
 
   private List<String> keysWithPrefix(ColumnFamilyHandle family, String prefix) {
     byte[] start = TableKeys.bytes(prefix);
-    List<String> keys = new ArrayList<>();
-    try (RocksIterator it = db.newIterator(family)) {
-      for (it.seek(start); it.isValid(); it.next()) {
-        byte[] key = it.key();
-        if (!startsWith(key, start)) {
-          break;
+    return guarded(() -> {
+      List<String> keys = new ArrayList<>();
+      try (RocksIterator it = db.newIterator(family)) {
+        for (it.seek(start); it.isValid() && startsWith(it.key(), start); it.next()) {
+          keys.add(TableKeys.string(it.key()));
         }
-        keys.add(TableKeys.string(key));
+        it.status();
       }
-      checkIterator(it);
-    }
-    return keys;
+      return keys;
+    });
   }
 
   private byte[] get(ColumnFamilyHandle family, byte[] key) {
-    try {
-      return db.get(family, key);
-    } catch (RocksDBException e) {
-      throw new IllegalStateException("cannot read the skade catalog at " + path, e);
-    }
+    return guarded(() -> db.get(family, key));
   }
 
-  private void checkIterator(RocksIterator it) {
+  private interface StoreCall<T> {
+    T call() throws RocksDBException;
+  }
+
+  /** Runs a call on the open DB; after {@link #close} it fails cleanly instead of crashing. */
+  private <T> T guarded(StoreCall<T> call) {
+    Lock shared = lifecycle.readLock();
+    shared.lock();
     try {
-      it.status();
+      if (closed) {
+        throw new IllegalStateException("the skade catalog at " + path + " is closed");
+      }
+      return call.call();
     } catch (RocksDBException e) {
-      throw new IllegalStateException("cannot read the skade catalog at " + path, e);
+      throw new IllegalStateException(
+          "cannot use the skade catalog at " + path + ": " + e.getMessage(), e);
+    } finally {
+      shared.unlock();
     }
   }
 
@@ -353,8 +411,8 @@ final class CatalogStore implements AutoCloseable {
     final Map<String, Map<String, String>> namespaces = new LinkedHashMap<>();
     /** Log rows, in {@code commitSeq} order. */
     final List<CommitEvent> commits = new ArrayList<>();
-    /** Renames, new table key → old table key: the snapshot index rows move along. */
-    final Map<String, String> renames = new LinkedHashMap<>();
+    /** For each {@link CommitOperation#RENAME_TO} row's {@code commitSeq}, the old table key. */
+    final Map<Long, String> renamedFrom = new HashMap<>();
 
     boolean isEmpty() {
       return pointers.isEmpty() && namespaces.isEmpty() && commits.isEmpty();
@@ -366,70 +424,104 @@ final class CatalogStore implements AutoCloseable {
    * log row per commit, the snapshot index, and the new {@code commitSeq}. When this returns the
    * group is durable and visible to every read; when it throws, the outcome is unknown.
    */
-  void write(Batch group) throws RocksDBException {
+  void write(Batch group) {
     if (follower) {
       throw new UnsupportedOperationException("a follower never writes");
     }
-    try (WriteBatch batch = new WriteBatch()) {
-      for (Map.Entry<String, TablePointer> e : group.pointers.entrySet()) {
-        byte[] key = TableKeys.bytes(e.getKey());
-        if (e.getValue() == null) {
-          batch.delete(tables, key);
-        } else {
-          batch.put(tables, key, encodePointer(e.getValue()));
+    guarded(() -> {
+      try (WriteBatch batch = new WriteBatch()) {
+        for (Map.Entry<String, TablePointer> e : group.pointers.entrySet()) {
+          byte[] key = TableKeys.bytes(e.getKey());
+          if (e.getValue() == null) {
+            batch.delete(tables, key);
+          } else {
+            batch.put(tables, key, encodePointer(e.getValue()));
+          }
         }
-      }
-      for (Map.Entry<String, Map<String, String>> e : group.namespaces.entrySet()) {
-        byte[] key = TableKeys.bytes(e.getKey());
-        if (e.getValue() == null) {
-          batch.delete(namespaces, key);
-        } else {
-          batch.put(namespaces, key, encodeProperties(e.getValue()));
+        for (Map.Entry<String, Map<String, String>> e : group.namespaces.entrySet()) {
+          byte[] key = TableKeys.bytes(e.getKey());
+          if (e.getValue() == null) {
+            batch.delete(namespaces, key);
+          } else {
+            batch.put(namespaces, key, encodeProperties(e.getValue()));
+          }
         }
+        SnapshotIndex index = new SnapshotIndex(batch);
+        for (CommitEvent commit : group.commits) {
+          batch.put(commitLog, longBytes(commit.commitSeq()), encodeEvent(commit));
+          index.apply(commit, group.renamedFrom.get(commit.commitSeq()));
+        }
+        if (!group.commits.isEmpty()) {
+          long lastSeq = group.commits.get(group.commits.size() - 1).commitSeq();
+          batch.put(meta, META_COMMIT_SEQ, longBytes(lastSeq));
+        }
+        db.write(syncWrite, batch);
       }
-      for (Map.Entry<String, String> e : group.renames.entrySet()) {
-        moveSnapshotIndex(batch, e.getValue(), e.getKey());
-      }
-      long lastSeq = -1;
-      for (CommitEvent commit : group.commits) {
-        batch.put(commitLog, longBytes(commit.commitSeq()), encodeEvent(commit));
-        indexSnapshots(batch, commit);
-        lastSeq = commit.commitSeq();
-      }
-      if (lastSeq >= 0) {
-        batch.put(meta, META_COMMIT_SEQ, longBytes(lastSeq));
-      }
-      db.write(syncWrite, batch);
-    }
+      return null;
+    });
   }
 
-  private void indexSnapshots(WriteBatch batch, CommitEvent commit) throws RocksDBException {
-    String key = commit.tableKey();
-    switch (commit.operation()) {
-      case DROP -> batch.deleteRange(commits, snapshotPrefix(key), snapshotPrefixEnd(key));
-      case RENAME_FROM, RENAME_TO -> { } // rows moved by moveSnapshotIndex
-      default -> {
-        for (long snapshotId : commit.addedSnapshotIds()) {
-          batch.put(commits, snapshotKey(key, snapshotId), longBytes(commit.commitSeq()));
+  /**
+   * The {@code (table, snapshot) → commitSeq} rows of one batch, applied in {@code commitSeq}
+   * order. A WriteBatch applies its operations in order, so a drop's range delete removes rows
+   * put before it in the batch and not those put after; a rename moves the stored rows plus
+   * those this batch added, since the stored rows alone do not show them.
+   */
+  private final class SnapshotIndex {
+    private final WriteBatch batch;
+    private final Map<String, Map<Long, byte[]>> added = new HashMap<>();
+    private final Set<String> cleared = new HashSet<>();
+
+    SnapshotIndex(WriteBatch batch) {
+      this.batch = batch;
+    }
+
+    void apply(CommitEvent commit, String renamedFrom) throws RocksDBException {
+      String key = commit.tableKey();
+      switch (commit.operation()) {
+        case DROP -> clear(key);
+        case RENAME_FROM -> { } // the rows move with the RENAME_TO row that follows
+        case RENAME_TO -> {
+          Map<Long, byte[]> rows = new LinkedHashMap<>();
+          if (!cleared.contains(renamedFrom)) {
+            rows.putAll(stored(renamedFrom));
+          }
+          rows.putAll(added.getOrDefault(renamedFrom, Map.of()));
+          clear(renamedFrom);
+          for (Map.Entry<Long, byte[]> row : rows.entrySet()) {
+            put(key, row.getKey(), row.getValue());
+          }
+        }
+        default -> {
+          for (long snapshotId : commit.addedSnapshotIds()) {
+            put(key, snapshotId, longBytes(commit.commitSeq()));
+          }
         }
       }
     }
-  }
 
-  private void moveSnapshotIndex(WriteBatch batch, String fromKey, String toKey)
-      throws RocksDBException {
-    byte[] from = snapshotPrefix(fromKey);
-    byte[] to = snapshotPrefix(toKey);
-    try (RocksIterator it = db.newIterator(commits)) {
-      for (it.seek(from); it.isValid() && startsWith(it.key(), from); it.next()) {
-        byte[] key = it.key();
-        byte[] moved = Arrays.copyOf(to, to.length + key.length - from.length);
-        System.arraycopy(key, from.length, moved, to.length, key.length - from.length);
-        batch.put(commits, moved, it.value());
-      }
-      it.status();
+    private void put(String tableKey, long snapshotId, byte[] seq) throws RocksDBException {
+      batch.put(commits, snapshotKey(tableKey, snapshotId), seq);
+      added.computeIfAbsent(tableKey, k -> new LinkedHashMap<>()).put(snapshotId, seq);
     }
-    batch.deleteRange(commits, from, snapshotPrefixEnd(fromKey));
+
+    private void clear(String tableKey) throws RocksDBException {
+      batch.deleteRange(commits, snapshotPrefix(tableKey), snapshotPrefixEnd(tableKey));
+      added.remove(tableKey);
+      cleared.add(tableKey);
+    }
+
+    private Map<Long, byte[]> stored(String tableKey) throws RocksDBException {
+      byte[] prefix = snapshotPrefix(tableKey);
+      Map<Long, byte[]> rows = new LinkedHashMap<>();
+      try (RocksIterator it = db.newIterator(commits)) {
+        for (it.seek(prefix); it.isValid() && startsWith(it.key(), prefix); it.next()) {
+          rows.put(ByteBuffer.wrap(it.key(), prefix.length, Long.BYTES).getLong(), it.value());
+        }
+        it.status();
+      }
+      return rows;
+    }
   }
 
   private static byte[] snapshotPrefix(String tableKey) {
@@ -452,28 +544,28 @@ final class CatalogStore implements AutoCloseable {
 
   private static byte[] encodePointer(TablePointer pointer) {
     return encode(out -> {
-      out.writeUTF(pointer.metadataLocation());
+      writeString(out, pointer.metadataLocation());
       out.writeLong(pointer.snapshotId());
       out.writeLong(pointer.commitSeq());
     });
   }
 
   private static TablePointer decodePointer(byte[] bytes) {
-    return decode(bytes, in -> new TablePointer(in.readUTF(), in.readLong(), in.readLong()));
+    return decode(bytes, in -> new TablePointer(readString(in), in.readLong(), in.readLong()));
   }
 
   private static byte[] encodeEvent(CommitEvent event) {
     return encode(out -> {
-      out.writeUTF(event.tableKey());
+      writeString(out, event.tableKey());
       out.writeByte(event.operation().code());
       out.writeInt(event.addedSnapshotIds().size());
       for (long id : event.addedSnapshotIds()) {
         out.writeLong(id);
       }
-      out.writeUTF(event.metadataLocation());
+      writeString(out, event.metadataLocation());
       out.writeBoolean(event.previousMetadataLocation() != null);
       if (event.previousMetadataLocation() != null) {
-        out.writeUTF(event.previousMetadataLocation());
+        writeString(out, event.previousMetadataLocation());
       }
       out.writeLong(event.tsMicros());
     });
@@ -481,15 +573,15 @@ final class CatalogStore implements AutoCloseable {
 
   private static CommitEvent decodeEvent(long seq, byte[] bytes) {
     return decode(bytes, in -> {
-      String tableKey = in.readUTF();
+      String tableKey = readString(in);
       CommitOperation operation = CommitOperation.fromCode(in.readByte());
       int count = in.readInt();
       List<Long> snapshots = new ArrayList<>(count);
       for (int i = 0; i < count; i++) {
         snapshots.add(in.readLong());
       }
-      String location = in.readUTF();
-      String previous = in.readBoolean() ? in.readUTF() : null;
+      String location = readString(in);
+      String previous = in.readBoolean() ? readString(in) : null;
       return new CommitEvent(seq, tableKey, operation, snapshots, location, previous, in.readLong());
     });
   }
@@ -498,8 +590,8 @@ final class CatalogStore implements AutoCloseable {
     return encode(out -> {
       out.writeInt(properties.size());
       for (Map.Entry<String, String> e : new TreeMap<>(properties).entrySet()) {
-        out.writeUTF(e.getKey());
-        out.writeUTF(e.getValue());
+        writeString(out, e.getKey());
+        writeString(out, e.getValue());
       }
     });
   }
@@ -509,10 +601,22 @@ final class CatalogStore implements AutoCloseable {
       int count = in.readInt();
       Map<String, String> properties = new LinkedHashMap<>();
       for (int i = 0; i < count; i++) {
-        properties.put(in.readUTF(), in.readUTF());
+        properties.put(readString(in), readString(in));
       }
       return properties;
     });
+  }
+
+  private static void writeString(DataOutputStream out, String value) throws IOException {
+    byte[] bytes = value.getBytes(StandardCharsets.UTF_8);
+    out.writeInt(bytes.length);
+    out.write(bytes);
+  }
+
+  private static String readString(DataInputStream in) throws IOException {
+    byte[] bytes = new byte[in.readInt()];
+    in.readFully(bytes);
+    return new String(bytes, StandardCharsets.UTF_8);
   }
 
   private interface Writer {
@@ -563,12 +667,23 @@ final class CatalogStore implements AutoCloseable {
 
   @Override
   public void close() {
-    syncWrite.close();
-    for (ColumnFamilyHandle handle : handles) {
-      handle.close();
+    Lock exclusive = lifecycle.writeLock();
+    exclusive.lock();
+    try {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      syncWrite.close();
+      for (ColumnFamilyHandle handle : handles) {
+        handle.close();
+      }
+      db.close();
+      familyOptions.close();
+      options.close();
+      statistics.close();
+    } finally {
+      exclusive.unlock();
     }
-    db.close();
-    options.close();
-    statistics.close();
   }
 }

@@ -148,7 +148,7 @@ public final class CommitSubscription implements AutoCloseable {
     if (callback != null) {
       try {
         callback.run();
-      } catch (RuntimeException e) {
+      } catch (Throwable e) { // a subscriber's fault must never stop the committer
         LOG.warn("a commit subscription callback failed; the committer carries on", e);
       }
     }

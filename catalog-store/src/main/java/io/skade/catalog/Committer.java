@@ -1,5 +1,6 @@
 package io.skade.catalog;
 
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -10,6 +11,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
 import org.apache.iceberg.exceptions.CommitStateUnknownException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -108,11 +110,13 @@ final class Committer implements AutoCloseable {
   }
 
   CommitSubscription subscribe(int bufferSize) {
-    checkOpen();
     CommitSubscription subscription = new CommitSubscription(bufferSize, subscribers::remove);
-    // Registered before the cursor is read: a commit racing this call is delivered, not lost.
-    subscribers.add(subscription);
-    subscription.startAt(durableSeq);
+    synchronized (queue) { // against close: a subscription is either told of it or refused
+      checkOpen();
+      // Registered before the cursor is read: a commit racing this call is delivered, not lost.
+      subscribers.add(subscription);
+      subscription.startAt(durableSeq);
+    }
     return subscription;
   }
 
@@ -201,8 +205,8 @@ final class Committer implements AutoCloseable {
       return () -> request.result().complete(value);
     } catch (RuntimeException e) {
       stage.discard();
-      request.result().completeExceptionally(e);
-      return () -> { };
+      // Told only after the group is durable: the winners' state is then real.
+      return () -> request.result().completeExceptionally(e);
     }
   }
 
@@ -243,19 +247,13 @@ final class Committer implements AutoCloseable {
       this.store = store;
       this.lastSeq = durableSeq;
       this.pendingSeq = durableSeq;
-      java.time.Instant now = java.time.Instant.now();
+      Instant now = Instant.now();
       this.tsMicros = now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
     }
 
     /** The table's pointer as this mutation would see it committed, or null. */
     TablePointer pointer(String tableKey) {
-      if (pending.pointers.containsKey(tableKey)) {
-        return pending.pointers.get(tableKey);
-      }
-      if (group.pointers.containsKey(tableKey)) {
-        return group.pointers.get(tableKey);
-      }
-      return store.pointer(tableKey);
+      return lookup(tableKey, pending.pointers, group.pointers, store::pointer);
     }
 
     /** Keys of the tables whose key starts with {@code prefix}. */
@@ -263,14 +261,9 @@ final class Committer implements AutoCloseable {
       return overlay(store.tableKeys(prefix), prefix, group.pointers, pending.pointers);
     }
 
+    /** The namespace's properties as this mutation would see them committed, or null. */
     Map<String, String> namespace(String namespaceKey) {
-      if (pending.namespaces.containsKey(namespaceKey)) {
-        return pending.namespaces.get(namespaceKey);
-      }
-      if (group.namespaces.containsKey(namespaceKey)) {
-        return group.namespaces.get(namespaceKey);
-      }
-      return store.namespace(namespaceKey);
+      return lookup(namespaceKey, pending.namespaces, group.namespaces, store::namespace);
     }
 
     List<String> namespaceKeys(String prefix) {
@@ -301,9 +294,9 @@ final class Committer implements AutoCloseable {
       TablePointer pointer = pointer(fromKey);
       commit(fromKey, CommitOperation.RENAME_FROM, List.of(), pointer.metadataLocation(),
           TablePointer.NO_SNAPSHOT);
-      commit(toKey, CommitOperation.RENAME_TO, List.of(), pointer.metadataLocation(),
-          pointer.snapshotId());
-      pending.renames.put(toKey, fromKey);
+      long toSeq = commit(toKey, CommitOperation.RENAME_TO, List.of(),
+          pointer.metadataLocation(), pointer.snapshotId());
+      pending.renamedFrom.put(toSeq, fromKey);
     }
 
     void putNamespace(String namespaceKey, Map<String, String> properties) {
@@ -318,7 +311,7 @@ final class Committer implements AutoCloseable {
       group.pointers.putAll(pending.pointers);
       group.namespaces.putAll(pending.namespaces);
       group.commits.addAll(pending.commits);
-      group.renames.putAll(pending.renames);
+      group.renamedFrom.putAll(pending.renamedFrom);
       lastSeq = pendingSeq;
       pending = new CatalogStore.Batch();
     }
@@ -326,6 +319,15 @@ final class Committer implements AutoCloseable {
     private void discard() {
       pendingSeq = lastSeq;
       pending = new CatalogStore.Batch();
+    }
+
+    /** This mutation's change, else the group's, else the store's value (null = absent). */
+    private static <V> V lookup(String key, Map<String, V> pending, Map<String, V> group,
+        Function<String, V> stored) {
+      if (pending.containsKey(key)) {
+        return pending.get(key);
+      }
+      return group.containsKey(key) ? group.get(key) : stored.apply(key);
     }
 
     private static <V> List<String> overlay(

@@ -15,6 +15,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Stream;
@@ -123,11 +124,17 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     // Everything that can fail on bad properties runs before the store is opened (and locked).
     this.io = CatalogUtil.loadFileIO(
         props.getOrDefault(CatalogProperties.FILE_IO_IMPL, DEFAULT_FILE_IO), props, hadoopConf);
-    if (access.equals("owner")) {
-      this.store = CatalogStore.openOwner(catalogPath);
+    try {
+      this.store = access.equals("owner")
+          ? CatalogStore.openOwner(catalogPath)
+          : CatalogStore.openFollower(catalogPath, followerPath(props));
+    } catch (RuntimeException e) {
+      io.close();
+      deleteScratch();
+      throw e;
+    }
+    if (!store.isFollower()) {
       this.committer = new Committer(store, name, maxBatch);
-    } else {
-      this.store = CatalogStore.openFollower(catalogPath, followerPath(props));
     }
     LOG.info("skade catalog '{}' opened at {} as {} (commit_seq {})",
         name, catalogPath, access, store.commitSeq());
@@ -149,7 +156,14 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   }
 
   private Path localWarehouse() {
-    URI uri = URI.create(warehouse.replace(" ", "%20"));
+    URI uri;
+    try {
+      uri = URI.create(warehouse.replace(" ", "%20"));
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("skade catalog '" + name + "': property 'warehouse' = '"
+          + warehouse + "' is neither a path nor a URI (" + e.getMessage() + "); set "
+          + CATALOG_PATH + " explicitly or fix the warehouse", e);
+    }
     if (uri.getScheme() == null) {
       return Paths.get(warehouse);
     }
@@ -289,21 +303,32 @@ public class SkadeCatalog extends BaseMetastoreCatalog
       return false;
     }
     String key = TableKeys.tableKey(identifier);
-    TableOperations ops = newTableOps(identifier);
-    TableMetadata last = purge ? ops.current() : null;
-    boolean dropped = committer().submit(stage -> {
-      TablePointer pointer = stage.pointer(key);
-      if (pointer == null) {
-        return false;
+    Committer committer = committer();
+    while (true) {
+      TableOperations ops = newTableOps(identifier);
+      // Purging deletes the files of the metadata read here, so the drop must remove exactly it.
+      TableMetadata last = purge ? ops.current() : null;
+      String expected = last == null ? null : last.metadataFileLocation();
+      Boolean dropped = committer.submit(stage -> {
+        TablePointer pointer = stage.pointer(key);
+        if (pointer == null) {
+          return false;
+        }
+        if (expected != null && !expected.equals(pointer.metadataLocation())) {
+          return null; // it moved since it was read: read it again
+        }
+        stage.commit(key, CommitOperation.DROP, List.of(), pointer.metadataLocation(),
+            TablePointer.NO_SNAPSHOT);
+        return true;
+      });
+      if (dropped == null) {
+        continue;
       }
-      stage.commit(key, CommitOperation.DROP, List.of(), pointer.metadataLocation(),
-          TablePointer.NO_SNAPSHOT);
-      return true;
-    });
-    if (dropped && last != null) {
-      CatalogUtil.dropTableData(ops.io(), last);
+      if (dropped && last != null) {
+        CatalogUtil.dropTableData(ops.io(), last);
+      }
+      return dropped;
     }
-    return dropped;
   }
 
   @Override
@@ -345,6 +370,8 @@ public class SkadeCatalog extends BaseMetastoreCatalog
                 + " into one TableCommit");
       }
     }
+    Committer committer = committer(); // a follower fails here, before writing any file
+    // newLocation is null for a table that is only checked (requirements, no changes).
     record Prepared(SkadeTableOperations ops, String baseLocation, String newLocation,
         List<Long> added, long snapshotId) {}
     List<Prepared> prepared = new ArrayList<>();
@@ -363,16 +390,17 @@ public class SkadeCatalog extends BaseMetastoreCatalog
           throw new CommitFailedException(e, "Validation failed, please retry: %s", e.getMessage());
         }
         TableMetadata updated = builder.build();
-        if (!updated.changes().isEmpty()) {
-          prepared.add(new Prepared(ops, base.metadataFileLocation(), ops.writeMetadata(updated),
-              SkadeTableOperations.addedSnapshots(updated),
-              SkadeTableOperations.currentSnapshotId(updated)));
-        }
+        boolean changed = !updated.changes().isEmpty();
+        prepared.add(new Prepared(ops, base.metadataFileLocation(),
+            changed ? ops.writeMetadata(updated) : null,
+            SkadeTableOperations.addedSnapshots(updated),
+            SkadeTableOperations.currentSnapshotId(updated)));
       }
-      if (prepared.isEmpty()) {
+      if (prepared.stream().allMatch(p -> p.newLocation() == null)) {
         return;
       }
-      committer().submit(stage -> {
+      committer.submit(stage -> {
+        // Every table is checked, changed or not: its requirements held at its base.
         for (Prepared p : prepared) {
           TablePointer current = stage.pointer(p.ops().tableKey());
           if (current == null || !current.metadataLocation().equals(p.baseLocation())) {
@@ -384,14 +412,17 @@ public class SkadeCatalog extends BaseMetastoreCatalog
           }
         }
         for (Prepared p : prepared) {
-          stage.commit(p.ops().tableKey(), CommitOperation.UPDATE, p.added(), p.newLocation(),
-              p.snapshotId());
+          if (p.newLocation() != null) {
+            stage.commit(p.ops().tableKey(), CommitOperation.UPDATE, p.added(), p.newLocation(),
+                p.snapshotId());
+          }
         }
         return null;
       });
     } catch (CommitFailedException | NoSuchTableException e) {
       // Nothing points at the metadata files written for this attempt.
-      prepared.forEach(p -> deleteQuietly(p.newLocation()));
+      prepared.stream().map(Prepared::newLocation).filter(Objects::nonNull)
+          .forEach(this::deleteQuietly);
       throw e;
     }
   }
@@ -620,17 +651,18 @@ public class SkadeCatalog extends BaseMetastoreCatalog
         io.close();
       }
       super.close();
-      if (scratchFollowerDir != null) {
-        deleteTree(scratchFollowerDir);
-      }
+      deleteScratch();
     }
   }
 
-  private static void deleteTree(Path root) {
-    try (Stream<Path> paths = Files.walk(root)) {
+  private void deleteScratch() {
+    if (scratchFollowerDir == null) {
+      return;
+    }
+    try (Stream<Path> paths = Files.walk(scratchFollowerDir)) {
       paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
     } catch (IOException e) {
-      LOG.warn("could not remove follower scratch directory {}", root, e);
+      LOG.warn("could not remove follower scratch directory {}", scratchFollowerDir, e);
     }
   }
 }

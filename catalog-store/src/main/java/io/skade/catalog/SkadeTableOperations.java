@@ -51,6 +51,21 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
         : register ? CommitOperation.REGISTER : CommitOperation.CREATE;
     List<Long> added = addedSnapshots(metadata);
     long snapshotId = currentSnapshotId(metadata);
+    try {
+      submit(committer, base, baseLocation, operation, added, newLocation, snapshotId);
+    } catch (CommitFailedException | AlreadyExistsException | NoSuchNamespaceException
+        | NoSuchTableException e) {
+      // The swap was refused, so nothing points at the file just written; a registered file
+      // is the user's and stays.
+      if (!register) {
+        io().deleteFile(newLocation);
+      }
+      throw e;
+    }
+  }
+
+  private void submit(Committer committer, TableMetadata base, String baseLocation,
+      CommitOperation operation, List<Long> added, String newLocation, long snapshotId) {
     String namespaceKey = TableKeys.namespaceKey(identifier.namespace());
     committer.submit(stage -> {
       TablePointer current = stage.pointer(tableKey);

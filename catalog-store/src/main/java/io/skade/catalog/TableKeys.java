@@ -95,11 +95,16 @@ final class TableKeys {
     if (part.contains("..") || part.equals(".")) {
       return "it contains '..' or is '.'";
     }
-    for (int i = 0; i < part.length(); i++) {
-      char c = part.charAt(i);
+    for (int i = 0; i < part.length(); ) {
+      int c = part.codePointAt(i);
       if (Character.isISOControl(c)) {
-        return "it contains the control character U+" + String.format("%04X", (int) c);
+        return "it contains the control character U+" + String.format("%04X", c);
       }
+      if (Character.getType(c) == Character.SURROGATE) {
+        // UTF-8 cannot encode it: two names would share one key.
+        return "it contains an unpaired surrogate U+" + String.format("%04X", c);
+      }
+      i += Character.charCount(c);
     }
     return null;
   }

@@ -4,8 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
@@ -15,6 +17,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.rocksdb.ColumnFamilyDescriptor;
+import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.DBOptions;
 import org.rocksdb.Options;
 import org.rocksdb.RocksDB;
 
@@ -22,7 +27,8 @@ class BadInputTest {
   @TempDir Path warehouse;
 
   @ParameterizedTest
-  @ValueSource(strings = {"a/b", "..", "x..y", "tab\tname", "unit\u001fsep", "back\\slash", "."})
+  @ValueSource(strings = {"a/b", "..", "x..y", "tab\tname", "unit\u001fsep", "back\\slash", ".",
+      "lone\ud800surrogate"})
   void invalidTableNamesAreRejectedAndNothingIsCommitted(String name) throws Exception {
     try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
       Catalogs.createTable(catalog, "ok");
@@ -85,7 +91,7 @@ class BadInputTest {
       assertThatThrownBy(() -> Catalogs.open(warehouse))
           .isInstanceOf(CatalogLockedException.class)
           .hasMessageContaining(owner.catalogPath())
-          .hasMessageContaining("only one process may own");
+          .hasMessageContaining("already open in this process");
       Catalogs.append(owner.loadTable(TableIdentifier.of(Catalogs.DB, "t")), "f");
       assertThat(owner.commitSeq()).isEqualTo(2);
     }
@@ -116,6 +122,50 @@ class BadInputTest {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("without skade's column families");
     assertThat(listing(dir)).isEqualTo(before);
+  }
+
+  @Test
+  void aCatalogWhoseCreationWasCutShortBeforeItsFirstRowStillOpens() throws Exception {
+    // A crash between RocksDB creating the column families and the format row being written.
+    Path dir = warehouse.resolve("_catalog");
+    List<ColumnFamilyDescriptor> families = new ArrayList<>();
+    families.add(new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY));
+    for (String name : List.of("tables", "commits", "commit_log", "meta", "namespaces",
+        "consumers")) {
+      families.add(new ColumnFamilyDescriptor(name.getBytes(StandardCharsets.UTF_8)));
+    }
+    List<ColumnFamilyHandle> handles = new ArrayList<>();
+    try (DBOptions options = new DBOptions().setCreateIfMissing(true)
+            .setCreateMissingColumnFamilies(true);
+        RocksDB db = RocksDB.open(options, dir.toString(), families, handles)) {
+      handles.forEach(ColumnFamilyHandle::close);
+    }
+    try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
+      Catalogs.createTable(catalog, "t");
+      assertThat(catalog.commitSeq()).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void outOfRangeLogReadsAreClampedOrNamed() throws Exception {
+    try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
+      Catalogs.createTable(catalog, "t");
+      assertThat(catalog.commitsSince(-5, 10)).extracting(CommitEvent::commitSeq).containsExactly(1L);
+      assertThat(catalog.commitsSince(Long.MAX_VALUE, 10)).isEmpty();
+      assertThatThrownBy(() -> catalog.commitsSince(0, 0))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("limit");
+    }
+  }
+
+  @Test
+  void namespacePropertiesLargerThanSixtyFourKilobytesAreStored() throws Exception {
+    String big = "x".repeat(70_000);
+    try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
+      catalog.createNamespace(Namespace.of("n"), Map.of("comment", big));
+    }
+    try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
+      assertThat(catalog.loadNamespaceMetadata(Namespace.of("n"))).containsEntry("comment", big);
+    }
   }
 
   @Test
