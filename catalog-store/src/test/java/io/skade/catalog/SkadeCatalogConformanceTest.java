@@ -68,6 +68,7 @@ class SkadeCatalogConformanceTest extends CatalogTests<SkadeCatalog> {
   // - supportsEmptyNamespace: a table needs a named namespace (its directory and key prefix);
   //   the empty namespace is rejected with an error saying so.
   // - supportsServerSideRetry: an embedded catalog has no server; Iceberg's client retries.
+  // - overridesRequestedLocation: off because skade honours a table's requested location.
   @Override
   protected boolean supportsNamesWithSlashes() {
     return false;
