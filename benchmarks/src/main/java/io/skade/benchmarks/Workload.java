@@ -2,7 +2,7 @@ package io.skade.benchmarks;
 
 import io.skade.catalog.PointerCommits;
 import io.skade.catalog.SkadeCatalog;
-import io.skade.write.RecordAppender;
+import io.skade.write.TableWriter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.IntConsumer;
@@ -39,7 +39,7 @@ enum Workload {
   APPEND("append (small Parquet file)") {
     @Override
     IntConsumer committerFor(SkadeCatalog catalog, TableIdentifier id, Table table, int thread) {
-      RecordAppender appender = new RecordAppender(table, thread);
+      TableWriter tableWriter = new TableWriter(table);
       GenericRecord template = GenericRecord.create(SCHEMA);
       return i -> {
         List<Record> rows = new ArrayList<>(ROWS_PER_FILE);
@@ -49,7 +49,7 @@ enum Workload {
           record.setField("name", "row-" + row);
           rows.add(record);
         }
-        appender.append(rows);
+        tableWriter.append(rows);
       };
     }
   };

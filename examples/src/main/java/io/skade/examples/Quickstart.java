@@ -4,7 +4,7 @@ import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitFeedLaggedException;
 import io.skade.catalog.CommitSubscription;
 import io.skade.catalog.SkadeCatalog;
-import io.skade.write.RecordAppender;
+import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
@@ -107,7 +107,7 @@ public final class Quickstart {
   }
 
   private static Void write(Table table, int writer) {
-    RecordAppender appender = new RecordAppender(table, writer);
+    TableWriter tableWriter = new TableWriter(table);
     GenericRecord template = GenericRecord.create(ORDERS_SCHEMA);
     for (int batch = 0; batch < APPENDS_PER_WRITER; batch++) {
       List<Record> rows = new ArrayList<>();
@@ -116,7 +116,7 @@ public final class Quickstart {
         rows.add(template.copy(Map.of(
             "order_id", id, "customer", "customer-" + (id % 7), "amount", 10.0 + id % 13)));
       }
-      appender.append(rows);
+      tableWriter.append(rows);
     }
     return null;
   }

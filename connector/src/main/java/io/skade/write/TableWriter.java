@@ -1,0 +1,345 @@
+package io.skade.write;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiFunction;
+import org.apache.iceberg.AppendFiles;
+import org.apache.iceberg.ContentFile;
+import org.apache.iceberg.DataFile;
+import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileFormat;
+import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.OverwriteFiles;
+import org.apache.iceberg.FileContent;
+import org.apache.iceberg.HasTableOperations;
+import org.apache.iceberg.PartitionField;
+import org.apache.iceberg.PartitionKey;
+import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.RowDelta;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.StructLike;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.TableProperties;
+import org.apache.iceberg.data.BaseDeleteLoader;
+import org.apache.iceberg.data.GenericFileWriterFactory;
+import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.InternalRecordWrapper;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.deletes.PositionDelete;
+import org.apache.iceberg.deletes.PositionDeleteIndex;
+import org.apache.iceberg.encryption.EncryptedOutputFile;
+import org.apache.iceberg.expressions.Expression;
+import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.io.DataWriteResult;
+import org.apache.iceberg.io.DeleteWriteResult;
+import org.apache.iceberg.io.FileWriter;
+import org.apache.iceberg.io.OutputFileFactory;
+import org.apache.iceberg.io.PartitioningDVWriter;
+import org.apache.iceberg.types.Types;
+import org.apache.iceberg.util.CharSequenceSet;
+import org.apache.iceberg.util.StructLikeMap;
+
+/**
+ * skade's embedded write API: appends, upserts, deletes and overwrites on an Iceberg {@link
+ * Table}, each one commit, written with Iceberg's own file writers (Parquet).
+ *
+ * <p>Upserts and key deletes are merge-on-read: an equality delete on the table's identifier
+ * fields (which then must include every partition source field, so a key never changes
+ * partition), plus the new rows, in one {@link RowDelta}. Position deletes are position delete
+ * files on format v2 and deletion vectors on v3. Files written here carry the table's field ids;
+ * on a table with identifier fields, Parquet bloom filters on those columns are on unless the
+ * table sets them itself.
+ *
+ * <p>Not thread-safe: give each writing thread its own writer.
+ */
+public final class TableWriter {
+  private static final AtomicInteger WRITER_IDS = new AtomicInteger();
+  private static final String BLOOM_PREFIX = TableProperties.PARQUET_BLOOM_FILTER_COLUMN_ENABLED_PREFIX;
+
+  private final Table table;
+  private final int writerId = WRITER_IDS.incrementAndGet();
+  private final OutputFileFactory files;
+
+  public TableWriter(Table table) {
+    this.table = table;
+    this.files = OutputFileFactory.builderFor(table, writerId, 0)
+        .format(FileFormat.PARQUET)
+        .build();
+  }
+
+  /** Appends {@code rows}; returns the new snapshot. */
+  public Snapshot append(Iterable<Record> rows) {
+    List<DataFile> written = writeData(rows);
+    AppendFiles append = table.newAppend();
+    written.forEach(append::appendFile);
+    append.commit();
+    return table.currentSnapshot();
+  }
+
+  /**
+   * Inserts {@code rows}, replacing any current row with the same identifier-field values (the
+   * last of several rows with one key wins); returns the new snapshot.
+   */
+  public Snapshot upsert(Iterable<Record> rows) {
+    Schema keys = requireKeySchema("upsert");
+    StructLikeMap<Record> latest = StructLikeMap.create(keys.asStruct());
+    for (Record row : rows) {
+      latest.put(keyOf(row, keys), row);
+    }
+    List<Record> deletes = new ArrayList<>(latest.size());
+    latest.values().forEach(row -> deletes.add(project(row, keys)));
+    RowDelta delta = table.newRowDelta();
+    writeEqualityDeletes(deletes, keys).forEach(delta::addDeletes);
+    writeData(latest.values()).forEach(delta::addRows);
+    delta.commit();
+    return table.currentSnapshot();
+  }
+
+  /**
+   * Deletes the rows whose identifier-field values equal those of {@code keys} (records of the
+   * table's schema, or of any schema holding the identifier fields by name); returns the new
+   * snapshot.
+   */
+  public Snapshot deleteKeys(Iterable<Record> keys) {
+    Schema keySchema = requireKeySchema("delete by key");
+    List<Record> deletes = new ArrayList<>();
+    for (Record key : keys) {
+      deletes.add(project(key, keySchema));
+    }
+    RowDelta delta = table.newRowDelta();
+    writeEqualityDeletes(deletes, keySchema).forEach(delta::addDeletes);
+    delta.commit();
+    return table.currentSnapshot();
+  }
+
+  /**
+   * Deletes rows by position: for each live data file (by path), the 0-based positions of its
+   * rows to delete. Writes position delete files on format v2, deletion vectors (merged with the
+   * file's existing one) on v3. Returns the new snapshot.
+   */
+  public Snapshot deletePositions(Map<String, ? extends Collection<Long>> positionsByFile) {
+    Snapshot base = table.currentSnapshot();
+    Map<String, FileScanTask> live = liveDataFiles(positionsByFile.keySet());
+    RowDelta delta = table.newRowDelta();
+    if (base != null) {
+      // Conflicts are what others committed after the files were planned, not before.
+      delta.validateFromSnapshot(base.snapshotId());
+    }
+    DeleteWriteResult result = formatVersion() >= 3
+        ? writeDeletionVectors(positionsByFile, live)
+        : writePositionDeletes(positionsByFile, live);
+    result.deleteFiles().forEach(delta::addDeletes);
+    result.rewrittenDeleteFiles().forEach(delta::removeDeletes);
+    delta.validateDataFilesExist(result.referencedDataFiles());
+    delta.commit();
+    return table.currentSnapshot();
+  }
+
+  /**
+   * Replaces the data files whose rows all match {@code filter} with {@code rows} (Iceberg's
+   * overwrite by row filter: a file only partly matching the filter fails the commit, so align
+   * the filter with the partitioning); returns the new snapshot.
+   */
+  public Snapshot overwrite(Expression filter, Iterable<Record> rows) {
+    OverwriteFiles overwrite = table.newOverwrite().overwriteByRowFilter(filter);
+    writeData(rows).forEach(overwrite::addFile);
+    overwrite.commit();
+    return table.currentSnapshot();
+  }
+
+  // ---- files -------------------------------------------------------------------------------
+
+  private List<DataFile> writeData(Iterable<Record> rows) {
+    GenericFileWriterFactory factory = factory().build();
+    return writePartitioned(rows, table.schema(), (file, partition) ->
+        factory.newDataWriter(file, table.spec(), partition));
+  }
+
+  private List<DeleteFile> writeEqualityDeletes(List<Record> deletes, Schema keys) {
+    int[] fieldIds = keys.columns().stream().mapToInt(Types.NestedField::fieldId).toArray();
+    GenericFileWriterFactory factory = factory()
+        .equalityFieldIds(fieldIds)
+        .equalityDeleteRowSchema(keys)
+        .build();
+    return writePartitioned(deletes, keys, (file, partition) ->
+        factory.newEqualityDeleteWriter(file, table.spec(), partition));
+  }
+
+  /** One file per partition; {@code rows} are of {@code schema}, whose fields partition them. */
+  private <F extends ContentFile<F>> List<F> writePartitioned(Iterable<Record> rows,
+      Schema schema, BiFunction<EncryptedOutputFile, StructLike, FileWriter<Record, ?>> writers) {
+    PartitionKey partitioner = new PartitionKey(table.spec(), schema);
+    InternalRecordWrapper internal = new InternalRecordWrapper(schema.asStruct());
+    Map<PartitionKey, List<Record>> byPartition = new LinkedHashMap<>();
+    for (Record row : rows) {
+      partitioner.partition(internal.wrap(row));
+      byPartition.computeIfAbsent(partitioner.copy(), p -> new ArrayList<>()).add(row);
+    }
+    List<F> written = new ArrayList<>();
+    for (Map.Entry<PartitionKey, List<Record>> group : byPartition.entrySet()) {
+      StructLike partition = table.spec().isPartitioned() ? group.getKey() : null;
+      EncryptedOutputFile file = partition == null
+          ? files.newOutputFile()
+          : files.newOutputFile(table.spec(), partition);
+      FileWriter<Record, ?> writer = writers.apply(file, partition);
+      try (writer) {
+        group.getValue().forEach(writer::write);
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot write a file of table " + table.name(), e);
+      }
+      written.addAll(contentFiles(writer.result()));
+    }
+    return written;
+  }
+
+  @SuppressWarnings("unchecked")
+  private static <F> List<F> contentFiles(Object result) {
+    if (result instanceof DataWriteResult data) {
+      return (List<F>) data.dataFiles();
+    }
+    return (List<F>) ((DeleteWriteResult) result).deleteFiles();
+  }
+
+  private DeleteWriteResult writePositionDeletes(
+      Map<String, ? extends Collection<Long>> positionsByFile, Map<String, FileScanTask> live) {
+    GenericFileWriterFactory factory = factory().build();
+    List<DeleteFile> written = new ArrayList<>();
+    CharSequenceSet referenced = CharSequenceSet.empty();
+    // Position deletes are sorted by (file, position); one delete file per data file here.
+    for (String path : new TreeSet<>(positionsByFile.keySet())) {
+      DataFile dataFile = live.get(path).file();
+      PartitionSpec spec = table.specs().get(dataFile.specId());
+      StructLike partition = spec.isPartitioned() ? dataFile.partition() : null;
+      EncryptedOutputFile out = partition == null
+          ? files.newOutputFile()
+          : files.newOutputFile(spec, partition);
+      var writer = factory.newPositionDeleteWriter(out, spec, partition);
+      PositionDelete<Record> delete = PositionDelete.create();
+      try (writer) {
+        for (long position : new TreeSet<>(positionsByFile.get(path))) {
+          writer.write(delete.set(path, position));
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot write a position delete file of " + table.name(), e);
+      }
+      written.addAll(writer.result().deleteFiles());
+      referenced.add(path);
+    }
+    return new DeleteWriteResult(written, referenced);
+  }
+
+  private DeleteWriteResult writeDeletionVectors(
+      Map<String, ? extends Collection<Long>> positionsByFile, Map<String, FileScanTask> live) {
+    BaseDeleteLoader loader = new BaseDeleteLoader(file -> table.io().newInputFile(file));
+    // A v3 data file has at most one deletion vector: the new one includes the old positions.
+    OutputFileFactory puffinFiles = OutputFileFactory.builderFor(table, writerId, 0)
+        .format(FileFormat.PUFFIN)
+        .build();
+    PartitioningDVWriter<Record> writer = new PartitioningDVWriter<>(puffinFiles,
+        path -> loader.loadPositionDeletes(live.get(path.toString()).deletes().stream()
+            .filter(file -> file.content() == FileContent.POSITION_DELETES).toList(), path));
+    PositionDelete<Record> delete = PositionDelete.create();
+    try (writer) {
+      for (Map.Entry<String, ? extends Collection<Long>> e : positionsByFile.entrySet()) {
+        DataFile dataFile = live.get(e.getKey()).file();
+        PartitionSpec spec = table.specs().get(dataFile.specId());
+        for (long position : e.getValue()) {
+          writer.write(delete.set(e.getKey(), position), spec, dataFile.partition());
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot write a deletion vector of " + table.name(), e);
+    }
+    return writer.result();
+  }
+
+  private Map<String, FileScanTask> liveDataFiles(Set<String> paths) {
+    Map<String, FileScanTask> live = new HashMap<>();
+    try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
+      for (FileScanTask task : tasks) {
+        String path = task.file().location();
+        if (paths.contains(path)) {
+          live.put(path, task);
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot plan the files of " + table.name(), e);
+    }
+    for (String path : paths) {
+      if (!live.containsKey(path)) {
+        throw new IllegalArgumentException("cannot delete by position in " + path + ": it is not a"
+            + " live data file of table " + table.name() + " at its current snapshot; list the"
+            + " table's files (e.g. its 'files' metadata table) for valid paths");
+      }
+    }
+    return live;
+  }
+
+  // ---- keys --------------------------------------------------------------------------------
+
+  private GenericFileWriterFactory.Builder factory() {
+    Map<String, String> bloomFilters = new HashMap<>();
+    for (String column : table.schema().identifierFieldNames()) {
+      if (!table.properties().containsKey(BLOOM_PREFIX + column)) {
+        bloomFilters.put(BLOOM_PREFIX + column, "true");
+      }
+    }
+    return new GenericFileWriterFactory.Builder(table)
+        .dataFileFormat(FileFormat.PARQUET)
+        .deleteFileFormat(FileFormat.PARQUET)
+        .writerProperties(bloomFilters);
+  }
+
+  private Schema requireKeySchema(String operation) {
+    Schema schema = table.schema();
+    Set<Integer> ids = schema.identifierFieldIds();
+    if (ids.isEmpty()) {
+      throw new IllegalArgumentException("cannot " + operation + " on table " + table.name()
+          + ": it has no identifier fields (primary key); set them with"
+          + " table.updateSchema().setIdentifierFields(...), or use append and deletePositions");
+    }
+    for (PartitionField field : table.spec().fields()) {
+      if (!ids.contains(field.sourceId())) {
+        throw new IllegalArgumentException("cannot " + operation + " on table " + table.name()
+            + ": it is partitioned by " + schema.findColumnName(field.sourceId())
+            + ", which is not an identifier field, so a key could change partition; partition"
+            + " by identifier fields only (identity or bucket)");
+      }
+    }
+    return schema.select(schema.identifierFieldNames());
+  }
+
+  /** The identifier-field values of {@code row}, as a key of the key schema's struct type. */
+  private static StructLike keyOf(Record row, Schema keys) {
+    Record key = project(row, keys);
+    return new InternalRecordWrapper(keys.asStruct()).copyFor(key);
+  }
+
+  /** A record of the key schema holding {@code row}'s identifier-field values, by name. */
+  private static Record project(Record row, Schema keys) {
+    GenericRecord key = GenericRecord.create(keys);
+    for (Types.NestedField field : keys.columns()) {
+      Object value = row.getField(field.name());
+      if (value == null) {
+        throw new IllegalArgumentException(
+            "row " + row + " has no value for identifier field '" + field.name() + "'");
+      }
+      key.setField(field.name(), value);
+    }
+    return key;
+  }
+
+  private int formatVersion() {
+    return ((HasTableOperations) table).operations().current().formatVersion();
+  }
+}

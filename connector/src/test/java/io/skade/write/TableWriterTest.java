@@ -1,0 +1,248 @@
+package io.skade.write;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.skade.catalog.SkadeCatalog;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import org.apache.iceberg.DataFile;
+import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileContent;
+import org.apache.iceberg.FileFormat;
+import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.IcebergGenerics;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.types.Types;
+import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData;
+import org.apache.parquet.hadoop.metadata.ParquetMetadata;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** The embedded write API on real tables of a real skade catalog, read back with Iceberg's reader. */
+class TableWriterTest {
+  private static final Schema SCHEMA = new Schema(
+      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
+          Types.NestedField.optional(2, "name", Types.StringType.get()),
+          Types.NestedField.optional(3, "region", Types.StringType.get())),
+      Set.of(1));
+  private static final Schema LOG_SCHEMA = new Schema(
+      Types.NestedField.required(1, "id", Types.LongType.get()),
+      Types.NestedField.optional(2, "name", Types.StringType.get()),
+      Types.NestedField.optional(3, "region", Types.StringType.get()));
+
+  @TempDir Path warehouse;
+  private SkadeCatalog catalog;
+
+  @BeforeEach
+  void open() {
+    catalog = new SkadeCatalog();
+    catalog.initialize("test", Map.of("warehouse", warehouse.toString()));
+    catalog.createNamespace(Namespace.of("db"));
+  }
+
+  @AfterEach
+  void close() throws IOException {
+    catalog.close();
+  }
+
+  @Test
+  void appendedRowsAreReadBack() throws IOException {
+    Table table = create("log", LOG_SCHEMA, PartitionSpec.unpartitioned(), 2);
+    new TableWriter(table).append(List.of(row(LOG_SCHEMA, 1, "a", "eu"), row(LOG_SCHEMA, 2, "b", "us")));
+    assertThat(read(table)).containsExactly("1|a|eu", "2|b|us");
+  }
+
+  @Test
+  void anUpsertReplacesRowsByKeyInOneRowDeltaAndTheLastRowOfAKeyWins() throws IOException {
+    Table table = create("pk", SCHEMA, PartitionSpec.unpartitioned(), 2);
+    TableWriter writer = new TableWriter(table);
+    writer.append(List.of(row(1, "a", "eu"), row(2, "b", "us")));
+    Snapshot upsert = writer.upsert(List.of(row(2, "b2", "us"), row(3, "c", "eu"), row(3, "c2", "eu")));
+
+    assertThat(read(table)).containsExactly("1|a|eu", "2|b2|us", "3|c2|eu");
+    assertThat(upsert.operation()).isEqualTo("overwrite");
+    List<DeleteFile> deletes = new ArrayList<>();
+    upsert.addedDeleteFiles(table.io()).forEach(deletes::add);
+    assertThat(deletes).singleElement().satisfies(delete -> {
+      assertThat(delete.content()).isEqualTo(FileContent.EQUALITY_DELETES);
+      assertThat(delete.equalityFieldIds()).containsExactly(1);
+      assertThat(delete.format()).isEqualTo(FileFormat.PARQUET);
+    });
+    // The delete file carries the table's Parquet field id for the key column.
+    ParquetMetadata footer = footer(deletes.get(0).location());
+    assertThat(footer.getFileMetaData().getSchema().getType("id").getId().intValue()).isEqualTo(1);
+  }
+
+  @Test
+  void deletingByKeyRemovesThoseRows() throws IOException {
+    Table table = create("pk", SCHEMA, PartitionSpec.unpartitioned(), 2);
+    TableWriter writer = new TableWriter(table);
+    writer.append(List.of(row(1, "a", "eu"), row(2, "b", "us"), row(3, "c", "eu")));
+    GenericRecord key = GenericRecord.create(SCHEMA.select("id"));
+    key.setField("id", 2L);
+    writer.deleteKeys(List.of(key, row(3, null, null)));
+    assertThat(read(table)).containsExactly("1|a|eu");
+  }
+
+  @ParameterizedTest(name = "format v{0}")
+  @ValueSource(ints = {2, 3})
+  void deletingByPositionRemovesThoseRowsAndRepeatedDeletesAccumulate(int formatVersion)
+      throws IOException {
+    Table table = create("log", LOG_SCHEMA, PartitionSpec.unpartitioned(), formatVersion);
+    TableWriter writer = new TableWriter(table);
+    writer.append(List.of(row(LOG_SCHEMA, 10, "a", "eu"), row(LOG_SCHEMA, 11, "b", "eu"),
+        row(LOG_SCHEMA, 12, "c", "eu"), row(LOG_SCHEMA, 13, "d", "eu")));
+    String file = onlyDataFile(table).location();
+
+    writer.deletePositions(Map.of(file, List.of(1L)));
+    writer.deletePositions(Map.of(file, List.of(3L)));
+
+    assertThat(read(table)).containsExactly("10|a|eu", "12|c|eu");
+    List<DeleteFile> live = liveDeletes(table);
+    if (formatVersion >= 3) {
+      // One deletion vector per data file: the second replaced the first.
+      assertThat(live).singleElement()
+          .satisfies(dv -> assertThat(dv.format()).isEqualTo(FileFormat.PUFFIN));
+    } else {
+      assertThat(live).hasSize(2).allSatisfy(
+          delete -> assertThat(delete.content()).isEqualTo(FileContent.POSITION_DELETES));
+    }
+  }
+
+  @Test
+  void overwriteByFilterReplacesTheMatchingPartition() throws IOException {
+    Table table = create("parts", LOG_SCHEMA,
+        PartitionSpec.builderFor(LOG_SCHEMA).identity("region").build(), 2);
+    TableWriter writer = new TableWriter(table);
+    writer.append(List.of(row(LOG_SCHEMA, 1, "a", "eu"), row(LOG_SCHEMA, 2, "b", "us")));
+    writer.overwrite(Expressions.equal("region", "eu"), List.of(row(LOG_SCHEMA, 3, "c", "eu")));
+    assertThat(read(table)).containsExactly("2|b|us", "3|c|eu");
+  }
+
+  @Test
+  void upsertsWorkOnATableBucketedByItsKey() throws IOException {
+    Table table = create("bucketed", SCHEMA, PartitionSpec.builderFor(SCHEMA).bucket("id", 4).build(), 2);
+    TableWriter writer = new TableWriter(table);
+    List<Record> rows = new ArrayList<>();
+    for (long id = 0; id < 20; id++) {
+      rows.add(row(id, "v1", "eu"));
+    }
+    writer.append(rows);
+    writer.upsert(List.of(row(3, "v2", "eu"), row(17, "v2", "eu")));
+    assertThat(read(table)).hasSize(20).contains("3|v2|eu", "17|v2|eu", "4|v1|eu");
+  }
+
+  @Test
+  void identifierColumnsGetParquetBloomFilters() throws IOException {
+    Table table = create("pk", SCHEMA, PartitionSpec.unpartitioned(), 2);
+    new TableWriter(table).append(List.of(row(1, "a", "eu")));
+    ParquetMetadata footer = footer(onlyDataFile(table).location());
+    for (ColumnChunkMetaData column : footer.getBlocks().get(0).getColumns()) {
+      boolean hasBloom = column.getBloomFilterOffset() >= 0;
+      assertThat(hasBloom).as("bloom filter on %s", column.getPath())
+          .isEqualTo(column.getPath().toDotString().equals("id"));
+    }
+  }
+
+  @Test
+  void keyedWritesExplainWhatTheTableLacks() {
+    Table log = create("log", LOG_SCHEMA, PartitionSpec.unpartitioned(), 2);
+    assertThatThrownBy(() -> new TableWriter(log).upsert(List.of(row(LOG_SCHEMA, 1, "a", "eu"))))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("db.log").hasMessageContaining("no identifier fields");
+
+    Table byRegion = create("by_region", SCHEMA,
+        PartitionSpec.builderFor(SCHEMA).identity("region").build(), 2);
+    assertThatThrownBy(() -> new TableWriter(byRegion).deleteKeys(List.of(row(1, "a", "eu"))))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("partitioned by region");
+
+    Table pk = create("pk", SCHEMA, PartitionSpec.unpartitioned(), 2);
+    assertThatThrownBy(() -> new TableWriter(pk).deletePositions(Map.of("/nowhere.parquet", List.of(0L))))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("/nowhere.parquet").hasMessageContaining("not a live data file");
+    assertThat(pk.currentSnapshot()).isNull();
+  }
+
+  private Table create(String name, Schema schema, PartitionSpec spec, int formatVersion) {
+    return catalog.buildTable(TableIdentifier.of("db", name), schema)
+        .withPartitionSpec(spec)
+        .withProperty("format-version", String.valueOf(formatVersion))
+        .create();
+  }
+
+  private static Record row(long id, String name, String region) {
+    return row(SCHEMA, id, name, region);
+  }
+
+  private static Record row(Schema schema, long id, String name, String region) {
+    GenericRecord record = GenericRecord.create(schema);
+    record.setField("id", id);
+    record.setField("name", name);
+    record.setField("region", region);
+    return record;
+  }
+
+  /** The table's current rows as sorted "id|name|region" strings, by Iceberg's own reader. */
+  private static List<String> read(Table table) throws IOException {
+    table.refresh();
+    TreeSet<String> rows = new TreeSet<>((a, b) -> {
+      long x = Long.parseLong(a.substring(0, a.indexOf('|')));
+      long y = Long.parseLong(b.substring(0, b.indexOf('|')));
+      return Long.compare(x, y);
+    });
+    try (CloseableIterable<Record> records = IcebergGenerics.read(table).build()) {
+      for (Record r : records) {
+        rows.add(r.getField("id") + "|" + r.getField("name") + "|" + r.getField("region"));
+      }
+    }
+    return new ArrayList<>(rows);
+  }
+
+  private static DataFile onlyDataFile(Table table) throws IOException {
+    table.refresh();
+    try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
+      List<DataFile> files = new ArrayList<>();
+      tasks.forEach(task -> files.add(task.file()));
+      assertThat(files).hasSize(1);
+      return files.get(0);
+    }
+  }
+
+  private static List<DeleteFile> liveDeletes(Table table) throws IOException {
+    table.refresh();
+    try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
+      List<DeleteFile> deletes = new ArrayList<>();
+      tasks.forEach(task -> deletes.addAll(task.deletes()));
+      return deletes;
+    }
+  }
+
+  private static ParquetMetadata footer(String location) throws IOException {
+    try (ParquetFileReader reader = ParquetFileReader.open(
+        org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(
+            new org.apache.hadoop.fs.Path(location), new org.apache.hadoop.conf.Configuration()))) {
+      return reader.getFooter();
+    }
+  }
+}
