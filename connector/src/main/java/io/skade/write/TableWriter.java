@@ -64,7 +64,9 @@ import org.apache.iceberg.util.StructLikeMap;
  */
 public final class TableWriter {
   private static final AtomicInteger WRITER_IDS = new AtomicInteger();
-  private static final String BLOOM_PREFIX = TableProperties.PARQUET_BLOOM_FILTER_COLUMN_ENABLED_PREFIX;
+  private static final String BLOOM_PREFIX =
+      TableProperties.PARQUET_BLOOM_FILTER_COLUMN_ENABLED_PREFIX;
+  private static final String NDV_PREFIX = TableProperties.PARQUET_BLOOM_FILTER_COLUMN_NDV_PREFIX;
 
   private final Table table;
   private final int writerId = WRITER_IDS.incrementAndGet();
@@ -79,7 +81,7 @@ public final class TableWriter {
 
   /** Appends {@code rows}; returns the new snapshot. */
   public Snapshot append(Iterable<Record> rows) {
-    List<DataFile> written = writeData(rows);
+    List<DataFile> written = writeDataFiles(rows);
     AppendFiles append = table.newAppend();
     written.forEach(append::appendFile);
     append.commit();
@@ -100,7 +102,7 @@ public final class TableWriter {
     latest.values().forEach(row -> deletes.add(project(row, keys)));
     RowDelta delta = table.newRowDelta();
     writeEqualityDeletes(deletes, keys).forEach(delta::addDeletes);
-    writeData(latest.values()).forEach(delta::addRows);
+    writeDataFiles(latest.values()).forEach(delta::addRows);
     delta.commit();
     return table.currentSnapshot();
   }
@@ -139,7 +141,18 @@ public final class TableWriter {
         ? writeDeletionVectors(positionsByFile, live)
         : writePositionDeletes(positionsByFile, live);
     result.deleteFiles().forEach(delta::addDeletes);
-    result.rewrittenDeleteFiles().forEach(delta::removeDeletes);
+    Map<String, DeleteFile> replaced = new HashMap<>();
+    result.rewrittenDeleteFiles().forEach(file -> replaced.put(file.location() + "@"
+        + file.contentOffset(), file));
+    if (formatVersion() >= 3) {
+      // The new vector holds the old positions too; the old one must go (one DV per data file).
+      for (FileScanTask task : live.values()) {
+        task.deletes().stream()
+            .filter(file -> file.format() == FileFormat.PUFFIN)
+            .forEach(file -> replaced.put(file.location() + "@" + file.contentOffset(), file));
+      }
+    }
+    replaced.values().forEach(delta::removeDeletes);
     delta.validateDataFilesExist(result.referencedDataFiles());
     delta.commit();
     return table.currentSnapshot();
@@ -152,41 +165,56 @@ public final class TableWriter {
    */
   public Snapshot overwrite(Expression filter, Iterable<Record> rows) {
     OverwriteFiles overwrite = table.newOverwrite().overwriteByRowFilter(filter);
-    writeData(rows).forEach(overwrite::addFile);
+    writeDataFiles(rows).forEach(overwrite::addFile);
     overwrite.commit();
     return table.currentSnapshot();
   }
 
   // ---- files -------------------------------------------------------------------------------
 
-  private List<DataFile> writeData(Iterable<Record> rows) {
-    GenericFileWriterFactory factory = factory().build();
-    return writePartitioned(rows, table.schema(), (file, partition) ->
+  /**
+   * Writes {@code rows} to new data files (one per partition) without committing them, e.g. for
+   * a {@code RewriteFiles} compaction or a commit the caller assembles.
+   */
+  public List<DataFile> writeDataFiles(Iterable<Record> rows) {
+    Map<PartitionKey, List<Record>> groups = byPartition(rows, table.schema());
+    GenericFileWriterFactory factory = factory(largest(groups)).build();
+    return write(groups, (file, partition) ->
         factory.newDataWriter(file, table.spec(), partition));
   }
 
   private List<DeleteFile> writeEqualityDeletes(List<Record> deletes, Schema keys) {
     int[] fieldIds = keys.columns().stream().mapToInt(Types.NestedField::fieldId).toArray();
-    GenericFileWriterFactory factory = factory()
+    Map<PartitionKey, List<Record>> groups = byPartition(deletes, keys);
+    GenericFileWriterFactory factory = factory(largest(groups))
         .equalityFieldIds(fieldIds)
         .equalityDeleteRowSchema(keys)
         .build();
-    return writePartitioned(deletes, keys, (file, partition) ->
+    return write(groups, (file, partition) ->
         factory.newEqualityDeleteWriter(file, table.spec(), partition));
   }
 
-  /** One file per partition; {@code rows} are of {@code schema}, whose fields partition them. */
-  private <F extends ContentFile<F>> List<F> writePartitioned(Iterable<Record> rows,
-      Schema schema, BiFunction<EncryptedOutputFile, StructLike, FileWriter<Record, ?>> writers) {
+  /** Groups rows of {@code schema} (which holds the partition source fields) by partition. */
+  private Map<PartitionKey, List<Record>> byPartition(Iterable<Record> rows, Schema schema) {
     PartitionKey partitioner = new PartitionKey(table.spec(), schema);
     InternalRecordWrapper internal = new InternalRecordWrapper(schema.asStruct());
-    Map<PartitionKey, List<Record>> byPartition = new LinkedHashMap<>();
+    Map<PartitionKey, List<Record>> groups = new LinkedHashMap<>();
     for (Record row : rows) {
       partitioner.partition(internal.wrap(row));
-      byPartition.computeIfAbsent(partitioner.copy(), p -> new ArrayList<>()).add(row);
+      groups.computeIfAbsent(partitioner.copy(), p -> new ArrayList<>()).add(row);
     }
+    return groups;
+  }
+
+  private static int largest(Map<PartitionKey, List<Record>> groups) {
+    return groups.values().stream().mapToInt(List::size).max().orElse(1);
+  }
+
+  /** One file per partition group. */
+  private <F extends ContentFile<F>> List<F> write(Map<PartitionKey, List<Record>> groups,
+      BiFunction<EncryptedOutputFile, StructLike, FileWriter<Record, ?>> writers) {
     List<F> written = new ArrayList<>();
-    for (Map.Entry<PartitionKey, List<Record>> group : byPartition.entrySet()) {
+    for (Map.Entry<PartitionKey, List<Record>> group : groups.entrySet()) {
       StructLike partition = table.spec().isPartitioned() ? group.getKey() : null;
       EncryptedOutputFile file = partition == null
           ? files.newOutputFile()
@@ -212,7 +240,7 @@ public final class TableWriter {
 
   private DeleteWriteResult writePositionDeletes(
       Map<String, ? extends Collection<Long>> positionsByFile, Map<String, FileScanTask> live) {
-    GenericFileWriterFactory factory = factory().build();
+    GenericFileWriterFactory factory = factory(1).build();
     List<DeleteFile> written = new ArrayList<>();
     CharSequenceSet referenced = CharSequenceSet.empty();
     // Position deletes are sorted by (file, position); one delete file per data file here.
@@ -287,11 +315,17 @@ public final class TableWriter {
 
   // ---- keys --------------------------------------------------------------------------------
 
-  private GenericFileWriterFactory.Builder factory() {
+  /**
+   * Iceberg's generic writers, with bloom filters on the identifier columns unless the table
+   * configures them; sized for {@code rowsPerFile} distinct keys (Parquet's default size, 1 MiB,
+   * would dwarf small files).
+   */
+  private GenericFileWriterFactory.Builder factory(int rowsPerFile) {
     Map<String, String> bloomFilters = new HashMap<>();
     for (String column : table.schema().identifierFieldNames()) {
       if (!table.properties().containsKey(BLOOM_PREFIX + column)) {
         bloomFilters.put(BLOOM_PREFIX + column, "true");
+        bloomFilters.putIfAbsent(NDV_PREFIX + column, String.valueOf(Math.max(rowsPerFile, 1)));
       }
     }
     return new GenericFileWriterFactory.Builder(table)

@@ -1,0 +1,58 @@
+package io.skade.changelog;
+
+import java.util.List;
+import java.util.Objects;
+import org.apache.iceberg.expressions.Expression;
+import org.apache.iceberg.expressions.Expressions;
+
+/**
+ * How a {@link ChangelogReader} reads a window.
+ *
+ * @param mode every intermediate change, or the net change of the window
+ * @param beforeImage full old rows for deletes and update-befores, or only their keys
+ * @param columns the columns to return (after collapsing, which needs the keys); null = all
+ * @param filter rows to keep; a change is kept when its row matches
+ */
+public record ChangelogOptions(Mode mode, BeforeImage beforeImage, List<String> columns,
+    Expression filter) {
+
+  /** Per-snapshot (every change, commit order) or collapsed (the window's net change). */
+  public enum Mode {
+    PER_SNAPSHOT,
+    COLLAPSED
+  }
+
+  /** Full old rows, or identifier fields only (cheaper: no before-image reads). */
+  public enum BeforeImage {
+    FULL,
+    KEY_ONLY
+  }
+
+  public ChangelogOptions {
+    Objects.requireNonNull(mode, "mode");
+    Objects.requireNonNull(beforeImage, "beforeImage");
+    columns = columns == null ? null : List.copyOf(columns);
+    filter = filter == null ? Expressions.alwaysTrue() : filter;
+  }
+
+  /** Per-snapshot, full before-images, all columns, no filter. */
+  public static ChangelogOptions defaults() {
+    return new ChangelogOptions(Mode.PER_SNAPSHOT, BeforeImage.FULL, null, null);
+  }
+
+  public ChangelogOptions withMode(Mode newMode) {
+    return new ChangelogOptions(newMode, beforeImage, columns, filter);
+  }
+
+  public ChangelogOptions withBeforeImage(BeforeImage newBeforeImage) {
+    return new ChangelogOptions(mode, newBeforeImage, columns, filter);
+  }
+
+  public ChangelogOptions withColumns(List<String> newColumns) {
+    return new ChangelogOptions(mode, beforeImage, newColumns, filter);
+  }
+
+  public ChangelogOptions withFilter(Expression newFilter) {
+    return new ChangelogOptions(mode, beforeImage, columns, newFilter);
+  }
+}

@@ -1,0 +1,346 @@
+package io.skade.changelog;
+
+import io.skade.changelog.ChangelogOptions.BeforeImage;
+import io.skade.changelog.ChangelogOptions.Mode;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import org.apache.iceberg.DataOperations;
+import org.apache.iceberg.FileFormat;
+import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.MetadataColumns;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.data.GenericDeleteFilter;
+import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.IdentityPartitionConverters;
+import org.apache.iceberg.data.InternalRecordWrapper;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.data.parquet.GenericParquetReaders;
+import org.apache.iceberg.exceptions.NotFoundException;
+import org.apache.iceberg.expressions.Evaluator;
+import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.parquet.Parquet;
+import org.apache.iceberg.types.TypeUtil;
+import org.apache.iceberg.util.PartitionUtil;
+import org.apache.iceberg.util.SnapshotUtil;
+
+/**
+ * Turns a window of snapshots {@code (from, to]} of an Iceberg table into its exact changelog,
+ * merge-on-read deletes included — the changelog planner of skade.
+ *
+ * <p>The law it keeps: for every window where {@code from} is an ancestor of {@code to}, applying
+ * the emitted changes in order to the table's rows at {@code from} yields exactly its rows at
+ * {@code to}, honouring data sequence numbers.
+ *
+ * <p>How: a row is identified by its data file and position. Iceberg's own scan planning at a
+ * snapshot gives each live data file with the delete files that apply to it there (equality
+ * deletes by partition, sequence number and column bounds; position deletes and deletion
+ * vectors by path). Between two states, only data files that appeared, disappeared or whose
+ * applicable deletes changed can hold a change; each is read with the deletes of both states and
+ * the live positions are compared: positions live only before are deleted rows (with their full
+ * old row), positions live only after are inserted rows. Identical rows deleted and inserted in
+ * one step (a file rewritten) cancel. On a primary-key table a delete and an insert of one key
+ * are the update pair {@code UPDATE_BEFORE}/{@code UPDATE_AFTER}. Per-snapshot mode does this for
+ * every snapshot of the window in commit order ({@code replace} snapshots change nothing);
+ * collapsed mode does it once, between {@code from} and {@code to}.
+ */
+public final class ChangelogReader {
+  private final Table table;
+  private final ChangelogOptions options;
+  private final Schema schema;
+  private final Schema readSchema;
+  private final TableKind kind;
+  private final List<String> keyColumns;
+  private final Evaluator filter;
+
+  public ChangelogReader(Table table, ChangelogOptions options) {
+    this.table = table;
+    this.options = options;
+    this.schema = table.schema();
+    this.readSchema = TypeUtil.join(schema, new Schema(MetadataColumns.ROW_POSITION));
+    this.kind = TableKind.of(schema);
+    this.keyColumns = List.copyOf(new TreeSet<>(schema.identifierFieldNames()));
+    this.filter = new Evaluator(schema.asStruct(), options.filter(), false);
+    if (options.columns() != null) {
+      schema.select(options.columns()); // fails early, naming an unknown column
+    }
+  }
+
+  public TableKind kind() {
+    return kind;
+  }
+
+  /**
+   * The changes of the window {@code (fromExclusive, toInclusive]}, in order.
+   *
+   * @param fromExclusive the snapshot the window starts after, or null for "before the first
+   *     snapshot" (the whole history up to {@code toInclusive})
+   */
+  public List<ChangeRow> read(Long fromExclusive, long toInclusive) {
+    List<Snapshot> window = window(fromExclusive, toInclusive);
+    List<ChangeRow> changes = new ArrayList<>();
+    if (window.isEmpty()) {
+      return changes;
+    }
+    Map<String, FileScanTask> before = fromExclusive == null ? Map.of() : plan(fromExclusive);
+    if (options.mode() == Mode.COLLAPSED) {
+      changes.addAll(diff(before, plan(toInclusive), toInclusive));
+    } else {
+      for (Snapshot snapshot : window) {
+        Map<String, FileScanTask> after = plan(snapshot.snapshotId());
+        if (!DataOperations.REPLACE.equals(snapshot.operation())) {
+          changes.addAll(diff(before, after, snapshot.snapshotId()));
+        }
+        before = after;
+      }
+    }
+    return shape(changes);
+  }
+
+  /** The snapshots of the window, oldest first, after checking it can be read exactly. */
+  private List<Snapshot> window(Long from, long to) {
+    Snapshot last = table.snapshot(to);
+    if (last == null) {
+      throw new IllegalArgumentException("table " + table.name() + " has no snapshot " + to
+          + " (unknown or expired); read a window ending at a snapshot the table still has");
+    }
+    if (from != null && from == to) {
+      return List.of();
+    }
+    if (from != null && !SnapshotUtil.isAncestorOf(table, to, from)) {
+      throw new IllegalArgumentException("table " + table.name() + ": snapshot " + from
+          + " is not an ancestor of snapshot " + to + ", so no changelog leads from one to the"
+          + " other (a rollback or another branch lies between); choose a window along one"
+          + " history");
+    }
+    Deque<Snapshot> window = new ArrayDeque<>();
+    for (Snapshot s = last; s != null && (from == null || s.snapshotId() != from); ) {
+      window.addFirst(s);
+      Long parent = s.parentId();
+      if (parent == null) {
+        break;
+      }
+      Snapshot next = table.snapshot(parent);
+      if (next == null && (from == null || parent != from)) {
+        throw new IllegalStateException("table " + table.name() + ": snapshot " + parent
+            + " inside the window was expired, so its changes are gone; read a window starting"
+            + " at or after snapshot " + s.snapshotId() + ", or reload the table in full");
+      }
+      s = next;
+    }
+    for (Snapshot s : window) {
+      Schema at = table.schemas().get(s.schemaId());
+      if (at != null && kind == TableKind.PRIMARY_KEY
+          && !at.identifierFieldNames().equals(schema.identifierFieldNames())) {
+        throw new IllegalStateException("table " + table.name() + ": snapshot " + s.snapshotId()
+            + " has identifier fields " + at.identifierFieldNames() + ", the table now has "
+            + schema.identifierFieldNames() + "; a changelog cannot pair rows across that"
+            + " change — read windows on either side of it");
+      }
+    }
+    return new ArrayList<>(window);
+  }
+
+  /** Every live data file at a snapshot, with the delete files that apply to it there. */
+  private Map<String, FileScanTask> plan(long snapshotId) {
+    Map<String, FileScanTask> tasks = new HashMap<>();
+    try (CloseableIterable<FileScanTask> planned =
+        table.newScan().useSnapshot(snapshotId).planFiles()) {
+      for (FileScanTask task : planned) {
+        tasks.put(task.file().location(), task);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot plan snapshot " + snapshotId + " of " + table.name(), e);
+    } catch (NotFoundException e) {
+      throw missing(snapshotId, e);
+    }
+    return tasks;
+  }
+
+  /** The changes from one state to the next: rows live only before, then only after. */
+  private List<ChangeRow> diff(Map<String, FileScanTask> before, Map<String, FileScanTask> after,
+      long snapshotId) {
+    Set<String> affected = new TreeSet<>();
+    for (Map.Entry<String, FileScanTask> e : before.entrySet()) {
+      FileScanTask next = after.get(e.getKey());
+      if (next == null || !deletePaths(next).equals(deletePaths(e.getValue()))) {
+        affected.add(e.getKey());
+      }
+    }
+    for (String path : after.keySet()) {
+      if (!before.containsKey(path)) {
+        affected.add(path);
+      }
+    }
+    List<Record> deleted = new ArrayList<>();
+    List<Record> inserted = new ArrayList<>();
+    for (String path : affected) {
+      Map<Long, Record> old = before.containsKey(path) ? live(before.get(path), snapshotId) : Map.of();
+      Map<Long, Record> now = after.containsKey(path) ? live(after.get(path), snapshotId) : Map.of();
+      old.forEach((position, row) -> {
+        if (!now.containsKey(position)) {
+          deleted.add(row);
+        }
+      });
+      now.forEach((position, row) -> {
+        if (!old.containsKey(position)) {
+          inserted.add(row);
+        }
+      });
+    }
+    cancelIdentical(deleted, inserted);
+    return pair(deleted, inserted, snapshotId);
+  }
+
+  private static Set<String> deletePaths(FileScanTask task) {
+    Set<String> paths = new HashSet<>();
+    task.deletes().forEach(delete -> paths.add(delete.location()));
+    return paths;
+  }
+
+  /** The live rows of a task's data file under its deletes, by position. */
+  private Map<Long, Record> live(FileScanTask task, long snapshotId) {
+    if (task.file().format() != FileFormat.PARQUET) {
+      throw new UnsupportedOperationException("table " + table.name() + ": data file "
+          + task.file().location() + " is " + task.file().format() + "; skade's changelog reads"
+          + " Parquet data files");
+    }
+    GenericDeleteFilter deletes = new GenericDeleteFilter(table.io(), task, schema, readSchema);
+    Schema required = deletes.requiredSchema();
+    Map<Integer, ?> constants = PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant);
+    Map<Long, Record> rows = new TreeMap<>();
+    try (CloseableIterable<Record> records = deletes.filter(
+        Parquet.read(table.io().newInputFile(task.file().location()))
+            .project(required)
+            .createReaderFunc(fileSchema ->
+                GenericParquetReaders.buildReader(required, fileSchema, constants))
+            .build())) {
+      for (Record record : records) {
+        GenericRecord row = GenericRecord.create(schema);
+        for (int i = 0; i < schema.columns().size(); i++) {
+          row.set(i, record.getField(schema.columns().get(i).name()));
+        }
+        rows.put((Long) record.getField(MetadataColumns.ROW_POSITION.name()), row);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read " + task.file().location(), e);
+    } catch (NotFoundException e) {
+      throw missing(snapshotId, e);
+    }
+    return rows;
+  }
+
+  private IllegalStateException missing(long snapshotId, RuntimeException cause) {
+    return new IllegalStateException("table " + table.name() + ": a file needed for the changes"
+        + " of snapshot " + snapshotId + " is gone (" + cause.getMessage() + "); its history"
+        + " was expired or removed — read a later window, or reload the table in full", cause);
+  }
+
+  /** A row deleted and inserted unchanged in one step (its file was rewritten) is no change. */
+  private static void cancelIdentical(List<Record> deleted, List<Record> inserted) {
+    if (deleted.isEmpty() || inserted.isEmpty()) {
+      return;
+    }
+    Map<Record, Integer> insertedCounts = new HashMap<>();
+    inserted.forEach(row -> insertedCounts.merge(row, 1, Integer::sum));
+    Map<Record, Integer> cancelled = new HashMap<>();
+    for (Iterator<Record> it = deleted.iterator(); it.hasNext(); ) {
+      Record row = it.next();
+      Integer count = insertedCounts.get(row);
+      if (count != null && count > 0) {
+        insertedCounts.put(row, count - 1);
+        cancelled.merge(row, 1, Integer::sum);
+        it.remove();
+      }
+    }
+    for (Iterator<Record> it = inserted.iterator(); it.hasNext(); ) {
+      Record row = it.next();
+      Integer count = cancelled.get(row);
+      if (count != null && count > 0) {
+        cancelled.put(row, count - 1);
+        it.remove();
+      }
+    }
+  }
+
+  /** Update pairs by key on a primary-key table (each before its after), then deletes, inserts. */
+  private List<ChangeRow> pair(List<Record> deleted, List<Record> inserted, long snapshotId) {
+    List<ChangeRow> changes = new ArrayList<>(deleted.size() + inserted.size());
+    if (kind == TableKind.PRIMARY_KEY) {
+      Map<List<Object>, Deque<Record>> insertsByKey = new LinkedHashMap<>();
+      inserted.forEach(row -> insertsByKey.computeIfAbsent(key(row), k -> new ArrayDeque<>()).add(row));
+      List<Record> unpaired = new ArrayList<>();
+      for (Record old : deleted) {
+        Deque<Record> candidates = insertsByKey.get(key(old));
+        if (candidates == null || candidates.isEmpty()) {
+          unpaired.add(old);
+        } else {
+          changes.add(new ChangeRow(ChangeType.UPDATE_BEFORE, old, snapshotId));
+          changes.add(new ChangeRow(ChangeType.UPDATE_AFTER, candidates.poll(), snapshotId));
+        }
+      }
+      unpaired.forEach(row -> changes.add(new ChangeRow(ChangeType.DELETE, row, snapshotId)));
+      insertsByKey.values().forEach(rest -> rest.forEach(
+          row -> changes.add(new ChangeRow(ChangeType.INSERT, row, snapshotId))));
+    } else {
+      deleted.forEach(row -> changes.add(new ChangeRow(ChangeType.DELETE, row, snapshotId)));
+      inserted.forEach(row -> changes.add(new ChangeRow(ChangeType.INSERT, row, snapshotId)));
+    }
+    return changes;
+  }
+
+  private List<Object> key(Record row) {
+    List<Object> key = new ArrayList<>(keyColumns.size());
+    keyColumns.forEach(column -> key.add(row.getField(column)));
+    return key;
+  }
+
+  /** The row filter (pairs half-kept become a delete or an insert), before-images, projection. */
+  private List<ChangeRow> shape(List<ChangeRow> changes) {
+    InternalRecordWrapper internal = new InternalRecordWrapper(schema.asStruct());
+    Schema keySchema = schema.select(keyColumns);
+    Schema projected = options.columns() == null ? schema : schema.select(options.columns());
+    List<ChangeRow> shaped = new ArrayList<>(changes.size());
+    for (int i = 0; i < changes.size(); i++) {
+      ChangeRow change = changes.get(i);
+      boolean keep = filter.eval(internal.wrap(change.row()));
+      ChangeType type = change.type();
+      if (type == ChangeType.UPDATE_BEFORE || type == ChangeType.UPDATE_AFTER) {
+        ChangeRow partner = changes.get(type == ChangeType.UPDATE_BEFORE ? i + 1 : i - 1);
+        if (!filter.eval(internal.wrap(partner.row()))) {
+          type = type == ChangeType.UPDATE_BEFORE ? ChangeType.DELETE : ChangeType.INSERT;
+        }
+      }
+      if (!keep) {
+        continue;
+      }
+      Record row = change.row();
+      if (type.removes() && options.beforeImage() == BeforeImage.KEY_ONLY && !keyColumns.isEmpty()) {
+        row = select(row, keySchema);
+      } else if (projected != schema) {
+        row = select(row, projected);
+      }
+      shaped.add(new ChangeRow(type, row, change.snapshotId()));
+    }
+    return shaped;
+  }
+
+  private static Record select(Record row, Schema target) {
+    GenericRecord selected = GenericRecord.create(target);
+    target.columns().forEach(field -> selected.setField(field.name(), row.getField(field.name())));
+    return selected;
+  }
+}

@@ -1,0 +1,365 @@
+package io.skade.changelog;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.skade.catalog.SkadeCatalog;
+import io.skade.changelog.ChangelogOptions.Mode;
+import io.skade.write.TableWriter;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
+import org.apache.iceberg.DataFile;
+import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.IcebergGenerics;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.types.Types;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The changelog law as a property test: over seeded random histories (appends, upserts, key
+ * deletes, position deletes, overwrites, compactions, an added column) on log and primary-key
+ * tables, for random windows, applying the emitted changes to the rows at {@code from} gives the
+ * rows at {@code to}. Reference states come from Iceberg's own reader at each snapshot. Every
+ * removed row must be present when removed, so before-images are checked to be the exact old rows.
+ *
+ * <p>CI runs {@value #QUICK_HISTORIES} histories; the full run of 200 is {@code mvn -pl connector
+ * -am test -Dtest=ChangelogLawTest -Dskade.law.histories=200 -Dsurefire.failIfNoSpecifiedTests=false}.
+ * A failure names its seed; replay it with {@code -Dskade.law.seed=<seed>}.
+ */
+class ChangelogLawTest {
+  static final int QUICK_HISTORIES = 20;
+  private static final int SNAPSHOTS = 30;
+  private static final int WINDOWS_PER_HISTORY = 12;
+
+  @TempDir Path warehouse;
+
+  static Stream<Arguments> histories() {
+    String replay = System.getProperty("skade.law.seed");
+    if (replay != null) {
+      long seed = Long.parseLong(replay);
+      return Stream.of(Arguments.of(seed, seed % 2 == 0));
+    }
+    int count = Integer.getInteger("skade.law.histories", QUICK_HISTORIES);
+    long base = Long.getLong("skade.law.base", 20261129L);
+    return IntStream.range(0, count).mapToObj(i -> Arguments.of(base + i, (base + i) % 2 == 0));
+  }
+
+  @ParameterizedTest(name = "seed {0}, primary key {1}")
+  @MethodSource("histories")
+  void applyingTheChangesOfAWindowToItsStartGivesItsEnd(long seed, boolean primaryKey)
+      throws Exception {
+    try (SkadeCatalog catalog = new SkadeCatalog()) {
+      catalog.initialize("law", Map.of("warehouse", warehouse.toString()));
+      catalog.createNamespace(Namespace.of("db"));
+      History history = new History(catalog, seed, primaryKey);
+      history.build(SNAPSHOTS);
+      Table table = history.table;
+      table.refresh();
+      List<Long> ids = new ArrayList<>();
+      for (Snapshot s : table.snapshots()) {
+        ids.add(s.snapshotId());
+      }
+      Map<Long, Map<String, Integer>> states = new HashMap<>();
+      for (long id : ids) {
+        states.put(id, state(table, id));
+      }
+      Random windows = new Random(seed * 31);
+      for (int w = 0; w < WINDOWS_PER_HISTORY; w++) {
+        int a = windows.nextInt(ids.size() + 1) - 1; // -1: before the first snapshot
+        int b = a + 1 + windows.nextInt(ids.size() - a - 1 + 1);
+        if (b >= ids.size()) {
+          b = ids.size() - 1;
+        }
+        if (b <= a) {
+          continue;
+        }
+        Long from = a < 0 ? null : ids.get(a);
+        long to = ids.get(b);
+        for (Mode mode : Mode.values()) {
+          String context = "seed " + seed + " (replay with -Dskade.law.seed=" + seed + "), "
+              + mode + " window (" + from + ", " + to + "]";
+          List<ChangeRow> changes = new ChangelogReader(table,
+              ChangelogOptions.defaults().withMode(mode)).read(from, to);
+          Map<String, Integer> rows = new HashMap<>(from == null ? Map.of() : states.get(from));
+          for (ChangeRow change : changes) {
+            String row = canonical(change.row(), table.schema());
+            if (change.type().removes()) {
+              Integer count = rows.get(row);
+              assertThat(count).as("%s: %s of a row not present: %s", context, change.type(), row)
+                  .isNotNull();
+              if (count == 1) {
+                rows.remove(row);
+              } else {
+                rows.put(row, count - 1);
+              }
+            } else {
+              rows.merge(row, 1, Integer::sum);
+            }
+          }
+          assertThat(new TreeMap<>(rows)).as(context).isEqualTo(new TreeMap<>(states.get(to)));
+          if (mode == Mode.COLLAPSED) {
+            assertCollapsedShape(changes, table.schema(), primaryKey, context);
+          }
+          assertUpdatePairsAreAdjacent(changes, context);
+        }
+      }
+    }
+  }
+
+  private static void assertCollapsedShape(List<ChangeRow> changes, Schema schema,
+      boolean primaryKey, String context) {
+    if (primaryKey) {
+      Map<Object, List<ChangeType>> byKey = new HashMap<>();
+      for (ChangeRow change : changes) {
+        byKey.computeIfAbsent(change.row().getField("id"), k -> new ArrayList<>()).add(change.type());
+      }
+      byKey.forEach((key, types) -> assertThat(types).as("%s: changes of key %s", context, key)
+          .isIn(List.of(ChangeType.INSERT), List.of(ChangeType.DELETE),
+              List.of(ChangeType.UPDATE_BEFORE, ChangeType.UPDATE_AFTER)));
+      for (int i = 0; i < changes.size(); i++) {
+        if (changes.get(i).type() == ChangeType.UPDATE_BEFORE) {
+          assertThat(canonical(changes.get(i).row(), schema))
+              .as("%s: an unchanged row is no change", context)
+              .isNotEqualTo(canonical(changes.get(i + 1).row(), schema));
+        }
+      }
+    } else {
+      Set<String> inserted = new HashSet<>();
+      Set<String> deleted = new HashSet<>();
+      for (ChangeRow change : changes) {
+        (change.type().removes() ? deleted : inserted).add(canonical(change.row(), schema));
+      }
+      inserted.retainAll(deleted);
+      assertThat(inserted).as("%s: rows both inserted and deleted cancel", context).isEmpty();
+    }
+  }
+
+  private static void assertUpdatePairsAreAdjacent(List<ChangeRow> changes, String context) {
+    for (int i = 0; i < changes.size(); i++) {
+      if (changes.get(i).type() == ChangeType.UPDATE_BEFORE) {
+        assertThat(changes.get(i + 1).type()).as(context).isEqualTo(ChangeType.UPDATE_AFTER);
+        assertThat(changes.get(i + 1).row().getField("id")).as(context)
+            .isEqualTo(changes.get(i).row().getField("id"));
+      }
+      if (changes.get(i).type() == ChangeType.UPDATE_AFTER) {
+        assertThat(changes.get(i - 1).type()).as(context).isEqualTo(ChangeType.UPDATE_BEFORE);
+      }
+    }
+  }
+
+  /** The table's rows at a snapshot, by Iceberg's own reader, in the table's current schema. */
+  private static Map<String, Integer> state(Table table, long snapshotId) throws IOException {
+    Map<String, Integer> rows = new HashMap<>();
+    try (CloseableIterable<Record> records =
+        IcebergGenerics.read(table).useSnapshot(snapshotId).project(table.schema()).build()) {
+      for (Record record : records) {
+        rows.merge(canonical(record, table.schema()), 1, Integer::sum);
+      }
+    }
+    return rows;
+  }
+
+  private static String canonical(Record row, Schema schema) {
+    StringBuilder out = new StringBuilder();
+    for (Types.NestedField field : schema.columns()) {
+      Object value = row.getField(field.name());
+      out.append(field.name()).append('=').append(value == null ? "∅" : value).append(';');
+    }
+    return out.toString();
+  }
+
+  /** A seeded random history of one table. */
+  private static final class History {
+    private static final Schema PK = new Schema(
+        List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
+            Types.NestedField.optional(2, "name", Types.StringType.get()),
+            Types.NestedField.optional(3, "region", Types.StringType.get())),
+        Set.of(1));
+    private static final Schema LOG = new Schema(
+        Types.NestedField.required(1, "id", Types.LongType.get()),
+        Types.NestedField.optional(2, "name", Types.StringType.get()),
+        Types.NestedField.optional(3, "region", Types.StringType.get()));
+    private static final List<String> REGIONS = List.of("eu", "us", "ap");
+
+    final Table table;
+    private final Random random;
+    private final boolean primaryKey;
+    private final TableWriter writer;
+    private final Set<Long> keys = new HashSet<>();
+    private boolean extraColumn;
+    private long nextId;
+
+    History(SkadeCatalog catalog, long seed, boolean primaryKey) {
+      this.random = new Random(seed);
+      this.primaryKey = primaryKey;
+      Schema schema = primaryKey ? PK : LOG;
+      PartitionSpec spec = primaryKey
+          ? (random.nextBoolean() ? PartitionSpec.builderFor(schema).bucket("id", 3).build()
+              : PartitionSpec.unpartitioned())
+          : PartitionSpec.builderFor(schema).identity("region").build();
+      this.table = catalog.buildTable(TableIdentifier.of("db", "t"), schema)
+          .withPartitionSpec(spec)
+          .withProperty("format-version", String.valueOf(2 + random.nextInt(2)))
+          .create();
+      this.writer = new TableWriter(table);
+    }
+
+    void build(int snapshots) throws IOException {
+      for (int i = 0; i < snapshots; i++) {
+        table.refresh();
+        int op = random.nextInt(100);
+        if (i == 0 || table.currentSnapshot() == null || op < 25) {
+          writer.append(newRows(1 + random.nextInt(6)));
+        } else if (op < 45 && primaryKey) {
+          writer.upsert(upsertRows());
+        } else if (op < 55 && primaryKey && !keys.isEmpty()) {
+          List<Record> doomed = pickKeys(1 + random.nextInt(3));
+          writer.deleteKeys(doomed);
+          doomed.forEach(r -> keys.remove((Long) r.getField("id")));
+        } else if (op < 70) {
+          deleteSomePositions();
+        } else if (op < 78) {
+          overwrite();
+        } else if (op < 88) {
+          compact();
+        } else if (op < 92 && !extraColumn) {
+          table.updateSchema().addColumn("extra", Types.StringType.get()).commit();
+          extraColumn = true;
+          writer.append(newRows(2)); // the schema change itself is a metadata-only commit
+        } else {
+          writer.append(newRows(1 + random.nextInt(4)));
+        }
+      }
+    }
+
+    private List<Record> newRows(int count) {
+      List<Record> rows = new ArrayList<>();
+      for (int i = 0; i < count; i++) {
+        long id = primaryKey ? nextId++ : random.nextInt(8); // log tables repeat values too
+        rows.add(row(id));
+        keys.add(id);
+      }
+      return rows;
+    }
+
+    private List<Record> upsertRows() {
+      List<Record> rows = new ArrayList<>();
+      for (Record key : pickKeys(1 + random.nextInt(4))) {
+        rows.add(row((Long) key.getField("id")));
+      }
+      if (random.nextBoolean()) {
+        rows.addAll(newRows(1));
+      }
+      return rows;
+    }
+
+    private List<Record> pickKeys(int count) {
+      List<Long> all = new ArrayList<>(keys);
+      java.util.Collections.sort(all);
+      List<Record> picked = new ArrayList<>();
+      for (int i = 0; i < count && !all.isEmpty(); i++) {
+        picked.add(row(all.remove(random.nextInt(all.size()))));
+      }
+      return picked;
+    }
+
+    private Record row(long id) {
+      GenericRecord row = GenericRecord.create(table.schema());
+      row.setField("id", id);
+      row.setField("name", "n" + random.nextInt(5));
+      row.setField("region", REGIONS.get(random.nextInt(REGIONS.size())));
+      if (extraColumn) {
+        row.setField("extra", random.nextBoolean() ? null : "x" + random.nextInt(3));
+      }
+      return row;
+    }
+
+    private void deleteSomePositions() throws IOException {
+      List<DataFile> files = new ArrayList<>();
+      try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
+        tasks.forEach(task -> files.add(task.file()));
+      }
+      if (files.isEmpty()) {
+        writer.append(newRows(2));
+        return;
+      }
+      files.sort(java.util.Comparator.comparing(DataFile::location));
+      DataFile file = files.get(random.nextInt(files.size()));
+      List<Long> positions = new ArrayList<>();
+      for (int i = 0; i < 1 + random.nextInt(2); i++) {
+        positions.add((long) random.nextInt((int) file.recordCount()));
+      }
+      writer.deletePositions(Map.of(file.location(), positions));
+      if (primaryKey) {
+        keys.clear();
+        currentRows().forEach(r -> keys.add((Long) r.getField("id")));
+      }
+    }
+
+    private void overwrite() throws IOException {
+      if (primaryKey) {
+        // Replace the whole table with fresh rows (a partition-aligned overwrite).
+        keys.clear();
+        writer.overwrite(Expressions.alwaysTrue(), newRows(1 + random.nextInt(4)));
+      } else {
+        String region = REGIONS.get(random.nextInt(REGIONS.size()));
+        List<Record> rows = newRows(1 + random.nextInt(3));
+        rows.forEach(r -> r.setField("region", region));
+        writer.overwrite(Expressions.equal("region", region), rows);
+      }
+    }
+
+    /** A compaction: every data and delete file rewritten into files of the live rows. */
+    private void compact() throws IOException {
+      Set<DataFile> dataFiles = new HashSet<>();
+      Set<DeleteFile> deleteFiles = new HashSet<>();
+      try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
+        for (FileScanTask task : tasks) {
+          dataFiles.add(task.file());
+          deleteFiles.addAll(task.deletes());
+        }
+      }
+      if (dataFiles.isEmpty()) {
+        writer.append(newRows(2));
+        return;
+      }
+      long base = table.currentSnapshot().snapshotId();
+      List<DataFile> rewritten = writer.writeDataFiles(currentRows());
+      table.newRewrite()
+          .validateFromSnapshot(base)
+          .rewriteFiles(dataFiles, deleteFiles, new HashSet<>(rewritten), Set.of())
+          .commit();
+    }
+
+    private List<Record> currentRows() throws IOException {
+      List<Record> rows = new ArrayList<>();
+      table.refresh();
+      try (CloseableIterable<Record> records = IcebergGenerics.read(table).build()) {
+        records.forEach(rows::add);
+      }
+      return rows;
+    }
+  }
+}
