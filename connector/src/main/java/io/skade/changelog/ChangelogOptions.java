@@ -12,9 +12,10 @@ import org.apache.iceberg.expressions.Expressions;
  * @param beforeImage full old rows for deletes and update-befores, or only their keys
  * @param columns the columns to return (after collapsing, which needs the keys); null = all
  * @param filter rows to keep; a change is kept when its row matches
+ * @param onMissingHistory what to do when the window's snapshots or files are gone
  */
 public record ChangelogOptions(Mode mode, BeforeImage beforeImage, List<String> columns,
-    Expression filter) {
+    Expression filter, OnMissingHistory onMissingHistory) {
 
   /** Per-snapshot (every change, commit order) or collapsed (the window's net change). */
   public enum Mode {
@@ -28,8 +29,20 @@ public record ChangelogOptions(Mode mode, BeforeImage beforeImage, List<String> 
     KEY_ONLY
   }
 
+  /**
+   * When a window cannot be read exactly because snapshots or files it needs were expired:
+   * {@link #FAIL} (the default) with an error naming what is gone, or {@link #FULL_RELOAD}:
+   * every row at the window's end as an {@code INSERT}, so a consumer keyed by the primary key
+   * (upsert semantics) converges; rows deleted inside the window are then not retracted.
+   */
+  public enum OnMissingHistory {
+    FAIL,
+    FULL_RELOAD
+  }
+
   public ChangelogOptions {
     Objects.requireNonNull(mode, "mode");
+    Objects.requireNonNull(onMissingHistory, "onMissingHistory");
     Objects.requireNonNull(beforeImage, "beforeImage");
     columns = columns == null ? null : List.copyOf(columns);
     filter = filter == null ? Expressions.alwaysTrue() : filter;
@@ -37,22 +50,27 @@ public record ChangelogOptions(Mode mode, BeforeImage beforeImage, List<String> 
 
   /** Per-snapshot, full before-images, all columns, no filter. */
   public static ChangelogOptions defaults() {
-    return new ChangelogOptions(Mode.PER_SNAPSHOT, BeforeImage.FULL, null, null);
+    return new ChangelogOptions(Mode.PER_SNAPSHOT, BeforeImage.FULL, null, null,
+        OnMissingHistory.FAIL);
   }
 
   public ChangelogOptions withMode(Mode newMode) {
-    return new ChangelogOptions(newMode, beforeImage, columns, filter);
+    return new ChangelogOptions(newMode, beforeImage, columns, filter, onMissingHistory);
   }
 
   public ChangelogOptions withBeforeImage(BeforeImage newBeforeImage) {
-    return new ChangelogOptions(mode, newBeforeImage, columns, filter);
+    return new ChangelogOptions(mode, newBeforeImage, columns, filter, onMissingHistory);
   }
 
   public ChangelogOptions withColumns(List<String> newColumns) {
-    return new ChangelogOptions(mode, beforeImage, newColumns, filter);
+    return new ChangelogOptions(mode, beforeImage, newColumns, filter, onMissingHistory);
   }
 
   public ChangelogOptions withFilter(Expression newFilter) {
-    return new ChangelogOptions(mode, beforeImage, columns, newFilter);
+    return new ChangelogOptions(mode, beforeImage, columns, newFilter, onMissingHistory);
+  }
+
+  public ChangelogOptions withOnMissingHistory(OnMissingHistory newOnMissingHistory) {
+    return new ChangelogOptions(mode, beforeImage, columns, filter, newOnMissingHistory);
   }
 }

@@ -2,6 +2,7 @@ package io.skade.changelog;
 
 import io.skade.changelog.ChangelogOptions.BeforeImage;
 import io.skade.changelog.ChangelogOptions.Mode;
+import io.skade.changelog.ChangelogOptions.OnMissingHistory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayDeque;
@@ -35,7 +36,8 @@ import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.parquet.Parquet;
 import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.util.PartitionUtil;
-import org.apache.iceberg.util.SnapshotUtil;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Turns a window of snapshots {@code (from, to]} of an Iceberg table into its exact changelog,
@@ -58,6 +60,7 @@ import org.apache.iceberg.util.SnapshotUtil;
  * collapsed mode does it once, between {@code from} and {@code to}.
  */
 public final class ChangelogReader {
+  private static final Logger LOG = LoggerFactory.getLogger(ChangelogReader.class);
   private final Table table;
   private final ChangelogOptions options;
   private final Schema schema;
@@ -75,7 +78,13 @@ public final class ChangelogReader {
     this.keyColumns = List.copyOf(new TreeSet<>(schema.identifierFieldNames()));
     this.filter = new Evaluator(schema.asStruct(), options.filter(), false);
     if (options.columns() != null) {
-      schema.select(options.columns()); // fails early, naming an unknown column
+      for (String column : options.columns()) {
+        if (schema.findField(column) == null) {
+          throw new IllegalArgumentException("table " + table.name() + " has no column '"
+              + column + "' to project; its columns are " + schema.columns().stream()
+                  .map(field -> field.name()).toList());
+        }
+      }
     }
   }
 
@@ -90,6 +99,20 @@ public final class ChangelogReader {
    *     snapshot" (the whole history up to {@code toInclusive})
    */
   public List<ChangeRow> read(Long fromExclusive, long toInclusive) {
+    try {
+      return readExactly(fromExclusive, toInclusive);
+    } catch (MissingHistoryException e) {
+      if (options.onMissingHistory() != OnMissingHistory.FULL_RELOAD
+          || table.snapshot(toInclusive) == null) {
+        throw e;
+      }
+      LOG.warn("{}; full reload: emitting every row at snapshot {} as an insert",
+          e.getMessage(), toInclusive);
+      return shape(diff(Map.of(), plan(toInclusive), toInclusive));
+    }
+  }
+
+  private List<ChangeRow> readExactly(Long fromExclusive, long toInclusive) {
     List<Snapshot> window = window(fromExclusive, toInclusive);
     List<ChangeRow> changes = new ArrayList<>();
     if (window.isEmpty()) {
@@ -120,31 +143,38 @@ public final class ChangelogReader {
     if (from != null && from == to) {
       return List.of();
     }
-    if (from != null && !SnapshotUtil.isAncestorOf(table, to, from)) {
-      throw new IllegalArgumentException("table " + table.name() + ": snapshot " + from
-          + " is not an ancestor of snapshot " + to + ", so no changelog leads from one to the"
-          + " other (a rollback or another branch lies between); choose a window along one"
-          + " history");
+    if (from != null && table.snapshot(from) == null) {
+      throw new MissingHistoryException("table " + table.name() + ": the window's start,"
+          + " snapshot " + from + ", was expired (or never existed), so the rows it started"
+          + " from are unknown; start at a snapshot the table still has, or set"
+          + " on-missing-history to full-reload", null);
     }
+    // Walk back from the end: the start must be met before the first snapshot, and every
+    // snapshot on the way must still exist.
     Deque<Snapshot> window = new ArrayDeque<>();
-    for (Snapshot s = last; s != null && (from == null || s.snapshotId() != from); ) {
+    for (Snapshot s = last; from == null || s.snapshotId() != from; ) {
       window.addFirst(s);
       Long parent = s.parentId();
       if (parent == null) {
+        if (from != null) {
+          throw new IllegalArgumentException("table " + table.name() + ": snapshot " + from
+              + " is not an ancestor of snapshot " + to + ", so no changelog leads from one to"
+              + " the other (a rollback or another branch lies between); choose a window along"
+              + " one history");
+        }
         break;
       }
-      Snapshot next = table.snapshot(parent);
-      if (next == null && (from == null || parent != from)) {
-        throw new IllegalStateException("table " + table.name() + ": snapshot " + parent
+      s = table.snapshot(parent);
+      if (s == null) {
+        throw new MissingHistoryException("table " + table.name() + ": snapshot " + parent
             + " inside the window was expired, so its changes are gone; read a window starting"
-            + " at or after snapshot " + s.snapshotId() + ", or reload the table in full");
+            + " at or after snapshot " + window.getFirst().snapshotId() + ", or set"
+            + " on-missing-history to full-reload", null);
       }
-      s = next;
     }
     for (Snapshot s : window) {
       Schema at = table.schemas().get(s.schemaId());
-      if (at != null && kind == TableKind.PRIMARY_KEY
-          && !at.identifierFieldNames().equals(schema.identifierFieldNames())) {
+      if (at != null && !at.identifierFieldNames().equals(schema.identifierFieldNames())) {
         throw new IllegalStateException("table " + table.name() + ": snapshot " + s.snapshotId()
             + " has identifier fields " + at.identifierFieldNames() + ", the table now has "
             + schema.identifierFieldNames() + "; a changelog cannot pair rows across that"
@@ -243,10 +273,11 @@ public final class ChangelogReader {
     return rows;
   }
 
-  private IllegalStateException missing(long snapshotId, RuntimeException cause) {
-    return new IllegalStateException("table " + table.name() + ": a file needed for the changes"
-        + " of snapshot " + snapshotId + " is gone (" + cause.getMessage() + "); its history"
-        + " was expired or removed — read a later window, or reload the table in full", cause);
+  private MissingHistoryException missing(long snapshotId, RuntimeException cause) {
+    return new MissingHistoryException("table " + table.name() + ": a file needed for the"
+        + " changes of snapshot " + snapshotId + " is gone (" + cause.getMessage() + "); its"
+        + " history was expired or removed — read a later window, or set on-missing-history to"
+        + " full-reload", cause);
   }
 
   /** A row deleted and inserted unchanged in one step (its file was rewritten) is no change. */
