@@ -5,10 +5,21 @@ package io.skade.changelog;
  * Iceberg's Spark changelog view and Flink CDC.
  */
 public enum ChangeType {
-  INSERT,
-  UPDATE_BEFORE,
-  UPDATE_AFTER,
-  DELETE;
+  INSERT("+I"),
+  UPDATE_BEFORE("-U"),
+  UPDATE_AFTER("+U"),
+  DELETE("-D");
+
+  private final String symbol;
+
+  ChangeType(String symbol) {
+    this.symbol = symbol;
+  }
+
+  /** The short form Flink prints for the matching row kind: {@code +I -U +U -D}. */
+  public String symbol() {
+    return symbol;
+  }
 
   /** Whether applying this change removes its row (else it adds it). */
   public boolean removes() {

@@ -26,10 +26,21 @@ class QuickstartTest {
     assertThat(first).contains("commit log replays 11 commits (1..11, gapless)")
         .contains("shop.orders holds 200 rows in 10 snapshots");
 
-    // Reopening the same warehouse continues the log where it stopped.
+    // The primary-key table's window: upserts as -U/+U pairs, a key delete as -D, full rows.
+    assertThat(first).contains(String.join("\n",
+        "  +I INSERT        id=1 name=Ada city=Oslo",
+        "  +I INSERT        id=2 name=Bo city=Bergen",
+        "  +I INSERT        id=3 name=Cy city=Tromsø",
+        "  -U UPDATE_BEFORE id=2 name=Bo city=Bergen",
+        "  +U UPDATE_AFTER  id=2 name=Bo city=Oslo",
+        "  -D DELETE        id=3 name=Cy city=Tromsø",
+        "  +I INSERT        id=4 name=Di city=Bodø"));
+
+    // Reopening the same warehouse continues the log where it stopped: after the 11 commits
+    // of shop.orders and the 5 of shop.customers (create, 3 upserts, 1 delete).
     String second = runQuickstart();
-    assertThat(second).contains("commit_seq 11");
-    assertThat(liveSeqs(second)).isEqualTo("12,13,14,15,16,17,18,19,20,21");
+    assertThat(second).contains("commit_seq 16");
+    assertThat(liveSeqs(second)).isEqualTo("17,18,19,20,21,22,23,24,25,26");
     assertThat(second).contains("shop.orders holds 400 rows in 20 snapshots");
   }
 

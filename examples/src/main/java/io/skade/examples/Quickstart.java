@@ -4,6 +4,9 @@ import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitFeedLaggedException;
 import io.skade.catalog.CommitSubscription;
 import io.skade.catalog.SkadeCatalog;
+import io.skade.changelog.ChangeRow;
+import io.skade.changelog.ChangelogOptions;
+import io.skade.changelog.ChangelogReader;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -13,6 +16,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -32,7 +36,9 @@ import org.apache.iceberg.types.Types;
  *
  * <p>It opens (or creates) a skade catalog, creates {@code shop.orders}, and lets two writers
  * append real Parquet files to it concurrently while a subscriber prints the commit feed live as
- * each commit becomes durable. It ends by replaying the durable commit log and counting the rows.
+ * each commit becomes durable, then replays the durable commit log and counts the rows. Then it
+ * upserts and deletes rows of the primary-key table {@code shop.customers} (merge-on-read) and
+ * prints the exact changelog of that window: {@code -U/+U} pairs and {@code -D} with full rows.
  *
  * <p>Usage: {@code Quickstart [warehouse-dir]}; without a directory it uses a fresh temporary one.
  */
@@ -42,6 +48,12 @@ public final class Quickstart {
       Types.NestedField.required(1, "order_id", Types.LongType.get()),
       Types.NestedField.required(2, "customer", Types.StringType.get()),
       Types.NestedField.required(3, "amount", Types.DoubleType.get()));
+  static final TableIdentifier CUSTOMERS = TableIdentifier.of("shop", "customers");
+  static final Schema CUSTOMERS_SCHEMA = new Schema(
+      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
+          Types.NestedField.optional(2, "name", Types.StringType.get()),
+          Types.NestedField.optional(3, "city", Types.StringType.get())),
+      Set.of(1));
   static final int WRITERS = 2;
   static final int APPENDS_PER_WRITER = 5;
   static final int ROWS_PER_APPEND = 20;
@@ -87,9 +99,41 @@ public final class Quickstart {
         out.printf("commit log replays %d commits (1..%d, gapless); shop.orders holds %d rows in"
             + " %d snapshots%n", replayed, catalog.commitSeq(), rows,
             catalog.loadTable(ORDERS).history().size());
+        printCustomerChangelog(catalog, out);
         return rows;
       }
     }
+  }
+
+  /** Upserts and deletes on a primary-key table, then the changelog of exactly that window. */
+  private static void printCustomerChangelog(SkadeCatalog catalog, PrintStream out) {
+    Table customers = catalog.tableExists(CUSTOMERS)
+        ? catalog.loadTable(CUSTOMERS)
+        : catalog.createTable(CUSTOMERS, CUSTOMERS_SCHEMA);
+    TableWriter writer = new TableWriter(customers);
+    Long before = customers.currentSnapshot() == null
+        ? null : customers.currentSnapshot().snapshotId();
+    writer.upsert(List.of(customer(1, "Ada", "Oslo"), customer(2, "Bo", "Bergen"),
+        customer(3, "Cy", "Tromsø")));
+    writer.upsert(List.of(customer(2, "Bo", "Oslo")));                  // Bo moves: -U/+U
+    writer.deleteKeys(List.of(customer(3, null, null)));                // Cy leaves: -D
+    long after = writer.upsert(List.of(customer(4, "Di", "Bodø"))).snapshotId();
+    out.printf("changelog of shop.customers, window (%s, %d], per snapshot:%n",
+        before == null ? "start" : before, after);
+    for (ChangeRow change : new ChangelogReader(customers, ChangelogOptions.defaults())
+        .read(before, after)) {
+      Record row = change.row();
+      out.printf("  %s %-13s id=%s name=%s city=%s%n", change.type().symbol(),
+          change.type(), row.getField("id"), row.getField("name"), row.getField("city"));
+    }
+  }
+
+  private static Record customer(long id, String name, String city) {
+    GenericRecord row = GenericRecord.create(CUSTOMERS_SCHEMA);
+    row.setField("id", id);
+    row.setField("name", name);
+    row.setField("city", city);
+    return row;
   }
 
   private static void createOrders(SkadeCatalog catalog) {
