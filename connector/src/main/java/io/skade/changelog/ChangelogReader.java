@@ -17,6 +17,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import org.apache.arrow.memory.BufferAllocator;
 import org.apache.iceberg.DataOperations;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileScanTask;
@@ -110,6 +111,18 @@ public final class ChangelogReader {
           e.getMessage(), toInclusive);
       return shape(diff(Map.of(), plan(toInclusive), toInclusive));
     }
+  }
+
+  /**
+   * The changes of the window as one Arrow batch (see {@link #read}); its columns are the
+   * projected ones, its identity keys the identifier fields (or, on a log table or when they are
+   * projected away, all columns). The caller closes it.
+   */
+  public ChangelogBatch readBatch(Long fromExclusive, long toInclusive, BufferAllocator allocator) {
+    Schema projected = options.columns() == null ? schema : schema.select(options.columns());
+    List<String> keys = keyColumns.stream().allMatch(k -> projected.findField(k) != null)
+        ? keyColumns : List.of();
+    return ChangelogBatch.of(projected, keys, read(fromExclusive, toInclusive), allocator);
   }
 
   private List<ChangeRow> readExactly(Long fromExclusive, long toInclusive) {

@@ -1,0 +1,322 @@
+package io.skade.changelog;
+
+import java.math.BigDecimal;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.time.LocalTime;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.UUID;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.BaseFixedWidthVector;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.BitVector;
+import org.apache.arrow.vector.DateDayVector;
+import org.apache.arrow.vector.DecimalVector;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.FixedSizeBinaryVector;
+import org.apache.arrow.vector.Float4Vector;
+import org.apache.arrow.vector.Float8Vector;
+import org.apache.arrow.vector.IntVector;
+import org.apache.arrow.vector.TimeMicroVector;
+import org.apache.arrow.vector.TimeStampMicroTZVector;
+import org.apache.arrow.vector.TimeStampMicroVector;
+import org.apache.arrow.vector.VarBinaryVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.types.pojo.ArrowType;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.FieldType;
+import org.apache.flink.table.data.DecimalData;
+import org.apache.flink.table.data.GenericRowData;
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.data.StringData;
+import org.apache.flink.table.data.TimestampData;
+import org.apache.flink.types.RowKind;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.arrow.ArrowSchemaUtil;
+import org.apache.iceberg.types.Type;
+import org.apache.iceberg.types.Types;
+
+/**
+ * Change rows in Arrow columns: the data columns (Iceberg's Arrow mapping) plus {@value
+ * #CHANGE_TYPE} holding the exact strings {@code INSERT}, {@code UPDATE_BEFORE}, {@code
+ * UPDATE_AFTER}, {@code DELETE}. Each row also has its Flink {@link RowKind}, and converts to Flink
+ * {@link RowData} straight from the vectors (strings as UTF-8 bytes, never through {@code
+ * String}).
+ *
+ * <p>Identity keys for matching rows are built once per batch into one buffer: per key column a
+ * null marker, then the value's fixed-width bytes or its length and bytes. The encoding can be
+ * read back column by column, so it is injective: two rows have equal keys exactly when their key
+ * values are equal (no separator to collide with, null distinct from empty).
+ *
+ * <p>Owns its vectors: close it.
+ */
+public final class ChangelogBatch implements AutoCloseable {
+  /** The change-type column's name. */
+  public static final String CHANGE_TYPE = "_change_type";
+
+  private final Schema schema;
+  private final VectorSchemaRoot root;
+  private final ChangeType[] types;
+  private final byte[] keys;
+  private final int[] keyOffsets;
+
+  private ChangelogBatch(Schema schema, VectorSchemaRoot root, ChangeType[] types, byte[] keys,
+      int[] keyOffsets) {
+    this.schema = schema;
+    this.root = root;
+    this.types = types;
+    this.keys = keys;
+    this.keyOffsets = keyOffsets;
+  }
+
+  /**
+   * Builds a batch of {@code changes}, whose rows are of {@code schema}; identity keys are built
+   * from {@code keyColumns} (all columns when empty, as on a log table).
+   */
+  public static ChangelogBatch of(Schema schema, List<String> keyColumns, List<ChangeRow> changes,
+      BufferAllocator allocator) {
+    List<Field> fields = new ArrayList<>(ArrowSchemaUtil.convert(schema).getFields());
+    fields.add(new Field(CHANGE_TYPE, FieldType.notNullable(ArrowType.Utf8.INSTANCE), null));
+    VectorSchemaRoot root =
+        VectorSchemaRoot.create(new org.apache.arrow.vector.types.pojo.Schema(fields), allocator);
+    try {
+      root.allocateNew();
+      int rows = changes.size();
+      ChangeType[] types = new ChangeType[rows];
+      List<Types.NestedField> columns = schema.columns();
+      VarCharVector changeType = (VarCharVector) root.getVector(CHANGE_TYPE);
+      for (int i = 0; i < rows; i++) {
+        ChangeRow change = changes.get(i);
+        types[i] = change.type();
+        changeType.setSafe(i, change.type().name().getBytes(StandardCharsets.US_ASCII));
+        for (int c = 0; c < columns.size(); c++) {
+          set(root.getVector(c), columns.get(c).type(), i, change.row().getField(columns.get(c).name()));
+        }
+      }
+      root.setRowCount(rows);
+      List<String> keyNames = keyColumns.isEmpty()
+          ? columns.stream().map(Types.NestedField::name).toList()
+          : keyColumns;
+      KeyBuffer keys = new KeyBuffer(rows);
+      for (int i = 0; i < rows; i++) {
+        keys.startRow(i);
+        for (String key : keyNames) {
+          keys.append(root.getVector(key), i);
+        }
+      }
+      keys.finish(rows);
+      return new ChangelogBatch(schema, root, types, keys.bytes(), keys.offsets());
+    } catch (RuntimeException e) {
+      root.close();
+      throw e;
+    }
+  }
+
+  public int rowCount() {
+    return root.getRowCount();
+  }
+
+  /** The Arrow columns: the data columns, then {@value #CHANGE_TYPE}. */
+  public VectorSchemaRoot root() {
+    return root;
+  }
+
+  public ChangeType changeType(int row) {
+    return types[row];
+  }
+
+  public RowKind rowKind(int row) {
+    return switch (types[row]) {
+      case INSERT -> RowKind.INSERT;
+      case UPDATE_BEFORE -> RowKind.UPDATE_BEFORE;
+      case UPDATE_AFTER -> RowKind.UPDATE_AFTER;
+      case DELETE -> RowKind.DELETE;
+    };
+  }
+
+  /** The identity key of a row: a read-only view of its bytes in the batch's key buffer. */
+  public ByteBuffer key(int row) {
+    return ByteBuffer.wrap(keys, keyOffsets[row], keyOffsets[row + 1] - keyOffsets[row])
+        .asReadOnlyBuffer();
+  }
+
+  public boolean sameKey(int a, int b) {
+    return Arrays.equals(keys, keyOffsets[a], keyOffsets[a + 1], keys, keyOffsets[b],
+        keyOffsets[b + 1]);
+  }
+
+  /** Row {@code row} as Flink internal data with its row kind, read from the vectors. */
+  public RowData rowData(int row) {
+    List<Types.NestedField> columns = schema.columns();
+    GenericRowData data = new GenericRowData(rowKind(row), columns.size());
+    for (int c = 0; c < columns.size(); c++) {
+      FieldVector vector = root.getVector(c);
+      data.setField(c, vector.isNull(row) ? null : flinkValue(vector, columns.get(c).type(), row));
+    }
+    return data;
+  }
+
+  @Override
+  public void close() {
+    root.close();
+  }
+
+  // ---- values ------------------------------------------------------------------------------
+
+  private static void set(FieldVector vector, Type type, int row, Object value) {
+    if (value == null) {
+      vector.setNull(row);
+      return;
+    }
+    switch (type.typeId()) {
+      case BOOLEAN -> ((BitVector) vector).setSafe(row, (Boolean) value ? 1 : 0);
+      case INTEGER -> ((IntVector) vector).setSafe(row, (Integer) value);
+      case LONG -> ((BigIntVector) vector).setSafe(row, (Long) value);
+      case FLOAT -> ((Float4Vector) vector).setSafe(row, (Float) value);
+      case DOUBLE -> ((Float8Vector) vector).setSafe(row, (Double) value);
+      case DATE -> ((DateDayVector) vector).setSafe(row, (int) ((LocalDate) value).toEpochDay());
+      case TIME -> ((TimeMicroVector) vector).setSafe(row, ((LocalTime) value).toNanoOfDay() / 1000);
+      case TIMESTAMP -> {
+        if (((Types.TimestampType) type).shouldAdjustToUTC()) {
+          ((TimeStampMicroTZVector) vector).setSafe(row, micros(((OffsetDateTime) value)
+              .withOffsetSameInstant(ZoneOffset.UTC).toLocalDateTime()));
+        } else {
+          ((TimeStampMicroVector) vector).setSafe(row, micros((LocalDateTime) value));
+        }
+      }
+      case STRING -> ((VarCharVector) vector).setSafe(row,
+          value.toString().getBytes(StandardCharsets.UTF_8));
+      case UUID -> ((FixedSizeBinaryVector) vector).setSafe(row, uuidBytes((UUID) value));
+      case FIXED -> ((FixedSizeBinaryVector) vector).setSafe(row, (byte[]) value);
+      case BINARY -> ((VarBinaryVector) vector).setSafe(row, bytes((ByteBuffer) value));
+      case DECIMAL -> ((DecimalVector) vector).setSafe(row, (BigDecimal) value);
+      default -> throw new UnsupportedOperationException("column " + vector.getName() + " has"
+          + " type " + type + "; skade's changelog batches hold primitive columns only so far");
+    }
+  }
+
+  private static Object flinkValue(FieldVector vector, Type type, int row) {
+    return switch (type.typeId()) {
+      case BOOLEAN -> ((BitVector) vector).get(row) == 1;
+      case INTEGER -> ((IntVector) vector).get(row);
+      case LONG -> ((BigIntVector) vector).get(row);
+      case FLOAT -> ((Float4Vector) vector).get(row);
+      case DOUBLE -> ((Float8Vector) vector).get(row);
+      case DATE -> ((DateDayVector) vector).get(row);
+      case TIME -> (int) (((TimeMicroVector) vector).get(row) / 1000); // Flink TIME: millis
+      case TIMESTAMP -> timestamp(vector instanceof TimeStampMicroTZVector tz
+          ? tz.get(row) : ((TimeStampMicroVector) vector).get(row));
+      case STRING -> StringData.fromBytes(((VarCharVector) vector).get(row));
+      case UUID, FIXED -> ((FixedSizeBinaryVector) vector).get(row);
+      case BINARY -> ((VarBinaryVector) vector).get(row);
+      case DECIMAL -> {
+        Types.DecimalType decimal = (Types.DecimalType) type;
+        yield DecimalData.fromBigDecimal(((DecimalVector) vector).getObject(row),
+            decimal.precision(), decimal.scale());
+      }
+      default -> throw new UnsupportedOperationException("type " + type);
+    };
+  }
+
+  private static long micros(LocalDateTime value) {
+    return ChronoUnit.MICROS.between(LocalDateTime.ofEpochSecond(0, 0, ZoneOffset.UTC), value);
+  }
+
+  private static TimestampData timestamp(long micros) {
+    return TimestampData.fromEpochMillis(Math.floorDiv(micros, 1000),
+        (int) Math.floorMod(micros, 1000) * 1000);
+  }
+
+  private static byte[] uuidBytes(UUID uuid) {
+    return ByteBuffer.allocate(16).putLong(uuid.getMostSignificantBits())
+        .putLong(uuid.getLeastSignificantBits()).array();
+  }
+
+  private static byte[] bytes(ByteBuffer buffer) {
+    byte[] out = new byte[buffer.remaining()];
+    buffer.duplicate().get(out);
+    return out;
+  }
+
+  /** Identity keys of all rows of a batch, appended into one growing buffer. */
+  private static final class KeyBuffer {
+    private byte[] bytes = new byte[64];
+    private int length;
+    private final int[] offsets;
+
+    KeyBuffer(int rows) {
+      this.offsets = new int[rows + 1];
+    }
+
+    void startRow(int row) {
+      offsets[row] = length;
+    }
+
+    void finish(int rows) {
+      offsets[rows] = length;
+    }
+
+    byte[] bytes() {
+      return bytes;
+    }
+
+    int[] offsets() {
+      return offsets;
+    }
+
+    void append(FieldVector vector, int row) {
+      if (vector.isNull(row)) {
+        put((byte) 0);
+        return;
+      }
+      put((byte) 1);
+      if (vector instanceof VarCharVector || vector instanceof VarBinaryVector) {
+        byte[] value = vector instanceof VarCharVector chars
+            ? chars.get(row) : ((VarBinaryVector) vector).get(row);
+        putInt(value.length); // the length makes variable-width values self-delimiting
+        put(value);
+      } else if (vector instanceof BitVector bits) {
+        put((byte) bits.get(row));
+      } else {
+        // A fixed-width value: the vector's own bytes for the row.
+        int width = ((BaseFixedWidthVector) vector).getTypeWidth();
+        byte[] value = new byte[width];
+        vector.getDataBuffer().getBytes((long) row * width, value);
+        put(value);
+      }
+    }
+
+    private void put(byte value) {
+      ensure(1);
+      bytes[length++] = value;
+    }
+
+    private void put(byte[] value) {
+      ensure(value.length);
+      System.arraycopy(value, 0, bytes, length, value.length);
+      length += value.length;
+    }
+
+    private void putInt(int value) {
+      ensure(4);
+      bytes[length++] = (byte) (value >>> 24);
+      bytes[length++] = (byte) (value >>> 16);
+      bytes[length++] = (byte) (value >>> 8);
+      bytes[length++] = (byte) value;
+    }
+
+    private void ensure(int extra) {
+      if (length + extra > bytes.length) {
+        bytes = Arrays.copyOf(bytes, Math.max(bytes.length * 2, length + extra));
+      }
+    }
+  }
+}
