@@ -1,0 +1,127 @@
+package io.skade.changelog;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.skade.catalog.SkadeCatalog;
+import io.skade.changelog.ChangelogOptions.BeforeImage;
+import io.skade.changelog.ChangelogOptions.Mode;
+import io.skade.write.TableWriter;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.flink.types.RowKind;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.types.Types;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Small, hand-checked windows: the options' effects, shown on known changes. */
+class ChangelogReaderTest {
+  private static final Schema SCHEMA = new Schema(
+      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
+          Types.NestedField.optional(2, "name", Types.StringType.get()),
+          Types.NestedField.optional(3, "city", Types.StringType.get())),
+      Set.of(1));
+
+  @TempDir Path warehouse;
+  private SkadeCatalog catalog;
+  private Table table;
+  private long start;
+  private long end;
+
+  @BeforeEach
+  void history() {
+    catalog = new SkadeCatalog();
+    catalog.initialize("test", Map.of("warehouse", warehouse.toString()));
+    catalog.createNamespace(Namespace.of("db"));
+    table = catalog.createTable(TableIdentifier.of("db", "t"), SCHEMA);
+    TableWriter writer = new TableWriter(table);
+    start = writer.append(List.of(row(1, "Ada", "Oslo"), row(2, "Bo", "Bergen"),
+        row(3, "Cy", "Oslo"))).snapshotId();
+    writer.upsert(List.of(row(2, "Bo", "Oslo")));
+    writer.upsert(List.of(row(2, "Bo", "Tromsø"), row(4, "Di", "Oslo")));
+    writer.deleteKeys(List.of(row(3, null, null)));
+    end = writer.upsert(List.of(row(1, "Ada", "Oslo"))).snapshotId(); // unchanged values
+  }
+
+  @AfterEach
+  void close() throws IOException {
+    catalog.close();
+  }
+
+  @Test
+  void perSnapshotKeepsEveryStepInCommitOrder() {
+    assertThat(render(read(ChangelogOptions.defaults()))).containsExactly(
+        "-U 2 Bo Bergen", "+U 2 Bo Oslo",
+        "-U 2 Bo Oslo", "+U 2 Bo Tromsø", "+I 4 Di Oslo",
+        "-D 3 Cy Oslo");
+  }
+
+  @Test
+  void collapsedKeepsTheNetChangePerKeyAndDropsUnchangedRows() {
+    assertThat(render(read(ChangelogOptions.defaults().withMode(Mode.COLLAPSED))))
+        .containsExactlyInAnyOrder("-U 2 Bo Bergen", "+U 2 Bo Tromsø", "+I 4 Di Oslo",
+            "-D 3 Cy Oslo");
+  }
+
+  @Test
+  void keyOnlyBeforeImagesCarryTheKey() {
+    assertThat(render(read(ChangelogOptions.defaults().withMode(Mode.COLLAPSED)
+            .withBeforeImage(BeforeImage.KEY_ONLY))))
+        .containsExactlyInAnyOrder("-U 2 null null", "+U 2 Bo Tromsø", "+I 4 Di Oslo",
+            "-D 3 null null");
+  }
+
+  @Test
+  void aFilterTurnsHalfKeptUpdatesIntoInsertsAndDeletesAndProjectionComesLast() {
+    ChangelogOptions options = ChangelogOptions.defaults()
+        .withFilter(Expressions.equal("city", "Oslo"))
+        .withColumns(List.of("id", "city"));
+    assertThat(read(options)).extracting(change -> change.type().symbol() + " "
+            + change.row().getField("id") + " " + change.row().getField("city"))
+        .containsExactly("+I 2 Oslo", "-D 2 Oslo", "+I 4 Oslo", "-D 3 Oslo");
+    assertThat(read(options).get(0).row().struct().fields()).hasSize(2);
+  }
+
+  @Test
+  void aWindowReadsAsOneArrowBatchWithFlinkRowKinds() {
+    try (BufferAllocator allocator = new RootAllocator();
+        ChangelogBatch batch = new ChangelogReader(table,
+            ChangelogOptions.defaults().withMode(Mode.COLLAPSED)).readBatch(start, end, allocator)) {
+      assertThat(batch.rowCount()).isEqualTo(4);
+      assertThat(batch.changeType(0)).isEqualTo(ChangeType.UPDATE_BEFORE);
+      assertThat(batch.rowKind(1)).isEqualTo(RowKind.UPDATE_AFTER);
+      assertThat(batch.sameKey(0, 1)).isTrue();
+      assertThat(batch.rowData(1).getString(2).toString()).isEqualTo("Tromsø");
+    }
+  }
+
+  private List<ChangeRow> read(ChangelogOptions options) {
+    return new ChangelogReader(table, options).read(start, end);
+  }
+
+  private static List<String> render(List<ChangeRow> changes) {
+    return changes.stream().map(change -> change.type().symbol() + " " + change.row().getField("id")
+        + " " + change.row().getField("name") + " " + change.row().getField("city")).toList();
+  }
+
+  private Record row(long id, String name, String city) {
+    GenericRecord record = GenericRecord.create(SCHEMA);
+    record.setField("id", id);
+    record.setField("name", name);
+    record.setField("city", city);
+    return record;
+  }
+}
