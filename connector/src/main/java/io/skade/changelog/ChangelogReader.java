@@ -15,7 +15,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.TreeSet;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.iceberg.DataOperations;
@@ -231,18 +230,26 @@ public final class ChangelogReader {
     List<Record> deleted = new ArrayList<>();
     List<Record> inserted = new ArrayList<>();
     for (String path : affected) {
-      Map<Long, Record> old = before.containsKey(path) ? live(before.get(path), snapshotId) : Map.of();
-      Map<Long, Record> now = after.containsKey(path) ? live(after.get(path), snapshotId) : Map.of();
-      old.forEach((position, row) -> {
-        if (!now.containsKey(position)) {
-          deleted.add(row);
-        }
-      });
-      now.forEach((position, row) -> {
-        if (!old.containsKey(position)) {
-          inserted.add(row);
-        }
-      });
+      FileScanTask old = before.get(path);
+      FileScanTask now = after.get(path);
+      if (now == null) {
+        deleted.addAll(liveRows(old, snapshotId));           // the file was removed
+      } else if (old == null) {
+        inserted.addAll(liveRows(now, snapshotId));          // the file was added
+      } else {                                              // its deletes changed
+        Map<Long, Record> oldRows = live(old, snapshotId);
+        Map<Long, Record> newRows = live(now, snapshotId);
+        oldRows.forEach((position, row) -> {
+          if (!newRows.containsKey(position)) {
+            deleted.add(row);
+          }
+        });
+        newRows.forEach((position, row) -> {
+          if (!oldRows.containsKey(position)) {
+            inserted.add(row);
+          }
+        });
+      }
     }
     cancelIdentical(deleted, inserted);
     return pair(deleted, inserted, snapshotId);
@@ -256,15 +263,39 @@ public final class ChangelogReader {
 
   /** The live rows of a task's data file under its deletes, by position. */
   private Map<Long, Record> live(FileScanTask task, long snapshotId) {
+    Map<Long, Record> rows = new LinkedHashMap<>(); // in position order, as read
+    scan(task, snapshotId, readSchema, (position, row) -> rows.put(position, row));
+    return rows;
+  }
+
+  /** The live rows of a task's data file under its deletes, when positions do not matter. */
+  private List<Record> liveRows(FileScanTask task, long snapshotId) {
+    List<Record> rows = new ArrayList<>();
+    scan(task, snapshotId, schema, (position, row) -> rows.add(row));
+    return rows;
+  }
+
+  private interface RowSink {
+    void accept(Long position, Record row);
+  }
+
+  /**
+   * Reads a data file's live rows (requesting {@code requested}, which may add the row position)
+   * and hands each on as a row of the table schema — the record itself when the read added no
+   * column, a copy otherwise.
+   */
+  private void scan(FileScanTask task, long snapshotId, Schema requested, RowSink sink) {
     if (task.file().format() != FileFormat.PARQUET) {
       throw new UnsupportedOperationException("table " + table.name() + ": data file "
           + task.file().location() + " is " + task.file().format() + "; skade's changelog reads"
           + " Parquet data files");
     }
-    GenericDeleteFilter deletes = new GenericDeleteFilter(table.io(), task, schema, readSchema);
+    GenericDeleteFilter deletes = new GenericDeleteFilter(table.io(), task, schema, requested);
     Schema required = deletes.requiredSchema();
-    Map<Integer, ?> constants = PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant);
-    Map<Long, Record> rows = new TreeMap<>();
+    boolean exact = required.columns().size() == schema.columns().size();
+    boolean positions = required.findField(MetadataColumns.ROW_POSITION.fieldId()) != null;
+    Map<Integer, ?> constants =
+        PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant);
     try (CloseableIterable<Record> records = deletes.filter(
         Parquet.read(table.io().newInputFile(task.file().location()))
             .project(required)
@@ -272,18 +303,24 @@ public final class ChangelogReader {
                 GenericParquetReaders.buildReader(required, fileSchema, constants))
             .build())) {
       for (Record record : records) {
-        GenericRecord row = GenericRecord.create(schema);
-        for (int i = 0; i < schema.columns().size(); i++) {
-          row.set(i, record.getField(schema.columns().get(i).name()));
-        }
-        rows.put((Long) record.getField(MetadataColumns.ROW_POSITION.name()), row);
+        Record row = exact ? record : copy(record);
+        sink.accept(positions ? (Long) record.getField(MetadataColumns.ROW_POSITION.name()) : null,
+            row);
       }
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read " + task.file().location(), e);
     } catch (NotFoundException e) {
       throw missing(snapshotId, e);
     }
-    return rows;
+  }
+
+  /** The table-schema columns of a record read with extra ones (the row position). */
+  private Record copy(Record record) {
+    GenericRecord row = GenericRecord.create(schema);
+    for (int i = 0; i < schema.columns().size(); i++) {
+      row.set(i, record.get(i)); // the requested columns come first, in schema order
+    }
+    return row;
   }
 
   private MissingHistoryException missing(long snapshotId, RuntimeException cause) {
