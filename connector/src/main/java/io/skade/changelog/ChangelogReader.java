@@ -5,6 +5,7 @@ import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.changelog.ChangelogOptions.OnMissingHistory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
@@ -24,6 +25,7 @@ import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.data.GenericDeleteFilter;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IdentityPartitionConverters;
@@ -33,8 +35,10 @@ import org.apache.iceberg.data.parquet.GenericParquetReaders;
 import org.apache.iceberg.exceptions.NotFoundException;
 import org.apache.iceberg.expressions.Evaluator;
 import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.mapping.NameMappingParser;
 import org.apache.iceberg.parquet.Parquet;
 import org.apache.iceberg.types.TypeUtil;
+import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.PartitionUtil;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -67,6 +71,7 @@ public final class ChangelogReader {
   private final Schema readSchema;
   private final TableKind kind;
   private final List<String> keyColumns;
+  private final List<String> allColumns;
   private final Evaluator filter;
 
   public ChangelogReader(Table table, ChangelogOptions options) {
@@ -76,8 +81,15 @@ public final class ChangelogReader {
     this.readSchema = TypeUtil.join(schema, new Schema(MetadataColumns.ROW_POSITION));
     this.kind = TableKind.of(schema);
     this.keyColumns = List.copyOf(new TreeSet<>(schema.identifierFieldNames()));
+    this.allColumns = schema.columns().stream().map(Types.NestedField::name).toList();
     this.filter = new Evaluator(schema.asStruct(), options.filter(), false);
     if (options.columns() != null) {
+      if (options.beforeImage() == BeforeImage.KEY_ONLY
+          && !options.columns().containsAll(keyColumns)) {
+        throw new IllegalArgumentException("table " + table.name() + ": key-only before-images"
+            + " carry the key " + keyColumns + ", so the projection " + options.columns()
+            + " must include it; add the key columns or use full before-images");
+      }
       for (String column : options.columns()) {
         if (schema.findField(column) == null) {
           throw new IllegalArgumentException("table " + table.name() + " has no column '"
@@ -186,7 +198,7 @@ public final class ChangelogReader {
     }
     for (Snapshot s : window) {
       Schema at = table.schemas().get(s.schemaId());
-      if (at != null && !at.identifierFieldNames().equals(schema.identifierFieldNames())) {
+      if (at != null && !at.identifierFieldIds().equals(schema.identifierFieldIds())) {
         throw new IllegalStateException("table " + table.name() + ": snapshot " + s.snapshotId()
             + " has identifier fields " + at.identifierFieldNames() + ", the table now has "
             + schema.identifierFieldNames() + "; a changelog cannot pair rows across that"
@@ -297,7 +309,7 @@ public final class ChangelogReader {
     Map<Integer, ?> constants =
         PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant);
     try (CloseableIterable<Record> records = deletes.filter(
-        Parquet.read(table.io().newInputFile(task.file().location()))
+        withNameMapping(Parquet.read(table.io().newInputFile(task.file().location())))
             .project(required)
             .createReaderFunc(fileSchema ->
                 GenericParquetReaders.buildReader(required, fileSchema, constants))
@@ -312,6 +324,12 @@ public final class ChangelogReader {
     } catch (NotFoundException e) {
       throw missing(snapshotId, e);
     }
+  }
+
+  /** Files written without field ids (imported ones) are read by the table's name mapping. */
+  private Parquet.ReadBuilder withNameMapping(Parquet.ReadBuilder read) {
+    String mapping = table.properties().get(TableProperties.DEFAULT_NAME_MAPPING);
+    return mapping == null ? read : read.withNameMapping(NameMappingParser.fromJson(mapping));
   }
 
   /** The table-schema columns of a record read with extra ones (the row position). */
@@ -331,15 +349,15 @@ public final class ChangelogReader {
   }
 
   /** A row deleted and inserted unchanged in one step (its file was rewritten) is no change. */
-  private static void cancelIdentical(List<Record> deleted, List<Record> inserted) {
+  private void cancelIdentical(List<Record> deleted, List<Record> inserted) {
     if (deleted.isEmpty() || inserted.isEmpty()) {
       return;
     }
-    Map<Record, Integer> insertedCounts = new HashMap<>();
-    inserted.forEach(row -> insertedCounts.merge(row, 1, Integer::sum));
-    Map<Record, Integer> cancelled = new HashMap<>();
+    Map<List<Object>, Integer> insertedCounts = new HashMap<>();
+    inserted.forEach(row -> insertedCounts.merge(identity(row, allColumns), 1, Integer::sum));
+    Map<List<Object>, Integer> cancelled = new HashMap<>();
     for (Iterator<Record> it = deleted.iterator(); it.hasNext(); ) {
-      Record row = it.next();
+      List<Object> row = identity(it.next(), allColumns);
       Integer count = insertedCounts.get(row);
       if (count != null && count > 0) {
         insertedCounts.put(row, count - 1);
@@ -348,13 +366,26 @@ public final class ChangelogReader {
       }
     }
     for (Iterator<Record> it = inserted.iterator(); it.hasNext(); ) {
-      Record row = it.next();
+      List<Object> row = identity(it.next(), allColumns);
       Integer count = cancelled.get(row);
       if (count != null && count > 0) {
         cancelled.put(row, count - 1);
         it.remove();
       }
     }
+  }
+
+  /**
+   * The values of {@code columns} as a list that compares by value: binary values ({@code
+   * byte[]} of fixed columns) are wrapped, since arrays compare by identity.
+   */
+  private static List<Object> identity(Record row, List<String> columns) {
+    List<Object> values = new ArrayList<>(columns.size());
+    for (String column : columns) {
+      Object value = row.getField(column);
+      values.add(value instanceof byte[] bytes ? ByteBuffer.wrap(bytes) : value);
+    }
+    return values;
   }
 
   /** Update pairs by key on a primary-key table (each before its after), then deletes, inserts. */
@@ -384,15 +415,12 @@ public final class ChangelogReader {
   }
 
   private List<Object> key(Record row) {
-    List<Object> key = new ArrayList<>(keyColumns.size());
-    keyColumns.forEach(column -> key.add(row.getField(column)));
-    return key;
+    return identity(row, keyColumns);
   }
 
   /** The row filter (pairs half-kept become a delete or an insert), before-images, projection. */
   private List<ChangeRow> shape(List<ChangeRow> changes) {
     InternalRecordWrapper internal = new InternalRecordWrapper(schema.asStruct());
-    Schema keySchema = schema.select(keyColumns);
     Schema projected = options.columns() == null ? schema : schema.select(options.columns());
     List<ChangeRow> shaped = new ArrayList<>(changes.size());
     for (int i = 0; i < changes.size(); i++) {
@@ -410,13 +438,20 @@ public final class ChangelogReader {
       }
       Record row = change.row();
       if (type.removes() && options.beforeImage() == BeforeImage.KEY_ONLY && !keyColumns.isEmpty()) {
-        row = select(row, keySchema);
+        row = keyOnly(row, projected);
       } else if (projected != schema) {
         row = select(row, projected);
       }
       shaped.add(new ChangeRow(type, row, change.snapshotId()));
     }
     return shaped;
+  }
+
+  /** A before-image cut to its key: the projected columns, all but the key fields null. */
+  private Record keyOnly(Record row, Schema projected) {
+    GenericRecord key = GenericRecord.create(projected);
+    keyColumns.forEach(column -> key.setField(column, row.getField(column)));
+    return key;
   }
 
   private static Record select(Record row, Schema target) {

@@ -21,6 +21,7 @@ import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.OverwriteFiles;
 import org.apache.iceberg.FileContent;
 import org.apache.iceberg.HasTableOperations;
+import org.apache.iceberg.ManifestFile;
 import org.apache.iceberg.PartitionField;
 import org.apache.iceberg.PartitionKey;
 import org.apache.iceberg.PartitionSpec;
@@ -131,7 +132,19 @@ public final class TableWriter {
    */
   public Snapshot deletePositions(Map<String, ? extends Collection<Long>> positionsByFile) {
     Snapshot base = table.currentSnapshot();
+    if (positionsByFile.values().stream().allMatch(Collection::isEmpty)) {
+      return base; // nothing to delete: no empty commit
+    }
     Map<String, FileScanTask> live = liveDataFiles(positionsByFile.keySet());
+    positionsByFile.forEach((path, positions) -> {
+      long rows = live.get(path).file().recordCount();
+      for (long position : positions) {
+        if (position < 0 || position >= rows) {
+          throw new IllegalArgumentException("cannot delete position " + position + " of "
+              + path + ": the file holds " + rows + " rows (positions 0.." + (rows - 1) + ")");
+        }
+      }
+    });
     RowDelta delta = table.newRowDelta();
     if (base != null) {
       // Conflicts are what others committed after the files were planned, not before.
@@ -341,6 +354,20 @@ public final class TableWriter {
       throw new IllegalArgumentException("cannot " + operation + " on table " + table.name()
           + ": it has no identifier fields (primary key); set them with"
           + " table.updateSchema().setIdentifierFields(...), or use append and deletePositions");
+    }
+    // Equality deletes reach only data files of the spec they are written with; the manifest
+    // list tells, without reading manifests, whether live data files of another spec remain.
+    Snapshot current = table.currentSnapshot();
+    if (current != null) {
+      for (ManifestFile manifest : current.dataManifests(table.io())) {
+        if (manifest.partitionSpecId() != table.spec().specId()
+            && (manifest.hasAddedFiles() || manifest.hasExistingFiles())) {
+          throw new UnsupportedOperationException("cannot " + operation + " on table "
+              + table.name() + ": it still has data files of an earlier partition spec (id "
+              + manifest.partitionSpecId() + "), which equality deletes written under the"
+              + " current spec would not reach; rewrite those files into the current spec first");
+        }
+      }
     }
     for (PartitionField field : table.spec().fields()) {
       if (!ids.contains(field.sourceId())) {

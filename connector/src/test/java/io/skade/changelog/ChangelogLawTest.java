@@ -103,7 +103,16 @@ class ChangelogLawTest {
           List<ChangeRow> changes = new ChangelogReader(table,
               ChangelogOptions.defaults().withMode(mode)).read(from, to);
           Map<String, Integer> rows = new HashMap<>(from == null ? Map.of() : states.get(from));
-          for (ChangeRow change : changes) {
+          int lastIndex = -1;
+          for (int c = 0; c < changes.size(); c++) {
+            ChangeRow change = changes.get(c);
+            if (mode == Mode.PER_SNAPSHOT) {
+              // Changes come grouped by snapshot, in commit order, each inside the window...
+              int index = ids.indexOf(change.snapshotId());
+              assertThat(index).as("%s: snapshot of a change", context)
+                  .isGreaterThan(a).isLessThanOrEqualTo(b).isGreaterThanOrEqualTo(lastIndex);
+              lastIndex = index;
+            }
             String row = canonical(change.row(), table.schema());
             if (change.type().removes()) {
               Integer count = rows.get(row);
@@ -116,6 +125,13 @@ class ChangelogLawTest {
               }
             } else {
               rows.merge(row, 1, Integer::sum);
+            }
+            boolean groupEnds = c + 1 == changes.size()
+                || changes.get(c + 1).snapshotId() != change.snapshotId();
+            if (mode == Mode.PER_SNAPSHOT && groupEnds) {
+              // ...and after each snapshot's changes the rows are the table at that snapshot.
+              assertThat(new TreeMap<>(rows)).as("%s: rows after snapshot %s", context,
+                  change.snapshotId()).isEqualTo(new TreeMap<>(states.get(change.snapshotId())));
             }
           }
           assertThat(new TreeMap<>(rows)).as(context).isEqualTo(new TreeMap<>(states.get(to)));
@@ -227,10 +243,15 @@ class ChangelogLawTest {
     }
 
     void build(int snapshots) throws IOException {
+      int addColumnAt = 5 + random.nextInt(20); // every history adds a column somewhere
       for (int i = 0; i < snapshots; i++) {
         table.refresh();
         int op = random.nextInt(100);
-        if (i == 0 || table.currentSnapshot() == null || op < 25) {
+        if (i == addColumnAt) {
+          table.updateSchema().addColumn("extra", Types.StringType.get()).commit();
+          extraColumn = true;
+          writer.append(newRows(2)); // the schema change itself is a metadata-only commit
+        } else if (i == 0 || table.currentSnapshot() == null || op < 25) {
           writer.append(newRows(1 + random.nextInt(6)));
         } else if (op < 45 && primaryKey) {
           writer.upsert(upsertRows());
@@ -244,10 +265,6 @@ class ChangelogLawTest {
           overwrite();
         } else if (op < 88) {
           compact();
-        } else if (op < 92 && !extraColumn) {
-          table.updateSchema().addColumn("extra", Types.StringType.get()).commit();
-          extraColumn = true;
-          writer.append(newRows(2)); // the schema change itself is a metadata-only commit
         } else {
           writer.append(newRows(1 + random.nextInt(4)));
         }

@@ -10,7 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeSet;
+import java.util.Comparator;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileContent;
@@ -184,6 +184,29 @@ class TableWriterTest {
     assertThat(pk.currentSnapshot()).isNull();
   }
 
+  @Test
+  void keyedWritesAreRefusedOnceThePartitioningChanged() {
+    Table table = create("evolving", SCHEMA, PartitionSpec.unpartitioned(), 2);
+    new TableWriter(table).append(List.of(row(1, "a", "eu")));
+    table.updateSpec().addField(Expressions.bucket("id", 4)).commit();
+    assertThatThrownBy(() -> new TableWriter(table).upsert(List.of(row(1, "b", "eu"))))
+        .isInstanceOf(UnsupportedOperationException.class)
+        .hasMessageContaining("partition spec");
+  }
+
+  @Test
+  void positionsOutsideTheFileAreRefusedAndNothingToDeleteCommitsNothing() throws IOException {
+    Table table = create("log", LOG_SCHEMA, PartitionSpec.unpartitioned(), 2);
+    TableWriter writer = new TableWriter(table);
+    Snapshot appended = writer.append(List.of(row(LOG_SCHEMA, 1, "a", "eu")));
+    String file = onlyDataFile(table).location();
+    assertThatThrownBy(() -> writer.deletePositions(Map.of(file, List.of(1L))))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("position 1").hasMessageContaining("1 rows");
+    assertThat(writer.deletePositions(Map.of(file, List.of())).snapshotId())
+        .isEqualTo(appended.snapshotId());
+  }
+
   private Table create(String name, Schema schema, PartitionSpec spec, int formatVersion) {
     return catalog.buildTable(TableIdentifier.of("db", name), schema)
         .withPartitionSpec(spec)
@@ -203,20 +226,21 @@ class TableWriterTest {
     return record;
   }
 
-  /** The table's current rows as sorted "id|name|region" strings, by Iceberg's own reader. */
+  /**
+   * The table's current rows as "id|name|region" strings sorted by id, by Iceberg's own reader;
+   * duplicates are kept, so a row an upsert failed to replace shows.
+   */
   private static List<String> read(Table table) throws IOException {
     table.refresh();
-    TreeSet<String> rows = new TreeSet<>((a, b) -> {
-      long x = Long.parseLong(a.substring(0, a.indexOf('|')));
-      long y = Long.parseLong(b.substring(0, b.indexOf('|')));
-      return Long.compare(x, y);
-    });
+    List<Record> rows = new ArrayList<>();
     try (CloseableIterable<Record> records = IcebergGenerics.read(table).build()) {
-      for (Record r : records) {
-        rows.add(r.getField("id") + "|" + r.getField("name") + "|" + r.getField("region"));
-      }
+      records.forEach(rows::add);
     }
-    return new ArrayList<>(rows);
+    rows.sort(Comparator.comparing((Record r) -> (Long) r.getField("id"))
+        .thenComparing(r -> String.valueOf(r.getField("name"))));
+    List<String> out = new ArrayList<>();
+    rows.forEach(r -> out.add(r.getField("id") + "|" + r.getField("name") + "|" + r.getField("region")));
+    return out;
   }
 
   private static DataFile onlyDataFile(Table table) throws IOException {
