@@ -16,6 +16,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Predicate;
 import java.util.TreeSet;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.iceberg.DataOperations;
@@ -32,6 +33,7 @@ import org.apache.iceberg.data.IdentityPartitionConverters;
 import org.apache.iceberg.data.InternalRecordWrapper;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.data.parquet.GenericParquetReaders;
+import org.apache.iceberg.deletes.PositionDeleteIndex;
 import org.apache.iceberg.exceptions.NotFoundException;
 import org.apache.iceberg.expressions.Evaluator;
 import org.apache.iceberg.io.CloseableIterable;
@@ -249,18 +251,7 @@ public final class ChangelogReader {
       } else if (old == null) {
         inserted.addAll(liveRows(now, snapshotId));          // the file was added
       } else {                                              // its deletes changed
-        Map<Long, Record> oldRows = live(old, snapshotId);
-        Map<Long, Record> newRows = live(now, snapshotId);
-        oldRows.forEach((position, row) -> {
-          if (!newRows.containsKey(position)) {
-            deleted.add(row);
-          }
-        });
-        newRows.forEach((position, row) -> {
-          if (!oldRows.containsKey(position)) {
-            inserted.add(row);
-          }
-        });
+        compare(old, now, snapshotId, deleted, inserted);
       }
     }
     cancelIdentical(deleted, inserted);
@@ -273,11 +264,54 @@ public final class ChangelogReader {
     return paths;
   }
 
-  /** The live rows of a task's data file under its deletes, by position. */
-  private Map<Long, Record> live(FileScanTask task, long snapshotId) {
-    Map<Long, Record> rows = new LinkedHashMap<>(); // in position order, as read
-    scan(task, snapshotId, readSchema, (position, row) -> rows.put(position, row));
-    return rows;
+  /**
+   * One data file under two states' deletes: rows live before only are deleted, rows live after
+   * only are inserted. The file is read once, without deletes, and each row tested against both
+   * states' position and equality deletes (read twice, filtered, only when the two states need
+   * different columns for their deletes).
+   */
+  private void compare(FileScanTask old, FileScanTask now, long snapshotId, List<Record> deleted,
+      List<Record> inserted) {
+    GenericDeleteFilter before = new GenericDeleteFilter(table.io(), old, schema, readSchema);
+    GenericDeleteFilter after = new GenericDeleteFilter(table.io(), now, schema, readSchema);
+    Schema required = before.requiredSchema();
+    if (!required.sameSchema(after.requiredSchema())) {
+      Map<Long, Record> oldRows = new LinkedHashMap<>();
+      scan(old, snapshotId, readSchema, oldRows::put);
+      Map<Long, Record> newRows = new LinkedHashMap<>();
+      scan(now, snapshotId, readSchema, newRows::put);
+      oldRows.forEach((position, row) -> {
+        if (!newRows.containsKey(position)) {
+          deleted.add(row);
+        }
+      });
+      newRows.forEach((position, row) -> {
+        if (!oldRows.containsKey(position)) {
+          inserted.add(row);
+        }
+      });
+      return;
+    }
+    Predicate<Record> keptBefore = before.eqDeletedRowFilter();
+    Predicate<Record> keptAfter = after.eqDeletedRowFilter();
+    PositionDeleteIndex positionsBefore = before.deletedRowPositions();
+    PositionDeleteIndex positionsAfter = after.deletedRowPositions();
+    try (CloseableIterable<Record> records = open(now, required)) {
+      for (Record record : records) {
+        long position = (Long) record.getField(MetadataColumns.ROW_POSITION.name());
+        boolean liveBefore = (positionsBefore == null || !positionsBefore.isDeleted(position))
+            && keptBefore.test(record);
+        boolean liveAfter = (positionsAfter == null || !positionsAfter.isDeleted(position))
+            && keptAfter.test(record);
+        if (liveBefore != liveAfter) {
+          (liveBefore ? deleted : inserted).add(copy(record));
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read " + now.file().location(), e);
+    } catch (NotFoundException e) {
+      throw missing(snapshotId, e);
+    }
   }
 
   /** The live rows of a task's data file under its deletes, when positions do not matter. */
@@ -297,23 +331,11 @@ public final class ChangelogReader {
    * column, a copy otherwise.
    */
   private void scan(FileScanTask task, long snapshotId, Schema requested, RowSink sink) {
-    if (task.file().format() != FileFormat.PARQUET) {
-      throw new UnsupportedOperationException("table " + table.name() + ": data file "
-          + task.file().location() + " is " + task.file().format() + "; skade's changelog reads"
-          + " Parquet data files");
-    }
     GenericDeleteFilter deletes = new GenericDeleteFilter(table.io(), task, schema, requested);
     Schema required = deletes.requiredSchema();
     boolean exact = required.columns().size() == schema.columns().size();
     boolean positions = required.findField(MetadataColumns.ROW_POSITION.fieldId()) != null;
-    Map<Integer, ?> constants =
-        PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant);
-    try (CloseableIterable<Record> records = deletes.filter(
-        withNameMapping(Parquet.read(table.io().newInputFile(task.file().location())))
-            .project(required)
-            .createReaderFunc(fileSchema ->
-                GenericParquetReaders.buildReader(required, fileSchema, constants))
-            .build())) {
+    try (CloseableIterable<Record> records = deletes.filter(open(task, required))) {
       for (Record record : records) {
         Record row = exact ? record : copy(record);
         sink.accept(positions ? (Long) record.getField(MetadataColumns.ROW_POSITION.name()) : null,
@@ -326,10 +348,24 @@ public final class ChangelogReader {
     }
   }
 
-  /** Files written without field ids (imported ones) are read by the table's name mapping. */
-  private Parquet.ReadBuilder withNameMapping(Parquet.ReadBuilder read) {
+  /**
+   * A task's data file, every row, in {@code required}; files written without field ids
+   * (imported ones) are read by the table's name mapping.
+   */
+  private CloseableIterable<Record> open(FileScanTask task, Schema required) {
+    if (task.file().format() != FileFormat.PARQUET) {
+      throw new UnsupportedOperationException("table " + table.name() + ": data file "
+          + task.file().location() + " is " + task.file().format() + "; skade's changelog reads"
+          + " Parquet data files");
+    }
+    Map<Integer, ?> constants =
+        PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant);
+    Parquet.ReadBuilder read = Parquet.read(table.io().newInputFile(task.file().location()))
+        .project(required)
+        .createReaderFunc(fileSchema ->
+            GenericParquetReaders.buildReader(required, fileSchema, constants));
     String mapping = table.properties().get(TableProperties.DEFAULT_NAME_MAPPING);
-    return mapping == null ? read : read.withNameMapping(NameMappingParser.fromJson(mapping));
+    return mapping == null ? read.build() : read.withNameMapping(NameMappingParser.fromJson(mapping)).build();
   }
 
   /** The table-schema columns of a record read with extra ones (the row position). */
