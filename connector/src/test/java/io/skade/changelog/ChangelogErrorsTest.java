@@ -3,7 +3,7 @@ package io.skade.changelog;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.skade.catalog.SkadeCatalog;
+import io.skade.TestCatalog;
 import io.skade.changelog.ChangelogOptions.OnMissingHistory;
 import io.skade.write.TableWriter;
 import java.io.IOException;
@@ -14,15 +14,13 @@ import java.util.Map;
 import java.util.Set;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.types.Types;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Windows that cannot be read exactly fail with errors naming the snapshot or file and a way out. */
 class ChangelogErrorsTest {
@@ -31,23 +29,14 @@ class ChangelogErrorsTest {
           Types.NestedField.optional(2, "name", Types.StringType.get())),
       Set.of(1));
 
-  @TempDir Path warehouse;
-  private SkadeCatalog catalog;
+  @RegisterExtension final TestCatalog catalog = new TestCatalog();
   private Table table;
   private TableWriter writer;
 
   @BeforeEach
   void open() {
-    catalog = new SkadeCatalog();
-    catalog.initialize("test", Map.of("warehouse", warehouse.toString()));
-    catalog.createNamespace(Namespace.of("db"));
-    table = catalog.createTable(TableIdentifier.of("db", "t"), SCHEMA);
+    table = catalog.get().createTable(TableIdentifier.of("db", "t"), SCHEMA);
     writer = new TableWriter(table);
-  }
-
-  @AfterEach
-  void close() throws IOException {
-    catalog.close();
   }
 
   @Test

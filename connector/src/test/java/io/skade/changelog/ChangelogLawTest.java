@@ -2,11 +2,11 @@ package io.skade.changelog;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.skade.TestCatalog;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.write.TableWriter;
 import java.io.IOException;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -24,7 +24,6 @@ import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
@@ -32,7 +31,7 @@ import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.Types;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -53,7 +52,7 @@ class ChangelogLawTest {
   private static final int SNAPSHOTS = 30;
   private static final int WINDOWS_PER_HISTORY = 12;
 
-  @TempDir Path warehouse;
+  @RegisterExtension final TestCatalog catalog = new TestCatalog();
 
   static Stream<Arguments> histories() {
     String replay = System.getProperty("skade.law.seed");
@@ -70,76 +69,72 @@ class ChangelogLawTest {
   @MethodSource("histories")
   void applyingTheChangesOfAWindowToItsStartGivesItsEnd(long seed, boolean primaryKey)
       throws Exception {
-    try (SkadeCatalog catalog = new SkadeCatalog()) {
-      catalog.initialize("law", Map.of("warehouse", warehouse.toString()));
-      catalog.createNamespace(Namespace.of("db"));
-      History history = new History(catalog, seed, primaryKey);
-      history.build(SNAPSHOTS);
-      Table table = history.table;
-      table.refresh();
-      List<Long> ids = new ArrayList<>();
-      for (Snapshot s : table.snapshots()) {
-        ids.add(s.snapshotId());
+    History history = new History(catalog.get(), seed, primaryKey);
+    history.build(SNAPSHOTS);
+    Table table = history.table;
+    table.refresh();
+    List<Long> ids = new ArrayList<>();
+    for (Snapshot s : table.snapshots()) {
+      ids.add(s.snapshotId());
+    }
+    Map<Long, Map<String, Integer>> states = new HashMap<>();
+    for (long id : ids) {
+      states.put(id, state(table, id));
+    }
+    Random windows = new Random(seed * 31);
+    for (int w = 0; w < WINDOWS_PER_HISTORY; w++) {
+      int a = windows.nextInt(ids.size() + 1) - 1; // -1: before the first snapshot
+      int b = a + 1 + windows.nextInt(ids.size() - a - 1 + 1);
+      if (b >= ids.size()) {
+        b = ids.size() - 1;
       }
-      Map<Long, Map<String, Integer>> states = new HashMap<>();
-      for (long id : ids) {
-        states.put(id, state(table, id));
+      if (b <= a) {
+        continue;
       }
-      Random windows = new Random(seed * 31);
-      for (int w = 0; w < WINDOWS_PER_HISTORY; w++) {
-        int a = windows.nextInt(ids.size() + 1) - 1; // -1: before the first snapshot
-        int b = a + 1 + windows.nextInt(ids.size() - a - 1 + 1);
-        if (b >= ids.size()) {
-          b = ids.size() - 1;
-        }
-        if (b <= a) {
-          continue;
-        }
-        Long from = a < 0 ? null : ids.get(a);
-        long to = ids.get(b);
-        for (Mode mode : Mode.values()) {
-          String context = "seed " + seed + " (replay with -Dskade.law.seed=" + seed + "), "
-              + mode + " window (" + from + ", " + to + "]";
-          List<ChangeRow> changes = new ChangelogReader(table,
-              ChangelogOptions.defaults().withMode(mode)).read(from, to);
-          Map<String, Integer> rows = new HashMap<>(from == null ? Map.of() : states.get(from));
-          int lastIndex = -1;
-          for (int c = 0; c < changes.size(); c++) {
-            ChangeRow change = changes.get(c);
-            if (mode == Mode.PER_SNAPSHOT) {
-              // Changes come grouped by snapshot, in commit order, each inside the window...
-              int index = ids.indexOf(change.snapshotId());
-              assertThat(index).as("%s: snapshot of a change", context)
-                  .isGreaterThan(a).isLessThanOrEqualTo(b).isGreaterThanOrEqualTo(lastIndex);
-              lastIndex = index;
-            }
-            String row = canonical(change.row(), table.schema());
-            if (change.type().removes()) {
-              Integer count = rows.get(row);
-              assertThat(count).as("%s: %s of a row not present: %s", context, change.type(), row)
-                  .isNotNull();
-              if (count == 1) {
-                rows.remove(row);
-              } else {
-                rows.put(row, count - 1);
-              }
+      Long from = a < 0 ? null : ids.get(a);
+      long to = ids.get(b);
+      for (Mode mode : Mode.values()) {
+        String context = "seed " + seed + " (replay with -Dskade.law.seed=" + seed + "), "
+            + mode + " window (" + from + ", " + to + "]";
+        List<ChangeRow> changes = new ChangelogReader(table,
+            ChangelogOptions.defaults().withMode(mode)).read(from, to);
+        Map<String, Integer> rows = new HashMap<>(from == null ? Map.of() : states.get(from));
+        int lastIndex = -1;
+        for (int c = 0; c < changes.size(); c++) {
+          ChangeRow change = changes.get(c);
+          if (mode == Mode.PER_SNAPSHOT) {
+            // Changes come grouped by snapshot, in commit order, each inside the window...
+            int index = ids.indexOf(change.snapshotId());
+            assertThat(index).as("%s: snapshot of a change", context)
+                .isGreaterThan(a).isLessThanOrEqualTo(b).isGreaterThanOrEqualTo(lastIndex);
+            lastIndex = index;
+          }
+          String row = canonical(change.row(), table.schema());
+          if (change.type().removes()) {
+            Integer count = rows.get(row);
+            assertThat(count).as("%s: %s of a row not present: %s", context, change.type(), row)
+                .isNotNull();
+            if (count == 1) {
+              rows.remove(row);
             } else {
-              rows.merge(row, 1, Integer::sum);
+              rows.put(row, count - 1);
             }
-            boolean groupEnds = c + 1 == changes.size()
-                || changes.get(c + 1).snapshotId() != change.snapshotId();
-            if (mode == Mode.PER_SNAPSHOT && groupEnds) {
-              // ...and after each snapshot's changes the rows are the table at that snapshot.
-              assertThat(new TreeMap<>(rows)).as("%s: rows after snapshot %s", context,
-                  change.snapshotId()).isEqualTo(new TreeMap<>(states.get(change.snapshotId())));
-            }
+          } else {
+            rows.merge(row, 1, Integer::sum);
           }
-          assertThat(new TreeMap<>(rows)).as(context).isEqualTo(new TreeMap<>(states.get(to)));
-          if (mode == Mode.COLLAPSED) {
-            assertCollapsedShape(changes, table.schema(), primaryKey, context);
+          boolean groupEnds = c + 1 == changes.size()
+              || changes.get(c + 1).snapshotId() != change.snapshotId();
+          if (mode == Mode.PER_SNAPSHOT && groupEnds) {
+            // ...and after each snapshot's changes the rows are the table at that snapshot.
+            assertThat(new TreeMap<>(rows)).as("%s: rows after snapshot %s", context,
+                change.snapshotId()).isEqualTo(new TreeMap<>(states.get(change.snapshotId())));
           }
-          assertUpdatePairsAreAdjacent(changes, context);
         }
+        assertThat(new TreeMap<>(rows)).as(context).isEqualTo(new TreeMap<>(states.get(to)));
+        if (mode == Mode.COLLAPSED) {
+          assertCollapsedShape(changes, table.schema(), primaryKey, context);
+        }
+        assertUpdatePairsAreAdjacent(changes, context);
       }
     }
   }

@@ -2,30 +2,25 @@ package io.skade.changelog;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.skade.catalog.SkadeCatalog;
+import io.skade.TestCatalog;
 import io.skade.changelog.ChangelogOptions.BeforeImage;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.write.TableWriter;
-import java.io.IOException;
-import java.nio.file.Path;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.flink.types.RowKind;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.types.Types;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Small, hand-checked windows: the options' effects, shown on known changes. */
 class ChangelogReaderTest {
@@ -35,18 +30,14 @@ class ChangelogReaderTest {
           Types.NestedField.optional(3, "city", Types.StringType.get())),
       Set.of(1));
 
-  @TempDir Path warehouse;
-  private SkadeCatalog catalog;
+  @RegisterExtension final TestCatalog catalog = new TestCatalog();
   private Table table;
   private long start;
   private long end;
 
   @BeforeEach
   void history() {
-    catalog = new SkadeCatalog();
-    catalog.initialize("test", Map.of("warehouse", warehouse.toString()));
-    catalog.createNamespace(Namespace.of("db"));
-    table = catalog.createTable(TableIdentifier.of("db", "t"), SCHEMA);
+    table = catalog.get().createTable(TableIdentifier.of("db", "t"), SCHEMA);
     TableWriter writer = new TableWriter(table);
     start = writer.append(List.of(row(1, "Ada", "Oslo"), row(2, "Bo", "Bergen"),
         row(3, "Cy", "Oslo"))).snapshotId();
@@ -54,11 +45,6 @@ class ChangelogReaderTest {
     writer.upsert(List.of(row(2, "Bo", "Tromsø"), row(4, "Di", "Oslo")));
     writer.deleteKeys(List.of(row(3, null, null)));
     end = writer.upsert(List.of(row(1, "Ada", "Oslo"))).snapshotId(); // unchanged values
-  }
-
-  @AfterEach
-  void close() throws IOException {
-    catalog.close();
   }
 
   @Test

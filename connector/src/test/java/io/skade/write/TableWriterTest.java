@@ -3,9 +3,8 @@ package io.skade.write;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.skade.catalog.SkadeCatalog;
+import io.skade.TestCatalog;
 import java.io.IOException;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -20,7 +19,6 @@ import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
@@ -31,10 +29,8 @@ import org.apache.iceberg.types.Types;
 import org.apache.parquet.hadoop.ParquetFileReader;
 import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData;
 import org.apache.parquet.hadoop.metadata.ParquetMetadata;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -50,20 +46,7 @@ class TableWriterTest {
       Types.NestedField.optional(2, "name", Types.StringType.get()),
       Types.NestedField.optional(3, "region", Types.StringType.get()));
 
-  @TempDir Path warehouse;
-  private SkadeCatalog catalog;
-
-  @BeforeEach
-  void open() {
-    catalog = new SkadeCatalog();
-    catalog.initialize("test", Map.of("warehouse", warehouse.toString()));
-    catalog.createNamespace(Namespace.of("db"));
-  }
-
-  @AfterEach
-  void close() throws IOException {
-    catalog.close();
-  }
+  @RegisterExtension final TestCatalog catalog = new TestCatalog();
 
   @Test
   void appendedRowsAreReadBack() throws IOException {
@@ -208,7 +191,7 @@ class TableWriterTest {
   }
 
   private Table create(String name, Schema schema, PartitionSpec spec, int formatVersion) {
-    return catalog.buildTable(TableIdentifier.of("db", name), schema)
+    return catalog.get().buildTable(TableIdentifier.of("db", name), schema)
         .withPartitionSpec(spec)
         .withProperty("format-version", String.valueOf(formatVersion))
         .create();
