@@ -16,6 +16,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.BiConsumer;
 import java.util.function.Predicate;
 import java.util.TreeSet;
 import org.apache.arrow.memory.BufferAllocator;
@@ -321,16 +322,12 @@ public final class ChangelogReader {
     return rows;
   }
 
-  private interface RowSink {
-    void accept(Long position, Record row);
-  }
-
   /**
    * Reads a data file's live rows (requesting {@code requested}, which may add the row position)
    * and hands each on as a row of the table schema — the record itself when the read added no
    * column, a copy otherwise.
    */
-  private void scan(FileScanTask task, long snapshotId, Schema requested, RowSink sink) {
+  private void scan(FileScanTask task, long snapshotId, Schema requested, BiConsumer<Long, Record> sink) {
     GenericDeleteFilter deletes = new GenericDeleteFilter(table.io(), task, schema, requested);
     Schema required = deletes.requiredSchema();
     boolean exact = required.columns().size() == schema.columns().size();
