@@ -135,7 +135,6 @@ final class CommitRun {
    */
   private static final class FeedProbe extends Thread {
     private final CommitSubscription subscription;
-    private final long startCursor;
     private final long lastExpectedSeq;
     private final long[] latencies;
     private int received;
@@ -147,10 +146,9 @@ final class CommitRun {
       super("bench-feed-probe");
       setDaemon(true);
       this.subscription = subscription;
-      this.startCursor = subscription.startCursor();
-      this.lastExpectedSeq = startCursor + expected;
+      this.lastExpectedSeq = subscription.startCursor() + expected;
       this.latencies = new long[expected];
-      this.lastSeq = startCursor;
+      this.lastSeq = subscription.startCursor();
     }
 
     @Override
@@ -171,9 +169,6 @@ final class CommitRun {
             return;
           }
           continue;
-        }
-        if (event.commitSeq() <= startCursor) {
-          continue; // committed before the subscription started
         }
         if (received < latencies.length) {
           latencies[received++] = now - subscription.lastDurableNanos();

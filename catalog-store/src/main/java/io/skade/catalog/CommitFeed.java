@@ -20,7 +20,7 @@ public interface CommitFeed {
   /**
    * Subscribes to live commits with the default buffer. The subscription is registered before its
    * {@link CommitSubscription#startCursor() start cursor} is read, so a commit racing this call is
-   * delivered (drop events {@code <= startCursor}) rather than lost.
+   * either covered by the cursor or delivered: never lost, never both.
    */
   default CommitSubscription subscribeCommits() {
     return subscribeCommits(DEFAULT_SUBSCRIBER_BUFFER);

@@ -16,6 +16,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@link CommitFeedLaggedException}. The consumer then reads the missed commits with {@link
  * CommitFeed#commitsSince} from its cursor and keeps polling, skipping events at or below the
  * cursor. Nothing is dropped silently.
+ *
+ * <p>Only commits after the {@link #startCursor() start cursor} are returned: a commit that became
+ * durable before the subscription started but was published after it is filtered out here.
  */
 public final class CommitSubscription implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(CommitSubscription.class);
@@ -43,8 +46,8 @@ public final class CommitSubscription implements AutoCloseable {
   }
 
   /**
-   * The catalog's {@code commitSeq} when this subscription started. Every commit after it is
-   * delivered; a few at or below it may be delivered too and are to be skipped.
+   * The catalog's durable {@code commitSeq} when this subscription started. Every commit after it
+   * is delivered, and none at or below it.
    */
   public long startCursor() {
     return startCursor;
@@ -67,6 +70,9 @@ public final class CommitSubscription implements AutoCloseable {
           throw new CommitFeedLaggedException(capacity);
         }
         Delivery next = buffer.poll();
+        if (next != null && next.event().commitSeq() <= startCursor) {
+          continue; // durable before the subscription started, published after it
+        }
         if (next != null) {
           lastDurableNanos = next.durableNanos();
           return next.event();
