@@ -23,7 +23,11 @@ public record ChangelogOptions(Mode mode, BeforeImage beforeImage, List<String> 
     COLLAPSED
   }
 
-  /** Full old rows, or identifier fields only (cheaper: no before-image reads). */
+  /**
+   * Full old rows, or identifier fields only. Key-only is cheaper: a file whose rows are deleted
+   * by key or position is read for its key columns only. As old values are then not known, a row
+   * upserted with unchanged values is an update pair, where full before-images drop it.
+   */
   public enum BeforeImage {
     FULL,
     KEY_ONLY

@@ -8,23 +8,28 @@ import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Deque;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.function.BiConsumer;
-import java.util.function.Predicate;
+import java.util.NoSuchElementException;
 import java.util.TreeSet;
+import java.util.function.Function;
+import java.util.function.Predicate;
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.iceberg.BaseFileScanTask;
+import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DataOperations;
+import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.MetadataColumns;
+import org.apache.iceberg.PartitionSpecParser;
 import org.apache.iceberg.Schema;
+import org.apache.iceberg.SchemaParser;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableProperties;
@@ -37,7 +42,10 @@ import org.apache.iceberg.data.parquet.GenericParquetReaders;
 import org.apache.iceberg.deletes.PositionDeleteIndex;
 import org.apache.iceberg.exceptions.NotFoundException;
 import org.apache.iceberg.expressions.Evaluator;
+import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.expressions.ResidualEvaluator;
 import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.io.CloseableIterator;
 import org.apache.iceberg.mapping.NameMappingParser;
 import org.apache.iceberg.parquet.Parquet;
 import org.apache.iceberg.types.TypeUtil;
@@ -76,6 +84,13 @@ public final class ChangelogReader {
   private final List<String> keyColumns;
   private final List<String> allColumns;
   private final Evaluator filter;
+  private final InternalRecordWrapper internal;
+  private final Schema projected;
+  /** The key columns and the row position: what a key-only read of a changed file needs. */
+  private final Schema keyReadSchema;
+  private final GenericRecord template;
+  private final String schemaJson;
+  private final Map<Integer, String> specJson = new HashMap<>();
 
   public ChangelogReader(Table table, ChangelogOptions options) {
     this.table = table;
@@ -86,6 +101,11 @@ public final class ChangelogReader {
     this.keyColumns = List.copyOf(new TreeSet<>(schema.identifierFieldNames()));
     this.allColumns = schema.columns().stream().map(Types.NestedField::name).toList();
     this.filter = new Evaluator(schema.asStruct(), options.filter(), false);
+    this.internal = new InternalRecordWrapper(schema.asStruct());
+    this.keyReadSchema = TypeUtil.join(schema.select(keyColumns),
+        new Schema(MetadataColumns.ROW_POSITION));
+    this.template = GenericRecord.create(schema);
+    this.schemaJson = SchemaParser.toJson(schema);
     if (options.columns() != null) {
       if (options.beforeImage() == BeforeImage.KEY_ONLY
           && !options.columns().containsAll(keyColumns)) {
@@ -101,30 +121,85 @@ public final class ChangelogReader {
         }
       }
     }
+    this.projected = options.columns() == null ? schema : schema.select(options.columns());
   }
 
+  /** Whether the table has identifier fields, which decides how changes pair up. */
   public TableKind kind() {
     return kind;
   }
 
   /**
-   * The changes of the window {@code (fromExclusive, toInclusive]}, in order.
+   * The changes of the window {@code (fromExclusive, toInclusive]}, in order, as one list. With
+   * {@link OnMissingHistory#FULL_RELOAD}, history found missing at any point gives the full
+   * reload instead.
    *
    * @param fromExclusive the snapshot the window starts after, or null for "before the first
    *     snapshot" (the whole history up to {@code toInclusive})
    */
   public List<ChangeRow> read(Long fromExclusive, long toInclusive) {
     try {
-      return readExactly(fromExclusive, toInclusive);
+      return collect(open(fromExclusive, toInclusive));
     } catch (MissingHistoryException e) {
-      if (options.onMissingHistory() != OnMissingHistory.FULL_RELOAD
-          || table.snapshot(toInclusive) == null) {
+      if (!reloads(e, toInclusive)) {
         throw e;
       }
-      LOG.warn("{}; full reload: emitting every row at snapshot {} as an insert",
-          e.getMessage(), toInclusive);
-      return shape(diff(Map.of(), plan(toInclusive), toInclusive));
+      return collect(fullReload(toInclusive));
     }
+  }
+
+  /**
+   * The changes of the window as a stream that holds only the rows one snapshot deletes (to pair
+   * them with its inserts), never the inserted rows. Everything that can fail before the first
+   * change (the window's snapshots and manifests) is checked here, where {@link
+   * OnMissingHistory#FULL_RELOAD} applies; a data file found missing later fails the stream. The
+   * caller closes it.
+   */
+  public CloseableIterator<ChangeRow> changes(Long fromExclusive, long toInclusive) {
+    try {
+      return open(fromExclusive, toInclusive);
+    } catch (MissingHistoryException e) {
+      if (!reloads(e, toInclusive)) {
+        throw e;
+      }
+      return fullReload(toInclusive);
+    }
+  }
+
+  /**
+   * The changes of the window as Arrow batches of at most {@code maxRows} changes (one more to
+   * keep an update pair together); see {@link #readBatch} for their columns and keys. The caller
+   * closes each batch and the iterator.
+   */
+  public CloseableIterator<ChangelogBatch> readBatches(Long fromExclusive, long toInclusive,
+      BufferAllocator allocator, int maxRows) {
+    if (maxRows <= 0) {
+      throw new IllegalArgumentException("a changelog batch holds at least one change, got "
+          + maxRows + " rows per batch");
+    }
+    CloseableIterator<ChangeRow> changes = changes(fromExclusive, toInclusive);
+        List<String> keys = batchKeys(projected);
+    return new CloseableIterator<>() {
+      @Override
+      public boolean hasNext() {
+        return changes.hasNext();
+      }
+
+      @Override
+      public ChangelogBatch next() {
+        List<ChangeRow> rows = new ArrayList<>(Math.min(maxRows, 4096) + 1);
+        while (changes.hasNext() && (rows.size() < maxRows
+            || rows.get(rows.size() - 1).type() == ChangeType.UPDATE_BEFORE)) {
+          rows.add(changes.next());
+        }
+        return ChangelogBatch.of(projected, keys, rows, allocator);
+      }
+
+      @Override
+      public void close() throws IOException {
+        changes.close();
+      }
+    };
   }
 
   /**
@@ -133,31 +208,59 @@ public final class ChangelogReader {
    * projected away, all columns). The caller closes it.
    */
   public ChangelogBatch readBatch(Long fromExclusive, long toInclusive, BufferAllocator allocator) {
-    Schema projected = options.columns() == null ? schema : schema.select(options.columns());
-    List<String> keys = keyColumns.stream().allMatch(k -> projected.findField(k) != null)
-        ? keyColumns : List.of();
-    return ChangelogBatch.of(projected, keys, read(fromExclusive, toInclusive), allocator);
+        return ChangelogBatch.of(projected, batchKeys(projected), read(fromExclusive, toInclusive),
+        allocator);
   }
 
-  private List<ChangeRow> readExactly(Long fromExclusive, long toInclusive) {
+  private List<String> batchKeys(Schema projected) {
+    return keyColumns.stream().allMatch(k -> projected.findField(k) != null)
+        ? keyColumns : List.of();
+  }
+
+  private boolean reloads(MissingHistoryException e, long toInclusive) {
+    if (options.onMissingHistory() != OnMissingHistory.FULL_RELOAD
+        || table.snapshot(toInclusive) == null) {
+      return false;
+    }
+    LOG.warn("{}; full reload: emitting every row at snapshot {} as an insert", e.getMessage(),
+        toInclusive);
+    return true;
+  }
+
+  private static List<ChangeRow> collect(CloseableIterator<ChangeRow> changes) {
+    try (changes) {
+      List<ChangeRow> all = new ArrayList<>();
+      changes.forEachRemaining(all::add);
+      return all;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  private Changes open(Long fromExclusive, long toInclusive) {
     List<Snapshot> window = window(fromExclusive, toInclusive);
-    List<ChangeRow> changes = new ArrayList<>();
-    if (window.isEmpty()) {
-      return changes;
+    Snapshot from = fromExclusive == null ? null : table.snapshot(fromExclusive);
+    List<Snapshot> steps = window.isEmpty() ? List.of()
+        : options.mode() == Mode.COLLAPSED ? List.of(window.get(window.size() - 1)) : window;
+    List<Snapshot> states = new ArrayList<>(steps);
+    if (from != null) {
+      states.add(from);
     }
-    Map<String, FileScanTask> before = fromExclusive == null ? Map.of() : plan(fromExclusive);
-    if (options.mode() == Mode.COLLAPSED) {
-      changes.addAll(diff(before, plan(toInclusive), toInclusive));
-    } else {
-      for (Snapshot snapshot : window) {
-        Map<String, FileScanTask> after = plan(snapshot.snapshotId());
-        if (!DataOperations.REPLACE.equals(snapshot.operation())) {
-          changes.addAll(diff(before, after, snapshot.snapshotId()));
-        }
-        before = after;
-      }
+    return new Changes(files(states, toInclusive), from, steps);
+  }
+
+  /** Every row at {@code snapshotId} as an insert. */
+  private Changes fullReload(long snapshotId) {
+    Snapshot to = table.snapshot(snapshotId);
+    return new Changes(files(List.of(to), snapshotId), null, List.of(to));
+  }
+
+  private WindowFiles files(List<Snapshot> snapshots, long toInclusive) {
+    try {
+      return new WindowFiles(table, snapshots);
+    } catch (NotFoundException e) {
+      throw missing(toInclusive, e);
     }
-    return shape(changes);
   }
 
   /** The snapshots of the window, oldest first, after checking it can be read exactly. */
@@ -211,138 +314,305 @@ public final class ChangelogReader {
     return new ArrayList<>(window);
   }
 
-  /** Every live data file at a snapshot, with the delete files that apply to it there. */
-  private Map<String, FileScanTask> plan(long snapshotId) {
-    Map<String, FileScanTask> tasks = new HashMap<>();
-    try (CloseableIterable<FileScanTask> planned =
-        table.newScan().useSnapshot(snapshotId).planFiles()) {
-      for (FileScanTask task : planned) {
-        tasks.put(task.file().location(), task);
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot plan snapshot " + snapshotId + " of " + table.name(), e);
-    } catch (NotFoundException e) {
-      throw missing(snapshotId, e);
+  /**
+   * The window's changes, step by step: one step per snapshot (per-snapshot mode; a {@code
+   * replace} snapshot moves the state but emits nothing) or one for the whole window.
+   */
+  private final class Changes implements CloseableIterator<ChangeRow> {
+    private final WindowFiles files;
+    private final Iterator<Snapshot> snapshots;
+    private final ArrayDeque<ChangeRow> ready = new ArrayDeque<>();
+    private WindowFiles.Live before;
+    private Step step;
+    private long current;
+
+    Changes(WindowFiles files, Snapshot from, List<Snapshot> steps) {
+      this.files = files;
+      this.snapshots = steps.iterator();
+      this.before = from == null ? files.empty() : files.at(from);
     }
-    return tasks;
+
+    @Override
+    public boolean hasNext() {
+      try {
+        return advance();
+      } catch (NotFoundException e) { // a data or delete file of the window is gone
+        throw missing(current, e);
+      }
+    }
+
+    private boolean advance() {
+      while (ready.isEmpty()) {
+        if (step != null) {
+          if (!step.next(ready)) {
+            step.close();
+            step = null;
+          }
+          continue;
+        }
+        if (!snapshots.hasNext()) {
+          return false;
+        }
+        Snapshot snapshot = snapshots.next();
+        current = snapshot.snapshotId();
+        WindowFiles.Live after = files.at(snapshot);
+        if (options.mode() == Mode.COLLAPSED
+            || !DataOperations.REPLACE.equals(snapshot.operation())) {
+          step = new Step(before, after, snapshot.snapshotId());
+        }
+        before = after;
+      }
+      return true;
+    }
+
+    @Override
+    public ChangeRow next() {
+      if (!hasNext()) {
+        throw new NoSuchElementException();
+      }
+      return ready.poll();
+    }
+
+    @Override
+    public void close() {
+      if (step != null) {
+        step.close();
+        step = null;
+      }
+    }
   }
 
-  /** The changes from one state to the next: rows live only before, then only after. */
-  private List<ChangeRow> diff(Map<String, FileScanTask> before, Map<String, FileScanTask> after,
-      long snapshotId) {
-    Set<String> affected = new TreeSet<>();
-    for (Map.Entry<String, FileScanTask> e : before.entrySet()) {
-      FileScanTask next = after.get(e.getKey());
-      if (next == null || !deletePaths(next).equals(deletePaths(e.getValue()))) {
-        affected.add(e.getKey());
-      }
-    }
-    for (String path : after.keySet()) {
-      if (!before.containsKey(path)) {
-        affected.add(path);
-      }
-    }
-    List<Record> deleted = new ArrayList<>();
-    List<Record> inserted = new ArrayList<>();
-    for (String path : affected) {
-      FileScanTask old = before.get(path);
-      FileScanTask now = after.get(path);
-      if (now == null) {
-        deleted.addAll(liveRows(old, snapshotId));           // the file was removed
-      } else if (old == null) {
-        inserted.addAll(liveRows(now, snapshotId));          // the file was added
-      } else {                                              // its deletes changed
-        compare(old, now, snapshotId, deleted, inserted);
-      }
-    }
-    cancelIdentical(deleted, inserted);
-    return pair(deleted, inserted, snapshotId);
-  }
-
-  private static Set<String> deletePaths(FileScanTask task) {
-    Set<String> paths = new HashSet<>();
-    task.deletes().forEach(delete -> paths.add(delete.location()));
-    return paths;
-  }
+  /** A row one step removed: the full old row, or (key-only reads) only its key columns. */
+  private record Removed(Record row, boolean full) {}
 
   /**
-   * One data file under two states' deletes: rows live before only are deleted, rows live after
-   * only are inserted. The file is read once, without deletes, and each row tested against both
-   * states' position and equality deletes (read twice, filtered, only when the two states need
-   * different columns for their deletes).
+   * The changes from one state to the next. First the rows that leave are read and held by key
+   * (by the whole row on a log table): rows of removed files, and rows of files whose deletes
+   * changed. Then the rows that arrive are streamed, file by file: one identical to a removed row
+   * cancels it (a rewrite), one sharing a removed row's key pairs with it as an update, any other
+   * is an insert. The removed rows left over are deletes.
    */
-  private void compare(FileScanTask old, FileScanTask now, long snapshotId, List<Record> deleted,
-      List<Record> inserted) {
-    GenericDeleteFilter before = new GenericDeleteFilter(table.io(), old, schema, readSchema);
-    GenericDeleteFilter after = new GenericDeleteFilter(table.io(), now, schema, readSchema);
-    Schema required = before.requiredSchema();
-    if (!required.sameSchema(after.requiredSchema())) {
-      Map<Long, Record> oldRows = new LinkedHashMap<>();
-      scan(old, snapshotId, readSchema, oldRows::put);
-      Map<Long, Record> newRows = new LinkedHashMap<>();
-      scan(now, snapshotId, readSchema, newRows::put);
-      oldRows.forEach((position, row) -> {
-        if (!newRows.containsKey(position)) {
-          deleted.add(row);
-        }
-      });
-      newRows.forEach((position, row) -> {
-        if (!oldRows.containsKey(position)) {
-          inserted.add(row);
-        }
-      });
-      return;
-    }
-    Predicate<Record> keptBefore = before.eqDeletedRowFilter();
-    Predicate<Record> keptAfter = after.eqDeletedRowFilter();
-    PositionDeleteIndex positionsBefore = before.deletedRowPositions();
-    PositionDeleteIndex positionsAfter = after.deletedRowPositions();
-    try (CloseableIterable<Record> records = open(now, required)) {
-      for (Record record : records) {
-        long position = (Long) record.getField(MetadataColumns.ROW_POSITION.name());
-        boolean liveBefore = (positionsBefore == null || !positionsBefore.isDeleted(position))
-            && keptBefore.test(record);
-        boolean liveAfter = (positionsAfter == null || !positionsAfter.isDeleted(position))
-            && keptAfter.test(record);
-        if (liveBefore != liveAfter) {
-          (liveBefore ? deleted : inserted).add(copy(record));
+  private final class Step {
+    private final long snapshotId;
+    private final Map<List<Object>, Deque<Removed>> removed = new LinkedHashMap<>();
+    private final ArrayDeque<Record> revived = new ArrayDeque<>();
+    private final Iterator<DataFile> added;
+    private final WindowFiles.Live after;
+    private CloseableIterable<Record> reading;
+    private Iterator<Record> rows = Collections.emptyIterator();
+
+    Step(WindowFiles.Live before, WindowFiles.Live after, long snapshotId) {
+      this.snapshotId = snapshotId;
+      this.after = after;
+      for (DataFile file : before.data.values()) {
+        if (!after.data.containsKey(file.location())) {
+          try (CloseableIterable<Record> gone = liveRows(before, file, schema)) {
+            gone.forEach(row -> remove(row, true));
+          } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + file.location(), e);
+          }
         }
       }
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot read " + now.file().location(), e);
-    } catch (NotFoundException e) {
-      throw missing(snapshotId, e);
+      for (String path : after.deletesMayDiffer(before)) {
+        DataFile file = after.data.get(path);
+        List<DeleteFile> old = before.deletesFor(before.data.get(path));
+        List<DeleteFile> now = after.deletesFor(file);
+        if (!locations(old).equals(locations(now))) {
+          compare(file, old, now);
+        }
+      }
+      this.added = after.data.values().stream()
+          .filter(file -> !before.data.containsKey(file.location())).iterator();
+    }
+
+    /** Adds the step's next changes to {@code out}; false once it has none left. */
+    boolean next(Deque<ChangeRow> out) {
+      Record row = nextArrived();
+      if (row != null) {
+        arrive(row, out);
+        return true;
+      }
+      for (Deque<Removed> rest : removed.values()) {
+        rest.forEach(gone -> emit(ChangeType.DELETE, gone.row(), out));
+      }
+      removed.clear();
+      return false;
+    }
+
+    private Record nextArrived() {
+      if (!revived.isEmpty()) {
+        return revived.poll();
+      }
+      while (!rows.hasNext()) {
+        close();
+        if (!added.hasNext()) {
+          return null;
+        }
+        reading = liveRows(after, added.next(), schema);
+        rows = reading.iterator();
+      }
+      return rows.next();
+    }
+
+    private void remove(Record row, boolean full) {
+      removed.computeIfAbsent(matchKey(row), k -> new ArrayDeque<>()).add(new Removed(row, full));
+    }
+
+    private void arrive(Record row, Deque<ChangeRow> out) {
+      List<Object> key = matchKey(row);
+      Deque<Removed> candidates = removed.get(key);
+      if (candidates == null) {
+        emit(ChangeType.INSERT, row, out);
+        return;
+      }
+      Removed match = null;
+      if (kind == TableKind.PRIMARY_KEY) {
+        List<Object> whole = identity(row, allColumns);
+        for (Removed candidate : candidates) {
+          if (candidate.full() && identity(candidate.row(), allColumns).equals(whole)) {
+            match = candidate; // rewritten unchanged: no change
+            break;
+          }
+        }
+        if (match == null) {
+          Removed old = candidates.poll();
+          emitPair(old.row(), row, out);
+        } else {
+          candidates.remove(match);
+        }
+      } else {
+        candidates.poll(); // keyed by the whole row: an identical row, rewritten
+      }
+      if (candidates.isEmpty()) {
+        removed.remove(key);
+      }
+    }
+
+    /**
+     * One data file under both states' deletes: rows live before only leave, rows live after
+     * only arrive. The file is read once, without deletes, and each row tested against both
+     * states' position and equality deletes (read twice, filtered, only when the two states need
+     * different columns for their deletes). With key-only before-images, when the later state
+     * only adds deletes (so no row can arrive), only the key columns are read.
+     */
+    private void compare(DataFile file, List<DeleteFile> old, List<DeleteFile> now) {
+      boolean keysOnly = options.beforeImage() == BeforeImage.KEY_ONLY
+          && kind == TableKind.PRIMARY_KEY && locations(now).containsAll(locations(old));
+      Schema requested = keysOnly ? keyReadSchema : readSchema;
+      GenericDeleteFilter before = new GenericDeleteFilter(table.io(), task(file, old), schema,
+          requested);
+      GenericDeleteFilter later = new GenericDeleteFilter(table.io(), task(file, now), schema,
+          requested);
+      Schema required = before.requiredSchema();
+      if (!required.sameSchema(later.requiredSchema())) {
+        Map<Long, Record> oldRows = positions(task(file, old), requested);
+        Map<Long, Record> newRows = positions(task(file, now), requested);
+        oldRows.forEach((position, row) -> {
+          if (!newRows.containsKey(position)) {
+            remove(row, !keysOnly);
+          }
+        });
+        newRows.forEach((position, row) -> {
+          if (!oldRows.containsKey(position)) {
+            revived.add(row);
+          }
+        });
+        return;
+      }
+      Predicate<Record> keptBefore = before.eqDeletedRowFilter();
+      Predicate<Record> keptAfter = later.eqDeletedRowFilter();
+      PositionDeleteIndex positionsBefore = before.deletedRowPositions();
+      PositionDeleteIndex positionsAfter = later.deletedRowPositions();
+      TableRows toTable = new TableRows(required);
+      try (CloseableIterable<Record> records = open(task(file, now), required)) {
+        for (Record record : records) {
+          long position = (Long) record.getField(MetadataColumns.ROW_POSITION.name());
+          boolean liveBefore = (positionsBefore == null || !positionsBefore.isDeleted(position))
+              && keptBefore.test(record);
+          boolean liveAfter = (positionsAfter == null || !positionsAfter.isDeleted(position))
+              && keptAfter.test(record);
+          if (liveBefore && !liveAfter) {
+            remove(toTable.apply(record), !keysOnly);
+          } else if (liveAfter && !liveBefore) {
+            revived.add(toTable.apply(record));
+          }
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot read " + file.location(), e);
+      }
+    }
+
+    /** A file's live rows under some deletes, by position. */
+    private Map<Long, Record> positions(FileScanTask task, Schema requested) {
+      GenericDeleteFilter deletes = new GenericDeleteFilter(table.io(), task, schema, requested);
+      Schema required = deletes.requiredSchema();
+      TableRows toTable = new TableRows(required);
+      Map<Long, Record> live = new LinkedHashMap<>();
+      try (CloseableIterable<Record> records = deletes.filter(open(task, required))) {
+        for (Record record : records) {
+          live.put((Long) record.getField(MetadataColumns.ROW_POSITION.name()),
+              toTable.apply(record));
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot read " + task.file().location(), e);
+      }
+      return live;
+    }
+
+    /** A data file's live rows in a state, as rows of the table schema; read lazily. */
+    private CloseableIterable<Record> liveRows(WindowFiles.Live state, DataFile file,
+        Schema requested) {
+      FileScanTask task = task(file, state.deletesFor(file));
+      GenericDeleteFilter deletes = new GenericDeleteFilter(table.io(), task, schema, requested);
+      Schema required = deletes.requiredSchema();
+      return CloseableIterable.transform(deletes.filter(open(task, required)),
+          new TableRows(required));
+    }
+
+    private void emit(ChangeType type, Record row, Deque<ChangeRow> out) {
+      if (filter.eval(internal.wrap(row))) {
+        out.add(new ChangeRow(type, shape(type, row), snapshotId));
+      }
+    }
+
+    /** An update pair; when the filter keeps only one side, a delete or an insert. */
+    private void emitPair(Record old, Record now, Deque<ChangeRow> out) {
+      boolean keepOld = filter.eval(internal.wrap(old));
+      boolean keepNew = filter.eval(internal.wrap(now));
+      if (keepOld && keepNew) {
+        out.add(new ChangeRow(ChangeType.UPDATE_BEFORE, shape(ChangeType.UPDATE_BEFORE, old),
+            snapshotId));
+        out.add(new ChangeRow(ChangeType.UPDATE_AFTER, shape(ChangeType.UPDATE_AFTER, now),
+            snapshotId));
+      } else if (keepOld) {
+        out.add(new ChangeRow(ChangeType.DELETE, shape(ChangeType.DELETE, old), snapshotId));
+      } else if (keepNew) {
+        out.add(new ChangeRow(ChangeType.INSERT, shape(ChangeType.INSERT, now), snapshotId));
+      }
+    }
+
+    void close() {
+      if (reading != null) {
+        try {
+          reading.close();
+        } catch (IOException e) {
+          throw new UncheckedIOException(e);
+        }
+        reading = null;
+      }
+      rows = Collections.emptyIterator();
     }
   }
 
-  /** The live rows of a task's data file under its deletes, when positions do not matter. */
-  private List<Record> liveRows(FileScanTask task, long snapshotId) {
-    List<Record> rows = new ArrayList<>();
-    scan(task, snapshotId, schema, (position, row) -> rows.add(row));
-    return rows;
+  private static List<String> locations(List<DeleteFile> deletes) {
+    return deletes.stream().map(DeleteFile::location).toList();
   }
 
-  /**
-   * Reads a data file's live rows (requesting {@code requested}, which may add the row position)
-   * and hands each on as a row of the table schema — the record itself when the read added no
-   * column, a copy otherwise.
-   */
-  private void scan(FileScanTask task, long snapshotId, Schema requested, BiConsumer<Long, Record> sink) {
-    GenericDeleteFilter deletes = new GenericDeleteFilter(table.io(), task, schema, requested);
-    Schema required = deletes.requiredSchema();
-    boolean exact = required.columns().size() == schema.columns().size();
-    boolean positions = required.findField(MetadataColumns.ROW_POSITION.fieldId()) != null;
-    try (CloseableIterable<Record> records = deletes.filter(open(task, required))) {
-      for (Record record : records) {
-        Record row = exact ? record : copy(record);
-        sink.accept(positions ? (Long) record.getField(MetadataColumns.ROW_POSITION.name()) : null,
-            row);
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot read " + task.file().location(), e);
-    } catch (NotFoundException e) {
-      throw missing(snapshotId, e);
-    }
+  private FileScanTask task(DataFile file, List<DeleteFile> deletes) {
+    String spec = specJson.computeIfAbsent(file.specId(),
+        id -> PartitionSpecParser.toJson(table.specs().get(id)));
+    return new BaseFileScanTask(file, deletes.toArray(new DeleteFile[0]), schemaJson, spec,
+        ResidualEvaluator.unpartitioned(Expressions.alwaysTrue()));
   }
 
   /**
@@ -365,13 +635,45 @@ public final class ChangelogReader {
     return mapping == null ? read.build() : read.withNameMapping(NameMappingParser.fromJson(mapping)).build();
   }
 
-  /** The table-schema columns of a record read with extra ones (the row position). */
-  private Record copy(Record record) {
-    GenericRecord row = GenericRecord.create(schema);
-    for (int i = 0; i < schema.columns().size(); i++) {
-      row.set(i, record.get(i)); // the requested columns come first, in schema order
+  /**
+   * Rows read in some required schema as rows of the table schema: the record itself when the
+   * read added no column, else a copy by name (columns not read stay null).
+   */
+  private final class TableRows implements Function<Record, Record> {
+    private final int[] source;
+    private final boolean exact;
+
+    TableRows(Schema required) {
+      List<Types.NestedField> columns = schema.columns();
+      this.source = new int[columns.size()];
+      boolean same = required.columns().size() == columns.size();
+      for (int i = 0; i < columns.size(); i++) {
+        Types.NestedField field = columns.get(i);
+        List<Types.NestedField> read = required.columns();
+        source[i] = -1;
+        for (int j = 0; j < read.size(); j++) {
+          if (read.get(j).fieldId() == field.fieldId()) {
+            source[i] = j;
+          }
+        }
+        same &= source[i] == i;
+      }
+      this.exact = same;
     }
-    return row;
+
+    @Override
+    public Record apply(Record record) {
+      if (exact) {
+        return record;
+      }
+      Record row = template.copy();
+      for (int i = 0; i < source.length; i++) {
+        if (source[i] >= 0) {
+          row.set(i, record.get(source[i], Object.class));
+        }
+      }
+      return row;
+    }
   }
 
   private MissingHistoryException missing(long snapshotId, RuntimeException cause) {
@@ -379,33 +681,6 @@ public final class ChangelogReader {
         + " changes of snapshot " + snapshotId + " is gone (" + cause.getMessage() + "); its"
         + " history was expired or removed — read a later window, or set on-missing-history to"
         + " full-reload", cause);
-  }
-
-  /** A row deleted and inserted unchanged in one step (its file was rewritten) is no change. */
-  private void cancelIdentical(List<Record> deleted, List<Record> inserted) {
-    if (deleted.isEmpty() || inserted.isEmpty()) {
-      return;
-    }
-    Map<List<Object>, Integer> insertedCounts = new HashMap<>();
-    inserted.forEach(row -> insertedCounts.merge(identity(row, allColumns), 1, Integer::sum));
-    Map<List<Object>, Integer> cancelled = new HashMap<>();
-    for (Iterator<Record> it = deleted.iterator(); it.hasNext(); ) {
-      List<Object> row = identity(it.next(), allColumns);
-      Integer count = insertedCounts.get(row);
-      if (count != null && count > 0) {
-        insertedCounts.put(row, count - 1);
-        cancelled.merge(row, 1, Integer::sum);
-        it.remove();
-      }
-    }
-    for (Iterator<Record> it = inserted.iterator(); it.hasNext(); ) {
-      List<Object> row = identity(it.next(), allColumns);
-      Integer count = cancelled.get(row);
-      if (count != null && count > 0) {
-        cancelled.put(row, count - 1);
-        it.remove();
-      }
-    }
   }
 
   /**
@@ -421,63 +696,17 @@ public final class ChangelogReader {
     return values;
   }
 
-  /** Update pairs by key on a primary-key table (each before its after), then deletes, inserts. */
-  private List<ChangeRow> pair(List<Record> deleted, List<Record> inserted, long snapshotId) {
-    List<ChangeRow> changes = new ArrayList<>(deleted.size() + inserted.size());
-    if (kind == TableKind.PRIMARY_KEY) {
-      Map<List<Object>, Deque<Record>> insertsByKey = new LinkedHashMap<>();
-      inserted.forEach(row -> insertsByKey.computeIfAbsent(key(row), k -> new ArrayDeque<>()).add(row));
-      List<Record> unpaired = new ArrayList<>();
-      for (Record old : deleted) {
-        Deque<Record> candidates = insertsByKey.get(key(old));
-        if (candidates == null || candidates.isEmpty()) {
-          unpaired.add(old);
-        } else {
-          changes.add(new ChangeRow(ChangeType.UPDATE_BEFORE, old, snapshotId));
-          changes.add(new ChangeRow(ChangeType.UPDATE_AFTER, candidates.poll(), snapshotId));
-        }
-      }
-      unpaired.forEach(row -> changes.add(new ChangeRow(ChangeType.DELETE, row, snapshotId)));
-      insertsByKey.values().forEach(rest -> rest.forEach(
-          row -> changes.add(new ChangeRow(ChangeType.INSERT, row, snapshotId))));
-    } else {
-      deleted.forEach(row -> changes.add(new ChangeRow(ChangeType.DELETE, row, snapshotId)));
-      inserted.forEach(row -> changes.add(new ChangeRow(ChangeType.INSERT, row, snapshotId)));
-    }
-    return changes;
+  /** What an arriving row is matched with removed rows by: its key, or on a log table all of it. */
+  private List<Object> matchKey(Record row) {
+    return identity(row, kind == TableKind.PRIMARY_KEY ? keyColumns : allColumns);
   }
 
-  private List<Object> key(Record row) {
-    return identity(row, keyColumns);
-  }
-
-  /** The row filter (pairs half-kept become a delete or an insert), before-images, projection. */
-  private List<ChangeRow> shape(List<ChangeRow> changes) {
-    InternalRecordWrapper internal = new InternalRecordWrapper(schema.asStruct());
-    Schema projected = options.columns() == null ? schema : schema.select(options.columns());
-    List<ChangeRow> shaped = new ArrayList<>(changes.size());
-    for (int i = 0; i < changes.size(); i++) {
-      ChangeRow change = changes.get(i);
-      boolean keep = filter.eval(internal.wrap(change.row()));
-      ChangeType type = change.type();
-      if (type == ChangeType.UPDATE_BEFORE || type == ChangeType.UPDATE_AFTER) {
-        ChangeRow partner = changes.get(type == ChangeType.UPDATE_BEFORE ? i + 1 : i - 1);
-        if (!filter.eval(internal.wrap(partner.row()))) {
-          type = type == ChangeType.UPDATE_BEFORE ? ChangeType.DELETE : ChangeType.INSERT;
-        }
-      }
-      if (!keep) {
-        continue;
-      }
-      Record row = change.row();
-      if (type.removes() && options.beforeImage() == BeforeImage.KEY_ONLY && !keyColumns.isEmpty()) {
-        row = keyOnly(row, projected);
-      } else if (projected != schema) {
-        row = select(row, projected);
-      }
-      shaped.add(new ChangeRow(type, row, change.snapshotId()));
+  /** A change's row as emitted: key-only before-images, then the projection. */
+  private Record shape(ChangeType type, Record row) {
+    if (type.removes() && options.beforeImage() == BeforeImage.KEY_ONLY && !keyColumns.isEmpty()) {
+      return keyOnly(row, projected);
     }
-    return shaped;
+    return projected == schema ? row : select(row, projected);
   }
 
   /** A before-image cut to its key: the projected columns, all but the key fields null. */

@@ -57,8 +57,12 @@ class IcebergFlinkSinkUpsertTest {
 
     assertThat(render(new ChangelogReader(table, ChangelogOptions.defaults()).read(null, first)))
         .containsExactlyInAnyOrder("+I 1 a", "+I 2 b", "+I 3 c");
-    assertThat(render(new ChangelogReader(table, ChangelogOptions.defaults()).read(first, second)))
-        .containsExactly("-U 2 b", "+U 2 b2", "-D 3 c", "+I 4 d", "+I 5 e2");
+    List<String> changes =
+        render(new ChangelogReader(table, ChangelogOptions.defaults()).read(first, second));
+    assertThat(changes).containsExactlyInAnyOrder("-U 2 b", "+U 2 b2", "-D 3 c", "+I 4 d",
+        "+I 5 e2");
+    assertThat(changes.indexOf("+U 2 b2")).as("the update pair is adjacent")
+        .isEqualTo(changes.indexOf("-U 2 b") + 1);
   }
 
   private static void runUpsertJob(String location, RowData... rows) throws Exception {

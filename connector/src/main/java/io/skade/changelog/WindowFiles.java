@@ -1,0 +1,285 @@
+package io.skade.changelog;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.iceberg.ContentFile;
+import org.apache.iceberg.DataFile;
+import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileContent;
+import org.apache.iceberg.ManifestContent;
+import org.apache.iceberg.ManifestFile;
+import org.apache.iceberg.ManifestFiles;
+import org.apache.iceberg.ManifestReader;
+import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.types.Comparators;
+import org.apache.iceberg.types.Conversions;
+import org.apache.iceberg.types.Type;
+import org.apache.iceberg.types.Types;
+import org.apache.iceberg.util.ContentFileUtil;
+import org.apache.iceberg.util.PartitionMap;
+import org.apache.iceberg.util.PartitionSet;
+import org.apache.iceberg.util.Tasks;
+import org.apache.iceberg.util.ThreadPools;
+
+/**
+ * The live data and delete files of a table at each snapshot of one changelog window, with the
+ * deletes that apply to each data file there.
+ *
+ * <p>Every manifest of the window is read once (in parallel when there are several) and kept, so
+ * the state at any snapshot of the window is assembled in memory from its manifest list instead
+ * of planning a scan per snapshot. Which deletes apply follows Iceberg's planning rules: an
+ * equality delete applies to older data files (lower data sequence number) of its partition, or
+ * of every partition when written unpartitioned, unless column bounds prove it cannot match; a
+ * position delete to data files of its partition or its referenced file, of an equal or lower
+ * sequence number; a deletion vector to its referenced file only.
+ */
+final class WindowFiles {
+  private static final int PARALLEL_FROM = 4;
+  private static final Comparator<DeleteFile> BY_LOCATION =
+      Comparator.comparing(DeleteFile::location);
+
+  private final Table table;
+  private final Map<String, List<DataFile>> dataManifests = new ConcurrentHashMap<>();
+  private final Map<String, List<DeleteFile>> deleteManifests = new ConcurrentHashMap<>();
+
+  /** Reads every manifest of {@code snapshots}; a gone manifest throws Iceberg's NotFoundException. */
+  WindowFiles(Table table, Collection<Snapshot> snapshots) {
+    this.table = table;
+    Map<String, ManifestFile> manifests = new HashMap<>();
+    for (Snapshot snapshot : snapshots) {
+      snapshot.allManifests(table.io()).forEach(m -> manifests.putIfAbsent(m.path(), m));
+    }
+    Tasks.foreach(manifests.values())
+        .executeWith(manifests.size() >= PARALLEL_FROM ? ThreadPools.getWorkerPool() : null)
+        .stopOnFailure()
+        .throwFailureWhenFinished()
+        .run(this::load);
+  }
+
+  private void load(ManifestFile manifest) {
+    Map<Integer, PartitionSpec> specs = table.specs();
+    switch (manifest.content()) {
+      case DATA -> {
+        try (ManifestReader<DataFile> reader = ManifestFiles.read(manifest, table.io(), specs)) {
+          dataManifests.put(manifest.path(), collect(reader));
+        } catch (IOException e) {
+          throw new UncheckedIOException("cannot read manifest " + manifest.path(), e);
+        }
+      }
+      case DELETES -> {
+        try (ManifestReader<DeleteFile> reader =
+            ManifestFiles.readDeleteManifest(manifest, table.io(), specs)) {
+          deleteManifests.put(manifest.path(), collect(reader));
+        } catch (IOException e) {
+          throw new UncheckedIOException("cannot read manifest " + manifest.path(), e);
+        }
+      }
+    }
+  }
+
+  /** The live entries, as copies: the reader reuses its objects. */
+  private static <F extends ContentFile<F>> List<F> collect(ManifestReader<F> reader) {
+    List<F> files = new ArrayList<>();
+    reader.forEach(files::add); // its iterator yields live entries only, copied
+    return files;
+  }
+
+  /** The state at {@code snapshot}, which must be one this window was built with. */
+  Live at(Snapshot snapshot) {
+    Live live = new Live();
+    for (ManifestFile manifest : snapshot.allManifests(table.io())) {
+      if (manifest.content() == ManifestContent.DATA) {
+        dataManifests.get(manifest.path()).forEach(file -> live.data.put(file.location(), file));
+      } else {
+        deleteManifests.get(manifest.path()).forEach(live::addDelete);
+      }
+    }
+    return live;
+  }
+
+  /** The state before the first snapshot: nothing. */
+  Live empty() {
+    return new Live();
+  }
+
+  /** One snapshot's live files, and the delete files that apply to each data file. */
+  final class Live {
+    /** Live data files by location, in location order. */
+    final Map<String, DataFile> data = new TreeMap<>();
+    private final Map<String, DeleteFile> deletes = new HashMap<>();
+    private final List<DeleteFile> globalEquality = new ArrayList<>();
+    private final PartitionMap<List<DeleteFile>> equalityByPartition =
+        PartitionMap.create(table.specs());
+    private final PartitionMap<List<DeleteFile>> positionByPartition =
+        PartitionMap.create(table.specs());
+    private final Map<String, List<DeleteFile>> positionByPath = new HashMap<>();
+    private final Map<String, DeleteFile> vectorByPath = new HashMap<>();
+
+    private void addDelete(DeleteFile file) {
+      deletes.put(file.location(), file);
+      if (file.content() == FileContent.EQUALITY_DELETES) {
+        if (table.specs().get(file.specId()).isUnpartitioned()) {
+          globalEquality.add(file);
+        } else {
+          equalityByPartition.computeIfAbsent(file.specId(), file.partition(), ArrayList::new)
+              .add(file);
+        }
+      } else if (ContentFileUtil.isDV(file)) {
+        vectorByPath.put(ContentFileUtil.referencedDataFileLocation(file), file);
+      } else {
+        String path = ContentFileUtil.referencedDataFileLocation(file);
+        if (path != null) {
+          positionByPath.computeIfAbsent(path, p -> new ArrayList<>()).add(file);
+        } else {
+          positionByPartition.computeIfAbsent(file.specId(), file.partition(), ArrayList::new)
+              .add(file);
+        }
+      }
+    }
+
+    /** The delete files that apply to {@code file} in this state, in location order. */
+    List<DeleteFile> deletesFor(DataFile file) {
+      long sequence = file.dataSequenceNumber();
+      List<DeleteFile> applying = new ArrayList<>();
+      for (DeleteFile delete : globalEquality) {
+        addEquality(file, sequence, delete, applying);
+      }
+      List<DeleteFile> partitionEquality =
+          equalityByPartition.get(file.specId(), file.partition());
+      if (partitionEquality != null) {
+        partitionEquality.forEach(delete -> addEquality(file, sequence, delete, applying));
+      }
+      DeleteFile vector = vectorByPath.get(file.location());
+      if (vector != null) {
+        applying.add(vector); // a deletion vector replaces every position delete of its file
+      } else {
+        addPositions(sequence, positionByPartition.get(file.specId(), file.partition()), applying);
+        addPositions(sequence, positionByPath.get(file.location()), applying);
+      }
+      applying.sort(BY_LOCATION);
+      return applying;
+    }
+
+    private void addEquality(DataFile file, long sequence, DeleteFile delete,
+        List<DeleteFile> applying) {
+      if (delete.dataSequenceNumber() > sequence && mayMatch(file, delete)) {
+        applying.add(delete);
+      }
+    }
+
+    private static void addPositions(long sequence, List<DeleteFile> candidates,
+        List<DeleteFile> applying) {
+      if (candidates != null) {
+        for (DeleteFile delete : candidates) {
+          if (delete.dataSequenceNumber() >= sequence) {
+            applying.add(delete);
+          }
+        }
+      }
+    }
+
+    /**
+     * The data files of {@code before} or this state whose applicable deletes may differ between
+     * the two: those in a partition or path where a delete file appeared or went away.
+     */
+    Set<String> deletesMayDiffer(Live before) {
+      Set<String> touchedPaths = new HashSet<>();
+      PartitionSet touchedPartitions = PartitionSet.create(table.specs());
+      boolean global = false;
+      for (Map.Entry<String, DeleteFile> e : symmetricDifference(before.deletes, deletes)) {
+        DeleteFile delete = e.getValue();
+        String path = delete.content() == FileContent.EQUALITY_DELETES
+            ? null : ContentFileUtil.referencedDataFileLocation(delete);
+        if (path != null) {
+          touchedPaths.add(path);
+        } else if (delete.content() == FileContent.EQUALITY_DELETES
+            && table.specs().get(delete.specId()).isUnpartitioned()) {
+          global = true;
+        } else {
+          touchedPartitions.add(delete.specId(), delete.partition());
+        }
+      }
+      Set<String> candidates = new TreeSet<>();
+      for (DataFile file : data.values()) {
+        if (before.data.containsKey(file.location()) && (global
+            || touchedPaths.contains(file.location())
+            || touchedPartitions.contains(file.specId(), file.partition()))) {
+          candidates.add(file.location());
+        }
+      }
+      return candidates;
+    }
+  }
+
+  private static List<Map.Entry<String, DeleteFile>> symmetricDifference(
+      Map<String, DeleteFile> a, Map<String, DeleteFile> b) {
+    List<Map.Entry<String, DeleteFile>> changed = new ArrayList<>();
+    a.entrySet().stream().filter(e -> !b.containsKey(e.getKey())).forEach(changed::add);
+    b.entrySet().stream().filter(e -> !a.containsKey(e.getKey())).forEach(changed::add);
+    return changed;
+  }
+
+  /**
+   * False when the column bounds of the data file and the equality delete file do not overlap on
+   * some equality column, so no row of one can equal a key of the other.
+   */
+  private boolean mayMatch(DataFile file, DeleteFile delete) {
+    Map<Integer, ByteBuffer> dataLower = file.lowerBounds();
+    Map<Integer, ByteBuffer> dataUpper = file.upperBounds();
+    Map<Integer, ByteBuffer> deleteLower = delete.lowerBounds();
+    Map<Integer, ByteBuffer> deleteUpper = delete.upperBounds();
+    if (dataLower == null || dataUpper == null || deleteLower == null || deleteUpper == null) {
+      return true;
+    }
+    Schema schema = table.schema();
+    for (int id : delete.equalityFieldIds()) {
+      Types.NestedField field = schema.findField(id);
+      if (field == null || !field.type().isPrimitiveType()) {
+        continue;
+      }
+      ByteBuffer dl = dataLower.get(id);
+      ByteBuffer du = dataUpper.get(id);
+      ByteBuffer el = deleteLower.get(id);
+      ByteBuffer eu = deleteUpper.get(id);
+      if (mayHoldNull(file, id) && mayHoldNull(delete, id)) {
+        continue; // null equals null for an equality delete, and bounds do not cover nulls
+      }
+      if (dl != null && du != null && el != null && eu != null
+          && !overlap(field.type().asPrimitiveType(), dl, du, el, eu)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static boolean mayHoldNull(ContentFile<?> file, int fieldId) {
+    Map<Integer, Long> nulls = file.nullValueCounts();
+    Long count = nulls == null ? null : nulls.get(fieldId);
+    return count == null || count > 0;
+  }
+
+  private static <T> boolean overlap(Type.PrimitiveType type, ByteBuffer lowerA,
+      ByteBuffer upperA, ByteBuffer lowerB, ByteBuffer upperB) {
+    Comparator<T> compare = Comparators.forType(type);
+    T la = Conversions.fromByteBuffer(type, lowerA);
+    T ua = Conversions.fromByteBuffer(type, upperA);
+    T lb = Conversions.fromByteBuffer(type, lowerB);
+    T ub = Conversions.fromByteBuffer(type, upperB);
+    return compare.compare(la, ub) <= 0 && compare.compare(lb, ua) <= 0;
+  }
+}
