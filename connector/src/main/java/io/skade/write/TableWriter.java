@@ -189,26 +189,32 @@ public final class TableWriter {
    * a {@code RewriteFiles} compaction or a commit the caller assembles.
    */
   public List<DataFile> writeDataFiles(Iterable<Record> rows) {
-    Map<PartitionKey, List<Record>> groups = byPartition(rows, table.schema());
+    PartitionSpec spec = table.spec();
+    Map<PartitionKey, List<Record>> groups = byPartition(rows, table.schema(), spec);
     GenericFileWriterFactory factory = factory(largest(groups)).build();
-    return write(groups, (file, partition) ->
-        factory.newDataWriter(file, table.spec(), partition));
+    return write(spec, groups, (file, partition) ->
+        factory.newDataWriter(file, spec, partition));
   }
 
   private List<DeleteFile> writeEqualityDeletes(List<Record> deletes, Schema keys) {
     int[] fieldIds = keys.columns().stream().mapToInt(Types.NestedField::fieldId).toArray();
-    Map<PartitionKey, List<Record>> groups = byPartition(deletes, keys);
+    PartitionSpec spec = table.spec();
+    Map<PartitionKey, List<Record>> groups = byPartition(deletes, keys, spec);
     GenericFileWriterFactory factory = factory(largest(groups))
         .equalityFieldIds(fieldIds)
         .equalityDeleteRowSchema(keys)
         .build();
-    return write(groups, (file, partition) ->
-        factory.newEqualityDeleteWriter(file, table.spec(), partition));
+    return write(spec, groups, (file, partition) ->
+        factory.newEqualityDeleteWriter(file, spec, partition));
   }
 
-  /** Groups rows of {@code schema} (which holds the partition source fields) by partition. */
-  private Map<PartitionKey, List<Record>> byPartition(Iterable<Record> rows, Schema schema) {
-    PartitionKey partitioner = new PartitionKey(table.spec(), schema);
+  /**
+   * Groups rows of {@code schema} (which holds the source fields of {@code spec}) by their
+   * partition under {@code spec}.
+   */
+  private static Map<PartitionKey, List<Record>> byPartition(
+      Iterable<Record> rows, Schema schema, PartitionSpec spec) {
+    PartitionKey partitioner = new PartitionKey(spec, schema);
     InternalRecordWrapper internal = new InternalRecordWrapper(schema.asStruct());
     Map<PartitionKey, List<Record>> groups = new LinkedHashMap<>();
     for (Record row : rows) {
@@ -222,16 +228,14 @@ public final class TableWriter {
     return groups.values().stream().mapToInt(List::size).max().orElse(1);
   }
 
-  /** One file per partition group. */
-  private <F extends ContentFile<F>> List<F> write(Map<PartitionKey, List<Record>> groups,
+  /** One file per partition group of {@code spec}. */
+  private <F extends ContentFile<F>> List<F> write(PartitionSpec spec,
+      Map<PartitionKey, List<Record>> groups,
       BiFunction<EncryptedOutputFile, StructLike, FileWriter<Record, ?>> writers) {
     List<F> written = new ArrayList<>();
     for (Map.Entry<PartitionKey, List<Record>> group : groups.entrySet()) {
-      StructLike partition = table.spec().isPartitioned() ? group.getKey() : null;
-      EncryptedOutputFile file = partition == null
-          ? files.newOutputFile()
-          : files.newOutputFile(table.spec(), partition);
-      FileWriter<Record, ?> writer = writers.apply(file, partition);
+      StructLike partition = spec.isPartitioned() ? group.getKey() : null;
+      FileWriter<Record, ?> writer = writers.apply(newOutputFile(spec, partition), partition);
       try (writer) {
         group.getValue().forEach(writer::write);
       } catch (IOException e) {
@@ -240,6 +244,11 @@ public final class TableWriter {
       written.addAll(contentFiles(writer.result()));
     }
     return written;
+  }
+
+  /** A new file in {@code partition} of {@code spec}; {@code null} for an unpartitioned spec. */
+  private EncryptedOutputFile newOutputFile(PartitionSpec spec, StructLike partition) {
+    return partition == null ? files.newOutputFile() : files.newOutputFile(spec, partition);
   }
 
   @SuppressWarnings("unchecked")
@@ -260,10 +269,7 @@ public final class TableWriter {
       DataFile dataFile = live.get(path).file();
       PartitionSpec spec = table.specs().get(dataFile.specId());
       StructLike partition = spec.isPartitioned() ? dataFile.partition() : null;
-      EncryptedOutputFile out = partition == null
-          ? files.newOutputFile()
-          : files.newOutputFile(spec, partition);
-      var writer = factory.newPositionDeleteWriter(out, spec, partition);
+      var writer = factory.newPositionDeleteWriter(newOutputFile(spec, partition), spec, partition);
       PositionDelete<Record> delete = PositionDelete.create();
       try (writer) {
         for (long position : new TreeSet<>(positionsByFile.get(path))) {
