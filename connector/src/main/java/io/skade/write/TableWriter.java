@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -54,11 +55,13 @@ import org.apache.iceberg.util.StructLikeMap;
  * Table}, each one commit, written with Iceberg's own file writers (Parquet).
  *
  * <p>Upserts and key deletes are merge-on-read: an equality delete on the table's identifier
- * fields (which then must include every partition source field, so a key never changes
- * partition), plus the new rows, in one {@link RowDelta}. Position deletes are position delete
- * files on format v2 and deletion vectors on v3. Files written here carry the table's field ids;
- * on a table with identifier fields, Parquet bloom filters on those columns are on unless the
- * table sets them itself.
+ * fields, plus the new rows, in one {@link RowDelta}. The deletes are written under every
+ * partition spec that still has live data files (after a partition spec change), since an
+ * equality delete reaches only data files of its own spec; the new rows go under the current
+ * spec. Each of those specs must partition by identifier fields only, so a key never changes
+ * partition. Position deletes are position delete files on format v2 and deletion vectors on v3.
+ * Files written here carry the table's field ids; on a table with identifier fields, Parquet
+ * bloom filters on those columns are on unless the table sets them itself.
  *
  * <p>Not thread-safe: give each writing thread its own writer.
  */
@@ -94,6 +97,7 @@ public final class TableWriter {
    */
   public Snapshot upsert(Iterable<Record> rows) {
     Schema keys = requireKeySchema("upsert");
+    List<PartitionSpec> specs = keyDeleteSpecs("upsert");
     StructLikeMap<Record> latest = StructLikeMap.create(keys.asStruct());
     for (Record row : rows) {
       latest.put(keyOf(row, keys), row);
@@ -101,7 +105,7 @@ public final class TableWriter {
     List<Record> deletes = new ArrayList<>(latest.size());
     latest.values().forEach(row -> deletes.add(project(row, keys)));
     RowDelta delta = table.newRowDelta();
-    writeEqualityDeletes(deletes, keys).forEach(delta::addDeletes);
+    writeEqualityDeletes(deletes, keys, specs).forEach(delta::addDeletes);
     writeDataFiles(latest.values()).forEach(delta::addRows);
     delta.commit();
     return table.currentSnapshot();
@@ -114,12 +118,13 @@ public final class TableWriter {
    */
   public Snapshot deleteKeys(Iterable<Record> keys) {
     Schema keySchema = requireKeySchema("delete by key");
+    List<PartitionSpec> specs = keyDeleteSpecs("delete by key");
     List<Record> deletes = new ArrayList<>();
     for (Record key : keys) {
       deletes.add(project(key, keySchema));
     }
     RowDelta delta = table.newRowDelta();
-    writeEqualityDeletes(deletes, keySchema).forEach(delta::addDeletes);
+    writeEqualityDeletes(deletes, keySchema, specs).forEach(delta::addDeletes);
     delta.commit();
     return table.currentSnapshot();
   }
@@ -189,26 +194,41 @@ public final class TableWriter {
    * a {@code RewriteFiles} compaction or a commit the caller assembles.
    */
   public List<DataFile> writeDataFiles(Iterable<Record> rows) {
-    Map<PartitionKey, List<Record>> groups = byPartition(rows, table.schema());
+    PartitionSpec spec = table.spec();
+    Map<PartitionKey, List<Record>> groups = byPartition(rows, table.schema(), spec);
     GenericFileWriterFactory factory = factory(largest(groups)).build();
-    return write(groups, (file, partition) ->
-        factory.newDataWriter(file, table.spec(), partition));
+    return write(spec, groups, (file, partition) ->
+        factory.newDataWriter(file, spec, partition));
   }
 
-  private List<DeleteFile> writeEqualityDeletes(List<Record> deletes, Schema keys) {
+  /**
+   * Writes the equality deletes of {@code deletes} (records of the key schema) under each of
+   * {@code specs}: one file per partition of each spec, so a key is deleted from the data files
+   * of every spec.
+   */
+  private List<DeleteFile> writeEqualityDeletes(
+      List<Record> deletes, Schema keys, List<PartitionSpec> specs) {
     int[] fieldIds = keys.columns().stream().mapToInt(Types.NestedField::fieldId).toArray();
-    Map<PartitionKey, List<Record>> groups = byPartition(deletes, keys);
-    GenericFileWriterFactory factory = factory(largest(groups))
-        .equalityFieldIds(fieldIds)
-        .equalityDeleteRowSchema(keys)
-        .build();
-    return write(groups, (file, partition) ->
-        factory.newEqualityDeleteWriter(file, table.spec(), partition));
+    List<DeleteFile> written = new ArrayList<>();
+    for (PartitionSpec spec : specs) {
+      Map<PartitionKey, List<Record>> groups = byPartition(deletes, keys, spec);
+      GenericFileWriterFactory factory = factory(largest(groups))
+          .equalityFieldIds(fieldIds)
+          .equalityDeleteRowSchema(keys)
+          .build();
+      written.addAll(write(spec, groups, (file, partition) ->
+          factory.newEqualityDeleteWriter(file, spec, partition)));
+    }
+    return written;
   }
 
-  /** Groups rows of {@code schema} (which holds the partition source fields) by partition. */
-  private Map<PartitionKey, List<Record>> byPartition(Iterable<Record> rows, Schema schema) {
-    PartitionKey partitioner = new PartitionKey(table.spec(), schema);
+  /**
+   * Groups rows of {@code schema} (which holds the source fields of {@code spec}) by their
+   * partition under {@code spec}.
+   */
+  private static Map<PartitionKey, List<Record>> byPartition(
+      Iterable<Record> rows, Schema schema, PartitionSpec spec) {
+    PartitionKey partitioner = new PartitionKey(spec, schema);
     InternalRecordWrapper internal = new InternalRecordWrapper(schema.asStruct());
     Map<PartitionKey, List<Record>> groups = new LinkedHashMap<>();
     for (Record row : rows) {
@@ -222,16 +242,14 @@ public final class TableWriter {
     return groups.values().stream().mapToInt(List::size).max().orElse(1);
   }
 
-  /** One file per partition group. */
-  private <F extends ContentFile<F>> List<F> write(Map<PartitionKey, List<Record>> groups,
+  /** One file per partition group of {@code spec}. */
+  private <F extends ContentFile<F>> List<F> write(PartitionSpec spec,
+      Map<PartitionKey, List<Record>> groups,
       BiFunction<EncryptedOutputFile, StructLike, FileWriter<Record, ?>> writers) {
     List<F> written = new ArrayList<>();
     for (Map.Entry<PartitionKey, List<Record>> group : groups.entrySet()) {
-      StructLike partition = table.spec().isPartitioned() ? group.getKey() : null;
-      EncryptedOutputFile file = partition == null
-          ? files.newOutputFile()
-          : files.newOutputFile(table.spec(), partition);
-      FileWriter<Record, ?> writer = writers.apply(file, partition);
+      StructLike partition = spec.isPartitioned() ? group.getKey() : null;
+      FileWriter<Record, ?> writer = writers.apply(newOutputFile(spec, partition), partition);
       try (writer) {
         group.getValue().forEach(writer::write);
       } catch (IOException e) {
@@ -240,6 +258,11 @@ public final class TableWriter {
       written.addAll(contentFiles(writer.result()));
     }
     return written;
+  }
+
+  /** A new file in {@code partition} of {@code spec}; {@code null} for an unpartitioned spec. */
+  private EncryptedOutputFile newOutputFile(PartitionSpec spec, StructLike partition) {
+    return partition == null ? files.newOutputFile() : files.newOutputFile(spec, partition);
   }
 
   @SuppressWarnings("unchecked")
@@ -260,10 +283,7 @@ public final class TableWriter {
       DataFile dataFile = live.get(path).file();
       PartitionSpec spec = table.specs().get(dataFile.specId());
       StructLike partition = spec.isPartitioned() ? dataFile.partition() : null;
-      EncryptedOutputFile out = partition == null
-          ? files.newOutputFile()
-          : files.newOutputFile(spec, partition);
-      var writer = factory.newPositionDeleteWriter(out, spec, partition);
+      var writer = factory.newPositionDeleteWriter(newOutputFile(spec, partition), spec, partition);
       PositionDelete<Record> delete = PositionDelete.create();
       try (writer) {
         for (long position : new TreeSet<>(positionsByFile.get(path))) {
@@ -354,29 +374,60 @@ public final class TableWriter {
           + ": it has no identifier fields (primary key); set them with"
           + " table.updateSchema().setIdentifierFields(...), or use append and deletePositions");
     }
-    // Equality deletes reach only data files of the spec they are written with; the manifest
-    // list tells, without reading manifests, whether live data files of another spec remain.
+    return schema.select(schema.identifierFieldNames());
+  }
+
+  /**
+   * The partition specs a key's equality delete must be written under: the current spec (first)
+   * and every other spec that still has live data files, since an equality delete of a spec
+   * reaches only data files of that spec (one of an unpartitioned spec reaches all of them).
+   * Each must partition by identifier fields only, so that a key's delete can be placed in the
+   * one partition of that spec where the key's rows are.
+   */
+  private List<PartitionSpec> keyDeleteSpecs(String operation) {
+    Set<Integer> specIds = new LinkedHashSet<>();
+    specIds.add(table.spec().specId());
     Snapshot current = table.currentSnapshot();
     if (current != null) {
+      // The manifest list tells, without reading manifests, which specs have live data files.
       for (ManifestFile manifest : current.dataManifests(table.io())) {
-        if (manifest.partitionSpecId() != table.spec().specId()
-            && (manifest.hasAddedFiles() || manifest.hasExistingFiles())) {
-          throw new UnsupportedOperationException("cannot " + operation + " on table "
-              + table.name() + ": it still has data files of an earlier partition spec (id "
-              + manifest.partitionSpecId() + "), which equality deletes written under the"
-              + " current spec would not reach; rewrite those files into the current spec first");
+        if (manifest.hasAddedFiles() || manifest.hasExistingFiles()) {
+          specIds.add(manifest.partitionSpecId());
         }
       }
     }
-    for (PartitionField field : table.spec().fields()) {
-      if (!ids.contains(field.sourceId())) {
-        throw new IllegalArgumentException("cannot " + operation + " on table " + table.name()
-            + ": it is partitioned by " + schema.findColumnName(field.sourceId())
-            + ", which is not an identifier field, so a key could change partition; partition"
-            + " by identifier fields only (identity or bucket)");
-      }
+    List<PartitionSpec> specs = new ArrayList<>();
+    for (int specId : specIds) {
+      PartitionSpec spec = table.specs().get(specId);
+      requirePartitionedByKey(spec, operation);
+      specs.add(spec);
     }
-    return schema.select(schema.identifierFieldNames());
+    return specs;
+  }
+
+  private void requirePartitionedByKey(PartitionSpec spec, String operation) {
+    Schema schema = table.schema();
+    for (PartitionField field : spec.fields()) {
+      if (schema.identifierFieldIds().contains(field.sourceId())) {
+        continue;
+      }
+      String column = schema.findColumnName(field.sourceId());
+      if (column == null) {
+        column = "a dropped column (field id " + field.sourceId() + ")";
+      }
+      if (spec.specId() == table.spec().specId()) {
+        throw new IllegalArgumentException("cannot " + operation + " on table " + table.name()
+            + ": it is partitioned by " + column + ", which is not an identifier field, so a key"
+            + " could change partition; partition by identifier fields only (identity or"
+            + " bucket)");
+      }
+      throw new UnsupportedOperationException("cannot " + operation + " on table "
+          + table.name() + ": it still has data files of partition spec " + spec.specId()
+          + ", which is partitioned by " + column + ", not an identifier field, so a key's"
+          + " equality delete cannot be placed in that spec's partitions; rewrite those files"
+          + " into the current spec (id " + table.spec().specId() + ") first, e.g. a"
+          + " table.newRewrite() of their rows written with writeDataFiles");
+    }
   }
 
   /** The identifier-field values of {@code row}, as a key of the key schema's struct type. */

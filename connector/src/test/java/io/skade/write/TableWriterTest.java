@@ -9,6 +9,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
+import java.util.function.UnaryOperator;
 import java.util.Comparator;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DeleteFile;
@@ -19,6 +21,7 @@ import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.UpdatePartitionSpec;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
@@ -41,6 +44,12 @@ class TableWriterTest {
           Types.NestedField.optional(2, "name", Types.StringType.get()),
           Types.NestedField.optional(3, "region", Types.StringType.get())),
       Set.of(1));
+  /** Keyed by (id, region), so a table may be partitioned by region. */
+  private static final Schema REGION_KEY_SCHEMA = new Schema(
+      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
+          Types.NestedField.optional(2, "name", Types.StringType.get()),
+          Types.NestedField.required(3, "region", Types.StringType.get())),
+      Set.of(1, 3));
   private static final Schema LOG_SCHEMA = new Schema(
       Types.NestedField.required(1, "id", Types.LongType.get()),
       Types.NestedField.optional(2, "name", Types.StringType.get()),
@@ -168,13 +177,90 @@ class TableWriterTest {
   }
 
   @Test
-  void keyedWritesAreRefusedOnceThePartitioningChanged() {
+  void keyedWritesReachRowsOfAnEarlierUnpartitionedSpec() throws IOException {
     Table table = create("evolving", SCHEMA, PartitionSpec.unpartitioned(), 2);
-    new TableWriter(table).append(List.of(row(1, "a", "eu")));
-    table.updateSpec().addField(Expressions.bucket("id", 4)).commit();
-    assertThatThrownBy(() -> new TableWriter(table).upsert(List.of(row(1, "b", "eu"))))
+    keyedWritesAcrossASpecChange(table, spec -> spec.addField(Expressions.bucket("id", 8)));
+  }
+
+  @Test
+  void keyedWritesReachRowsOfAnEarlierBucketSpec() throws IOException {
+    Table table = create("evolving", SCHEMA,
+        PartitionSpec.builderFor(SCHEMA).bucket("id", 4).build(), 2);
+    keyedWritesAcrossASpecChange(table, spec -> spec.removeField("id_bucket")
+        .addField("id_bucket_8", Expressions.bucket("id", 8)));
+  }
+
+  @Test
+  void keyedWritesReachRowsOfAnEarlierIdentitySpecOnAKeyColumn() throws IOException {
+    Table table = create("evolving", REGION_KEY_SCHEMA,
+        PartitionSpec.builderFor(REGION_KEY_SCHEMA).identity("region").build(), 3);
+    keyedWritesAcrossASpecChange(table, spec -> spec.removeField("region")
+        .addField(Expressions.bucket("id", 8)));
+  }
+
+  /**
+   * Rows written under the table's spec, the spec changed by {@code evolve}, rows written under
+   * the new one; then upserts and key deletes of keys living in files of either spec.
+   */
+  private static void keyedWritesAcrossASpecChange(Table table,
+      UnaryOperator<UpdatePartitionSpec> evolve) throws IOException {
+    Schema schema = table.schema();
+    TableWriter writer = new TableWriter(table);
+    writer.append(keyed(schema, "v1", 1, 2, 3, 4, 5, 6));
+    writer.upsert(keyed(schema, "v2", 2));
+    int oldSpec = table.spec().specId();
+    evolve.apply(table.updateSpec()).commit();
+    int newSpec = table.spec().specId();
+    writer.append(keyed(schema, "v1", 7, 8, 9));
+
+    Snapshot before = table.currentSnapshot();
+    List<Record> upserts = new ArrayList<>(keyed(schema, "v2", 7));
+    upserts.addAll(keyed(schema, "v3", 1, 2, 7, 10));
+    Snapshot upsert = writer.upsert(upserts);
+
+    assertThat(read(table)).containsExactly("1|v3|us", "2|v3|eu", "3|v1|us", "4|v1|eu",
+        "5|v1|us", "6|v1|eu", "7|v3|us", "8|v1|eu", "9|v1|us", "10|v3|eu");
+    // One commit: the deletes under both specs and the new rows (under the new spec) together.
+    assertThat(table.currentSnapshot().snapshotId()).isEqualTo(upsert.snapshotId());
+    assertThat(upsert.parentId()).isEqualTo(before.snapshotId());
+    Set<Integer> deleteSpecs = new TreeSet<>();
+    upsert.addedDeleteFiles(table.io()).forEach(delete -> deleteSpecs.add(delete.specId()));
+    assertThat(deleteSpecs).containsExactlyInAnyOrder(oldSpec, newSpec);
+    Set<Integer> rowSpecs = new TreeSet<>();
+    upsert.addedDataFiles(table.io()).forEach(data -> rowSpecs.add(data.specId()));
+    assertThat(rowSpecs).containsExactly(newSpec);
+
+    // 3 lives in a file of the old spec, 8 in one of the new, 1 was upserted into the new.
+    writer.deleteKeys(keyed(schema, null, 3, 8, 1));
+    assertThat(read(table)).containsExactly("2|v3|eu", "4|v1|eu", "5|v1|us", "6|v1|eu",
+        "7|v3|us", "9|v1|us", "10|v3|eu");
+  }
+
+  @Test
+  void keyedWritesAreRefusedWhileAnEarlierSpecPartitionsByANonKeyColumn() throws IOException {
+    Table table = create("evolving", SCHEMA,
+        PartitionSpec.builderFor(SCHEMA).identity("region").build(), 2);
+    TableWriter writer = new TableWriter(table);
+    writer.append(keyed(SCHEMA, "v1", 1, 2, 3));
+    table.updateSpec().removeField("region").addField(Expressions.bucket("id", 4)).commit();
+    long snapshot = table.currentSnapshot().snapshotId();
+
+    assertThatThrownBy(() -> writer.upsert(keyed(SCHEMA, "v2", 1)))
         .isInstanceOf(UnsupportedOperationException.class)
-        .hasMessageContaining("partition spec");
+        .hasMessageContaining("db.evolving").hasMessageContaining("partition spec 0")
+        .hasMessageContaining("partitioned by region")
+        .hasMessageContaining("rewrite those files into the current spec");
+    assertThatThrownBy(() -> writer.deleteKeys(keyed(SCHEMA, null, 1)))
+        .isInstanceOf(UnsupportedOperationException.class)
+        .hasMessageContaining("partition spec 0");
+    table.refresh();
+    assertThat(table.currentSnapshot().snapshotId()).isEqualTo(snapshot);
+    assertThat(read(table)).containsExactly("1|v1|us", "2|v1|eu", "3|v1|us");
+
+    // Once those files are rewritten into the current spec, the old spec no longer counts.
+    writer.overwrite(Expressions.alwaysTrue(), keyed(SCHEMA, "v1", 1, 2, 3));
+    writer.upsert(keyed(SCHEMA, "v2", 1));
+    assertThat(read(table)).containsExactly("1|v2|us", "2|v1|eu", "3|v1|us");
   }
 
   @Test
@@ -195,6 +281,15 @@ class TableWriterTest {
         .withPartitionSpec(spec)
         .withProperty("format-version", String.valueOf(formatVersion))
         .create();
+  }
+
+  /** Rows of {@code schema} with these ids, all named {@code name}; even ids are in "eu". */
+  private static List<Record> keyed(Schema schema, String name, long... ids) {
+    List<Record> rows = new ArrayList<>();
+    for (long id : ids) {
+      rows.add(row(schema, id, name, id % 2 == 0 ? "eu" : "us"));
+    }
+    return rows;
   }
 
   private static Record row(long id, String name, String region) {
