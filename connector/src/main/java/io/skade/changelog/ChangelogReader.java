@@ -10,12 +10,15 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Deque;
+import java.util.EnumSet;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
+import java.util.Set;
 import java.util.TreeSet;
 import java.util.function.Function;
 import java.util.function.Predicate;
@@ -24,6 +27,7 @@ import org.apache.iceberg.BaseFileScanTask;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DataOperations;
 import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileContent;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.MetadataColumns;
@@ -42,12 +46,14 @@ import org.apache.iceberg.data.parquet.GenericParquetReaders;
 import org.apache.iceberg.deletes.PositionDeleteIndex;
 import org.apache.iceberg.exceptions.NotFoundException;
 import org.apache.iceberg.expressions.Evaluator;
+import org.apache.iceberg.expressions.Expression;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.expressions.ResidualEvaluator;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.io.CloseableIterator;
 import org.apache.iceberg.mapping.NameMappingParser;
 import org.apache.iceberg.parquet.Parquet;
+import org.apache.iceberg.types.Type;
 import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.PartitionUtil;
@@ -76,6 +82,10 @@ import org.slf4j.LoggerFactory;
  */
 public final class ChangelogReader {
   private static final Logger LOG = LoggerFactory.getLogger(ChangelogReader.class);
+  /** Beyond this many newly deleted keys, most row groups hold one: pruning would not pay. */
+  private static final long PRUNE_UP_TO_KEYS = 10_000;
+  private static final Set<Type.TypeID> PRUNABLE =
+      EnumSet.of(Type.TypeID.INTEGER, Type.TypeID.LONG, Type.TypeID.STRING);
   private final Table table;
   private final ChangelogOptions options;
   private final Schema schema;
@@ -91,6 +101,9 @@ public final class ChangelogReader {
   private final GenericRecord template;
   private final String schemaJson;
   private final Map<Integer, String> specJson = new HashMap<>();
+  /** Per equality delete file, its keys as a pruning expression (null: not prunable). */
+  private final Map<String, Expression> deletedKeys = new HashMap<>();
+  private long rowsScanned;
 
   public ChangelogReader(Table table, ChangelogOptions options) {
     this.table = table;
@@ -122,6 +135,14 @@ public final class ChangelogReader {
       }
     }
     this.projected = options.columns() == null ? schema : schema.select(options.columns());
+  }
+
+  /**
+   * Rows decoded from data files by this reader so far: what manifest bounds and bloom filters
+   * spared shows as rows not scanned.
+   */
+  public long rowsScanned() {
+    return rowsScanned;
   }
 
   /** Whether the table has identifier fields, which decides how changes pair up. */
@@ -524,7 +545,8 @@ public final class ChangelogReader {
       PositionDeleteIndex positionsBefore = before.deletedRowPositions();
       PositionDeleteIndex positionsAfter = later.deletedRowPositions();
       TableRows toTable = new TableRows(required);
-      try (CloseableIterable<Record> records = open(task(file, now), required)) {
+      Expression mayChange = onlyNewKeysDeleted(old, now);
+      try (CloseableIterable<Record> records = open(task(file, now), required, mayChange)) {
         for (Record record : records) {
           long position = (Long) record.getField(MetadataColumns.ROW_POSITION.name());
           boolean liveBefore = (positionsBefore == null || !positionsBefore.isDeleted(position))
@@ -620,6 +642,14 @@ public final class ChangelogReader {
    * (imported ones) are read by the table's name mapping.
    */
   private CloseableIterable<Record> open(FileScanTask task, Schema required) {
+    return open(task, required, Expressions.alwaysTrue());
+  }
+
+  /**
+   * As {@link #open(FileScanTask, Schema)}, skipping the row groups whose statistics, dictionaries
+   * or bloom filters prove no row matches {@code rowGroups} (rows are not filtered).
+   */
+  private CloseableIterable<Record> open(FileScanTask task, Schema required, Expression rowGroups) {
     if (task.file().format() != FileFormat.PARQUET) {
       throw new UnsupportedOperationException("table " + table.name() + ": data file "
           + task.file().location() + " is " + task.file().format() + "; skade's changelog reads"
@@ -629,10 +659,81 @@ public final class ChangelogReader {
         PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant);
     Parquet.ReadBuilder read = Parquet.read(table.io().newInputFile(task.file().location()))
         .project(required)
+        .filter(rowGroups)
         .createReaderFunc(fileSchema ->
             GenericParquetReaders.buildReader(required, fileSchema, constants));
     String mapping = table.properties().get(TableProperties.DEFAULT_NAME_MAPPING);
-    return mapping == null ? read.build() : read.withNameMapping(NameMappingParser.fromJson(mapping)).build();
+    if (mapping != null) {
+      read.withNameMapping(NameMappingParser.fromJson(mapping));
+    }
+    return CloseableIterable.transform(read.<Record>build(), record -> {
+      rowsScanned++;
+      return record;
+    });
+  }
+
+  /**
+   * Rows a file whose deletes changed can change in, as an expression for row-group pruning:
+   * when the only difference is equality deletes added, of at most {@link #PRUNE_UP_TO_KEYS}
+   * keys of integer or string columns, a row that changes holds one of those keys. Otherwise
+   * (position deletes changed, deletes removed, or many keys, which most row groups hold anyway)
+   * every row group is read.
+   */
+  private Expression onlyNewKeysDeleted(List<DeleteFile> old, List<DeleteFile> now) {
+    Set<String> before = new HashSet<>(locations(old));
+    List<DeleteFile> added = now.stream().filter(d -> !before.contains(d.location())).toList();
+    if (!locations(now).containsAll(before)
+        || added.stream().anyMatch(d -> d.content() != FileContent.EQUALITY_DELETES)) {
+      return Expressions.alwaysTrue();
+    }
+    long keys = added.stream().mapToLong(DeleteFile::recordCount).sum();
+    if (keys > PRUNE_UP_TO_KEYS) {
+      return Expressions.alwaysTrue();
+    }
+    Expression any = Expressions.alwaysFalse();
+    for (DeleteFile delete : added) {
+      Expression keysOf = deletedKeys.computeIfAbsent(delete.location(), l -> keysOf(delete));
+      if (keysOf == null) {
+        return Expressions.alwaysTrue();
+      }
+      any = Expressions.or(any, keysOf);
+    }
+    return any;
+  }
+
+  /** The keys an equality delete file deletes, as an expression; null if not prunable. */
+  private Expression keysOf(DeleteFile delete) {
+    List<Types.NestedField> fields = new ArrayList<>();
+    for (int id : delete.equalityFieldIds()) {
+      Types.NestedField field = schema.findField(id);
+      if (field == null || !PRUNABLE.contains(field.type().typeId())) {
+        return null;
+      }
+      fields.add(field);
+    }
+    Schema keySchema = new Schema(fields);
+    List<Record> keys = new ArrayList<>();
+    try (CloseableIterable<Record> rows = Parquet.read(table.io().newInputFile(delete.location()))
+        .project(keySchema)
+        .createReaderFunc(fileSchema -> GenericParquetReaders.buildReader(keySchema, fileSchema))
+        .<Record>build()) {
+      rows.forEach(keys::add);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read delete file " + delete.location(), e);
+    }
+    if (fields.size() == 1) {
+      String name = fields.get(0).name();
+      return Expressions.in(name, keys.stream().map(key -> key.getField(name)).toList());
+    }
+    Expression any = Expressions.alwaysFalse();
+    for (Record key : keys) {
+      Expression all = Expressions.alwaysTrue();
+      for (Types.NestedField field : fields) {
+        all = Expressions.and(all, Expressions.equal(field.name(), key.getField(field.name())));
+      }
+      any = Expressions.or(any, all);
+    }
+    return any;
   }
 
   /**

@@ -6,6 +6,7 @@ import io.skade.TestCatalog;
 import io.skade.changelog.ChangelogOptions.BeforeImage;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.write.TableWriter;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -21,6 +22,7 @@ import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.io.CloseableIterator;
 import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -102,6 +104,28 @@ class ChangelogReaderTest {
       assertThat(batch.sameKey(before, before + 1)).isTrue();
       assertThat(batch.rowData(before + 1).getString(2).toString()).isEqualTo("Tromsø");
     }
+  }
+
+  @Test
+  void aWindowStreamsAsBoundedBatchesThatKeepUpdatePairsTogether() throws Exception {
+    ChangelogReader reader = new ChangelogReader(table, ChangelogOptions.defaults());
+    List<String> streamed = new ArrayList<>();
+    List<Integer> sizes = new ArrayList<>();
+    try (BufferAllocator allocator = new RootAllocator();
+        CloseableIterator<ChangelogBatch> batches = reader.readBatches(start, end, allocator, 1)) {
+      while (batches.hasNext()) {
+        try (ChangelogBatch batch = batches.next()) {
+          sizes.add(batch.rowCount());
+          for (int i = 0; i < batch.rowCount(); i++) {
+            streamed.add(batch.changeType(i).symbol() + " " + batch.rowData(i).getLong(0));
+          }
+        }
+      }
+    }
+    assertThat(streamed).containsExactlyElementsOf(read(ChangelogOptions.defaults()).stream()
+        .map(change -> change.type().symbol() + " " + change.row().getField("id")).toList());
+    // One change per batch, except an update pair, which is never split.
+    assertThat(sizes).containsExactlyInAnyOrder(2, 2, 1, 1);
   }
 
   private List<ChangeRow> read(ChangelogOptions options) {
