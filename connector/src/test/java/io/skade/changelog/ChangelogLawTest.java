@@ -239,6 +239,7 @@ class ChangelogLawTest {
 
     void build(int snapshots) throws IOException {
       int addColumnAt = 5 + random.nextInt(20); // every history adds a column somewhere
+      int newSpecAt = 5 + random.nextInt(20); // and changes its partitioning
       for (int i = 0; i < snapshots; i++) {
         table.refresh();
         int op = random.nextInt(100);
@@ -246,6 +247,9 @@ class ChangelogLawTest {
           table.updateSchema().addColumn("extra", Types.StringType.get()).commit();
           extraColumn = true;
           writer.append(newRows(2)); // the schema change itself is a metadata-only commit
+        } else if (i == newSpecAt) {
+          repartition();
+          writer.append(newRows(2));
         } else if (i == 0 || table.currentSnapshot() == null || op < 25) {
           writer.append(newRows(1 + random.nextInt(6)));
         } else if (op < 45 && primaryKey) {
@@ -263,6 +267,23 @@ class ChangelogLawTest {
         } else {
           writer.append(newRows(1 + random.nextInt(4)));
         }
+      }
+    }
+
+    /**
+     * A new partition spec; older files keep theirs. Key tables move to another bucketing of the
+     * key (keyed writes then reach both specs), log tables add a bucket of the id to the region.
+     */
+    private void repartition() {
+      if (primaryKey) {
+        var update = table.updateSpec();
+        if (table.spec().isPartitioned()) {
+          update.removeField("id_bucket");
+        }
+        update.addField("id_bucket_5", Expressions.bucket("id", 5)).commit();
+      } else {
+        // Region stays a partition field: the history's overwrites replace whole regions.
+        table.updateSpec().addField(Expressions.bucket("id", 2)).commit();
       }
     }
 
