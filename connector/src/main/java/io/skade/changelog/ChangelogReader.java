@@ -68,17 +68,17 @@ import org.slf4j.LoggerFactory;
  * the emitted changes in order to the table's rows at {@code from} yields exactly its rows at
  * {@code to}, honouring data sequence numbers.
  *
- * <p>How: a row is identified by its data file and position. Iceberg's own scan planning at a
- * snapshot gives each live data file with the delete files that apply to it there (equality
- * deletes by partition, sequence number and column bounds; position deletes and deletion
- * vectors by path). Between two states, only data files that appeared, disappeared or whose
- * applicable deletes changed can hold a change; each is read with the deletes of both states and
- * the live positions are compared: positions live only before are deleted rows (with their full
- * old row), positions live only after are inserted rows. Identical rows deleted and inserted in
- * one step (a file rewritten) cancel. On a primary-key table a delete and an insert of one key
- * are the update pair {@code UPDATE_BEFORE}/{@code UPDATE_AFTER}. Per-snapshot mode does this for
- * every snapshot of the window in commit order ({@code replace} snapshots change nothing);
- * collapsed mode does it once, between {@code from} and {@code to}.
+ * <p>How: a row is identified by its data file and position. {@link WindowFiles} gives, at each
+ * snapshot of the window, every live data file with the delete files that apply to it there, by
+ * Iceberg's planning rules, from manifests read once per window. Between two states, only data
+ * files that appeared, disappeared or whose applicable deletes changed can hold a change; each
+ * is read once and its rows tested against the deletes of both states: rows live only before
+ * leave (with their full old row), rows live only after arrive. An arriving row identical to a
+ * leaving one (a file rewritten) cancels it; on a primary-key table one sharing a leaving row's
+ * key pairs with it as {@code UPDATE_BEFORE}/{@code UPDATE_AFTER}. Per-snapshot mode does this
+ * for every snapshot of the window in commit order ({@code replace} snapshots change nothing);
+ * collapsed mode does it once, between {@code from} and {@code to}. Arriving rows are streamed,
+ * never held.
  */
 public final class ChangelogReader {
   private static final Logger LOG = LoggerFactory.getLogger(ChangelogReader.class);
