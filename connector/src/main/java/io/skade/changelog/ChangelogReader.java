@@ -96,6 +96,8 @@ public final class ChangelogReader {
   private final Evaluator filter;
   private final InternalRecordWrapper internal;
   private final Schema projected;
+  /** A batch's identity keys: the identifier fields, or all columns when projected away. */
+  private final List<String> batchKeys;
   /** The key columns and the row position: what a key-only read of a changed file needs. */
   private final Schema keyReadSchema;
   private final GenericRecord template;
@@ -135,6 +137,8 @@ public final class ChangelogReader {
       }
     }
     this.projected = options.columns() == null ? schema : schema.select(options.columns());
+    this.batchKeys = keyColumns.stream().allMatch(k -> projected.findField(k) != null)
+        ? keyColumns : List.of();
   }
 
   /**
@@ -199,7 +203,6 @@ public final class ChangelogReader {
           + maxRows + " rows per batch");
     }
     CloseableIterator<ChangeRow> changes = changes(fromExclusive, toInclusive);
-        List<String> keys = batchKeys(projected);
     return new CloseableIterator<>() {
       @Override
       public boolean hasNext() {
@@ -213,7 +216,7 @@ public final class ChangelogReader {
             || rows.get(rows.size() - 1).type() == ChangeType.UPDATE_BEFORE)) {
           rows.add(changes.next());
         }
-        return ChangelogBatch.of(projected, keys, rows, allocator);
+        return ChangelogBatch.of(projected, batchKeys, rows, allocator);
       }
 
       @Override
@@ -229,13 +232,7 @@ public final class ChangelogReader {
    * projected away, all columns). The caller closes it.
    */
   public ChangelogBatch readBatch(Long fromExclusive, long toInclusive, BufferAllocator allocator) {
-        return ChangelogBatch.of(projected, batchKeys(projected), read(fromExclusive, toInclusive),
-        allocator);
-  }
-
-  private List<String> batchKeys(Schema projected) {
-    return keyColumns.stream().allMatch(k -> projected.findField(k) != null)
-        ? keyColumns : List.of();
+    return ChangelogBatch.of(projected, batchKeys, read(fromExclusive, toInclusive), allocator);
   }
 
   private boolean reloads(MissingHistoryException e, long toInclusive) {
@@ -343,6 +340,7 @@ public final class ChangelogReader {
     private final WindowFiles files;
     private final Iterator<Snapshot> snapshots;
     private final ArrayDeque<ChangeRow> ready = new ArrayDeque<>();
+    private final DeleteCache deleteCache = new DeleteCache(table.io());
     private WindowFiles.Live before;
     private Step step;
     private long current;
@@ -379,7 +377,7 @@ public final class ChangelogReader {
         WindowFiles.Live after = files.at(snapshot);
         if (options.mode() == Mode.COLLAPSED
             || !DataOperations.REPLACE.equals(snapshot.operation())) {
-          step = new Step(before, after, snapshot.snapshotId());
+          step = new Step(before, after, snapshot.snapshotId(), deleteCache);
         }
         before = after;
       }
@@ -415,6 +413,7 @@ public final class ChangelogReader {
    */
   private final class Step {
     private final long snapshotId;
+    private final DeleteCache deleteCache;
     private final Map<List<Object>, Deque<Removed>> removed = new LinkedHashMap<>();
     private final ArrayDeque<Record> revived = new ArrayDeque<>();
     private final Iterator<DataFile> added;
@@ -422,8 +421,10 @@ public final class ChangelogReader {
     private CloseableIterable<Record> reading;
     private Iterator<Record> rows = Collections.emptyIterator();
 
-    Step(WindowFiles.Live before, WindowFiles.Live after, long snapshotId) {
+    Step(WindowFiles.Live before, WindowFiles.Live after, long snapshotId,
+        DeleteCache deleteCache) {
       this.snapshotId = snapshotId;
+      this.deleteCache = deleteCache;
       this.after = after;
       for (DataFile file : before.data.values()) {
         if (!after.data.containsKey(file.location())) {
@@ -520,10 +521,8 @@ public final class ChangelogReader {
       boolean keysOnly = options.beforeImage() == BeforeImage.KEY_ONLY
           && kind == TableKind.PRIMARY_KEY && locations(now).containsAll(locations(old));
       Schema requested = keysOnly ? keyReadSchema : readSchema;
-      GenericDeleteFilter before = new GenericDeleteFilter(table.io(), task(file, old), schema,
-          requested);
-      GenericDeleteFilter later = new GenericDeleteFilter(table.io(), task(file, now), schema,
-          requested);
+      GenericDeleteFilter before = deleteCache.filter(task(file, old), schema, requested);
+      GenericDeleteFilter later = deleteCache.filter(task(file, now), schema, requested);
       Schema required = before.requiredSchema();
       if (!required.sameSchema(later.requiredSchema())) {
         Map<Long, Record> oldRows = positions(task(file, old), requested);
@@ -566,7 +565,7 @@ public final class ChangelogReader {
 
     /** A file's live rows under some deletes, by position. */
     private Map<Long, Record> positions(FileScanTask task, Schema requested) {
-      GenericDeleteFilter deletes = new GenericDeleteFilter(table.io(), task, schema, requested);
+      GenericDeleteFilter deletes = deleteCache.filter(task, schema, requested);
       Schema required = deletes.requiredSchema();
       TableRows toTable = new TableRows(required);
       Map<Long, Record> live = new LinkedHashMap<>();
@@ -585,7 +584,7 @@ public final class ChangelogReader {
     private CloseableIterable<Record> liveRows(WindowFiles.Live state, DataFile file,
         Schema requested) {
       FileScanTask task = task(file, state.deletesFor(file));
-      GenericDeleteFilter deletes = new GenericDeleteFilter(table.io(), task, schema, requested);
+      GenericDeleteFilter deletes = deleteCache.filter(task, schema, requested);
       Schema required = deletes.requiredSchema();
       return CloseableIterable.transform(deletes.filter(open(task, required)),
           new TableRows(required));
