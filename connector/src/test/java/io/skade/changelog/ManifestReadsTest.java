@@ -1,0 +1,97 @@
+package io.skade.changelog;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.skade.catalog.SkadeCatalog;
+import io.skade.write.TableWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.stream.Collectors;
+import org.apache.iceberg.ManifestFile;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.hadoop.HadoopFileIO;
+import org.apache.iceberg.io.InputFile;
+import org.apache.iceberg.types.Types;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** A window reads each of its manifests once, however many snapshots it spans. */
+class ManifestReadsTest {
+  private static final Schema SCHEMA = new Schema(
+      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
+          Types.NestedField.optional(2, "name", Types.StringType.get())),
+      Set.of(1));
+  private static final int SNAPSHOTS = 12;
+
+  /** The real Hadoop file IO, counting the manifests it opens (by path). */
+  public static final class CountingFileIO extends HadoopFileIO {
+    static final Map<String, Integer> MANIFEST_OPENS = new ConcurrentHashMap<>();
+
+    @Override
+    public InputFile newInputFile(String path) {
+      count(path);
+      return super.newInputFile(path);
+    }
+
+    @Override
+    public InputFile newInputFile(String path, long length) {
+      count(path);
+      return super.newInputFile(path, length);
+    }
+
+    private static void count(String path) {
+      String name = path.substring(path.lastIndexOf('/') + 1);
+      if (name.endsWith(".avro") && !name.startsWith("snap-")) { // not manifest lists
+        MANIFEST_OPENS.merge(path, 1, Integer::sum);
+      }
+    }
+  }
+
+  @TempDir Path warehouse;
+
+  @Test
+  void aPerSnapshotWindowReadsEachManifestOnce() throws Exception {
+    try (SkadeCatalog catalog = new SkadeCatalog()) {
+      catalog.initialize("counting", Map.of("warehouse", warehouse.toString(),
+          "io-impl", CountingFileIO.class.getName()));
+      catalog.createNamespace(Namespace.of("db"));
+      Table table = catalog.createTable(TableIdentifier.of("db", "t"), SCHEMA);
+      TableWriter writer = new TableWriter(table);
+      for (int s = 0; s < SNAPSHOTS; s++) {
+        writer.append(List.of(row(2 * s, "a"), row(2 * s + 1, "b")));
+        if (s % 3 == 2) {
+          writer.upsert(List.of(row(s, "upserted")));
+        }
+      }
+      Set<String> manifests = table.currentSnapshot().allManifests(table.io()).stream()
+          .map(ManifestFile::path).collect(Collectors.toSet());
+
+      CountingFileIO.MANIFEST_OPENS.clear();
+      List<ChangeRow> changes = new ChangelogReader(table, ChangelogOptions.defaults())
+          .read(null, table.currentSnapshot().snapshotId());
+
+      assertThat(changes).hasSize(2 * SNAPSHOTS + 2 * (SNAPSHOTS / 3));
+      // Every manifest of the window once; planning each of the 16 snapshots would open the
+      // older ones again and again.
+      assertThat(CountingFileIO.MANIFEST_OPENS.keySet()).containsExactlyInAnyOrderElementsOf(manifests);
+      assertThat(new ArrayList<>(CountingFileIO.MANIFEST_OPENS.values())).containsOnly(1);
+    }
+  }
+
+  private static Record row(long id, String name) {
+    GenericRecord record = GenericRecord.create(SCHEMA);
+    record.setField("id", id);
+    record.setField("name", name);
+    return record;
+  }
+}
