@@ -17,12 +17,12 @@ import org.apache.iceberg.AppendFiles;
 import org.apache.iceberg.ContentFile;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileContent;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileScanTask;
-import org.apache.iceberg.OverwriteFiles;
-import org.apache.iceberg.FileContent;
 import org.apache.iceberg.HasTableOperations;
 import org.apache.iceberg.ManifestFile;
+import org.apache.iceberg.OverwriteFiles;
 import org.apache.iceberg.PartitionField;
 import org.apache.iceberg.PartitionKey;
 import org.apache.iceberg.PartitionSpec;
@@ -48,6 +48,7 @@ import org.apache.iceberg.io.OutputFileFactory;
 import org.apache.iceberg.io.PartitioningDVWriter;
 import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.CharSequenceSet;
+import org.apache.iceberg.util.ContentFileUtil;
 import org.apache.iceberg.util.StructLikeMap;
 
 /**
@@ -136,23 +137,44 @@ public final class TableWriter {
    */
   public Snapshot deletePositions(Map<String, ? extends Collection<Long>> positionsByFile) {
     Snapshot base = table.currentSnapshot();
-    if (positionsByFile.values().stream().allMatch(Collection::isEmpty)) {
+    Map<String, Collection<Long>> positions = new LinkedHashMap<>();
+    positionsByFile.forEach((path, list) -> {
+      if (!list.isEmpty()) {
+        positions.put(path, list);
+      }
+    });
+    if (positions.isEmpty()) {
       return base; // nothing to delete: no empty commit
     }
-    Map<String, FileScanTask> live = liveDataFiles(positionsByFile.keySet());
-    positionsByFile.forEach((path, positions) -> {
+    Map<String, FileScanTask> live = liveDataFiles(positions.keySet());
+    positions.forEach((path, list) -> {
       long rows = live.get(path).file().recordCount();
-      for (long position : positions) {
+      for (long position : list) {
         if (position < 0 || position >= rows) {
           throw new IllegalArgumentException("cannot delete position " + position + " of "
               + path + ": the file holds " + rows + " rows (positions 0.." + (rows - 1) + ")");
         }
       }
     });
+    positionDelta(base, positions, live).commit();
+    return table.currentSnapshot();
+  }
+
+  /**
+   * A new {@link RowDelta}, validated from {@code base}, deleting {@code positionsByFile}
+   * (non-empty position lists of files of {@code live}): position delete files on format v2,
+   * deletion vectors merged with each file's existing one (which is removed) on v3. Not
+   * committed, so a caller can add more to the same commit.
+   */
+  private RowDelta positionDelta(Snapshot base,
+      Map<String, ? extends Collection<Long>> positionsByFile, Map<String, FileScanTask> live) {
     RowDelta delta = table.newRowDelta();
     if (base != null) {
       // Conflicts are what others committed after the files were planned, not before.
       delta.validateFromSnapshot(base.snapshotId());
+    }
+    if (positionsByFile.isEmpty()) {
+      return delta;
     }
     DeleteWriteResult result = formatVersion() >= 3
         ? writeDeletionVectors(positionsByFile, live)
@@ -163,16 +185,15 @@ public final class TableWriter {
         + file.contentOffset(), file));
     if (formatVersion() >= 3) {
       // The new vector holds the old positions too; the old one must go (one DV per data file).
-      for (FileScanTask task : live.values()) {
-        task.deletes().stream()
-            .filter(file -> file.format() == FileFormat.PUFFIN)
+      for (String path : positionsByFile.keySet()) {
+        live.get(path).deletes().stream()
+            .filter(ContentFileUtil::isDV)
             .forEach(file -> replaced.put(file.location() + "@" + file.contentOffset(), file));
       }
     }
     replaced.values().forEach(delta::removeDeletes);
     delta.validateDataFilesExist(result.referencedDataFiles());
-    delta.commit();
-    return table.currentSnapshot();
+    return delta;
   }
 
   /**

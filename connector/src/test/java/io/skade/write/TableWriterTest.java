@@ -29,6 +29,7 @@ import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.Types;
+import org.apache.iceberg.util.ContentFileUtil;
 import org.apache.parquet.hadoop.ParquetFileReader;
 import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData;
 import org.apache.parquet.hadoop.metadata.ParquetMetadata;
@@ -263,6 +264,24 @@ class TableWriterTest {
     assertThat(read(table)).containsExactly("1|v2|us", "2|v1|eu", "3|v1|us");
   }
 
+  @ParameterizedTest(name = "format v{0}")
+  @ValueSource(ints = {2, 3})
+  void anEmptyPositionListLeavesThatFilesDeletesAlone(int formatVersion) throws IOException {
+    Table table = create("log", LOG_SCHEMA, PartitionSpec.unpartitioned(), formatVersion);
+    TableWriter writer = new TableWriter(table);
+    String first = onlyFile(writer.append(List.of(row(LOG_SCHEMA, 1, "a", "eu"),
+        row(LOG_SCHEMA, 2, "b", "eu"))), table);
+    String second = onlyFile(writer.append(List.of(row(LOG_SCHEMA, 3, "c", "eu"),
+        row(LOG_SCHEMA, 4, "d", "eu"))), table);
+    writer.deletePositions(Map.of(first, List.of(0L)));
+
+    Snapshot deleted = writer.deletePositions(Map.of(first, List.of(), second, List.of(1L)));
+
+    assertThat(read(table)).containsExactly("2|b|eu", "3|c|eu");
+    assertThat(deleted.addedDeleteFiles(table.io())).singleElement()
+        .satisfies(delete -> assertThat(ContentFileUtil.referencedDataFileLocation(delete)).isEqualTo(second));
+  }
+
   @Test
   void positionsOutsideTheFileAreRefusedAndNothingToDeleteCommitsNothing() throws IOException {
     Table table = create("log", LOG_SCHEMA, PartitionSpec.unpartitioned(), 2);
@@ -338,6 +357,12 @@ class TableWriterTest {
       tasks.forEach(task -> deletes.addAll(task.deletes()));
       return deletes;
     }
+  }
+
+  /** The location of the one data file {@code snapshot} added. */
+  private static String onlyFile(Snapshot snapshot, Table table) {
+    assertThat(snapshot.addedDataFiles(table.io())).hasSize(1);
+    return snapshot.addedDataFiles(table.io()).iterator().next().location();
   }
 
   private static ParquetMetadata footer(String location) throws IOException {
