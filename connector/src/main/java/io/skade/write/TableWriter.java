@@ -17,12 +17,12 @@ import org.apache.iceberg.AppendFiles;
 import org.apache.iceberg.ContentFile;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileContent;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileScanTask;
-import org.apache.iceberg.OverwriteFiles;
-import org.apache.iceberg.FileContent;
 import org.apache.iceberg.HasTableOperations;
 import org.apache.iceberg.ManifestFile;
+import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.PartitionField;
 import org.apache.iceberg.PartitionKey;
 import org.apache.iceberg.PartitionSpec;
@@ -33,21 +33,32 @@ import org.apache.iceberg.StructLike;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.data.BaseDeleteLoader;
+import org.apache.iceberg.data.GenericDeleteFilter;
 import org.apache.iceberg.data.GenericFileWriterFactory;
 import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.IdentityPartitionConverters;
 import org.apache.iceberg.data.InternalRecordWrapper;
 import org.apache.iceberg.data.Record;
+import org.apache.iceberg.data.parquet.GenericParquetReaders;
 import org.apache.iceberg.deletes.PositionDelete;
 import org.apache.iceberg.encryption.EncryptedOutputFile;
+import org.apache.iceberg.expressions.Evaluator;
 import org.apache.iceberg.expressions.Expression;
+import org.apache.iceberg.expressions.Projections;
+import org.apache.iceberg.expressions.StrictMetricsEvaluator;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.io.DataWriteResult;
 import org.apache.iceberg.io.DeleteWriteResult;
 import org.apache.iceberg.io.FileWriter;
 import org.apache.iceberg.io.OutputFileFactory;
 import org.apache.iceberg.io.PartitioningDVWriter;
+import org.apache.iceberg.mapping.NameMappingParser;
+import org.apache.iceberg.parquet.Parquet;
+import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.CharSequenceSet;
+import org.apache.iceberg.util.ContentFileUtil;
+import org.apache.iceberg.util.PartitionUtil;
 import org.apache.iceberg.util.StructLikeMap;
 
 /**
@@ -60,6 +71,9 @@ import org.apache.iceberg.util.StructLikeMap;
  * equality delete reaches only data files of its own spec; the new rows go under the current
  * spec. Each of those specs must partition by identifier fields only, so a key never changes
  * partition. Position deletes are position delete files on format v2 and deletion vectors on v3.
+ * An overwrite by filter replaces exactly the rows matching the filter: files holding only
+ * matching rows are removed, matching rows of other files deleted by position (rewritten on
+ * format v1).
  * Files written here carry the table's field ids; on a table with identifier fields, Parquet
  * bloom filters on those columns are on unless the table sets them itself.
  *
@@ -136,23 +150,89 @@ public final class TableWriter {
    */
   public Snapshot deletePositions(Map<String, ? extends Collection<Long>> positionsByFile) {
     Snapshot base = table.currentSnapshot();
-    if (positionsByFile.values().stream().allMatch(Collection::isEmpty)) {
+    Map<String, Collection<Long>> positions = new LinkedHashMap<>();
+    positionsByFile.forEach((path, list) -> {
+      if (!list.isEmpty()) {
+        positions.put(path, list);
+      }
+    });
+    if (positions.isEmpty()) {
       return base; // nothing to delete: no empty commit
     }
-    Map<String, FileScanTask> live = liveDataFiles(positionsByFile.keySet());
-    positionsByFile.forEach((path, positions) -> {
+    Map<String, FileScanTask> live = liveDataFiles(positions.keySet());
+    positions.forEach((path, list) -> {
       long rows = live.get(path).file().recordCount();
-      for (long position : positions) {
+      for (long position : list) {
         if (position < 0 || position >= rows) {
           throw new IllegalArgumentException("cannot delete position " + position + " of "
               + path + ": the file holds " + rows + " rows (positions 0.." + (rows - 1) + ")");
         }
       }
     });
+    positionDelta(base, positions, live).commit();
+    return table.currentSnapshot();
+  }
+
+  /**
+   * Replaces exactly the live rows matching {@code filter} with {@code rows}, in one commit (one
+   * snapshot), whatever the partitioning; returns the new snapshot (the current one when nothing
+   * matches and {@code rows} is empty).
+   *
+   * <p>The live data files that may hold matching rows are planned at the current snapshot. A
+   * file Iceberg can prove holds only matching rows (its partition, under the strict projection
+   * of the filter, or its column metrics) is removed whole, with its file-scoped position
+   * deletes. Any other such file is read under its deletes and the filter evaluated on each
+   * live row: when every live row matches, the file is removed whole; otherwise the matching
+   * rows are deleted by position, as {@link #deletePositions} does (position delete files on
+   * format v2, a deletion vector merged with the file's existing one on v3). On format v1, which
+   * has no delete files, a partly matching file is rewritten instead (copy-on-write): its live
+   * rows that do not match go to new files under the current spec, and it is removed.
+   *
+   * <p>The commit fails, rather than leave a matching row behind, when another writer since the
+   * planned snapshot added data files that may hold matching rows, or removed or rewrote a file
+   * this overwrite removes or deletes rows of. Partly matching files must be Parquet.
+   */
+  public Snapshot overwrite(Expression filter, Iterable<Record> rows) {
+    Snapshot base = table.currentSnapshot();
+    Matches matches = base == null ? new Matches() : matches(filter);
+    Iterable<Record> toWrite = rows;
+    if (!matches.kept.isEmpty()) {
+      List<Record> all = new ArrayList<>(matches.kept);
+      rows.forEach(all::add);
+      toWrite = all;
+    }
+    List<DataFile> written = writeDataFiles(toWrite);
+    if (matches.isEmpty() && written.isEmpty()) {
+      return base; // nothing to replace, nothing to add: no empty commit
+    }
+    RowDelta delta = positionDelta(base, matches.positions, matches.partly);
+    matches.removed.forEach(delta::removeRows);
+    matches.removedDeletes.forEach(delta::removeDeletes);
+    written.forEach(delta::addRows);
+    // A matching row appended by someone else since base must not survive the overwrite; a
+    // file removed here must not have been rewritten (e.g. compacted) meanwhile.
+    delta.conflictDetectionFilter(filter)
+        .validateNoConflictingDataFiles()
+        .validateDeletedFiles();
+    delta.commit();
+    return table.currentSnapshot();
+  }
+
+  /**
+   * A new {@link RowDelta}, validated from {@code base}, deleting {@code positionsByFile}
+   * (non-empty position lists of files of {@code live}): position delete files on format v2,
+   * deletion vectors merged with each file's existing one (which is removed) on v3. Not
+   * committed, so a caller can add more to the same commit.
+   */
+  private RowDelta positionDelta(Snapshot base,
+      Map<String, ? extends Collection<Long>> positionsByFile, Map<String, FileScanTask> live) {
     RowDelta delta = table.newRowDelta();
     if (base != null) {
       // Conflicts are what others committed after the files were planned, not before.
       delta.validateFromSnapshot(base.snapshotId());
+    }
+    if (positionsByFile.isEmpty()) {
+      return delta;
     }
     DeleteWriteResult result = formatVersion() >= 3
         ? writeDeletionVectors(positionsByFile, live)
@@ -163,28 +243,144 @@ public final class TableWriter {
         + file.contentOffset(), file));
     if (formatVersion() >= 3) {
       // The new vector holds the old positions too; the old one must go (one DV per data file).
-      for (FileScanTask task : live.values()) {
-        task.deletes().stream()
-            .filter(file -> file.format() == FileFormat.PUFFIN)
+      for (String path : positionsByFile.keySet()) {
+        live.get(path).deletes().stream()
+            .filter(ContentFileUtil::isDV)
             .forEach(file -> replaced.put(file.location() + "@" + file.contentOffset(), file));
       }
     }
     replaced.values().forEach(delta::removeDeletes);
     delta.validateDataFilesExist(result.referencedDataFiles());
-    delta.commit();
-    return table.currentSnapshot();
+    return delta;
+  }
+
+  // ---- overwrite by filter -----------------------------------------------------------------
+
+  /**
+   * What an overwrite by a filter changes in the live data files: files removed from the table
+   * (whole matches, and on v1 partly matching files rewritten) with their file-scoped position
+   * delete files, positions to delete in partly matching files (format v2 and later) with those
+   * files' scan tasks, and (v1) the rows of rewritten files that stay.
+   */
+  private static final class Matches {
+    final List<DataFile> removed = new ArrayList<>();
+    final List<DeleteFile> removedDeletes = new ArrayList<>();
+    final Map<String, List<Long>> positions = new LinkedHashMap<>();
+    final Map<String, FileScanTask> partly = new HashMap<>();
+    final List<Record> kept = new ArrayList<>();
+
+    void remove(FileScanTask task) {
+      removed.add(task.file());
+      // Iceberg drops a removed file's deletion vector itself; a v2 position delete file that
+      // references only this file would dangle.
+      task.deletes().stream()
+          .filter(file -> file.content() == FileContent.POSITION_DELETES
+              && !ContentFileUtil.isDV(file)
+              && task.file().location().equals(ContentFileUtil.referencedDataFileLocation(file)))
+          .forEach(removedDeletes::add);
+    }
+
+    boolean isEmpty() {
+      return removed.isEmpty() && positions.isEmpty();
+    }
+  }
+
+  /** The rows matching {@code filter} in the live data files of the current snapshot. */
+  private Matches matches(Expression filter) {
+    Schema schema = table.schema();
+    boolean copyOnWrite = formatVersion() < 2;
+    StrictMetricsEvaluator allByMetrics = new StrictMetricsEvaluator(schema, filter);
+    Map<Integer, Evaluator> allByPartition = new HashMap<>();
+    Matches matches = new Matches();
+    try (CloseableIterable<FileScanTask> tasks = table.newScan().filter(filter).planFiles()) {
+      for (FileScanTask task : tasks) {
+        DataFile file = task.file();
+        Evaluator partition = allByPartition.computeIfAbsent(file.specId(), id -> {
+          PartitionSpec spec = table.specs().get(id);
+          return new Evaluator(spec.partitionType(), Projections.strict(spec).project(filter));
+        });
+        if (partition.eval(file.partition()) || allByMetrics.eval(file)) {
+          matches.remove(task);
+          continue;
+        }
+        FileMatch match = match(task, filter, copyOnWrite);
+        if (match.matching().isEmpty()) {
+          continue;
+        }
+        if (match.matching().size() == match.live()) {
+          matches.remove(task);
+        } else if (copyOnWrite) {
+          matches.remove(task);
+          matches.kept.addAll(match.kept());
+        } else {
+          matches.positions.put(file.location(), match.matching());
+          matches.partly.put(file.location(), task);
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot plan the files of " + table.name(), e);
+    }
+    return matches;
   }
 
   /**
-   * Replaces the data files whose rows all match {@code filter} with {@code rows} (Iceberg's
-   * overwrite by row filter: a file only partly matching the filter fails the commit, so align
-   * the filter with the partitioning); returns the new snapshot.
+   * A data file's live rows against a filter: how many there are, the positions of those that
+   * match and (when {@code keep}) those that do not, as rows of the table schema.
    */
-  public Snapshot overwrite(Expression filter, Iterable<Record> rows) {
-    OverwriteFiles overwrite = table.newOverwrite().overwriteByRowFilter(filter);
-    writeDataFiles(rows).forEach(overwrite::addFile);
-    overwrite.commit();
-    return table.currentSnapshot();
+  private record FileMatch(long live, List<Long> matching, List<Record> kept) {}
+
+  private FileMatch match(FileScanTask task, Expression filter, boolean keep) {
+    Schema schema = table.schema();
+    Schema requested = TypeUtil.join(schema, new Schema(MetadataColumns.ROW_POSITION));
+    GenericDeleteFilter deletes = new GenericDeleteFilter(table.io(), task, schema, requested);
+    Schema required = deletes.requiredSchema();
+    Evaluator matches = new Evaluator(required.asStruct(), filter);
+    InternalRecordWrapper internal = new InternalRecordWrapper(required.asStruct());
+    long live = 0;
+    List<Long> matching = new ArrayList<>();
+    List<Record> kept = new ArrayList<>();
+    try (CloseableIterable<Record> records = deletes.filter(open(task, required, filter))) {
+      for (Record record : records) {
+        live++;
+        if (matches.eval(internal.wrap(record))) {
+          matching.add((Long) record.getField(MetadataColumns.ROW_POSITION.name()));
+        } else if (keep) {
+          GenericRecord row = GenericRecord.create(schema);
+          schema.columns().forEach(f -> row.setField(f.name(), record.getField(f.name())));
+          kept.add(row);
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read " + task.file().location() + " of table "
+          + table.name(), e);
+    }
+    return new FileMatch(live, matching, kept);
+  }
+
+  /**
+   * A task's data file, every row, in {@code required} (as {@code ChangelogReader} reads one);
+   * files written without field ids (imported ones) are read by the table's name mapping.
+   */
+  private CloseableIterable<Record> open(FileScanTask task, Schema required, Expression filter) {
+    DataFile file = task.file();
+    if (file.format() != FileFormat.PARQUET) {
+      throw new UnsupportedOperationException("cannot overwrite by filter " + filter
+          + " in table " + table.name() + ": data file " + file.location() + " may hold rows"
+          + " that do not match, so its rows must be read, and it is " + file.format()
+          + "; skade reads Parquet data files only, so align the filter with the partitioning"
+          + " or rewrite the file to Parquet first");
+    }
+    Map<Integer, ?> constants =
+        PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant);
+    Parquet.ReadBuilder read = Parquet.read(table.io().newInputFile(file.location()))
+        .project(required)
+        .createReaderFunc(fileSchema ->
+            GenericParquetReaders.buildReader(required, fileSchema, constants));
+    String mapping = table.properties().get(TableProperties.DEFAULT_NAME_MAPPING);
+    if (mapping != null) {
+      read.withNameMapping(NameMappingParser.fromJson(mapping));
+    }
+    return read.build();
   }
 
   // ---- files -------------------------------------------------------------------------------

@@ -4,6 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.skade.TestCatalog;
+import io.skade.changelog.ChangeRow;
+import io.skade.changelog.ChangelogOptions;
+import io.skade.changelog.ChangelogReader;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -12,6 +15,7 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.function.UnaryOperator;
 import java.util.Comparator;
+import org.apache.iceberg.ContentFile;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileContent;
@@ -29,6 +33,7 @@ import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.Types;
+import org.apache.iceberg.util.ContentFileUtil;
 import org.apache.parquet.hadoop.ParquetFileReader;
 import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData;
 import org.apache.parquet.hadoop.metadata.ParquetMetadata;
@@ -127,8 +132,150 @@ class TableWriterTest {
         PartitionSpec.builderFor(LOG_SCHEMA).identity("region").build(), 2);
     TableWriter writer = new TableWriter(table);
     writer.append(List.of(row(LOG_SCHEMA, 1, "a", "eu"), row(LOG_SCHEMA, 2, "b", "us")));
-    writer.overwrite(Expressions.equal("region", "eu"), List.of(row(LOG_SCHEMA, 3, "c", "eu")));
+    Snapshot overwrite = writer.overwrite(Expressions.equal("region", "eu"),
+        List.of(row(LOG_SCHEMA, 3, "c", "eu")));
     assertThat(read(table)).containsExactly("2|b|us", "3|c|eu");
+    // The partition proves every row of the eu file matches: it goes whole, nothing is read.
+    assertThat(locations(overwrite.removedDataFiles(table.io())))
+        .singleElement().asString().contains("region=eu");
+    assertThat(overwrite.addedDeleteFiles(table.io())).isEmpty();
+  }
+
+  @Test
+  void overwriteReplacesExactlyTheMatchingRowsOfAPartlyMatchingFileInOneSnapshot()
+      throws IOException {
+    Table table = create("log", LOG_SCHEMA, PartitionSpec.unpartitioned(), 2);
+    TableWriter writer = new TableWriter(table);
+    Snapshot before = writer.append(List.of(row(LOG_SCHEMA, 1, "a", "eu"),
+        row(LOG_SCHEMA, 2, "b", "us"), row(LOG_SCHEMA, 3, "c", "eu"),
+        row(LOG_SCHEMA, 3, "c", "eu"), row(LOG_SCHEMA, 2, "b", "us"),
+        row(LOG_SCHEMA, 4, "d", null)));
+    String file = onlyDataFile(table).location();
+
+    Snapshot overwrite = writer.overwrite(Expressions.equal("region", "eu"),
+        List.of(row(LOG_SCHEMA, 5, "e", "eu"), row(LOG_SCHEMA, 5, "e", "eu")));
+
+    // A multiset: both copies of a kept row stay, both copies of a new row arrive.
+    assertThat(read(table)).containsExactly("2|b|us", "2|b|us", "4|d|null", "5|e|eu", "5|e|eu");
+    assertThat(table.currentSnapshot().snapshotId()).isEqualTo(overwrite.snapshotId());
+    assertThat(overwrite.parentId()).isEqualTo(before.snapshotId());
+    assertThat(overwrite.removedDataFiles(table.io())).isEmpty();
+    assertThat(overwrite.addedDeleteFiles(table.io())).singleElement().satisfies(delete -> {
+      assertThat(delete.content()).isEqualTo(FileContent.POSITION_DELETES);
+      assertThat(ContentFileUtil.referencedDataFileLocation(delete)).isEqualTo(file);
+      assertThat(delete.recordCount()).isEqualTo(3);
+    });
+  }
+
+  @Test
+  void overwriteOnDeletionVectorsKeepsTheRowsAnEarlierVectorDeleted() throws IOException {
+    Table table = create("log", LOG_SCHEMA, PartitionSpec.unpartitioned(), 3);
+    TableWriter writer = new TableWriter(table);
+    writer.append(List.of(row(LOG_SCHEMA, 10, "a", "eu"), row(LOG_SCHEMA, 11, "b", "us"),
+        row(LOG_SCHEMA, 12, "c", "eu"), row(LOG_SCHEMA, 13, "d", "us"),
+        row(LOG_SCHEMA, 14, "e", "eu")));
+    String file = onlyDataFile(table).location();
+    Snapshot before = writer.deletePositions(Map.of(file, List.of(0L, 1L))); // 10 eu, 11 us
+
+    Snapshot overwrite = writer.overwrite(Expressions.equal("region", "eu"),
+        List.of(row(LOG_SCHEMA, 20, "n", "eu")));
+
+    assertThat(read(table)).containsExactly("13|d|us", "20|n|eu");
+    assertThat(overwrite.parentId()).isEqualTo(before.snapshotId());
+    // One vector per data file: the new one holds the earlier positions and replaced that one.
+    assertThat(liveDeletes(table)).singleElement().satisfies(dv -> {
+      assertThat(dv.format()).isEqualTo(FileFormat.PUFFIN);
+      assertThat(dv.referencedDataFile()).isEqualTo(file);
+      assertThat(dv.recordCount()).isEqualTo(4); // positions 0, 1, 2, 4
+    });
+    assertThat(overwrite.removedDeleteFiles(table.io())).hasSize(1);
+  }
+
+  @ParameterizedTest(name = "format v{0}")
+  @ValueSource(ints = {2, 3})
+  void filesWhoseLiveRowsAllMatchAreRemovedWholeWithoutADeleteFile(int formatVersion)
+      throws IOException {
+    Table table = create("log", LOG_SCHEMA, PartitionSpec.unpartitioned(), formatVersion);
+    TableWriter writer = new TableWriter(table);
+    // Metrics prove every row of this file is in eu.
+    String allEu = onlyFile(writer.append(List.of(row(LOG_SCHEMA, 1, "a", "eu"),
+        row(LOG_SCHEMA, 2, "b", "eu"))), table);
+    String mixed = onlyFile(writer.append(List.of(row(LOG_SCHEMA, 3, "c", "eu"),
+        row(LOG_SCHEMA, 4, "d", "us"))), table);
+    // Only reading shows that every live row of this one is in eu: its us row is deleted.
+    String euOnceUsDeleted = onlyFile(writer.append(List.of(row(LOG_SCHEMA, 5, "e", "eu"),
+        row(LOG_SCHEMA, 6, "f", "us"))), table);
+    writer.deletePositions(Map.of(euOnceUsDeleted, List.of(1L)));
+    List<String> itsDeletes = locations(table.currentSnapshot().addedDeleteFiles(table.io()));
+
+    Snapshot overwrite = writer.overwrite(Expressions.equal("region", "eu"),
+        List.of(row(LOG_SCHEMA, 7, "g", "eu")));
+
+    assertThat(read(table)).containsExactly("4|d|us", "7|g|eu");
+    assertThat(locations(overwrite.removedDataFiles(table.io())))
+        .containsExactlyInAnyOrder(allEu, euOnceUsDeleted);
+    assertThat(overwrite.addedDeleteFiles(table.io())).singleElement()
+        .satisfies(delete -> assertThat(ContentFileUtil.referencedDataFileLocation(delete)).isEqualTo(mixed));
+    // The removed file's own position delete file (v2) or deletion vector (v3) goes with it.
+    assertThat(locations(overwrite.removedDeleteFiles(table.io()))).isEqualTo(itsDeletes);
+  }
+
+  @Test
+  void overwriteOnFormatV1RewritesAPartlyMatchingFile() throws IOException {
+    Table table = create("log", LOG_SCHEMA, PartitionSpec.unpartitioned(), 1);
+    TableWriter writer = new TableWriter(table);
+    Snapshot before = writer.append(List.of(row(LOG_SCHEMA, 1, "a", "eu"),
+        row(LOG_SCHEMA, 2, "b", "us"), row(LOG_SCHEMA, 2, "b", "us"),
+        row(LOG_SCHEMA, 3, "c", "eu")));
+    String file = onlyDataFile(table).location();
+
+    Snapshot overwrite = writer.overwrite(Expressions.equal("region", "eu"),
+        List.of(row(LOG_SCHEMA, 4, "d", "eu")));
+
+    assertThat(read(table)).containsExactly("2|b|us", "2|b|us", "4|d|eu");
+    assertThat(overwrite.parentId()).isEqualTo(before.snapshotId());
+    // Copy-on-write: v1 has no delete files, so the file is replaced by one without eu rows.
+    assertThat(locations(overwrite.removedDataFiles(table.io()))).containsExactly(file);
+    assertThat(overwrite.addedDeleteFiles(table.io())).isEmpty();
+    // The rewritten rows are no change.
+    List<ChangeRow> changes = new ChangelogReader(table, ChangelogOptions.defaults())
+        .read(before.snapshotId(), overwrite.snapshotId());
+    assertThat(render(changes)).containsExactlyInAnyOrder("-D 1|a|eu", "-D 3|c|eu", "+I 4|d|eu");
+  }
+
+  @Test
+  void theChangelogOfAnOverwriteIsTheReplacedRowsAndTheNewOnes() throws IOException {
+    Table table = create("log", LOG_SCHEMA, PartitionSpec.unpartitioned(), 2);
+    TableWriter writer = new TableWriter(table);
+    writer.append(List.of(row(LOG_SCHEMA, 1, "a", "eu"), row(LOG_SCHEMA, 2, "b", "us")));
+    Snapshot before = writer.append(List.of(row(LOG_SCHEMA, 3, "c", "eu"),
+        row(LOG_SCHEMA, 3, "c", "eu"), row(LOG_SCHEMA, 4, "d", "us")));
+
+    Snapshot after = writer.overwrite(Expressions.equal("region", "eu"),
+        List.of(row(LOG_SCHEMA, 3, "c2", "eu"), row(LOG_SCHEMA, 5, "e", "eu")));
+
+    List<ChangeRow> changes = new ChangelogReader(table, ChangelogOptions.defaults())
+        .read(before.snapshotId(), after.snapshotId());
+    assertThat(render(changes)).containsExactlyInAnyOrder("-D 1|a|eu", "-D 3|c|eu", "-D 3|c|eu",
+        "+I 3|c2|eu", "+I 5|e|eu");
+    assertThat(changes).allSatisfy(
+        change -> assertThat(change.snapshotId()).isEqualTo(after.snapshotId()));
+  }
+
+  @Test
+  void anOverwriteThatChangesNothingCommitsNothing() throws IOException {
+    Table table = create("log", LOG_SCHEMA, PartitionSpec.unpartitioned(), 2);
+    TableWriter writer = new TableWriter(table);
+    assertThat(writer.overwrite(Expressions.alwaysTrue(), List.of())).isNull();
+    Snapshot appended = writer.append(List.of(row(LOG_SCHEMA, 1, "a", "eu")));
+    assertThat(writer.overwrite(Expressions.equal("region", "us"), List.of()).snapshotId())
+        .isEqualTo(appended.snapshotId());
+
+    // Rows but nothing matching: an add; matching rows but no new ones: a delete.
+    writer.overwrite(Expressions.equal("region", "us"), List.of(row(LOG_SCHEMA, 2, "b", "us")));
+    assertThat(read(table)).containsExactly("1|a|eu", "2|b|us");
+    writer.overwrite(Expressions.equal("id", 1L), List.of());
+    assertThat(read(table)).containsExactly("2|b|us");
   }
 
   @Test
@@ -263,6 +410,24 @@ class TableWriterTest {
     assertThat(read(table)).containsExactly("1|v2|us", "2|v1|eu", "3|v1|us");
   }
 
+  @ParameterizedTest(name = "format v{0}")
+  @ValueSource(ints = {2, 3})
+  void anEmptyPositionListLeavesThatFilesDeletesAlone(int formatVersion) throws IOException {
+    Table table = create("log", LOG_SCHEMA, PartitionSpec.unpartitioned(), formatVersion);
+    TableWriter writer = new TableWriter(table);
+    String first = onlyFile(writer.append(List.of(row(LOG_SCHEMA, 1, "a", "eu"),
+        row(LOG_SCHEMA, 2, "b", "eu"))), table);
+    String second = onlyFile(writer.append(List.of(row(LOG_SCHEMA, 3, "c", "eu"),
+        row(LOG_SCHEMA, 4, "d", "eu"))), table);
+    writer.deletePositions(Map.of(first, List.of(0L)));
+
+    Snapshot deleted = writer.deletePositions(Map.of(first, List.of(), second, List.of(1L)));
+
+    assertThat(read(table)).containsExactly("2|b|eu", "3|c|eu");
+    assertThat(deleted.addedDeleteFiles(table.io())).singleElement()
+        .satisfies(delete -> assertThat(ContentFileUtil.referencedDataFileLocation(delete)).isEqualTo(second));
+  }
+
   @Test
   void positionsOutsideTheFileAreRefusedAndNothingToDeleteCommitsNothing() throws IOException {
     Table table = create("log", LOG_SCHEMA, PartitionSpec.unpartitioned(), 2);
@@ -338,6 +503,25 @@ class TableWriterTest {
       tasks.forEach(task -> deletes.addAll(task.deletes()));
       return deletes;
     }
+  }
+
+  /** The changes as "-D id|name|region" strings. */
+  private static List<String> render(List<ChangeRow> changes) {
+    return changes.stream().map(change -> change.type().symbol() + " "
+        + change.row().getField("id") + "|" + change.row().getField("name") + "|"
+        + change.row().getField("region")).toList();
+  }
+
+  /** The location of the one data file {@code snapshot} added. */
+  private static String onlyFile(Snapshot snapshot, Table table) {
+    assertThat(snapshot.addedDataFiles(table.io())).hasSize(1);
+    return snapshot.addedDataFiles(table.io()).iterator().next().location();
+  }
+
+  private static List<String> locations(Iterable<? extends ContentFile<?>> files) {
+    List<String> out = new ArrayList<>();
+    files.forEach(file -> out.add(file.location()));
+    return out;
   }
 
   private static ParquetMetadata footer(String location) throws IOException {
