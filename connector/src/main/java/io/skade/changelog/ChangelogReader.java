@@ -28,7 +28,6 @@ import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DataOperations;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileContent;
-import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.PartitionSpecParser;
@@ -36,10 +35,8 @@ import org.apache.iceberg.Schema;
 import org.apache.iceberg.SchemaParser;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.data.GenericDeleteFilter;
 import org.apache.iceberg.data.GenericRecord;
-import org.apache.iceberg.data.IdentityPartitionConverters;
 import org.apache.iceberg.data.InternalRecordWrapper;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.data.parquet.GenericParquetReaders;
@@ -51,12 +48,10 @@ import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.expressions.ResidualEvaluator;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.io.CloseableIterator;
-import org.apache.iceberg.mapping.NameMappingParser;
 import org.apache.iceberg.parquet.Parquet;
 import org.apache.iceberg.types.Type;
 import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.types.Types;
-import org.apache.iceberg.util.PartitionUtil;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -636,36 +631,15 @@ public final class ChangelogReader {
         ResidualEvaluator.unpartitioned(Expressions.alwaysTrue()));
   }
 
-  /**
-   * A task's data file, every row, in {@code required}; files written without field ids
-   * (imported ones) are read by the table's name mapping.
-   */
+  /** A task's data file, every row, in {@code required}, counted in {@link #rowsScanned}. */
   private CloseableIterable<Record> open(FileScanTask task, Schema required) {
     return open(task, required, Expressions.alwaysTrue());
   }
 
-  /**
-   * As {@link #open(FileScanTask, Schema)}, skipping the row groups whose statistics, dictionaries
-   * or bloom filters prove no row matches {@code rowGroups} (rows are not filtered).
-   */
+  /** As {@link #open(FileScanTask, Schema)}, skipping row groups with no row in {@code rowGroups}. */
   private CloseableIterable<Record> open(FileScanTask task, Schema required, Expression rowGroups) {
-    if (task.file().format() != FileFormat.PARQUET) {
-      throw new UnsupportedOperationException("table " + table.name() + ": data file "
-          + task.file().location() + " is " + task.file().format() + "; skade's changelog reads"
-          + " Parquet data files");
-    }
-    Map<Integer, ?> constants =
-        PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant);
-    Parquet.ReadBuilder read = Parquet.read(table.io().newInputFile(task.file().location()))
-        .project(required)
-        .filter(rowGroups)
-        .createReaderFunc(fileSchema ->
-            GenericParquetReaders.buildReader(required, fileSchema, constants));
-    String mapping = table.properties().get(TableProperties.DEFAULT_NAME_MAPPING);
-    if (mapping != null) {
-      read.withNameMapping(NameMappingParser.fromJson(mapping));
-    }
-    return CloseableIterable.transform(read.<Record>build(), record -> {
+    CloseableIterable<Record> rows = DataFileRows.read(table, task, required, rowGroups);
+    return CloseableIterable.transform(rows, record -> {
       rowsScanned++;
       return record;
     });

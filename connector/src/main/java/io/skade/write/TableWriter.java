@@ -1,5 +1,6 @@
 package io.skade.write;
 
+import io.skade.changelog.DataFileRows;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -36,14 +37,13 @@ import org.apache.iceberg.data.BaseDeleteLoader;
 import org.apache.iceberg.data.GenericDeleteFilter;
 import org.apache.iceberg.data.GenericFileWriterFactory;
 import org.apache.iceberg.data.GenericRecord;
-import org.apache.iceberg.data.IdentityPartitionConverters;
 import org.apache.iceberg.data.InternalRecordWrapper;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.data.parquet.GenericParquetReaders;
 import org.apache.iceberg.deletes.PositionDelete;
 import org.apache.iceberg.encryption.EncryptedOutputFile;
 import org.apache.iceberg.expressions.Evaluator;
 import org.apache.iceberg.expressions.Expression;
+import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.expressions.Projections;
 import org.apache.iceberg.expressions.StrictMetricsEvaluator;
 import org.apache.iceberg.io.CloseableIterable;
@@ -52,13 +52,11 @@ import org.apache.iceberg.io.DeleteWriteResult;
 import org.apache.iceberg.io.FileWriter;
 import org.apache.iceberg.io.OutputFileFactory;
 import org.apache.iceberg.io.PartitioningDVWriter;
-import org.apache.iceberg.mapping.NameMappingParser;
 import org.apache.iceberg.parquet.Parquet;
 import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.CharSequenceSet;
 import org.apache.iceberg.util.ContentFileUtil;
-import org.apache.iceberg.util.PartitionUtil;
 import org.apache.iceberg.util.StructLikeMap;
 
 /**
@@ -358,8 +356,8 @@ public final class TableWriter {
   }
 
   /**
-   * A task's data file, every row, in {@code required} (as {@code ChangelogReader} reads one);
-   * files written without field ids (imported ones) are read by the table's name mapping.
+   * A task's data file, every row (no row group skipped: the rows not matching the filter are
+   * counted, and kept on format v1), in {@code required}.
    */
   private CloseableIterable<Record> open(FileScanTask task, Schema required, Expression filter) {
     DataFile file = task.file();
@@ -370,17 +368,7 @@ public final class TableWriter {
           + "; skade reads Parquet data files only, so align the filter with the partitioning"
           + " or rewrite the file to Parquet first");
     }
-    Map<Integer, ?> constants =
-        PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant);
-    Parquet.ReadBuilder read = Parquet.read(table.io().newInputFile(file.location()))
-        .project(required)
-        .createReaderFunc(fileSchema ->
-            GenericParquetReaders.buildReader(required, fileSchema, constants));
-    String mapping = table.properties().get(TableProperties.DEFAULT_NAME_MAPPING);
-    if (mapping != null) {
-      read.withNameMapping(NameMappingParser.fromJson(mapping));
-    }
-    return read.build();
+    return DataFileRows.read(table, task, required, Expressions.alwaysTrue());
   }
 
   // ---- files -------------------------------------------------------------------------------
