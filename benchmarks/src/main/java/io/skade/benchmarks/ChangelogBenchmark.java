@@ -2,6 +2,7 @@ package io.skade.benchmarks;
 
 import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangeRow;
+import io.skade.changelog.ChangelogBatch;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.changelog.ChangelogOptions.BeforeImage;
 import io.skade.changelog.ChangelogOptions.Mode;
@@ -23,6 +24,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.function.LongSupplier;
 import java.util.stream.Stream;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
@@ -34,9 +37,11 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.flink.FlinkSchemaUtil;
 import org.apache.iceberg.flink.source.IcebergSource;
+import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.io.CloseableIterator;
 import org.apache.iceberg.types.Types;
 
@@ -44,8 +49,9 @@ import org.apache.iceberg.types.Types;
  * Prints the changelog engine's throughput and peak heap side by side with Iceberg's own Flink
  * bounded read of the same files, in one run: (a) a per-snapshot window of appended rows (all
  * inserts), (b) a collapsed window of 10% upserts spread over every file, with full
- * before-images, (c) the same with key-only before-images, and Iceberg's {@code IcebergSource}
- * reading the appended snapshot at parallelism 1 and 2. It asserts nothing.
+ * before-images, (c) the same with key-only before-images, and as peers on the appended snapshot
+ * Iceberg's generic reader in this JVM and Iceberg's {@code IcebergSource} at parallelism 1 and 2
+ * (which pays a MiniCluster start). It asserts nothing.
  *
  * <p>System properties: {@code skade.bench.rows} (1,000,000) rows in {@code skade.bench.files}
  * (10) files.
@@ -109,14 +115,19 @@ public final class ChangelogBenchmark {
       ChangelogOptions collapsed = perSnapshot.withMode(Mode.COLLAPSED);
       // Warm-up (JIT, class loading, a first MiniCluster), then the measured runs.
       count(new ChangelogReader(table, perSnapshot), null, appended);
+      icebergGenericRead(table, appended);
       icebergSourceRead(appendedMetadata, rows, 1);
       figures.add(measure("(a) per-snapshot window of appends", rows,
           () -> count(new ChangelogReader(table, perSnapshot), null, appended)));
+      figures.add(measure("(a) the same as Arrow batches, read as RowData", rows,
+          () -> countBatches(new ChangelogReader(table, perSnapshot), null, appended)));
       figures.add(measure("(b) collapsed, 10% upserts, full before-image", rows,
           () -> count(new ChangelogReader(table, collapsed), appended, upserted)));
       figures.add(measure("(c) collapsed, 10% upserts, key-only", rows,
           () -> count(new ChangelogReader(table, collapsed.withBeforeImage(BeforeImage.KEY_ONLY)),
               appended, upserted)));
+      figures.add(measure("Iceberg generic reader, in process (no Flink)", rows,
+          () -> icebergGenericRead(table, appended)));
       for (int parallelism : new int[] {1, 2}) {
         figures.add(measure("Iceberg IcebergSource bounded read, parallelism " + parallelism,
             rows, () -> icebergSourceRead(appendedMetadata, rows, parallelism)));
@@ -141,6 +152,45 @@ public final class ChangelogBenchmark {
       throw new UncheckedIOException(e);
     }
     return changes;
+  }
+
+  /**
+   * Streams a window as Arrow batches of 4,096 changes and reads every row as Flink {@code
+   * RowData} with its {@code RowKind}, as a Flink source would emit it.
+   */
+  private static long countBatches(ChangelogReader reader, Long from, long to) {
+    long changes = 0;
+    try (BufferAllocator allocator = new RootAllocator();
+        CloseableIterator<ChangelogBatch> batches =
+            reader.readBatches(from, to, allocator, 4096)) {
+      while (batches.hasNext()) {
+        try (ChangelogBatch batch = batches.next()) {
+          for (int i = 0; i < batch.rowCount(); i++) {
+            RowData row = batch.rowData(i);
+            if (batch.rowKind(i) != null && row.getArity() > 0) {
+              changes++;
+            }
+          }
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return changes;
+  }
+
+  /** Iceberg's generic reader over the table at a snapshot, in this JVM; returns its rows. */
+  private static long icebergGenericRead(Table table, long snapshotId) {
+    long rows = 0;
+    try (CloseableIterable<Record> records =
+        IcebergGenerics.read(table).useSnapshot(snapshotId).build()) {
+      for (Record ignored : records) {
+        rows++;
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return rows;
   }
 
   /**

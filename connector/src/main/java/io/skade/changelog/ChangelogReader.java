@@ -89,6 +89,7 @@ public final class ChangelogReader {
   private final List<String> keyColumns;
   private final List<String> allColumns;
   private final Evaluator filter;
+  private final boolean filterAll;
   private final InternalRecordWrapper internal;
   private final Schema projected;
   /** A batch's identity keys: the identifier fields, or all columns when projected away. */
@@ -111,6 +112,7 @@ public final class ChangelogReader {
     this.keyColumns = List.copyOf(new TreeSet<>(schema.identifierFieldNames()));
     this.allColumns = schema.columns().stream().map(Types.NestedField::name).toList();
     this.filter = new Evaluator(schema.asStruct(), options.filter(), false);
+    this.filterAll = options.filter().op() == Expression.Operation.TRUE;
     this.internal = new InternalRecordWrapper(schema.asStruct());
     this.keyReadSchema = TypeUtil.join(schema.select(keyColumns),
         new Schema(MetadataColumns.ROW_POSITION));
@@ -476,6 +478,10 @@ public final class ChangelogReader {
     }
 
     private void arrive(Record row, Deque<ChangeRow> out) {
+      if (removed.isEmpty()) { // an append: nothing to cancel or pair with
+        emit(ChangeType.INSERT, row, out);
+        return;
+      }
       List<Object> key = matchKey(row);
       Deque<Removed> candidates = removed.get(key);
       if (candidates == null) {
@@ -586,15 +592,15 @@ public final class ChangelogReader {
     }
 
     private void emit(ChangeType type, Record row, Deque<ChangeRow> out) {
-      if (filter.eval(internal.wrap(row))) {
+      if (keeps(row)) {
         out.add(new ChangeRow(type, shape(type, row), snapshotId));
       }
     }
 
     /** An update pair; when the filter keeps only one side, a delete or an insert. */
     private void emitPair(Record old, Record now, Deque<ChangeRow> out) {
-      boolean keepOld = filter.eval(internal.wrap(old));
-      boolean keepNew = filter.eval(internal.wrap(now));
+      boolean keepOld = keeps(old);
+      boolean keepNew = keeps(now);
       if (keepOld && keepNew) {
         out.add(new ChangeRow(ChangeType.UPDATE_BEFORE, shape(ChangeType.UPDATE_BEFORE, old),
             snapshotId));
@@ -768,6 +774,10 @@ public final class ChangelogReader {
       values.add(value instanceof byte[] bytes ? ByteBuffer.wrap(bytes) : value);
     }
     return values;
+  }
+
+  private boolean keeps(Record row) {
+    return filterAll || filter.eval(internal.wrap(row));
   }
 
   /** What an arriving row is matched with removed rows by: its key, or on a log table all of it. */

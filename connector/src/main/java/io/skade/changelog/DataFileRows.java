@@ -39,9 +39,11 @@ public final class DataFileRows {
         PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant);
     Parquet.ReadBuilder read = Parquet.read(table.io().newInputFile(task.file().location()))
         .project(required)
-        .filter(rowGroups)
         .createReaderFunc(fileSchema ->
             GenericParquetReaders.buildReader(required, fileSchema, constants));
+    if (rowGroups.op() != Expression.Operation.TRUE) {
+      read.filter(rowGroups); // evaluating it costs even when it keeps everything
+    }
     String mapping = table.properties().get(TableProperties.DEFAULT_NAME_MAPPING);
     if (mapping != null) {
       read.withNameMapping(NameMappingParser.fromJson(mapping));
