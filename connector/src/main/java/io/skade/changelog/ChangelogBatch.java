@@ -40,6 +40,7 @@ import org.apache.flink.table.data.StringData;
 import org.apache.flink.table.data.TimestampData;
 import org.apache.flink.types.RowKind;
 import org.apache.iceberg.Schema;
+import org.apache.iceberg.data.Record;
 import org.apache.iceberg.arrow.ArrowSchemaUtil;
 import org.apache.iceberg.types.Type;
 import org.apache.iceberg.types.Types;
@@ -61,6 +62,8 @@ import org.apache.iceberg.types.Types;
 public final class ChangelogBatch implements AutoCloseable {
   /** The change-type column's name. */
   public static final String CHANGE_TYPE = "_change_type";
+  private static final byte[][] TYPE_NAMES = Arrays.stream(ChangeType.values())
+      .map(type -> type.name().getBytes(StandardCharsets.US_ASCII)).toArray(byte[][]::new);
 
   private final Schema schema;
   private final VectorSchemaRoot root;
@@ -92,24 +95,33 @@ public final class ChangelogBatch implements AutoCloseable {
       int rows = changes.size();
       ChangeType[] types = new ChangeType[rows];
       List<Types.NestedField> columns = schema.columns();
+      FieldVector[] vectors = new FieldVector[columns.size()];
+      Type[] columnTypes = new Type[columns.size()];
+      for (int c = 0; c < vectors.length; c++) {
+        vectors[c] = root.getVector(c);
+        columnTypes[c] = columns.get(c).type();
+      }
       VarCharVector changeType = (VarCharVector) root.getVector(CHANGE_TYPE);
       for (int i = 0; i < rows; i++) {
         ChangeRow change = changes.get(i);
         types[i] = change.type();
-        changeType.setSafe(i, change.type().name().getBytes(StandardCharsets.US_ASCII));
-        for (int c = 0; c < columns.size(); c++) {
-          set(root.getVector(c), columns.get(c).type(), i, change.row().getField(columns.get(c).name()));
+        changeType.setSafe(i, TYPE_NAMES[change.type().ordinal()]);
+        Record row = change.row();
+        for (int c = 0; c < vectors.length; c++) {
+          // Rows are of the batch's schema: by position, not by name.
+          set(vectors[c], columnTypes[c], i, row.get(c));
         }
       }
       root.setRowCount(rows);
       List<String> keyNames = keyColumns.isEmpty()
           ? columns.stream().map(Types.NestedField::name).toList()
           : keyColumns;
+      FieldVector[] keyVectors = keyNames.stream().map(root::getVector).toArray(FieldVector[]::new);
       KeyBuffer keys = new KeyBuffer(rows);
       for (int i = 0; i < rows; i++) {
         keys.startRow(i);
-        for (String key : keyNames) {
-          keys.append(root.getVector(key), i);
+        for (FieldVector key : keyVectors) {
+          keys.append(key, i);
         }
       }
       keys.finish(rows);
