@@ -9,6 +9,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -20,6 +21,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.Function;
 import java.util.stream.Stream;
 import org.rocksdb.ColumnFamilyDescriptor;
 import org.rocksdb.ColumnFamilyHandle;
@@ -40,7 +42,8 @@ import org.rocksdb.WriteOptions;
  * <p>Column families: {@code tables} (table key → pointer), {@code commits} ((table key, snapshot
  * id) → the {@code commitSeq} that added the snapshot), {@code commit_log} (8-byte big-endian
  * {@code commitSeq} → commit record), {@code meta} (format version, current {@code commitSeq}),
- * {@code namespaces} (namespace key → properties), {@code consumers} (consumer id → cursor).
+ * {@code namespaces} (namespace key → properties), {@code consumers} (consumer id → cursor and
+ * last-seen time; written with the group, but no log row and no {@code commitSeq}).
  *
  * <p>Only the methods used by the catalog's single committer thread write, always through {@link
  * #write}: one {@link WriteBatch}, {@code sync=true}. Everything else reads.
@@ -77,6 +80,7 @@ final class CatalogStore implements AutoCloseable {
   private final ColumnFamilyHandle commitLog;
   private final ColumnFamilyHandle meta;
   private final ColumnFamilyHandle namespaces;
+  private final ColumnFamilyHandle consumers;
   private final WriteOptions syncWrite = new WriteOptions().setSync(true);
   /** Reads and writes hold it shared; close holds it exclusively, so no call meets a freed DB. */
   private final ReentrantReadWriteLock lifecycle = new ReentrantReadWriteLock();
@@ -98,6 +102,7 @@ final class CatalogStore implements AutoCloseable {
     this.commitLog = handles.get(3);
     this.meta = handles.get(4);
     this.namespaces = handles.get(5);
+    this.consumers = handles.get(6);
   }
 
   /** Opens (creating when new) the catalog at {@code dir} as its single writer. */
@@ -336,6 +341,16 @@ final class CatalogStore implements AutoCloseable {
     return keysWithPrefix(namespaces, prefix);
   }
 
+  StoredConsumer consumer(String consumerId) {
+    byte[] value = get(consumers, TableKeys.bytes(TableKeys.consumerKey(consumerId)));
+    return value == null ? null : decodeConsumer(consumerId, value);
+  }
+
+  /** Every stored consumer id, in key order. */
+  List<String> consumerIds() {
+    return keysWithPrefix(consumers, "");
+  }
+
   List<CommitEvent> commitsSince(long after, int limit) {
     if (limit <= 0) {
       throw new IllegalArgumentException("commitsSince: limit must be positive, got " + limit);
@@ -413,16 +428,20 @@ final class CatalogStore implements AutoCloseable {
     final List<CommitEvent> commits = new ArrayList<>();
     /** For each {@link CommitOperation#RENAME_TO} row's {@code commitSeq}, the old table key. */
     final Map<Long, String> renamedFrom = new HashMap<>();
+    /** Consumer rows to write (keyed by id); a null value removes the consumer. */
+    final Map<String, StoredConsumer> consumers = new LinkedHashMap<>();
 
     boolean isEmpty() {
-      return pointers.isEmpty() && namespaces.isEmpty() && commits.isEmpty();
+      return pointers.isEmpty() && namespaces.isEmpty() && commits.isEmpty()
+          && consumers.isEmpty();
     }
   }
 
   /**
-   * Writes a group in one {@link WriteBatch} with {@code sync=true}: pointers, namespaces, one
-   * log row per commit, the snapshot index, and the new {@code commitSeq}. When this returns the
-   * group is durable and visible to every read; when it throws, the outcome is unknown.
+   * Writes a group in one {@link WriteBatch} with {@code sync=true}: pointers, namespaces,
+   * consumers, one log row per commit, the snapshot index, and the new {@code commitSeq}. When
+   * this returns the group is durable and visible to every read; when it throws, the outcome is
+   * unknown.
    */
   void write(Batch group) {
     if (follower) {
@@ -430,22 +449,9 @@ final class CatalogStore implements AutoCloseable {
     }
     guarded(() -> {
       try (WriteBatch batch = new WriteBatch()) {
-        for (Map.Entry<String, TablePointer> e : group.pointers.entrySet()) {
-          byte[] key = TableKeys.bytes(e.getKey());
-          if (e.getValue() == null) {
-            batch.delete(tables, key);
-          } else {
-            batch.put(tables, key, encodePointer(e.getValue()));
-          }
-        }
-        for (Map.Entry<String, Map<String, String>> e : group.namespaces.entrySet()) {
-          byte[] key = TableKeys.bytes(e.getKey());
-          if (e.getValue() == null) {
-            batch.delete(namespaces, key);
-          } else {
-            batch.put(namespaces, key, encodeProperties(e.getValue()));
-          }
-        }
+        putOrDelete(batch, tables, group.pointers, CatalogStore::encodePointer);
+        putOrDelete(batch, namespaces, group.namespaces, CatalogStore::encodeProperties);
+        putOrDelete(batch, consumers, group.consumers, CatalogStore::encodeConsumer);
         SnapshotIndex index = new SnapshotIndex(batch);
         for (CommitEvent commit : group.commits) {
           batch.put(commitLog, longBytes(commit.commitSeq()), encodeEvent(commit));
@@ -459,6 +465,19 @@ final class CatalogStore implements AutoCloseable {
       }
       return null;
     });
+  }
+
+  /** Puts each row of {@code rows} into {@code family}, or deletes it when its value is null. */
+  private static <V> void putOrDelete(WriteBatch batch, ColumnFamilyHandle family,
+      Map<String, V> rows, Function<V, byte[]> encoder) throws RocksDBException {
+    for (Map.Entry<String, V> e : rows.entrySet()) {
+      byte[] key = TableKeys.bytes(e.getKey());
+      if (e.getValue() == null) {
+        batch.delete(family, key);
+      } else {
+        batch.put(family, key, encoder.apply(e.getValue()));
+      }
+    }
   }
 
   /**
@@ -584,6 +603,24 @@ final class CatalogStore implements AutoCloseable {
       String previous = in.readBoolean() ? readString(in) : null;
       return new CommitEvent(seq, tableKey, operation, snapshots, location, previous, in.readLong());
     });
+  }
+
+  private static byte[] encodeConsumer(StoredConsumer consumer) {
+    ConsumerCursor cursor = consumer.cursor();
+    return encode(out -> {
+      writeString(out, TableKeys.tableKey(cursor.table()));
+      writeString(out, cursor.tableUuid());
+      out.writeLong(cursor.snapshotId());
+      out.writeLong(cursor.commitSeq());
+      out.writeLong(consumer.lastSeen().toEpochMilli());
+    });
+  }
+
+  private static StoredConsumer decodeConsumer(String consumerId, byte[] bytes) {
+    return decode(bytes, in -> new StoredConsumer(consumerId,
+        new ConsumerCursor(TableKeys.identifier(readString(in)), readString(in), in.readLong(),
+            in.readLong()),
+        Instant.ofEpochMilli(in.readLong())));
   }
 
   private static byte[] encodeProperties(Map<String, String> properties) {

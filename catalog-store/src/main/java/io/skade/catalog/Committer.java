@@ -26,7 +26,8 @@ import org.slf4j.LoggerFactory;
  * sync=true} (one fsync per group), each pointer change taking the next {@code commitSeq} — so
  * the log is gapless and a multi-table commit is all or nothing. Then the callers are completed,
  * and only then one {@link CommitEvent} per log row is published to subscribers, in {@code
- * commitSeq} order, without ever waiting for them.
+ * commitSeq} order, without ever waiting for them. Consumer cursors are written in the same batch
+ * but are not commits: they take no {@code commitSeq} and publish nothing.
  *
  * <p>A failed batch write leaves the outcome unknown: its winners get {@link
  * CommitStateUnknownException} and the committer refuses further work until the catalog is
@@ -270,6 +271,18 @@ final class Committer implements AutoCloseable {
       return overlay(store.namespaceKeys(prefix), prefix, group.namespaces, pending.namespaces);
     }
 
+    /** The consumer as this mutation would see it stored, or null. */
+    StoredConsumer consumer(String consumerId) {
+      return lookup(consumerId, pending.consumers, group.consumers, store::consumer);
+    }
+
+    /** Every consumer as this mutation would see them stored, in id order. */
+    List<StoredConsumer> consumers() {
+      return overlay(store.consumerIds(), "", group.consumers, pending.consumers).stream()
+          .map(this::consumer)
+          .toList();
+    }
+
     /**
      * Moves (or creates, or removes) a table pointer and appends its log row with the next
      * {@code commitSeq}, which it returns.
@@ -307,11 +320,21 @@ final class Committer implements AutoCloseable {
       pending.namespaces.put(namespaceKey, null);
     }
 
+    /** Stores a consumer's row: no {@code commitSeq}, no log row, no event. */
+    void putConsumer(StoredConsumer consumer) {
+      pending.consumers.put(consumer.consumerId(), consumer);
+    }
+
+    void removeConsumer(String consumerId) {
+      pending.consumers.put(consumerId, null);
+    }
+
     private void accept() {
       group.pointers.putAll(pending.pointers);
       group.namespaces.putAll(pending.namespaces);
       group.commits.addAll(pending.commits);
       group.renamedFrom.putAll(pending.renamedFrom);
+      group.consumers.putAll(pending.consumers);
       lastSeq = pendingSeq;
       pending = new CatalogStore.Batch();
     }

@@ -6,6 +6,7 @@ import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -66,7 +67,8 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>Every change goes through one {@link Committer}; see there for what happens on commit. The
- * catalog is also the {@link CommitFeed} of its commits.
+ * catalog is also the {@link CommitFeed} of its commits, and keeps consumers' cursors ({@link
+ * #storeConsumer}).
  */
 public class SkadeCatalog extends BaseMetastoreCatalog
     implements SupportsNamespaces, CommitFeed, Configurable<Object> {
@@ -446,6 +448,61 @@ public class SkadeCatalog extends BaseMetastoreCatalog
       return Optional.empty();
     }
     return store.commitsSince(seq - 1, 1).stream().findFirst();
+  }
+
+  // ---- consumers ---------------------------------------------------------------------------
+
+  /**
+   * Stores (or replaces) the cursor of consumer {@code consumerId}, stamped with the current time
+   * as its last-seen time. It is written durably through the one commit path, but it is not a
+   * commit: it takes no {@code commitSeq} and publishes no event. While the consumer is live, the
+   * catalog refuses commits that remove the cursor's snapshot or any newer one of its table.
+   *
+   * @throws IllegalArgumentException for an empty id or one with control characters
+   * @throws UnsupportedOperationException in a read-only follower
+   */
+  public StoredConsumer storeConsumer(String consumerId, ConsumerCursor cursor) {
+    String key = TableKeys.consumerKey(consumerId);
+    TableKeys.validate(cursor.table()); // before the committer thread, which must not fail
+    return committer().submit(stage -> {
+      StoredConsumer stored =
+          new StoredConsumer(key, cursor, Instant.ofEpochMilli(System.currentTimeMillis()));
+      stage.putConsumer(stored);
+      return stored;
+    });
+  }
+
+  /** The consumer stored under {@code consumerId}, if any. */
+  public Optional<StoredConsumer> consumer(String consumerId) {
+    String key = TableKeys.consumerKey(consumerId);
+    store.catchUp();
+    return Optional.ofNullable(store.consumer(key));
+  }
+
+  /** Every stored consumer, live or not, in id order. */
+  public List<StoredConsumer> consumers() {
+    store.catchUp();
+    return store.consumerIds().stream()
+        .map(store::consumer)
+        .filter(Objects::nonNull) // dropped since the ids were listed
+        .toList();
+  }
+
+  /** The stored consumers of {@code table}, in id order. */
+  public List<StoredConsumer> consumers(TableIdentifier table) {
+    return consumers().stream().filter(c -> c.cursor().table().equals(table)).toList();
+  }
+
+  /** Removes a consumer, so it no longer holds expiry back; returns whether it was stored. */
+  public boolean dropConsumer(String consumerId) {
+    String key = TableKeys.consumerKey(consumerId);
+    return committer().submit(stage -> {
+      if (stage.consumer(key) == null) {
+        return false;
+      }
+      stage.removeConsumer(key);
+      return true;
+    });
   }
 
   // ---- namespaces --------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 
 /**
- * Name validation and the injective key encoding of namespaces and tables.
+ * Name validation and the injective key encoding of namespaces, tables and consumer ids.
  *
  * <p>A key is the namespace levels followed by the table name, joined by {@link #SEPARATOR} (the
  * ASCII unit separator). Every name part is validated to exclude the separator (and every other
@@ -55,6 +55,23 @@ final class TableKeys {
     return new String(key, StandardCharsets.UTF_8);
   }
 
+  /**
+   * The key of a consumer in the {@code consumers} family: the id itself, once validated to be
+   * non-empty, free of control characters and encodable as UTF-8 (so the key is injective).
+   */
+  static String consumerKey(String consumerId) {
+    String problem = consumerId == null || consumerId.isEmpty()
+        ? "it is empty"
+        : characterProblem(consumerId);
+    if (problem != null) {
+      throw new IllegalArgumentException(
+          "invalid consumer id '" + (consumerId == null ? null : printable(consumerId)) + "': "
+              + problem + "; use a non-empty id without control characters, e.g. the job's"
+              + " name followed by the source's uid");
+    }
+    return consumerId;
+  }
+
   static void validate(TableIdentifier identifier) {
     validate(identifier.namespace());
     validatePart("table", identifier.name(), identifier.toString());
@@ -95,8 +112,13 @@ final class TableKeys {
     if (part.contains("..") || part.equals(".")) {
       return "it contains '..' or is '.'";
     }
-    for (int i = 0; i < part.length(); ) {
-      int c = part.codePointAt(i);
+    return characterProblem(part);
+  }
+
+  /** Why {@code s} cannot be part of a key (a control character, or no UTF-8 form), or null. */
+  private static String characterProblem(String s) {
+    for (int i = 0; i < s.length(); ) {
+      int c = s.codePointAt(i);
       if (Character.isISOControl(c)) {
         return "it contains the control character U+" + String.format("%04X", c);
       }

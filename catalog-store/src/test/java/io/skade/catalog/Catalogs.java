@@ -55,6 +55,16 @@ final class Catalogs {
         .build();
   }
 
+  /** The cursor of a consumer that has read table {@code id} up to {@code snapshotId}. */
+  static ConsumerCursor cursorAt(SkadeCatalog catalog, TableIdentifier id, long snapshotId) {
+    return new ConsumerCursor(id, catalog.loadTable(id).uuid().toString(), snapshotId,
+        catalog.commitSeq());
+  }
+
+  static ConsumerCursor cursorAtCurrent(SkadeCatalog catalog, TableIdentifier id) {
+    return cursorAt(catalog, id, catalog.loadTable(id).currentSnapshot().snapshotId());
+  }
+
   static void append(Table table, String fileName) {
     table.newFastAppend().appendFile(dataFile(fileName)).commit();
   }

@@ -1,0 +1,20 @@
+package io.skade.catalog;
+
+import java.time.Instant;
+import java.util.Objects;
+
+/**
+ * A consumer's row in the catalog: its cursor and when it was last stored. A consumer not seen
+ * for longer than the catalog's {@code consumer.expiry-timeout} no longer holds expiry back.
+ *
+ * @param consumerId the id the cursor is stored under
+ * @param cursor the last acknowledged cursor
+ * @param lastSeen when the cursor was stored (millisecond precision)
+ */
+public record StoredConsumer(String consumerId, ConsumerCursor cursor, Instant lastSeen) {
+  public StoredConsumer {
+    Objects.requireNonNull(consumerId, "consumerId");
+    Objects.requireNonNull(cursor, "cursor");
+    Objects.requireNonNull(lastSeen, "lastSeen");
+  }
+}
