@@ -25,6 +25,7 @@ import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.CatalogUtil;
 import org.apache.iceberg.RetryableValidationException;
 import org.apache.iceberg.Schema;
+import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.TableOperations;
@@ -63,12 +64,16 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code commit-feed.buffer-size}: default buffer of a commit subscription (1024).
  *   <li>{@code commit.max-batch-size}: most commits written by one batch and fsync (4096; 1
  *       turns group commit off).
+ *   <li>{@code consumer.expiry-timeout}: how long a consumer's stored cursor holds snapshot
+ *       expiry back after it was last stored (7d); a whole number with a unit {@code ms}, {@code
+ *       s}, {@code m}, {@code h} or {@code d}, a bare number being milliseconds.
  *   <li>{@code io-impl}: the {@link FileIO} (default Hadoop's, which covers local files).
  * </ul>
  *
  * <p>Every change goes through one {@link Committer}; see there for what happens on commit. The
  * catalog is also the {@link CommitFeed} of its commits, and keeps consumers' cursors ({@link
- * #storeConsumer}).
+ * #storeConsumer}), refusing to expire snapshots a live consumer still needs ({@link
+ * ExpiryGuard}).
  */
 public class SkadeCatalog extends BaseMetastoreCatalog
     implements SupportsNamespaces, CommitFeed, Configurable<Object> {
@@ -79,6 +84,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   public static final String FOLLOWER_PATH = "catalog.follower-path";
   public static final String FEED_BUFFER_SIZE = "commit-feed.buffer-size";
   public static final String MAX_BATCH_SIZE = "commit.max-batch-size";
+  public static final String CONSUMER_EXPIRY_TIMEOUT = "consumer.expiry-timeout";
   private static final String DEFAULT_FILE_IO = "org.apache.iceberg.hadoop.HadoopFileIO";
   private static final int PAGE = 1024;
 
@@ -92,6 +98,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   private Path scratchFollowerDir;
   private int feedBufferSize = DEFAULT_SUBSCRIBER_BUFFER;
   private boolean uniqueTableLocation;
+  private ExpiryGuard expiryGuard;
 
   /** For {@link CatalogUtil#loadCatalog}; call {@link #initialize} next. */
   public SkadeCatalog() {}
@@ -118,6 +125,8 @@ public class SkadeCatalog extends BaseMetastoreCatalog
         CatalogProperties.UNIQUE_TABLE_LOCATION, CatalogProperties.UNIQUE_TABLE_LOCATION_DEFAULT);
     this.feedBufferSize = positiveInt(props, FEED_BUFFER_SIZE, DEFAULT_SUBSCRIBER_BUFFER);
     int maxBatch = positiveInt(props, MAX_BATCH_SIZE, Committer.DEFAULT_MAX_GROUP);
+    this.expiryGuard = new ExpiryGuard(name,
+        props.getOrDefault(CONSUMER_EXPIRY_TIMEOUT, ExpiryGuard.DEFAULT_TIMEOUT));
     if (!access.equals("owner") && !access.equals("follower")) {
       throw new IllegalArgumentException(
           "skade catalog '" + name + "': property '" + CATALOG_ACCESS + "' is '" + access
@@ -235,6 +244,10 @@ public class SkadeCatalog extends BaseMetastoreCatalog
               + " (catalog.access=follower): write through the process that owns it");
     }
     return committer;
+  }
+
+  ExpiryGuard expiryGuard() {
+    return expiryGuard;
   }
 
   TablePointer readPointer(String tableKey) {
@@ -374,8 +387,8 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     }
     Committer committer = committer(); // a follower fails here, before writing any file
     // newLocation is null for a table that is only checked (requirements, no changes).
-    record Prepared(SkadeTableOperations ops, String baseLocation, String newLocation,
-        List<Long> added, long snapshotId) {}
+    record Prepared(SkadeTableOperations ops, TableMetadata base, String newLocation,
+        List<Long> added, long snapshotId, List<Snapshot> removed) {}
     List<Prepared> prepared = new ArrayList<>();
     try {
       for (TableCommit commit : commits) {
@@ -393,10 +406,10 @@ public class SkadeCatalog extends BaseMetastoreCatalog
         }
         TableMetadata updated = builder.build();
         boolean changed = !updated.changes().isEmpty();
-        prepared.add(new Prepared(ops, base.metadataFileLocation(),
-            changed ? ops.writeMetadata(updated) : null,
+        prepared.add(new Prepared(ops, base, changed ? ops.writeMetadata(updated) : null,
             SkadeTableOperations.addedSnapshots(updated),
-            SkadeTableOperations.currentSnapshotId(updated)));
+            SkadeTableOperations.currentSnapshotId(updated),
+            ExpiryGuard.removedSnapshots(base, updated)));
       }
       if (prepared.stream().allMatch(p -> p.newLocation() == null)) {
         return;
@@ -405,13 +418,16 @@ public class SkadeCatalog extends BaseMetastoreCatalog
         // Every table is checked, changed or not: its requirements held at its base.
         for (Prepared p : prepared) {
           TablePointer current = stage.pointer(p.ops().tableKey());
-          if (current == null || !current.metadataLocation().equals(p.baseLocation())) {
+          String baseLocation = p.base().metadataFileLocation();
+          if (current == null || !current.metadataLocation().equals(baseLocation)) {
             throw new CommitFailedException(
                 "Cannot commit %s: metadata location %s has changed from %s; no table of this"
                     + " multi-table commit was changed",
                 p.ops().tableName(), current == null ? null : current.metadataLocation(),
-                p.baseLocation());
+                baseLocation);
           }
+          expiryGuard.check(stage, p.ops().tableKey(), p.ops().tableName(), p.base(),
+              p.removed());
         }
         for (Prepared p : prepared) {
           if (p.newLocation() != null) {
@@ -421,7 +437,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
         }
         return null;
       });
-    } catch (CommitFailedException | NoSuchTableException e) {
+    } catch (CommitFailedException | NoSuchTableException | ExpiryBlockedException e) {
       // Nothing points at the metadata files written for this attempt.
       prepared.stream().map(Prepared::newLocation).filter(Objects::nonNull)
           .forEach(this::deleteQuietly);
@@ -503,6 +519,15 @@ public class SkadeCatalog extends BaseMetastoreCatalog
       stage.removeConsumer(key);
       return true;
     });
+  }
+
+  /**
+   * The cursor's table, when the cursor can be resumed there; otherwise a {@link
+   * CursorExpiredException} naming the table, the snapshot and the startup options that recover
+   * (the snapshot was expired, or the table was dropped or created again).
+   */
+  public Table requireCursorUsable(ConsumerCursor cursor) {
+    return ExpiryGuard.requireUsable(this, cursor);
   }
 
   // ---- namespaces --------------------------------------------------------------------------

@@ -3,6 +3,7 @@ package io.skade.catalog;
 import java.util.List;
 import org.apache.iceberg.BaseMetastoreTableOperations;
 import org.apache.iceberg.MetadataUpdate;
+import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.AlreadyExistsException;
@@ -13,7 +14,8 @@ import org.apache.iceberg.io.FileIO;
 
 /**
  * One table's operations: refresh reads the pointer; commit writes the new metadata file first,
- * then hands a compare-and-swap of the pointer to the catalog's {@link Committer}.
+ * then hands a compare-and-swap of the pointer to the catalog's {@link Committer}, which also
+ * refuses to remove snapshots a live consumer still needs ({@link ExpiryGuard}).
  */
 final class SkadeTableOperations extends BaseMetastoreTableOperations {
   private final SkadeCatalog catalog;
@@ -51,10 +53,11 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
         : register ? CommitOperation.REGISTER : CommitOperation.CREATE;
     List<Long> added = addedSnapshots(metadata);
     long snapshotId = currentSnapshotId(metadata);
+    List<Snapshot> removed = ExpiryGuard.removedSnapshots(base, metadata);
     try {
-      submit(committer, base, baseLocation, operation, added, newLocation, snapshotId);
+      submit(committer, base, baseLocation, operation, added, newLocation, snapshotId, removed);
     } catch (CommitFailedException | AlreadyExistsException | NoSuchNamespaceException
-        | NoSuchTableException e) {
+        | NoSuchTableException | ExpiryBlockedException e) {
       // The swap was refused, so nothing points at the file just written; a registered file
       // is the user's and stays.
       if (!register) {
@@ -65,7 +68,8 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
   }
 
   private void submit(Committer committer, TableMetadata base, String baseLocation,
-      CommitOperation operation, List<Long> added, String newLocation, long snapshotId) {
+      CommitOperation operation, List<Long> added, String newLocation, long snapshotId,
+      List<Snapshot> removed) {
     String namespaceKey = TableKeys.namespaceKey(identifier.namespace());
     committer.submit(stage -> {
       TablePointer current = stage.pointer(tableKey);
@@ -84,6 +88,8 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
         throw new CommitFailedException(
             "Cannot commit %s: metadata location %s has changed from %s",
             identifier, current.metadataLocation(), baseLocation);
+      } else {
+        catalog.expiryGuard().check(stage, tableKey, fullName, base, removed);
       }
       return stage.commit(tableKey, operation, added, newLocation, snapshotId);
     });
