@@ -8,8 +8,9 @@ public class CatalogLockedException extends RuntimeException {
   CatalogLockedException(String path, boolean thisProcess, Throwable cause) {
     super(thisProcess
         ? "skade catalog at " + path + " is already open in this process: only one process may"
-            + " own a catalog directory, and it opens it once. Share the open SkadeCatalog, or"
-            + " close it before opening the directory again"
+            + " own a catalog directory, and it opens it once. Share the open SkadeCatalog"
+            + " (SharedCatalogs.acquire hands every component of a JVM the same one), or close it"
+            + " before opening the directory again"
         : "skade catalog at " + path + " is held by another process (its RocksDB LOCK is"
             + " taken): only one process may own a catalog directory. Stop the other process,"
             + " or open this one as a read-only follower with catalog.access=follower", cause);

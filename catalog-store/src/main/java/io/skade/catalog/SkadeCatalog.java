@@ -73,7 +73,8 @@ import org.slf4j.LoggerFactory;
  * <p>Every change goes through one {@link Committer}; see there for what happens on commit. The
  * catalog is also the {@link CommitFeed} of its commits, and keeps consumers' cursors ({@link
  * #storeConsumer}), refusing to expire snapshots a live consumer still needs ({@link
- * ExpiryGuard}).
+ * ExpiryGuard}). Components of one JVM share one open catalog per directory through {@link
+ * SharedCatalogs}.
  */
 public class SkadeCatalog extends BaseMetastoreCatalog
     implements SupportsNamespaces, CommitFeed, Configurable<Object> {
@@ -112,14 +113,8 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   public void initialize(String catalogName, Map<String, String> props) {
     this.name = catalogName == null ? "skade" : catalogName;
     this.properties = Map.copyOf(props);
-    String location = props.get(CatalogProperties.WAREHOUSE_LOCATION);
-    if (location == null || location.isBlank()) {
-      throw new IllegalArgumentException(
-          "skade catalog '" + name + "': property 'warehouse' is required; set it to the root"
-              + " directory (or URI) of table data, e.g. warehouse=/data/warehouse");
-    }
-    this.warehouse = location.replaceAll("/+$", "");
-    Path catalogPath = catalogPath(props);
+    this.warehouse = warehouse(name, props);
+    Path catalogPath = catalogPath(name, props);
     String access = props.getOrDefault(CATALOG_ACCESS, "owner");
     this.uniqueTableLocation = PropertyUtil.propertyAsBoolean(props,
         CatalogProperties.UNIQUE_TABLE_LOCATION, CatalogProperties.UNIQUE_TABLE_LOCATION_DEFAULT);
@@ -151,12 +146,25 @@ public class SkadeCatalog extends BaseMetastoreCatalog
         name, catalogPath, access, store.commitSeq());
   }
 
-  private Path catalogPath(Map<String, String> props) {
+  /** The {@code warehouse} property, required, without trailing slashes. */
+  static String warehouse(String name, Map<String, String> props) {
+    String location = props.get(CatalogProperties.WAREHOUSE_LOCATION);
+    if (location == null || location.isBlank()) {
+      throw new IllegalArgumentException(
+          "skade catalog '" + name + "': property 'warehouse' is required; set it to the root"
+              + " directory (or URI) of table data, e.g. warehouse=/data/warehouse");
+    }
+    return location.replaceAll("/+$", "");
+  }
+
+  /** The RocksDB directory the properties name: {@code catalog.path}, or the default. */
+  static Path catalogPath(String name, Map<String, String> props) {
     String configured = props.get(CATALOG_PATH);
     if (configured != null && !configured.isBlank()) {
-      return localPath(configured, CATALOG_PATH);
+      return localPath(name, configured, CATALOG_PATH);
     }
-    Path local = localWarehouse();
+    String warehouse = warehouse(name, props);
+    Path local = localWarehouse(name, warehouse);
     if (local == null) {
       throw new IllegalArgumentException(
           "skade catalog '" + name + "': warehouse " + warehouse + " is not a local path, so"
@@ -166,7 +174,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     return local.resolve(TableKeys.RESERVED_NAMESPACE);
   }
 
-  private Path localWarehouse() {
+  private static Path localWarehouse(String name, String warehouse) {
     URI uri;
     try {
       uri = URI.create(warehouse.replace(" ", "%20"));
@@ -181,7 +189,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     return "file".equals(uri.getScheme()) ? Paths.get(uri) : null;
   }
 
-  private Path localPath(String value, String property) {
+  private static Path localPath(String name, String value, String property) {
     try {
       return value.startsWith("file:") ? Paths.get(URI.create(value)) : Paths.get(value);
     } catch (RuntimeException e) {
@@ -194,7 +202,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   private Path followerPath(Map<String, String> props) {
     String configured = props.get(FOLLOWER_PATH);
     if (configured != null) {
-      return localPath(configured, FOLLOWER_PATH);
+      return localPath(name, configured, FOLLOWER_PATH);
     }
     try {
       scratchFollowerDir = Files.createTempDirectory("skade-follower-");
