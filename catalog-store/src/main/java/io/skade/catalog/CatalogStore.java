@@ -118,12 +118,26 @@ final class CatalogStore implements AutoCloseable {
                 + "; choose a writable catalog.path", e);
       }
     }
+    String real = realPath(dir, path);
     DBOptions options = new DBOptions()
         .setCreateIfMissing(true)
         .setCreateMissingColumnFamilies(!existing)
         .setKeepLogFileNum(4);
-    return open(path, false, options, (descriptors, handles) ->
-        RocksDB.open(options, path, descriptors, handles));
+    return open(real, false, options, (descriptors, handles) ->
+        RocksDB.open(options, real, descriptors, handles));
+  }
+
+  /**
+   * The directory's real path: RocksDB's lock against a second open in this JVM compares path
+   * strings, so a symlinked path must not look like another directory.
+   */
+  private static String realPath(Path dir, String path) {
+    try {
+      return dir.toRealPath().toString();
+    } catch (IOException e) {
+      throw new IllegalArgumentException("cannot resolve the skade catalog directory " + path
+          + " (catalog.path): " + e + "; choose a readable catalog.path", e);
+    }
   }
 
   /**

@@ -98,6 +98,21 @@ class BadInputTest {
   }
 
   @Test
+  void aSecondOwnerThroughASymlinkIsRefusedToo() throws Exception {
+    try (SkadeCatalog owner = Catalogs.open(warehouse)) {
+      Path link = Files.createSymbolicLink(warehouse.resolveSibling(warehouse.getFileName() + "-link"),
+          warehouse.resolve("_catalog"));
+      try {
+        assertThatThrownBy(() -> Catalogs.open(warehouse, Map.of("catalog.path", link.toString())))
+            .isInstanceOf(CatalogLockedException.class)
+            .hasMessageContaining("already open in this process");
+      } finally {
+        Files.delete(link);
+      }
+    }
+  }
+
+  @Test
   void aNonEmptyDirectoryThatIsNotACatalogIsRefusedAndLeftAlone() throws Exception {
     Path dir = warehouse.resolve("_catalog");
     Files.createDirectories(dir);
