@@ -65,16 +65,24 @@ public final class ChangelogBatch implements AutoCloseable {
   private static final byte[][] TYPE_NAMES = Arrays.stream(ChangeType.values())
       .map(type -> type.name().getBytes(StandardCharsets.US_ASCII)).toArray(byte[][]::new);
 
-  private final Schema schema;
   private final VectorSchemaRoot root;
+  /** The data columns' vectors and types, by position: looked up once, read per row. */
+  private final FieldVector[] vectors;
+  private final Type[] columnTypes;
   private final ChangeType[] types;
   private final byte[] keys;
   private final int[] keyOffsets;
 
   private ChangelogBatch(Schema schema, VectorSchemaRoot root, ChangeType[] types, byte[] keys,
       int[] keyOffsets) {
-    this.schema = schema;
     this.root = root;
+    List<Types.NestedField> columns = schema.columns();
+    this.vectors = new FieldVector[columns.size()];
+    this.columnTypes = new Type[columns.size()];
+    for (int c = 0; c < vectors.length; c++) {
+      vectors[c] = root.getVector(c);
+      columnTypes[c] = columns.get(c).type();
+    }
     this.types = types;
     this.keys = keys;
     this.keyOffsets = keyOffsets;
@@ -167,11 +175,10 @@ public final class ChangelogBatch implements AutoCloseable {
 
   /** Row {@code row} as Flink internal data with its row kind, read from the vectors. */
   public RowData rowData(int row) {
-    List<Types.NestedField> columns = schema.columns();
-    GenericRowData data = new GenericRowData(rowKind(row), columns.size());
-    for (int c = 0; c < columns.size(); c++) {
-      FieldVector vector = root.getVector(c);
-      data.setField(c, vector.isNull(row) ? null : flinkValue(vector, columns.get(c).type(), row));
+    GenericRowData data = new GenericRowData(rowKind(row), vectors.length);
+    for (int c = 0; c < vectors.length; c++) {
+      FieldVector vector = vectors[c];
+      data.setField(c, vector.isNull(row) ? null : flinkValue(vector, columnTypes[c], row));
     }
     return data;
   }
