@@ -70,11 +70,13 @@ public final class ChangelogBatch implements AutoCloseable {
   private final FieldVector[] vectors;
   private final Type[] columnTypes;
   private final ChangeType[] types;
+  private final long[] snapshotIds;
   private final byte[] keys;
   private final int[] keyOffsets;
 
-  private ChangelogBatch(Schema schema, VectorSchemaRoot root, ChangeType[] types, byte[] keys,
-      int[] keyOffsets) {
+  private ChangelogBatch(Schema schema, VectorSchemaRoot root, ChangeType[] types,
+      long[] snapshotIds, byte[] keys, int[] keyOffsets) {
+    this.snapshotIds = snapshotIds;
     this.root = root;
     List<Types.NestedField> columns = schema.columns();
     this.vectors = new FieldVector[columns.size()];
@@ -102,6 +104,7 @@ public final class ChangelogBatch implements AutoCloseable {
       root.allocateNew();
       int rows = changes.size();
       ChangeType[] types = new ChangeType[rows];
+      long[] snapshotIds = new long[rows];
       List<Types.NestedField> columns = schema.columns();
       FieldVector[] vectors = new FieldVector[columns.size()];
       Type[] columnTypes = new Type[columns.size()];
@@ -113,6 +116,7 @@ public final class ChangelogBatch implements AutoCloseable {
       for (int i = 0; i < rows; i++) {
         ChangeRow change = changes.get(i);
         types[i] = change.type();
+        snapshotIds[i] = change.snapshotId();
         changeType.setSafe(i, TYPE_NAMES[change.type().ordinal()]);
         Record row = change.row();
         for (int c = 0; c < vectors.length; c++) {
@@ -133,7 +137,7 @@ public final class ChangelogBatch implements AutoCloseable {
         }
       }
       keys.finish(rows);
-      return new ChangelogBatch(schema, root, types, keys.bytes(), keys.offsets());
+      return new ChangelogBatch(schema, root, types, snapshotIds, keys.bytes(), keys.offsets());
     } catch (RuntimeException e) {
       root.close();
       throw e;
@@ -151,6 +155,11 @@ public final class ChangelogBatch implements AutoCloseable {
 
   public ChangeType changeType(int row) {
     return types[row];
+  }
+
+  /** The snapshot that made the change of {@code row} (in collapsed mode, the window's last). */
+  public long snapshotId(int row) {
+    return snapshotIds[row];
   }
 
   public RowKind rowKind(int row) {

@@ -195,11 +195,24 @@ public final class ChangelogReader {
    */
   public CloseableIterator<ChangelogBatch> readBatches(Long fromExclusive, long toInclusive,
       BufferAllocator allocator, int maxRows) {
+    return readBatches(fromExclusive, toInclusive, allocator, maxRows, 0);
+  }
+
+  /**
+   * As {@link #readBatches(Long, long, BufferAllocator, int)}, without the window's first {@code
+   * skip} changes: a reader restored from a checkpoint resumes where it was, as a window's
+   * changes always come in the same order.
+   */
+  public CloseableIterator<ChangelogBatch> readBatches(Long fromExclusive, long toInclusive,
+      BufferAllocator allocator, int maxRows, long skip) {
     if (maxRows <= 0) {
       throw new IllegalArgumentException("a changelog batch holds at least one change, got "
           + maxRows + " rows per batch");
     }
     CloseableIterator<ChangeRow> changes = changes(fromExclusive, toInclusive);
+    for (long skipped = 0; skipped < skip && changes.hasNext(); skipped++) {
+      changes.next();
+    }
     return new CloseableIterator<>() {
       @Override
       public boolean hasNext() {
