@@ -449,7 +449,7 @@ public final class ChangelogReader {
         DataFile file = after.data.get(path);
         List<DeleteFile> old = before.deletesFor(before.data.get(path));
         List<DeleteFile> now = after.deletesFor(file);
-        if (!locations(old).equals(locations(now))) {
+        if (!keys(old).equals(keys(now))) {
           compare(file, old, now);
         }
       }
@@ -533,7 +533,7 @@ public final class ChangelogReader {
      */
     private void compare(DataFile file, List<DeleteFile> old, List<DeleteFile> now) {
       boolean keysOnly = options.beforeImage() == BeforeImage.KEY_ONLY
-          && kind == TableKind.PRIMARY_KEY && locations(now).containsAll(locations(old));
+          && kind == TableKind.PRIMARY_KEY && keys(now).containsAll(keys(old));
       Schema requested = keysOnly ? keyReadSchema : readSchema;
       GenericDeleteFilter before = deleteCache.filter(task(file, old), schema, requested);
       GenericDeleteFilter later = deleteCache.filter(task(file, now), schema, requested);
@@ -639,8 +639,9 @@ public final class ChangelogReader {
     }
   }
 
-  private static List<String> locations(List<DeleteFile> deletes) {
-    return deletes.stream().map(DeleteFile::location).toList();
+  /** The delete files' identities ({@link WindowFiles#key}): what two states compare. */
+  private static List<String> keys(List<DeleteFile> deletes) {
+    return deletes.stream().map(WindowFiles::key).toList();
   }
 
   private FileScanTask task(DataFile file, List<DeleteFile> deletes) {
@@ -672,9 +673,10 @@ public final class ChangelogReader {
    * every row group is read.
    */
   private Expression onlyNewKeysDeleted(List<DeleteFile> old, List<DeleteFile> now) {
-    Set<String> before = new HashSet<>(locations(old));
-    List<DeleteFile> added = now.stream().filter(d -> !before.contains(d.location())).toList();
-    if (!locations(now).containsAll(before)
+    Set<String> before = new HashSet<>(keys(old));
+    List<DeleteFile> added =
+        now.stream().filter(d -> !before.contains(WindowFiles.key(d))).toList();
+    if (!keys(now).containsAll(before)
         || added.stream().anyMatch(d -> d.content() != FileContent.EQUALITY_DELETES)) {
       return Expressions.alwaysTrue();
     }

@@ -50,8 +50,7 @@ import org.apache.iceberg.util.ThreadPools;
  */
 final class WindowFiles {
   private static final int PARALLEL_FROM = 4;
-  private static final Comparator<DeleteFile> BY_LOCATION =
-      Comparator.comparing(DeleteFile::location);
+  private static final Comparator<DeleteFile> BY_KEY = Comparator.comparing(WindowFiles::key);
 
   private final Table table;
   private final Map<String, List<DataFile>> dataManifests = new ConcurrentHashMap<>();
@@ -121,6 +120,7 @@ final class WindowFiles {
   final class Live {
     /** Live data files by location, in location order. */
     final Map<String, DataFile> data = new TreeMap<>();
+    /** Live delete files by {@link #key}. */
     private final Map<String, DeleteFile> deletes = new HashMap<>();
     private final List<DeleteFile> globalEquality = new ArrayList<>();
     private final PartitionMap<List<DeleteFile>> equalityByPartition =
@@ -131,7 +131,7 @@ final class WindowFiles {
     private final Map<String, DeleteFile> vectorByPath = new HashMap<>();
 
     private void addDelete(DeleteFile file) {
-      deletes.put(file.location(), file);
+      deletes.put(key(file), file);
       if (file.content() == FileContent.EQUALITY_DELETES) {
         if (table.specs().get(file.specId()).isUnpartitioned()) {
           globalEquality.add(file);
@@ -152,7 +152,7 @@ final class WindowFiles {
       }
     }
 
-    /** The delete files that apply to {@code file} in this state, in location order. */
+    /** The delete files that apply to {@code file} in this state, in {@link #key} order. */
     List<DeleteFile> deletesFor(DataFile file) {
       long sequence = file.dataSequenceNumber();
       List<DeleteFile> applying = new ArrayList<>();
@@ -171,7 +171,7 @@ final class WindowFiles {
         addPositions(sequence, positionByPartition.get(file.specId(), file.partition()), applying);
         addPositions(sequence, positionByPath.get(file.location()), applying);
       }
-      applying.sort(BY_LOCATION);
+      applying.sort(BY_KEY);
       return applying;
     }
 
@@ -224,6 +224,15 @@ final class WindowFiles {
       }
       return candidates;
     }
+  }
+
+  /**
+   * A delete file's identity: its location, and for a deletion vector its offset too, since one
+   * Puffin file holds the vectors of several data files.
+   */
+  static String key(DeleteFile file) {
+    return file.contentOffset() == null ? file.location()
+        : file.location() + '@' + file.contentOffset();
   }
 
   private static List<Map.Entry<String, DeleteFile>> symmetricDifference(

@@ -7,6 +7,7 @@ import io.skade.changelog.ChangelogOptions.BeforeImage;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.write.TableWriter;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -16,6 +17,7 @@ import java.util.function.Function;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.flink.types.RowKind;
+import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
@@ -126,6 +128,27 @@ class ChangelogReaderTest {
         .map(change -> change.type().symbol() + " " + change.row().getField("id")).toList());
     // One change per batch, except an update pair, which is never split.
     assertThat(sizes).containsExactlyInAnyOrder(2, 2, 1, 1);
+  }
+
+  @Test
+  void deletionVectorsOfSeveralFilesInOnePuffinFileAreAllSeen() {
+    Table v3 = catalog.get().buildTable(TableIdentifier.of("db", "v3"), SCHEMA)
+        .withProperty("format-version", "3").create();
+    TableWriter writer = new TableWriter(v3);
+    writer.append(List.of(row(1, "Ada", "Oslo"), row(2, "Bo", "Bergen")));
+    writer.append(List.of(row(3, "Cy", "Oslo"), row(4, "Di", "Bodø")));
+    long before = v3.currentSnapshot().snapshotId();
+    Map<String, List<Long>> positions = new HashMap<>();
+    v3.currentSnapshot().addedDataFiles(v3.io()).forEach(f -> positions.put(f.location(), List.of(0L)));
+    v3.snapshot(v3.currentSnapshot().parentId()).addedDataFiles(v3.io())
+        .forEach(f -> positions.put(f.location(), List.of(1L)));
+    long after = writer.deletePositions(positions).snapshotId();
+    // One commit, one Puffin file holding both vectors: both files' rows are deleted.
+    assertThat(v3.currentSnapshot().addedDeleteFiles(v3.io()))
+        .extracting(DeleteFile::location).hasSize(2).containsOnly(
+            v3.currentSnapshot().addedDeleteFiles(v3.io()).iterator().next().location());
+    assertThat(render(new ChangelogReader(v3, ChangelogOptions.defaults()).read(before, after)))
+        .containsExactlyInAnyOrder("-D 2 Bo Bergen", "-D 3 Cy Oslo");
   }
 
   private List<ChangeRow> read(ChangelogOptions options) {
