@@ -606,7 +606,7 @@ public final class ChangelogReader {
 
     private void emit(ChangeType type, Record row, Deque<ChangeRow> out) {
       if (keeps(row)) {
-        out.add(new ChangeRow(type, shape(type, row), snapshotId));
+        out.add(change(type, row));
       }
     }
 
@@ -615,15 +615,17 @@ public final class ChangelogReader {
       boolean keepOld = keeps(old);
       boolean keepNew = keeps(now);
       if (keepOld && keepNew) {
-        out.add(new ChangeRow(ChangeType.UPDATE_BEFORE, shape(ChangeType.UPDATE_BEFORE, old),
-            snapshotId));
-        out.add(new ChangeRow(ChangeType.UPDATE_AFTER, shape(ChangeType.UPDATE_AFTER, now),
-            snapshotId));
+        out.add(change(ChangeType.UPDATE_BEFORE, old));
+        out.add(change(ChangeType.UPDATE_AFTER, now));
       } else if (keepOld) {
-        out.add(new ChangeRow(ChangeType.DELETE, shape(ChangeType.DELETE, old), snapshotId));
+        out.add(change(ChangeType.DELETE, old));
       } else if (keepNew) {
-        out.add(new ChangeRow(ChangeType.INSERT, shape(ChangeType.INSERT, now), snapshotId));
+        out.add(change(ChangeType.INSERT, now));
       }
+    }
+
+    private ChangeRow change(ChangeType type, Record row) {
+      return new ChangeRow(type, shape(type, row), snapshotId);
     }
 
     void close() {
@@ -740,11 +742,11 @@ public final class ChangelogReader {
 
     TableRows(Schema required) {
       List<Types.NestedField> columns = schema.columns();
+      List<Types.NestedField> read = required.columns();
       this.source = new int[columns.size()];
-      boolean same = required.columns().size() == columns.size();
+      boolean same = read.size() == columns.size();
       for (int i = 0; i < columns.size(); i++) {
         Types.NestedField field = columns.get(i);
-        List<Types.NestedField> read = required.columns();
         source[i] = -1;
         for (int j = 0; j < read.size(); j++) {
           if (read.get(j).fieldId() == field.fieldId()) {
