@@ -1,5 +1,6 @@
 package io.skade;
 
+import io.skade.catalog.SharedCatalogs;
 import io.skade.catalog.SkadeCatalog;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -14,29 +15,36 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 /**
  * A real skade catalog on a fresh local warehouse with namespace {@code db}, opened before each
  * test and closed (and deleted) after it: {@code @RegisterExtension final TestCatalog catalog =
- * new TestCatalog();}.
+ * new TestCatalog();}. It is acquired through {@link SharedCatalogs}, so a source or sink of a
+ * MiniCluster job in the test's JVM shares it.
  */
 public final class TestCatalog implements BeforeEachCallback, AfterEachCallback {
   private Path warehouse;
-  private SkadeCatalog catalog;
+  private Map<String, String> properties;
+  private SharedCatalogs.Handle handle;
 
   @Override
   public void beforeEach(ExtensionContext context) throws Exception {
     warehouse = Files.createTempDirectory("skade-test-");
-    catalog = new SkadeCatalog();
-    catalog.initialize("test", Map.of("warehouse", warehouse.toString()));
-    catalog.createNamespace(Namespace.of("db"));
+    properties = Map.of("warehouse", warehouse.toString());
+    handle = SharedCatalogs.acquire("test", properties);
+    handle.catalog().createNamespace(Namespace.of("db"));
   }
 
   @Override
   public void afterEach(ExtensionContext context) throws Exception {
-    catalog.close();
+    handle.close();
     try (Stream<Path> paths = Files.walk(warehouse)) {
       paths.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
     }
   }
 
   public SkadeCatalog get() {
-    return catalog;
+    return handle.catalog();
+  }
+
+  /** The catalog's properties, for components that open it themselves (a source). */
+  public Map<String, String> properties() {
+    return properties;
   }
 }

@@ -128,8 +128,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
               + "'; accepted values are 'owner' and 'follower'");
     }
     // Everything that can fail on bad properties runs before the store is opened (and locked).
-    this.io = CatalogUtil.loadFileIO(
-        props.getOrDefault(CatalogProperties.FILE_IO_IMPL, DEFAULT_FILE_IO), props, hadoopConf);
+    this.io = fileIO(props, hadoopConf);
     try {
       this.store = access.equals("owner")
           ? CatalogStore.openOwner(catalogPath)
@@ -144,6 +143,17 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     }
     LOG.info("skade catalog '{}' opened at {} as {} (commit_seq {})",
         name, catalogPath, access, store.commitSeq());
+  }
+
+  /**
+   * The file IO the catalog's tables use, as these catalog properties configure it: what a
+   * process that reads table files without opening the catalog (a source reader) needs.
+   *
+   * @param hadoopConf a Hadoop {@code Configuration}, or null for the default one
+   */
+  public static FileIO fileIO(Map<String, String> props, Object hadoopConf) {
+    return CatalogUtil.loadFileIO(
+        props.getOrDefault(CatalogProperties.FILE_IO_IMPL, DEFAULT_FILE_IO), props, hadoopConf);
   }
 
   /** The {@code warehouse} property, required, without trailing slashes. */

@@ -205,11 +205,35 @@ public final class ChangelogReader {
    */
   public CloseableIterator<ChangelogBatch> readBatches(Long fromExclusive, long toInclusive,
       BufferAllocator allocator, int maxRows, long skip) {
+    requirePositive(maxRows);
+    return batches(changes(fromExclusive, toInclusive), allocator, maxRows, skip);
+  }
+
+  /**
+   * Every row at {@code snapshotId} (that the filter keeps) as an insert, in Arrow batches of at
+   * most {@code maxRows}, without the first {@code skip}: the rows a consumer starts from before
+   * it follows the changes after that snapshot. Only that snapshot's files are read, so it works
+   * however much history was expired.
+   */
+  public CloseableIterator<ChangelogBatch> readSnapshotBatches(long snapshotId,
+      BufferAllocator allocator, int maxRows, long skip) {
+    requirePositive(maxRows);
+    if (table.snapshot(snapshotId) == null) {
+      throw new IllegalArgumentException("table " + table.name() + " has no snapshot "
+          + snapshotId + " (unknown or expired); read the rows of a snapshot it still has");
+    }
+    return batches(fullReload(snapshotId), allocator, maxRows, skip);
+  }
+
+  private static void requirePositive(int maxRows) {
     if (maxRows <= 0) {
       throw new IllegalArgumentException("a changelog batch holds at least one change, got "
           + maxRows + " rows per batch");
     }
-    CloseableIterator<ChangeRow> changes = changes(fromExclusive, toInclusive);
+  }
+
+  private CloseableIterator<ChangelogBatch> batches(CloseableIterator<ChangeRow> changes,
+      BufferAllocator allocator, int maxRows, long skip) {
     for (long skipped = 0; skipped < skip && changes.hasNext(); skipped++) {
       changes.next();
     }

@@ -17,14 +17,16 @@ import org.apache.flink.connector.base.source.reader.splitreader.SplitsChange;
 import org.apache.iceberg.BaseTable;
 import org.apache.iceberg.StaticTableOperations;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.CloseableIterator;
 import org.apache.iceberg.io.FileIO;
 
 /**
- * Reads changelog splits one at a time, in the order they were assigned, each from where it was
- * left: a split's window is opened from its own metadata file with the table's file IO (never the
- * catalog), its first {@code emitted} changes are skipped, and the rest are fetched in bounded
- * batches. A split is finished when its window has no change left.
+ * Reads changelog splits one at a time, in the order they were assigned (so one reader emits
+ * the changes of its ordering units in commit order), each from where it was left: a split is
+ * opened from its own metadata file with the table's file IO (never the catalog), its first
+ * {@code emitted} changes are skipped, and the rest are fetched in bounded batches. A split is
+ * finished when it has no change left.
  */
 public final class ChangelogSplitReader implements SplitReader<ChangeRecord, ChangelogSplit> {
   private final FileIO io;
@@ -33,6 +35,7 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
   private final Queue<ChangelogSplit> assigned = new ArrayDeque<>();
   private final BufferAllocator allocator = new RootAllocator();
   private ChangelogSplit current;
+  /** The table of the last split opened: consecutive splits often share a metadata file. */
   private Table table;
   private CloseableIterator<ChangelogBatch> batches;
   private long emitted;
@@ -57,10 +60,16 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     String splitId = current.splitId();
     if (batches.hasNext()) {
       try (ChangelogBatch batch = batches.next()) {
+        long snapshotId = -1;
+        long commitMillis = 0;
         for (int i = 0; i < batch.rowCount(); i++) {
+          if (batch.snapshotId(i) != snapshotId) {
+            snapshotId = batch.snapshotId(i);
+            commitMillis = table.snapshot(snapshotId).timestampMillis();
+          }
           emitted++;
-          records.add(splitId, new ChangeRecord(batch.rowData(i),
-              table.snapshot(batch.snapshotId(i)).timestampMillis(), emitted));
+          records.add(splitId, new ChangeRecord(batch.rowData(i), snapshotId, commitMillis,
+              emitted));
         }
       }
     }
@@ -77,20 +86,29 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     if (next == null) {
       return false;
     }
+    if (table == null || !next.metadataLocation().equals(location(table))) {
+      table = new BaseTable(new StaticTableOperations(next.metadataLocation(), io),
+          next.tableKey());
+    }
+    ChangelogReader reader = new ChangelogReader(table,
+        options.withFilter(Expressions.and(options.filter(), next.filter())));
+    batches = next.fullSnapshot()
+        ? reader.readSnapshotBatches(next.toSnapshotId(), allocator, batchRows, next.emitted())
+        : reader.readBatches(next.fromExclusive(), next.toSnapshotId(), allocator, batchRows,
+            next.emitted());
     current = next;
-    table = new BaseTable(new StaticTableOperations(next.metadataLocation(), io),
-        next.tableKey());
-    batches = new ChangelogReader(table, options).readBatches(next.fromExclusive(),
-        next.toSnapshotId(), allocator, batchRows, next.emitted());
     emitted = next.emitted();
     return true;
+  }
+
+  private static String location(Table table) {
+    return ((BaseTable) table).operations().current().metadataFileLocation();
   }
 
   private void closeCurrent() throws IOException {
     batches.close();
     batches = null;
     current = null;
-    table = null;
   }
 
   @Override

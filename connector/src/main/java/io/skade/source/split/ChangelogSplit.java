@@ -2,23 +2,32 @@ package io.skade.source.split;
 
 import java.util.Objects;
 import org.apache.flink.api.connector.source.SourceSplit;
+import org.apache.iceberg.expressions.Expression;
+import org.apache.iceberg.expressions.ExpressionParser;
+import org.apache.iceberg.expressions.Expressions;
 
 /**
- * One changelog window of one table, {@code (fromSnapshotId, toSnapshotId]}, as a unit of work a
- * reader emits in full, in order. It is self-contained: a reader needs only the table's file IO
- * to read it, never the catalog, because it carries the metadata file of the window's end, which
- * lists every snapshot of the window.
+ * One unit of work a reader emits in full and in order: the changelog of one table's window
+ * {@code (fromSnapshotId, toSnapshotId]}, or, for a {@link #fullSnapshot} split, every row at
+ * {@code toSnapshotId} as an insert. It is self-contained: a reader needs only the table's file
+ * IO to read it, never the catalog, because it carries a metadata file that lists every snapshot
+ * it needs.
  *
  * @param tableKey the catalog's key of the table (its cursor identity)
- * @param metadataLocation the table's metadata file at the window's end
+ * @param metadataLocation a metadata file of the table that holds the split's snapshots
+ * @param fullSnapshot whether this split emits the rows at {@code toSnapshotId} as inserts
+ *     instead of a window's changes
  * @param fromSnapshotId the snapshot the window starts after, or {@link #BEFORE_FIRST} for the
- *     whole history up to {@code toSnapshotId} (a full read)
+ *     whole history up to {@code toSnapshotId}; unused by a full-snapshot split
  * @param toSnapshotId the window's last snapshot
  * @param commitSeq the catalog's {@code commit_seq} of the window's last commit
- * @param emitted how many of the window's changes were already emitted (restore skips them)
+ * @param filterJson the rows this split covers (its ordering unit's partitions), as Iceberg
+ *     expression JSON; null for all rows
+ * @param emitted how many of the split's changes were already emitted (restore skips them)
  */
-public record ChangelogSplit(String tableKey, String metadataLocation, long fromSnapshotId,
-    long toSnapshotId, long commitSeq, long emitted) implements SourceSplit {
+public record ChangelogSplit(String tableKey, String metadataLocation, boolean fullSnapshot,
+    long fromSnapshotId, long toSnapshotId, long commitSeq, String filterJson, long emitted)
+    implements SourceSplit {
 
   /** {@link #fromSnapshotId} of a window that starts before the table's first snapshot. */
   public static final long BEFORE_FIRST = -1;
@@ -32,10 +41,27 @@ public record ChangelogSplit(String tableKey, String metadataLocation, long from
     }
   }
 
-  /** Unique per table and window end: a window is planned once per commit it ends at. */
+  /** The changelog window {@code (from, to]} of all rows, nothing emitted yet. */
+  public static ChangelogSplit window(String tableKey, String metadataLocation, long from,
+      long to, long commitSeq) {
+    return new ChangelogSplit(tableKey, metadataLocation, false, from, to, commitSeq, null, 0);
+  }
+
+  /** Every row at {@code snapshotId} as an insert, nothing emitted yet. */
+  public static ChangelogSplit snapshot(String tableKey, String metadataLocation,
+      long snapshotId, long commitSeq) {
+    return new ChangelogSplit(tableKey, metadataLocation, true, BEFORE_FIRST, snapshotId,
+        commitSeq, null, 0);
+  }
+
+  /**
+   * Unique per table, commit and ordering unit: a window is planned once per commit it ends at,
+   * and split at most once per unit.
+   */
   @Override
   public String splitId() {
-    return tableKey + '@' + commitSeq;
+    String id = tableKey + '@' + commitSeq + (fullSnapshot ? "/full" : "");
+    return filterJson == null ? id : id + '#' + Integer.toHexString(filterJson.hashCode());
   }
 
   /** The window's start for {@code ChangelogReader}: null when it starts before the first. */
@@ -43,9 +69,28 @@ public record ChangelogSplit(String tableKey, String metadataLocation, long from
     return fromSnapshotId == BEFORE_FIRST ? null : fromSnapshotId;
   }
 
+  /** The rows this split covers. */
+  public Expression filter() {
+    return filterJson == null ? Expressions.alwaysTrue() : ExpressionParser.fromJson(filterJson);
+  }
+
+  /** This split restricted to the rows {@code rows} matches. */
+  public ChangelogSplit withFilter(Expression rows) {
+    return new ChangelogSplit(tableKey, metadataLocation, fullSnapshot, fromSnapshotId,
+        toSnapshotId, commitSeq, ExpressionParser.toJson(rows), emitted);
+  }
+
   /** This split with {@code count} changes emitted. */
   public ChangelogSplit withEmitted(long count) {
-    return new ChangelogSplit(tableKey, metadataLocation, fromSnapshotId, toSnapshotId, commitSeq,
-        count);
+    return new ChangelogSplit(tableKey, metadataLocation, fullSnapshot, fromSnapshotId,
+        toSnapshotId, commitSeq, filterJson, count);
+  }
+
+  /**
+   * The oldest snapshot this split still needs: its window's start (or, before the first
+   * snapshot, none), or for a full-snapshot split the snapshot itself.
+   */
+  public long oldestSnapshotNeeded() {
+    return fullSnapshot ? toSnapshotId : fromSnapshotId;
   }
 }

@@ -5,6 +5,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
 
 /** Writes {@link ChangelogSplit}s into checkpoints; versioned so old checkpoints stay readable. */
@@ -30,9 +31,16 @@ public final class ChangelogSplitSerializer implements SimpleVersionedSerializer
   public static void write(ChangelogSplit split, DataOutputStream out) throws IOException {
     out.writeUTF(split.tableKey());
     out.writeUTF(split.metadataLocation());
+    out.writeBoolean(split.fullSnapshot());
     out.writeLong(split.fromSnapshotId());
     out.writeLong(split.toSnapshotId());
     out.writeLong(split.commitSeq());
+    out.writeBoolean(split.filterJson() != null);
+    if (split.filterJson() != null) {
+      byte[] filter = split.filterJson().getBytes(StandardCharsets.UTF_8);
+      out.writeInt(filter.length); // a filter of many partitions can exceed writeUTF's 64 KiB
+      out.write(filter);
+    }
     out.writeLong(split.emitted());
   }
 
@@ -50,7 +58,19 @@ public final class ChangelogSplitSerializer implements SimpleVersionedSerializer
           + "; this skade reads version " + VERSION + " — restore the checkpoint with the skade"
           + " release that wrote it, or start the job without it");
     }
-    return new ChangelogSplit(in.readUTF(), in.readUTF(), in.readLong(), in.readLong(),
-        in.readLong(), in.readLong());
+    String tableKey = in.readUTF();
+    String metadataLocation = in.readUTF();
+    boolean fullSnapshot = in.readBoolean();
+    long from = in.readLong();
+    long to = in.readLong();
+    long commitSeq = in.readLong();
+    String filter = null;
+    if (in.readBoolean()) {
+      byte[] bytes = new byte[in.readInt()];
+      in.readFully(bytes);
+      filter = new String(bytes, StandardCharsets.UTF_8);
+    }
+    return new ChangelogSplit(tableKey, metadataLocation, fullSnapshot, from, to, commitSeq,
+        filter, in.readLong());
   }
 }

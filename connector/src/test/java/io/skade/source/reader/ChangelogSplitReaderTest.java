@@ -41,10 +41,10 @@ class ChangelogSplitReaderTest {
     writer.append(List.of(row(1, "a"), row(2, "b"), row(3, "c")));
     writer.upsert(List.of(row(2, "b2")));
     writer.deleteKeys(List.of(row(3, null)));
-    split = new ChangelogSplit(catalog.get().commitTableKey(TableIdentifier.of("db", "t")),
+    split = ChangelogSplit.window(catalog.get().commitTableKey(TableIdentifier.of("db", "t")),
         ((HasTableOperations) table).operations().current().metadataFileLocation(),
         ChangelogSplit.BEFORE_FIRST, table.currentSnapshot().snapshotId(),
-        catalog.get().commitSeq(), 0);
+        catalog.get().commitSeq());
   }
 
   @Test

@@ -1,0 +1,123 @@
+package io.skade.source;
+
+import io.skade.catalog.CatalogLockedException;
+import io.skade.catalog.SharedCatalogs;
+import io.skade.catalog.SkadeCatalog;
+import io.skade.changelog.ChangelogOptions;
+import io.skade.source.enumerator.SkadeEnumeratorState;
+import io.skade.source.enumerator.SkadeEnumeratorStateSerializer;
+import io.skade.source.enumerator.SkadeSplitEnumerator;
+import io.skade.source.reader.SkadeSourceReader;
+import io.skade.source.split.ChangelogSplit;
+import io.skade.source.split.ChangelogSplitSerializer;
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.connector.source.Boundedness;
+import org.apache.flink.api.connector.source.Source;
+import org.apache.flink.api.connector.source.SourceReader;
+import org.apache.flink.api.connector.source.SourceReaderContext;
+import org.apache.flink.api.connector.source.SplitEnumerator;
+import org.apache.flink.api.connector.source.SplitEnumeratorContext;
+import org.apache.flink.api.java.typeutils.ResultTypeQueryable;
+import org.apache.flink.core.io.SimpleVersionedSerializer;
+import org.apache.flink.table.data.RowData;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A Flink source of the exact changelog ({@code +I -U +U -D}) of one Iceberg table in a skade
+ * catalog, pushed by the catalog's commits and resumed exactly where a checkpoint left it. Build
+ * one with {@link #builder()}.
+ *
+ * <p>The enumerator runs in the job manager and opens the catalog (shared with every skade
+ * component of that JVM; read-only, and then polling, when another process owns it). Readers
+ * never open the catalog: each split names a metadata file, and they read it with the table's
+ * file IO.
+ *
+ * @param <T> the emitted type: {@link RowData} unless a {@link ChangeDeserializer} maps it
+ */
+public final class SkadeSource<T>
+    implements Source<T, ChangelogSplit, SkadeEnumeratorState>, ResultTypeQueryable<T> {
+  private static final Logger LOG = LoggerFactory.getLogger(SkadeSource.class);
+  private static final long serialVersionUID = 1L;
+
+  private final Map<String, String> catalogProperties;
+  private final SkadeSplitEnumerator.Settings settings;
+  private final ChangelogOptions options;
+  private final int batchRows;
+  private final ChangeDeserializer<T> deserializer;
+
+  SkadeSource(Map<String, String> catalogProperties, SkadeSplitEnumerator.Settings settings,
+      ChangelogOptions options, int batchRows, ChangeDeserializer<T> deserializer) {
+    this.catalogProperties = new HashMap<>(catalogProperties);
+    this.settings = settings;
+    this.options = options;
+    this.batchRows = batchRows;
+    this.deserializer = deserializer;
+  }
+
+  /** A builder of a source emitting {@link RowData}; see {@link SkadeSourceBuilder}. */
+  public static SkadeSourceBuilder<RowData> builder() {
+    return new SkadeSourceBuilder<>();
+  }
+
+  @Override
+  public Boundedness getBoundedness() {
+    return settings.bounded() ? Boundedness.BOUNDED : Boundedness.CONTINUOUS_UNBOUNDED;
+  }
+
+  @Override
+  public SplitEnumerator<ChangelogSplit, SkadeEnumeratorState> createEnumerator(
+      SplitEnumeratorContext<ChangelogSplit> context) {
+    return new SkadeSplitEnumerator(context, acquireCatalog(catalogProperties), settings, null);
+  }
+
+  @Override
+  public SplitEnumerator<ChangelogSplit, SkadeEnumeratorState> restoreEnumerator(
+      SplitEnumeratorContext<ChangelogSplit> context, SkadeEnumeratorState checkpoint) {
+    return new SkadeSplitEnumerator(context, acquireCatalog(catalogProperties), settings,
+        checkpoint);
+  }
+
+  @Override
+  public SourceReader<T, ChangelogSplit> createReader(SourceReaderContext context) {
+    return new SkadeSourceReader<>(SkadeCatalog.fileIO(catalogProperties, null), options,
+        batchRows, deserializer, context);
+  }
+
+  @Override
+  public SimpleVersionedSerializer<ChangelogSplit> getSplitSerializer() {
+    return new ChangelogSplitSerializer();
+  }
+
+  @Override
+  public SimpleVersionedSerializer<SkadeEnumeratorState> getEnumeratorCheckpointSerializer() {
+    return new SkadeEnumeratorStateSerializer();
+  }
+
+  @Override
+  public TypeInformation<T> getProducedType() {
+    return deserializer.getProducedType();
+  }
+
+  /**
+   * The catalog of {@code properties}, shared in this JVM. When another process owns its
+   * directory and the properties do not ask for an access mode, it is followed read-only: the
+   * source then learns of commits by polling the log.
+   */
+  static SharedCatalogs.Handle acquireCatalog(Map<String, String> properties) {
+    try {
+      return SharedCatalogs.acquire(properties);
+    } catch (CatalogLockedException e) {
+      if (!e.heldByAnotherProcess() || properties.containsKey(SkadeCatalog.CATALOG_ACCESS)) {
+        throw e;
+      }
+      LOG.info("skade catalog at {} is owned by another process; following it read-only",
+          properties.getOrDefault(SkadeCatalog.CATALOG_PATH, properties.get("warehouse")));
+      Map<String, String> follower = new HashMap<>(properties);
+      follower.put(SkadeCatalog.CATALOG_ACCESS, "follower");
+      return SharedCatalogs.acquire(follower);
+    }
+  }
+}

@@ -1,0 +1,319 @@
+package io.skade.source.enumerator;
+
+import io.skade.catalog.CommitEvent;
+import io.skade.catalog.CommitOperation;
+import io.skade.catalog.ConsumerCursor;
+import io.skade.catalog.SkadeCatalog;
+import io.skade.changelog.ChangelogOptions.Mode;
+import io.skade.source.StartupMode;
+import io.skade.source.split.ChangelogSplit;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import org.apache.iceberg.BaseTable;
+import org.apache.iceberg.HasTableOperations;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.StaticTableOperations;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.io.FileIO;
+
+/**
+ * Plans a source's splits from the catalog's commit log: where a startup mode begins, and the
+ * windows of the commits after a cursor. It never blocks on anything but the catalog and the
+ * table's metadata, and it runs off the coordinator thread.
+ *
+ * <p>A window always starts exactly at the cursor and the cursor moves to its end, so replaying
+ * the log from an older position (a duplicate wake-up, a restored checkpoint) plans nothing
+ * twice: a commit whose snapshots are not after the cursor on the table's current history is
+ * skipped. In per-snapshot mode every commit is its own window, so each change carries its own
+ * commit's {@code commit_seq}; in collapsed mode the commits of one round form one window.
+ */
+final class WindowPlanner {
+  /** The end of an unbounded source. */
+  static final long UNBOUNDED = Long.MIN_VALUE;
+  /** The most log rows one round reads, so a long backlog is planned (and read) in steps. */
+  static final int ROUND_COMMITS = 1024;
+
+  private final SkadeCatalog catalog;
+  private final TableIdentifier identifier;
+  private final String tableKey;
+  private final Mode mode;
+  private final OrderingUnits units;
+  private FileIO io;
+
+  /** Where a source begins: its cursor, its end, and what to read before following the log. */
+  record Start(ConsumerCursor cursor, long endSnapshotId, List<PinnedSplit> splits) {}
+
+  /** One round: the splits planned, the cursor after them, and whether the log has more. */
+  record Plan(List<PinnedSplit> splits, ConsumerCursor cursor, boolean more) {}
+
+  WindowPlanner(SkadeCatalog catalog, TableIdentifier identifier, Mode mode) {
+    this.catalog = catalog;
+    this.identifier = identifier;
+    this.tableKey = catalog.commitTableKey(identifier);
+    this.mode = mode;
+    this.units = new OrderingUnits(tableKey);
+  }
+
+  /** The catalog's key of the table, as commit events name it. */
+  String tableKey() {
+    return tableKey;
+  }
+
+  /**
+   * Resolves a startup mode against the table as it is now.
+   *
+   * @param value the mode's argument (snapshot id, timestamp or commit_seq), null for others
+   * @param bounded whether the source stops
+   * @param endSnapshotId the last snapshot of a bounded source; null for the current one
+   */
+  Start start(StartupMode startup, Long value, boolean bounded, Long endSnapshotId,
+      int parallelism) {
+    long seq = catalog.commitSeq(); // before the load: the log is replayed from here at least
+    Table table = catalog.loadTable(identifier);
+    String uuid = table.uuid().toString();
+    Snapshot current = table.currentSnapshot();
+    long end = bounded ? end(table, current, endSnapshotId) : UNBOUNDED;
+    long currentId = current == null ? ConsumerCursor.NO_SNAPSHOT : current.snapshotId();
+    List<PinnedSplit> splits = new ArrayList<>();
+    Snapshot first = switch (startup) { // the first snapshot whose changes are read, or null
+      case FULL, LATEST -> null;
+      case EARLIEST -> earliest(table, current);
+      case FROM_SNAPSHOT -> fromSnapshot(table, value);
+      case FROM_TIMESTAMP -> fromTimestamp(table, current, value);
+      case FROM_COMMIT_SEQ -> fromCommitSeq(table, current, value, seq);
+    };
+    if (startup == StartupMode.FULL && current != null) {
+      long at = end == UNBOUNDED ? currentId : end;
+      ChangelogSplit rows = ChangelogSplit.snapshot(tableKey, location(table), at, seq);
+      splits.addAll(units.pin(table, rows, List.of(), parallelism));
+      return new Start(new ConsumerCursor(identifier, uuid, at, seq), end, splits);
+    }
+    if (first == null) {
+      return new Start(new ConsumerCursor(identifier, uuid, currentId, seq), end, splits);
+    }
+    long before = first.parentId() == null ? ConsumerCursor.NO_SNAPSHOT : first.parentId();
+    OptionalLong firstSeq = catalog.commitOf(identifier, first.snapshotId()).stream()
+        .mapToLong(CommitEvent::commitSeq).findFirst();
+    if (firstSeq.isPresent()) { // replay the log from the first commit, commit by commit
+      return new Start(new ConsumerCursor(identifier, uuid, before, firstSeq.getAsLong() - 1),
+          end, splits);
+    }
+    // Snapshots the log does not know (a registered table's history): one window up to now.
+    long upTo = end == UNBOUNDED ? currentId : end;
+    ChangelogSplit window = ChangelogSplit.window(tableKey, location(table), before, upTo, seq);
+    splits.addAll(units.pin(table, window, after(table, before, upTo), parallelism));
+    return new Start(new ConsumerCursor(identifier, uuid, upTo, seq), end, splits);
+  }
+
+  /**
+   * The windows of the commits after {@code cursor}, at most {@link #ROUND_COMMITS} log rows,
+   * none beyond {@code end}.
+   */
+  Plan next(ConsumerCursor cursor, long end, int parallelism) {
+    List<CommitEvent> page = catalog.commitsSince(cursor.commitSeq(), ROUND_COMMITS);
+    boolean more = page.size() == ROUND_COMMITS;
+    List<CommitEvent> mine = new ArrayList<>();
+    for (CommitEvent event : page) {
+      if (event.tableKey().equals(tableKey)) {
+        requireSameTable(event);
+        mine.add(event);
+      }
+    }
+    long logEnd = page.isEmpty() ? cursor.commitSeq() : page.get(page.size() - 1).commitSeq();
+    if (mine.isEmpty() || cursor.snapshotId() == end) {
+      return new Plan(List.of(), withSeq(cursor, cursor.snapshotId(), logEnd), more);
+    }
+    CommitEvent lastEvent = mine.get(mine.size() - 1);
+    Table table = new BaseTable(new StaticTableOperations(lastEvent.metadataLocation(), io()),
+        tableKey);
+    if (!table.uuid().toString().equals(cursor.tableUuid())) {
+      throw recreated();
+    }
+    long head = table.currentSnapshot() == null ? ConsumerCursor.NO_SNAPSHOT
+        : table.currentSnapshot().snapshotId();
+    long upTo = end != UNBOUNDED && isAncestor(table, head, end) ? end : head;
+    List<Snapshot> chain = after(table, cursor.snapshotId(), upTo);
+    Map<Long, Integer> position = new HashMap<>();
+    for (int i = 0; i < chain.size(); i++) {
+      position.put(chain.get(i).snapshotId(), i);
+    }
+    List<PinnedSplit> splits = new ArrayList<>();
+    String location = location(table);
+    int done = -1; // the chain's last snapshot planned
+    long start = cursor.snapshotId();
+    long lastSeq = cursor.commitSeq();
+    for (CommitEvent event : mine) {
+      int reach = done;
+      for (long id : event.addedSnapshotIds()) {
+        reach = Math.max(reach, position.getOrDefault(id, -1));
+      }
+      boolean last = event == lastEvent;
+      if (last && done < chain.size() - 1) {
+        reach = chain.size() - 1; // never leave the history of the newest metadata unplanned
+      }
+      if (reach == done || (mode == Mode.COLLAPSED && !last)) {
+        continue; // nothing new on the history (already read, another branch, metadata only)
+      }
+      List<Snapshot> steps = chain.subList(mode == Mode.COLLAPSED ? 0 : done + 1, reach + 1);
+      long to = chain.get(reach).snapshotId();
+      ChangelogSplit window = ChangelogSplit.window(tableKey, location, start, to,
+          event.commitSeq());
+      splits.addAll(units.pin(table, window, steps, parallelism));
+      start = to;
+      done = reach;
+      lastSeq = event.commitSeq();
+    }
+    // Past the end, the log is not handled further: a bounded source stops there.
+    long handled = start == end ? lastSeq : logEnd;
+    return new Plan(splits, withSeq(cursor, start, handled), more && start != end);
+  }
+
+  private FileIO io() {
+    if (io == null) {
+      io = catalog.loadTable(identifier).io();
+    }
+    return io;
+  }
+
+  private static ConsumerCursor withSeq(ConsumerCursor cursor, long snapshotId, long seq) {
+    return new ConsumerCursor(cursor.table(), cursor.tableUuid(), snapshotId, seq);
+  }
+
+  private void requireSameTable(CommitEvent event) {
+    CommitOperation op = event.operation();
+    if (!op.leavesPointer()) {
+      throw new IllegalStateException("skade source on table " + identifier + ": the table was "
+          + (op == CommitOperation.DROP ? "dropped" : "renamed away") + " at commit_seq "
+          + event.commitSeq() + " while the source followed it; the source cannot go on. Start"
+          + " a new job on the table's new name or on a table that exists");
+    }
+    if (op != CommitOperation.UPDATE) {
+      throw recreated();
+    }
+  }
+
+  private IllegalStateException recreated() {
+    return new IllegalStateException("skade source on table " + identifier + ": the table was"
+        + " dropped and created again while the source followed it, so its changes do not"
+        + " continue the ones read; start a new job without this checkpoint (e.g."
+        + " scan.startup.mode=full)");
+  }
+
+  /**
+   * The snapshots after {@code cursor} up to {@code upTo}, oldest first, along {@code upTo}'s
+   * history; a clear error when the cursor is not on it or history between was expired.
+   */
+  private List<Snapshot> after(Table table, long cursor, long upTo) {
+    List<Snapshot> chain = new ArrayList<>();
+    Long id = upTo == ConsumerCursor.NO_SNAPSHOT ? null : upTo;
+    while (id != null && id != cursor) {
+      Snapshot snapshot = table.snapshot(id);
+      if (snapshot == null) {
+        throw new IllegalStateException("skade source on table " + identifier + ": snapshot "
+            + id + " between the source's position (snapshot " + cursor + ") and snapshot "
+            + upTo + " was expired, so its changes are gone; restart with"
+            + " scan.startup.mode=full or latest");
+      }
+      chain.add(0, snapshot);
+      id = snapshot.parentId();
+    }
+    if (id == null && cursor != ConsumerCursor.NO_SNAPSHOT) {
+      throw new IllegalStateException("skade source on table " + identifier + ": snapshot "
+          + cursor + ", where the source is, is not in the history of the current snapshot "
+          + upTo + " (the table was rolled back or its main branch replaced), so no changelog"
+          + " leads on from it; restart with scan.startup.mode=full");
+    }
+    return chain;
+  }
+
+  private static boolean isAncestor(Table table, long head, long snapshotId) {
+    for (Long id = head == ConsumerCursor.NO_SNAPSHOT ? null : head; id != null; ) {
+      if (id == snapshotId) {
+        return true;
+      }
+      Snapshot snapshot = table.snapshot(id);
+      id = snapshot == null ? null : snapshot.parentId();
+    }
+    return false;
+  }
+
+  private long end(Table table, Snapshot current, Long endSnapshotId) {
+    if (endSnapshotId == null) {
+      return current == null ? ConsumerCursor.NO_SNAPSHOT : current.snapshotId();
+    }
+    if (current == null || !isAncestor(table, current.snapshotId(), endSnapshotId)) {
+      throw new IllegalArgumentException("skade source on table " + identifier + ": the end"
+          + " snapshot " + endSnapshotId + " is not in the table's current history; choose one"
+          + " of its snapshots (see the table's snapshots metadata table)");
+    }
+    return endSnapshotId;
+  }
+
+  private Snapshot earliest(Table table, Snapshot current) {
+    Snapshot first = current;
+    while (first != null && first.parentId() != null) {
+      Snapshot parent = table.snapshot(first.parentId());
+      if (parent == null) {
+        throw new IllegalArgumentException("skade source on table " + identifier + ": startup"
+            + " mode earliest needs the table's whole history, but snapshot "
+            + first.parentId() + " was expired; use scan.startup.mode=full (current rows, then"
+            + " changes) or from-snapshot with a snapshot the table still has");
+      }
+      first = parent;
+    }
+    return first;
+  }
+
+  private Snapshot fromSnapshot(Table table, Long snapshotId) {
+    Snapshot snapshot = snapshotId == null ? null : table.snapshot(snapshotId);
+    if (snapshot == null || table.currentSnapshot() == null
+        || !isAncestor(table, table.currentSnapshot().snapshotId(), snapshotId)) {
+      throw new IllegalArgumentException("skade source on table " + identifier + ": startup"
+          + " snapshot " + snapshotId + " is not in the table's current history (unknown or"
+          + " expired); choose one of its snapshots, or use scan.startup.mode=full");
+    }
+    if (snapshot.parentId() != null && table.snapshot(snapshot.parentId()) == null) {
+      throw new IllegalArgumentException("skade source on table " + identifier + ": startup"
+          + " snapshot " + snapshotId + "'s parent " + snapshot.parentId() + " was expired, so"
+          + " the rows its changes start from are unknown; start from a later snapshot, or use"
+          + " scan.startup.mode=full");
+    }
+    return snapshot;
+  }
+
+  private Snapshot fromTimestamp(Table table, Snapshot current, Long millis) {
+    Snapshot first = null;
+    for (Snapshot s = current; s != null && s.timestampMillis() >= millis;
+        s = s.parentId() == null ? null : table.snapshot(s.parentId())) {
+      first = s;
+    }
+    return first == null ? null : fromSnapshot(table, first.snapshotId());
+  }
+
+  private Snapshot fromCommitSeq(Table table, Snapshot current, Long seq, long now) {
+    if (seq < 0 || seq > now) {
+      throw new IllegalArgumentException("skade source on table " + identifier + ": startup"
+          + " commit_seq " + seq + " is outside the catalog's log, which is at " + now
+          + "; use a commit_seq from 0 to " + now);
+    }
+    Snapshot first = null; // the oldest snapshot committed after seq
+    for (Snapshot s = current; s != null; s = s.parentId() == null ? null
+        : table.snapshot(s.parentId())) {
+      OptionalLong at = catalog.commitOf(identifier, s.snapshotId()).stream()
+          .mapToLong(CommitEvent::commitSeq).findFirst();
+      if (at.isPresent() && at.getAsLong() <= seq) {
+        break;
+      }
+      first = s;
+    }
+    return first == null ? null : fromSnapshot(table, first.snapshotId());
+  }
+
+  private static String location(Table table) {
+    return ((HasTableOperations) table).operations().current().metadataFileLocation();
+  }
+}
