@@ -1,5 +1,6 @@
 package io.skade.changelog;
 
+import java.io.Serializable;
 import java.util.List;
 import java.util.Objects;
 import org.apache.iceberg.expressions.Expression;
@@ -15,7 +16,7 @@ import org.apache.iceberg.expressions.Expressions;
  * @param onMissingHistory what to do when the window's snapshots or files are gone
  */
 public record ChangelogOptions(Mode mode, BeforeImage beforeImage, List<String> columns,
-    Expression filter, OnMissingHistory onMissingHistory) {
+    Expression filter, OnMissingHistory onMissingHistory) implements Serializable {
 
   /** Per-snapshot (every change, commit order) or collapsed (the window's net change). */
   public enum Mode {

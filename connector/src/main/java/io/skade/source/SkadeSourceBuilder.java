@@ -7,6 +7,7 @@ import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.changelog.ChangelogReader;
 import io.skade.source.enumerator.SkadeSplitEnumerator;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -207,9 +208,15 @@ public final class SkadeSourceBuilder<T> {
     RowType rowType = FlinkSchemaUtil.convert(projected);
     ChangeDeserializer<T> mapping = deserializer != null ? deserializer
         : (ChangeDeserializer<T>) ChangeDeserializer.rowData(rowType);
-    return new SkadeSource<>(catalogProperties, new SkadeSplitEnumerator.Settings(table,
+    return new SkadeSource<>(catalogProperties, new SkadeSplitEnumerator.Settings(path(table),
         startupMode, startupValue, bounded, endSnapshotId, pinned.mode(), pollInterval,
         consumerId), pinned, batchRows, mapping);
+  }
+
+  private static List<String> path(TableIdentifier identifier) {
+    List<String> path = new ArrayList<>(List.of(identifier.namespace().levels()));
+    path.add(identifier.name());
+    return path;
   }
 
   private static Table loadTable(SharedCatalogs.Handle handle, TableIdentifier identifier) {

@@ -10,6 +10,7 @@ import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.source.SplitsFinishedEvent;
 import io.skade.source.StartupMode;
 import io.skade.source.split.ChangelogSplit;
+import java.io.Serializable;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -51,10 +52,25 @@ public final class SkadeSplitEnumerator
     implements SplitEnumerator<ChangelogSplit, SkadeEnumeratorState> {
   private static final Logger LOG = LoggerFactory.getLogger(SkadeSplitEnumerator.class);
 
-  /** What the source asks of its enumerator. */
-  public record Settings(TableIdentifier table, StartupMode startupMode, Long startupValue,
+  /**
+   * What the source asks of its enumerator.
+   *
+   * @param tablePath the table's namespace levels and then its name (Iceberg's identifier is
+   *     not serializable)
+   */
+  public record Settings(List<String> tablePath, StartupMode startupMode, Long startupValue,
       boolean bounded, Long endSnapshotId, Mode mode, Duration pollInterval, String consumerId)
-      implements java.io.Serializable {}
+      implements Serializable {
+
+    public Settings {
+      tablePath = List.copyOf(tablePath);
+    }
+
+    /** The table as Iceberg names it. */
+    public TableIdentifier table() {
+      return TableIdentifier.of(tablePath.toArray(String[]::new));
+    }
+  }
 
   private final SplitEnumeratorContext<ChangelogSplit> context;
   private final SharedCatalogs.Handle handle;
