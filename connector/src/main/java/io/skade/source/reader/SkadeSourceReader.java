@@ -5,6 +5,8 @@ import io.skade.source.ChangeDeserializer;
 import io.skade.source.SplitsFinishedEvent;
 import io.skade.source.split.ChangelogSplit;
 import io.skade.source.split.ChangelogSplitState;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import org.apache.flink.api.connector.source.SourceReaderContext;
@@ -45,6 +47,23 @@ public final class SkadeSourceReader<T>
     // Splits are pushed by the enumerator as commits happen: nothing to request.
   }
 
+  /**
+   * The unfinished splits in commit order. The base class keeps split states in a hash map, so
+   * its list comes in any order — and a restore adds splits in the list's order, which is the
+   * order this reader emits them in.
+   */
+  @Override
+  public List<ChangelogSplit> snapshotState(long checkpointId) {
+    List<ChangelogSplit> splits = new ArrayList<>(super.snapshotState(checkpointId));
+    splits.sort(IN_COMMIT_ORDER);
+    return splits;
+  }
+
+  /** A window after the commit it ends at; a table's rows before the windows after them. */
+  static final Comparator<ChangelogSplit> IN_COMMIT_ORDER =
+      Comparator.comparingLong(ChangelogSplit::commitSeq)
+          .thenComparing(split -> !split.fullSnapshot());
+
   @Override
   protected void onSplitFinished(Map<String, ChangelogSplitState> finished) {
     context.sendSourceEventToCoordinator(new SplitsFinishedEvent(List.copyOf(finished.keySet())));
@@ -52,6 +71,7 @@ public final class SkadeSourceReader<T>
 
   @Override
   protected ChangelogSplitState initializedState(ChangelogSplit split) {
+    System.out.printf("DEBUG reader %s adds %s/e%s%n", context.getIndexOfSubtask(), split.splitId(), split.emitted());
     return new ChangelogSplitState(split);
   }
 
