@@ -12,7 +12,18 @@ import org.apache.iceberg.expressions.Expressions;
  * @param mode every intermediate change, or the net change of the window
  * @param beforeImage full old rows for deletes and update-befores, or only their keys
  * @param columns the columns to return (after collapsing, which needs the keys); null = all
- * @param filter rows to keep; a change is kept when its row matches
+ * @param filter rows to keep; a change is kept when its row matches (an update pair whose rows
+ *     match on one side only becomes a delete or an insert). Column names match regardless of
+ *     case. The filter also prunes files by partition: a data or delete file (or a whole
+ *     manifest) whose partition Iceberg's inclusive projection of the filter rules out is never
+ *     read; files of an unpartitioned spec always are. To read some partitions only, filter on
+ *     the partition source columns, or on the partition transform itself: {@code
+ *     Expressions.equal("region", "eu")} for an identity partition, {@code
+ *     Expressions.in(Expressions.bucket("id", 8), 1, 5)} or {@code
+ *     Expressions.equal(Expressions.bucket("id", 8), 3)} for {@code bucket(id, 8)}, and ORs of
+ *     such predicates. A transform predicate prunes only files of a spec with that very
+ *     transform (a {@code bucket(id, 8)} predicate prunes nothing under {@code bucket(id, 16)}
+ *     or {@code identity(id)}); the row test still applies to the files kept
  * @param onMissingHistory what to do when the window's snapshots or files are gone
  */
 public record ChangelogOptions(Mode mode, BeforeImage beforeImage, List<String> columns,

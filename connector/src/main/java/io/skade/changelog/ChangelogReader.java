@@ -74,6 +74,11 @@ import org.slf4j.LoggerFactory;
  * for every snapshot of the window in commit order ({@code replace} snapshots change nothing);
  * collapsed mode does it once, between {@code from} and {@code to}. Arriving rows are streamed,
  * never held.
+ *
+ * <p>A row filter ({@link ChangelogOptions#filter}) also rules out whole files by partition
+ * ({@link PartitionFilter}): their manifests, data files and delete files are not read, in any
+ * state of the window, so they neither add nor remove rows. Rows of the files kept are still
+ * tested one by one.
  */
 public final class ChangelogReader {
   private static final Logger LOG = LoggerFactory.getLogger(ChangelogReader.class);
@@ -81,6 +86,8 @@ public final class ChangelogReader {
   private static final long PRUNE_UP_TO_KEYS = 10_000;
   private static final Set<Type.TypeID> PRUNABLE =
       EnumSet.of(Type.TypeID.INTEGER, Type.TypeID.LONG, Type.TypeID.STRING);
+  /** Column names in the filter match regardless of case, on rows and partitions alike. */
+  private static final boolean CASE_SENSITIVE = false;
   private final Table table;
   private final ChangelogOptions options;
   private final Schema schema;
@@ -90,6 +97,8 @@ public final class ChangelogReader {
   private final List<String> allColumns;
   private final Evaluator filter;
   private final boolean filterAll;
+  /** The filter on files: those of partitions it rules out are not read at all. */
+  private final PartitionFilter partitions;
   private final InternalRecordWrapper internal;
   private final Schema projected;
   /** A batch's identity keys: the identifier fields, or all columns when projected away. */
@@ -111,8 +120,10 @@ public final class ChangelogReader {
     this.kind = TableKind.of(schema);
     this.keyColumns = List.copyOf(new TreeSet<>(schema.identifierFieldNames()));
     this.allColumns = schema.columns().stream().map(Types.NestedField::name).toList();
-    this.filter = new Evaluator(schema.asStruct(), options.filter(), false);
+    this.filter = new Evaluator(schema.asStruct(), options.filter(), CASE_SENSITIVE);
     this.filterAll = options.filter().op() == Expression.Operation.TRUE;
+    this.partitions = new PartitionFilter(table.specs(), schema, options.filter(),
+        CASE_SENSITIVE);
     this.internal = new InternalRecordWrapper(schema.asStruct());
     this.keyReadSchema = TypeUtil.join(schema.select(keyColumns),
         new Schema(MetadataColumns.ROW_POSITION));
@@ -309,7 +320,7 @@ public final class ChangelogReader {
 
   private WindowFiles files(List<Snapshot> snapshots, long toInclusive) {
     try {
-      return new WindowFiles(table, snapshots);
+      return new WindowFiles(table, snapshots, partitions);
     } catch (NotFoundException e) {
       throw missing(toInclusive, e);
     }

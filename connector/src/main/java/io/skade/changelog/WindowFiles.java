@@ -47,21 +47,40 @@ import org.apache.iceberg.util.ThreadPools;
  * of every partition when written unpartitioned, unless column bounds prove it cannot match; a
  * position delete to data files of its partition or its referenced file, of an equal or lower
  * sequence number; a deletion vector to its referenced file only.
+ *
+ * <p>Files a {@link PartitionFilter} rules out are left out of every state, and manifests it
+ * rules out are not read: a file's partition is the same at every snapshot, so such a file is
+ * missing from both sides of any comparison and never shows as added or removed. The deletes
+ * that apply to a kept data file are all kept too, since they share its partition (or apply to
+ * every partition, written unpartitioned), which Iceberg's own scan planning relies on as well.
  */
 final class WindowFiles {
   private static final int PARALLEL_FROM = 4;
   private static final Comparator<DeleteFile> BY_KEY = Comparator.comparing(WindowFiles::key);
 
   private final Table table;
+  private final PartitionFilter partitions;
   private final Map<String, List<DataFile>> dataManifests = new ConcurrentHashMap<>();
   private final Map<String, List<DeleteFile>> deleteManifests = new ConcurrentHashMap<>();
 
-  /** Reads every manifest of {@code snapshots}; a gone manifest throws Iceberg's NotFoundException. */
-  WindowFiles(Table table, Collection<Snapshot> snapshots) {
+  /**
+   * Reads every manifest of {@code snapshots} that {@code partitions} keeps; a gone manifest
+   * throws Iceberg's NotFoundException.
+   */
+  WindowFiles(Table table, Collection<Snapshot> snapshots, PartitionFilter partitions) {
     this.table = table;
+    this.partitions = partitions;
     Map<String, ManifestFile> manifests = new HashMap<>();
     for (Snapshot snapshot : snapshots) {
-      snapshot.allManifests(table.io()).forEach(m -> manifests.putIfAbsent(m.path(), m));
+      for (ManifestFile manifest : snapshot.allManifests(table.io())) {
+        if (partitions.mayMatch(manifest)) {
+          manifests.putIfAbsent(manifest.path(), manifest);
+        } else if (manifest.content() == ManifestContent.DATA) {
+          dataManifests.put(manifest.path(), List.of()); // so every state finds it, empty
+        } else {
+          deleteManifests.put(manifest.path(), List.of());
+        }
+      }
     }
     Tasks.foreach(manifests.values())
         .executeWith(manifests.size() >= PARALLEL_FROM ? ThreadPools.getWorkerPool() : null)
@@ -75,7 +94,7 @@ final class WindowFiles {
     switch (manifest.content()) {
       case DATA -> {
         try (ManifestReader<DataFile> reader = ManifestFiles.read(manifest, table.io(), specs)) {
-          dataManifests.put(manifest.path(), collect(reader));
+          dataManifests.put(manifest.path(), collect(reader, partitions));
         } catch (IOException e) {
           throw new UncheckedIOException("cannot read manifest " + manifest.path(), e);
         }
@@ -83,7 +102,7 @@ final class WindowFiles {
       case DELETES -> {
         try (ManifestReader<DeleteFile> reader =
             ManifestFiles.readDeleteManifest(manifest, table.io(), specs)) {
-          deleteManifests.put(manifest.path(), collect(reader));
+          deleteManifests.put(manifest.path(), collect(reader, partitions));
         } catch (IOException e) {
           throw new UncheckedIOException("cannot read manifest " + manifest.path(), e);
         }
@@ -91,10 +110,15 @@ final class WindowFiles {
     }
   }
 
-  /** The live entries, as copies: the reader reuses its objects. */
-  private static <F extends ContentFile<F>> List<F> collect(ManifestReader<F> reader) {
+  /** The live entries {@code partitions} keeps, as copies: the reader reuses its objects. */
+  private static <F extends ContentFile<F>> List<F> collect(ManifestReader<F> reader,
+      PartitionFilter partitions) {
     List<F> files = new ArrayList<>();
-    reader.forEach(files::add); // its iterator yields live entries only, copied
+    for (F file : reader) { // its iterator yields live entries only, copied
+      if (partitions.mayMatch(file)) {
+        files.add(file);
+      }
+    }
     return files;
   }
 
