@@ -239,7 +239,6 @@ public final class SkadeSplitEnumerator
       }
     }
     if (!assignment.isEmpty()) {
-      assignment.forEach((r, l) -> System.out.printf("DEBUG assign %s -> %s%n", r, l.stream().map(x -> x.splitId() + "/" + x.fromSnapshotId() + "-" + x.toSnapshotId() + "/e" + x.emitted()).toList()));
       context.assignSplits(new SplitsAssignment<>(assignment));
     }
     if (finished() && pending.values().stream().allMatch(Deque::isEmpty)) {
@@ -258,7 +257,6 @@ public final class SkadeSplitEnumerator
 
   @Override
   public void addSplitsBack(List<ChangelogSplit> splits, int subtaskId) {
-    System.out.printf("DEBUG back %s <- %s%n", subtaskId, splits.stream().map(x -> x.splitId() + "/e" + x.emitted()).toList());
     // A failed reader's splits since the last checkpoint: older than anything pending for it.
     Deque<ChangelogSplit> queue = pending.computeIfAbsent(subtaskId, s -> new ArrayDeque<>());
     for (int i = splits.size() - 1; i >= 0; i--) {
@@ -282,7 +280,6 @@ public final class SkadeSplitEnumerator
 
   @Override
   public SkadeEnumeratorState snapshotState(long checkpointId) {
-    System.out.printf("DEBUG snapshot %s cursor %s pending %s%n", checkpointId, cursor, pending);
     List<PinnedSplit> queued = new ArrayList<>();
     pending.forEach((reader, splits) -> splits.forEach(s -> queued.add(new PinnedSplit(s, reader))));
     if (cursor != null) {

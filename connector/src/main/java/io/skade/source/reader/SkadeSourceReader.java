@@ -71,7 +71,6 @@ public final class SkadeSourceReader<T>
 
   @Override
   protected ChangelogSplitState initializedState(ChangelogSplit split) {
-    System.out.printf("DEBUG reader %s adds %s/e%s%n", context.getIndexOfSubtask(), split.splitId(), split.emitted());
     return new ChangelogSplitState(split);
   }
 
