@@ -50,6 +50,11 @@ final class PartitionFilter {
   }
 
   /** False when no file the manifest lists can hold a matching row. */
+  /** Whether this filter keeps every file (there is nothing to prune). */
+  boolean keepsAll() {
+    return keepsAll;
+  }
+
   boolean mayMatch(ManifestFile manifest) {
     if (keepsAll) {
       return true;

@@ -14,15 +14,14 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
 import org.apache.iceberg.ContentFile;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileContent;
 import org.apache.iceberg.ManifestContent;
 import org.apache.iceberg.ManifestFile;
-import org.apache.iceberg.ManifestFiles;
-import org.apache.iceberg.ManifestReader;
-import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
@@ -33,7 +32,6 @@ import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.ContentFileUtil;
 import org.apache.iceberg.util.PartitionMap;
 import org.apache.iceberg.util.PartitionSet;
-import org.apache.iceberg.util.Tasks;
 import org.apache.iceberg.util.ThreadPools;
 
 /**
@@ -56,6 +54,7 @@ import org.apache.iceberg.util.ThreadPools;
  */
 final class WindowFiles {
   private static final int PARALLEL_FROM = 4;
+  private static final ManifestCache CACHE = ManifestCache.shared();
   private static final Comparator<DeleteFile> BY_KEY = Comparator.comparing(WindowFiles::key);
 
   private final Table table;
@@ -64,15 +63,15 @@ final class WindowFiles {
   private final Map<String, List<DeleteFile>> deleteManifests = new ConcurrentHashMap<>();
 
   /**
-   * Reads every manifest of {@code snapshots} that {@code partitions} keeps; a gone manifest
-   * throws Iceberg's NotFoundException.
+   * Reads every manifest of {@code snapshots} that {@code partitions} keeps, through the shared
+   * {@link ManifestCache}; a gone manifest throws Iceberg's NotFoundException.
    */
   WindowFiles(Table table, Collection<Snapshot> snapshots, PartitionFilter partitions) {
     this.table = table;
     this.partitions = partitions;
     Map<String, ManifestFile> manifests = new HashMap<>();
     for (Snapshot snapshot : snapshots) {
-      for (ManifestFile manifest : snapshot.allManifests(table.io())) {
+      for (ManifestFile manifest : CACHE.manifests(snapshot, table)) {
         if (partitions.mayMatch(manifest)) {
           manifests.putIfAbsent(manifest.path(), manifest);
         } else if (manifest.content() == ManifestContent.DATA) {
@@ -82,50 +81,75 @@ final class WindowFiles {
         }
       }
     }
-    Tasks.foreach(manifests.values())
-        .executeWith(manifests.size() >= PARALLEL_FROM ? ThreadPools.getWorkerPool() : null)
-        .stopOnFailure()
-        .throwFailureWhenFinished()
-        .run(this::load);
+    List<ManifestFile> toRead = new ArrayList<>();
+    for (ManifestFile manifest : manifests.values()) {
+      if (CACHE.holds(manifest)) {
+        load(manifest);
+      } else {
+        toRead.add(manifest);
+      }
+    }
+    if (toRead.size() < PARALLEL_FROM) {
+      toRead.forEach(this::load);
+    } else {
+      loadInParallel(toRead);
+    }
+  }
+
+  /**
+   * Reads manifests on Iceberg's worker pool, waiting on their futures (Iceberg's own task
+   * runner waits by sleeping in steps, which costs milliseconds on every window).
+   */
+  private void loadInParallel(List<ManifestFile> toRead) {
+    List<Future<?>> loads = new ArrayList<>(toRead.size());
+    for (ManifestFile manifest : toRead) {
+      loads.add(ThreadPools.getWorkerPool().submit(() -> load(manifest)));
+    }
+    try {
+      for (Future<?> load : loads) {
+        load.get();
+      }
+    } catch (InterruptedException e) {
+      loads.forEach(load -> load.cancel(true));
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while reading manifests", e);
+    } catch (ExecutionException e) {
+      loads.forEach(load -> load.cancel(true));
+      if (e.getCause() instanceof RuntimeException runtime) {
+        throw runtime; // NotFoundException among them: the caller reports missing history
+      }
+      throw new IllegalStateException(e.getCause());
+    }
   }
 
   private void load(ManifestFile manifest) {
-    Map<Integer, PartitionSpec> specs = table.specs();
     switch (manifest.content()) {
-      case DATA -> {
-        try (ManifestReader<DataFile> reader = ManifestFiles.read(manifest, table.io(), specs)) {
-          dataManifests.put(manifest.path(), collect(reader, partitions));
-        } catch (IOException e) {
-          throw new UncheckedIOException("cannot read manifest " + manifest.path(), e);
-        }
-      }
-      case DELETES -> {
-        try (ManifestReader<DeleteFile> reader =
-            ManifestFiles.readDeleteManifest(manifest, table.io(), specs)) {
-          deleteManifests.put(manifest.path(), collect(reader, partitions));
-        } catch (IOException e) {
-          throw new UncheckedIOException("cannot read manifest " + manifest.path(), e);
-        }
-      }
+      case DATA -> dataManifests.put(manifest.path(),
+          kept(CACHE.dataFiles(manifest, table), partitions));
+      case DELETES -> deleteManifests.put(manifest.path(),
+          kept(CACHE.deleteFiles(manifest, table), partitions));
     }
   }
 
-  /** The live entries {@code partitions} keeps, as copies: the reader reuses its objects. */
-  private static <F extends ContentFile<F>> List<F> collect(ManifestReader<F> reader,
+  /** The files {@code partitions} keeps. */
+  private static <F extends ContentFile<F>> List<F> kept(List<F> files,
       PartitionFilter partitions) {
-    List<F> files = new ArrayList<>();
-    for (F file : reader) { // its iterator yields live entries only, copied
+    if (partitions.keepsAll()) {
+      return files;
+    }
+    List<F> kept = new ArrayList<>();
+    for (F file : files) {
       if (partitions.mayMatch(file)) {
-        files.add(file);
+        kept.add(file);
       }
     }
-    return files;
+    return kept;
   }
 
   /** The state at {@code snapshot}, which must be one this window was built with. */
   Live at(Snapshot snapshot) {
     Live live = new Live();
-    for (ManifestFile manifest : snapshot.allManifests(table.io())) {
+    for (ManifestFile manifest : CACHE.manifests(snapshot, table)) {
       if (manifest.content() == ManifestContent.DATA) {
         dataManifests.get(manifest.path()).forEach(file -> live.data.put(file.location(), file));
       } else {

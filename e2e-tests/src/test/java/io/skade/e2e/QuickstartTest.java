@@ -16,6 +16,14 @@ import org.junit.jupiter.api.io.TempDir;
 class QuickstartTest {
   private static final Pattern LIVE = Pattern.compile("^  commit_seq (\\d+) .*durable → received", Pattern.MULTILINE);
 
+  private static final String TAIL = String.join("\n",
+      "a Flink job tails shop.customers while a writer upserts and deletes:",
+      "  job: -U id=1 name=Ada city=Oslo",
+      "  job: +U id=1 name=Ada city=Bergen",
+      "  job: +I id=5 name=Eve city=Oslo",
+      "  job: -D id=4 name=Di city=Bodø",
+      "  job: -D id=5 name=Eve city=Oslo");
+
   @TempDir Path warehouse;
 
   @Test
@@ -36,12 +44,17 @@ class QuickstartTest {
         "  -D DELETE        id=3 name=Cy city=Tromsø",
         "  +I INSERT        id=4 name=Di city=Bodø"));
 
+    // A Flink job tails the same table live while a writer upserts and deletes.
+    assertThat(first).contains(TAIL);
+
     // Reopening the same warehouse continues the log where it stopped: after the 11 commits
-    // of shop.orders and the 5 of shop.customers (create, 3 upserts, 1 delete).
+    // of shop.orders and the 8 of shop.customers (create, 3 upserts, 1 delete, then the
+    // tail's 2 upserts and 1 delete).
     String second = runQuickstart();
-    assertThat(second).contains("commit_seq 16");
-    assertThat(liveSeqs(second)).isEqualTo("17,18,19,20,21,22,23,24,25,26");
+    assertThat(second).contains("commit_seq 19");
+    assertThat(liveSeqs(second)).isEqualTo("20,21,22,23,24,25,26,27,28,29");
     assertThat(second).contains("shop.orders holds 400 rows in 20 snapshots");
+    assertThat(second).contains(TAIL);
   }
 
   private String runQuickstart() throws Exception {

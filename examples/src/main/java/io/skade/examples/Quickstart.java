@@ -3,10 +3,12 @@ package io.skade.examples;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitFeedLaggedException;
 import io.skade.catalog.CommitSubscription;
+import io.skade.catalog.SharedCatalogs;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangeRow;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.changelog.ChangelogReader;
+import io.skade.source.SkadeSource;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -20,6 +22,10 @@ import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.util.CloseableIterator;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableProperties;
@@ -38,6 +44,8 @@ import org.apache.iceberg.types.Types;
  * each commit becomes durable, then replays the durable commit log and counts the rows. Then it
  * upserts and deletes rows of the primary-key table {@code shop.customers} (merge-on-read) and
  * prints the exact changelog of that window: {@code -U/+U} pairs and {@code -D} with full rows.
+ * Last, a Flink DataStream job with skade's source tails {@code shop.customers} while a writer
+ * upserts and deletes, printing each {@code +I/-U/+U/-D} row as it happens.
  *
  * <p>Usage: {@code Quickstart [warehouse-dir]}; without a directory it uses a fresh temporary one.
  */
@@ -69,8 +77,10 @@ public final class Quickstart {
   /** Runs the demo on {@code warehouse}, printing to {@code out}; returns the rows in the table. */
   public static long run(Path warehouse, PrintStream out) throws Exception {
     out.println("skade quickstart — warehouse " + warehouse.toAbsolutePath());
-    try (SkadeCatalog catalog = new SkadeCatalog()) {
-      catalog.initialize("demo", Map.of("warehouse", warehouse.toString()));
+    Map<String, String> properties = Map.of("warehouse", warehouse.toString());
+    // Shared, so that the Flink job's source in this JVM opens the same catalog.
+    try (SharedCatalogs.Handle handle = SharedCatalogs.acquire("demo", properties)) {
+      SkadeCatalog catalog = handle.catalog();
       out.printf("catalog open at %s, commit_seq %d%n", catalog.catalogPath(), catalog.commitSeq());
 
       try (CommitSubscription feed = catalog.subscribeCommits()) {
@@ -99,6 +109,7 @@ public final class Quickstart {
             + " %d snapshots%n", replayed, catalog.commitSeq(), rows,
             catalog.loadTable(ORDERS).history().size());
         printCustomerChangelog(catalog, out);
+        tailCustomers(catalog, properties, out);
         return rows;
       }
     }
@@ -124,6 +135,41 @@ public final class Quickstart {
       Record row = change.row();
       out.printf("  %s %-13s id=%s name=%s city=%s%n", change.type().symbol(),
           change.type(), row.getField("id"), row.getField("name"), row.getField("city"));
+    }
+  }
+
+  /**
+   * A Flink job tails {@code shop.customers} from the current commit on, while a writer upserts
+   * and deletes; each change is printed the moment the job emits it.
+   */
+  private static void tailCustomers(SkadeCatalog catalog, Map<String, String> properties,
+      PrintStream out) throws Exception {
+    SkadeSource<RowData> source = SkadeSource.builder()
+        .catalogProperties(properties)
+        .table(CUSTOMERS)
+        .startFromCommitSeq(catalog.commitSeq()) // every commit after this one, none before
+        .build();
+    StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+    env.setParallelism(1);
+    out.println("a Flink job tails shop.customers while a writer upserts and deletes:");
+    try (CloseableIterator<RowData> changes = env
+        .fromSource(source, WatermarkStrategy.noWatermarks(), "skade shop.customers")
+        .executeAndCollect("skade quickstart tail")) {
+      TableWriter writer = new TableWriter(catalog.loadTable(CUSTOMERS));
+      ExecutorService background = Executors.newSingleThreadExecutor();
+      Future<?> writes = background.submit(() -> {
+        writer.upsert(List.of(customer(1, "Ada", "Bergen")));           // Ada moves: -U/+U
+        writer.upsert(List.of(customer(5, "Eve", "Oslo")));             // Eve joins: +I
+        writer.deleteKeys(List.of(customer(4, null, null), customer(5, null, null))); // -D -D
+        return null;
+      });
+      for (int i = 0; i < 5; i++) {
+        RowData row = changes.next();
+        out.printf("  job: %s id=%d name=%s city=%s%n", row.getRowKind().shortString(),
+            row.getLong(0), row.getString(1), row.getString(2));
+      }
+      writes.get();
+      background.shutdown();
     }
   }
 
