@@ -54,7 +54,7 @@ import org.apache.iceberg.util.ThreadPools;
  */
 final class WindowFiles {
   private static final int PARALLEL_FROM = 4;
-  private static final ManifestCache CACHE = ManifestCache.shared();
+  private static final MetadataCache CACHE = MetadataCache.shared();
   private static final Comparator<DeleteFile> BY_KEY = Comparator.comparing(WindowFiles::key);
 
   private final Table table;
@@ -64,7 +64,7 @@ final class WindowFiles {
 
   /**
    * Reads every manifest of {@code snapshots} that {@code partitions} keeps, through the shared
-   * {@link ManifestCache}; a gone manifest throws Iceberg's NotFoundException.
+   * {@link MetadataCache}; a gone manifest throws Iceberg's NotFoundException.
    */
   WindowFiles(Table table, Collection<Snapshot> snapshots, PartitionFilter partitions) {
     this.table = table;

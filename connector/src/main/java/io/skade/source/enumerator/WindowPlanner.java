@@ -5,6 +5,7 @@ import io.skade.catalog.CommitOperation;
 import io.skade.catalog.ConsumerCursor;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangelogOptions.Mode;
+import io.skade.changelog.MetadataCache;
 import io.skade.source.StartupMode;
 import io.skade.source.split.ChangelogSplit;
 import java.util.ArrayList;
@@ -12,10 +13,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
-import org.apache.iceberg.BaseTable;
 import org.apache.iceberg.HasTableOperations;
 import org.apache.iceberg.Snapshot;
-import org.apache.iceberg.StaticTableOperations;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.io.FileIO;
@@ -128,8 +127,7 @@ final class WindowPlanner {
       return new Plan(List.of(), withSeq(cursor, cursor.snapshotId(), logEnd), more);
     }
     CommitEvent lastEvent = mine.get(mine.size() - 1);
-    Table table = new BaseTable(new StaticTableOperations(lastEvent.metadataLocation(), io()),
-        tableKey);
+    Table table = MetadataCache.shared().table(lastEvent.metadataLocation(), io(), tableKey);
     if (!table.uuid().toString().equals(cursor.tableUuid())) {
       throw recreated();
     }

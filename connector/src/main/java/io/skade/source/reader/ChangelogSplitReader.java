@@ -3,6 +3,7 @@ package io.skade.source.reader;
 import io.skade.changelog.ChangelogBatch;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.changelog.ChangelogReader;
+import io.skade.changelog.MetadataCache;
 import io.skade.source.split.ChangelogSplit;
 import java.io.IOException;
 import java.util.ArrayDeque;
@@ -14,8 +15,6 @@ import org.apache.flink.connector.base.source.reader.RecordsWithSplitIds;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitReader;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitsAddition;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitsChange;
-import org.apache.iceberg.BaseTable;
-import org.apache.iceberg.StaticTableOperations;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.CloseableIterator;
@@ -35,7 +34,6 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
   private final Queue<ChangelogSplit> assigned = new ArrayDeque<>();
   private final BufferAllocator allocator = new RootAllocator();
   private ChangelogSplit current;
-  /** The table of the last split opened: consecutive splits often share a metadata file. */
   private Table table;
   private CloseableIterator<ChangelogBatch> batches;
   private long emitted;
@@ -86,10 +84,7 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     if (next == null) {
       return false;
     }
-    if (table == null || !next.metadataLocation().equals(location(table))) {
-      table = new BaseTable(new StaticTableOperations(next.metadataLocation(), io),
-          next.tableKey());
-    }
+    table = MetadataCache.shared().table(next.metadataLocation(), io, next.tableKey());
     ChangelogReader reader = new ChangelogReader(table,
         options.withFilter(Expressions.and(options.filter(), next.filter())));
     batches = next.fullSnapshot()
@@ -99,10 +94,6 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     current = next;
     emitted = next.emitted();
     return true;
-  }
-
-  private static String location(Table table) {
-    return ((BaseTable) table).operations().current().metadataFileLocation();
   }
 
   private void closeCurrent() throws IOException {

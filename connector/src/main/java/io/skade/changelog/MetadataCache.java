@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
+import org.apache.iceberg.BaseTable;
 import org.apache.iceberg.ContentFile;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DeleteFile;
@@ -14,36 +15,53 @@ import org.apache.iceberg.ManifestFile;
 import org.apache.iceberg.ManifestFiles;
 import org.apache.iceberg.ManifestReader;
 import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.StaticTableOperations;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.TableMetadata;
+import org.apache.iceberg.TableMetadataParser;
+import org.apache.iceberg.io.FileIO;
 
 /**
- * Parsed manifest lists and manifests, shared by every changelog read of this JVM and bounded
- * by an estimate of their heap. Both are immutable files whose paths are never reused, so they
- * are keyed by path and never go stale.
+ * Parsed table metadata files, manifest lists and manifests, shared by every changelog read of
+ * this JVM and bounded by an estimate of their heap. All three are immutable files whose paths
+ * are never reused, so they are keyed by path and never go stale.
  *
  * <p>Consecutive windows of a table share nearly all manifests: without this cache each window
  * parsed the whole table state twice (its start and its end), so a one-row commit cost as many
- * manifest reads as the table had manifests.
+ * manifest reads as the table had manifests. A metadata file is parsed once for the source's
+ * planner and its readers when they share a JVM.
  */
-public final class ManifestCache {
+public final class MetadataCache {
   /** A rough heap cost of one parsed file entry or manifest-list entry with its statistics. */
   private static final int ENTRY_BYTES = 1024;
-  private static final ManifestCache SHARED =
-      new ManifestCache(Math.min(256L << 20, Runtime.getRuntime().maxMemory() / 16));
+  private static final MetadataCache SHARED =
+      new MetadataCache(Math.min(256L << 20, Runtime.getRuntime().maxMemory() / 16));
 
   private final Cache<String, List<?>> entries;
 
   /** A cache of at most about {@code maxBytes} of heap. */
-  public ManifestCache(long maxBytes) {
+  public MetadataCache(long maxBytes) {
     this.entries = Caffeine.newBuilder()
         .maximumWeight(maxBytes)
-        .weigher((String key, List<?> value) -> ENTRY_BYTES * Math.max(1, value.size()))
+        .weigher((String key, List<?> value) -> ENTRY_BYTES * Math.max(1,
+            value.get(0) instanceof TableMetadata metadata
+                ? metadata.snapshots().size() + metadata.schemas().size() : value.size()))
         .build();
   }
 
   /** The cache every changelog read of this JVM uses. */
-  public static ManifestCache shared() {
+  public static MetadataCache shared() {
     return SHARED;
+  }
+
+  /**
+   * The table as metadata file {@code location} describes it, read with {@code io}: a
+   * read-only table whose snapshots (and their parsed manifest lists) are shared.
+   */
+  public Table table(String location, FileIO io, String name) {
+    TableMetadata metadata = (TableMetadata) entries.get("metadata:" + location,
+        key -> List.of(TableMetadataParser.read(io, location))).get(0);
+    return new BaseTable(new StaticTableOperations(metadata, io), name);
   }
 
   /** The manifests of {@code snapshot}, data and deletes. */
