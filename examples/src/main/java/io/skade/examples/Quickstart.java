@@ -68,7 +68,7 @@ public final class Quickstart {
   private Quickstart() {}
 
   public static void main(String[] args) throws Exception {
-    Path warehouse = args.length > 0
+    Path warehouse = args.length > 0 && !args[0].isBlank()
         ? Path.of(args[0])
         : Files.createTempDirectory("skade-quickstart-");
     run(warehouse, System.out);
