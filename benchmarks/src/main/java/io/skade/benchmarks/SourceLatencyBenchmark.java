@@ -1,6 +1,8 @@
 package io.skade.benchmarks;
 
 import io.skade.catalog.SharedCatalogs;
+import io.skade.catalog.CommitEvent;
+import io.skade.catalog.CommitSubscription;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.source.SkadeSource;
 import io.skade.source.StartupMode;
@@ -49,9 +51,9 @@ import org.apache.iceberg.types.Types;
  *
  * <p>Latency: for each source, a fresh append-only table (no identifier fields) and an unbounded
  * job at parallelism 1 in a local MiniCluster of this JVM. The main thread commits one-row
- * appends through {@code TableWriter}, spaced 20–50 ms apart at random, and notes {@code
- * System.nanoTime()} as soon as each append returns (the commit is durable then); the job's map
- * notes when it sees the row. Latency = seen − durable. Probe commits (until the job emits a row)
+ * appends through {@code TableWriter}, spaced 20–50 ms apart at random; the commit feed stamps
+ * the {@code System.nanoTime()} at which each commit became durable (Iceberg's append returns
+ * some milliseconds later); the job's map notes when it sees the row. Latency = seen − durable. Probe commits (until the job emits a row)
  * and warm-up commits are not counted. Every source reads through the one catalog this JVM holds
  * ({@link SharedCatalogs}); Iceberg's through {@link SharedCatalogTableLoader}.
  *
@@ -116,8 +118,8 @@ public final class SourceLatencyBenchmark {
         Runtime.getRuntime().maxMemory() >> 20, ZonedDateTime.now());
     System.out.printf("latency: per source a fresh LOG table (id bigint, ts_nanos bigint, payload"
         + " string), %d warm-up then %d measured one-row appends 20-50 ms apart (%d for a 1 s"
-        + " monitor interval); latency = append returned (durable) -> row seen by the job"
-        + " (parallelism 1, same JVM).%n", warmupCommits, commits, slowCommits);
+        + " monitor interval); latency = commit durable (the commit feed's stamp) -> row seen"
+        + " by the job (parallelism 1, same JVM).%n", warmupCommits, commits, slowCommits);
     System.out.printf("backlog: %d commits x %d rows, then bounded jobs count them.%n",
         backlogCommits, backlogRows);
 
@@ -186,10 +188,12 @@ public final class SourceLatencyBenchmark {
     StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
     env.setParallelism(1);
     reading.of(env, table).map(new MarkSeen()).sinkTo(new DiscardingSink<>());
-    JobClient job = env.executeAsync(source);
     long[] durable = new long[commits];
     long[] appendNanos = new long[commits];
-    try {
+    // The commit feed tells when each commit became durable (before append returns).
+    CommitSubscription feed = catalog.subscribeCommits();
+    JobClient job = env.executeAsync(source);
+    try (feed) {
       // Until the job emits a row it may still be starting: probe (ids below -1,000,000).
       long probe = -1_000_000;
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
@@ -197,17 +201,18 @@ public final class SourceLatencyBenchmark {
         if (System.nanoTime() > deadline) {
           throw new IllegalStateException(source + ": the job emitted nothing in 60 s");
         }
-        commit(writer, probe--);
+        durableAt(feed, commit(writer, probe--));
         Thread.sleep(200);
       }
       for (int i = 1; i <= warmup; i++) {
-        commit(writer, -i);
+        durableAt(feed, commit(writer, -i));
         pause();
       }
       for (int i = 0; i < commits; i++) {
         long started = System.nanoTime();
-        durable[i] = commit(writer, i);
-        appendNanos[i] = durable[i] - started;
+        long snapshotId = commit(writer, i);
+        appendNanos[i] = System.nanoTime() - started;
+        durable[i] = durableAt(feed, snapshotId);
         pause();
       }
       long until = System.nanoTime() + SEEN_TIMEOUT.toNanos();
@@ -228,14 +233,31 @@ public final class SourceLatencyBenchmark {
     return new Latency(source, commits, commits - seen, Arrays.copyOf(nanos, seen), appendNanos);
   }
 
-  /** Appends one row and returns {@code System.nanoTime()} once the commit is durable. */
+  /** Appends one row and returns the snapshot it committed. */
   private static long commit(TableWriter writer, long id) {
     GenericRecord row = GenericRecord.create(SCHEMA);
     row.setField("id", id);
     row.setField("ts_nanos", System.nanoTime());
     row.setField("payload", "row-" + id);
-    writer.append(List.of(row));
-    return System.nanoTime();
+    return writer.append(List.of(row)).snapshotId();
+  }
+
+  /**
+   * The {@code System.nanoTime()} at which the commit of {@code snapshotId} became durable, as
+   * the catalog's commit feed stamps it (only this thread commits, so events come in order).
+   */
+  private static long durableAt(CommitSubscription feed, long snapshotId)
+      throws InterruptedException {
+    while (true) {
+      CommitEvent event = feed.poll(Duration.ofSeconds(10));
+      if (event == null) {
+        throw new IllegalStateException("the commit of snapshot " + snapshotId
+            + " never reached the commit feed");
+      }
+      if (event.addedSnapshotIds().contains(snapshotId)) {
+        return feed.lastDurableNanos();
+      }
+    }
   }
 
   private static boolean seenAll(int commits) {
