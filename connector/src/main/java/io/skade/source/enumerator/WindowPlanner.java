@@ -118,7 +118,7 @@ final class WindowPlanner {
     List<CommitEvent> mine = new ArrayList<>();
     for (CommitEvent event : page) {
       if (event.tableKey().equals(tableKey)) {
-        requireSameTable(event);
+        requireSameTable(event, cursor.tableUuid());
         mine.add(event);
       }
     }
@@ -181,7 +181,7 @@ final class WindowPlanner {
     return new ConsumerCursor(cursor.table(), cursor.tableUuid(), snapshotId, seq);
   }
 
-  private void requireSameTable(CommitEvent event) {
+  private void requireSameTable(CommitEvent event, String uuid) {
     CommitOperation op = event.operation();
     if (!op.leavesPointer()) {
       throw new IllegalStateException("skade source on table " + identifier + ": the table was "
@@ -189,8 +189,10 @@ final class WindowPlanner {
           + event.commitSeq() + " while the source followed it; the source cannot go on. Start"
           + " a new job on the table's new name or on a table that exists");
     }
-    if (op != CommitOperation.UPDATE) {
-      throw recreated();
+    if (op != CommitOperation.UPDATE
+        && !MetadataCache.shared().table(event.metadataLocation(), io(), tableKey).uuid()
+            .toString().equals(uuid)) {
+      throw recreated(); // another table took the name (this one's own creation is fine)
     }
   }
 

@@ -42,11 +42,6 @@ public final class SkadeSourceReader<T>
     }
   }
 
-  @Override
-  public void start() {
-    // Splits are pushed by the enumerator as commits happen: nothing to request.
-  }
-
   /**
    * The unfinished splits in commit order. The base class keeps split states in a hash map, so
    * its list comes in any order — and a restore adds splits in the list's order, which is the
