@@ -84,6 +84,8 @@ public final class SkadeSplitEnumerator
   private final Set<Integer> toldNoMoreSplits = new HashSet<>();
   private final Counter windowsPlanned;
   private volatile ConsumerCursor cursor;
+  /** The splits in {@link #pending}, for the metric (read on another thread). */
+  private volatile int pendingCount;
   private long end;
   private boolean planning;
   private boolean replan;
@@ -109,8 +111,7 @@ public final class SkadeSplitEnumerator
       ConsumerCursor at = cursor;
       return at == null ? 0L : Math.max(0L, catalog.commitSeq() - at.commitSeq());
     });
-    context.metricGroup().gauge("pendingSplits",
-        () -> pending.values().stream().mapToInt(Deque::size).sum());
+    context.metricGroup().gauge("pendingSplits", () -> pendingCount);
   }
 
   private static String defaultConsumerId(SplitEnumeratorContext<?> context,
@@ -241,7 +242,8 @@ public final class SkadeSplitEnumerator
     if (!assignment.isEmpty()) {
       context.assignSplits(new SplitsAssignment<>(assignment));
     }
-    if (finished() && pending.values().stream().allMatch(Deque::isEmpty)) {
+    pendingCount = pending.values().stream().mapToInt(Deque::size).sum();
+    if (finished() && pendingCount == 0) {
       for (int reader : context.registeredReaders().keySet()) {
         if (toldNoMoreSplits.add(reader)) {
           context.signalNoMoreSplits(reader);
@@ -264,6 +266,7 @@ public final class SkadeSplitEnumerator
       unfinished.remove(splits.get(i).splitId());
     }
     toldNoMoreSplits.remove(subtaskId);
+    pendingCount += splits.size();
   }
 
   @Override
