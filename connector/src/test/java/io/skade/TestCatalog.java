@@ -2,11 +2,13 @@ package io.skade;
 
 import io.skade.catalog.SharedCatalogs;
 import io.skade.catalog.SkadeCatalog;
+import io.skade.catalog.StoredConsumer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Optional;
 import java.util.stream.Stream;
 import org.apache.iceberg.catalog.Namespace;
 import org.junit.jupiter.api.extension.AfterEachCallback;
@@ -55,6 +57,19 @@ public final class TestCatalog implements BeforeEachCallback, AfterEachCallback 
 
   public SkadeCatalog get() {
     return handle.catalog();
+  }
+
+  /**
+   * Waits until a consumer {@code id} is stored (a source stores one on a completed checkpoint)
+   * and returns it; polls the catalog, bounded by the test's timeout.
+   */
+  public StoredConsumer awaitConsumer(String id) throws InterruptedException {
+    Optional<StoredConsumer> consumer = get().consumer(id);
+    while (consumer.isEmpty()) {
+      Thread.sleep(20);
+      consumer = get().consumer(id);
+    }
+    return consumer.get();
   }
 
   /** The catalog's properties, for components that open it themselves (a source). */

@@ -18,7 +18,6 @@ import io.skade.TestCatalog;
 import io.skade.catalog.StoredConsumer;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.table.data.RowData;
@@ -27,6 +26,7 @@ import org.apache.iceberg.catalog.TableIdentifier;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.Timeout.ThreadMode;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
@@ -34,7 +34,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * table: four commits before the job starts (S1 to S4) and two while it runs (S5, S6). Jobs run
  * in a local MiniCluster with two readers; each test waits on the changes themselves.
  */
-@Timeout(60)
+@Timeout(value = 60, threadMode = ThreadMode.SEPARATE_THREAD) // next() ignores interrupts
 class SkadeSourceModesTest {
   @RegisterExtension final TestCatalog catalog = new TestCatalog();
 
@@ -64,7 +64,7 @@ class SkadeSourceModesTest {
     env.enableCheckpointing(100);
     List<String> seen;
     try (CloseableIterator<RowData> rows = collect(env, source)) {
-      StoredConsumer consumer = awaitConsumer("latest-test");
+      StoredConsumer consumer = catalog.awaitConsumer("latest-test");
       assertThat(consumer.cursor().snapshotId()).isEqualTo(history.s4.snapshotId());
       history.commitS5();
       history.commitS6();
@@ -210,14 +210,5 @@ class SkadeSourceModesTest {
       seen.addAll(take(rows, size(expected) - before));
     }
     return seen;
-  }
-
-  private StoredConsumer awaitConsumer(String id) throws InterruptedException {
-    Optional<StoredConsumer> consumer = catalog.get().consumer(id);
-    while (consumer.isEmpty()) {
-      Thread.sleep(20); // polls the catalog for a condition, bounded by the test's timeout
-      consumer = catalog.get().consumer(id);
-    }
-    return consumer.get();
   }
 }
