@@ -195,12 +195,16 @@ public final class SkadeSourceBuilder<T> {
       throw new IllegalArgumentException("skade source on " + table + ": batch rows must be"
           + " positive, got " + batchRows);
     }
+    SkadeSplitEnumerator.Settings settings = new SkadeSplitEnumerator.Settings(path(table),
+        startupMode, startupValue, bounded, endSnapshotId, options.mode(), pollInterval,
+        consumerId);
     Schema projected;
     try (SharedCatalogs.Handle handle = SkadeSource.acquireCatalog(catalogProperties)) {
       Table loaded = loadTable(handle, table);
       new ChangelogReader(loaded, options); // checks the projection against the table
       projected = options.columns() == null ? loaded.schema()
           : loaded.schema().select(options.columns());
+      SkadeSplitEnumerator.checkStart(handle.catalog(), settings); // start position and end
     }
     // Pin the projection: a column added later is not emitted, so rows keep their type.
     ChangelogOptions pinned = options.withColumns(
@@ -208,9 +212,7 @@ public final class SkadeSourceBuilder<T> {
     RowType rowType = FlinkSchemaUtil.convert(projected);
     ChangeDeserializer<T> mapping = deserializer != null ? deserializer
         : (ChangeDeserializer<T>) ChangeDeserializer.rowData(rowType);
-    return new SkadeSource<>(catalogProperties, new SkadeSplitEnumerator.Settings(path(table),
-        startupMode, startupValue, bounded, endSnapshotId, pinned.mode(), pollInterval,
-        consumerId), pinned, batchRows, mapping);
+    return new SkadeSource<>(catalogProperties, settings, pinned, batchRows, mapping);
   }
 
   private static List<String> path(TableIdentifier identifier) {

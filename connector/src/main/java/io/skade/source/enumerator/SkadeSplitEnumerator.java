@@ -114,6 +114,15 @@ public final class SkadeSplitEnumerator
     context.metricGroup().gauge("pendingSplits", () -> pendingCount);
   }
 
+  /**
+   * Checks the startup position and the end of {@code settings} against its table as it is now;
+   * the error the enumerator's start would fail with, raised before a job is submitted.
+   */
+  public static void checkStart(SkadeCatalog catalog, Settings settings) {
+    new WindowPlanner(catalog, settings.table(), settings.mode()).check(settings.startupMode(),
+        settings.startupValue(), settings.bounded(), settings.endSnapshotId());
+  }
+
   private static String defaultConsumerId(SplitEnumeratorContext<?> context,
       TableIdentifier table) {
     String job = context.metricGroup().getAllVariables().get("<job_name>");

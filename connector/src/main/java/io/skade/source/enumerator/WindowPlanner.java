@@ -78,13 +78,7 @@ final class WindowPlanner {
     long end = bounded ? end(table, current, endSnapshotId) : UNBOUNDED;
     long currentId = current == null ? ConsumerCursor.NO_SNAPSHOT : current.snapshotId();
     List<PinnedSplit> splits = new ArrayList<>();
-    Snapshot first = switch (startup) { // the first snapshot whose changes are read, or null
-      case FULL, LATEST -> null;
-      case EARLIEST -> earliest(table, current);
-      case FROM_SNAPSHOT -> fromSnapshot(table, value);
-      case FROM_TIMESTAMP -> fromTimestamp(table, current, value);
-      case FROM_COMMIT_SEQ -> fromCommitSeq(table, current, value, seq);
-    };
+    Snapshot first = first(table, current, startup, value, seq);
     if (startup == StartupMode.FULL && current != null) {
       long at = end == UNBOUNDED ? currentId : end;
       ChangelogSplit rows = ChangelogSplit.snapshot(tableKey, location(table), at, seq);
@@ -106,6 +100,32 @@ final class WindowPlanner {
     ChangelogSplit window = ChangelogSplit.window(tableKey, location(table), before, upTo, seq);
     splits.addAll(units.pin(table, window, after(table, before, upTo), parallelism));
     return new Start(new ConsumerCursor(identifier, uuid, upTo, seq), end, splits);
+  }
+
+  /**
+   * Checks a startup mode and a bounded source's end against the table as it is now, as {@link
+   * #start} resolves them, without planning anything: the error {@code start} would fail with.
+   */
+  void check(StartupMode startup, Long value, boolean bounded, Long endSnapshotId) {
+    long seq = catalog.commitSeq();
+    Table table = catalog.loadTable(identifier);
+    Snapshot current = table.currentSnapshot();
+    if (bounded) {
+      end(table, current, endSnapshotId);
+    }
+    first(table, current, startup, value, seq);
+  }
+
+  /** The first snapshot whose changes a startup mode reads, or null (none yet, or not one). */
+  private Snapshot first(Table table, Snapshot current, StartupMode startup, Long value,
+      long seq) {
+    return switch (startup) {
+      case FULL, LATEST -> null;
+      case EARLIEST -> earliest(table, current);
+      case FROM_SNAPSHOT -> fromSnapshot(table, value);
+      case FROM_TIMESTAMP -> fromTimestamp(table, current, value);
+      case FROM_COMMIT_SEQ -> fromCommitSeq(table, current, value, seq);
+    };
   }
 
   /**

@@ -1,0 +1,61 @@
+package io.skade.source;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import org.apache.flink.table.data.RowData;
+
+/** Changes of {@code (id bigint, name string)} rows as text lines, e.g. {@code "+U 2 b2"}. */
+final class ChangeLines {
+  private ChangeLines() {}
+
+  static String text(RowData row) {
+    return row.getRowKind().shortString() + " " + row.getLong(0) + " "
+        + (row.isNullAt(1) ? "null" : row.getString(1).toString());
+  }
+
+  /** The next {@code count} changes of a job; blocks until they came (the test's timeout). */
+  static List<String> take(Iterator<RowData> rows, int count) {
+    List<String> taken = new ArrayList<>(count);
+    for (int i = 0; i < count; i++) {
+      taken.add(text(rows.next()));
+    }
+    return taken;
+  }
+
+  /** Every remaining change of a job that ends on its own. */
+  static List<String> drain(Iterator<RowData> rows) {
+    List<String> taken = new ArrayList<>();
+    rows.forEachRemaining(row -> taken.add(text(row)));
+    return taken;
+  }
+
+  static int size(List<List<String>> commits) {
+    return commits.stream().mapToInt(List::size).sum();
+  }
+
+  /**
+   * Asserts that {@code seen} is the changes of {@code commits}, commit after commit: within a
+   * commit in any order, except that each {@code -U} is directly followed by its {@code +U}.
+   */
+  static void assertCommits(List<String> seen, List<List<String>> commits) {
+    assertThat(seen).as("all changes").hasSize(size(commits));
+    int at = 0;
+    for (int c = 0; c < commits.size(); c++) {
+      List<String> commit = commits.get(c);
+      List<String> part = seen.subList(at, at + commit.size());
+      assertThat(part).as("commit %d of %s in %s", c + 1, commits, seen)
+          .containsExactlyInAnyOrderElementsOf(commit);
+      at += commit.size();
+    }
+    for (int i = 0; i < seen.size(); i++) {
+      if (seen.get(i).startsWith("-U ")) {
+        String key = seen.get(i).split(" ")[1];
+        assertThat(i + 1 < seen.size() ? seen.get(i + 1) : "nothing")
+            .as("the change after %s in %s", seen.get(i), seen).startsWith("+U " + key + " ");
+      }
+    }
+  }
+}
