@@ -44,7 +44,7 @@ public final class MetadataCache {
     this.entries = Caffeine.newBuilder()
         .maximumWeight(maxBytes)
         .weigher((String key, List<?> value) -> ENTRY_BYTES * Math.max(1,
-            value.get(0) instanceof TableMetadata metadata
+            !value.isEmpty() && value.get(0) instanceof TableMetadata metadata
                 ? metadata.snapshots().size() + metadata.schemas().size() : value.size()))
         .build();
   }
