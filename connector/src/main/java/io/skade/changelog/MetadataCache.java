@@ -20,6 +20,7 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.TableMetadataParser;
 import org.apache.iceberg.io.FileIO;
+import org.apache.iceberg.util.ThreadPools;
 
 /**
  * Parsed table metadata files, manifest lists and manifests, shared by every changelog read of
@@ -62,6 +63,32 @@ public final class MetadataCache {
     TableMetadata metadata = (TableMetadata) entries.get("metadata:" + location,
         key -> List.of(TableMetadataParser.read(io, location))).get(0);
     return new BaseTable(new StaticTableOperations(metadata, io), name);
+  }
+
+  /**
+   * Reads the manifest list and manifests of {@code snapshotId} into this cache in the
+   * background, so a later read of a window ending there finds them parsed: a reader with a
+   * backlog of windows reads the next windows' metadata while it reads this window's rows.
+   * Failures are ignored here; the read itself reports them.
+   */
+  public void prefetch(Table table, long snapshotId) {
+    Snapshot snapshot = table.snapshot(snapshotId);
+    if (snapshot == null) {
+      return;
+    }
+    ThreadPools.getWorkerPool().execute(() -> {
+      try {
+        for (ManifestFile manifest : manifests(snapshot, table)) {
+          if (manifest.content() == ManifestContent.DATA) {
+            dataFiles(manifest, table);
+          } else {
+            deleteFiles(manifest, table);
+          }
+        }
+      } catch (RuntimeException e) {
+        // the window's own read fails with this, where it can be reported
+      }
+    });
   }
 
   /** The manifests of {@code snapshot}, data and deletes. */
