@@ -51,7 +51,8 @@ import org.apache.iceberg.types.Types;
  *
  * <p>Latency: for each source, a fresh append-only table (no identifier fields) and an unbounded
  * job at parallelism 1 in a local MiniCluster of this JVM. The main thread commits one-row
- * appends through {@code TableWriter}, spaced 20–50 ms apart at random; the commit feed stamps
+ * appends through {@code TableWriter}, spaced 20–50 ms apart at random (a one-row append takes
+ * some 70 ms of this machine's CPU, so the writer is then nearly always busy); the commit feed stamps
  * the {@code System.nanoTime()} at which each commit became durable (Iceberg's append returns
  * some milliseconds later); the job's map notes when it sees the row. Latency = seen − durable. Probe commits (until the job emits a row)
  * and warm-up commits are not counted. Every source reads through the one catalog this JVM holds
@@ -65,7 +66,8 @@ import org.apache.iceberg.types.Types;
  * source [200], {@code skade.bench.slowCommits} for Iceberg's 1 s monitor interval, where each
  * row takes about half a second to surface [60], {@code skade.bench.warmupCommits} per source
  * [10], {@code skade.bench.backlogCommits} [200], {@code skade.bench.backlogRows} rows per
- * backlog commit [5000].
+ * backlog commit [5000], {@code skade.bench.pauseMillis} the least gap between commits, the
+ * most being 2.5 times it [20].
  */
 public final class SourceLatencyBenchmark {
   private static final Schema SCHEMA = new Schema(
@@ -117,9 +119,11 @@ public final class SourceLatencyBenchmark {
         System.getProperty("java.runtime.version"), Runtime.getRuntime().availableProcessors(),
         Runtime.getRuntime().maxMemory() >> 20, ZonedDateTime.now());
     System.out.printf("latency: per source a fresh LOG table (id bigint, ts_nanos bigint, payload"
-        + " string), %d warm-up then %d measured one-row appends 20-50 ms apart (%d for a 1 s"
+        + " string), %d warm-up then %d measured one-row appends %d-%d ms apart (%d for a 1 s"
         + " monitor interval); latency = commit durable (the commit feed's stamp) -> row seen"
-        + " by the job (parallelism 1, same JVM).%n", warmupCommits, commits, slowCommits);
+        + " by the job (parallelism 1, same JVM).%n", warmupCommits, commits,
+        Long.getLong("skade.bench.pauseMillis", 20),
+        Long.getLong("skade.bench.pauseMillis", 20) * 5 / 2, slowCommits);
     System.out.printf("backlog: %d commits x %d rows, then bounded jobs count them.%n",
         backlogCommits, backlogRows);
 
@@ -269,8 +273,10 @@ public final class SourceLatencyBenchmark {
     return true;
   }
 
+  /** The gap between two measured commits: {@code skade.bench.pauseMillis} up to 2.5x it. */
   private static void pause() throws InterruptedException {
-    Thread.sleep(ThreadLocalRandom.current().nextLong(20, 51));
+    long min = Long.getLong("skade.bench.pauseMillis", 20);
+    Thread.sleep(ThreadLocalRandom.current().nextLong(min, min * 5 / 2 + 1));
   }
 
   private static void writeBacklog(SkadeCatalog catalog, String table, int commits, int rows) {
