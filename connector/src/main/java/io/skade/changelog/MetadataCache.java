@@ -38,15 +38,17 @@ public final class MetadataCache {
   private static final MetadataCache SHARED =
       new MetadataCache(Math.min(256L << 20, Runtime.getRuntime().maxMemory() / 16));
 
-  private final Cache<String, List<?>> entries;
+  /** Parsed files by kind and path: a {@link TableMetadata}, or a list of entries. */
+  private final Cache<String, Object> entries;
 
   /** A cache of at most about {@code maxBytes} of heap. */
   public MetadataCache(long maxBytes) {
     this.entries = Caffeine.newBuilder()
         .maximumWeight(maxBytes)
-        .weigher((String key, List<?> value) -> ENTRY_BYTES * Math.max(1,
-            !value.isEmpty() && value.get(0) instanceof TableMetadata metadata
-                ? metadata.snapshots().size() + metadata.schemas().size() : value.size()))
+        .weigher((String key, Object value) -> ENTRY_BYTES * Math.max(1,
+            value instanceof TableMetadata metadata
+                ? metadata.snapshots().size() + metadata.schemas().size()
+                : ((List<?>) value).size()))
         .build();
   }
 
@@ -61,23 +63,25 @@ public final class MetadataCache {
    */
   public Table table(String location, FileIO io, String name) {
     TableMetadata metadata = (TableMetadata) entries.get("metadata:" + location,
-        key -> List.of(TableMetadataParser.read(io, location))).get(0);
+        key -> TableMetadataParser.read(io, location));
     return new BaseTable(new StaticTableOperations(metadata, io), name);
   }
 
   /**
-   * Reads the manifest list and manifests of {@code snapshotId} into this cache in the
-   * background, so a later read of a window ending there finds them parsed: a reader with a
-   * backlog of windows reads the next windows' metadata while it reads this window's rows.
-   * Failures are ignored here; the read itself reports them.
+   * Reads metadata file {@code location} and the manifest list and manifests of its snapshot
+   * {@code snapshotId} into this cache in the background, so a later read of a window ending
+   * there finds them parsed: a reader with a backlog of windows reads the next windows'
+   * metadata while it reads this window's rows. Failures are ignored here; the read itself
+   * reports them.
    */
-  public void prefetch(Table table, long snapshotId) {
-    Snapshot snapshot = table.snapshot(snapshotId);
-    if (snapshot == null) {
-      return;
-    }
+  public void prefetch(String location, FileIO io, String name, long snapshotId) {
     ThreadPools.getWorkerPool().execute(() -> {
       try {
+        Table table = table(location, io, name);
+        Snapshot snapshot = table.snapshot(snapshotId);
+        if (snapshot == null) {
+          return;
+        }
         for (ManifestFile manifest : manifests(snapshot, table)) {
           if (manifest.content() == ManifestContent.DATA) {
             dataFiles(manifest, table);
@@ -105,7 +109,7 @@ public final class MetadataCache {
   /** The live data files of a data manifest. */
   @SuppressWarnings("unchecked")
   List<DataFile> dataFiles(ManifestFile manifest, Table table) {
-    return (List<DataFile>) entries.get("data:" + manifest.path(), key -> {
+    return (List<DataFile>) entries.get(key(manifest), key -> {
       try (ManifestReader<DataFile> reader =
           ManifestFiles.read(manifest, table.io(), table.specs())) {
         return copy(reader);
@@ -118,7 +122,7 @@ public final class MetadataCache {
   /** The live delete files of a delete manifest. */
   @SuppressWarnings("unchecked")
   List<DeleteFile> deleteFiles(ManifestFile manifest, Table table) {
-    return (List<DeleteFile>) entries.get("deletes:" + manifest.path(), key -> {
+    return (List<DeleteFile>) entries.get(key(manifest), key -> {
       try (ManifestReader<DeleteFile> reader =
           ManifestFiles.readDeleteManifest(manifest, table.io(), table.specs())) {
         return copy(reader);
@@ -130,9 +134,11 @@ public final class MetadataCache {
 
   /** Whether the manifest's entries are cached already (so reading it costs nothing). */
   boolean holds(ManifestFile manifest) {
-    String prefix = manifest.content() == ManifestContent.DATA
-        ? "data:" : "deletes:";
-    return entries.getIfPresent(prefix + manifest.path()) != null;
+    return entries.getIfPresent(key(manifest)) != null;
+  }
+
+  private static String key(ManifestFile manifest) {
+    return (manifest.content() == ManifestContent.DATA ? "data:" : "deletes:") + manifest.path();
   }
 
   private static <F extends ContentFile<F>> List<F> copy(ManifestReader<F> reader) {

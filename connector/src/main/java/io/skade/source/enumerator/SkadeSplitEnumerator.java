@@ -23,6 +23,7 @@ import java.util.Map;
 import java.util.NavigableMap;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.stream.Stream;
 import org.apache.flink.api.connector.source.SourceEvent;
 import org.apache.flink.api.connector.source.SplitEnumerator;
 import org.apache.flink.api.connector.source.SplitEnumeratorContext;
@@ -302,26 +303,21 @@ public final class SkadeSplitEnumerator
 
   /** The consumer cursor to publish: the oldest snapshot an outstanding split still needs. */
   private ConsumerCursor oldestNeeded(List<PinnedSplit> queued) {
-    ChangelogSplit oldest = unfinished.values().stream()
-        .min(Comparator.comparingLong(ChangelogSplit::commitSeq)).orElse(null);
-    for (PinnedSplit p : queued) {
-      if (oldest == null || p.split().commitSeq() < oldest.commitSeq()) {
-        oldest = p.split();
-      }
-    }
-    return oldest == null ? cursor : new ConsumerCursor(cursor.table(), cursor.tableUuid(),
-        oldest.oldestSnapshotNeeded(), Math.max(0, oldest.commitSeq() - 1));
+    return Stream.concat(unfinished.values().stream(), queued.stream().map(PinnedSplit::split))
+        .min(Comparator.comparingLong(ChangelogSplit::commitSeq))
+        .map(oldest -> new ConsumerCursor(cursor.table(), cursor.tableUuid(),
+            oldest.oldestSnapshotNeeded(), Math.max(0, oldest.commitSeq() - 1)))
+        .orElse(cursor);
   }
 
   @Override
   public void notifyCheckpointComplete(long checkpointId) {
     Map.Entry<Long, ConsumerCursor> done = toPublish.floorEntry(checkpointId);
+    toPublish.headMap(checkpointId, true).clear();
     if (done == null || catalog.isFollower()) {
-      toPublish.headMap(checkpointId, true).clear();
       return;
     }
     ConsumerCursor published = done.getValue();
-    toPublish.headMap(checkpointId, true).clear();
     // Advisory (the checkpoint itself is the truth), and it waits for a sync: off this thread.
     context.callAsync(() -> catalog.storeConsumer(consumerId, published), (stored, error) -> {
       if (error != null) {

@@ -9,6 +9,7 @@ import io.skade.changelog.MetadataCache;
 import io.skade.source.StartupMode;
 import io.skade.source.split.ChangelogSplit;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -18,6 +19,7 @@ import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.io.FileIO;
+import org.apache.iceberg.util.SnapshotUtil;
 
 /**
  * Plans a source's splits from the catalog's commit log: where a startup mode begins, and the
@@ -89,8 +91,7 @@ final class WindowPlanner {
       return new Start(new ConsumerCursor(identifier, uuid, currentId, seq), end, splits);
     }
     long before = first.parentId() == null ? ConsumerCursor.NO_SNAPSHOT : first.parentId();
-    OptionalLong firstSeq = catalog.commitOf(identifier, first.snapshotId()).stream()
-        .mapToLong(CommitEvent::commitSeq).findFirst();
+    OptionalLong firstSeq = commitSeqOf(first);
     if (firstSeq.isPresent()) { // replay the log from the first commit, commit by commit
       return new Start(new ConsumerCursor(identifier, uuid, before, firstSeq.getAsLong() - 1),
           end, splits);
@@ -153,7 +154,7 @@ final class WindowPlanner {
     }
     long head = table.currentSnapshot() == null ? ConsumerCursor.NO_SNAPSHOT
         : table.currentSnapshot().snapshotId();
-    long upTo = end != UNBOUNDED && isAncestor(table, head, end) ? end : head;
+    long upTo = end != UNBOUNDED && SnapshotUtil.isAncestorOf(table, head, end) ? end : head;
     List<Snapshot> chain = after(table, cursor.snapshotId(), upTo);
     Map<Long, Integer> position = new HashMap<>();
     for (int i = 0; i < chain.size(); i++) {
@@ -238,7 +239,7 @@ final class WindowPlanner {
             + upTo + " was expired, so its changes are gone; restart with"
             + " scan.startup.mode=full or latest");
       }
-      chain.add(0, snapshot);
+      chain.add(snapshot);
       id = snapshot.parentId();
     }
     if (id == null && cursor != ConsumerCursor.NO_SNAPSHOT) {
@@ -247,25 +248,15 @@ final class WindowPlanner {
           + upTo + " (the table was rolled back or its main branch replaced), so no changelog"
           + " leads on from it; restart with scan.startup.mode=full");
     }
+    Collections.reverse(chain); // walked newest first
     return chain;
-  }
-
-  private static boolean isAncestor(Table table, long head, long snapshotId) {
-    for (Long id = head == ConsumerCursor.NO_SNAPSHOT ? null : head; id != null; ) {
-      if (id == snapshotId) {
-        return true;
-      }
-      Snapshot snapshot = table.snapshot(id);
-      id = snapshot == null ? null : snapshot.parentId();
-    }
-    return false;
   }
 
   private long end(Table table, Snapshot current, Long endSnapshotId) {
     if (endSnapshotId == null) {
       return current == null ? ConsumerCursor.NO_SNAPSHOT : current.snapshotId();
     }
-    if (current == null || !isAncestor(table, current.snapshotId(), endSnapshotId)) {
+    if (current == null || !SnapshotUtil.isAncestorOf(table, current.snapshotId(), endSnapshotId)) {
       throw new IllegalArgumentException("skade source on table " + identifier + ": the end"
           + " snapshot " + endSnapshotId + " is not in the table's current history; choose one"
           + " of its snapshots (see the table's snapshots metadata table)");
@@ -291,7 +282,7 @@ final class WindowPlanner {
   private Snapshot fromSnapshot(Table table, Long snapshotId) {
     Snapshot snapshot = snapshotId == null ? null : table.snapshot(snapshotId);
     if (snapshot == null || table.currentSnapshot() == null
-        || !isAncestor(table, table.currentSnapshot().snapshotId(), snapshotId)) {
+        || !SnapshotUtil.isAncestorOf(table, table.currentSnapshot().snapshotId(), snapshotId)) {
       throw new IllegalArgumentException("skade source on table " + identifier + ": startup"
           + " snapshot " + snapshotId + " is not in the table's current history (unknown or"
           + " expired); choose one of its snapshots, or use scan.startup.mode=full");
@@ -307,8 +298,10 @@ final class WindowPlanner {
 
   private Snapshot fromTimestamp(Table table, Snapshot current, Long millis) {
     Snapshot first = null;
-    for (Snapshot s = current; s != null && s.timestampMillis() >= millis;
-        s = s.parentId() == null ? null : table.snapshot(s.parentId())) {
+    for (Snapshot s : ancestors(table, current)) {
+      if (s.timestampMillis() < millis) {
+        break;
+      }
       first = s;
     }
     return first == null ? null : fromSnapshot(table, first.snapshotId());
@@ -321,16 +314,26 @@ final class WindowPlanner {
           + "; use a commit_seq from 0 to " + now);
     }
     Snapshot first = null; // the oldest snapshot committed after seq
-    for (Snapshot s = current; s != null; s = s.parentId() == null ? null
-        : table.snapshot(s.parentId())) {
-      OptionalLong at = catalog.commitOf(identifier, s.snapshotId()).stream()
-          .mapToLong(CommitEvent::commitSeq).findFirst();
+    for (Snapshot s : ancestors(table, current)) {
+      OptionalLong at = commitSeqOf(s);
       if (at.isPresent() && at.getAsLong() <= seq) {
         break;
       }
       first = s;
     }
     return first == null ? null : fromSnapshot(table, first.snapshotId());
+  }
+
+  /** {@code current} and its ancestors, newest first, up to the first one expired. */
+  private static Iterable<Snapshot> ancestors(Table table, Snapshot current) {
+    return current == null ? List.of()
+        : SnapshotUtil.ancestorsOf(current.snapshotId(), table::snapshot);
+  }
+
+  /** The {@code commit_seq} of the commit that added {@code snapshot}, if the log has it. */
+  private OptionalLong commitSeqOf(Snapshot snapshot) {
+    return catalog.commitOf(identifier, snapshot.snapshotId()).stream()
+        .mapToLong(CommitEvent::commitSeq).findFirst();
   }
 
   private static String location(Table table) {

@@ -7,9 +7,7 @@ import io.skade.changelog.MetadataCache;
 import io.skade.source.split.ChangelogSplit;
 import java.io.IOException;
 import java.util.ArrayDeque;
-import java.util.HashSet;
 import java.util.Queue;
-import java.util.Set;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.flink.connector.base.source.reader.RecordsBySplits;
@@ -36,7 +34,6 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
   /** How many queued windows' metadata is read ahead. */
   private static final int PREFETCH_SPLITS = 2;
   private final Queue<ChangelogSplit> assigned = new ArrayDeque<>();
-  private final Set<String> prefetched = new HashSet<>();
   private final BufferAllocator allocator = new RootAllocator();
   private ChangelogSplit current;
   private Table table;
@@ -104,19 +101,8 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
 
   /** Warms the metadata of the next assigned windows while this one is read. */
   private void prefetchNext() {
-    int ahead = 0;
-    for (ChangelogSplit split : assigned) {
-      if (ahead++ == PREFETCH_SPLITS) {
-        break;
-      }
-      if (!prefetched.add(split.splitId())) {
-        continue;
-      }
-      MetadataCache.shared().prefetch(
-          MetadataCache.shared().table(split.metadataLocation(), io, split.tableKey()),
-          split.toSnapshotId());
-    }
-    prefetched.remove(current.splitId());
+    assigned.stream().limit(PREFETCH_SPLITS).forEach(split -> MetadataCache.shared().prefetch(
+        split.metadataLocation(), io, split.tableKey(), split.toSnapshotId()));
   }
 
   private void closeCurrent() throws IOException {
