@@ -2,14 +2,53 @@ package io.skade.source;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.table.data.RowData;
+import org.apache.flink.util.Collector;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.data.IcebergGenerics;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.io.CloseableIterable;
 
-/** Changes of {@code (id bigint, name string)} rows as text lines, e.g. {@code "+U 2 b2"}. */
+/**
+ * Changes of {@code (id bigint, <a string column>)} rows as text lines, e.g. {@code "+U 2 b2"},
+ * and the rows of such a table as Iceberg's own reader reads them.
+ */
 final class ChangeLines {
   private ChangeLines() {}
+
+  /** A source's changes as text lines. */
+  static final class Deserializer implements ChangeDeserializer<String> {
+    @Override
+    public void deserialize(RowData change, ChangeMetadata metadata, Collector<String> out) {
+      out.collect(text(change));
+    }
+
+    @Override
+    public TypeInformation<String> getProducedType() {
+      return Types.STRING;
+    }
+  }
+
+  /** The table's current rows by id, read by Iceberg's generic reader. */
+  static Map<Long, String> rows(Table table) {
+    table.refresh();
+    Map<Long, String> rows = new HashMap<>();
+    try (CloseableIterable<Record> records = IcebergGenerics.read(table).build()) {
+      records.forEach(r -> rows.put(r.get(0, Long.class), r.get(1, String.class)));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return rows;
+  }
 
   static String text(RowData row) {
     return row.getRowKind().shortString() + " " + row.getLong(0) + " "

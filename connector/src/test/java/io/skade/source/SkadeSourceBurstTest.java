@@ -28,9 +28,6 @@ import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.Transaction;
 import org.apache.iceberg.catalog.TableCommit;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.IcebergGenerics;
-import org.apache.iceberg.data.Record;
-import org.apache.iceberg.io.CloseableIterable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.Timeout.ThreadMode;
@@ -158,7 +155,7 @@ class SkadeSourceBurstTest {
 
     table.refresh();
     assertThat(table.snapshots()).hasSize(1 + WRITERS * COMMITS_PER_WRITER + QUIET_ROUNDS);
-    assertThat(materialised).isEqualTo(expected).isEqualTo(rowsOf(table));
+    assertThat(materialised).isEqualTo(expected).isEqualTo(ChangeLines.rows(table));
   }
 
   /** Commits {@code ops} one by one, as fast as it can, through a writer of its own. */
@@ -217,17 +214,6 @@ class SkadeSourceBurstTest {
       }
       default -> throw new AssertionError("not a change: " + change);
     }
-  }
-
-  /** The table's current rows, read by Iceberg's own generic reader. */
-  private static Map<Long, String> rowsOf(Table table) throws Exception {
-    Map<Long, String> rows = new HashMap<>();
-    try (CloseableIterable<Record> records = IcebergGenerics.read(table).build()) {
-      for (Record record : records) {
-        rows.put((Long) record.getField("id"), (String) record.getField("name"));
-      }
-    }
-    return rows;
   }
 
   private static void closeQuietly(AutoCloseable closeable) {

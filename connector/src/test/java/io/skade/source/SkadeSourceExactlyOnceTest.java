@@ -4,8 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.skade.TestCatalog;
 import io.skade.write.TableWriter;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -33,14 +31,11 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.util.CloseableIterator;
 import org.apache.flink.util.Collector;
-import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
-import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.io.CloseableIterable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -112,23 +107,23 @@ class SkadeSourceExactlyOnceTest {
       CompletableFuture<Integer> more = CompletableFuture.supplyAsync(
           () -> write(keyed, log, new Random(seed + 2), 12));
       try (Running restored = start(savepoint)) {
-        Map<Long, String> expectedKeyed = rows(keyed);
+        Map<Long, String> expectedKeyed = ChangeLines.rows(keyed);
         Map<Long, String> expectedLog = null;
         while (expectedLog == null || !state.keyed.equals(expectedKeyed)
             || !state.log.equals(expectedLog)) {
           state.apply(restored.rows.next());
           if (more.isDone() && expectedLog == null) {
             more.get();
-            expectedKeyed = rows(keyed);
-            expectedLog = rows(log);
+            expectedKeyed = ChangeLines.rows(keyed);
+            expectedLog = ChangeLines.rows(log);
           }
         }
         assertThat(changesBefore + more.get()).isGreaterThanOrEqualTo(500);
       }
     }
     assertThat(FAILURES.get()).as("failures injected").isEqualTo(8);
-    assertThat(state.keyed).isEqualTo(rows(keyed));
-    assertThat(state.log).isEqualTo(rows(log));
+    assertThat(state.keyed).isEqualTo(ChangeLines.rows(keyed));
+    assertThat(state.log).isEqualTo(ChangeLines.rows(log));
   }
 
   /** A job with both sources, checkpoints every 200 ms and restarts after each failure. */
@@ -171,8 +166,7 @@ class SkadeSourceExactlyOnceTest {
     @Override
     public void deserialize(RowData change, ChangeMetadata metadata, Collector<String> out) {
       maybeFail(0);
-      out.collect(tag + " " + change.getRowKind().shortString() + " " + change.getLong(0) + " "
-          + change.getString(1));
+      out.collect(tag + " " + ChangeLines.text(change));
     }
 
     @Override
@@ -236,17 +230,6 @@ class SkadeSourceExactlyOnceTest {
   }
 
   private static final AtomicLong NEXT_LOG_ID = new AtomicLong();
-
-  private static Map<Long, String> rows(Table table) {
-    table.refresh();
-    Map<Long, String> rows = new HashMap<>();
-    try (CloseableIterable<Record> records = IcebergGenerics.read(table).build()) {
-      records.forEach(r -> rows.put((Long) r.getField("id"), (String) r.getField("v")));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    return rows;
-  }
 
   private static Record row(Schema schema, long id, String v) {
     GenericRecord record = GenericRecord.create(schema);

@@ -4,8 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.skade.TestCatalog;
 import io.skade.write.TableWriter;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -18,20 +16,14 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.RichMapFunction;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
-import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.table.data.RowData;
 import org.apache.flink.util.CloseableIterator;
-import org.apache.flink.util.Collector;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
-import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.io.CloseableIterable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -64,7 +56,7 @@ class SkadeSourceOrderTest {
     StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
     env.setParallelism(4);
     SkadeSource<String> source = SkadeSource.builder().catalogProperties(catalog.properties())
-        .table("db.churn").deserializer(new Lines()).build();
+        .table("db.churn").deserializer(new ChangeLines.Deserializer()).build();
     Map<Long, String> state = new HashMap<>();
     Map<Long, Set<Integer>> readersOfKey = new HashMap<>();
     Set<Integer> readers = new HashSet<>();
@@ -105,7 +97,7 @@ class SkadeSourceOrderTest {
         }
         if (expected == null && churn.isDone()) {
           churn.join();
-          expected = rows(table);
+          expected = ChangeLines.rows(table);
         }
       }
     }
@@ -119,30 +111,6 @@ class SkadeSourceOrderTest {
     public String map(String line) {
       return getRuntimeContext().getTaskInfo().getIndexOfThisSubtask() + " " + line;
     }
-  }
-
-  private static final class Lines implements ChangeDeserializer<String> {
-    @Override
-    public void deserialize(RowData change, ChangeMetadata metadata, Collector<String> out) {
-      out.collect(change.getRowKind().shortString() + " " + change.getLong(0) + " "
-          + change.getString(1));
-    }
-
-    @Override
-    public TypeInformation<String> getProducedType() {
-      return Types.STRING;
-    }
-  }
-
-  private static Map<Long, String> rows(Table table) {
-    table.refresh();
-    Map<Long, String> rows = new HashMap<>();
-    try (CloseableIterable<Record> records = IcebergGenerics.read(table).build()) {
-      records.forEach(r -> rows.put((Long) r.getField("id"), (String) r.getField("v")));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    return rows;
   }
 
   private static Record row(long id, String v) {

@@ -42,20 +42,16 @@ class SkadeSourceSmokeTest {
     try (CloseableIterator<RowData> rows =
         env.fromSource(source, WatermarkStrategy.noWatermarks(), "skade").executeAndCollect()) {
       for (int i = 0; i < 2; i++) {
-        seen.add(text(rows.next()));
+        seen.add(ChangeLines.text(rows.next()));
       }
       writer.upsert(List.of(row(1, "a2")));
       writer.deleteKeys(List.of(row(2, null)));
       for (int i = 0; i < 3; i++) {
-        seen.add(text(rows.next()));
+        seen.add(ChangeLines.text(rows.next()));
       }
     }
     assertThat(seen.subList(0, 2)).containsExactlyInAnyOrder("+I 1 a", "+I 2 b2");
     assertThat(seen.subList(2, 5)).containsExactly("-U 1 a", "+U 1 a2", "-D 2 b2");
-  }
-
-  private static String text(RowData row) {
-    return row.getRowKind().shortString() + " " + row.getLong(0) + " " + row.getString(1);
   }
 
   private static Record row(long id, String name) {
