@@ -72,8 +72,10 @@ import org.slf4j.LoggerFactory;
  * leaving one (a file rewritten) cancels it; on a primary-key table one sharing a leaving row's
  * key pairs with it as {@code UPDATE_BEFORE}/{@code UPDATE_AFTER}. Per-snapshot mode does this
  * for every snapshot of the window in commit order ({@code replace} snapshots change nothing);
- * collapsed mode does it once, between {@code from} and {@code to}. Arriving rows are streamed,
- * never held.
+ * collapsed mode does it once, between {@code from} and {@code to}. A step over plain appends
+ * skips the states: its changes are the rows of the files added, found from the manifests those
+ * commits wrote, so a streaming append costs what it added, not what the table holds. Arriving
+ * rows are streamed, never held.
  *
  * <p>A row filter ({@link ChangelogOptions#filter}) also rules out whole files by partition
  * ({@link PartitionFilter}): their manifests, data files and delete files are not read, in any
@@ -303,28 +305,31 @@ public final class ChangelogReader {
   private Changes open(Long fromExclusive, long toInclusive) {
     List<Snapshot> window = window(fromExclusive, toInclusive);
     Snapshot from = fromExclusive == null ? null : table.snapshot(fromExclusive);
-    List<Snapshot> steps = window.isEmpty() ? List.of()
-        : options.mode() == Mode.COLLAPSED ? List.of(window.get(window.size() - 1)) : window;
-    List<Snapshot> states = new ArrayList<>(steps);
-    if (from != null) {
-      states.add(from);
-    }
-    return new Changes(files(states, toInclusive), from, steps);
+    List<Span> spans = window.isEmpty() ? List.of()
+        : options.mode() == Mode.COLLAPSED
+            ? List.of(new Span(window.get(window.size() - 1), window))
+            : window.stream().map(s -> new Span(s, List.of(s))).toList();
+    return changes(from, spans, toInclusive);
   }
 
   /** Every row at {@code snapshotId} as an insert. */
   private Changes fullReload(long snapshotId) {
-    Snapshot to = table.snapshot(snapshotId);
-    return new Changes(files(List.of(to), snapshotId), null, List.of(to));
+    return changes(null, List.of(new Span(table.snapshot(snapshotId), null)), snapshotId);
   }
 
-  private WindowFiles files(List<Snapshot> snapshots, long toInclusive) {
+  private Changes changes(Snapshot from, List<Span> spans, long toInclusive) {
     try {
-      return new WindowFiles(table, snapshots, partitions);
+      return new Changes(from, spans);
     } catch (NotFoundException e) {
       throw missing(toInclusive, e);
     }
   }
+
+  /**
+   * One step of a window: from the state before it to the state at {@code to}, over {@code
+   * snapshots} (null when unknown: a full reload from nothing).
+   */
+  private record Span(Snapshot to, List<Snapshot> snapshots) {}
 
   /** The snapshots of the window, oldest first, after checking it can be read exactly. */
   private List<Snapshot> window(Long from, long to) {
@@ -379,21 +384,46 @@ public final class ChangelogReader {
 
   /**
    * The window's changes, step by step: one step per snapshot (per-snapshot mode; a {@code
-   * replace} snapshot moves the state but emits nothing) or one for the whole window.
+   * replace} snapshot moves the state but emits nothing) or one for the whole window. A step over
+   * plain appends reads only the files they added ({@link WindowFiles#appended}); any other
+   * compares the whole states on either side. Every manifest the steps need is read here, before
+   * the first change, so a gone one fails the window up front.
    */
   private final class Changes implements CloseableIterator<ChangeRow> {
-    private final WindowFiles files;
-    private final Iterator<Snapshot> snapshots;
+    /** A step to take: its end, the state before it, and its appended files (null: compare). */
+    private record Planned(Snapshot to, Snapshot before, WindowFiles.Live appended) {}
+
+    private final WindowFiles files = new WindowFiles(table, partitions);
+    private final Iterator<Planned> planned;
     private final ArrayDeque<ChangeRow> ready = new ArrayDeque<>();
     private final DeleteCache deleteCache = new DeleteCache(table.io());
-    private WindowFiles.Live before;
+    /** The last full state assembled, which the next step may start from. */
+    private WindowFiles.Live last;
+    private Snapshot lastAt;
     private Step step;
     private long current;
 
-    Changes(WindowFiles files, Snapshot from, List<Snapshot> steps) {
-      this.files = files;
-      this.snapshots = steps.iterator();
-      this.before = from == null ? files.empty() : files.at(from);
+    Changes(Snapshot from, List<Span> spans) {
+      List<Planned> steps = new ArrayList<>();
+      List<Snapshot> states = new ArrayList<>();
+      Snapshot before = from;
+      for (Span span : spans) {
+        if (options.mode() == Mode.COLLAPSED
+            || !DataOperations.REPLACE.equals(span.to().operation())) {
+          WindowFiles.Live appended =
+              span.snapshots() == null ? null : files.appended(span.snapshots());
+          if (appended == null) {
+            if (before != null) {
+              states.add(before);
+            }
+            states.add(span.to());
+          }
+          steps.add(new Planned(span.to(), before, appended));
+        }
+        before = span.to();
+      }
+      files.load(states);
+      this.planned = steps.iterator();
     }
 
     @Override
@@ -414,17 +444,20 @@ public final class ChangelogReader {
           }
           continue;
         }
-        if (!snapshots.hasNext()) {
+        if (!planned.hasNext()) {
           return false;
         }
-        Snapshot snapshot = snapshots.next();
-        current = snapshot.snapshotId();
-        WindowFiles.Live after = files.at(snapshot);
-        if (options.mode() == Mode.COLLAPSED
-            || !DataOperations.REPLACE.equals(snapshot.operation())) {
-          step = new Step(before, after, snapshot.snapshotId(), deleteCache);
+        Planned next = planned.next();
+        current = next.to().snapshotId();
+        if (next.appended() != null) {
+          step = new Step(files.empty(), next.appended(), current, deleteCache);
+        } else {
+          WindowFiles.Live before = next.before() == null ? files.empty()
+              : next.before() == lastAt ? last : files.at(next.before());
+          last = files.at(next.to());
+          lastAt = next.to();
+          step = new Step(before, last, current, deleteCache);
         }
-        before = after;
       }
       return true;
     }

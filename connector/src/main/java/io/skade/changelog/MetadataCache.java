@@ -68,9 +68,9 @@ public final class MetadataCache {
   }
 
   /**
-   * Reads metadata file {@code location} and the manifest list and manifests of its snapshot
-   * {@code snapshotId} into this cache in the background, so a later read of a window ending
-   * there finds them parsed: a reader with a backlog of windows reads the next windows'
+   * Reads metadata file {@code location}, and the manifest list and the manifests a window
+   * ending at its snapshot {@code snapshotId} reads, into this cache in the background, so that
+   * window finds them parsed: a reader with a backlog of windows reads the next windows'
    * metadata while it reads this window's rows. Failures are ignored here; the read itself
    * reports them.
    */
@@ -79,15 +79,8 @@ public final class MetadataCache {
       try {
         Table table = table(location, io, name);
         Snapshot snapshot = table.snapshot(snapshotId);
-        if (snapshot == null) {
-          return;
-        }
-        for (ManifestFile manifest : manifests(snapshot, table)) {
-          if (manifest.content() == ManifestContent.DATA) {
-            dataFiles(manifest, table);
-          } else {
-            deleteFiles(manifest, table);
-          }
+        if (snapshot != null) {
+          WindowFiles.prefetch(table, snapshot);
         }
       } catch (RuntimeException e) {
         // the window's own read fails with this, where it can be reported

@@ -49,12 +49,12 @@ final class PartitionFilter {
     this.keepsAll = filter.op() == Expression.Operation.TRUE;
   }
 
-  /** False when no file the manifest lists can hold a matching row. */
   /** Whether this filter keeps every file (there is nothing to prune). */
   boolean keepsAll() {
     return keepsAll;
   }
 
+  /** False when no file the manifest lists can hold a matching row. */
   boolean mayMatch(ManifestFile manifest) {
     if (keepsAll) {
       return true;

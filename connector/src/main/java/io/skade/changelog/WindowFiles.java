@@ -16,6 +16,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import org.apache.iceberg.ContentFile;
 import org.apache.iceberg.DataFile;
+import org.apache.iceberg.DataOperations;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileContent;
 import org.apache.iceberg.ManifestContent;
@@ -23,6 +24,7 @@ import org.apache.iceberg.ManifestFile;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.types.Comparators;
 import org.apache.iceberg.types.Conversions;
 import org.apache.iceberg.types.Type;
@@ -60,16 +62,24 @@ final class WindowFiles {
   private final Map<String, List<DataFile>> dataManifests = new ConcurrentHashMap<>();
   private final Map<String, List<DeleteFile>> deleteManifests = new ConcurrentHashMap<>();
 
-  /**
-   * Reads every manifest of {@code snapshots} that {@code partitions} keeps, through the shared
-   * {@link MetadataCache}; a gone manifest throws Iceberg's NotFoundException.
-   */
-  WindowFiles(Table table, Collection<Snapshot> snapshots, PartitionFilter partitions) {
+  WindowFiles(Table table, PartitionFilter partitions) {
     this.table = table;
     this.partitions = partitions;
+  }
+
+  /**
+   * Reads every manifest of {@code snapshots} that {@code partitions} keeps, through the shared
+   * {@link MetadataCache}, so {@link #at} can assemble their states; a gone manifest throws
+   * Iceberg's NotFoundException.
+   */
+  void load(Collection<Snapshot> snapshots) {
     Map<String, ManifestFile> manifests = new HashMap<>();
     for (Snapshot snapshot : snapshots) {
       for (ManifestFile manifest : CACHE.manifests(snapshot, table)) {
+        if (dataManifests.containsKey(manifest.path())
+            || deleteManifests.containsKey(manifest.path())) {
+          continue;
+        }
         if (partitions.mayMatch(manifest)) {
           manifests.putIfAbsent(manifest.path(), manifest);
         } else if (manifest.content() == ManifestContent.DATA) {
@@ -91,6 +101,67 @@ final class WindowFiles {
       toRead.forEach(this::load);
     } else {
       loadInParallel(toRead);
+    }
+  }
+
+  /**
+   * The data files {@code snapshots} (consecutive, each the parent of the next) appended, as a
+   * partial state that holds only them, when every one of them is a plain append; otherwise
+   * null. A step into that state from {@link #empty} emits exactly their rows as inserts, which
+   * are the snapshots' changes: an append adds no delete file and removes nothing, and no delete
+   * older than a data file applies to it. Only the manifests the snapshots wrote are read, so
+   * the cost follows the commit's size, not the table's.
+   */
+  Live appended(List<Snapshot> snapshots) {
+    Live live = new Live();
+    for (Snapshot snapshot : snapshots) {
+      List<ManifestFile> written = writtenBy(snapshot);
+      if (written == null) {
+        return null;
+      }
+      for (ManifestFile manifest : written) {
+        if (manifest.hasAddedFiles() && partitions.mayMatch(manifest)) {
+          for (DataFile file : kept(CACHE.dataFiles(manifest, table), partitions)) {
+            // a merged manifest also lists older files, as existing
+            if (file.fileSequenceNumber() == snapshot.sequenceNumber()) {
+              live.data.put(file.location(), file);
+            }
+          }
+        }
+      }
+    }
+    return live;
+  }
+
+  /**
+   * The manifests {@code snapshot} wrote, when it is a plain append whose added files its
+   * sequence number tells apart (format 2 on); otherwise null.
+   */
+  private List<ManifestFile> writtenBy(Snapshot snapshot) {
+    if (!DataOperations.APPEND.equals(snapshot.operation()) || snapshot.sequenceNumber() == 0) {
+      return null;
+    }
+    List<ManifestFile> written = new ArrayList<>();
+    for (ManifestFile manifest : CACHE.manifests(snapshot, table)) {
+      if (manifest.snapshotId() != null && manifest.snapshotId() == snapshot.snapshotId()) {
+        if (manifest.content() != ManifestContent.DATA || manifest.hasDeletedFiles()) {
+          return null;
+        }
+        written.add(manifest);
+      }
+    }
+    return written;
+  }
+
+  /**
+   * Reads into the shared cache what a window ending at {@code snapshot} reads of it: the
+   * manifests it wrote when it is a plain append, else all of its manifests.
+   */
+  static void prefetch(Table table, Snapshot snapshot) {
+    WindowFiles files = new WindowFiles(table,
+        new PartitionFilter(table.specs(), table.schema(), Expressions.alwaysTrue(), false));
+    if (files.appended(List.of(snapshot)) == null) {
+      files.load(List.of(snapshot));
     }
   }
 
@@ -144,7 +215,7 @@ final class WindowFiles {
     return kept;
   }
 
-  /** The state at {@code snapshot}, which must be one this window was built with. */
+  /** The state at {@code snapshot}, whose manifests {@link #load} read. */
   Live at(Snapshot snapshot) {
     Live live = new Live();
     for (ManifestFile manifest : CACHE.manifests(snapshot, table)) {

@@ -1,12 +1,14 @@
 package io.skade.changelog;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
 
 import io.skade.catalog.SkadeCatalog;
 import io.skade.write.TableWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -25,7 +27,10 @@ import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** A window reads each of its manifests once, however many snapshots it spans. */
+/**
+ * A window reads each of its manifests once, however many snapshots it spans, and a window of
+ * appends only the manifests those appends wrote.
+ */
 class ManifestReadsTest {
   private static final Schema SCHEMA = new Schema(
       List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
@@ -85,6 +90,50 @@ class ManifestReadsTest {
       // older ones again and again.
       assertThat(CountingFileIO.MANIFEST_OPENS.keySet()).containsExactlyInAnyOrderElementsOf(manifests);
       assertThat(new ArrayList<>(CountingFileIO.MANIFEST_OPENS.values())).containsOnly(1);
+    }
+  }
+
+  @Test
+  void anAppendWindowReadsOnlyTheManifestsItsAppendsWrote() throws Exception {
+    try (SkadeCatalog catalog = new SkadeCatalog()) {
+      catalog.initialize("counting", Map.of("warehouse", warehouse.toString(),
+          "io-impl", CountingFileIO.class.getName()));
+      catalog.createNamespace(Namespace.of("db"));
+      Table table = catalog.createTable(TableIdentifier.of("db", "t"), SCHEMA);
+      TableWriter writer = new TableWriter(table);
+      for (int s = 0; s < SNAPSHOTS; s++) { // older data files and equality deletes
+        writer.append(List.of(row(2 * s, "a"), row(2 * s + 1, "b")));
+        writer.upsert(List.of(row(s, "upserted")));
+      }
+      long from = table.currentSnapshot().snapshotId();
+      writer.append(List.of(row(1000, "first")));
+      writer.append(List.of(row(1001, "second")));
+      table.refresh();
+      Set<String> written = new HashSet<>();
+      for (long id : List.of(table.currentSnapshot().parentId(),
+          table.currentSnapshot().snapshotId())) {
+        table.snapshot(id).allManifests(table.io()).stream()
+            .filter(m -> m.snapshotId() == id).map(ManifestFile::path).forEach(written::add);
+      }
+
+      // Per-snapshot first: manifests are parsed once per JVM, so the second read opens none.
+      for (ChangelogOptions.Mode mode : List.of(ChangelogOptions.Mode.PER_SNAPSHOT,
+          ChangelogOptions.Mode.COLLAPSED)) {
+        CountingFileIO.MANIFEST_OPENS.clear();
+        List<ChangeRow> changes = new ChangelogReader(table,
+            ChangelogOptions.defaults().withMode(mode))
+            .read(from, table.currentSnapshot().snapshotId());
+
+        assertThat(changes).extracting(c -> c.type(), c -> c.row().getField("id"))
+            .as("mode %s", mode)
+            .containsExactlyInAnyOrder(tuple(ChangeType.INSERT, 1000L),
+                tuple(ChangeType.INSERT, 1001L));
+        if (mode == ChangelogOptions.Mode.PER_SNAPSHOT) {
+          assertThat(CountingFileIO.MANIFEST_OPENS.keySet()).containsExactlyInAnyOrderElementsOf(written);
+        } else {
+          assertThat(CountingFileIO.MANIFEST_OPENS).isEmpty();
+        }
+      }
     }
   }
 
