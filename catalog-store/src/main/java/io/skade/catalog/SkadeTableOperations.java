@@ -15,9 +15,12 @@ import org.apache.iceberg.io.FileIO;
 /**
  * One table's operations: refresh reads the pointer; commit writes the new metadata file first,
  * then hands a compare-and-swap of the pointer to the catalog's {@link Committer}, which also
- * refuses to remove snapshots a live consumer still needs ({@link ExpiryGuard}).
+ * refuses to remove snapshots a live consumer still needs ({@link ExpiryGuard}). A metadata file
+ * this JVM wrote is read back from memory ({@link CommittedMetadata}).
  */
 final class SkadeTableOperations extends BaseMetastoreTableOperations {
+  /** How often a metadata file that cannot be read yet is retried (Iceberg's default). */
+  private static final int REFRESH_RETRIES = 20;
   private final SkadeCatalog catalog;
   private final TableIdentifier identifier;
   private final String tableKey;
@@ -34,7 +37,8 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
   protected void doRefresh() {
     TablePointer pointer = catalog.readPointer(tableKey);
     if (pointer != null) {
-      refreshFromMetadataLocation(pointer.metadataLocation());
+      refreshFromMetadataLocation(pointer.metadataLocation(), null, REFRESH_RETRIES,
+          location -> CommittedMetadata.read(io(), location));
     } else if (currentMetadataLocation() != null) {
       throw new NoSuchTableException("Table %s was dropped or renamed", fullName);
     } else {
@@ -47,6 +51,10 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
     Committer committer = catalog.committer(); // a follower fails here, before writing any file
     boolean register = base == null && metadata.metadataFileLocation() != null;
     String newLocation = writeNewMetadataIfRequired(base == null, metadata);
+    if (!register) {
+      // before the swap: the commit feed may wake a reader of this file before submit returns
+      CommittedMetadata.written(newLocation, metadata);
+    }
     String baseLocation = base == null ? null : base.metadataFileLocation();
     CommitOperation operation = base != null
         ? CommitOperation.UPDATE
@@ -61,6 +69,7 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
       // The swap was refused, so nothing points at the file just written; a registered file
       // is the user's and stays.
       if (!register) {
+        CommittedMetadata.deleted(newLocation);
         io().deleteFile(newLocation);
       }
       throw e;

@@ -2,6 +2,7 @@ package io.skade.changelog;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
+import io.skade.catalog.CommittedMetadata;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -18,7 +19,6 @@ import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.StaticTableOperations;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableMetadata;
-import org.apache.iceberg.TableMetadataParser;
 import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.util.ThreadPools;
 
@@ -30,7 +30,8 @@ import org.apache.iceberg.util.ThreadPools;
  * <p>Consecutive windows of a table share nearly all manifests: without this cache each window
  * parsed the whole table state twice (its start and its end), so a one-row commit cost as many
  * manifest reads as the table had manifests. A metadata file is parsed once for the source's
- * planner and its readers when they share a JVM.
+ * planner and its readers when they share a JVM, and not at all when this JVM committed it
+ * ({@link CommittedMetadata}).
  */
 public final class MetadataCache {
   /** A rough heap cost of one parsed file entry or manifest-list entry with its statistics. */
@@ -63,7 +64,7 @@ public final class MetadataCache {
    */
   public Table table(String location, FileIO io, String name) {
     TableMetadata metadata = (TableMetadata) entries.get("metadata:" + location,
-        key -> TableMetadataParser.read(io, location));
+        key -> CommittedMetadata.read(io, location));
     return new BaseTable(new StaticTableOperations(metadata, io), name);
   }
 

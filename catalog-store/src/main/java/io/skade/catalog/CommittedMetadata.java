@@ -1,0 +1,53 @@
+package io.skade.catalog;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.apache.iceberg.TableMetadata;
+import org.apache.iceberg.TableMetadataParser;
+import org.apache.iceberg.io.FileIO;
+
+/**
+ * The table metadata this JVM wrote lately, by metadata file location: a reader of a commit made
+ * in this process (the writer's own refresh, a source's planner) takes it from memory instead of
+ * parsing back the file just written, whose size grows with the table's snapshots. A metadata
+ * file is never rewritten under the same location, so an entry never goes stale.
+ */
+public final class CommittedMetadata {
+  /** Enough for the latest commits of a few busy tables; older ones are parsed if needed. */
+  private static final int MAX_ENTRIES = 64;
+  private static final Map<String, TableMetadata> RECENT =
+      new LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, TableMetadata> eldest) {
+          return size() > MAX_ENTRIES;
+        }
+      };
+
+  private CommittedMetadata() {}
+
+  /** The metadata in file {@code location}: from memory when this JVM wrote it lately. */
+  public static TableMetadata read(FileIO io, String location) {
+    TableMetadata metadata;
+    synchronized (RECENT) {
+      metadata = RECENT.get(location);
+    }
+    return metadata != null ? metadata : TableMetadataParser.read(io, location);
+  }
+
+  /** Notes that {@code metadata} was just written to {@code location}. */
+  static void written(String location, TableMetadata metadata) {
+    // As parsed from the file: located there, with no pending changes.
+    TableMetadata located = TableMetadata.buildFrom(metadata).discardChanges()
+        .withMetadataLocation(location).build();
+    synchronized (RECENT) {
+      RECENT.put(location, located);
+    }
+  }
+
+  /** Forgets {@code location}, whose file was deleted (a refused commit). */
+  static void deleted(String location) {
+    synchronized (RECENT) {
+      RECENT.remove(location);
+    }
+  }
+}

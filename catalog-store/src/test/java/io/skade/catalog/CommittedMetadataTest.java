@@ -1,0 +1,58 @@
+package io.skade.catalog;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.iceberg.HasTableOperations;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.TableMetadata;
+import org.apache.iceberg.TableMetadataParser;
+import org.apache.iceberg.types.Types;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** A metadata file this JVM committed reads back from memory, equal to the file parsed. */
+class CommittedMetadataTest {
+  @TempDir Path warehouse;
+
+  @Test
+  void everyKindOfCommitReadsBackAsItsFileParses() throws Exception {
+    try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
+      Table table = Catalogs.createTable(catalog, "t");
+      List<String> locations = new ArrayList<>();
+      locations.add(location(table));
+      Catalogs.append(table, "a");
+      long first = table.currentSnapshot().snapshotId();
+      locations.add(location(table));
+      table.newAppend().appendFile(Catalogs.dataFile("b")).commit(); // a merge append
+      locations.add(location(table));
+      table.updateSchema().addColumn("name", Types.StringType.get()).commit();
+      locations.add(location(table));
+      table.updateProperties().set("owner", "test").commit();
+      locations.add(location(table));
+      table.manageSnapshots().rollbackTo(first).commit();
+      locations.add(location(table));
+      Catalogs.append(table, "c");
+      table.expireSnapshots().expireOlderThan(Long.MAX_VALUE).retainLast(1).commit();
+      locations.add(location(table));
+
+      for (String location : locations) {
+        TableMetadata fromMemory = CommittedMetadata.read(catalog.io(), location);
+        TableMetadata parsed = TableMetadataParser.read(catalog.io(), location);
+        assertThat(fromMemory).as(location).isNotSameAs(parsed)
+            .isSameAs(CommittedMetadata.read(catalog.io(), location));
+        assertThat(fromMemory.metadataFileLocation()).isEqualTo(location);
+        assertThat(fromMemory.changes()).isEmpty();
+        assertThat(TableMetadataParser.toJson(fromMemory)).as(location)
+            .isEqualTo(TableMetadataParser.toJson(parsed));
+      }
+    }
+  }
+
+  private static String location(Table table) {
+    table.refresh();
+    return ((HasTableOperations) table).operations().current().metadataFileLocation();
+  }
+}
