@@ -163,7 +163,12 @@ public final class ChangelogBatch implements AutoCloseable {
   }
 
   public RowKind rowKind(int row) {
-    return switch (types[row]) {
+    return rowKind(types[row]);
+  }
+
+  /** The Flink row kind of a change type. */
+  public static RowKind rowKind(ChangeType type) {
+    return switch (type) {
       case INSERT -> RowKind.INSERT;
       case UPDATE_BEFORE -> RowKind.UPDATE_BEFORE;
       case UPDATE_AFTER -> RowKind.UPDATE_AFTER;

@@ -159,6 +159,11 @@ public final class ChangelogReader {
     return rowsScanned;
   }
 
+  /** The schema of the rows it emits: the table's, or its projection. */
+  public Schema schema() {
+    return projected;
+  }
+
   /** Whether the table has identifier fields, which decides how changes pair up. */
   public TableKind kind() {
     return kind;
@@ -223,19 +228,16 @@ public final class ChangelogReader {
   }
 
   /**
-   * Every row at {@code snapshotId} (that the filter keeps) as an insert, in Arrow batches of at
-   * most {@code maxRows}, without the first {@code skip}: the rows a consumer starts from before
-   * it follows the changes after that snapshot. Only that snapshot's files are read, so it works
-   * however much history was expired.
+   * Every row at {@code snapshotId} (that the filter keeps) as an insert: the rows a consumer
+   * starts from before it follows the changes after that snapshot. Only that snapshot's files
+   * are read, so it works however much history was expired. The caller closes it.
    */
-  public CloseableIterator<ChangelogBatch> readSnapshotBatches(long snapshotId,
-      BufferAllocator allocator, int maxRows, long skip) {
-    requirePositive(maxRows);
+  public CloseableIterator<ChangeRow> snapshotChanges(long snapshotId) {
     if (table.snapshot(snapshotId) == null) {
       throw new IllegalArgumentException("table " + table.name() + " has no snapshot "
           + snapshotId + " (unknown or expired); read the rows of a snapshot it still has");
     }
-    return batches(fullReload(snapshotId), allocator, maxRows, skip);
+    return fullReload(snapshotId);
   }
 
   private static void requirePositive(int maxRows) {

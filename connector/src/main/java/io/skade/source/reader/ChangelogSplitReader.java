@@ -1,5 +1,7 @@
 package io.skade.source.reader;
 
+import io.skade.changelog.ChangeRow;
+import io.skade.changelog.ChangeType;
 import io.skade.changelog.ChangelogBatch;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.changelog.ChangelogReader;
@@ -8,8 +10,6 @@ import io.skade.source.split.ChangelogSplit;
 import java.io.IOException;
 import java.util.ArrayDeque;
 import java.util.Queue;
-import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
 import org.apache.flink.connector.base.source.reader.RecordsBySplits;
 import org.apache.flink.connector.base.source.reader.RecordsWithSplitIds;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitReader;
@@ -17,8 +17,10 @@ import org.apache.flink.connector.base.source.reader.splitreader.SplitsAddition;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitsChange;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.flink.data.StructRowData;
 import org.apache.iceberg.io.CloseableIterator;
 import org.apache.iceberg.io.FileIO;
+import org.apache.iceberg.types.Types;
 
 /**
  * Reads changelog splits one at a time, in the order they were assigned (so one reader emits
@@ -26,18 +28,21 @@ import org.apache.iceberg.io.FileIO;
  * opened from its own metadata file with the table's file IO (never the catalog), its first
  * {@code emitted} changes are skipped, and the rest are fetched in bounded batches. A split is
  * finished when it has no change left.
+ *
+ * <p>Each change's row goes to Flink as a view of the engine's row ({@link StructRowData}),
+ * converted field by field as Flink reads it, without an intermediate columnar copy.
  */
 public final class ChangelogSplitReader implements SplitReader<ChangeRecord, ChangelogSplit> {
+  /** How many queued windows' metadata is read ahead. */
+  private static final int PREFETCH_SPLITS = 2;
   private final FileIO io;
   private final ChangelogOptions options;
   private final int batchRows;
-  /** How many queued windows' metadata is read ahead. */
-  private static final int PREFETCH_SPLITS = 2;
   private final Queue<ChangelogSplit> assigned = new ArrayDeque<>();
-  private final BufferAllocator allocator = new RootAllocator();
   private ChangelogSplit current;
   private Table table;
-  private CloseableIterator<ChangelogBatch> batches;
+  private Types.StructType rowType;
+  private CloseableIterator<ChangeRow> changes;
   private long emitted;
 
   /**
@@ -58,22 +63,23 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
       return records.build(); // nothing assigned
     }
     String splitId = current.splitId();
-    if (batches.hasNext()) {
-      try (ChangelogBatch batch = batches.next()) {
-        long snapshotId = -1;
-        long commitMillis = 0;
-        for (int i = 0; i < batch.rowCount(); i++) {
-          if (batch.snapshotId(i) != snapshotId) {
-            snapshotId = batch.snapshotId(i);
-            commitMillis = table.snapshot(snapshotId).timestampMillis();
-          }
-          emitted++;
-          records.add(splitId, new ChangeRecord(batch.rowData(i), snapshotId, commitMillis,
-              emitted));
-        }
+    long snapshotId = -1;
+    long commitMillis = 0;
+    ChangeType last = null;
+    for (int n = 0; changes.hasNext() && (n < batchRows || last == ChangeType.UPDATE_BEFORE);
+        n++) {
+      ChangeRow change = changes.next();
+      if (change.snapshotId() != snapshotId) {
+        snapshotId = change.snapshotId();
+        commitMillis = table.snapshot(snapshotId).timestampMillis();
       }
+      last = change.type();
+      emitted++;
+      records.add(splitId, new ChangeRecord(
+          new StructRowData(rowType, ChangelogBatch.rowKind(last)).setStruct(change.row()),
+          snapshotId, commitMillis, emitted));
     }
-    if (!batches.hasNext()) {
+    if (!changes.hasNext()) {
       records.addFinishedSplit(splitId);
       closeCurrent();
     }
@@ -89,10 +95,13 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     table = MetadataCache.shared().table(next.metadataLocation(), io, next.tableKey());
     ChangelogReader reader = new ChangelogReader(table,
         options.withFilter(Expressions.and(options.filter(), next.filter())));
-    batches = next.fullSnapshot()
-        ? reader.readSnapshotBatches(next.toSnapshotId(), allocator, batchRows, next.emitted())
-        : reader.readBatches(next.fromExclusive(), next.toSnapshotId(), allocator, batchRows,
-            next.emitted());
+    rowType = reader.schema().asStruct();
+    changes = next.fullSnapshot()
+        ? reader.snapshotChanges(next.toSnapshotId())
+        : reader.changes(next.fromExclusive(), next.toSnapshotId());
+    for (long skipped = 0; skipped < next.emitted() && changes.hasNext(); skipped++) {
+      changes.next(); // emitted before the checkpoint this split was restored from
+    }
     current = next;
     emitted = next.emitted();
     prefetchNext();
@@ -106,8 +115,8 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
   }
 
   private void closeCurrent() throws IOException {
-    batches.close();
-    batches = null;
+    changes.close();
+    changes = null;
     current = null;
   }
 
@@ -127,9 +136,8 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
 
   @Override
   public void close() throws Exception {
-    if (batches != null) {
+    if (changes != null) {
       closeCurrent();
     }
-    allocator.close();
   }
 }

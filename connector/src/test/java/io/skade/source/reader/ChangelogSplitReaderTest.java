@@ -6,18 +6,33 @@ import io.skade.TestCatalog;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.source.split.ChangelogSplit;
 import io.skade.write.TableWriter;
+import java.math.BigDecimal;
+import java.nio.ByteBuffer;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.time.LocalTime;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
+import java.util.UUID;
 import org.apache.flink.connector.base.source.reader.RecordsWithSplitIds;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitsAddition;
+import org.apache.flink.table.data.ArrayData;
+import org.apache.flink.table.data.DecimalData;
 import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.data.StringData;
+import org.apache.flink.table.data.TimestampData;
+import org.apache.flink.table.types.logical.RowType;
+import org.apache.flink.types.RowKind;
 import org.apache.iceberg.HasTableOperations;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
+import org.apache.iceberg.flink.FlinkSchemaUtil;
 import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -68,6 +83,83 @@ class ChangelogSplitReaderTest {
     assertThat(rest).extracting(r -> r.row().getRowKind().shortString() + " " + r.row().getLong(0))
         .containsExactly("+U 2", "-D 3");
     assertThat(rest).extracting(ChangeRecord::emittedAfter).containsExactly(5L, 6L);
+  }
+
+  @Test
+  void everyColumnTypeReachesFlinkAsItsInternalValue() throws Exception {
+    Schema types = new Schema(
+        Types.NestedField.required(1, "id", Types.LongType.get()),
+        Types.NestedField.optional(2, "flag", Types.BooleanType.get()),
+        Types.NestedField.optional(3, "small", Types.IntegerType.get()),
+        Types.NestedField.optional(4, "ratio", Types.FloatType.get()),
+        Types.NestedField.optional(5, "score", Types.DoubleType.get()),
+        Types.NestedField.optional(6, "price", Types.DecimalType.of(9, 2)),
+        Types.NestedField.optional(7, "day", Types.DateType.get()),
+        Types.NestedField.optional(8, "at", Types.TimeType.get()),
+        Types.NestedField.optional(9, "local_ts", Types.TimestampType.withoutZone()),
+        Types.NestedField.optional(10, "utc_ts", Types.TimestampType.withZone()),
+        Types.NestedField.optional(11, "name", Types.StringType.get()),
+        Types.NestedField.optional(12, "uid", Types.UUIDType.get()),
+        Types.NestedField.optional(13, "code", Types.FixedType.ofLength(3)),
+        Types.NestedField.optional(14, "blob", Types.BinaryType.get()),
+        Types.NestedField.optional(15, "tags", Types.ListType.ofOptional(17, Types.StringType.get())),
+        Types.NestedField.optional(16, "point", Types.StructType.of(
+            Types.NestedField.optional(18, "x", Types.IntegerType.get()))),
+        Types.NestedField.optional(19, "missing", Types.StringType.get()));
+    Table typed = catalog.get().createTable(TableIdentifier.of("db", "typed"), types);
+    UUID uid = UUID.fromString("12345678-1234-5678-9abc-def012345678");
+    LocalDateTime local = LocalDateTime.of(2026, 11, 30, 12, 34, 56, 789_012_000);
+    GenericRecord point = GenericRecord.create(types.findField("point").type().asStructType());
+    point.setField("x", 7);
+    GenericRecord record = GenericRecord.create(types);
+    record.setField("id", 1L);
+    record.setField("flag", true);
+    record.setField("small", 42);
+    record.setField("ratio", 1.5f);
+    record.setField("score", 2.25);
+    record.setField("price", new BigDecimal("1234.56"));
+    record.setField("day", LocalDate.of(2026, 11, 30));
+    record.setField("at", LocalTime.of(1, 2, 3, 4_000_000));
+    record.setField("local_ts", local);
+    record.setField("utc_ts", local.atOffset(ZoneOffset.UTC));
+    record.setField("name", "skade");
+    record.setField("uid", uid);
+    record.setField("code", new byte[] {1, 2, 3});
+    record.setField("blob", ByteBuffer.wrap(new byte[] {4, 5}));
+    record.setField("tags", List.of("a", "b"));
+    record.setField("point", point);
+    new TableWriter(typed).append(List.of(record));
+    ChangelogSplit whole = ChangelogSplit.window(
+        catalog.get().commitTableKey(TableIdentifier.of("db", "typed")),
+        ((HasTableOperations) typed).operations().current().metadataFileLocation(),
+        ChangelogSplit.BEFORE_FIRST, typed.currentSnapshot().snapshotId(),
+        catalog.get().commitSeq());
+    table = typed;
+
+    RowData read = readAll(whole, 10).get(0).row();
+
+    RowType rowType = FlinkSchemaUtil.convert(types);
+    ByteBuffer uidBytes = ByteBuffer.allocate(16);
+    uidBytes.putLong(uid.getMostSignificantBits()).putLong(uid.getLeastSignificantBits());
+    List<Object> flat = Arrays.asList(1L, true, 42, 1.5f, 2.25,
+        DecimalData.fromBigDecimal(new BigDecimal("1234.56"), 9, 2),
+        (int) LocalDate.of(2026, 11, 30).toEpochDay(),
+        (int) (LocalTime.of(1, 2, 3, 4_000_000).toNanoOfDay() / 1_000_000),
+        TimestampData.fromLocalDateTime(local),
+        TimestampData.fromInstant(local.toInstant(ZoneOffset.UTC)),
+        StringData.fromString("skade"), uidBytes.array(), new byte[] {1, 2, 3},
+        new byte[] {4, 5});
+    assertThat(read.getRowKind()).isEqualTo(RowKind.INSERT);
+    assertThat(read.getArity()).isEqualTo(types.columns().size());
+    for (int i = 0; i < flat.size(); i++) {
+      Object value = RowData.createFieldGetter(rowType.getTypeAt(i), i).getFieldOrNull(read);
+      assertThat(value).as(rowType.getFieldNames().get(i)).isEqualTo(flat.get(i));
+    }
+    ArrayData tags = read.getArray(14);
+    assertThat(List.of(tags.size(), tags.getString(0), tags.getString(1)))
+        .containsExactly(2, StringData.fromString("a"), StringData.fromString("b"));
+    assertThat(read.getRow(15, 1).getInt(0)).isEqualTo(7);
+    assertThat(read.isNullAt(16)).isTrue();
   }
 
   /** Fetches until the split is finished, checking no fetch exceeds its bound (plus a pair). */
