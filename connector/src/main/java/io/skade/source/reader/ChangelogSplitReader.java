@@ -29,8 +29,9 @@ import org.apache.iceberg.types.Types;
  * {@code emitted} changes are skipped, and the rest are fetched in bounded batches. A split is
  * finished when it has no change left.
  *
- * <p>Each change's row goes to Flink as a view of the engine's row ({@link StructRowData}),
- * converted field by field as Flink reads it, without an intermediate columnar copy.
+ * <p>Each change's row goes to Flink as a view of the engine's row ({@link StructRowData}, the
+ * adapter Iceberg's Flink module uses for its own metadata tables), converted field by field as
+ * Flink reads it, without an intermediate columnar copy.
  */
 public final class ChangelogSplitReader implements SplitReader<ChangeRecord, ChangelogSplit> {
   /** How many queued windows' metadata is read ahead. */
