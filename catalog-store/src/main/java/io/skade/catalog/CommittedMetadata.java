@@ -25,13 +25,17 @@ public final class CommittedMetadata {
 
   private CommittedMetadata() {}
 
-  /** The metadata in file {@code location}: from memory when this JVM wrote it lately. */
+  /**
+   * The metadata in file {@code location}: from memory when this JVM wrote it lately and the
+   * file is still there (a file deleted behind the catalog's back fails as it would when read).
+   */
   public static TableMetadata read(FileIO io, String location) {
     TableMetadata metadata;
     synchronized (RECENT) {
       metadata = RECENT.get(location);
     }
-    return metadata != null ? metadata : TableMetadataParser.read(io, location);
+    return metadata != null && io.newInputFile(location).exists() ? metadata
+        : TableMetadataParser.read(io, location);
   }
 
   /** Notes that {@code metadata} was just written to {@code location}. */

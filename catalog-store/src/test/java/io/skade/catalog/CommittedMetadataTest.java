@@ -1,6 +1,7 @@
 package io.skade.catalog;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -9,6 +10,7 @@ import org.apache.iceberg.HasTableOperations;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.TableMetadataParser;
+import org.apache.iceberg.exceptions.NotFoundException;
 import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -48,6 +50,19 @@ class CommittedMetadataTest {
         assertThat(TableMetadataParser.toJson(fromMemory)).as(location)
             .isEqualTo(TableMetadataParser.toJson(parsed));
       }
+    }
+  }
+
+  @Test
+  void aMetadataFileDeletedBehindTheCatalogsBackIsNotServedFromMemory() throws Exception {
+    try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
+      Table table = Catalogs.createTable(catalog, "t");
+      Catalogs.append(table, "a");
+      String location = location(table);
+      catalog.io().deleteFile(location);
+
+      assertThatThrownBy(() -> CommittedMetadata.read(catalog.io(), location))
+          .isInstanceOf(NotFoundException.class);
     }
   }
 
