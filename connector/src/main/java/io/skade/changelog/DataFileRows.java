@@ -1,5 +1,6 @@
 package io.skade.changelog;
 
+import java.io.IOException;
 import java.util.Map;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileScanTask;
@@ -11,6 +12,8 @@ import org.apache.iceberg.data.Record;
 import org.apache.iceberg.data.parquet.GenericParquetReaders;
 import org.apache.iceberg.expressions.Expression;
 import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.io.InputFile;
+import org.apache.iceberg.io.SeekableInputStream;
 import org.apache.iceberg.mapping.NameMappingParser;
 import org.apache.iceberg.parquet.Parquet;
 import org.apache.iceberg.util.PartitionUtil;
@@ -37,7 +40,9 @@ public final class DataFileRows {
     }
     Map<Integer, ?> constants =
         PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant);
-    Parquet.ReadBuilder read = Parquet.read(table.io().newInputFile(task.file().location()))
+    InputFile file = table.io().newInputFile(task.file().location(),
+        task.file().fileSizeInBytes());
+    Parquet.ReadBuilder read = Parquet.read(new PlainInputFile(file))
         .project(required)
         .createReaderFunc(fileSchema ->
             GenericParquetReaders.buildReader(required, fileSchema, constants));
@@ -49,5 +54,70 @@ public final class DataFileRows {
       read.withNameMapping(NameMappingParser.fromJson(mapping));
     }
     return read.build();
+  }
+
+  /**
+   * A file IO's input file under a type of its own. Given Hadoop's, Iceberg's Parquet reader
+   * copies the whole Hadoop configuration and asks the file system for the file's status on
+   * every open: fixed costs that dominate reading the one small file a streaming commit adds.
+   */
+  private record PlainInputFile(InputFile file) implements InputFile {
+    @Override
+    public long getLength() {
+      return file.getLength();
+    }
+
+    @Override
+    public SeekableInputStream newStream() {
+      return new PlainStream(file.newStream());
+    }
+
+    @Override
+    public String location() {
+      return file.location();
+    }
+
+    @Override
+    public boolean exists() {
+      return file.exists();
+    }
+  }
+
+  /**
+   * The IO's stream behind a plain stream type. Parquet unwraps a stream that exposes Hadoop's
+   * underneath and drops the wrapper, whose cleaner then closes the shared Hadoop stream while
+   * it is still being read; holding the wrapper here keeps it alive until Parquet closes this.
+   */
+  private static final class PlainStream extends SeekableInputStream {
+    private final SeekableInputStream in;
+
+    PlainStream(SeekableInputStream in) {
+      this.in = in;
+    }
+
+    @Override
+    public long getPos() throws IOException {
+      return in.getPos();
+    }
+
+    @Override
+    public void seek(long newPos) throws IOException {
+      in.seek(newPos);
+    }
+
+    @Override
+    public int read() throws IOException {
+      return in.read();
+    }
+
+    @Override
+    public int read(byte[] buffer, int offset, int length) throws IOException {
+      return in.read(buffer, offset, length);
+    }
+
+    @Override
+    public void close() throws IOException {
+      in.close();
+    }
   }
 }
