@@ -65,7 +65,7 @@ import org.apache.iceberg.types.Types;
  * <p>System properties (defaults in brackets): {@code skade.bench.commits} measured commits per
  * source [200], {@code skade.bench.slowCommits} for Iceberg's 1 s monitor interval, where each
  * row takes about half a second to surface [60], {@code skade.bench.warmupCommits} per source
- * [100: the JIT compiles a source's read path only after some dozens of commits], {@code
+ * [300: the JIT compiles a source's read path over the first hundreds of commits], {@code
  * skade.bench.backlogCommits} [200], {@code skade.bench.backlogRows} rows per
  * backlog commit [5000], {@code skade.bench.pauseMillis} the least gap between commits, the
  * most being 2.5 times it [20].
@@ -113,7 +113,7 @@ public final class SourceLatencyBenchmark {
     }
     int commits = Integer.getInteger("skade.bench.commits", 200);
     int slowCommits = Integer.getInteger("skade.bench.slowCommits", 60);
-    int warmupCommits = Integer.getInteger("skade.bench.warmupCommits", 100);
+    int warmupCommits = Integer.getInteger("skade.bench.warmupCommits", 300);
     int backlogCommits = Integer.getInteger("skade.bench.backlogCommits", 200);
     int backlogRows = Integer.getInteger("skade.bench.backlogRows", 5000);
     System.out.printf("skade source latency benchmark | JVM %s | cores %d | max heap %d MiB | %s%n",
