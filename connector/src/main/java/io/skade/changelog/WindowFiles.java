@@ -122,8 +122,11 @@ final class WindowFiles {
       for (ManifestFile manifest : written) {
         if (manifest.hasAddedFiles() && partitions.mayMatch(manifest)) {
           for (DataFile file : kept(CACHE.dataFiles(manifest, table), partitions)) {
-            // a merged manifest also lists older files, as existing
-            if (file.fileSequenceNumber() == snapshot.sequenceNumber()) {
+            Long sequence = file.fileSequenceNumber();
+            if (sequence == null) {
+              return null; // cannot tell added files from existing ones: compare states
+            }
+            if (sequence == snapshot.sequenceNumber()) { // a merged manifest lists older files too
               live.data.put(file.location(), file);
             }
           }
