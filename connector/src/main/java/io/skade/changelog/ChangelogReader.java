@@ -213,18 +213,8 @@ public final class ChangelogReader {
    */
   public CloseableIterator<ChangelogBatch> readBatches(Long fromExclusive, long toInclusive,
       BufferAllocator allocator, int maxRows) {
-    return readBatches(fromExclusive, toInclusive, allocator, maxRows, 0);
-  }
-
-  /**
-   * As {@link #readBatches(Long, long, BufferAllocator, int)}, without the window's first {@code
-   * skip} changes: a reader restored from a checkpoint resumes where it was, as a window's
-   * changes always come in the same order.
-   */
-  public CloseableIterator<ChangelogBatch> readBatches(Long fromExclusive, long toInclusive,
-      BufferAllocator allocator, int maxRows, long skip) {
     requirePositive(maxRows);
-    return batches(changes(fromExclusive, toInclusive), allocator, maxRows, skip);
+    return batches(changes(fromExclusive, toInclusive), allocator, maxRows);
   }
 
   /**
@@ -248,10 +238,7 @@ public final class ChangelogReader {
   }
 
   private CloseableIterator<ChangelogBatch> batches(CloseableIterator<ChangeRow> changes,
-      BufferAllocator allocator, int maxRows, long skip) {
-    for (long skipped = 0; skipped < skip && changes.hasNext(); skipped++) {
-      changes.next();
-    }
+      BufferAllocator allocator, int maxRows) {
     return new CloseableIterator<>() {
       @Override
       public boolean hasNext() {

@@ -76,10 +76,6 @@ final class WindowFiles {
     Map<String, ManifestFile> manifests = new HashMap<>();
     for (Snapshot snapshot : snapshots) {
       for (ManifestFile manifest : CACHE.manifests(snapshot, table)) {
-        if (dataManifests.containsKey(manifest.path())
-            || deleteManifests.containsKey(manifest.path())) {
-          continue;
-        }
         if (partitions.mayMatch(manifest)) {
           manifests.putIfAbsent(manifest.path(), manifest);
         } else if (manifest.content() == ManifestContent.DATA) {

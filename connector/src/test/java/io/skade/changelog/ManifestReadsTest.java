@@ -66,10 +66,7 @@ class ManifestReadsTest {
 
   @Test
   void aPerSnapshotWindowReadsEachManifestOnce() throws Exception {
-    try (SkadeCatalog catalog = new SkadeCatalog()) {
-      catalog.initialize("counting", Map.of("warehouse", warehouse.toString(),
-          "io-impl", CountingFileIO.class.getName()));
-      catalog.createNamespace(Namespace.of("db"));
+    try (SkadeCatalog catalog = countingCatalog()) {
       Table table = catalog.createTable(TableIdentifier.of("db", "t"), SCHEMA);
       TableWriter writer = new TableWriter(table);
       for (int s = 0; s < SNAPSHOTS; s++) {
@@ -95,10 +92,7 @@ class ManifestReadsTest {
 
   @Test
   void anAppendWindowReadsOnlyTheManifestsItsAppendsWrote() throws Exception {
-    try (SkadeCatalog catalog = new SkadeCatalog()) {
-      catalog.initialize("counting", Map.of("warehouse", warehouse.toString(),
-          "io-impl", CountingFileIO.class.getName()));
-      catalog.createNamespace(Namespace.of("db"));
+    try (SkadeCatalog catalog = countingCatalog()) {
       Table table = catalog.createTable(TableIdentifier.of("db", "t"), SCHEMA);
       TableWriter writer = new TableWriter(table);
       for (int s = 0; s < SNAPSHOTS; s++) { // older data files and equality deletes
@@ -135,6 +129,15 @@ class ManifestReadsTest {
         }
       }
     }
+  }
+
+  /** A catalog on this test's warehouse whose file IO counts manifest opens, with {@code db}. */
+  private SkadeCatalog countingCatalog() {
+    SkadeCatalog catalog = new SkadeCatalog();
+    catalog.initialize("counting", Map.of("warehouse", warehouse.toString(),
+        "io-impl", CountingFileIO.class.getName()));
+    catalog.createNamespace(Namespace.of("db"));
+    return catalog;
   }
 
   private static Record row(long id, String name) {
