@@ -11,6 +11,8 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One open {@link SkadeCatalog} per catalog directory in this JVM, shared by reference count.
@@ -28,6 +30,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * CatalogLockedException}, as before.
  */
 public final class SharedCatalogs {
+  private static final Logger LOG = LoggerFactory.getLogger(SharedCatalogs.class);
   private static final Map<Path, Shared> OPEN = new HashMap<>(); // guarded by itself
 
   private static final class Shared {
@@ -69,6 +72,26 @@ public final class SharedCatalogs {
       }
       shared.users++;
       return new Handle(dir, shared);
+    }
+  }
+
+  /**
+   * As {@link #acquire(Map)}, but when another process owns the directory and {@code properties}
+   * do not ask for an access mode, the catalog is followed read-only instead: readers (sources,
+   * lookups, planners) work on a follower, which learns of commits only by polling the log.
+   */
+  public static Handle acquireOrFollow(Map<String, String> properties) {
+    try {
+      return acquire(properties);
+    } catch (CatalogLockedException e) {
+      if (!e.heldByAnotherProcess() || properties.containsKey(SkadeCatalog.CATALOG_ACCESS)) {
+        throw e;
+      }
+      LOG.info("skade catalog at {} is owned by another process; following it read-only",
+          properties.getOrDefault(SkadeCatalog.CATALOG_PATH, properties.get("warehouse")));
+      Map<String, String> follower = new HashMap<>(properties);
+      follower.put(SkadeCatalog.CATALOG_ACCESS, "follower");
+      return acquire(follower);
     }
   }
 

@@ -1,6 +1,5 @@
 package io.skade.source;
 
-import io.skade.catalog.CatalogLockedException;
 import io.skade.catalog.SharedCatalogs;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangelogOptions;
@@ -22,8 +21,6 @@ import org.apache.flink.api.connector.source.SplitEnumeratorContext;
 import org.apache.flink.api.java.typeutils.ResultTypeQueryable;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
 import org.apache.flink.table.data.RowData;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * A Flink source of the exact changelog ({@code +I -U +U -D}) of one Iceberg table in a skade
@@ -39,7 +36,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class SkadeSource<T>
     implements Source<T, ChangelogSplit, SkadeEnumeratorState>, ResultTypeQueryable<T> {
-  private static final Logger LOG = LoggerFactory.getLogger(SkadeSource.class);
   private static final long serialVersionUID = 1L;
 
   private final Map<String, String> catalogProperties;
@@ -70,13 +66,13 @@ public final class SkadeSource<T>
   @Override
   public SplitEnumerator<ChangelogSplit, SkadeEnumeratorState> createEnumerator(
       SplitEnumeratorContext<ChangelogSplit> context) {
-    return new SkadeSplitEnumerator(context, acquireCatalog(catalogProperties), settings, null);
+    return new SkadeSplitEnumerator(context, SharedCatalogs.acquireOrFollow(catalogProperties), settings, null);
   }
 
   @Override
   public SplitEnumerator<ChangelogSplit, SkadeEnumeratorState> restoreEnumerator(
       SplitEnumeratorContext<ChangelogSplit> context, SkadeEnumeratorState checkpoint) {
-    return new SkadeSplitEnumerator(context, acquireCatalog(catalogProperties), settings,
+    return new SkadeSplitEnumerator(context, SharedCatalogs.acquireOrFollow(catalogProperties), settings,
         checkpoint);
   }
 
@@ -99,25 +95,5 @@ public final class SkadeSource<T>
   @Override
   public TypeInformation<T> getProducedType() {
     return deserializer.getProducedType();
-  }
-
-  /**
-   * The catalog of {@code properties}, shared in this JVM. When another process owns its
-   * directory and the properties do not ask for an access mode, it is followed read-only: the
-   * source then learns of commits by polling the log.
-   */
-  static SharedCatalogs.Handle acquireCatalog(Map<String, String> properties) {
-    try {
-      return SharedCatalogs.acquire(properties);
-    } catch (CatalogLockedException e) {
-      if (!e.heldByAnotherProcess() || properties.containsKey(SkadeCatalog.CATALOG_ACCESS)) {
-        throw e;
-      }
-      LOG.info("skade catalog at {} is owned by another process; following it read-only",
-          properties.getOrDefault(SkadeCatalog.CATALOG_PATH, properties.get("warehouse")));
-      Map<String, String> follower = new HashMap<>(properties);
-      follower.put(SkadeCatalog.CATALOG_ACCESS, "follower");
-      return SharedCatalogs.acquire(follower);
-    }
   }
 }

@@ -199,7 +199,7 @@ public final class SkadeSourceBuilder<T> {
         startupMode, startupValue, bounded, endSnapshotId, options.mode(), pollInterval,
         consumerId);
     Schema projected;
-    try (SharedCatalogs.Handle handle = SkadeSource.acquireCatalog(catalogProperties)) {
+    try (SharedCatalogs.Handle handle = SharedCatalogs.acquireOrFollow(catalogProperties)) {
       Table loaded = loadTable(handle, table);
       new ChangelogReader(loaded, options); // checks the projection against the table
       projected = options.columns() == null ? loaded.schema()
