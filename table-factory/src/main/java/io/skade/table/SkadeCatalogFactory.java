@@ -1,0 +1,48 @@
+package io.skade.table;
+
+import static io.skade.table.SkadeConnectorOptions.CATALOG_PATH;
+import static io.skade.table.SkadeConnectorOptions.DEFAULT_DATABASE;
+import static io.skade.table.SkadeConnectorOptions.WAREHOUSE;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Set;
+import org.apache.flink.configuration.ConfigOption;
+import org.apache.flink.configuration.ReadableConfig;
+import org.apache.flink.table.catalog.Catalog;
+import org.apache.flink.table.factories.CatalogFactory;
+import org.apache.flink.table.factories.FactoryUtil;
+
+/**
+ * The {@code skade} catalog type: {@code CREATE CATALOG c WITH ('type' = 'skade', 'warehouse' =
+ * '/data/warehouse')}. Its databases are the warehouse's namespaces; its tables persist in the
+ * warehouse's RocksDB catalog and are read and written with the {@code skade} connector.
+ */
+public final class SkadeCatalogFactory implements CatalogFactory {
+
+  @Override
+  public String factoryIdentifier() {
+    return SkadeDynamicTableFactory.IDENTIFIER;
+  }
+
+  @Override
+  public Set<ConfigOption<?>> requiredOptions() {
+    return Set.of(WAREHOUSE);
+  }
+
+  @Override
+  public Set<ConfigOption<?>> optionalOptions() {
+    return Set.of(CATALOG_PATH, DEFAULT_DATABASE);
+  }
+
+  @Override
+  public Catalog createCatalog(Context context) {
+    FactoryUtil.CatalogFactoryHelper helper = FactoryUtil.createCatalogFactoryHelper(this, context);
+    helper.validate();
+    ReadableConfig options = helper.getOptions();
+    Map<String, String> properties = new HashMap<>();
+    properties.put(WAREHOUSE.key(), options.get(WAREHOUSE));
+    options.getOptional(CATALOG_PATH).ifPresent(path -> properties.put(CATALOG_PATH.key(), path));
+    return new SkadeFlinkCatalog(context.getName(), options.get(DEFAULT_DATABASE), properties);
+  }
+}

@@ -1,0 +1,93 @@
+package io.skade.table;
+
+import io.skade.source.SkadeSourceBuilder;
+import java.time.Duration;
+import org.apache.flink.configuration.ConfigOption;
+import org.apache.flink.configuration.ConfigOptions;
+import org.apache.flink.table.factories.FactoryUtil;
+
+/** The options of skade tables ({@code 'connector'='skade'}) and of the {@code skade} catalog. */
+public final class SkadeConnectorOptions {
+  private SkadeConnectorOptions() {}
+
+  public static final ConfigOption<String> WAREHOUSE = ConfigOptions.key("warehouse")
+      .stringType().noDefaultValue()
+      .withDescription("Warehouse root (a local path or a URI) holding the tables' files.");
+
+  public static final ConfigOption<String> CATALOG_PATH = ConfigOptions.key("catalog.path")
+      .stringType().noDefaultValue()
+      .withDescription("Local directory of the catalog's RocksDB store; <warehouse>/_catalog by"
+          + " default (required when the warehouse is not a local path).");
+
+  public static final ConfigOption<String> DATABASE = ConfigOptions.key("database")
+      .stringType().noDefaultValue()
+      .withDescription("Iceberg namespace of the table; the Flink database name by default.");
+
+  public static final ConfigOption<String> TABLE = ConfigOptions.key("table")
+      .stringType().noDefaultValue()
+      .withDescription("Iceberg table name; the Flink table name by default.");
+
+  public static final ConfigOption<String> SCAN_STARTUP_MODE = ConfigOptions
+      .key("scan.startup.mode").stringType().defaultValue("full")
+      .withDescription("Where a read starts without a checkpoint: 'full' (the current rows as"
+          + " inserts, then every change), 'latest' (changes committed after the start),"
+          + " 'earliest' (every change since the first snapshot), 'from-snapshot',"
+          + " 'from-timestamp' or 'from-commit-seq' (each with its own option).");
+
+  public static final ConfigOption<Long> SCAN_STARTUP_SNAPSHOT_ID = ConfigOptions
+      .key("scan.startup.snapshot-id").longType().noDefaultValue()
+      .withDescription("With scan.startup.mode 'from-snapshot': the first snapshot whose"
+          + " changes are read.");
+
+  public static final ConfigOption<Long> SCAN_STARTUP_TIMESTAMP_MILLIS = ConfigOptions
+      .key("scan.startup.timestamp-millis").longType().noDefaultValue()
+      .withDescription("With scan.startup.mode 'from-timestamp': changes of the snapshots"
+          + " committed at or after this epoch time in milliseconds.");
+
+  public static final ConfigOption<Long> SCAN_STARTUP_COMMIT_SEQ = ConfigOptions
+      .key("scan.startup.commit-seq").longType().noDefaultValue()
+      .withDescription("With scan.startup.mode 'from-commit-seq': changes of the commits after"
+          + " this catalog commit_seq.");
+
+  public static final ConfigOption<Boolean> SCAN_BOUNDED = ConfigOptions.key("scan.bounded")
+      .booleanType().defaultValue(false)
+      .withDescription("Stop at the snapshot current when the job starts. Batch runtime mode"
+          + " is always bounded.");
+
+  public static final ConfigOption<Long> SCAN_END_SNAPSHOT_ID = ConfigOptions
+      .key("scan.end.snapshot-id").longType().noDefaultValue()
+      .withDescription("The last snapshot read (implies scan.bounded); with 'full', the rows as"
+          + " of this snapshot.");
+
+  public static final ConfigOption<Duration> SCAN_POLL_INTERVAL = ConfigOptions
+      .key("scan.poll-interval").durationType()
+      .defaultValue(SkadeSourceBuilder.DEFAULT_POLL_INTERVAL)
+      .withDescription("Safety poll of the commit log. In the JVM that owns the catalog, commits"
+          + " arrive at once through the commit feed; elsewhere this is the read latency.");
+
+  public static final ConfigOption<String> SCAN_CONSUMER_ID = ConfigOptions
+      .key("scan.consumer-id").stringType().noDefaultValue()
+      .withDescription("Id under which the job's read position is stored in the catalog at"
+          + " each checkpoint, holding back the expiry of snapshots it still needs; derived"
+          + " from the job name and the table by default.");
+
+  public static final ConfigOption<String> CHANGELOG_MODE = ConfigOptions.key("changelog.mode")
+      .stringType().defaultValue("per-snapshot")
+      .withDescription("'per-snapshot': every change of every commit, in commit order;"
+          + " 'collapsed': the net change of each window of commits read at once.");
+
+  public static final ConfigOption<String> CHANGELOG_BEFORE_IMAGE = ConfigOptions
+      .key("changelog.before-image").stringType().defaultValue("full")
+      .withDescription("'full': -U and -D rows carry the whole old row (changelog mode"
+          + " +I -U +U -D, no ChangelogNormalize); 'key-only': deletes carry only the primary"
+          + " key and no -U rows are emitted (upsert mode; needs a primary key).");
+
+  /** Flink's own {@code sink.parallelism}. */
+  public static final ConfigOption<Integer> SINK_PARALLELISM = FactoryUtil.SINK_PARALLELISM;
+
+  /** The catalog's default database ({@code default}). */
+  public static final ConfigOption<String> DEFAULT_DATABASE = ConfigOptions
+      .key("default-database").stringType().defaultValue("default")
+      .withDescription("The catalog's default database (Iceberg namespace), created when"
+          + " missing.");
+}

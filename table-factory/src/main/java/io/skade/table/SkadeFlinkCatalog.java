@@ -1,0 +1,89 @@
+package io.skade.table;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+import org.apache.flink.table.catalog.CatalogBaseTable;
+import org.apache.flink.table.catalog.CatalogDatabaseImpl;
+import org.apache.flink.table.catalog.CatalogTable;
+import org.apache.flink.table.catalog.ObjectPath;
+import org.apache.flink.table.catalog.ResolvedCatalogTable;
+import org.apache.flink.table.catalog.exceptions.CatalogException;
+import org.apache.flink.table.catalog.exceptions.DatabaseAlreadyExistException;
+import org.apache.flink.table.catalog.exceptions.TableAlreadyExistException;
+import org.apache.flink.table.catalog.exceptions.TableNotExistException;
+import org.apache.flink.table.factories.Factory;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.flink.FlinkCatalog;
+
+/**
+ * The {@code skade} Flink catalog: the databases of a warehouse's skade catalog are its Iceberg
+ * namespaces, its tables are Iceberg tables read and written by skade's source and sink. Iceberg's
+ * {@link FlinkCatalog} maps databases, tables, keys and schema changes; this class shares the
+ * JVM's catalog instead of opening the RocksDB store again and serves tables with skade's
+ * connector.
+ */
+final class SkadeFlinkCatalog extends FlinkCatalog {
+  private final SharedCatalogLoader loader;
+  private final Map<String, String> catalogProperties;
+
+  SkadeFlinkCatalog(String name, String defaultDatabase, Map<String, String> catalogProperties) {
+    this(name, defaultDatabase, catalogProperties, new SharedCatalogLoader(catalogProperties));
+  }
+
+  private SkadeFlinkCatalog(String name, String defaultDatabase,
+      Map<String, String> catalogProperties, SharedCatalogLoader loader) {
+    super(name, defaultDatabase, Namespace.empty(), loader, catalogProperties, false, -1);
+    this.loader = loader;
+    this.catalogProperties = Map.copyOf(catalogProperties);
+  }
+
+  @Override
+  public void open() throws CatalogException {
+    if (!databaseExists(getDefaultDatabase())) {
+      try {
+        createDatabase(getDefaultDatabase(), new CatalogDatabaseImpl(Map.of(), null), true);
+      } catch (DatabaseAlreadyExistException e) {
+        // created meanwhile: fine
+      }
+    }
+  }
+
+  /** Releases this catalog's hold on the shared skade catalog (closing it if it was the last). */
+  @Override
+  public void close() throws CatalogException {
+    loader.release();
+  }
+
+  @Override
+  public Optional<Factory> getFactory() {
+    return Optional.of(new SkadeDynamicTableFactory(catalogProperties));
+  }
+
+  /** The table, with its Iceberg properties as options (skade's factory serves it). */
+  @Override
+  public CatalogTable getTable(ObjectPath tablePath)
+      throws TableNotExistException, CatalogException {
+    CatalogTable table = super.getTable(tablePath);
+    Map<String, String> options = new HashMap<>(table.getOptions());
+    options.remove("connector");
+    options.remove("src-catalog");
+    return table.copy(options);
+  }
+
+  /** Creates the table as a skade sink would: format v2, bloom filters on the key columns. */
+  @Override
+  public void createTable(ObjectPath tablePath, CatalogBaseTable table, boolean ignoreIfExists)
+      throws CatalogException, TableAlreadyExistException {
+    if (table instanceof ResolvedCatalogTable resolved) {
+      Map<String, String> options = new HashMap<>(TableResolution.newTableProperties(
+          resolved.getResolvedSchema().getPrimaryKey()
+              .map(key -> new java.util.TreeSet<>(key.getColumns()))
+              .orElse(new java.util.TreeSet<>())));
+      options.putAll(resolved.getOptions());
+      options.remove("connector"); // the catalog's tables are skade's
+      table = resolved.copy(options);
+    }
+    super.createTable(tablePath, table, ignoreIfExists);
+  }
+}

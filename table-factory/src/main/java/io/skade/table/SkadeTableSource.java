@@ -1,0 +1,203 @@
+package io.skade.table;
+
+import io.skade.changelog.ChangelogOptions.BeforeImage;
+import io.skade.changelog.ChangelogOptions.Mode;
+import io.skade.source.SkadeSource;
+import io.skade.source.SkadeSourceBuilder;
+import io.skade.source.StartupMode;
+import io.skade.table.SqlChangeDeserializer.MetadataColumn;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.apache.flink.table.api.DataTypes;
+import org.apache.flink.table.connector.ChangelogMode;
+import org.apache.flink.table.connector.source.DynamicTableSource;
+import org.apache.flink.table.connector.source.ScanTableSource;
+import org.apache.flink.table.connector.source.SourceProvider;
+import org.apache.flink.table.connector.source.abilities.SupportsFilterPushDown;
+import org.apache.flink.table.connector.source.abilities.SupportsProjectionPushDown;
+import org.apache.flink.table.connector.source.abilities.SupportsReadingMetadata;
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.expressions.ResolvedExpression;
+import org.apache.flink.table.runtime.typeutils.InternalTypeInfo;
+import org.apache.flink.table.types.DataType;
+import org.apache.flink.table.types.logical.RowType;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.expressions.Expression;
+import org.apache.iceberg.expressions.Expressions;
+
+/**
+ * A skade table read by SQL: the changelog source ({@link SkadeSource}) with projection, exact
+ * filter and metadata pushdown. It produces {@code +I -U +U -D} with full before-images, which
+ * the planner needs no ChangelogNormalize for; upsert rows with key-only deletes in {@code
+ * key-only} mode; inserts only in batch mode, where it reads the rows of one snapshot.
+ */
+final class SkadeTableSource implements ScanTableSource, SupportsProjectionPushDown,
+    SupportsFilterPushDown, SupportsReadingMetadata {
+
+  /** What to read and from where, as the table's options say. */
+  record Scan(Map<String, String> catalogProperties, TableIdentifier table,
+      StartupMode startupMode, Long startupValue, boolean bounded, Long endSnapshotId,
+      Mode mode, BeforeImage beforeImage, Duration pollInterval, String consumerId,
+      boolean batch) {
+
+    boolean upsert() {
+      return !batch && beforeImage == BeforeImage.KEY_ONLY;
+    }
+  }
+
+  private final Scan scan;
+  /** The table's schema when the job was planned. */
+  private final Schema tableSchema;
+  /** The DDL's physical columns. */
+  private final DataType physicalRowType;
+  private int[] projection; // into the physical columns; null = all of them
+  private List<String> metadataKeys = List.of();
+  private DataType producedDataType;
+  private Expression filter = Expressions.alwaysTrue();
+
+  SkadeTableSource(Scan scan, Schema tableSchema, DataType physicalRowType) {
+    this.scan = scan;
+    this.tableSchema = tableSchema;
+    this.physicalRowType = physicalRowType;
+    this.producedDataType = physicalRowType;
+  }
+
+  private SkadeTableSource(SkadeTableSource other) {
+    this(other.scan, other.tableSchema, other.physicalRowType);
+    this.projection = other.projection;
+    this.metadataKeys = other.metadataKeys;
+    this.producedDataType = other.producedDataType;
+    this.filter = other.filter;
+  }
+
+  @Override
+  public ChangelogMode getChangelogMode() {
+    if (scan.batch()) {
+      return ChangelogMode.insertOnly();
+    }
+    return scan.upsert() ? ChangelogMode.upsert(true) : ChangelogMode.all();
+  }
+
+  @Override
+  public ScanRuntimeProvider getScanRuntimeProvider(ScanContext context) {
+    List<String> physical = DataType.getFieldNames(physicalRowType);
+    List<String> produced = new ArrayList<>();
+    if (projection == null) {
+      physical.forEach(name -> produced.add(icebergName(name)));
+    } else {
+      for (int index : projection) {
+        produced.add(icebergName(physical.get(index)));
+      }
+    }
+    // Key-only changes need the key; a projection of no column still needs rows to count.
+    List<String> read = new ArrayList<>(produced);
+    if (scan.upsert()) {
+      tableSchema.identifierFieldNames().stream().sorted()
+          .filter(key -> !read.contains(key)).forEach(read::add);
+    }
+    if (read.isEmpty()) {
+      read.add(tableSchema.columns().get(0).name());
+    }
+    int[] positions = read.equals(produced) ? null
+        : produced.stream().mapToInt(read::indexOf).toArray();
+
+    SkadeSourceBuilder<RowData> builder = SkadeSource.builder()
+        .catalogProperties(scan.catalogProperties())
+        .table(scan.table())
+        .startup(scan.startupMode(), scan.startupValue())
+        .changelogMode(scan.mode())
+        .beforeImage(scan.beforeImage())
+        .columns(read)
+        .filter(filter)
+        .pollInterval(scan.pollInterval());
+    if (scan.endSnapshotId() != null) {
+      builder.endSnapshot(scan.endSnapshotId());
+    } else if (scan.bounded() || scan.batch()) {
+      builder.bounded();
+    }
+    if (scan.consumerId() != null) {
+      builder.consumerId(scan.consumerId());
+    }
+    List<MetadataColumn> metadata = metadataKeys.stream().map(MetadataColumn::of).toList();
+    InternalTypeInfo<RowData> type =
+        InternalTypeInfo.of((RowType) producedDataType.getLogicalType());
+    SkadeSource<RowData> source = builder
+        .deserializer(new SqlChangeDeserializer(type, positions, metadata, scan.upsert()))
+        .build();
+    return SourceProvider.of(source);
+  }
+
+  /** The table's name of a DDL column (names match regardless of case). */
+  private String icebergName(String ddlName) {
+    return tableSchema.caseInsensitiveFindField(ddlName).name();
+  }
+
+  @Override
+  public boolean supportsNestedProjection() {
+    return false;
+  }
+
+  @Override
+  public void applyProjection(int[][] projectedFields, DataType producedDataType) {
+    this.projection = new int[projectedFields.length];
+    for (int i = 0; i < projectedFields.length; i++) {
+      projection[i] = projectedFields[i][0];
+    }
+    this.producedDataType = producedDataType;
+  }
+
+  @Override
+  public Result applyFilters(List<ResolvedExpression> filters) {
+    // In key-only mode old rows carry only their key, so only the key can be tested on them.
+    Set<String> filterable = (scan.upsert() ? tableSchema.identifierFieldNames()
+        : DataType.getFieldNames(physicalRowType)).stream()
+        .map(name -> name.toLowerCase(Locale.ROOT)).collect(Collectors.toSet());
+    SkadeFilters converter = new SkadeFilters(tableSchema, filterable);
+    List<ResolvedExpression> accepted = new ArrayList<>();
+    List<ResolvedExpression> remaining = new ArrayList<>();
+    for (ResolvedExpression candidate : filters) {
+      Optional<Expression> exact = converter.convert(candidate);
+      if (exact.isPresent()) {
+        filter = Expressions.and(filter, exact.get());
+        accepted.add(candidate);
+      } else {
+        remaining.add(candidate);
+      }
+    }
+    return Result.of(accepted, remaining);
+  }
+
+  @Override
+  public Map<String, DataType> listReadableMetadata() {
+    Map<String, DataType> metadata = new LinkedHashMap<>();
+    metadata.put(MetadataColumn.CHANGE_TYPE.key, DataTypes.STRING().notNull());
+    metadata.put(MetadataColumn.COMMIT_SEQ.key, DataTypes.BIGINT().notNull());
+    metadata.put(MetadataColumn.SNAPSHOT_ID.key, DataTypes.BIGINT().notNull());
+    metadata.put(MetadataColumn.COMMIT_TIME.key, DataTypes.TIMESTAMP_LTZ(3).notNull());
+    return metadata;
+  }
+
+  @Override
+  public void applyReadableMetadata(List<String> metadataKeys, DataType producedDataType) {
+    this.metadataKeys = List.copyOf(metadataKeys);
+    this.producedDataType = producedDataType;
+  }
+
+  @Override
+  public DynamicTableSource copy() {
+    return new SkadeTableSource(this);
+  }
+
+  @Override
+  public String asSummaryString() {
+    return "skade table source";
+  }
+}

@@ -1,0 +1,199 @@
+package io.skade.table;
+
+import io.skade.catalog.SkadeCatalog;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+import org.apache.flink.table.api.ValidationException;
+import org.apache.flink.table.catalog.Column;
+import org.apache.flink.table.catalog.ResolvedSchema;
+import org.apache.flink.table.types.logical.LogicalType;
+import org.apache.flink.table.types.logical.LogicalTypeRoot;
+import org.apache.iceberg.PartitionField;
+import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.TableProperties;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.exceptions.AlreadyExistsException;
+import org.apache.iceberg.exceptions.NoSuchTableException;
+import org.apache.iceberg.flink.FlinkSchemaUtil;
+import org.apache.iceberg.types.Type;
+import org.apache.iceberg.types.Types;
+
+/**
+ * Matches a Flink table declaration with its Iceberg table: finds it (or, for a sink, creates
+ * it from the declaration) and checks that the declared columns and key fit the table, naming
+ * every column that does not.
+ */
+final class TableResolution {
+  private TableResolution() {}
+
+  /** Only the physical columns and the primary key of {@code schema}. */
+  static ResolvedSchema physical(ResolvedSchema schema) {
+    List<Column> columns = schema.getColumns().stream().filter(Column::isPhysical).toList();
+    return new ResolvedSchema(columns, List.of(), schema.getPrimaryKey().orElse(null));
+  }
+
+  /** The table {@code id}; an error listing the namespace's tables when it does not exist. */
+  static Table load(SkadeCatalog catalog, TableIdentifier id, String warehouse) {
+    try {
+      return catalog.loadTable(id);
+    } catch (NoSuchTableException e) {
+      String existing;
+      if (catalog.namespaceExists(id.namespace())) {
+        List<String> names = catalog.listTables(id.namespace()).stream()
+            .map(TableIdentifier::name).sorted().toList();
+        existing = "tables in namespace '" + id.namespace() + "': "
+            + (names.isEmpty() ? "none" : String.join(", ", names));
+      } else {
+        existing = "namespace '" + id.namespace() + "' does not exist either; namespaces: "
+            + catalog.listNamespaces().stream().map(Namespace::toString).sorted().toList();
+      }
+      throw new ValidationException("skade table " + id + " does not exist in warehouse "
+          + warehouse + "; " + existing + ". Check the options 'database' and 'table' (they"
+          + " default to the Flink database and table name), or write to the table first: a"
+          + " skade sink creates it from its DDL", e);
+    }
+  }
+
+  /**
+   * The table {@code id}, created from {@code schema} (physical columns, primary key) and the
+   * partition keys when missing: format v2, the key as identifier fields, Parquet bloom filters
+   * on the key columns.
+   */
+  static Table loadOrCreate(SkadeCatalog catalog, TableIdentifier id, ResolvedSchema schema,
+      List<String> partitionKeys) {
+    if (catalog.tableExists(id)) {
+      return catalog.loadTable(id);
+    }
+    Schema icebergSchema = FlinkSchemaUtil.convert(schema);
+    PartitionSpec.Builder spec = PartitionSpec.builderFor(icebergSchema);
+    partitionKeys.forEach(spec::identity);
+    if (!catalog.namespaceExists(id.namespace())) {
+      try {
+        catalog.createNamespace(id.namespace());
+      } catch (AlreadyExistsException e) {
+        // created meanwhile: fine
+      }
+    }
+    try {
+      return catalog.buildTable(id, icebergSchema).withPartitionSpec(spec.build())
+          .withProperties(newTableProperties(icebergSchema.identifierFieldNames())).create();
+    } catch (AlreadyExistsException e) {
+      return catalog.loadTable(id);
+    }
+  }
+
+  /** The properties skade gives a new table: format v2, bloom filters on the key columns. */
+  static Map<String, String> newTableProperties(Set<String> keyColumns) {
+    Map<String, String> properties = new HashMap<>();
+    properties.put(TableProperties.FORMAT_VERSION, "2");
+    for (String key : keyColumns) {
+      properties.put(TableProperties.PARQUET_BLOOM_FILTER_COLUMN_ENABLED_PREFIX + key, "true");
+    }
+    return properties;
+  }
+
+  /**
+   * Checks that the declared physical columns and primary key of {@code ddl} fit {@code table}:
+   * for a read, each declared column exists with the same type; for a write, the declaration
+   * lists exactly the table's columns in its order, and the key is the table's.
+   */
+  static void requireCompatible(Table table, TableIdentifier id, ResolvedSchema ddl,
+      boolean write) {
+    Schema schema = table.schema();
+    List<String> problems = new ArrayList<>();
+    for (Column column : ddl.getColumns()) {
+      Types.NestedField field = schema.caseInsensitiveFindField(column.getName());
+      if (field == null) {
+        problems.add("column '" + column.getName() + "': not in the table");
+        continue;
+      }
+      LogicalType declared = column.getDataType().getLogicalType();
+      String typeProblem = typeProblem(declared, field.type(), write);
+      if (typeProblem != null) {
+        problems.add("column '" + column.getName() + "': " + typeProblem);
+      }
+      if (write && field.isRequired() && declared.isNullable()) {
+        problems.add("column '" + column.getName() + "': the table requires a value but the DDL"
+            + " column is nullable; declare it NOT NULL");
+      }
+      if (!write && !declared.isNullable() && field.isOptional()) {
+        problems.add("column '" + column.getName() + "': declared NOT NULL but the table's"
+            + " column is optional; drop NOT NULL");
+      }
+    }
+    if (write) {
+      List<String> declared = ddl.getColumnNames().stream().map(TableResolution::lower).toList();
+      List<String> actual = schema.columns().stream().map(f -> lower(f.name())).toList();
+      for (String name : actual) {
+        if (!declared.contains(name)) {
+          problems.add("column '" + name + "': in the table but not declared; a write must"
+              + " declare every column");
+        }
+      }
+      if (problems.isEmpty() && !declared.equals(actual)) {
+        problems.add("columns: declared in the order " + declared + ", the table's order is "
+            + actual + "; declare them in the table's order");
+      }
+    }
+    Set<String> tableKey = lowerSet(schema.identifierFieldNames());
+    Set<String> ddlKey = lowerSet(ddl.getPrimaryKey().map(k -> k.getColumns()).orElse(List.of()));
+    if (!tableKey.equals(ddlKey) && (write || !ddlKey.isEmpty())) {
+      problems.add("primary key: declared " + ddlKey + ", the table's identifier fields are "
+          + tableKey);
+    }
+    if (write && !tableKey.isEmpty()) {
+      for (PartitionField partition : table.spec().fields()) {
+        String source = lower(schema.findColumnName(partition.sourceId()));
+        if (!tableKey.contains(source)) {
+          problems.add("partition column '" + source + "' is not part of the primary key "
+              + tableKey + ", so rows cannot be upserted by key");
+        }
+      }
+    }
+    if (!problems.isEmpty()) {
+      throw new ValidationException("the declaration of skade table " + id + " does not fit"
+          + " the Iceberg table: " + String.join("; ", problems) + ". Table schema: "
+          + schema.asStruct().fields().stream().map(Types.NestedField::toString)
+              .collect(Collectors.joining(", ")));
+    }
+  }
+
+  /** Why values of {@code declared} cannot be read from (or written to) {@code type}, or null. */
+  private static String typeProblem(LogicalType declared, Type type, boolean write) {
+    Type asIceberg;
+    try {
+      asIceberg = FlinkSchemaUtil.convert(declared);
+    } catch (RuntimeException e) {
+      return "DDL type " + declared + " has no Iceberg type (" + e.getMessage() + ")";
+    }
+    LogicalType tableType = FlinkSchemaUtil.convert(type);
+    boolean same = type.isPrimitiveType() ? asIceberg.equals(type)
+        : tableType.copy(true).asSerializableString()
+            .equals(declared.copy(true).asSerializableString());
+    // Rows are read in the table's own types: TINYINT or SMALLINT cannot take an int column.
+    if (same && !write && declared.getTypeRoot() != tableType.getTypeRoot()
+        && !(declared.getTypeRoot() == LogicalTypeRoot.CHAR
+            && tableType.getTypeRoot() == LogicalTypeRoot.VARCHAR)) {
+      same = false;
+    }
+    return same ? null : "DDL type " + declared.copy(true) + ", table type " + type
+        + " (read as " + tableType.copy(true) + ")";
+  }
+
+  private static String lower(String name) {
+    return name.toLowerCase(Locale.ROOT);
+  }
+
+  private static Set<String> lowerSet(java.util.Collection<String> names) {
+    return names.stream().map(TableResolution::lower).collect(Collectors.toCollection(TreeSet::new));
+  }
+}

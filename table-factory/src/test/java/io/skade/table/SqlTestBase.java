@@ -1,0 +1,87 @@
+package io.skade.table;
+
+import io.skade.catalog.SharedCatalogs;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.apache.flink.table.api.EnvironmentSettings;
+import org.apache.flink.table.api.TableEnvironment;
+import org.apache.flink.types.Row;
+import org.apache.flink.util.CloseableIterator;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.IcebergGenerics;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.io.CloseableIterable;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A fresh warehouse per test, whose skade catalog the test holds open, so SQL jobs (each in its
+ * own local MiniCluster in this JVM) and the test's own Iceberg reads share it.
+ */
+abstract class SqlTestBase {
+  @TempDir
+  Path dir;
+  String warehouse;
+  SharedCatalogs.Handle catalog;
+
+  @BeforeEach
+  void openWarehouse() {
+    warehouse = dir.resolve("warehouse").toString();
+    catalog = SharedCatalogs.acquire(Map.of("warehouse", warehouse));
+  }
+
+  @AfterEach
+  void closeWarehouse() {
+    catalog.close();
+  }
+
+  static TableEnvironment batch() {
+    return TableEnvironment.create(EnvironmentSettings.inBatchMode());
+  }
+
+  /** Streaming, without checkpoints: collected rows arrive as soon as they are produced. */
+  static TableEnvironment streaming() {
+    return TableEnvironment.create(EnvironmentSettings.inStreamingMode());
+  }
+
+  /** {@code CREATE TABLE name (columns) WITH (connector skade on this warehouse, options)}. */
+  String declare(TableEnvironment env, String name, String columns, String... options) {
+    StringBuilder with = new StringBuilder("'connector' = 'skade', 'warehouse' = '")
+        .append(warehouse).append('\'');
+    for (int i = 0; i < options.length; i += 2) {
+      with.append(", '").append(options[i]).append("' = '").append(options[i + 1]).append('\'');
+    }
+    String ddl = "CREATE TABLE " + name + " (" + columns + ") WITH (" + with + ")";
+    env.executeSql(ddl);
+    return ddl;
+  }
+
+  static void run(TableEnvironment env, String statement) throws Exception {
+    env.executeSql(statement).await();
+  }
+
+  static List<Row> collect(TableEnvironment env, String query) throws Exception {
+    List<Row> rows = new ArrayList<>();
+    try (CloseableIterator<Row> it = env.executeSql(query).collect()) {
+      it.forEachRemaining(rows::add);
+    }
+    return rows;
+  }
+
+  Table icebergTable(String name) {
+    return catalog.catalog().loadTable(TableIdentifier.of("default_database", name));
+  }
+
+  /** The table's rows by Iceberg's own reader: the check that does not go through skade. */
+  List<Record> icebergRows(String name) throws Exception {
+    List<Record> rows = new ArrayList<>();
+    try (CloseableIterable<Record> records = IcebergGenerics.read(icebergTable(name)).build()) {
+      records.forEach(rows::add);
+    }
+    return rows;
+  }
+}
