@@ -20,6 +20,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Stream;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.iceberg.BaseMetastoreCatalog;
 import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.CatalogUtil;
@@ -152,8 +153,19 @@ public class SkadeCatalog extends BaseMetastoreCatalog
    * @param hadoopConf a Hadoop {@code Configuration}, or null for the default one
    */
   public static FileIO fileIO(Map<String, String> props, Object hadoopConf) {
-    return CatalogUtil.loadFileIO(
-        props.getOrDefault(CatalogProperties.FILE_IO_IMPL, DEFAULT_FILE_IO), props, hadoopConf);
+    return CatalogUtil.loadFileIO(props.getOrDefault(CatalogProperties.FILE_IO_IMPL,
+        DEFAULT_FILE_IO), props, hadoopConf != null ? hadoopConf : defaultHadoopConf());
+  }
+
+  /**
+   * A default Hadoop configuration that loads its resources through skade's class loader, not
+   * the creating thread's: a file IO outlives the Flink job whose thread made it (a shared
+   * catalog, the metadata cache), and a job's class loader is closed when the job ends.
+   */
+  private static Configuration defaultHadoopConf() {
+    Configuration conf = new Configuration();
+    conf.setClassLoader(SkadeCatalog.class.getClassLoader());
+    return conf;
   }
 
   /** The {@code warehouse} property, required, without trailing slashes. */

@@ -3,6 +3,7 @@ package io.skade.table;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -15,6 +16,8 @@ import org.apache.flink.table.api.TableResult;
 import org.apache.flink.types.Row;
 import org.apache.flink.types.RowKind;
 import org.apache.flink.util.CloseableIterator;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.Record;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -66,6 +69,116 @@ class SqlChangelogTest extends SqlTestBase {
     assertThat(state).isEqualTo(expected);
     assertThat(changes).extracting(Row::getKind)
         .contains(RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE);
+  }
+
+  @Test
+  @Timeout(180)
+  void aBoundedWindowReturnsExactlyTheWindowsChanges() throws Exception {
+    TableEnvironment writer = batch();
+    declare(writer, "orders", ORDERS);
+    run(writer, "INSERT INTO orders VALUES (1, 'ada', 1), (2, 'bob', 2)");
+    run(writer, "INSERT INTO orders VALUES (1, 'ada', 10)");
+    long first = icebergTable("orders").currentSnapshot().snapshotId();
+    run(writer, "DELETE FROM orders WHERE id = 2");
+    run(writer, "INSERT INTO orders VALUES (3, 'cy', 3)");
+    long last = icebergTable("orders").currentSnapshot().snapshotId();
+    run(writer, "INSERT INTO orders VALUES (4, 'dee', 4)"); // after the window
+
+    TableEnvironment reader = streaming();
+    declare(reader, "orders", ORDERS, "scan.startup.mode", "from-snapshot",
+        "scan.startup.snapshot-id", Long.toString(first), "scan.end.snapshot-id",
+        Long.toString(last));
+    List<String> changes = collect(reader, "SELECT * FROM orders").stream()
+        .map(Row::toString).toList();
+
+    assertThat(changes).containsExactly(
+        "-U[1, ada, 1]", "+U[1, ada, 10]", // the upsert of snapshot 'first'
+        "-D[2, bob, 2]",
+        "+I[3, cy, 3]");
+  }
+
+  @Test
+  @Timeout(180)
+  void metadataColumnsNameEachChangesKindCommitAndSnapshot() throws Exception {
+    TableEnvironment writer = batch();
+    declare(writer, "orders", ORDERS);
+    run(writer, "INSERT INTO orders VALUES (1, 'ada', 1)");
+    run(writer, "INSERT INTO orders VALUES (1, 'ada', 2)");
+    run(writer, "DELETE FROM orders WHERE id = 1");
+    List<Snapshot> snapshots = new ArrayList<>();
+    icebergTable("orders").snapshots().forEach(snapshots::add);
+    assertThat(snapshots).hasSize(3);
+
+    TableEnvironment reader = streaming();
+    declare(reader, "orders", ORDERS + ", kind STRING METADATA FROM 'change_type' VIRTUAL,"
+        + " commit_seq BIGINT METADATA VIRTUAL, snapshot_id BIGINT METADATA VIRTUAL,"
+        + " commit_time TIMESTAMP_LTZ(3) METADATA VIRTUAL",
+        "scan.startup.mode", "earliest", "scan.bounded", "true");
+    List<Row> rows = collect(reader,
+        "SELECT id, qty, kind, commit_seq, snapshot_id, commit_time FROM orders");
+
+    List<Row> expected = new ArrayList<>();
+    expected.add(metadataRow(RowKind.INSERT, 1, "INSERT", snapshots.get(0)));
+    expected.add(metadataRow(RowKind.UPDATE_BEFORE, 1, "UPDATE_BEFORE", snapshots.get(1)));
+    expected.add(metadataRow(RowKind.UPDATE_AFTER, 2, "UPDATE_AFTER", snapshots.get(1)));
+    expected.add(metadataRow(RowKind.DELETE, 2, "DELETE", snapshots.get(2)));
+    assertThat(rows).containsExactlyElementsOf(expected);
+  }
+
+  private Row metadataRow(RowKind kind, int qty, String changeType, Snapshot snapshot) {
+    long commitSeq = catalog.catalog().commitOf(TableIdentifier.of("default_database",
+        "orders"), snapshot.snapshotId()).orElseThrow().commitSeq();
+    return Row.ofKind(kind, 1, qty, changeType, commitSeq, snapshot.snapshotId(),
+        Instant.ofEpochMilli(snapshot.timestampMillis()));
+  }
+
+  @Test
+  void explainShowsProjectedFieldsAndExactFiltersPushedIntoTheSource() throws Exception {
+    TableEnvironment writer = batch();
+    declare(writer, "orders", ORDERS);
+    run(writer, "INSERT INTO orders VALUES (1, 'ada', 1)");
+    TableEnvironment reader = streaming();
+    declare(reader, "orders", ORDERS);
+
+    String plan = reader.explainSql("SELECT name FROM orders WHERE id > 5");
+
+    assertThat(plan).contains("filter=[>(id, 5)], project=[name]");
+    // A condition skade cannot apply exactly stays in Flink's Calc.
+    assertThat(reader.explainSql("SELECT name FROM orders WHERE UPPER(name) = 'X'"))
+        .contains("Calc(select=[name], where=[(UPPER(name) = 'X')])");
+  }
+
+  @Test
+  @Timeout(180)
+  void pushedFiltersKeepExactlyTheRowsSqlKeeps() throws Exception {
+    TableEnvironment writer = batch();
+    declare(writer, "orders", ORDERS);
+    run(writer, "INSERT INTO orders VALUES (1, 'ada', 1), (2, CAST(NULL AS STRING), 7),"
+        + " (6, 'fay', CAST(NULL AS INT)), (7, 'gus', 9), (8, 'hal', 2)");
+
+    TableEnvironment reader = batch();
+    declare(reader, "orders", ORDERS);
+    String[] queries = {
+        "SELECT name FROM orders WHERE id > 5",
+        "SELECT id FROM orders WHERE NOT (qty > 3)",
+        "SELECT id FROM orders WHERE qty <> 7",
+        "SELECT id FROM orders WHERE NOT (name = 'ada' OR qty < 5)",
+        "SELECT id FROM orders WHERE name LIKE 'g%' OR name IS NULL",
+        "SELECT id FROM orders WHERE id IN (1, 6, 9)",
+    };
+    // Flink alone evaluates the same conditions on the unfiltered rows.
+    declare(reader, "everything", ORDERS, "table", "orders");
+    for (String query : queries) {
+      List<String> pushed = sorted(collect(reader, query));
+      List<String> byFlink = sorted(collect(reader,
+          query.replace("FROM orders WHERE", "FROM (SELECT * FROM everything"
+              + " /*+ OPTIONS('scan.bounded'='true') */ WHERE UPPER('x') = 'X') WHERE")));
+      assertThat(pushed).as(query).isEqualTo(byFlink).isNotEmpty();
+    }
+  }
+
+  private static List<String> sorted(List<Row> rows) {
+    return rows.stream().map(Row::toString).sorted().toList();
   }
 
   /** Applies the changes collected so far until they give {@code expected}, or time runs out. */
