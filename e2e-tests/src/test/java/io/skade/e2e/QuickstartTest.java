@@ -24,6 +24,14 @@ class QuickstartTest {
       "  job: -D id=4 name=Di city=Bodø",
       "  job: -D id=5 name=Eve city=Oslo");
 
+  private static final String SQL = String.join("\n",
+      "  select: -U[1, kettle, 25.00]",
+      "  select: +U[1, kettle, 22.50]",
+      "  select: +I[4, tray, 12.00]",
+      "  select: -U[2, teapot, 40.00]",
+      "  select: +U[2, teapot, 80.00]",
+      "  select: -D[3, mug, 8.50]");
+
   @TempDir Path warehouse;
 
   @Test
@@ -47,14 +55,18 @@ class QuickstartTest {
     // A Flink job tails the same table live while a writer upserts and deletes.
     assertThat(first).contains(TAIL);
 
+    // Flink SQL on the same warehouse: a streaming SELECT sees what INSERT, UPDATE and DELETE
+    // statements do, and a batch query reads what the Java writers wrote.
+    assertThat(first).contains(SQL).contains("  +I[customer-0, 29, 454.0]");
+
     // Reopening the same warehouse continues the log where it stopped: after the 11 commits
-    // of shop.orders and the 8 of shop.customers (create, 3 upserts, 1 delete, then the
-    // tail's 2 upserts and 1 delete).
+    // of shop.orders, the 8 of shop.customers (create, 3 upserts, 1 delete, then the tail's 2
+    // upserts and 1 delete) and the 5 of SQL (create, overwrite, insert, update, delete).
     String second = runQuickstart();
-    assertThat(second).contains("commit_seq 19");
-    assertThat(liveSeqs(second)).isEqualTo("20,21,22,23,24,25,26,27,28,29");
+    assertThat(second).contains("commit_seq 24");
+    assertThat(liveSeqs(second)).isEqualTo("25,26,27,28,29,30,31,32,33,34");
     assertThat(second).contains("shop.orders holds 400 rows in 20 snapshots");
-    assertThat(second).contains(TAIL);
+    assertThat(second).contains(TAIL).contains(SQL);
   }
 
   private String runQuickstart() throws Exception {

@@ -24,7 +24,11 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.table.api.EnvironmentSettings;
+import org.apache.flink.table.api.TableEnvironment;
+import org.apache.flink.table.api.TableResult;
 import org.apache.flink.table.data.RowData;
+import org.apache.flink.types.Row;
 import org.apache.flink.util.CloseableIterator;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
@@ -45,7 +49,9 @@ import org.apache.iceberg.types.Types;
  * upserts and deletes rows of the primary-key table {@code shop.customers} (merge-on-read) and
  * prints the exact changelog of that window: {@code -U/+U} pairs and {@code -D} with full rows.
  * Last, a Flink DataStream job with skade's source tails {@code shop.customers} while a writer
- * upserts and deletes, printing each {@code +I/-U/+U/-D} row as it happens.
+ * upserts and deletes, printing each {@code +I/-U/+U/-D} row as it happens. Finally the same
+ * warehouse through Flink SQL: a {@code skade} catalog, a streaming {@code SELECT} printing the
+ * changelog of {@code INSERT}, {@code UPDATE} and {@code DELETE} statements, a batch query.
  *
  * <p>Usage: {@code Quickstart [warehouse-dir]}; without a directory it uses a fresh temporary one.
  */
@@ -110,6 +116,7 @@ public final class Quickstart {
             catalog.loadTable(ORDERS).history().size());
         printCustomerChangelog(catalog, out);
         tailCustomers(catalog, properties, out);
+        sql(catalog, warehouse, out);
         return rows;
       }
     }
@@ -170,6 +177,60 @@ public final class Quickstart {
       }
       writes.get();
       background.shutdown();
+    }
+  }
+
+  /**
+   * The same warehouse through Flink SQL: a {@code skade} catalog, a table created and reset by
+   * SQL, a streaming {@code SELECT} printing the changelog that other statements cause, and a
+   * batch query over the table the Java writers filled.
+   */
+  private static void sql(SkadeCatalog catalog, Path warehouse, PrintStream out)
+      throws Exception {
+    String createCatalog = "CREATE CATALOG demo WITH ('type' = 'skade', 'warehouse' = '"
+        + warehouse + "')";
+    TableEnvironment batch = TableEnvironment.create(EnvironmentSettings.inBatchMode());
+    batch.executeSql(createCatalog);
+    batch.executeSql("USE CATALOG demo");
+    batch.executeSql("CREATE TABLE IF NOT EXISTS shop.products (id BIGINT, name STRING,"
+        + " price DECIMAL(10, 2), PRIMARY KEY (id) NOT ENFORCED)");
+    batch.executeSql("INSERT OVERWRITE shop.products VALUES (1, 'kettle', 25.00),"
+        + " (2, 'teapot', 40.00), (3, 'mug', 8.50)").await();
+    out.println("Flink SQL: a streaming SELECT on shop.products while other statements change"
+        + " it:");
+
+    TableEnvironment streaming = TableEnvironment.create(EnvironmentSettings.inStreamingMode());
+    streaming.executeSql(createCatalog);
+    streaming.executeSql("USE CATALOG demo");
+    TableResult tail = streaming.executeSql("SELECT * FROM shop.products /*+ OPTIONS("
+        + "'scan.startup.mode' = 'from-commit-seq', 'scan.startup.commit-seq' = '"
+        + catalog.commitSeq() + "') */");
+    String[] statements = {
+        "INSERT INTO shop.products VALUES (1, 'kettle', 22.50), (4, 'tray', 12.00)",
+        "UPDATE shop.products SET price = price * 2 WHERE name = 'teapot'",
+        "DELETE FROM shop.products WHERE id = 3"};
+    try (CloseableIterator<Row> changes = tail.collect()) {
+      ExecutorService background = Executors.newSingleThreadExecutor();
+      Future<?> writes = background.submit(() -> {
+        for (String statement : statements) {
+          batch.executeSql(statement).await();
+        }
+        return null;
+      });
+      for (String statement : statements) {
+        out.println("  sql> " + statement);
+      }
+      for (int i = 0; i < 6; i++) { // -U +U +I, -U +U, -D
+        out.println("  select: " + changes.next());
+      }
+      writes.get();
+      background.shutdown();
+    }
+    try (CloseableIterator<Row> totals = batch.executeSql("SELECT customer, COUNT(*) AS orders,"
+        + " SUM(amount) AS total FROM shop.orders GROUP BY customer ORDER BY customer LIMIT 3")
+        .collect()) {
+      out.println("Flink SQL batch query over shop.orders (written by the Java writers):");
+      totals.forEachRemaining(row -> out.println("  " + row));
     }
   }
 
