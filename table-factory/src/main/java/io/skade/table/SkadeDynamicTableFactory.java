@@ -24,8 +24,10 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Function;
 import org.apache.flink.api.common.RuntimeExecutionMode;
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.ExecutionOptions;
@@ -229,13 +231,9 @@ public final class SkadeDynamicTableFactory
         batch);
   }
 
-  private interface Parser<T> {
-    T parse(String text);
-  }
-
-  private static <T> T parse(ConfigOption<String> option, String text, Parser<T> parser) {
+  private static <T> T parse(ConfigOption<String> option, String text, Function<String, T> parser) {
     try {
-      return parser.parse(text.trim().toLowerCase(java.util.Locale.ROOT));
+      return parser.apply(text.trim().toLowerCase(Locale.ROOT));
     } catch (IllegalArgumentException e) {
       throw new ValidationException("option '" + option.key() + "' has an invalid value '"
           + text + "': " + e.getMessage(), e);

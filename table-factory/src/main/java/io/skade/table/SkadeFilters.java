@@ -8,6 +8,7 @@ import java.time.LocalTime;
 import java.time.ZoneOffset;
 import java.time.temporal.ChronoUnit;
 import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
 import java.util.Set;
 import org.apache.flink.table.expressions.CallExpression;
@@ -198,7 +199,7 @@ final class SkadeFilters {
   /** The Iceberg name of the column {@code e} references, if it may be filtered on. */
   private String column(ResolvedExpression e) {
     if (!(e instanceof FieldReferenceExpression field)
-        || !columns.contains(field.getName().toLowerCase(java.util.Locale.ROOT))) {
+        || !columns.contains(field.getName().toLowerCase(Locale.ROOT))) {
       throw new NotExact();
     }
     Types.NestedField column = schema.caseInsensitiveFindField(field.getName());

@@ -3,6 +3,7 @@ package io.skade.table;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import org.apache.flink.table.catalog.CatalogBaseTable;
 import org.apache.flink.table.catalog.CatalogDatabaseImpl;
 import org.apache.flink.table.catalog.CatalogTable;
@@ -78,8 +79,7 @@ final class SkadeFlinkCatalog extends FlinkCatalog {
     if (table instanceof ResolvedCatalogTable resolved) {
       Map<String, String> options = new HashMap<>(TableResolution.newTableProperties(
           resolved.getResolvedSchema().getPrimaryKey()
-              .map(key -> new java.util.TreeSet<>(key.getColumns()))
-              .orElse(new java.util.TreeSet<>())));
+              .map(key -> Set.copyOf(key.getColumns())).orElse(Set.of())));
       options.putAll(resolved.getOptions());
       options.remove("connector"); // the catalog's tables are skade's
       table = resolved.copy(options);

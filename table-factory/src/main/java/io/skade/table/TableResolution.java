@@ -2,6 +2,7 @@ package io.skade.table;
 
 import io.skade.catalog.SkadeCatalog;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -193,7 +194,7 @@ final class TableResolution {
     return name.toLowerCase(Locale.ROOT);
   }
 
-  private static Set<String> lowerSet(java.util.Collection<String> names) {
+  private static Set<String> lowerSet(Collection<String> names) {
     return names.stream().map(TableResolution::lower).collect(Collectors.toCollection(TreeSet::new));
   }
 }
