@@ -33,6 +33,21 @@ public final class DataFileRows {
    */
   public static CloseableIterable<Record> read(Table table, FileScanTask task, Schema required,
       Expression rowGroups) {
+    return read(table, task, required, rowGroups, null);
+  }
+
+  /** What a reader of data files is told of its I/O (for per-probe counters). */
+  public interface ReadListener {
+    /** A stream on a data file was opened. */
+    void opened();
+
+    /** One read call returned {@code bytes} bytes. */
+    void read(int bytes);
+  }
+
+  /** As {@link #read(Table, FileScanTask, Schema, Expression)}, telling {@code io} of its I/O. */
+  public static CloseableIterable<Record> read(Table table, FileScanTask task, Schema required,
+      Expression rowGroups, ReadListener io) {
     if (task.file().format() != FileFormat.PARQUET) {
       throw new UnsupportedOperationException("table " + table.name() + ": data file "
           + task.file().location() + " is " + task.file().format() + "; skade reads Parquet"
@@ -42,7 +57,7 @@ public final class DataFileRows {
         PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant);
     InputFile file = table.io().newInputFile(task.file().location(),
         task.file().fileSizeInBytes());
-    Parquet.ReadBuilder read = Parquet.read(new PlainInputFile(file))
+    Parquet.ReadBuilder read = Parquet.read(new PlainInputFile(file, io))
         .project(required)
         .createReaderFunc(fileSchema ->
             GenericParquetReaders.buildReader(required, fileSchema, constants));
@@ -61,7 +76,7 @@ public final class DataFileRows {
    * copies the whole Hadoop configuration and asks the file system for the file's status on
    * every open: fixed costs that dominate reading the one small file a streaming commit adds.
    */
-  private record PlainInputFile(InputFile file) implements InputFile {
+  private record PlainInputFile(InputFile file, ReadListener io) implements InputFile {
     @Override
     public long getLength() {
       return file.getLength();
@@ -69,7 +84,10 @@ public final class DataFileRows {
 
     @Override
     public SeekableInputStream newStream() {
-      return new PlainStream(file.newStream());
+      if (io != null) {
+        io.opened();
+      }
+      return new PlainStream(file.newStream(), io);
     }
 
     @Override
@@ -90,9 +108,11 @@ public final class DataFileRows {
    */
   private static final class PlainStream extends SeekableInputStream {
     private final SeekableInputStream in;
+    private final ReadListener io;
 
-    PlainStream(SeekableInputStream in) {
+    PlainStream(SeekableInputStream in, ReadListener io) {
       this.in = in;
+      this.io = io;
     }
 
     @Override
@@ -107,12 +127,20 @@ public final class DataFileRows {
 
     @Override
     public int read() throws IOException {
-      return in.read();
+      int read = in.read();
+      if (io != null && read >= 0) {
+        io.read(1);
+      }
+      return read;
     }
 
     @Override
     public int read(byte[] buffer, int offset, int length) throws IOException {
-      return in.read(buffer, offset, length);
+      int read = in.read(buffer, offset, length);
+      if (io != null && read > 0) {
+        io.read(read);
+      }
+      return read;
     }
 
     @Override

@@ -1,0 +1,136 @@
+package io.skade.lookup;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
+import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.data.BaseDeleteLoader;
+import org.apache.iceberg.deletes.PositionDeleteIndex;
+import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.io.FileIO;
+import org.apache.iceberg.types.TypeUtil;
+import org.apache.iceberg.util.StructLikeSet;
+
+/**
+ * What point lookups keep between probes, shared by every lookup of this JVM and keyed by
+ * immutable ids, so it never answers from stale data: a snapshot's live files with their delete
+ * files (by table and snapshot id), each equality delete file's keys and each position delete
+ * file's positions (by file path). Bounded by estimated bytes; emptied when the last user
+ * releases it.
+ */
+public final class LookupCaches {
+  /** The default bound of the shared caches. */
+  public static final long DEFAULT_MAX_BYTES = 256L << 20;
+  private static final long TASK_BYTES = 2048;
+  private static final long KEY_BYTES = 96;
+
+  private static final Object LOCK = new Object();
+  private static LookupCaches shared; // guarded by LOCK
+  private static int users; // guarded by LOCK
+
+  private final Cache<String, Sized> cache;
+
+  private record Sized(Object value, long bytes) {}
+
+  LookupCaches(long maxBytes) {
+    this.cache = Caffeine.newBuilder()
+        .maximumWeight(maxBytes)
+        .weigher((String key, Sized value) -> (int) Math.min(Integer.MAX_VALUE, value.bytes()))
+        .build();
+  }
+
+  /** One hold on the JVM's shared caches; close it when done. */
+  public static final class Handle implements AutoCloseable {
+    private final LookupCaches caches;
+    private final AtomicBoolean released = new AtomicBoolean();
+
+    private Handle(LookupCaches caches) {
+      this.caches = caches;
+    }
+
+    public LookupCaches caches() {
+      return caches;
+    }
+
+    @Override
+    public void close() {
+      if (released.compareAndSet(false, true)) {
+        synchronized (LOCK) {
+          if (--users == 0) {
+            shared.cache.invalidateAll();
+            shared = null;
+          }
+        }
+      }
+    }
+  }
+
+  /** A hold on the JVM's shared caches, created on first use. */
+  public static Handle acquire() {
+    synchronized (LOCK) {
+      if (shared == null) {
+        shared = new LookupCaches(DEFAULT_MAX_BYTES);
+      }
+      users++;
+      return new Handle(shared);
+    }
+  }
+
+  /** Estimated bytes held. */
+  public long bytes() {
+    return cache.asMap().values().stream().mapToLong(Sized::bytes).sum();
+  }
+
+  @SuppressWarnings("unchecked")
+  private <V> V get(String key, Supplier<V> load, java.util.function.ToLongFunction<V> size) {
+    return (V) cache.get(key, k -> {
+      V value = load.get();
+      return new Sized(value, size.applyAsLong(value));
+    }).value();
+  }
+
+  /** The snapshot's live data files, each with the delete files that apply to it. */
+  List<FileScanTask> files(Table table, Snapshot snapshot) {
+    return get("files:" + table.uuid() + "@" + snapshot.snapshotId(), () -> {
+      List<FileScanTask> tasks = new ArrayList<>();
+      try (CloseableIterable<FileScanTask> planned =
+          table.newScan().useSnapshot(snapshot.snapshotId()).includeColumnStats().planFiles()) {
+        planned.forEach(tasks::add);
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+      return List.copyOf(tasks);
+    }, tasks -> TASK_BYTES * (tasks.size() + 1));
+  }
+
+  /** The keys an equality delete file deletes, projected on {@code schema} (internal values). */
+  StructLikeSet equalityDeletes(FileIO io, DeleteFile file, Schema schema) {
+    Schema keys = TypeUtil.select(schema, new java.util.HashSet<>(file.equalityFieldIds()));
+    return get("eq:" + file.location() + ":" + file.equalityFieldIds(),
+        () -> new BaseDeleteLoader(delete -> io.newInputFile(delete.location()), null)
+            .loadEqualityDeletes(List.of(file), keys),
+        set -> KEY_BYTES * (set.size() + 1));
+  }
+
+  /** The positions of {@code dataFile} that position delete files or a deletion vector delete. */
+  PositionDeleteIndex positionDeletes(FileIO io, List<DeleteFile> files, String dataFile) {
+    return new BaseDeleteLoader(delete -> io.newInputFile(delete.location()), null) {
+      @Override
+      protected boolean canCache(long size) {
+        return true;
+      }
+
+      @Override
+      protected <V> V getOrLoad(String key, Supplier<V> load, long size) {
+        return get("pos:" + key, load, value -> Math.max(size, 64));
+      }
+    }.loadPositionDeletes(files, dataFile);
+  }
+}
