@@ -82,6 +82,29 @@ public final class SkadeConnectorOptions {
           + " +I -U +U -D, no ChangelogNormalize); 'key-only': deletes carry only the primary"
           + " key and no -U rows are emitted (upsert mode; needs a primary key).");
 
+  public static final ConfigOption<Boolean> LOOKUP_ASYNC = ConfigOptions.key("lookup.async")
+      .booleanType().defaultValue(false)
+      .withDescription("Probe asynchronously: several probes of one task in flight on a pool of"
+          + " 'lookup.async.threads' threads.");
+
+  public static final ConfigOption<Integer> LOOKUP_ASYNC_THREADS = ConfigOptions
+      .key("lookup.async.threads").intType().defaultValue(4)
+      .withDescription("Threads per lookup task probing for the asynchronous lookup function.");
+
+  public static final ConfigOption<Long> LOOKUP_SNAPSHOT_ID = ConfigOptions
+      .key("lookup.snapshot-id").longType().noDefaultValue()
+      .withDescription("Pin lookups to this snapshot instead of the latest commit.");
+
+  public static final ConfigOption<Duration> LOOKUP_POLL_INTERVAL = ConfigOptions
+      .key("lookup.poll-interval").durationType().defaultValue(Duration.ofSeconds(1))
+      .withDescription("In a process that does not own the catalog, how often lookups check the"
+          + " commit log for a new snapshot. In the owner, a commit is seen by the next probe.");
+
+  public static final ConfigOption<Long> LOOKUP_ROW_CACHE_MAX_ROWS = ConfigOptions
+      .key("lookup.row-cache.max-rows").longType().defaultValue(100_000L)
+      .withDescription("Keys kept by skade's row cache, which is keyed by snapshot and key and"
+          + " so never stale (used when 'lookup.cache' is NONE; 0 turns it off).");
+
   /** Flink's own {@code sink.parallelism}. */
   public static final ConfigOption<Integer> SINK_PARALLELISM = FactoryUtil.SINK_PARALLELISM;
 

@@ -4,6 +4,11 @@ import static io.skade.table.SkadeConnectorOptions.CATALOG_PATH;
 import static io.skade.table.SkadeConnectorOptions.CHANGELOG_BEFORE_IMAGE;
 import static io.skade.table.SkadeConnectorOptions.CHANGELOG_MODE;
 import static io.skade.table.SkadeConnectorOptions.DATABASE;
+import static io.skade.table.SkadeConnectorOptions.LOOKUP_ASYNC;
+import static io.skade.table.SkadeConnectorOptions.LOOKUP_ASYNC_THREADS;
+import static io.skade.table.SkadeConnectorOptions.LOOKUP_POLL_INTERVAL;
+import static io.skade.table.SkadeConnectorOptions.LOOKUP_ROW_CACHE_MAX_ROWS;
+import static io.skade.table.SkadeConnectorOptions.LOOKUP_SNAPSHOT_ID;
 import static io.skade.table.SkadeConnectorOptions.SCAN_BOUNDED;
 import static io.skade.table.SkadeConnectorOptions.SCAN_CONSUMER_ID;
 import static io.skade.table.SkadeConnectorOptions.SCAN_END_SNAPSHOT_ID;
@@ -35,6 +40,9 @@ import org.apache.flink.configuration.ReadableConfig;
 import org.apache.flink.table.api.ValidationException;
 import org.apache.flink.table.catalog.ResolvedSchema;
 import org.apache.flink.table.connector.sink.DynamicTableSink;
+import org.apache.flink.table.connector.source.lookup.LookupOptions;
+import org.apache.flink.table.connector.source.lookup.cache.DefaultLookupCache;
+import org.apache.flink.table.connector.source.lookup.cache.LookupCache;
 import org.apache.flink.table.connector.source.DynamicTableSource;
 import org.apache.flink.table.factories.DynamicTableSinkFactory;
 import org.apache.flink.table.factories.DynamicTableSourceFactory;
@@ -86,7 +94,12 @@ public final class SkadeDynamicTableFactory
     options.addAll(List.of(SCAN_STARTUP_MODE, SCAN_STARTUP_SNAPSHOT_ID,
         SCAN_STARTUP_TIMESTAMP_MILLIS, SCAN_STARTUP_COMMIT_SEQ, SCAN_BOUNDED,
         SCAN_END_SNAPSHOT_ID, SCAN_POLL_INTERVAL, SCAN_CONSUMER_ID, CHANGELOG_MODE,
-        CHANGELOG_BEFORE_IMAGE, SINK_PARALLELISM));
+        CHANGELOG_BEFORE_IMAGE, SINK_PARALLELISM, LOOKUP_ASYNC, LOOKUP_ASYNC_THREADS,
+        LOOKUP_SNAPSHOT_ID, LOOKUP_POLL_INTERVAL, LOOKUP_ROW_CACHE_MAX_ROWS,
+        LookupOptions.CACHE_TYPE, LookupOptions.MAX_RETRIES,
+        LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_ACCESS,
+        LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_WRITE, LookupOptions.PARTIAL_CACHE_MAX_ROWS,
+        LookupOptions.PARTIAL_CACHE_CACHE_MISSING_KEY));
     return options;
   }
 
@@ -107,7 +120,8 @@ public final class SkadeDynamicTableFactory
       schema = table.schema();
     }
     SkadeTableSource.Scan scan = scan(options, resolved, batch, physical);
-    return new SkadeTableSource(scan, schema, physical.toPhysicalRowDataType());
+    return new SkadeTableSource(scan, lookup(options), schema,
+        physical.toPhysicalRowDataType());
   }
 
   @Override
@@ -229,6 +243,40 @@ public final class SkadeDynamicTableFactory
         options.get(SCAN_BOUNDED), options.getOptional(SCAN_END_SNAPSHOT_ID).orElse(null),
         changelogMode, beforeImage, poll, options.getOptional(SCAN_CONSUMER_ID).orElse(null),
         batch);
+  }
+
+  private static SkadeTableSource.Lookup lookup(ReadableConfig options) {
+    LookupOptions.LookupCacheType cacheType = options.get(LookupOptions.CACHE_TYPE);
+    SkadeLookup.Caching caching = switch (cacheType) {
+      case NONE -> SkadeLookup.Caching.SNAPSHOT_ROWS;
+      case PARTIAL -> SkadeLookup.Caching.NONE; // Flink's row cache in front
+      case FULL -> SkadeLookup.Caching.FULL;
+    };
+    LookupCache flinkCache = null;
+    if (cacheType == LookupOptions.LookupCacheType.PARTIAL) {
+      try {
+        flinkCache = DefaultLookupCache.fromConfig(options);
+      } catch (IllegalArgumentException e) {
+        throw new ValidationException("option '" + LookupOptions.CACHE_TYPE.key() + "' = "
+            + "'PARTIAL' needs a bound: set '" + LookupOptions.PARTIAL_CACHE_MAX_ROWS.key()
+            + "', '" + LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_WRITE.key() + "' or '"
+            + LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_ACCESS.key() + "'", e);
+      }
+    }
+    int threads = options.get(LOOKUP_ASYNC_THREADS);
+    int retries = options.get(LookupOptions.MAX_RETRIES);
+    long rows = options.get(LOOKUP_ROW_CACHE_MAX_ROWS);
+    Duration poll = options.get(LOOKUP_POLL_INTERVAL);
+    if (threads <= 0 || retries < 0 || rows < 0 || poll.isNegative() || poll.isZero()) {
+      throw new ValidationException("lookup options out of range: '"
+          + LOOKUP_ASYNC_THREADS.key() + "' = " + threads + " (must be positive), '"
+          + LookupOptions.MAX_RETRIES.key() + "' = " + retries + " (0 or more), '"
+          + LOOKUP_ROW_CACHE_MAX_ROWS.key() + "' = " + rows + " (0 or more), '"
+          + LOOKUP_POLL_INTERVAL.key() + "' = " + poll + " (positive)");
+    }
+    return new SkadeTableSource.Lookup(options.get(LOOKUP_ASYNC), threads,
+        options.getOptional(LOOKUP_SNAPSHOT_ID).orElse(null), poll, retries, caching, rows,
+        flinkCache);
   }
 
   private static <T> T parse(ConfigOption<String> option, String text, Function<String, T> parser) {

@@ -17,7 +17,14 @@ import java.util.Set;
 import java.util.stream.Collectors;
 import org.apache.flink.table.api.DataTypes;
 import org.apache.flink.table.connector.ChangelogMode;
+import org.apache.flink.table.api.ValidationException;
 import org.apache.flink.table.connector.source.DynamicTableSource;
+import org.apache.flink.table.connector.source.LookupTableSource;
+import org.apache.flink.table.connector.source.lookup.AsyncLookupFunctionProvider;
+import org.apache.flink.table.connector.source.lookup.LookupFunctionProvider;
+import org.apache.flink.table.connector.source.lookup.PartialCachingAsyncLookupProvider;
+import org.apache.flink.table.connector.source.lookup.PartialCachingLookupProvider;
+import org.apache.flink.table.connector.source.lookup.cache.LookupCache;
 import org.apache.flink.table.connector.source.ScanTableSource;
 import org.apache.flink.table.connector.source.SourceProvider;
 import org.apache.flink.table.connector.source.abilities.SupportsFilterPushDown;
@@ -39,8 +46,8 @@ import org.apache.iceberg.expressions.Expressions;
  * the planner needs no ChangelogNormalize for; upsert rows with key-only deletes in {@code
  * key-only} mode; inserts only in batch mode, where it reads the rows of one snapshot.
  */
-final class SkadeTableSource implements ScanTableSource, SupportsProjectionPushDown,
-    SupportsFilterPushDown, SupportsReadingMetadata {
+final class SkadeTableSource implements ScanTableSource, LookupTableSource,
+    SupportsProjectionPushDown, SupportsFilterPushDown, SupportsReadingMetadata {
 
   /** What to read and from where, as the table's options say. */
   record Scan(Map<String, String> catalogProperties, TableIdentifier table,
@@ -53,7 +60,13 @@ final class SkadeTableSource implements ScanTableSource, SupportsProjectionPushD
     }
   }
 
+  /** How lookup joins probe the table, as the table's options say. */
+  record Lookup(boolean async, int asyncThreads, Long snapshotId, Duration pollInterval,
+      int maxRetries, SkadeLookup.Caching caching, long rowCacheMaxRows,
+      LookupCache flinkCache) {}
+
   private final Scan scan;
+  private final Lookup lookup;
   /** The table's schema when the job was planned. */
   private final Schema tableSchema;
   /** The DDL's physical columns. */
@@ -63,15 +76,16 @@ final class SkadeTableSource implements ScanTableSource, SupportsProjectionPushD
   private DataType producedDataType;
   private Expression filter = Expressions.alwaysTrue();
 
-  SkadeTableSource(Scan scan, Schema tableSchema, DataType physicalRowType) {
+  SkadeTableSource(Scan scan, Lookup lookup, Schema tableSchema, DataType physicalRowType) {
     this.scan = scan;
+    this.lookup = lookup;
     this.tableSchema = tableSchema;
     this.physicalRowType = physicalRowType;
     this.producedDataType = physicalRowType;
   }
 
   private SkadeTableSource(SkadeTableSource other) {
-    this(other.scan, other.tableSchema, other.physicalRowType);
+    this(other.scan, other.lookup, other.tableSchema, other.physicalRowType);
     this.projection = other.projection;
     this.metadataKeys = other.metadataKeys;
     this.producedDataType = other.producedDataType;
@@ -133,6 +147,40 @@ final class SkadeTableSource implements ScanTableSource, SupportsProjectionPushD
         .deserializer(new SqlChangeDeserializer(type, positions, metadata, scan.upsert()))
         .build();
     return SourceProvider.of(source);
+  }
+
+  @Override
+  public LookupRuntimeProvider getLookupRuntimeProvider(LookupContext context) {
+    if (!metadataKeys.isEmpty()) {
+      throw new ValidationException("skade table " + scan.table() + ": metadata columns "
+          + metadataKeys + " describe changes and have no value in a lookup join; leave them"
+          + " out of the query");
+    }
+    RowType produced = (RowType) producedDataType.getLogicalType();
+    List<String> keyColumns = new ArrayList<>();
+    List<RowType.RowField> keyFields = new ArrayList<>();
+    for (int[] path : context.getKeys()) {
+      if (path.length != 1) {
+        throw new ValidationException("skade table " + scan.table() + ": lookup keys must be"
+            + " top-level columns, not nested fields");
+      }
+      keyFields.add(produced.getFields().get(path[0]));
+      keyColumns.add(icebergName(produced.getFieldNames().get(path[0])));
+    }
+    List<String> output = produced.getFieldNames().stream().map(this::icebergName).toList();
+    SkadeLookup.Settings settings = new SkadeLookup.Settings(scan.catalogProperties(),
+        scan.table().toString(), keyColumns, output, lookup.snapshotId(), lookup.pollInterval(),
+        lookup.maxRetries(), lookup.caching(), lookup.rowCacheMaxRows());
+    SkadeLookup probes = new SkadeLookup(settings, new RowType(keyFields), produced);
+    if (lookup.async()) {
+      SkadeAsyncLookupFunction function = new SkadeAsyncLookupFunction(probes,
+          lookup.asyncThreads());
+      return lookup.flinkCache() == null ? AsyncLookupFunctionProvider.of(function)
+          : PartialCachingAsyncLookupProvider.of(function, lookup.flinkCache());
+    }
+    SkadeLookupFunction function = new SkadeLookupFunction(probes);
+    return lookup.flinkCache() == null ? LookupFunctionProvider.of(function)
+        : PartialCachingLookupProvider.of(function, lookup.flinkCache());
   }
 
   /** The table's name of a DDL column (names match regardless of case). */

@@ -1,0 +1,59 @@
+package io.skade.table;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.Collection;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.functions.AsyncLookupFunction;
+import org.apache.flink.table.functions.FunctionContext;
+
+/**
+ * The asynchronous lookup function of a skade table ({@code lookup.async}): probes run on a pool
+ * of its own threads, so one task keeps several probes in flight (Flink bounds how many with
+ * {@code table.exec.async-lookup.buffer-capacity}).
+ */
+public final class SkadeAsyncLookupFunction extends AsyncLookupFunction {
+  private static final long serialVersionUID = 1L;
+  private final SkadeLookup lookup;
+  private final int threads;
+  private transient ExecutorService pool;
+
+  SkadeAsyncLookupFunction(SkadeLookup lookup, int threads) {
+    this.lookup = lookup;
+    this.threads = threads;
+  }
+
+  @Override
+  public void open(FunctionContext context) {
+    lookup.open(context.getMetricGroup());
+    AtomicInteger count = new AtomicInteger();
+    pool = Executors.newFixedThreadPool(threads, runnable -> {
+      Thread thread = new Thread(runnable, "skade-lookup-" + count.incrementAndGet());
+      thread.setDaemon(true);
+      return thread;
+    });
+  }
+
+  @Override
+  public CompletableFuture<Collection<RowData>> asyncLookup(RowData keyRow) {
+    return CompletableFuture.supplyAsync(() -> {
+      try {
+        return lookup.lookup(keyRow);
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    }, pool);
+  }
+
+  @Override
+  public void close() {
+    if (pool != null) {
+      pool.shutdownNow();
+    }
+    lookup.close();
+  }
+}

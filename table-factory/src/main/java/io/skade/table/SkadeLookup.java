@@ -1,0 +1,287 @@
+package io.skade.table;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import io.skade.catalog.SharedCatalogs;
+import io.skade.changelog.ChangeRow;
+import io.skade.changelog.ChangelogOptions;
+import io.skade.changelog.ChangelogReader;
+import io.skade.lookup.LatestTable;
+import io.skade.lookup.LookupCaches;
+import io.skade.lookup.LookupStats;
+import io.skade.lookup.PointLookup;
+import java.io.IOException;
+import java.io.Serializable;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.flink.metrics.Histogram;
+import org.apache.flink.metrics.MetricGroup;
+import org.apache.flink.runtime.metrics.DescriptiveStatisticsHistogram;
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.types.logical.RowType;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.StructLike;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.IcebergGenerics;
+import org.apache.iceberg.data.InternalRecordWrapper;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.flink.RowDataWrapper;
+import org.apache.iceberg.flink.data.StructRowData;
+import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.types.Types;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What skade's lookup functions share: the table kept at its latest commit (or a pinned
+ * snapshot), {@link PointLookup} probes with retries, skade's own row cache keyed by snapshot
+ * and key (never stale: a new snapshot misses it), or a full cache of the snapshot's rows kept
+ * current by applying each new snapshot's changelog, and the per-probe metrics.
+ */
+final class SkadeLookup implements Serializable {
+  private static final long serialVersionUID = 1L;
+  private static final Logger LOG = LoggerFactory.getLogger(SkadeLookup.class);
+
+  /** How lookups are served. */
+  enum Caching {
+    /** skade's row cache (keyed by snapshot and key) in front of probes; the default. */
+    SNAPSHOT_ROWS,
+    /** Every probe reads the files (Flink's own PARTIAL cache may sit in front). */
+    NONE,
+    /** The snapshot's rows in memory, kept current by applying each new snapshot's changes. */
+    FULL
+  }
+
+  /** The settings of one lookup table. */
+  record Settings(Map<String, String> catalogProperties, String table,
+      List<String> keyColumns, List<String> outputColumns, Long snapshotId,
+      Duration pollInterval, int maxRetries, Caching caching, long rowCacheMaxRows)
+      implements Serializable {}
+
+  private final Settings settings;
+  private final RowType keyType;
+  private final RowType outputType;
+
+  private transient SharedCatalogs.Handle catalog;
+  private transient LookupCaches.Handle caches;
+  private transient LatestTable latest;
+  private transient PointLookup.Counters counters;
+  private transient PointLookup lookup; // for the table version in lookupTable
+  private transient Table lookupTable;
+  private transient Cache<List<Object>, List<RowData>> rowCache;
+  private transient FullCache full;
+  private transient Histogram latency;
+
+  SkadeLookup(Settings settings, RowType keyType, RowType outputType) {
+    this.settings = settings;
+    this.keyType = keyType;
+    this.outputType = outputType;
+  }
+
+  void open(MetricGroup metrics) {
+    catalog = SharedCatalogs.acquireOrFollow(settings.catalogProperties());
+    caches = LookupCaches.acquire();
+    latest = new LatestTable(catalog.catalog(), TableIdentifier.parse(settings.table()),
+        settings.pollInterval());
+    counters = new PointLookup.Counters();
+    if (settings.caching() == Caching.SNAPSHOT_ROWS && settings.rowCacheMaxRows() > 0) {
+      rowCache = Caffeine.newBuilder().maximumSize(settings.rowCacheMaxRows()).build();
+    }
+    current(); // fails here, at open, on a bad key or snapshot
+    if (metrics != null) {
+      MetricGroup group = metrics.addGroup("skade");
+      group.gauge("lookupProbes", () -> counters.stats().probes());
+      group.gauge("lookupBytesRead", () -> counters.stats().bytesRead());
+      group.gauge("lookupReadCalls", () -> counters.stats().readCalls());
+      group.gauge("lookupFileOpens", () -> counters.stats().fileOpens());
+      group.gauge("lookupRowsDecoded", () -> counters.stats().rowsDecoded());
+      latency = group.histogram("lookupLatencyMicros", new DescriptiveStatisticsHistogram(1024));
+    }
+  }
+
+  /** What the probes of this function cost so far. */
+  LookupStats stats() {
+    return counters.stats();
+  }
+
+  /** The rows joined to {@code keyRow}, retried up to the configured number of times. */
+  Collection<RowData> lookup(RowData keyRow) throws IOException {
+    long start = System.nanoTime();
+    for (int attempt = 0; ; attempt++) {
+      try {
+        Collection<RowData> rows = attempt(keyRow);
+        if (latency != null) {
+          latency.update((System.nanoTime() - start) / 1000);
+        }
+        return rows;
+      } catch (RuntimeException e) {
+        if (attempt >= settings.maxRetries()) {
+          throw new IOException("skade lookup on " + settings.table() + " failed after "
+              + (attempt + 1) + " attempt(s) for key " + keyRow, e);
+        }
+        LOG.warn("skade lookup on {} failed (attempt {} of {}), retrying", settings.table(),
+            attempt + 1, settings.maxRetries() + 1, e);
+        try {
+          Thread.sleep(Math.min(1000L * (attempt + 1), 5000L));
+        } catch (InterruptedException interrupted) {
+          Thread.currentThread().interrupt();
+          throw new IOException("interrupted while retrying a skade lookup", interrupted);
+        }
+      }
+    }
+  }
+
+  private Collection<RowData> attempt(RowData keyRow) {
+    PointLookup probe = current();
+    List<Object> key = keyValues(keyRow, probe);
+    if (key.contains(null)) {
+      return List.of(); // NULL never equals anything
+    }
+    if (settings.caching() == Caching.FULL) {
+      return full.rows(lookupTable, key);
+    }
+    Long snapshot = settings.snapshotId() != null ? settings.snapshotId()
+        : lookupTable.currentSnapshot() == null ? null
+            : lookupTable.currentSnapshot().snapshotId();
+    if (rowCache == null || snapshot == null) {
+      return toRows(probe.lookup(snapshot, key));
+    }
+    List<Object> cacheKey = new ArrayList<>(key.size() + 1);
+    cacheKey.add(snapshot);
+    cacheKey.addAll(key);
+    return rowCache.get(cacheKey, k -> toRows(probe.lookup(snapshot, key)));
+  }
+
+  /** The lookup for the latest table version (or the pinned snapshot's table). */
+  private synchronized PointLookup current() {
+    Table table = latest.table();
+    if (table != lookupTable) {
+      lookup = new PointLookup(table, settings.keyColumns(), caches.caches(), counters);
+      if (settings.caching() == Caching.FULL) {
+        full = full == null ? new FullCache(table) : full.advance(table);
+      }
+      lookupTable = table;
+    }
+    return lookup;
+  }
+
+  private List<Object> keyValues(RowData keyRow, PointLookup probe) {
+    Types.StructType struct = Types.StructType.of(probe.keyColumns());
+    StructLike key = new RowDataWrapper(keyType, struct).wrap(keyRow);
+    List<Object> values = new ArrayList<>(struct.fields().size());
+    for (int i = 0; i < struct.fields().size(); i++) {
+      values.add(key.get(i, Object.class));
+    }
+    return values;
+  }
+
+  private List<RowData> toRows(List<Record> records) {
+    if (records.isEmpty()) {
+      return List.of();
+    }
+    Schema output = lookupTable.schema().select(settings.outputColumns());
+    List<RowData> rows = new ArrayList<>(records.size());
+    for (Record record : records) {
+      GenericRecord projected = GenericRecord.create(output);
+      for (Types.NestedField field : output.columns()) {
+        projected.setField(field.name(), record.getField(field.name()));
+      }
+      rows.add(new StructRowData(output.asStruct()).setStruct(projected));
+    }
+    return rows;
+  }
+
+  void close() {
+    if (caches != null) {
+      caches.close();
+    }
+    if (catalog != null) {
+      catalog.close();
+    }
+  }
+
+  /**
+   * Every row of the snapshot, by key, kept current: a new snapshot's changes (the changelog of
+   * the window since the last one) are applied instead of reloading the table.
+   */
+  private final class FullCache {
+    private final Map<List<Object>, List<Record>> rows = new HashMap<>();
+    private Long snapshot;
+
+    FullCache(Table table) {
+      Snapshot at = pinnedOrCurrent(table);
+      snapshot = at == null ? null : at.snapshotId();
+      if (snapshot != null) {
+        try (CloseableIterable<Record> all =
+            IcebergGenerics.read(table).useSnapshot(snapshot).build()) {
+          for (Record row : all) {
+            add(table.schema(), row);
+          }
+        } catch (IOException e) {
+          throw new java.io.UncheckedIOException(e);
+        }
+      }
+    }
+
+    synchronized FullCache advance(Table table) {
+      Snapshot at = pinnedOrCurrent(table);
+      if (at == null || (snapshot != null && at.snapshotId() == snapshot)) {
+        return this;
+      }
+      ChangelogReader changes = new ChangelogReader(table, ChangelogOptions.defaults());
+      for (ChangeRow change : changes.read(snapshot, at.snapshotId())) {
+        if (change.type().removes()) {
+          remove(table.schema(), change.row());
+        } else {
+          add(table.schema(), change.row());
+        }
+      }
+      snapshot = at.snapshotId();
+      return this;
+    }
+
+    private Snapshot pinnedOrCurrent(Table table) {
+      return settings.snapshotId() != null ? table.snapshot(settings.snapshotId())
+          : table.currentSnapshot();
+    }
+
+    private List<Object> key(Schema schema, Record row) {
+      InternalRecordWrapper internal = new InternalRecordWrapper(schema.asStruct()).wrap(row);
+      List<Object> key = new ArrayList<>();
+      for (String column : settings.keyColumns()) {
+        Types.NestedField field = schema.caseInsensitiveFindField(column);
+        Object value = internal.get(schema.columns().indexOf(field), Object.class);
+        key.add(value instanceof CharSequence chars ? chars.toString() : value);
+      }
+      return key;
+    }
+
+    private void add(Schema schema, Record row) {
+      rows.computeIfAbsent(key(schema, row), k -> new ArrayList<>(1)).add(row.copy());
+    }
+
+    private void remove(Schema schema, Record row) {
+      List<Object> key = key(schema, row);
+      List<Record> same = rows.get(key);
+      if (same != null) {
+        same.removeIf(existing -> existing.equals(row));
+        if (same.isEmpty()) {
+          rows.remove(key);
+        }
+      }
+    }
+
+    synchronized List<RowData> rows(Table table, List<Object> key) {
+      List<Object> normalized = key.stream()
+          .map(v -> v instanceof CharSequence chars ? (Object) chars.toString() : v).toList();
+      return toRows(rows.getOrDefault(normalized, List.of()));
+    }
+  }
+}

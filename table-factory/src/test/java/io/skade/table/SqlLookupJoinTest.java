@@ -1,0 +1,92 @@
+package io.skade.table;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.apache.flink.table.api.TableEnvironment;
+import org.apache.flink.table.api.TableResult;
+import org.apache.flink.types.Row;
+import org.apache.flink.util.CloseableIterator;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** Flink SQL lookup joins against a skade table that changes while the join runs. */
+class SqlLookupJoinTest extends SqlTestBase {
+  private static final String CUSTOMERS =
+      "id BIGINT, name STRING, city STRING, PRIMARY KEY (id) NOT ENFORCED";
+  private static final String ORDERS = "order_id BIGINT, customer_id BIGINT,"
+      + " PRIMARY KEY (order_id) NOT ENFORCED";
+
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"sync", "async", "full-cache"})
+  @Timeout(240)
+  void aLookupJoinSeesEachDimensionCommitFromTheNextProbeOn(String mode) throws Exception {
+    TableEnvironment writer = batch();
+    declare(writer, "customers", CUSTOMERS);
+    declare(writer, "orders", ORDERS);
+    run(writer, "INSERT INTO customers VALUES (1, 'ada', 'oslo'), (2, 'bo', 'bergen')");
+    run(writer, "INSERT INTO orders VALUES (0, 1)"); // before the stream's start: not joined
+
+    TableEnvironment join = streaming();
+    String[] lookupOptions = switch (mode) {
+      case "async" -> new String[] {"lookup.async", "true"};
+      case "full-cache" -> new String[] {"lookup.cache", "FULL"};
+      default -> new String[0];
+    };
+    declare(join, "customers", CUSTOMERS, lookupOptions);
+    join.executeSql("CREATE TABLE orders (" + ORDERS + ", proc_time AS PROCTIME()) WITH ("
+        + "'connector' = 'skade', 'warehouse' = '" + warehouse + "',"
+        + " 'scan.startup.mode' = 'from-commit-seq', 'scan.startup.commit-seq' = '"
+        + catalog.catalog().commitSeq() + "')"); // the orders committed from here on
+    TableResult result = join.executeSql("SELECT o.order_id, o.customer_id, c.name, c.city"
+        + " FROM orders AS o LEFT JOIN customers FOR SYSTEM_TIME AS OF o.proc_time AS c"
+        + " ON o.customer_id = c.id");
+    List<Row> joined = Collections.synchronizedList(new ArrayList<>());
+    Thread collector = new Thread(() -> {
+      try (CloseableIterator<Row> it = result.collect()) {
+        it.forEachRemaining(joined::add);
+      } catch (Exception e) {
+        // cancelled at the end of the test
+      }
+    });
+    collector.start();
+    try {
+      run(writer, "INSERT INTO orders VALUES (1, 1), (2, 9)");
+      waitFor(() -> joined.size() >= 2);
+
+      run(writer, "INSERT INTO customers VALUES (1, 'ada', 'tromso'), (9, 'nine', 'bodo')");
+      run(writer, "DELETE FROM customers WHERE id = 2");
+      run(writer, "INSERT INTO orders VALUES (3, 1), (4, 9), (5, 2)");
+      waitFor(() -> joined.size() >= 5);
+    } finally {
+      result.getJobClient().orElseThrow().cancel().get(30, TimeUnit.SECONDS);
+      collector.join(30_000);
+    }
+
+    assertThat(joined.stream().map(Row::toString).sorted()).containsExactly(
+        "+I[1, 1, ada, oslo]",
+        "+I[2, 9, null, null]",
+        "+I[3, 1, ada, tromso]", // the upsert, committed before this order
+        "+I[4, 9, nine, bodo]", // a new key
+        "+I[5, 2, null, null]"); // a deleted key
+  }
+
+  private static void waitFor(Check check) throws Exception {
+    long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
+    while (!check.holds()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("timed out waiting");
+      }
+      Thread.sleep(50);
+    }
+  }
+
+  private interface Check {
+    boolean holds() throws Exception;
+  }
+}
