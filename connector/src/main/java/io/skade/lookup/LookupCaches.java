@@ -30,12 +30,16 @@ public final class LookupCaches {
   public static final long DEFAULT_MAX_BYTES = 256L << 20;
   private static final long TASK_BYTES = 2048;
   private static final long KEY_BYTES = 96;
+  /** Data files held open at once. */
+  private static final int OPEN_FILES = 1024;
 
   private static final Object LOCK = new Object();
   private static LookupCaches shared; // guarded by LOCK
   private static int users; // guarded by LOCK
 
   private final Cache<String, Sized> cache;
+  /** Data files held open for probes, by path; closed when evicted. */
+  private final Cache<String, java.util.Optional<ProbeFile>> files;
 
   private record Sized(Object value, long bytes) {}
 
@@ -44,6 +48,28 @@ public final class LookupCaches {
         .maximumWeight(maxBytes)
         .weigher((String key, Sized value) -> (int) Math.min(Integer.MAX_VALUE, value.bytes()))
         .build();
+    this.files = Caffeine.newBuilder()
+        .maximumSize(OPEN_FILES)
+        .<String, java.util.Optional<ProbeFile>>removalListener((path, file, cause) -> {
+          if (file != null && file.isPresent()) {
+            try {
+              file.get().close();
+            } catch (java.io.IOException e) {
+              // a read-only file: nothing to lose
+            }
+          }
+        })
+        .build();
+  }
+
+  /**
+   * The data file at {@code path}, opened for probes once and kept open (its footer parsed, its
+   * stream held), or empty when it cannot be probed directly and goes through Iceberg's reader.
+   */
+  java.util.Optional<ProbeFile> probeFile(FileIO io, org.apache.iceberg.DataFile file,
+      io.skade.changelog.DataFileRows.ReadListener listener) {
+    return files.get(file.location(), path -> java.util.Optional.ofNullable(
+        ProbeFile.open(io.newInputFile(path, file.fileSizeInBytes()), listener)));
   }
 
   /** One hold on the JVM's shared caches; close it when done. */
@@ -65,6 +91,8 @@ public final class LookupCaches {
         synchronized (LOCK) {
           if (--users == 0) {
             shared.cache.invalidateAll();
+            shared.files.invalidateAll();
+            shared.files.cleanUp();
             shared = null;
           }
         }

@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.concurrent.atomic.LongAdder;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileContent;
+import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.PartitionSpec;
@@ -18,6 +19,8 @@ import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.StructLike;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.TableProperties;
+import org.apache.iceberg.data.IdentityPartitionConverters;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.InternalRecordWrapper;
 import org.apache.iceberg.data.Record;
@@ -32,6 +35,7 @@ import org.apache.iceberg.types.Comparators;
 import org.apache.iceberg.types.Type;
 import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.types.Types;
+import org.apache.iceberg.util.PartitionUtil;
 import org.apache.iceberg.util.StructLikeSet;
 import org.apache.iceberg.util.StructProjection;
 
@@ -185,6 +189,13 @@ public final class PointLookup {
 
   private void read(FileScanTask task, Expression filter, List<?> keyValues,
       InternalRecordWrapper internal, List<Record> found) {
+    java.util.Optional<ProbeFile> probe = task.file().format() == FileFormat.PARQUET
+        && table.properties().get(TableProperties.DEFAULT_NAME_MAPPING) == null
+        ? caches.probeFile(table.io(), task.file(), counters) : java.util.Optional.empty();
+    if (probe.isPresent() && probe.get().canRead(schema)) {
+      readPages(probe.get(), task, filter, keyValues, found);
+      return;
+    }
     Deletes deletes = null;
     try (CloseableIterable<Record> rows =
         DataFileRows.read(table, task, readSchema, filter, counters)) {
@@ -197,12 +208,42 @@ public final class PointLookup {
         if (deletes == null) {
           deletes = new Deletes(task);
         }
-        if (!deletes.deleted(row, values)) {
+        long position = (Long) row.getField(MetadataColumns.ROW_POSITION.name());
+        if (!deletes.deleted(position, values)) {
           found.add(tableRow(row));
         }
       }
     } catch (IOException e) {
       throw new UncheckedIOException("reading " + task.file().location(), e);
+    }
+  }
+
+  /** Reads only the pages of {@code file} that can hold the key. */
+  private void readPages(ProbeFile file, FileScanTask task, Expression filter, List<?> keyValues,
+      List<Record> found) {
+    List<Long> positions = new ArrayList<>();
+    List<Record> rows;
+    try {
+      rows = file.candidates(schema, filter, ProbeFile.pagePredicate(key, keyValues, file),
+          PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant),
+          positions, counters);
+    } catch (IOException e) {
+      throw new UncheckedIOException("reading " + task.file().location(), e);
+    }
+    counters.rowsDecoded.add(rows.size());
+    InternalRecordWrapper internal = new InternalRecordWrapper(schema.asStruct());
+    Deletes deletes = null;
+    for (int i = 0; i < rows.size(); i++) {
+      StructLike values = internal.wrap(rows.get(i));
+      if (!matches(values, keyValues)) {
+        continue;
+      }
+      if (deletes == null) {
+        deletes = new Deletes(task);
+      }
+      if (!deletes.deleted(positions.get(i), values)) {
+        found.add(rows.get(i));
+      }
     }
   }
 
@@ -235,7 +276,7 @@ public final class PointLookup {
       this.task = task;
     }
 
-    boolean deleted(Record row, StructLike values) {
+    boolean deleted(long position, StructLike values) {
       if (positions == null) {
         List<DeleteFile> positionFiles = new ArrayList<>();
         equality = new ArrayList<>();
@@ -245,15 +286,14 @@ public final class PointLookup {
         positions = positionFiles.isEmpty() ? PositionDeleteIndex.empty()
             : caches.positionDeletes(table.io(), positionFiles, task.file().location());
       }
-      long position = (Long) row.getField(MetadataColumns.ROW_POSITION.name());
       if (positions.isDeleted(position)) {
         return true;
       }
       for (DeleteFile file : equality) {
         StructLikeSet keys = caches.equalityDeletes(table.io(), file, schema);
-        Schema deleteSchema = TypeUtil.select(readSchema,
+        Schema deleteSchema = TypeUtil.select(schema,
             new java.util.HashSet<>(file.equalityFieldIds()));
-        if (keys.contains(StructProjection.create(readSchema, deleteSchema).wrap(values))) {
+        if (keys.contains(StructProjection.create(schema, deleteSchema).wrap(values))) {
           return true;
         }
       }
