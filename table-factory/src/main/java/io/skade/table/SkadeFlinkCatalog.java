@@ -14,7 +14,10 @@ import org.apache.flink.table.catalog.exceptions.DatabaseAlreadyExistException;
 import org.apache.flink.table.catalog.exceptions.TableAlreadyExistException;
 import org.apache.flink.table.catalog.exceptions.TableNotExistException;
 import org.apache.flink.table.factories.Factory;
+import org.apache.iceberg.ReplaceSortOrder;
+import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.flink.FlinkCatalog;
 
 /**
@@ -72,7 +75,10 @@ final class SkadeFlinkCatalog extends FlinkCatalog {
     return table.copy(options);
   }
 
-  /** Creates the table as a skade sink would: format v2, bloom filters on the key columns. */
+  /**
+   * Creates the table as a skade sink would: format v2, bloom filters on the key columns, sorted
+   * by the key.
+   */
   @Override
   public void createTable(ObjectPath tablePath, CatalogBaseTable table, boolean ignoreIfExists)
       throws CatalogException, TableAlreadyExistException {
@@ -84,6 +90,16 @@ final class SkadeFlinkCatalog extends FlinkCatalog {
       options.remove("connector"); // the catalog's tables are skade's
       table = resolved.copy(options);
     }
+    TableIdentifier id = TableIdentifier.of(Namespace.of(tablePath.getDatabaseName()),
+        tablePath.getObjectName());
+    boolean existed = catalog().tableExists(id);
     super.createTable(tablePath, table, ignoreIfExists);
+    Table created = catalog().loadTable(id);
+    if (!existed && !created.schema().identifierFieldIds().isEmpty()) {
+      ReplaceSortOrder replace = created.replaceSortOrder();
+      TableResolution.keyOrder(created.schema()).fields().forEach(field ->
+          replace.asc(created.schema().findColumnName(field.sourceId())));
+      replace.commit();
+    }
   }
 }

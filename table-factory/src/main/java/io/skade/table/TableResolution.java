@@ -18,6 +18,7 @@ import org.apache.flink.table.types.logical.LogicalTypeRoot;
 import org.apache.iceberg.PartitionField;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
+import org.apache.iceberg.SortOrder;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.catalog.Namespace;
@@ -66,8 +67,8 @@ final class TableResolution {
 
   /**
    * The table {@code id}, created from {@code schema} (physical columns, primary key) and the
-   * partition keys when missing: format v2, the key as identifier fields, Parquet bloom filters
-   * on the key columns.
+   * partition keys when missing: format v2, the key as identifier fields and sort order, Parquet
+   * bloom filters on the key columns.
    */
   static Table loadOrCreate(SkadeCatalog catalog, TableIdentifier id, ResolvedSchema schema,
       List<String> partitionKeys) {
@@ -86,10 +87,18 @@ final class TableResolution {
     }
     try {
       return catalog.buildTable(id, icebergSchema).withPartitionSpec(spec.build())
+          .withSortOrder(keyOrder(icebergSchema))
           .withProperties(newTableProperties(icebergSchema.identifierFieldNames())).create();
     } catch (AlreadyExistsException e) {
       return catalog.loadTable(id);
     }
+  }
+
+  /** Ascending by the identifier fields (unsorted without them): files sorted by key. */
+  static SortOrder keyOrder(Schema schema) {
+    SortOrder.Builder order = SortOrder.builderFor(schema);
+    schema.identifierFieldNames().stream().sorted().forEach(order::asc);
+    return order.build();
   }
 
   /** The properties skade gives a new table: format v2, bloom filters on the key columns. */
