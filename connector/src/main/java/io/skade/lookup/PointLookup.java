@@ -52,6 +52,18 @@ import org.apache.iceberg.util.StructProjection;
  * what it keeps between probes lives in {@link LookupCaches}.
  */
 public final class PointLookup {
+  /**
+   * Table properties that make data files cheap to probe: pages of at most 250 rows (the
+   * unit a probe reads and decodes per column), dictionaries of at most 32 KB (a column whose
+   * values do not fit is stored plain, so a probe does not read a large dictionary) and bloom
+   * filters of at most 64 KB (Parquet sizes a filter to its maximum; the default 1 MB would be
+   * read and kept per row group). Tables skade creates with a primary key get them.
+   */
+  public static final Map<String, String> LOOKUP_FILE_PROPERTIES = Map.of(
+      TableProperties.PARQUET_PAGE_ROW_LIMIT, "250",
+      TableProperties.PARQUET_DICT_SIZE_BYTES, "32768",
+      TableProperties.PARQUET_BLOOM_FILTER_MAX_BYTES, "65536");
+
   private final Table table;
   private final Schema schema;
   private final Schema readSchema;
@@ -227,23 +239,20 @@ public final class PointLookup {
     List<Record> rows;
     try {
       rows = file.candidates(schema, filter, ProbeFile.pagePredicate(key, keyValues, file),
+          new ProbeFile.Key(keyPositions, keyValues, keyComparators),
           PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant),
           positions, counters);
     } catch (IOException e) {
       throw new UncheckedIOException("reading " + task.file().location(), e);
     }
-    counters.rowsDecoded.add(rows.size());
+    counters.rowsDecoded.add(file.decoded);
     InternalRecordWrapper internal = new InternalRecordWrapper(schema.asStruct());
     Deletes deletes = null;
     for (int i = 0; i < rows.size(); i++) {
-      StructLike values = internal.wrap(rows.get(i));
-      if (!matches(values, keyValues)) {
-        continue;
-      }
       if (deletes == null) {
         deletes = new Deletes(task);
       }
-      if (!deletes.deleted(positions.get(i), values)) {
+      if (!deletes.deleted(positions.get(i), internal.wrap(rows.get(i)))) {
         found.add(rows.get(i));
       }
     }

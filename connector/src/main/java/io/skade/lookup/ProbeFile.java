@@ -34,6 +34,7 @@ import org.apache.parquet.column.page.PageReadStore;
 import org.apache.parquet.filter2.compat.FilterCompat;
 import org.apache.parquet.filter2.predicate.FilterApi;
 import org.apache.parquet.filter2.predicate.FilterPredicate;
+import org.apache.parquet.hadoop.BloomFilterReader;
 import org.apache.parquet.hadoop.ParquetFileReader;
 import org.apache.parquet.hadoop.metadata.BlockMetaData;
 import org.apache.parquet.hadoop.metadata.ColumnPath;
@@ -65,6 +66,10 @@ final class ProbeFile implements Closeable {
   private final ParquetFileReader reader;
   private final MessageType fileSchema;
   private final long[] rowGroupStarts;
+  /** Rows of the pages the last {@link #candidates} call decoded (its key columns). */
+  long decoded;
+  /** Each row group's bloom filter reader, which keeps the filters it read. */
+  private final BloomFilterReader[] blooms;
   /** The file's column of each table field id. */
   private final Map<Integer, ColumnDescriptor> columns = new HashMap<>();
   private final Map<Integer, PrimitiveType> types = new HashMap<>();
@@ -75,6 +80,7 @@ final class ProbeFile implements Closeable {
     this.fileSchema = reader.getFooter().getFileMetaData().getSchema();
     List<BlockMetaData> blocks = reader.getRowGroups();
     this.rowGroupStarts = new long[blocks.size()];
+    this.blooms = new BloomFilterReader[blocks.size()];
     long start = 0;
     for (int i = 0; i < blocks.size(); i++) {
       rowGroupStarts[i] = start;
@@ -120,22 +126,26 @@ final class ProbeFile implements Closeable {
   }
 
   /**
-   * The rows of {@code schema} (plus their position in the file, in {@code positions}) that may
-   * hold the key: rows of the pages the key's row groups, bloom filters and page indexes do not
-   * rule out. {@code constants} give columns the file does not store (identity partitions).
+   * The rows of {@code schema} whose key columns hold the key (plus their position in the file,
+   * in {@code positions}), found in the pages that the row groups' statistics and bloom filters
+   * and the page indexes do not rule out. The key columns of those pages are decoded; the other
+   * columns only for matching rows. {@code constants} give columns the file does not store
+   * (identity partitions).
    */
   synchronized List<Record> candidates(Schema schema, Expression filter,
-      FilterPredicate pagePredicate, Map<Integer, ?> constants, List<Long> positions,
+      FilterPredicate pagePredicate, Key key, Map<Integer, ?> constants, List<Long> positions,
       DataFileRows.ReadListener io) throws IOException {
     file.listener = io;
+    decoded = 0;
     List<Record> rows = new ArrayList<>();
     ParquetMetricsRowGroupFilter stats = new ParquetMetricsRowGroupFilter(schema, filter, false);
-    ParquetBloomRowGroupFilter blooms = new ParquetBloomRowGroupFilter(schema, filter, false);
+    ParquetBloomRowGroupFilter bloomFilter =
+        new ParquetBloomRowGroupFilter(schema, filter, false);
     List<BlockMetaData> blocks = reader.getRowGroups();
     for (int i = 0; i < blocks.size(); i++) {
       BlockMetaData block = blocks.get(i);
       if (!stats.shouldRead(fileSchema, block)
-          || !blooms.shouldRead(fileSchema, block, reader.getBloomFilterDataReader(i))) {
+          || !bloomFilter.shouldRead(fileSchema, block, blooms(i))) {
         continue;
       }
       RowRanges ranges = pagePredicate == null ? RowRanges.createSingle(block.getRowCount())
@@ -145,10 +155,18 @@ final class ProbeFile implements Closeable {
         continue;
       }
       try (PageReadStore pages = reader.readFilteredRowGroup(i, ranges)) {
-        decode(schema, pages, ranges, rowGroupStarts[i], constants, rows, positions);
+        decoded += ranges.rowCount();
+        decode(schema, pages, ranges, rowGroupStarts[i], key, constants, rows, positions);
       }
     }
     return rows;
+  }
+
+  private BloomFilterReader blooms(int rowGroup) {
+    if (blooms[rowGroup] == null) {
+      blooms[rowGroup] = reader.getBloomFilterDataReader(rowGroup);
+    }
+    return blooms[rowGroup];
   }
 
   private Set<ColumnPath> paths() {
@@ -159,7 +177,10 @@ final class ProbeFile implements Closeable {
     return paths;
   }
 
-  private void decode(Schema schema, PageReadStore pages, RowRanges ranges, long start,
+  /** A probe's key: the table positions of its columns, its internal values, their order. */
+  record Key(int[] positions, List<?> values, List<java.util.Comparator<Object>> comparators) {}
+
+  private void decode(Schema schema, PageReadStore pages, RowRanges ranges, long start, Key key,
       Map<Integer, ?> constants, List<Record> rows, List<Long> positions) {
     int count = (int) ranges.rowCount();
     List<Types.NestedField> fields = schema.columns();
@@ -186,36 +207,74 @@ final class ProbeFile implements Closeable {
     };
     ColumnReadStoreImpl store = new ColumnReadStoreImpl(pages, root, fileSchema,
         reader.getFooter().getFileMetaData().getCreatedBy());
-    for (int c = 0; c < fields.size(); c++) {
-      Types.NestedField field = fields.get(c);
-      ColumnDescriptor column = columns.get(field.fieldId());
-      if (column == null) {
-        Object constant = constants.get(field.fieldId());
-        for (Object[] row : values) {
-          row[c] = constant;
-        }
-        continue;
-      }
-      ColumnReader values0 = store.getColumnReader(column);
-      ValueConverter converter = converters[fileSchema.getFieldIndex(column.getPath()[0])];
-      int defined = column.getMaxDefinitionLevel();
+    boolean[] keep = new boolean[count];
+    java.util.Arrays.fill(keep, true);
+    Set<Integer> keyPositions = new java.util.HashSet<>();
+    for (int k = 0; k < key.positions().length; k++) { // the key first: it picks the rows
+      int c = key.positions()[k];
+      keyPositions.add(c);
+      read(store, fields.get(c), c, null, constants, values, converters);
+      Type type = fields.get(c).type();
       for (int r = 0; r < count; r++) {
-        if (values0.getCurrentDefinitionLevel() == defined) {
-          converter.row = r;
-          values0.writeCurrentValueToConverter();
-        }
-        values0.consume();
+        Object value = values[r][c];
+        keep[r] &= value != null
+            && key.comparators().get(k).compare(internal(type, value), key.values().get(k)) == 0;
+      }
+    }
+    for (int c = 0; c < fields.size(); c++) {
+      if (!keyPositions.contains(c)) {
+        read(store, fields.get(c), c, keep, constants, values, converters);
       }
     }
     PrimitiveIterator.OfLong indexes = ranges.iterator();
-    for (Object[] row : values) {
+    for (int r = 0; r < count; r++) {
+      long index = indexes.nextLong();
+      if (!keep[r]) {
+        continue;
+      }
       GenericRecord record = GenericRecord.create(schema);
-      for (int c = 0; c < row.length; c++) {
-        record.set(c, row[c]);
+      for (int c = 0; c < fields.size(); c++) {
+        record.set(c, values[r][c]);
       }
       rows.add(record);
-      positions.add(start + indexes.nextLong());
+      positions.add(start + index);
     }
+  }
+
+  /** Decodes column {@code c} into {@code values}, for the rows {@code keep} marks (or all). */
+  private void read(ColumnReadStoreImpl store, Types.NestedField field, int c, boolean[] keep,
+      Map<Integer, ?> constants, Object[][] values, ValueConverter[] converters) {
+    ColumnDescriptor column = columns.get(field.fieldId());
+    if (column == null) {
+      Object constant = constants.get(field.fieldId());
+      for (Object[] row : values) {
+        row[c] = constant;
+      }
+      return;
+    }
+    ColumnReader reader0 = store.getColumnReader(column);
+    ValueConverter converter = converters[fileSchema.getFieldIndex(column.getPath()[0])];
+    int defined = column.getMaxDefinitionLevel();
+    for (int r = 0; r < values.length; r++) {
+      if ((keep == null || keep[r]) && reader0.getCurrentDefinitionLevel() == defined) {
+        converter.row = r;
+        reader0.writeCurrentValueToConverter();
+      }
+      reader0.consume();
+    }
+  }
+
+  /** Iceberg's internal value of a generic one, as keys are compared. */
+  private static Object internal(Type type, Object value) {
+    return switch (type.typeId()) {
+      case DATE -> DateTimeUtil.daysFromDate((java.time.LocalDate) value);
+      case TIME -> DateTimeUtil.microsFromTime((java.time.LocalTime) value);
+      case TIMESTAMP -> ((Types.TimestampType) type).shouldAdjustToUTC()
+          ? DateTimeUtil.microsFromTimestamptz((java.time.OffsetDateTime) value)
+          : DateTimeUtil.microsFromTimestamp((java.time.LocalDateTime) value);
+      case FIXED -> ByteBuffer.wrap((byte[]) value);
+      default -> value;
+    };
   }
 
   /** Whether values of Parquet type {@code stored} decode to Iceberg type {@code type} here. */

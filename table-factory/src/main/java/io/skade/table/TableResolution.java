@@ -101,12 +101,18 @@ final class TableResolution {
     return order.build();
   }
 
-  /** The properties skade gives a new table: format v2, bloom filters on the key columns. */
+  /**
+   * The properties skade gives a new table: format v2; with a key, bloom filters on its columns
+   * and Parquet pages small enough for a point lookup to read only what it needs.
+   */
   static Map<String, String> newTableProperties(Set<String> keyColumns) {
     Map<String, String> properties = new HashMap<>();
     properties.put(TableProperties.FORMAT_VERSION, "2");
     for (String key : keyColumns) {
       properties.put(TableProperties.PARQUET_BLOOM_FILTER_COLUMN_ENABLED_PREFIX + key, "true");
+    }
+    if (!keyColumns.isEmpty()) {
+      properties.putAll(io.skade.lookup.PointLookup.LOOKUP_FILE_PROPERTIES);
     }
     return properties;
   }
