@@ -142,8 +142,10 @@ public final class PointLookup {
       throw new IllegalArgumentException("table " + table.name() + ": a lookup by " + names()
           + " takes " + key.size() + " values, got " + keyValues.size());
     }
-    if (keyValues.contains(null)) {
-      return List.of();
+    for (Object value : keyValues) {
+      if (value == null) { // not keyValues.contains(null): List.of(..) throws on it
+        return List.of();
+      }
     }
     Snapshot snapshot = snapshotId == null ? table.currentSnapshot()
         : table.snapshot(snapshotId);
