@@ -256,9 +256,13 @@ final class ProbeFile implements Closeable {
     ValueConverter converter = converters[fileSchema.getFieldIndex(column.getPath()[0])];
     int defined = column.getMaxDefinitionLevel();
     for (int r = 0; r < values.length; r++) {
-      if ((keep == null || keep[r]) && reader0.getCurrentDefinitionLevel() == defined) {
-        converter.row = r;
-        reader0.writeCurrentValueToConverter();
+      if (reader0.getCurrentDefinitionLevel() == defined) {
+        if (keep == null || keep[r]) {
+          converter.row = r;
+          reader0.writeCurrentValueToConverter();
+        } else {
+          reader0.skip(); // a value not read must be skipped, or the next read returns it
+        }
       }
       reader0.consume();
     }
