@@ -82,8 +82,9 @@ import org.apache.flink.util.CloseableIterator;
  * JVM [3], {@code skade.bench.variants} comma-separated
  * [no-join,skade,paimon-default,paimon-bucket1], {@code skade.bench.warmup} [true], {@code
  * skade.bench.sampleMillis} [100], {@code skade.bench.childTimeoutSeconds} per forked JVM [1200],
- * {@code skade.bench.dir} working directory [a fresh temporary one, deleted at the end unless
- * {@code skade.bench.keep=true}].
+ * {@code skade.bench.dir} working directory, kept [a fresh temporary one, deleted at the end
+ * unless {@code skade.bench.keep=true}]; tables an earlier run wrote there for the same rows and
+ * files are reused.
  */
 public final class LookupJoinBenchmark {
   private static final double HIT_RATIO = 0.9;
@@ -146,7 +147,8 @@ public final class LookupJoinBenchmark {
             "no-join,skade,paimon-default,paimon-bucket1").split(","))
         .map(Variant::of).toList();
     long timeoutSeconds = Long.getLong("skade.bench.childTimeoutSeconds", 1200);
-    boolean keep = Boolean.getBoolean("skade.bench.keep");
+    boolean keep = Boolean.getBoolean("skade.bench.keep")
+        || System.getProperty("skade.bench.dir") != null;
     Path work = System.getProperty("skade.bench.dir") == null
         ? Files.createTempDirectory("skade-lookup-bench-")
         : Files.createDirectories(Path.of(System.getProperty("skade.bench.dir")));
@@ -165,12 +167,13 @@ public final class LookupJoinBenchmark {
     Properties paimonTables = null;
     try {
       if (variants.contains(Variant.SKADE)) {
-        skadeTable = fork("prepare-skade", Stack.SKADE, work, rows, probes, files, timeoutSeconds);
+        skadeTable = prepare("prepare-skade", "skade-warehouse", Stack.SKADE, work, rows, probes,
+            files, timeoutSeconds);
         System.out.println("skade table: " + describePrepared(skadeTable, ""));
       }
       if (variants.stream().anyMatch(Variant::isPaimon)) {
-        paimonTables = fork("prepare-paimon", Stack.PAIMON, work, rows, probes, files,
-            timeoutSeconds);
+        paimonTables = prepare("prepare-paimon", "paimon-warehouse", Stack.PAIMON, work, rows,
+            probes, files, timeoutSeconds);
         for (String table : List.of("dim_default", "dim_bucket1")) {
           System.out.println("Paimon " + table + ": " + describePrepared(paimonTables, table));
         }
@@ -203,11 +206,35 @@ public final class LookupJoinBenchmark {
   // ---------------------------------------------------------------- the parent: forks and table
 
   /**
+   * Writes a system's tables in a forked JVM, or reuses those an earlier run with {@code
+   * skade.bench.keep=true} left in the working directory for the same rows and files.
+   */
+  private static Properties prepare(String role, String warehouse, Stack stack, Path work,
+      long rows, long probes, int files, long timeoutSeconds)
+      throws IOException, InterruptedException {
+    Path earlier = work.resolve(role).resolve("result.properties");
+    if (Files.exists(earlier)) {
+      Properties p = new Properties();
+      try (InputStream in = Files.newInputStream(earlier)) {
+        p.load(in);
+      }
+      if (ok(p) && Long.toString(rows).equals(p.getProperty("requestedRows"))
+          && Integer.toString(files).equals(p.getProperty("requestedFiles"))) {
+        p.setProperty("reused", "true");
+        return p;
+      }
+    }
+    delete(work.resolve(warehouse));
+    return fork(role, stack, work, rows, probes, files, timeoutSeconds);
+  }
+
+  /**
    * Runs {@code role} in a forked JVM and returns the properties it wrote ({@code status} ok or
    * failed, with a {@code message}). Its output goes to {@code <work>/<role>.log}.
    */
   private static Properties fork(String role, Stack stack, Path work, long rows, long probes,
       int files, long timeoutSeconds) throws IOException, InterruptedException {
+    delete(work.resolve(role));
     Path dir = Files.createDirectories(work.resolve(role));
     Path jvmTmp = Files.createDirectories(dir.resolve("jvm-tmp"));
     Path flinkTmp = Files.createDirectories(dir.resolve("flink-tmp"));
@@ -351,7 +378,8 @@ public final class LookupJoinBenchmark {
     } else {
       s.append("; ").append(p.getProperty("layout"));
     }
-    s.append(fmt(" (written in %.1f s)", Double.parseDouble(p.getProperty("seconds", "0"))));
+    s.append(fmt(" (written in %.1f s", Double.parseDouble(p.getProperty("seconds", "0"))))
+        .append(p.getProperty("reused") != null ? " by an earlier run, reused)" : ")");
     return s.toString();
   }
 
@@ -567,6 +595,8 @@ public final class LookupJoinBenchmark {
         throw new IllegalArgumentException("unknown role " + role);
       }
       out.putIfAbsent("status", "ok");
+      out.setProperty("requestedRows", Long.toString(rows));
+      out.setProperty("requestedFiles", Integer.toString(files));
     } catch (Throwable e) {
       e.printStackTrace();
       out = new Properties();
@@ -844,6 +874,9 @@ public final class LookupJoinBenchmark {
   }
 
   private static void delete(Path dir) throws IOException {
+    if (!Files.exists(dir)) {
+      return;
+    }
     try (Stream<Path> paths = Files.walk(dir)) {
       paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
     } catch (UncheckedIOException e) {
