@@ -153,8 +153,9 @@ public final class LookupJoinBenchmark {
         ? Files.createTempDirectory("skade-lookup-bench-")
         : Files.createDirectories(Path.of(System.getProperty("skade.bench.dir")));
 
-    System.out.printf("skade lookup join benchmark | JVM %s | cores %d | forked JVMs: %s | %s%n",
-        System.getProperty("java.runtime.version"), Runtime.getRuntime().availableProcessors(),
+    System.out.printf("skade lookup join benchmark | JVM %s | cores %d | load average %s |"
+        + " forked JVMs: %s | %s%n", System.getProperty("java.runtime.version"),
+        Runtime.getRuntime().availableProcessors(), loadAverage(),
         String.join(" ", childJvmOptions()), ZonedDateTime.now());
     System.out.printf("dimension: %,d rows (id bigint key, name, city, score) in %d data files of"
         + " consecutive id ranges; probes: %,d random keys in [0, %,d) from datagen (%.0f%% hit),"
@@ -201,6 +202,18 @@ public final class LookupJoinBenchmark {
       }
     }
     print(results, rows, probes);
+    System.out.println("load average at the end (1, 5, 15 min): " + loadAverage()
+        + "; other work on the machine slows every variant and spreads the runs.");
+  }
+
+  /** The 1, 5 and 15 minute load averages (Linux), or "?". */
+  private static String loadAverage() {
+    try {
+      String[] parts = Files.readString(Path.of("/proc/loadavg")).trim().split("\\s+");
+      return parts[0] + " " + parts[1] + " " + parts[2];
+    } catch (IOException | RuntimeException e) {
+      return "?";
+    }
   }
 
   // ---------------------------------------------------------------- the parent: forks and table
