@@ -61,10 +61,11 @@ class QuickstartTest {
 
     // Reopening the same warehouse continues the log where it stopped: after the 11 commits
     // of shop.orders, the 8 of shop.customers (create, 3 upserts, 1 delete, then the tail's 2
-    // upserts and 1 delete) and the 5 of SQL (create, overwrite, insert, update, delete).
+    // upserts and 1 delete) and the 6 of SQL (create, its key as sort order, overwrite,
+    // insert, update, delete).
     String second = runQuickstart();
-    assertThat(second).contains("commit_seq 24");
-    assertThat(liveSeqs(second)).isEqualTo("25,26,27,28,29,30,31,32,33,34");
+    assertThat(second).contains("catalog open at").contains("commit_seq 25\n");
+    assertThat(liveSeqs(second)).isEqualTo("26,27,28,29,30,31,32,33,34,35");
     assertThat(second).contains("shop.orders holds 400 rows in 20 snapshots");
     assertThat(second).contains(TAIL).contains(SQL);
   }
