@@ -15,6 +15,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.time.Instant;
 import java.time.ZonedDateTime;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -65,10 +66,13 @@ import org.apache.flink.util.CloseableIterator;
  * <p>In its JVM a variant first runs a warm-up job (1,000 rows, no join) so that Flink's planner,
  * runtime and collect path are loaded, then its job {@code runs} times. Per run: <i>first
  * row</i>, from just before {@code executeSql} (planning, submission, the job's MiniCluster, the
- * lookup source's open and bootstrap) to the first row out of the collect iterator; <i>probes/s
- * </i>, (rows - 1) / (last row - first row), without the pause of one full GC taken at the middle
- * row; <i>total</i>, to the iterator's end; hits, rows whose {@code name} is set, checked against
- * the keys below {@code rows} and against the values the key implies. The table shows medians;
+ * lookup source's open and bootstrap) to the job emitting its first row, as told by a {@code
+ * CURRENT_TIMESTAMP} column the job computes after the join (when the collect iterator hands the
+ * row over is printed too: the collect path batches, and with the fast no-join pipeline it hands
+ * over the first row only once its buffer is full); <i>probes/s</i>, (rows - 1) / (last row -
+ * first row) as emitted, without the pause of one full GC taken at the middle row; <i>total</i>,
+ * to the iterator's end; hits, rows whose {@code name} is set, checked against the keys below
+ * {@code rows} and against the values the key implies. The table shows medians;
  * <i>start-up cost</i> = a variant's first row - the no-join first row. Memory, over all runs:
  * <i>heap peak</i>, the sum of the heap pools' peaks; <i>live heap</i>, heap used right after
  * the mid-run full GC (the lookup structures with Flink's and the planner's live objects);
@@ -79,7 +83,7 @@ import org.apache.flink.util.CloseableIterator;
  *
  * <p>System properties (defaults in brackets): {@code skade.bench.rows} [1000000], {@code
  * skade.bench.probes} [rows / 5], {@code skade.bench.files} [32], {@code skade.bench.runs} per
- * JVM [3], {@code skade.bench.variants} comma-separated
+ * JVM [5], {@code skade.bench.variants} comma-separated
  * [no-join,skade,paimon-default,paimon-bucket1], {@code skade.bench.warmup} [true], {@code
  * skade.bench.sampleMillis} [100], {@code skade.bench.childTimeoutSeconds} per forked JVM [1200],
  * {@code skade.bench.dir} working directory, kept [a fresh temporary one, deleted at the end
@@ -88,9 +92,15 @@ import org.apache.flink.util.CloseableIterator;
  */
 public final class LookupJoinBenchmark {
   private static final double HIT_RATIO = 0.9;
-  private static final String JOIN_QUERY = "SELECT p.k, c.id, c.name, c.city, c.score"
+  /**
+   * The pipeline. {@code emitted}, evaluated per row after the join (streaming mode), tells when
+   * the job produced the row, apart from when the collect path hands it over.
+   */
+  private static final String JOIN_QUERY = "SELECT p.k, c.id, c.name, c.city, c.score,"
+      + " CURRENT_TIMESTAMP AS emitted"
       + " FROM probes AS p LEFT JOIN %s FOR SYSTEM_TIME AS OF p.proc_time AS c ON p.k = c.id";
-  private static final String NO_JOIN_QUERY = "SELECT p.k FROM probes AS p";
+  private static final String NO_JOIN_QUERY =
+      "SELECT p.k, CURRENT_TIMESTAMP AS emitted FROM probes AS p";
   /**
    * Jars of skade's stack, kept off the JVMs of Paimon and of the baseline. Hadoop's client jars
    * stay: Paimon's catalog needs {@code org.apache.hadoop.conf.Configuration} even on a local
@@ -265,7 +275,7 @@ public final class LookupJoinBenchmark {
     command.add("-Dskade.bench.paimonWarehouse=" + work.resolve("paimon-warehouse"));
     command.add("-Dskade.bench.sampleMillis=" + Long.getLong("skade.bench.sampleMillis", 100));
     command.add("-Dskade.bench.warmup=" + System.getProperty("skade.bench.warmup", "true"));
-    command.add("-Dskade.bench.runs=" + Integer.getInteger("skade.bench.runs", 3));
+    command.add("-Dskade.bench.runs=" + Integer.getInteger("skade.bench.runs", 5));
     command.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
     command.add("-Dorg.slf4j.simpleLogger.log.org.apache.flink=error");
     // Paimon logs which lookup table it created (and why not the partial one) at INFO.
@@ -397,20 +407,39 @@ public final class LookupJoinBenchmark {
   }
 
   /** One measured run of a variant's job. */
-  private record Run(double submit, double firstRow, double lastRow, double total,
-      double gcPause, long rows, long hits, long wrong, long expectedHits, long liveHeap) {
+  /**
+   * One measured run of a variant's job, in seconds from just before {@code executeSql}: rows
+   * emitted by the job ({@code emitted}, ms precision) and received from the collect iterator.
+   */
+  private record Run(double submit, double firstEmitted, double tenthEmitted,
+      double lastEmitted, double firstReceived, double lastReceived, double total,
+      double gcStart, double gcPause, long rows, long hits, long wrong, long expectedHits,
+      long liveHeap) {
     static Run of(Properties p, int i) {
-      return new Run(seconds(p, i + ".submitNanos"), seconds(p, i + ".firstRowNanos"),
-          seconds(p, i + ".lastRowNanos"), seconds(p, i + ".totalNanos"),
+      return new Run(seconds(p, i + ".submitNanos"), seconds(p, i + ".firstEmittedNanos"),
+          seconds(p, i + ".tenthEmittedNanos"), seconds(p, i + ".lastEmittedNanos"),
+          seconds(p, i + ".firstRowNanos"), seconds(p, i + ".lastRowNanos"),
+          seconds(p, i + ".totalNanos"), seconds(p, i + ".gcStartNanos"),
           seconds(p, i + ".gcPauseNanos"), number(p, i + ".rows"), number(p, i + ".hits"),
           number(p, i + ".wrong"), number(p, i + ".expectedHits"),
           number(p, i + ".liveHeapBytes"));
     }
 
-    /** Probes/s after the first row, the mid-run GC's pause left out. */
+    /** Probes/s the job emitted after its first row, the mid-run GC's pause left out. */
     double probesPerSecond() {
-      double steady = lastRow - firstRow - gcPause;
-      return steady > 0 ? (rows - 1) / steady : 0;
+      return rate(firstEmitted, lastEmitted);
+    }
+
+    /** The same as the collect iterator handed the rows over. */
+    double receivedPerSecond() {
+      return rate(firstReceived, lastReceived);
+    }
+
+    /** (rows - 1) / the span, less the part of the GC pause inside it (the JVM stood still). */
+    private double rate(double from, double to) {
+      double pause = Math.max(0, Math.min(to, gcStart + gcPause) - Math.max(from, gcStart));
+      double seconds = to - from - pause;
+      return seconds > 0 ? (rows - 1) / seconds : Double.NaN; // all within one ms
     }
   }
 
@@ -426,7 +455,7 @@ public final class LookupJoinBenchmark {
     }
 
     double firstRow() {
-      return median(runs.stream().mapToDouble(Run::firstRow).toArray());
+      return median(runs.stream().mapToDouble(Run::firstEmitted).toArray());
     }
 
     double probesPerSecond() {
@@ -446,8 +475,8 @@ public final class LookupJoinBenchmark {
     }
 
     String each(java.util.function.ToDoubleFunction<Run> figure, String format) {
-      return runs.stream().map(r -> fmt(format, figure.applyAsDouble(r)))
-          .collect(Collectors.joining(", "));
+      return runs.stream().map(r -> figure.applyAsDouble(r))
+          .map(x -> Double.isNaN(x) ? "-" : fmt(format, x)).collect(Collectors.joining(", "));
     }
   }
 
@@ -459,7 +488,7 @@ public final class LookupJoinBenchmark {
       }
     });
     Figures baseline = figures.get(Variant.NO_JOIN);
-    int runs = Integer.getInteger("skade.bench.runs", 3);
+    int runs = Integer.getInteger("skade.bench.runs", 5);
     System.out.println();
     System.out.printf("Medians of %d runs per JVM (after one warm-up job); hits, memory and disk"
         + " over all runs.%n", runs);
@@ -480,7 +509,7 @@ public final class LookupJoinBenchmark {
       Run firstRun = f.runs().get(0);
       System.out.printf(format, v.label, fmt("%.2f", f.firstRow()),
           baseline == null ? "?" : fmt("%.2f", f.firstRow() - baseline.firstRow()),
-          fmt("%,.0f", f.probesPerSecond()), fmt("%.2f", f.total()),
+          rate(f.probesPerSecond()), fmt("%.2f", f.total()),
           v == Variant.NO_JOIN ? "-" : fmt("%,d", firstRun.hits())
               + fmt(" (%.1f%%)", 100.0 * firstRun.hits() / Math.max(1, firstRun.rows())),
           mib(p, "heapPeakBytes"), f.liveHeap() < 0 ? "?" : mib(f.liveHeap()),
@@ -491,9 +520,12 @@ public final class LookupJoinBenchmark {
       Variant v = e.getKey();
       Figures f = e.getValue();
       Properties p = results.get(v);
-      StringBuilder line = new StringBuilder(v.id).append(": first row per run ")
-          .append(f.each(Run::firstRow, "%.2f")).append(" s; probes/s per run ")
-          .append(f.each(Run::probesPerSecond, "%,.0f")).append("; submitted after ")
+      StringBuilder line = new StringBuilder(v.id).append(": per run, first row emitted ")
+          .append(f.each(Run::firstEmitted, "%.2f")).append(" s, received ")
+          .append(f.each(Run::firstReceived, "%.2f")).append(" s; 10% of the rows emitted ")
+          .append(f.each(Run::tenthEmitted, "%.2f")).append(" s; probes/s emitted ")
+          .append(f.each(Run::probesPerSecond, "%,.0f")).append(", received ")
+          .append(f.each(Run::receivedPerSecond, "%,.0f")).append("; submitted after ")
           .append(fmt("%.2f s", f.submit()));
       Run r = f.runs().get(0);
       line.append(fmt("; keys below %,d: %,d of %,d probes (%.2f%%)", rows, r.expectedHits(),
@@ -520,11 +552,12 @@ public final class LookupJoinBenchmark {
     }
     ratios(results, figures);
     System.out.println("first row: from just before executeSql (planning, submission, MiniCluster"
-        + " start, lookup open/bootstrap) to the first collected row. start-up cost = first row -"
-        + " the no-join first row. probes/s: (rows - 1) / (last row - first row), less one"
-        + " mid-run full GC. live heap: heap used after that GC (max over runs). heap peak: the"
-        + " heap pools' peaks. RSS peak: VmHWM. lookup disk: peak of io.tmp.dirs without Flink's"
-        + " own entries (minicluster_*, flink-*), sampled every "
+        + " start, lookup open/bootstrap) to the job emitting its first row (its CURRENT_TIMESTAMP,"
+        + " taken after the join); received: out of the collect iterator. start-up cost = first"
+        + " row - the no-join first row. probes/s: (rows - 1) / (last row - first row) as emitted,"
+        + " less one mid-run full GC. live heap: heap used after that GC (max over runs). heap"
+        + " peak: the heap pools' peaks. RSS peak: VmHWM. lookup disk: peak of io.tmp.dirs"
+        + " without Flink's own entries (minicluster_*, flink-*), sampled every "
         + Long.getLong("skade.bench.sampleMillis", 100) + " ms.");
   }
 
@@ -569,11 +602,16 @@ public final class LookupJoinBenchmark {
     return Long.parseLong(p.getProperty(key));
   }
 
+  /** The median, NaN values (rates of runs within one ms) left out; NaN if none is left. */
   private static double median(double[] values) {
-    double[] sorted = values.clone();
-    Arrays.sort(sorted);
+    double[] sorted = Arrays.stream(values).filter(x -> !Double.isNaN(x)).sorted().toArray();
     int n = sorted.length;
-    return n == 0 ? 0 : n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    return n == 0 ? Double.NaN
+        : n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  }
+
+  private static String rate(double perSecond) {
+    return Double.isNaN(perSecond) ? "-" : fmt("%,.0f", perSecond);
   }
 
   private static String mib(Properties p, String key) {
@@ -668,7 +706,7 @@ public final class LookupJoinBenchmark {
           warm.forEachRemaining(row -> { });
         }
       }
-      int runs = Integer.getInteger("skade.bench.runs", 3);
+      int runs = Integer.getInteger("skade.bench.runs", 5);
       for (int i = 0; i < runs; i++) {
         measure(env, query, variant != Variant.NO_JOIN, rows, probes, i + ".", out);
       }
@@ -703,7 +741,13 @@ public final class LookupJoinBenchmark {
     long first = 0;
     long last = 0;
     long gcPause = 0;
+    long gcStart = 0;
     long liveHeap = -1;
+    long firstEmitted = 0;
+    long tenthEmitted = 0;
+    long lastEmitted = 0;
+    long tenth = Math.max(1, probes / 10);
+    long startMillis = System.currentTimeMillis();
     long start = System.nanoTime();
     TableResult result = env.executeSql(query);
     long submitted = System.nanoTime();
@@ -715,6 +759,14 @@ public final class LookupJoinBenchmark {
           first = last;
         }
         count++;
+        // When the job produced the row, in ms after start (CURRENT_TIMESTAMP: this JVM's clock).
+        lastEmitted = ((Instant) row.getField(row.getArity() - 1)).toEpochMilli() - startMillis;
+        if (count == 1) {
+          firstEmitted = lastEmitted;
+        }
+        if (count == tenth) {
+          tenthEmitted = lastEmitted;
+        }
         long k = (Long) row.getField(0);
         if (k < rows) {
           expectedHits++;
@@ -727,10 +779,11 @@ public final class LookupJoinBenchmark {
           }
         }
         if (count == probes / 2) {
-          long gcStart = System.nanoTime();
+          gcStart = System.nanoTime();
           System.gc();
           liveHeap = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
           gcPause = System.nanoTime() - gcStart;
+          gcStart -= start;
         }
       }
     }
@@ -740,11 +793,15 @@ public final class LookupJoinBenchmark {
     out.setProperty(prefix + "lastRowNanos", Long.toString(last - start));
     out.setProperty(prefix + "totalNanos", Long.toString(end - start));
     out.setProperty(prefix + "gcPauseNanos", Long.toString(gcPause));
+    out.setProperty(prefix + "gcStartNanos", Long.toString(gcStart));
     out.setProperty(prefix + "rows", Long.toString(count));
     out.setProperty(prefix + "hits", Long.toString(hits));
     out.setProperty(prefix + "wrong", Long.toString(wrong));
     out.setProperty(prefix + "expectedHits", Long.toString(expectedHits));
     out.setProperty(prefix + "liveHeapBytes", Long.toString(liveHeap));
+    out.setProperty(prefix + "firstEmittedNanos", Long.toString(firstEmitted * 1_000_000));
+    out.setProperty(prefix + "tenthEmittedNanos", Long.toString(tenthEmitted * 1_000_000));
+    out.setProperty(prefix + "lastEmittedNanos", Long.toString(lastEmitted * 1_000_000));
   }
 
   /** Peak resident set size of this JVM ({@code VmHWM} of /proc/self/status), or -1. */
