@@ -88,7 +88,7 @@ import org.apache.flink.util.CloseableIterator;
  * skade.bench.sampleMillis} [100], {@code skade.bench.childTimeoutSeconds} per forked JVM [1200],
  * {@code skade.bench.dir} working directory, kept [a fresh temporary one, deleted at the end
  * unless {@code skade.bench.keep=true}]; tables an earlier run wrote there for the same rows and
- * files are reused.
+ * files are reused (not once the directory has moved: Iceberg's metadata holds absolute paths).
  */
 public final class LookupJoinBenchmark {
   private static final double HIT_RATIO = 0.9;
