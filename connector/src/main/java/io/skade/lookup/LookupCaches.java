@@ -111,11 +111,6 @@ public final class LookupCaches {
     }
   }
 
-  /** Estimated bytes held. */
-  public long bytes() {
-    return cache.asMap().values().stream().mapToLong(Sized::bytes).sum();
-  }
-
   @SuppressWarnings("unchecked")
   private <V> V get(String key, Supplier<V> load, java.util.function.ToLongFunction<V> size) {
     return (V) cache.get(key, k -> {

@@ -32,7 +32,6 @@ import org.apache.iceberg.expressions.InclusiveMetricsEvaluator;
 import org.apache.iceberg.expressions.Projections;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.Comparators;
-import org.apache.iceberg.types.Type;
 import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.PartitionUtil;
@@ -314,16 +313,5 @@ public final class PointLookup {
 
   private List<String> names() {
     return key.stream().map(Types.NestedField::name).toList();
-  }
-
-  /** Whether the key is the table's identifier fields, so a probe finds at most one row. */
-  public boolean byIdentifierFields() {
-    return schema.identifierFieldIds().equals(
-        new java.util.HashSet<>(key.stream().map(Types.NestedField::fieldId).toList()));
-  }
-
-  /** The type of key column {@code i}. */
-  Type keyType(int i) {
-    return key.get(i).type();
   }
 }

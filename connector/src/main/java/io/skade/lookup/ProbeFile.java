@@ -73,6 +73,8 @@ final class ProbeFile implements Closeable {
   /** The file's column of each table field id. */
   private final Map<Integer, ColumnDescriptor> columns = new HashMap<>();
   private final Map<Integer, PrimitiveType> types = new HashMap<>();
+  /** Every column's path, for the page index filter. */
+  private final Set<ColumnPath> paths = new java.util.HashSet<>();
 
   private ProbeFile(CountingFile file, ParquetFileReader reader) {
     this.file = file;
@@ -87,6 +89,7 @@ final class ProbeFile implements Closeable {
       start += blocks.get(i).getRowCount();
     }
     for (ColumnDescriptor column : fileSchema.getColumns()) {
+      paths.add(ColumnPath.get(column.getPath()));
       PrimitiveType type = column.getPrimitiveType();
       if (column.getPath().length == 1 && type.getId() != null) {
         columns.put(type.getId().intValue(), column);
@@ -150,7 +153,7 @@ final class ProbeFile implements Closeable {
       }
       RowRanges ranges = pagePredicate == null ? RowRanges.createSingle(block.getRowCount())
           : ColumnIndexFilter.calculateRowRanges(FilterCompat.get(pagePredicate),
-              reader.getColumnIndexStore(i), paths(), block.getRowCount());
+              reader.getColumnIndexStore(i), paths, block.getRowCount());
       if (ranges.rowCount() == 0) {
         continue;
       }
@@ -167,14 +170,6 @@ final class ProbeFile implements Closeable {
       blooms[rowGroup] = reader.getBloomFilterDataReader(rowGroup);
     }
     return blooms[rowGroup];
-  }
-
-  private Set<ColumnPath> paths() {
-    Set<ColumnPath> paths = new java.util.HashSet<>();
-    for (ColumnDescriptor column : fileSchema.getColumns()) {
-      paths.add(ColumnPath.get(column.getPath()));
-    }
-    return paths;
   }
 
   /** A probe's key: the table positions of its columns, its internal values, their order. */

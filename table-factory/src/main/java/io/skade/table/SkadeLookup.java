@@ -8,7 +8,6 @@ import io.skade.changelog.ChangelogOptions;
 import io.skade.changelog.ChangelogReader;
 import io.skade.lookup.LatestTable;
 import io.skade.lookup.LookupCaches;
-import io.skade.lookup.LookupStats;
 import io.skade.lookup.PointLookup;
 import java.io.IOException;
 import java.io.Serializable;
@@ -67,7 +66,6 @@ final class SkadeLookup implements Serializable {
 
   private final Settings settings;
   private final RowType keyType;
-  private final RowType outputType;
 
   private transient SharedCatalogs.Handle catalog;
   private transient LookupCaches.Handle caches;
@@ -79,10 +77,9 @@ final class SkadeLookup implements Serializable {
   private transient FullCache full;
   private transient Histogram latency;
 
-  SkadeLookup(Settings settings, RowType keyType, RowType outputType) {
+  SkadeLookup(Settings settings, RowType keyType) {
     this.settings = settings;
     this.keyType = keyType;
-    this.outputType = outputType;
   }
 
   void open(MetricGroup metrics) {
@@ -104,11 +101,6 @@ final class SkadeLookup implements Serializable {
       group.gauge("lookupRowsDecoded", () -> counters.stats().rowsDecoded());
       latency = group.histogram("lookupLatencyMicros", new DescriptiveStatisticsHistogram(1024));
     }
-  }
-
-  /** What the probes of this function cost so far. */
-  LookupStats stats() {
-    return counters.stats();
   }
 
   /** The rows joined to {@code keyRow}, retried up to the configured number of times. */
@@ -145,7 +137,7 @@ final class SkadeLookup implements Serializable {
       return List.of(); // NULL never equals anything
     }
     if (settings.caching() == Caching.FULL) {
-      return full.rows(lookupTable, key);
+      return full.rows(key);
     }
     Long snapshot = settings.snapshotId() != null ? settings.snapshotId()
         : lookupTable.currentSnapshot() == null ? null
@@ -278,7 +270,7 @@ final class SkadeLookup implements Serializable {
       }
     }
 
-    synchronized List<RowData> rows(Table table, List<Object> key) {
+    synchronized List<RowData> rows(List<Object> key) {
       List<Object> normalized = key.stream()
           .map(v -> v instanceof CharSequence chars ? (Object) chars.toString() : v).toList();
       return toRows(rows.getOrDefault(normalized, List.of()));

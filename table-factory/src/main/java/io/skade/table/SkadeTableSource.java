@@ -171,7 +171,7 @@ final class SkadeTableSource implements ScanTableSource, LookupTableSource,
     SkadeLookup.Settings settings = new SkadeLookup.Settings(scan.catalogProperties(),
         scan.table().toString(), keyColumns, output, lookup.snapshotId(), lookup.pollInterval(),
         lookup.maxRetries(), lookup.caching(), lookup.rowCacheMaxRows());
-    SkadeLookup probes = new SkadeLookup(settings, new RowType(keyFields), produced);
+    SkadeLookup probes = new SkadeLookup(settings, new RowType(keyFields));
     if (lookup.async()) {
       SkadeAsyncLookupFunction function = new SkadeAsyncLookupFunction(probes,
           lookup.asyncThreads());

@@ -15,7 +15,6 @@ import org.apache.flink.table.api.TableEnvironment;
 import org.apache.flink.table.api.TableResult;
 import org.apache.flink.types.Row;
 import org.apache.flink.types.RowKind;
-import org.apache.flink.util.CloseableIterator;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.Record;
@@ -38,14 +37,7 @@ class SqlChangelogTest extends SqlTestBase {
     declare(reader, "orders", ORDERS);
     TableResult result = reader.executeSql("SELECT * FROM orders");
     List<Row> changes = Collections.synchronizedList(new ArrayList<>());
-    Thread collector = new Thread(() -> {
-      try (CloseableIterator<Row> it = result.collect()) {
-        it.forEachRemaining(changes::add);
-      } catch (Exception e) {
-        // cancelled at the end of the test
-      }
-    });
-    collector.start();
+    Thread collector = collectInBackground(result, changes);
 
     run(writer, "INSERT INTO orders VALUES (4, 'dee', 4), (5, 'eve', 5)"); // inserts
     run(writer, "INSERT INTO orders VALUES (1, 'ada', 10), (6, 'fay', 6)"); // upsert + insert
@@ -112,14 +104,7 @@ class SqlChangelogTest extends SqlTestBase {
     declare(reader, "orders", ORDERS, "changelog.before-image", "key-only");
     TableResult result = reader.executeSql("SELECT * FROM orders");
     List<Row> changes = Collections.synchronizedList(new ArrayList<>());
-    Thread collector = new Thread(() -> {
-      try (CloseableIterator<Row> it = result.collect()) {
-        it.forEachRemaining(changes::add);
-      } catch (Exception e) {
-        // cancelled at the end of the test
-      }
-    });
-    collector.start();
+    Thread collector = collectInBackground(result, changes);
     run(writer, "INSERT INTO orders VALUES (1, 'ada', 5), (3, 'cy', 3)");
     run(writer, "DELETE FROM orders WHERE id = 2");
 

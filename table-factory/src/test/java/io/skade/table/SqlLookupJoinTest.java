@@ -10,7 +10,6 @@ import java.util.concurrent.TimeUnit;
 import org.apache.flink.table.api.TableEnvironment;
 import org.apache.flink.table.api.TableResult;
 import org.apache.flink.types.Row;
-import org.apache.flink.util.CloseableIterator;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -47,14 +46,7 @@ class SqlLookupJoinTest extends SqlTestBase {
         + " FROM orders AS o LEFT JOIN customers FOR SYSTEM_TIME AS OF o.proc_time AS c"
         + " ON o.customer_id = c.id");
     List<Row> joined = Collections.synchronizedList(new ArrayList<>());
-    Thread collector = new Thread(() -> {
-      try (CloseableIterator<Row> it = result.collect()) {
-        it.forEachRemaining(joined::add);
-      } catch (Exception e) {
-        // cancelled at the end of the test
-      }
-    });
-    collector.start();
+    Thread collector = collectInBackground(result, joined);
     try {
       run(writer, "INSERT INTO orders VALUES (1, 1), (2, 9)");
       waitFor(() -> joined.size() >= 2);

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import org.apache.flink.table.api.EnvironmentSettings;
 import org.apache.flink.table.api.TableEnvironment;
+import org.apache.flink.table.api.TableResult;
 import org.apache.flink.types.Row;
 import org.apache.flink.util.CloseableIterator;
 import org.apache.iceberg.Table;
@@ -70,6 +71,19 @@ abstract class SqlTestBase {
       it.forEachRemaining(rows::add);
     }
     return rows;
+  }
+
+  /** A thread collecting the rows of a streaming query into {@code rows} until it is cancelled. */
+  static Thread collectInBackground(TableResult result, List<Row> rows) {
+    Thread collector = new Thread(() -> {
+      try (CloseableIterator<Row> it = result.collect()) {
+        it.forEachRemaining(rows::add);
+      } catch (Exception e) {
+        // the job was cancelled: the test is done collecting
+      }
+    });
+    collector.start();
+    return collector;
   }
 
   Table icebergTable(String name) {
