@@ -22,8 +22,9 @@ import org.apache.iceberg.util.StructLikeSet;
  * What point lookups keep between probes, shared by every lookup of this JVM and keyed by
  * immutable ids, so it never answers from stale data: a snapshot's live files with their delete
  * files (by table and snapshot id), each equality delete file's keys and each position delete
- * file's positions (by file path). Bounded by estimated bytes; emptied when the last user
- * releases it.
+ * file's positions (by file path), data files held open, and the decompressed pages and decoded
+ * dictionaries probes read (by file path and offset). Metadata and pages are each bounded by
+ * estimated bytes; everything is emptied when the last user releases it.
  */
 public final class LookupCaches {
   /** The default bound of the shared caches. */
@@ -38,15 +39,23 @@ public final class LookupCaches {
   private static int users; // guarded by LOCK
 
   private final Cache<String, Sized> cache;
+  /** Decompressed data pages and decoded dictionaries, by file and offset. */
+  private final Cache<PageId, Sized> pages;
   /** Data files held open for probes, by path; closed when evicted. */
   private final Cache<String, java.util.Optional<ProbeFile>> files;
 
   private record Sized(Object value, long bytes) {}
 
+  private record PageId(String file, long offset) {}
+
   LookupCaches(long maxBytes) {
     this.cache = Caffeine.newBuilder()
         .maximumWeight(maxBytes)
         .weigher((String key, Sized value) -> (int) Math.min(Integer.MAX_VALUE, value.bytes()))
+        .build();
+    this.pages = Caffeine.newBuilder()
+        .maximumWeight(maxBytes)
+        .weigher((PageId key, Sized value) -> (int) Math.min(Integer.MAX_VALUE, value.bytes()))
         .build();
     this.files = Caffeine.newBuilder()
         .maximumSize(OPEN_FILES)
@@ -68,9 +77,22 @@ public final class LookupCaches {
    */
   java.util.Optional<ProbeFile> probeFile(FileIO io, org.apache.iceberg.DataFile file,
       io.skade.changelog.DataFileRows.ReadListener listener) {
-    return files.get(file.location(), path -> java.util.Optional.ofNullable(
-        ProbeFile.open(io.newInputFile(path, file.fileSizeInBytes()), listener)));
+    return files.get(file.location(),
+        path -> java.util.Optional.ofNullable(ProbeFile.open(io, file, pageCache, listener)));
   }
+
+  private final ProbeFile.PageCache pageCache = new ProbeFile.PageCache() {
+    @Override
+    public Object get(String file, long offset) {
+      Sized page = pages.getIfPresent(new PageId(file, offset));
+      return page == null ? null : page.value();
+    }
+
+    @Override
+    public void put(String file, long offset, Object page, long bytes) {
+      pages.put(new PageId(file, offset), new Sized(page, bytes));
+    }
+  };
 
   /** One hold on the JVM's shared caches; close it when done. */
   public static final class Handle implements AutoCloseable {
@@ -91,6 +113,7 @@ public final class LookupCaches {
         synchronized (LOCK) {
           if (--users == 0) {
             shared.cache.invalidateAll();
+            shared.pages.invalidateAll();
             shared.files.invalidateAll();
             shared.files.cleanUp();
             shared = null;
@@ -131,6 +154,27 @@ public final class LookupCaches {
       }
       return List.copyOf(tasks);
     }, tasks -> TASK_BYTES * (tasks.size() + 1));
+  }
+
+  /**
+   * The snapshot's live data files with the bounds of the key columns {@code key}, built by
+   * {@code build} from {@link #files} once per table, snapshot and key.
+   */
+  @SuppressWarnings("unchecked")
+  List<PointLookup.KeyedFile> keyedFiles(Table table, Snapshot snapshot,
+      List<org.apache.iceberg.types.Types.NestedField> key,
+      java.util.function.Function<List<FileScanTask>, List<PointLookup.KeyedFile>> build) {
+    StringBuilder id = new StringBuilder("keyed:").append(table.uuid()).append('@')
+        .append(snapshot.snapshotId());
+    for (org.apache.iceberg.types.Types.NestedField field : key) {
+      id.append(':').append(field.fieldId());
+    }
+    Sized cached = cache.getIfPresent(id.toString());
+    if (cached != null) {
+      return (List<PointLookup.KeyedFile>) cached.value();
+    }
+    List<FileScanTask> tasks = files(table, snapshot); // not inside the next load: no nesting
+    return get(id.toString(), () -> build.apply(tasks), files -> TASK_BYTES * (files.size() + 1));
   }
 
   /** The keys an equality delete file deletes, projected on {@code schema} (internal values). */

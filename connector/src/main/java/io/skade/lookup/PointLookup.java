@@ -28,10 +28,11 @@ import org.apache.iceberg.deletes.PositionDeleteIndex;
 import org.apache.iceberg.expressions.Evaluator;
 import org.apache.iceberg.expressions.Expression;
 import org.apache.iceberg.expressions.Expressions;
-import org.apache.iceberg.expressions.InclusiveMetricsEvaluator;
 import org.apache.iceberg.expressions.Projections;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.Comparators;
+import org.apache.iceberg.types.Conversions;
+import org.apache.iceberg.types.Type;
 import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.PartitionUtil;
@@ -59,9 +60,11 @@ public final class PointLookup {
    * read and kept per row group). Tables skade creates with a primary key get them.
    */
   public static final Map<String, String> LOOKUP_FILE_PROPERTIES = Map.of(
+      TableProperties.PARQUET_ROW_GROUP_SIZE_BYTES, "16384",
+      TableProperties.PARQUET_COMPRESSION, "lz4_raw",
       TableProperties.PARQUET_PAGE_ROW_LIMIT, "250",
-      TableProperties.PARQUET_DICT_SIZE_BYTES, "32768",
-      TableProperties.PARQUET_BLOOM_FILTER_MAX_BYTES, "65536");
+      TableProperties.PARQUET_DICT_SIZE_BYTES, "4096",
+      TableProperties.PARQUET_BLOOM_FILTER_MAX_BYTES, "4096");
 
   private final Table table;
   private final Schema schema;
@@ -171,22 +174,86 @@ public final class PointLookup {
       }
       return List.of();
     }
+    Expression filter = null; // built only when a partitioned or fallback read needs it
+    Map<Integer, Evaluator> partitions = new HashMap<>(1);
+    List<Record> found = new ArrayList<>(1);
+    for (KeyedFile file : caches.keyedFiles(table, snapshot, key, this::keyedFiles)) {
+      if (!file.mayHold(keyValues, keyComparators)) {
+        continue;
+      }
+      if (!file.task().spec().isUnpartitioned()) {
+        filter = filter == null ? filter(keyValues) : filter;
+        if (!partitionMayMatch(file.task(), filter, partitions)) {
+          continue;
+        }
+      }
+      counters.filesRead.increment();
+      read(file, keyValues, found);
+    }
+    return found;
+  }
+
+  private Expression filter(List<?> keyValues) {
     Expression filter = Expressions.alwaysTrue();
     for (int i = 0; i < key.size(); i++) {
       filter = Expressions.and(filter, Expressions.equal(key.get(i).name(), keyValues.get(i)));
     }
-    InclusiveMetricsEvaluator bounds = new InclusiveMetricsEvaluator(schema, filter, false);
-    Map<Integer, Evaluator> partitions = new HashMap<>();
-    InternalRecordWrapper internal = new InternalRecordWrapper(readSchema.asStruct());
-    List<Record> found = new ArrayList<>(1);
-    for (FileScanTask task : caches.files(table, snapshot)) {
-      if (!partitionMayMatch(task, filter, partitions) || !bounds.eval(task.file())) {
-        continue;
+    return filter;
+  }
+
+  /**
+   * A live data file with its key columns' bounds from the manifest (Iceberg internal values;
+   * null where unknown), so that a probe prunes files by comparing values, without binding an
+   * expression per probe.
+   */
+  record KeyedFile(FileScanTask task, Map<Integer, ?> constants, Object[] lower,
+      Object[] upper, boolean allNull) {
+    boolean mayHold(List<?> values, List<Comparator<Object>> order) {
+      if (allNull) {
+        return false;
       }
-      counters.filesRead.increment();
-      read(task, filter, keyValues, internal, found);
+      for (int i = 0; i < lower.length; i++) {
+        if (lower[i] != null && order.get(i).compare(lower[i], values.get(i)) > 0
+            || upper[i] != null && order.get(i).compare(values.get(i), upper[i]) > 0) {
+          return false;
+        }
+      }
+      return true;
     }
-    return found;
+  }
+
+  private List<KeyedFile> keyedFiles(List<FileScanTask> tasks) {
+    List<KeyedFile> files = new ArrayList<>();
+    for (FileScanTask task : tasks) {
+      Object[] lower = new Object[key.size()];
+      Object[] upper = new Object[key.size()];
+      boolean allNull = false;
+      for (int i = 0; i < key.size(); i++) {
+        Types.NestedField field = key.get(i);
+        Type.TypeID type = field.type().typeId();
+        if (type == Type.TypeID.FLOAT || type == Type.TypeID.DOUBLE) {
+          continue; // NaN is outside the bounds: not pruned by them
+        }
+        lower[i] = bound(task.file().lowerBounds(), field);
+        upper[i] = bound(task.file().upperBounds(), field);
+        Long values = count(task.file().valueCounts(), field);
+        Long nulls = count(task.file().nullValueCounts(), field);
+        allNull |= values != null && nulls != null && values.equals(nulls);
+      }
+      files.add(new KeyedFile(task,
+          PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant),
+          lower, upper, allNull));
+    }
+    return List.copyOf(files);
+  }
+
+  private static Object bound(Map<Integer, java.nio.ByteBuffer> bounds, Types.NestedField field) {
+    java.nio.ByteBuffer bound = bounds == null ? null : bounds.get(field.fieldId());
+    return bound == null ? null : Conversions.fromByteBuffer(field.type(), bound);
+  }
+
+  private static Long count(Map<Integer, Long> counts, Types.NestedField field) {
+    return counts == null ? null : counts.get(field.fieldId());
   }
 
   private boolean partitionMayMatch(FileScanTask task, Expression filter,
@@ -200,18 +267,22 @@ public final class PointLookup {
     return evaluator.eval(task.file().partition());
   }
 
-  private void read(FileScanTask task, Expression filter, List<?> keyValues,
-      InternalRecordWrapper internal, List<Record> found) {
+  private void read(KeyedFile file, List<?> keyValues, List<Record> found) {
+    FileScanTask task = file.task();
     java.util.Optional<ProbeFile> probe = task.file().format() == FileFormat.PARQUET
         && table.properties().get(TableProperties.DEFAULT_NAME_MAPPING) == null
         ? caches.probeFile(table.io(), task.file(), counters) : java.util.Optional.empty();
     if (probe.isPresent() && probe.get().canRead(schema)) {
-      readPages(probe.get(), task, filter, keyValues, found);
-      return;
+      Object[] stored = probe.get().storedKey(key, keyValues);
+      if (stored != null) {
+        readPages(probe.get(), file, stored, found);
+        return;
+      }
     }
+    InternalRecordWrapper internal = new InternalRecordWrapper(readSchema.asStruct());
     Deletes deletes = null;
     try (CloseableIterable<Record> rows =
-        DataFileRows.read(table, task, readSchema, filter, counters)) {
+        DataFileRows.read(table, task, readSchema, filter(keyValues), counters)) {
       for (Record row : rows) {
         counters.rowsDecoded.increment();
         StructLike values = internal.wrap(row);
@@ -232,25 +303,23 @@ public final class PointLookup {
   }
 
   /** Reads only the pages of {@code file} that can hold the key. */
-  private void readPages(ProbeFile file, FileScanTask task, Expression filter, List<?> keyValues,
+  private void readPages(ProbeFile file, KeyedFile keyed, Object[] storedKey,
       List<Record> found) {
-    List<Long> positions = new ArrayList<>();
-    List<Record> rows;
+    FileScanTask task = keyed.task();
+    List<Long> positions = new ArrayList<>(1);
+    List<Record> rows = new ArrayList<>(1);
     try {
-      rows = file.candidates(schema, filter, ProbeFile.pagePredicate(key, keyValues, file),
-          new ProbeFile.Key(keyPositions, keyValues, keyComparators),
-          PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant),
-          positions, counters);
+      counters.rowsDecoded.add(file.probe(schema, key, storedKey, keyed.constants(), rows,
+          positions, counters));
     } catch (IOException e) {
       throw new UncheckedIOException("reading " + task.file().location(), e);
     }
-    counters.rowsDecoded.add(file.decoded);
+    if (rows.isEmpty()) {
+      return;
+    }
     InternalRecordWrapper internal = new InternalRecordWrapper(schema.asStruct());
-    Deletes deletes = null;
+    Deletes deletes = new Deletes(task);
     for (int i = 0; i < rows.size(); i++) {
-      if (deletes == null) {
-        deletes = new Deletes(task);
-      }
       if (!deletes.deleted(positions.get(i), internal.wrap(rows.get(i)))) {
         found.add(rows.get(i));
       }

@@ -1,127 +1,285 @@
 package io.skade.lookup;
 
+import io.airlift.compress.Decompressor;
+import io.airlift.compress.lz4.Lz4Decompressor;
+import io.airlift.compress.snappy.SnappyDecompressor;
+import io.airlift.compress.zstd.ZstdDecompressor;
 import io.skade.changelog.DataFileRows;
+import java.io.ByteArrayInputStream;
 import java.io.Closeable;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.math.BigDecimal;
 import java.math.BigInteger;
+import java.net.URI;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.PrimitiveIterator;
-import java.util.Set;
-import java.util.UUID;
+import org.apache.iceberg.DataFile;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.expressions.Expression;
-import org.apache.iceberg.io.InputFile;
-import org.apache.iceberg.parquet.ParquetBloomRowGroupFilter;
-import org.apache.iceberg.parquet.ParquetMetricsRowGroupFilter;
+import org.apache.iceberg.hadoop.HadoopFileIO;
+import org.apache.iceberg.io.FileIO;
+import org.apache.iceberg.io.SeekableInputStream;
 import org.apache.iceberg.types.Type;
 import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.DateTimeUtil;
 import org.apache.iceberg.util.UUIDUtil;
 import org.apache.parquet.ParquetReadOptions;
+import org.apache.parquet.bytes.ByteBufferInputStream;
+import org.apache.parquet.bytes.BytesInput;
+import org.apache.parquet.bytes.BytesUtils;
 import org.apache.parquet.column.ColumnDescriptor;
-import org.apache.parquet.column.ColumnReader;
-import org.apache.parquet.column.impl.ColumnReadStoreImpl;
-import org.apache.parquet.column.page.PageReadStore;
-import org.apache.parquet.filter2.compat.FilterCompat;
-import org.apache.parquet.filter2.predicate.FilterApi;
-import org.apache.parquet.filter2.predicate.FilterPredicate;
-import org.apache.parquet.hadoop.BloomFilterReader;
-import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.column.Dictionary;
+import org.apache.parquet.column.Encoding;
+import org.apache.parquet.column.ValuesType;
+import org.apache.parquet.column.page.DictionaryPage;
+import org.apache.parquet.column.statistics.Statistics;
+import org.apache.parquet.column.values.ValuesReader;
+import org.apache.parquet.column.values.bloomfilter.BlockSplitBloomFilter;
+import org.apache.parquet.column.values.bloomfilter.BloomFilter;
+import org.apache.parquet.column.values.rle.RunLengthBitPackingHybridDecoder;
+import org.apache.parquet.compression.CompressionCodecFactory;
+import org.apache.parquet.format.BloomFilterHeader;
+import org.apache.parquet.format.DataPageHeader;
+import org.apache.parquet.format.DataPageHeaderV2;
+import org.apache.parquet.format.PageHeader;
+import org.apache.parquet.format.PageType;
+import org.apache.parquet.format.Util;
+import org.apache.parquet.format.converter.ParquetMetadataConverter;
 import org.apache.parquet.hadoop.metadata.BlockMetaData;
-import org.apache.parquet.hadoop.metadata.ColumnPath;
-import org.apache.parquet.internal.filter2.columnindex.ColumnIndexFilter;
-import org.apache.parquet.internal.filter2.columnindex.RowRanges;
-import org.apache.parquet.io.DelegatingSeekableInputStream;
-import org.apache.parquet.io.SeekableInputStream;
+import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData;
+import org.apache.parquet.hadoop.metadata.CompressionCodecName;
+import org.apache.parquet.hadoop.metadata.ParquetMetadata;
+import org.apache.parquet.internal.column.columnindex.ColumnIndex;
+import org.apache.parquet.internal.column.columnindex.OffsetIndex;
+import org.apache.parquet.internal.hadoop.metadata.IndexReference;
 import org.apache.parquet.io.api.Binary;
-import org.apache.parquet.io.api.Converter;
-import org.apache.parquet.io.api.GroupConverter;
-import org.apache.parquet.io.api.PrimitiveConverter;
 import org.apache.parquet.schema.LogicalTypeAnnotation;
 import org.apache.parquet.schema.MessageType;
+import org.apache.parquet.schema.PrimitiveComparator;
 import org.apache.parquet.schema.PrimitiveType;
+import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName;
 
 /**
- * A Parquet data file held open for point lookups: its footer is parsed once, its stream stays
- * open, and the bloom filters and page indexes it reads are kept, so a warm probe reads only the
- * pages that can hold the key. A probe prunes row groups by statistics and bloom filters, then
- * pages by the key column's column index, and reads only the rows of those pages (every column's
- * pages that cover them, through the offset indexes), decoding values straight into Iceberg's
- * generic row values.
+ * A Parquet data file held open for point lookups. Opening it reads the file's tail once: the
+ * footer, the page indexes and the bloom filters, which Parquet writes together at the end of the
+ * file (one read, a second when they do not fit the first). A probe then prunes row groups by
+ * their statistics and bloom filters and the key column's pages by its column index, and reads,
+ * in one byte-range read per row group where the pages lie close together, only the pages of
+ * every column that cover the rows of a candidate key page. It decodes that key page, then only
+ * the values of the matching rows in the other columns, straight into Iceberg's generic values.
  *
- * <p>Only flat tables whose files carry field ids are read this way; {@link #open} returns null
- * for any other file, which is then read through Iceberg's reader.
+ * <p>Only flat files whose columns carry field ids and page offset indexes are read this way;
+ * {@link #open} returns null for any other file, which is then read through Iceberg's reader.
  */
 final class ProbeFile implements Closeable {
-  private final CountingFile file;
-  private final ParquetFileReader reader;
-  private final MessageType fileSchema;
-  private final long[] rowGroupStarts;
-  /** Rows of the pages the last {@link #candidates} call decoded (its key columns). */
-  long decoded;
-  /** Each row group's bloom filter reader, which keeps the filters it read. */
-  private final BloomFilterReader[] blooms;
-  /** The file's column of each table field id. */
-  private final Map<Integer, ColumnDescriptor> columns = new HashMap<>();
-  private final Map<Integer, PrimitiveType> types = new HashMap<>();
-  /** Every column's path, for the page index filter. */
-  private final Set<ColumnPath> paths = new java.util.HashSet<>();
+  private static final ParquetReadOptions OPTIONS = ParquetReadOptions.builder().build();
+  private static final ParquetMetadataConverter METADATA = new ParquetMetadataConverter(OPTIONS);
+  private static final CompressionCodecFactory CODECS = OPTIONS.getCodecFactory();
+  /** Bytes read from the end of the file on open: the footer and usually its indexes. */
+  private static final int TAIL = 64 << 10;
+  /** Pages this close are read together: one read costs more than these bytes. */
+  private static final int MAX_GAP = 16 << 10;
+  /** Decompressors per thread, pure Java: a JNI call per small page costs more than it saves. */
+  private static final ThreadLocal<Decompressor> ZSTD =
+      ThreadLocal.withInitial(ZstdDecompressor::new);
+  private static final ThreadLocal<Decompressor> LZ4 =
+      ThreadLocal.withInitial(Lz4Decompressor::new);
+  private static final ThreadLocal<Decompressor> SNAPPY =
+      ThreadLocal.withInitial(SnappyDecompressor::new);
+  private static final byte[] MAGIC = "PAR1".getBytes(StandardCharsets.US_ASCII);
 
-  private ProbeFile(CountingFile file, ParquetFileReader reader) {
-    this.file = file;
-    this.reader = reader;
-    this.fileSchema = reader.getFooter().getFileMetaData().getSchema();
-    List<BlockMetaData> blocks = reader.getRowGroups();
-    this.rowGroupStarts = new long[blocks.size()];
-    this.blooms = new BloomFilterReader[blocks.size()];
-    long start = 0;
-    for (int i = 0; i < blocks.size(); i++) {
-      rowGroupStarts[i] = start;
-      start += blocks.get(i).getRowCount();
-    }
-    for (ColumnDescriptor column : fileSchema.getColumns()) {
-      paths.add(ColumnPath.get(column.getPath()));
-      PrimitiveType type = column.getPrimitiveType();
-      if (column.getPath().length == 1 && type.getId() != null) {
-        columns.put(type.getId().intValue(), column);
-        types.put(type.getId().intValue(), type);
-      }
-    }
+  private final String location;
+  private final Source source;
+  private final MessageType fileSchema;
+  private final List<BlockMetaData> groups;
+  private final long[] groupStarts;
+  /** The file's columns in order, and the column index of each table field id. */
+  private final ColumnDescriptor[] columns;
+  private final Map<Integer, Integer> columnOfField = new HashMap<>();
+  private final OffsetIndex[][] offsets; // [row group][column]
+  private final Object[][][] pageMins; // [row group][column][page], the stored values
+  private final Object[][][] pageMaxs;
+  private final boolean[][][] nullPages;
+  private final BloomFilter[][] blooms;
+  /** Decompressed pages and dictionaries of this JVM's probes, by file and offset. */
+  private final PageCache pages;
+
+  /** Where probes keep decompressed pages and decoded dictionaries, bounded by bytes. */
+  interface PageCache {
+    /** The page or dictionary of {@code file} at {@code offset}, or null. */
+    Object get(String file, long offset);
+
+    void put(String file, long offset, Object page, long bytes);
   }
 
-  /** The file opened for probes (one open, the footer read), or null if it cannot be probed. */
-  static ProbeFile open(InputFile input, DataFileRows.ReadListener io) {
-    CountingFile file = new CountingFile(input);
-    file.listener = io;
+  private ProbeFile(String location, Source source, ParquetMetadata footer, PageCache pages) {
+    this.location = location;
+    this.source = source;
+    this.pages = pages;
+    this.fileSchema = footer.getFileMetaData().getSchema();
+    this.groups = footer.getBlocks();
+    this.columns = fileSchema.getColumns().toArray(new ColumnDescriptor[0]);
+    for (int c = 0; c < columns.length; c++) {
+      PrimitiveType type = columns[c].getPrimitiveType();
+      if (columns[c].getPath().length == 1 && columns[c].getMaxRepetitionLevel() == 0
+          && type.getId() != null) {
+        columnOfField.put(type.getId().intValue(), c);
+      }
+    }
+    int count = groups.size();
+    this.groupStarts = new long[count];
+    long start = 0;
+    for (int g = 0; g < count; g++) {
+      groupStarts[g] = start;
+      start += groups.get(g).getRowCount();
+    }
+    this.offsets = new OffsetIndex[count][columns.length];
+    this.pageMins = new Object[count][columns.length][];
+    this.pageMaxs = new Object[count][columns.length][];
+    this.nullPages = new boolean[count][columns.length][];
+    this.blooms = new BloomFilter[count][columns.length];
+  }
+
+  /**
+   * The data file opened for probes (its tail read and parsed), or null when it cannot be
+   * probed here: nested columns, columns without field ids or without offset indexes.
+   */
+  static ProbeFile open(FileIO io, DataFile dataFile, PageCache pages,
+      DataFileRows.ReadListener listener) {
+    String location = dataFile.location();
+    Source source = Source.open(io, location, listener);
     try {
-      SeekableInputStream stream = file.newStream();
-      ParquetFileReader reader = new ParquetFileReader(file, ParquetReadOptions.builder().build(),
-          stream);
-      ProbeFile opened = new ProbeFile(file, reader);
-      if (opened.columns.size() != opened.fileSchema.getColumns().size()) {
-        opened.close(); // nested columns or no field ids: Iceberg's reader handles those
+      long length = dataFile.fileSizeInBytes();
+      Region tail = new Region(Math.max(0, length - TAIL), length);
+      tail.read(source, listener);
+      int footerLength = tail.intAt(length - 8);
+      if (!Arrays.equals(tail.bytes(length - 4, 4), MAGIC) || footerLength <= 0
+          || footerLength > length - 12) {
+        source.close();
+        return null; // encrypted or not Parquet: Iceberg's reader says what is wrong
+      }
+      long footerStart = length - 8 - footerLength;
+      if (footerStart < tail.start) {
+        tail = new Region(footerStart, length);
+        tail.read(source, listener);
+      }
+      ParquetMetadata footer = METADATA.readParquetMetadata(
+          tail.stream(footerStart, footerLength), ParquetMetadataConverter.NO_FILTER);
+      ProbeFile file = new ProbeFile(location, source, footer, pages);
+      if (file.columnOfField.size() != file.columns.length || !file.loadIndexes(tail, listener)) {
+        file.close(); // nested columns, no field ids or no page index: Iceberg's reader
         return null;
       }
-      return opened;
-    } catch (IOException e) {
-      throw new UncheckedIOException("opening " + input.location() + " for lookups", e);
+      return file;
+    } catch (IOException | RuntimeException e) {
+      try {
+        source.close();
+      } catch (IOException suppressed) {
+        e.addSuppressed(suppressed);
+      }
+      throw new UncheckedIOException("opening " + location + " for lookups",
+          e instanceof IOException io0 ? io0 : new IOException(e));
     }
   }
 
-  /** Whether every column of {@code schema} in this file can be decoded here. */
+  /**
+   * Parses every column's offset index, column index and bloom filter. Parquet writes them just
+   * before the footer, so they are usually in {@code tail} already; what is not is read once.
+   */
+  private boolean loadIndexes(Region tail, DataFileRows.ReadListener listener)
+      throws IOException {
+    long first = tail.start;
+    for (BlockMetaData group : groups) {
+      for (ColumnChunkMetaData chunk : group.getColumns()) {
+        IndexReference offsetIndex = chunk.getOffsetIndexReference();
+        if (offsetIndex == null) {
+          return false;
+        }
+        first = Math.min(first, offsetIndex.getOffset());
+        if (chunk.getColumnIndexReference() != null) {
+          first = Math.min(first, chunk.getColumnIndexReference().getOffset());
+        }
+        if (chunk.getBloomFilterOffset() >= 0) {
+          first = Math.min(first, chunk.getBloomFilterOffset());
+        }
+      }
+    }
+    Region indexes = tail;
+    if (first < tail.start) {
+      indexes = new Region(first, tail.end);
+      indexes.read(source, listener);
+    }
+    for (int g = 0; g < groups.size(); g++) {
+      List<ColumnChunkMetaData> chunks = groups.get(g).getColumns();
+      for (int c = 0; c < columns.length; c++) {
+        ColumnChunkMetaData chunk = chunks.get(c);
+        IndexReference ref = chunk.getOffsetIndexReference();
+        offsets[g][c] = ParquetMetadataConverter.fromParquetOffsetIndex(
+            Util.readOffsetIndex(indexes.stream(ref.getOffset(), ref.getLength())));
+        ref = chunk.getColumnIndexReference();
+        if (ref != null) {
+          loadColumnIndex(g, c, ParquetMetadataConverter.fromParquetColumnIndex(
+              columns[c].getPrimitiveType(),
+              Util.readColumnIndex(indexes.stream(ref.getOffset(), ref.getLength()))));
+        }
+        if (chunk.getBloomFilterOffset() >= 0) {
+          blooms[g][c] = bloomFilter(indexes.stream(chunk.getBloomFilterOffset(),
+              (int) (indexes.end - chunk.getBloomFilterOffset())));
+        }
+      }
+    }
+    return true;
+  }
+
+  private void loadColumnIndex(int g, int c, ColumnIndex index) {
+    if (index == null) {
+      return; // Parquet drops indexes it cannot order (e.g. INT96)
+    }
+    PrimitiveType type = columns[c].getPrimitiveType();
+    List<ByteBuffer> mins = index.getMinValues();
+    List<ByteBuffer> maxs = index.getMaxValues();
+    List<Boolean> nulls = index.getNullPages();
+    int pages = nulls.size();
+    pageMins[g][c] = new Object[pages];
+    pageMaxs[g][c] = new Object[pages];
+    nullPages[g][c] = new boolean[pages];
+    for (int p = 0; p < pages; p++) {
+      nullPages[g][c][p] = nulls.get(p);
+      if (!nulls.get(p)) {
+        pageMins[g][c][p] = statValue(type, mins.get(p));
+        pageMaxs[g][c][p] = statValue(type, maxs.get(p));
+      }
+    }
+  }
+
+  private static BloomFilter bloomFilter(ByteArrayInputStream in) throws IOException {
+    BloomFilterHeader header = Util.readBloomFilterHeader(in);
+    if (!header.getAlgorithm().isSetBLOCK() || !header.getHash().isSetXXHASH()
+        || !header.getCompression().isSetUNCOMPRESSED() || header.getNumBytes() <= 0
+        || header.getNumBytes() > in.available()) {
+      return null; // a filter this reader does not know: the row group is read
+    }
+    byte[] bits = new byte[header.getNumBytes()];
+    in.readNBytes(bits, 0, bits.length);
+    return new BlockSplitBloomFilter(bits);
+  }
+
+  /** Whether every column of {@code schema} that this file stores can be decoded here. */
   boolean canRead(Schema schema) {
     for (Types.NestedField field : schema.columns()) {
-      PrimitiveType type = types.get(field.fieldId());
-      if (type != null && !decodable(field.type(), type)) {
+      Integer c = columnOfField.get(field.fieldId());
+      if (c != null && !decodable(field.type(), columns[c].getPrimitiveType())) {
         return false;
       }
     }
@@ -129,171 +287,562 @@ final class ProbeFile implements Closeable {
   }
 
   /**
-   * The rows of {@code schema} whose key columns hold the key (plus their position in the file,
-   * in {@code positions}), found in the pages that the row groups' statistics and bloom filters
-   * and the page indexes do not rule out. The key columns of those pages are decoded; the other
-   * columns only for matching rows. {@code constants} give columns the file does not store
-   * (identity partitions).
+   * The key as this file stores it, one value per key column, or null when this file cannot be
+   * probed for it (a key column it does not store, or a type without a comparable stored form).
+   * A value this file's type cannot hold (a long beyond an int column) is {@link #NO_VALUE}.
    */
-  synchronized List<Record> candidates(Schema schema, Expression filter,
-      FilterPredicate pagePredicate, Key key, Map<Integer, ?> constants, List<Long> positions,
-      DataFileRows.ReadListener io) throws IOException {
-    file.listener = io;
-    decoded = 0;
-    List<Record> rows = new ArrayList<>();
-    ParquetMetricsRowGroupFilter stats = new ParquetMetricsRowGroupFilter(schema, filter, false);
-    ParquetBloomRowGroupFilter bloomFilter =
-        new ParquetBloomRowGroupFilter(schema, filter, false);
-    List<BlockMetaData> blocks = reader.getRowGroups();
-    for (int i = 0; i < blocks.size(); i++) {
-      BlockMetaData block = blocks.get(i);
-      if (!stats.shouldRead(fileSchema, block)
-          || !bloomFilter.shouldRead(fileSchema, block, blooms(i))) {
-        continue;
+  Object[] storedKey(List<Types.NestedField> key, List<?> values) {
+    Object[] stored = new Object[key.size()];
+    for (int i = 0; i < key.size(); i++) {
+      Integer c = columnOfField.get(key.get(i).fieldId());
+      if (c == null) {
+        return null;
       }
-      RowRanges ranges = pagePredicate == null ? RowRanges.createSingle(block.getRowCount())
-          : ColumnIndexFilter.calculateRowRanges(FilterCompat.get(pagePredicate),
-              reader.getColumnIndexStore(i), paths, block.getRowCount());
-      if (ranges.rowCount() == 0) {
-        continue;
-      }
-      try (PageReadStore pages = reader.readFilteredRowGroup(i, ranges)) {
-        decoded += ranges.rowCount();
-        decode(schema, pages, ranges, rowGroupStarts[i], key, constants, rows, positions);
+      stored[i] = storedValue(key.get(i).type(), columns[c].getPrimitiveType(), values.get(i));
+      if (stored[i] == null) {
+        return null;
       }
     }
-    return rows;
+    return stored;
   }
 
-  private BloomFilterReader blooms(int rowGroup) {
-    if (blooms[rowGroup] == null) {
-      blooms[rowGroup] = reader.getBloomFilterDataReader(rowGroup);
-    }
-    return blooms[rowGroup];
-  }
+  /** A key value no value of the file's column can equal. */
+  static final Object NO_VALUE = new Object();
 
-  /** A probe's key: the table positions of its columns, its internal values, their order. */
-  record Key(int[] positions, List<?> values, List<java.util.Comparator<Object>> comparators) {}
-
-  private void decode(Schema schema, PageReadStore pages, RowRanges ranges, long start, Key key,
-      Map<Integer, ?> constants, List<Record> rows, List<Long> positions) {
-    int count = (int) ranges.rowCount();
-    List<Types.NestedField> fields = schema.columns();
-    Object[][] values = new Object[count][fields.size()];
-    ValueConverter[] converters = new ValueConverter[fileSchema.getFieldCount()];
-    for (int c = 0; c < fields.size(); c++) {
-      ColumnDescriptor column = columns.get(fields.get(c).fieldId());
-      if (column != null) {
-        converters[fileSchema.getFieldIndex(column.getPath()[0])] =
-            new ValueConverter(fields.get(c).type(), column.getPrimitiveType(), values, c);
+  /**
+   * The rows of {@code schema} whose key columns hold {@code storedKey} (from {@link
+   * #storedKey}), each with its position in the file in {@code positions}. {@code constants}
+   * give the columns the file does not store (identity partitions, added columns). Returns the
+   * number of key rows decoded (the rows of the candidate key pages).
+   */
+  long probe(Schema schema, List<Types.NestedField> key, Object[] storedKey,
+      Map<Integer, ?> constants, List<Record> rows, List<Long> positions,
+      DataFileRows.ReadListener listener) throws IOException {
+    for (Object value : storedKey) {
+      if (value == NO_VALUE) {
+        return 0;
       }
     }
-    GroupConverter root = new GroupConverter() {
-      @Override
-      public Converter getConverter(int fieldIndex) {
-        return converters[fieldIndex] != null ? converters[fieldIndex] : new PrimitiveConverter() {};
-      }
-
-      @Override
-      public void start() {}
-
-      @Override
-      public void end() {}
-    };
-    ColumnReadStoreImpl store = new ColumnReadStoreImpl(pages, root, fileSchema,
-        reader.getFooter().getFileMetaData().getCreatedBy());
-    boolean[] keep = new boolean[count];
-    java.util.Arrays.fill(keep, true);
-    Set<Integer> keyPositions = new java.util.HashSet<>();
-    for (int k = 0; k < key.positions().length; k++) { // the key first: it picks the rows
-      int c = key.positions()[k];
-      keyPositions.add(c);
-      read(store, fields.get(c), c, null, constants, values, converters);
-      Type type = fields.get(c).type();
-      for (int r = 0; r < count; r++) {
-        Object value = values[r][c];
-        keep[r] &= value != null
-            && key.comparators().get(k).compare(internal(type, value), key.values().get(k)) == 0;
-      }
+    int[] keyColumns = new int[key.size()];
+    for (int k = 0; k < keyColumns.length; k++) {
+      keyColumns[k] = columnOfField.get(key.get(k).fieldId());
     }
-    for (int c = 0; c < fields.size(); c++) {
-      if (!keyPositions.contains(c)) {
-        read(store, fields.get(c), c, keep, constants, values, converters);
-      }
-    }
-    PrimitiveIterator.OfLong indexes = ranges.iterator();
-    for (int r = 0; r < count; r++) {
-      long index = indexes.nextLong();
-      if (!keep[r]) {
+    long decoded = 0;
+    for (int g = 0; g < groups.size(); g++) {
+      if (!mayHold(g, keyColumns, storedKey)) {
         continue;
       }
-      GenericRecord record = GenericRecord.create(schema);
-      for (int c = 0; c < fields.size(); c++) {
-        record.set(c, values[r][c]);
+      int first = keyColumns[0];
+      OffsetIndex pages = offsets[g][first];
+      for (int p = 0; p < pages.getPageCount(); p++) {
+        if (!pageMayHold(g, first, p, storedKey[0])) {
+          continue;
+        }
+        long from = pages.getFirstRowIndex(p);
+        long to = pages.getLastRowIndex(p, groups.get(g).getRowCount()) + 1;
+        decoded += readRows(g, schema, keyColumns, storedKey, from, to, constants, rows,
+            positions, listener);
       }
-      rows.add(record);
-      positions.add(start + index);
     }
+    return decoded;
   }
 
-  /** Decodes column {@code c} into {@code values}, for the rows {@code keep} marks (or all). */
-  private void read(ColumnReadStoreImpl store, Types.NestedField field, int c, boolean[] keep,
-      Map<Integer, ?> constants, Object[][] values, ValueConverter[] converters) {
-    ColumnDescriptor column = columns.get(field.fieldId());
-    if (column == null) {
-      Object constant = constants.get(field.fieldId());
-      for (Object[] row : values) {
-        row[c] = constant;
-      }
-      return;
-    }
-    ColumnReader reader0 = store.getColumnReader(column);
-    ValueConverter converter = converters[fileSchema.getFieldIndex(column.getPath()[0])];
-    int defined = column.getMaxDefinitionLevel();
-    for (int r = 0; r < values.length; r++) {
-      if (reader0.getCurrentDefinitionLevel() == defined) {
-        if (keep == null || keep[r]) {
-          converter.row = r;
-          reader0.writeCurrentValueToConverter();
-        } else {
-          reader0.skip(); // a value not read must be skipped, or the next read returns it
+  /** Row-group pruning: statistics, then bloom filters, of every key column. */
+  private boolean mayHold(int g, int[] keyColumns, Object[] storedKey) {
+    List<ColumnChunkMetaData> chunks = groups.get(g).getColumns();
+    for (int k = 0; k < keyColumns.length; k++) {
+      ColumnChunkMetaData chunk = chunks.get(keyColumns[k]);
+      Statistics<?> stats = chunk.getStatistics();
+      Object value = storedKey[k];
+      if (stats != null && !stats.isEmpty()) {
+        if (stats.isNumNullsSet() && stats.getNumNulls() == chunk.getValueCount()) {
+          return false;
+        }
+        if (stats.hasNonNullValue() && outside(stats, value)) {
+          return false;
         }
       }
-      reader0.consume();
+      BloomFilter bloom = blooms[g][keyColumns[k]];
+      if (bloom != null && !(value instanceof Boolean) && !bloom.findHash(bloom.hash(value))) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  @SuppressWarnings("unchecked")
+  private static <T extends Comparable<T>> boolean outside(Statistics<T> stats, Object value) {
+    return stats.compareMinToValue((T) value) > 0 || stats.compareMaxToValue((T) value) < 0;
+  }
+
+  private boolean pageMayHold(int g, int c, int page, Object value) {
+    if (nullPages[g][c] == null) {
+      return true; // no column index: every page
+    }
+    if (nullPages[g][c][page]) {
+      return false;
+    }
+    @SuppressWarnings("unchecked")
+    PrimitiveComparator<Object> order =
+        (PrimitiveComparator<Object>) columns[c].getPrimitiveType().comparator();
+    return order.compare(pageMins[g][c][page], value) <= 0
+        && order.compare(value, pageMaxs[g][c][page]) <= 0;
+  }
+
+  /**
+   * Reads the pages of row group {@code g} that cover rows {@code [from, to)} in every column
+   * needed, matches the key on those rows and adds the matching rows.
+   */
+  private long readRows(int g, Schema schema, int[] keyColumns, Object[] storedKey, long from,
+      long to, Map<Integer, ?> constants, List<Record> rows, List<Long> positions,
+      DataFileRows.ReadListener listener) throws IOException {
+    List<Types.NestedField> fields = schema.columns();
+    int[] fieldColumns = new int[fields.size()];
+    List<long[]> ranges = new ArrayList<>();
+    for (int f = 0; f < fields.size(); f++) {
+      Integer c = columnOfField.get(fields.get(f).fieldId());
+      fieldColumns[f] = c == null ? -1 : c;
+      if (c != null) {
+        pageRanges(g, c, from, to, ranges);
+      }
+    }
+    for (int c : keyColumns) {
+      pageRanges(g, c, from, to, ranges); // a key column the schema does not select
+    }
+    Reads regions = new Reads(read(ranges, listener), listener);
+    // The first key column picks the candidate rows; the others narrow them.
+    int[] matches = matchAll(g, keyColumns[0], storedKey[0], from, to, regions);
+    for (int k = 1; k < keyColumns.length && matches.length > 0; k++) {
+      Object[] stored = valuesAt(g, keyColumns[k], matches, regions, null);
+      int kept = 0;
+      for (int i = 0; i < matches.length; i++) {
+        if (storedKey[k].equals(stored[i])) {
+          matches[kept++] = matches[i];
+        }
+      }
+      matches = Arrays.copyOf(matches, kept);
+    }
+    if (matches.length == 0) {
+      return to - from;
+    }
+    Object[][] values = new Object[fields.size()][];
+    for (int f = 0; f < fields.size(); f++) {
+      if (fieldColumns[f] < 0) {
+        values[f] = new Object[matches.length];
+        Arrays.fill(values[f], constants.get(fields.get(f).fieldId()));
+      } else {
+        values[f] = valuesAt(g, fieldColumns[f], matches, regions, fields.get(f).type());
+      }
+    }
+    for (int i = 0; i < matches.length; i++) {
+      GenericRecord record = GenericRecord.create(schema);
+      for (int f = 0; f < fields.size(); f++) {
+        record.set(f, values[f][i]);
+      }
+      rows.add(record);
+      positions.add(groupStarts[g] + matches[i]);
+    }
+    return to - from;
+  }
+
+  /** The byte ranges of column {@code c}'s pages over rows {@code [from, to)}, with its dictionary. */
+  private void pageRanges(int g, int c, long from, long to, List<long[]> ranges) {
+    OffsetIndex index = offsets[g][c];
+    for (int p = pageOf(index, from); p < index.getPageCount()
+        && index.getFirstRowIndex(p) < to; p++) {
+      if (pages.get(location, index.getOffset(p)) == null) {
+        ranges.add(new long[] {index.getOffset(p), index.getOffset(p)
+            + index.getCompressedPageSize(p)});
+      }
+    }
+    ColumnChunkMetaData chunk = groups.get(g).getColumns().get(c);
+    if (chunk.hasDictionaryPage() && chunk.getStartingPos() < chunk.getFirstDataPageOffset()
+        && pages.get(location, chunk.getStartingPos()) == null) {
+      ranges.add(new long[] {chunk.getStartingPos(), chunk.getFirstDataPageOffset()});
     }
   }
 
-  /** Iceberg's internal value of a generic one, as keys are compared. */
-  private static Object internal(Type type, Object value) {
+  private static int pageOf(OffsetIndex index, long row) {
+    int low = 0;
+    int high = index.getPageCount() - 1;
+    while (low < high) { // the last page whose first row is at most row
+      int mid = (low + high + 1) >>> 1;
+      if (index.getFirstRowIndex(mid) <= row) {
+        low = mid;
+      } else {
+        high = mid - 1;
+      }
+    }
+    return low;
+  }
+
+  /** Reads the ranges, those closer than {@link #MAX_GAP} together, one read each. */
+  private Region[] read(List<long[]> ranges, DataFileRows.ReadListener listener)
+      throws IOException {
+    ranges.sort((a, b) -> Long.compare(a[0], b[0]));
+    List<Region> regions = new ArrayList<>();
+    Region current = null;
+    for (long[] range : ranges) {
+      if (current != null && range[0] - current.end <= MAX_GAP) {
+        current = new Region(current.start, Math.max(current.end, range[1]));
+        regions.set(regions.size() - 1, current);
+      } else {
+        current = new Region(range[0], range[1]);
+        regions.add(current);
+      }
+    }
+    for (Region region : regions) {
+      region.read(source, listener);
+    }
+    return regions.toArray(new Region[0]);
+  }
+
+  /**
+   * The region holding {@code offset}; a page evicted from the cache since the probe planned
+   * its reads is read on its own.
+   */
+  private Region regionOf(Region[] regions, long offset, int length,
+      DataFileRows.ReadListener listener) throws IOException {
+    for (Region region : regions) {
+      if (region.start <= offset && offset < region.end) {
+        return region;
+      }
+    }
+    Region alone = new Region(offset, offset + length);
+    alone.read(source, listener);
+    return alone;
+  }
+
+  /** The rows of {@code [from, to)} (relative to the row group) whose column {@code c} holds {@code value}. */
+  private int[] matchAll(int g, int c, Object value, long from, long to, Reads regions)
+      throws IOException {
+    OffsetIndex index = offsets[g][c];
+    int[] matches = new int[4];
+    int found = 0;
+    PrimitiveTypeName physical = columns[c].getPrimitiveType().getPrimitiveTypeName();
+    for (int p = pageOf(index, from); p < index.getPageCount()
+        && index.getFirstRowIndex(p) < to; p++) {
+      Page page = page(g, c, p, regions);
+      long row = index.getFirstRowIndex(p);
+      long last = Math.min(to, row + page.count);
+      for (; row < last; row++) {
+        if (!page.defined()) {
+          continue;
+        }
+        boolean equal;
+        if (row < from) {
+          page.values.skip();
+          continue;
+        }
+        switch (physical) {
+          case INT64 -> equal = page.values.readLong() == (Long) value;
+          case INT32 -> equal = page.values.readInteger() == (Integer) value;
+          default -> equal = value.equals(stored(page.values, physical));
+        }
+        if (equal) {
+          if (found == matches.length) {
+            matches = Arrays.copyOf(matches, found * 2);
+          }
+          matches[found++] = (int) row;
+        }
+      }
+    }
+    return Arrays.copyOf(matches, found);
+  }
+
+  /**
+   * Column {@code c}'s values at {@code rows} (sorted, relative to the row group), as Iceberg
+   * values of {@code type}, or as stored when {@code type} is null.
+   */
+  private Object[] valuesAt(int g, int c, int[] rows, Reads regions, Type type)
+      throws IOException {
+    OffsetIndex index = offsets[g][c];
+    PrimitiveType stored = columns[c].getPrimitiveType();
+    Object[] values = new Object[rows.length];
+    Page page = null;
+    int pageNumber = -1;
+    long next = 0; // the row the page's next value belongs to
+    for (int i = 0; i < rows.length; i++) {
+      int p = pageOf(index, rows[i]);
+      if (p != pageNumber) {
+        page = page(g, c, p, regions);
+        pageNumber = p;
+        next = index.getFirstRowIndex(p);
+      }
+      for (; next < rows[i]; next++) { // values not asked for are skipped, not converted
+        if (page.defined()) {
+          page.values.skip();
+        }
+      }
+      next++;
+      if (page.defined()) {
+        Object value = stored(page.values, stored.getPrimitiveTypeName());
+        values[i] = type == null ? value : generic(type, stored, value);
+      }
+    }
+    return values;
+  }
+
+  /** What a probe read: the regions, and whom to tell of a read it makes late. */
+  private record Reads(Region[] regions, DataFileRows.ReadListener listener) {}
+
+  /**
+   * A data page decompressed, as kept in the cache: V1 pages whole (levels and values), V2 pages
+   * with their uncompressed levels apart.
+   */
+  private record DataPage(int count, Encoding repetition, Encoding definition, Encoding encoding,
+      byte[] levels, int repetitionLength, byte[] values) {
+    long bytes() {
+      return 64L + values.length + (levels == null ? 0 : levels.length);
+    }
+  }
+
+  /** Page {@code p} of column {@code c} in row group {@code g}, decompressed, ready to read. */
+  private Page page(int g, int c, int p, Reads reads) throws IOException {
+    OffsetIndex index = offsets[g][c];
+    long offset = index.getOffset(p);
+    DataPage data = pages.get(location, offset) instanceof DataPage cached ? cached : null;
+    if (data == null) {
+      data = readPage(g, c, p, reads);
+      pages.put(location, offset, data, data.bytes());
+    }
+    ColumnDescriptor column = columns[c];
+    int maxDefinition = column.getMaxDefinitionLevel();
+    ValuesReader values = valuesReader(g, c, data.encoding(), reads);
+    if (data.levels() == null) {
+      ByteBufferInputStream stream = ByteBufferInputStream.wrap(ByteBuffer.wrap(data.values()));
+      data.repetition().getValuesReader(column, ValuesType.REPETITION_LEVEL)
+          .initFromPage(data.count(), stream);
+      ValuesReader definition =
+          data.definition().getValuesReader(column, ValuesType.DEFINITION_LEVEL);
+      definition.initFromPage(data.count(), stream);
+      values.initFromPage(data.count(), stream);
+      return new Page(data.count(), maxDefinition, definition::readInteger, values);
+    }
+    RunLengthBitPackingHybridDecoder definition = maxDefinition == 0 ? null
+        : new RunLengthBitPackingHybridDecoder(BytesUtils.getWidthFromMaxInt(maxDefinition),
+            new ByteArrayInputStream(data.levels(), data.repetitionLength(),
+                data.levels().length - data.repetitionLength()));
+    values.initFromPage(data.count(), ByteBufferInputStream.wrap(ByteBuffer.wrap(data.values())));
+    return new Page(data.count(), maxDefinition,
+        definition == null ? () -> 0 : definition::readInt, values);
+  }
+
+  private DataPage readPage(int g, int c, int p, Reads reads) throws IOException {
+    OffsetIndex index = offsets[g][c];
+    long offset = index.getOffset(p);
+    int length = index.getCompressedPageSize(p);
+    Region region = regionOf(reads.regions(), offset, length, reads.listener());
+    ByteArrayInputStream in = region.stream(offset, length);
+    PageHeader header = Util.readPageHeader(in);
+    int start = region.index(offset) + length - in.available();
+    CompressionCodecName codec = groups.get(g).getColumns().get(c).getCodec();
+    if (header.getType() == PageType.DATA_PAGE) {
+      DataPageHeader data = header.getData_page_header();
+      return new DataPage(data.getNum_values(),
+          METADATA.getEncoding(data.getRepetition_level_encoding()),
+          METADATA.getEncoding(data.getDefinition_level_encoding()),
+          METADATA.getEncoding(data.getEncoding()), null, 0,
+          decompress(codec, region.bytes, start, header.getCompressed_page_size(),
+              header.getUncompressed_page_size()));
+    }
+    if (header.getType() == PageType.DATA_PAGE_V2) {
+      DataPageHeaderV2 data = header.getData_page_header_v2();
+      int levels = data.getRepetition_levels_byte_length()
+          + data.getDefinition_levels_byte_length();
+      int valuesStart = start + levels;
+      int valuesLength = header.getCompressed_page_size() - levels;
+      return new DataPage(data.getNum_values(), null, null,
+          METADATA.getEncoding(data.getEncoding()),
+          Arrays.copyOfRange(region.bytes, start, valuesStart),
+          data.getRepetition_levels_byte_length(),
+          data.isIs_compressed()
+              ? decompress(codec, region.bytes, valuesStart, valuesLength,
+                  header.getUncompressed_page_size() - levels)
+              : Arrays.copyOfRange(region.bytes, valuesStart, valuesStart + valuesLength));
+    }
+    throw new IOException("page " + p + " of column " + columns[c] + " in " + location
+        + " is a " + header.getType() + ", not a data page");
+  }
+
+  private ValuesReader valuesReader(int g, int c, Encoding encoding, Reads reads)
+      throws IOException {
+    if (!encoding.usesDictionary()) {
+      return encoding.getValuesReader(columns[c], ValuesType.VALUES);
+    }
+    ColumnChunkMetaData chunk = groups.get(g).getColumns().get(c);
+    long offset = chunk.getStartingPos();
+    Dictionary dictionary = pages.get(location, offset) instanceof Dictionary cached
+        ? cached : null;
+    if (dictionary == null) {
+      int length = (int) (chunk.getFirstDataPageOffset() - offset);
+      Region region = regionOf(reads.regions(), offset, length, reads.listener());
+      ByteArrayInputStream in = region.stream(offset, length);
+      PageHeader header = Util.readPageHeader(in);
+      if (header.getType() != PageType.DICTIONARY_PAGE) {
+        throw new IOException("column " + columns[c] + " of row group " + g + " in "
+            + location + " has dictionary-encoded pages but no dictionary page");
+      }
+      int start = region.index(offset) + length - in.available();
+      byte[] bytes = decompress(chunk.getCodec(), region.bytes, start,
+          header.getCompressed_page_size(), header.getUncompressed_page_size());
+      DictionaryPage page = new DictionaryPage(BytesInput.from(bytes),
+          header.getDictionary_page_header().getNum_values(),
+          METADATA.getEncoding(header.getDictionary_page_header().getEncoding()));
+      dictionary = page.getEncoding().initDictionary(columns[c], page);
+      // Decoded entries take about twice their encoded bytes.
+      pages.put(location, offset, dictionary, 64L + 2L * bytes.length
+          + 16L * page.getDictionarySize());
+    }
+    return encoding.getDictionaryBasedValuesReader(columns[c], ValuesType.VALUES, dictionary);
+  }
+
+  private static byte[] decompress(CompressionCodecName codec, byte[] from, int start,
+      int length, int size) throws IOException {
+    Decompressor decompressor = switch (codec) {
+      case ZSTD -> ZSTD.get();
+      case LZ4_RAW -> LZ4.get();
+      case SNAPPY -> SNAPPY.get();
+      default -> null;
+    };
+    if (codec == CompressionCodecName.UNCOMPRESSED) {
+      return Arrays.copyOfRange(from, start, start + length);
+    }
+    if (decompressor == null) {
+      return CODECS.getDecompressor(codec)
+          .decompress(BytesInput.from(from, start, length), size).toByteArray();
+    }
+    byte[] to = new byte[size];
+    int written = decompressor.decompress(from, start, length, to, 0, size);
+    if (written != size) {
+      throw new IOException(codec + " page of " + size + " bytes decompressed to " + written);
+    }
+    return to;
+  }
+
+  /** One data page's values, read in row order. */
+  private static final class Page {
+    final int count;
+    final int maxDefinition;
+    final Levels definition;
+    final ValuesReader values;
+
+    Page(int count, int maxDefinition, Levels definition, ValuesReader values) {
+      this.count = count;
+      this.maxDefinition = maxDefinition;
+      this.definition = definition;
+      this.values = values;
+    }
+
+    /** Whether the next row has a value (else it is null and no value is stored). */
+    boolean defined() throws IOException {
+      return definition.next() == maxDefinition;
+    }
+  }
+
+  private interface Levels {
+    int next() throws IOException;
+  }
+
+  private static Object stored(ValuesReader values, PrimitiveTypeName physical) {
+    return switch (physical) {
+      case INT32 -> values.readInteger();
+      case INT64 -> values.readLong();
+      case FLOAT -> values.readFloat();
+      case DOUBLE -> values.readDouble();
+      case BOOLEAN -> values.readBoolean();
+      case BINARY, FIXED_LEN_BYTE_ARRAY -> values.readBytes();
+      case INT96 -> throw new IllegalStateException("INT96 is not decoded here");
+    };
+  }
+
+  /** A column index or statistics bound, as the values {@link #stored} reads. */
+  private static Object statValue(PrimitiveType type, ByteBuffer bound) {
+    ByteBuffer little = bound.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+    return switch (type.getPrimitiveTypeName()) {
+      case INT32 -> little.getInt(little.position());
+      case INT64 -> little.getLong(little.position());
+      case FLOAT -> little.getFloat(little.position());
+      case DOUBLE -> little.getDouble(little.position());
+      case BOOLEAN -> little.get(little.position()) != 0;
+      default -> {
+        byte[] bytes = new byte[little.remaining()];
+        little.get(bytes);
+        yield Binary.fromConstantByteArray(bytes);
+      }
+    };
+  }
+
+  /**
+   * An Iceberg internal key value as this file stores it: null when it has no stored form here
+   * (the probe then reads through Iceberg), {@link #NO_VALUE} when no stored value can equal it.
+   */
+  private static Object storedValue(Type type, PrimitiveType stored, Object value) {
+    PrimitiveTypeName physical = stored.getPrimitiveTypeName();
+    if (!decodable(type, stored)) {
+      return null;
+    }
     return switch (type.typeId()) {
-      case DATE -> DateTimeUtil.daysFromDate((java.time.LocalDate) value);
-      case TIME -> DateTimeUtil.microsFromTime((java.time.LocalTime) value);
+      case BOOLEAN -> value;
+      case INTEGER, DATE -> value;
+      case LONG -> {
+        long v = (Long) value;
+        if (physical == PrimitiveTypeName.INT64) {
+          yield v;
+        }
+        yield v == (int) v ? (Object) (int) v : NO_VALUE;
+      }
+      case TIME, TIMESTAMP -> value;
+      case STRING -> Binary.fromString(value.toString());
+      case BINARY, FIXED -> Binary.fromConstantByteBuffer(((ByteBuffer) value).duplicate());
+      case UUID -> Binary.fromConstantByteArray(UUIDUtil.convert((java.util.UUID) value));
+      default -> null; // decimals and floating point: compared by Iceberg's reader
+    };
+  }
+
+  /** The Iceberg generic value of a stored one. */
+  private static Object generic(Type type, PrimitiveType stored, Object value) {
+    return switch (type.typeId()) {
+      case DATE -> DateTimeUtil.dateFromDays((Integer) value);
+      case LONG -> value instanceof Integer i ? (Object) (long) i : value;
+      case DOUBLE -> value instanceof Float f ? (Object) (double) f : value;
+      case TIME -> DateTimeUtil.timeFromMicros((Long) value);
       case TIMESTAMP -> ((Types.TimestampType) type).shouldAdjustToUTC()
-          ? DateTimeUtil.microsFromTimestamptz((java.time.OffsetDateTime) value)
-          : DateTimeUtil.microsFromTimestamp((java.time.LocalDateTime) value);
-      case FIXED -> ByteBuffer.wrap((byte[]) value);
+          ? DateTimeUtil.timestamptzFromMicros((Long) value)
+          : DateTimeUtil.timestampFromMicros((Long) value);
+      case STRING -> ((Binary) value).toStringUsingUTF8();
+      case BINARY -> ByteBuffer.wrap(((Binary) value).getBytes());
+      case FIXED -> ((Binary) value).getBytes();
+      case UUID -> UUIDUtil.convert(((Binary) value).getBytes());
+      case DECIMAL -> {
+        int scale = ((Types.DecimalType) type).scale();
+        if (value instanceof Integer i) {
+          yield BigDecimal.valueOf(i, scale);
+        }
+        if (value instanceof Long l) {
+          yield BigDecimal.valueOf(l, scale);
+        }
+        yield new BigDecimal(new BigInteger(((Binary) value).getBytes()), scale);
+      }
       default -> value;
     };
   }
 
   /** Whether values of Parquet type {@code stored} decode to Iceberg type {@code type} here. */
   private static boolean decodable(Type type, PrimitiveType stored) {
-    PrimitiveType.PrimitiveTypeName physical = stored.getPrimitiveTypeName();
+    PrimitiveTypeName physical = stored.getPrimitiveTypeName();
     LogicalTypeAnnotation logical = stored.getLogicalTypeAnnotation();
     return switch (type.typeId()) {
-      case BOOLEAN -> physical == PrimitiveType.PrimitiveTypeName.BOOLEAN;
-      case INTEGER, DATE -> physical == PrimitiveType.PrimitiveTypeName.INT32;
-      case LONG -> physical == PrimitiveType.PrimitiveTypeName.INT64
-          || physical == PrimitiveType.PrimitiveTypeName.INT32;
-      case FLOAT -> physical == PrimitiveType.PrimitiveTypeName.FLOAT;
-      case DOUBLE -> physical == PrimitiveType.PrimitiveTypeName.DOUBLE
-          || physical == PrimitiveType.PrimitiveTypeName.FLOAT;
-      case TIME, TIMESTAMP -> physical == PrimitiveType.PrimitiveTypeName.INT64
-          && micros(logical);
-      case STRING, BINARY -> physical == PrimitiveType.PrimitiveTypeName.BINARY;
-      case FIXED, UUID -> physical == PrimitiveType.PrimitiveTypeName.FIXED_LEN_BYTE_ARRAY;
-      case DECIMAL -> physical != PrimitiveType.PrimitiveTypeName.INT96
-          && physical != PrimitiveType.PrimitiveTypeName.BOOLEAN;
+      case BOOLEAN -> physical == PrimitiveTypeName.BOOLEAN;
+      case INTEGER, DATE -> physical == PrimitiveTypeName.INT32;
+      case LONG -> physical == PrimitiveTypeName.INT64 || physical == PrimitiveTypeName.INT32;
+      case FLOAT -> physical == PrimitiveTypeName.FLOAT;
+      case DOUBLE -> physical == PrimitiveTypeName.DOUBLE || physical == PrimitiveTypeName.FLOAT;
+      case TIME, TIMESTAMP -> physical == PrimitiveTypeName.INT64 && micros(logical);
+      case STRING, BINARY -> physical == PrimitiveTypeName.BINARY;
+      case FIXED, UUID -> physical == PrimitiveTypeName.FIXED_LEN_BYTE_ARRAY;
+      case DECIMAL -> physical != PrimitiveTypeName.INT96
+          && physical != PrimitiveTypeName.BOOLEAN;
       default -> false;
     };
   }
@@ -308,163 +857,108 @@ final class ProbeFile implements Closeable {
     return false;
   }
 
-  /** Puts each decoded value, as Iceberg's generic value, into its row and column. */
-  private static final class ValueConverter extends PrimitiveConverter {
-    private final Type type;
-    private final Object[][] values;
-    private final int column;
-    int row;
-
-    ValueConverter(Type type, PrimitiveType stored, Object[][] values, int column) {
-      this.type = type;
-      this.values = values;
-      this.column = column;
-    }
-
-    private void put(Object value) {
-      values[row][column] = value;
-    }
-
-    @Override
-    public void addBoolean(boolean value) {
-      put(value);
-    }
-
-    @Override
-    public void addInt(int value) {
-      switch (type.typeId()) {
-        case DATE -> put(DateTimeUtil.dateFromDays(value));
-        case LONG -> put((long) value);
-        case DECIMAL -> put(BigDecimal.valueOf(value, ((Types.DecimalType) type).scale()));
-        default -> put(value);
-      }
-    }
-
-    @Override
-    public void addLong(long value) {
-      switch (type.typeId()) {
-        case TIME -> put(DateTimeUtil.timeFromMicros(value));
-        case TIMESTAMP -> put(((Types.TimestampType) type).shouldAdjustToUTC()
-            ? DateTimeUtil.timestamptzFromMicros(value)
-            : DateTimeUtil.timestampFromMicros(value));
-        case DECIMAL -> put(BigDecimal.valueOf(value, ((Types.DecimalType) type).scale()));
-        default -> put(value);
-      }
-    }
-
-    @Override
-    public void addFloat(float value) {
-      put(type.typeId() == Type.TypeID.DOUBLE ? (Object) (double) value : value);
-    }
-
-    @Override
-    public void addDouble(double value) {
-      put(value);
-    }
-
-    @Override
-    public void addBinary(Binary value) {
-      switch (type.typeId()) {
-        case STRING -> put(value.toStringUsingUTF8());
-        case BINARY -> put(ByteBuffer.wrap(value.getBytes()));
-        case FIXED -> put(value.getBytes());
-        case UUID -> put(UUIDUtil.convert(value.getBytes()));
-        case DECIMAL -> put(new BigDecimal(new BigInteger(value.getBytes()),
-            ((Types.DecimalType) type).scale()));
-        default -> throw new IllegalStateException("no binary values for " + type);
-      }
-    }
-  }
-
   @Override
   public void close() throws IOException {
-    reader.close();
+    source.close();
   }
 
-  /** A Parquet input file over Iceberg's, telling the current listener of its I/O. */
-  private static final class CountingFile implements org.apache.parquet.io.InputFile {
-    private final InputFile input;
-    volatile DataFileRows.ReadListener listener;
+  /** Bytes {@code [start, end)} of the file, once read. */
+  private static final class Region {
+    final long start;
+    final long end;
+    byte[] bytes;
 
-    CountingFile(InputFile input) {
-      this.input = input;
+    Region(long start, long end) {
+      this.start = start;
+      this.end = end;
     }
 
-    @Override
-    public long getLength() {
-      return input.getLength();
+    void read(Source source, DataFileRows.ReadListener listener) throws IOException {
+      bytes = new byte[Math.toIntExact(end - start)];
+      source.read(start, bytes, listener);
     }
 
-    @Override
-    public SeekableInputStream newStream() {
-      if (listener != null) {
-        listener.opened();
-      }
-      org.apache.iceberg.io.SeekableInputStream in = input.newStream();
-      InputStream counting = new InputStream() {
-        @Override
-        public int read() throws IOException {
-          int read = in.read();
-          if (read >= 0 && listener != null) {
-            listener.read(1);
-          }
-          return read;
+    int index(long offset) {
+      return (int) (offset - start);
+    }
+
+    ByteArrayInputStream stream(long offset, int length) {
+      return new ByteArrayInputStream(bytes, index(offset), length);
+    }
+
+    byte[] bytes(long offset, int length) {
+      return Arrays.copyOfRange(bytes, index(offset), index(offset) + length);
+    }
+
+    int intAt(long offset) {
+      return ByteBuffer.wrap(bytes, index(offset), 4).order(ByteOrder.LITTLE_ENDIAN).getInt();
+    }
+  }
+
+  /**
+   * Positioned reads of one file, each counted as one read call. A local file is read with
+   * positional reads of its channel (no buffering or checksum layer between a probe and the
+   * page cache); any other through its FileIO stream, held open.
+   */
+  private abstract static class Source implements Closeable {
+    static Source open(FileIO io, String location, DataFileRows.ReadListener listener) {
+      listener.opened();
+      URI uri = URI.create(location.replace(" ", "%20"));
+      if (io instanceof HadoopFileIO && (uri.getScheme() == null
+          || uri.getScheme().equals("file"))) {
+        try {
+          FileChannel channel = FileChannel.open(Path.of(uri.getPath()),
+              StandardOpenOption.READ);
+          return new Source() {
+            @Override
+            void readFully(long position, byte[] into) throws IOException {
+              ByteBuffer buffer = ByteBuffer.wrap(into);
+              while (buffer.hasRemaining()) {
+                if (channel.read(buffer, position + buffer.position()) < 0) {
+                  throw new java.io.EOFException(location + " ends before "
+                      + (position + into.length));
+                }
+              }
+            }
+
+            @Override
+            public void close() throws IOException {
+              channel.close();
+            }
+          };
+        } catch (IOException e) {
+          throw new UncheckedIOException("opening " + location + " for lookups", e);
         }
-
+      }
+      SeekableInputStream stream = io.newInputFile(location).newStream();
+      return new Source() {
         @Override
-        public int read(byte[] buffer, int offset, int length) throws IOException {
-          int read = in.read(buffer, offset, length);
-          if (read > 0 && listener != null) {
-            listener.read(read);
+        synchronized void readFully(long position, byte[] into) throws IOException {
+          stream.seek(position);
+          int read = 0;
+          while (read < into.length) {
+            int n = stream.read(into, read, into.length - read);
+            if (n < 0) {
+              throw new java.io.EOFException(location + " ends before "
+                  + (position + into.length));
+            }
+            read += n;
           }
-          return read;
         }
 
         @Override
         public void close() throws IOException {
-          in.close();
-        }
-      };
-      return new DelegatingSeekableInputStream(counting) {
-        @Override
-        public long getPos() throws IOException {
-          return in.getPos();
-        }
-
-        @Override
-        public void seek(long newPos) throws IOException {
-          in.seek(newPos);
+          stream.close();
         }
       };
     }
-  }
 
-  /** The page predicate of a key, when the key's types allow one (else null: whole groups). */
-  static FilterPredicate pagePredicate(List<Types.NestedField> key, List<?> values,
-      ProbeFile file) {
-    FilterPredicate predicate = null;
-    for (int i = 0; i < key.size(); i++) {
-      ColumnDescriptor column = file.columns.get(key.get(i).fieldId());
-      if (column == null) {
-        return null;
-      }
-      String path = String.join(".", column.getPath());
-      PrimitiveType.PrimitiveTypeName physical = column.getPrimitiveType().getPrimitiveTypeName();
-      Object value = values.get(i);
-      FilterPredicate one = switch (key.get(i).type().typeId()) {
-        case INTEGER, DATE -> physical == PrimitiveType.PrimitiveTypeName.INT32
-            ? FilterApi.eq(FilterApi.intColumn(path), (Integer) value) : null;
-        case LONG, TIME, TIMESTAMP -> physical == PrimitiveType.PrimitiveTypeName.INT64
-            ? FilterApi.eq(FilterApi.longColumn(path), (Long) value) : null;
-        case STRING -> FilterApi.eq(FilterApi.binaryColumn(path),
-            Binary.fromString(value.toString()));
-        default -> null;
-      };
-      if (one == null) {
-        return null;
-      }
-      predicate = predicate == null ? one : FilterApi.and(predicate, one);
+    final void read(long position, byte[] into, DataFileRows.ReadListener listener)
+        throws IOException {
+      readFully(position, into);
+      listener.read(into.length);
     }
-    return predicate;
+
+    abstract void readFully(long position, byte[] into) throws IOException;
   }
 }
