@@ -22,8 +22,8 @@ import org.apache.iceberg.util.StructLikeSet;
  * What point lookups keep between probes, shared by every lookup of this JVM and keyed by
  * immutable ids, so it never answers from stale data: a snapshot's live files with their delete
  * files (by table and snapshot id), each equality delete file's keys and each position delete
- * file's positions (by file path), data files held open, and the decompressed pages and decoded
- * dictionaries probes read (by file path and offset). Metadata and pages are each bounded by
+ * file's positions (by file path), data files held open, and the decoded pages and dictionaries
+ * probes read (by file path and offset). Metadata and pages are each bounded by
  * estimated bytes; everything is emptied when the last user releases it.
  */
 public final class LookupCaches {
@@ -39,7 +39,7 @@ public final class LookupCaches {
   private static int users; // guarded by LOCK
 
   private final Cache<String, Sized> cache;
-  /** Decompressed data pages and decoded dictionaries, by file and offset. */
+  /** Decoded data pages and dictionaries, by file and offset. */
   private final Cache<PageId, Sized> pages;
   /** Data files held open for probes, by path; closed when evicted. */
   private final Cache<String, java.util.Optional<ProbeFile>> files;

@@ -76,8 +76,10 @@ import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName;
  * file (one read, a second when they do not fit the first). A probe then prunes row groups by
  * their statistics and bloom filters and the key column's pages by its column index, and reads,
  * in one byte-range read per row group where the pages lie close together, only the pages of
- * every column that cover the rows of a candidate key page. It decodes that key page, then only
- * the values of the matching rows in the other columns, straight into Iceberg's generic values.
+ * every column that cover the rows of a candidate key page, decodes them and keeps the decoded
+ * pages (and dictionaries) in a cache bounded by bytes and shared by the JVM's probes, keyed by
+ * file and offset. A probe whose pages are cached reads and decodes nothing: it compares the key
+ * page's values and converts the matching rows' values to Iceberg's generic ones.
  *
  * <p>Only flat files whose columns carry field ids and page offset indexes are read this way;
  * {@link #open} returns null for any other file, which is then read through Iceberg's reader.
@@ -112,10 +114,10 @@ final class ProbeFile implements Closeable {
   private final Object[][][] pageMaxs;
   private final boolean[][][] nullPages;
   private final BloomFilter[][] blooms;
-  /** Decompressed pages and dictionaries of this JVM's probes, by file and offset. */
+  /** Decoded pages and dictionaries of this JVM's probes, by file and offset. */
   private final PageCache pages;
 
-  /** Where probes keep decompressed pages and decoded dictionaries, bounded by bytes. */
+  /** Where probes keep decoded pages and dictionaries, bounded by bytes. */
   interface PageCache {
     /** The page or dictionary of {@code file} at {@code offset}, or null. */
     Object get(String file, long offset);
@@ -313,7 +315,7 @@ final class ProbeFile implements Closeable {
    * The rows of {@code schema} whose key columns hold {@code storedKey} (from {@link
    * #storedKey}), each with its position in the file in {@code positions}. {@code constants}
    * give the columns the file does not store (identity partitions, added columns). Returns the
-   * number of key rows decoded (the rows of the candidate key pages).
+   * number of rows decoded from the file's bytes (none when every page was in the cache).
    */
   long probe(Schema schema, List<Types.NestedField> key, Object[] storedKey,
       Map<Integer, ?> constants, List<Record> rows, List<Long> positions,
@@ -332,15 +334,22 @@ final class ProbeFile implements Closeable {
       if (!mayHold(g, keyColumns, storedKey)) {
         continue;
       }
-      int first = keyColumns[0];
-      OffsetIndex pages = offsets[g][first];
-      for (int p = 0; p < pages.getPageCount(); p++) {
-        if (!pageMayHold(g, first, p, storedKey[0])) {
-          continue;
+      // The key column whose page index leaves the fewest pages leads: its candidate pages
+      // are decoded, the other key columns only at the rows that match it.
+      int lead = 0;
+      int[] candidates = candidatePages(g, keyColumns[0], storedKey[0]);
+      for (int k = 1; k < keyColumns.length && candidates.length > 1; k++) {
+        int[] other = candidatePages(g, keyColumns[k], storedKey[k]);
+        if (other.length < candidates.length) {
+          lead = k;
+          candidates = other;
         }
+      }
+      OffsetIndex pages = offsets[g][keyColumns[lead]];
+      for (int p : candidates) {
         long from = pages.getFirstRowIndex(p);
         long to = pages.getLastRowIndex(p, groups.get(g).getRowCount()) + 1;
-        decoded += readRows(g, schema, keyColumns, storedKey, from, to, constants, rows,
+        decoded += readRows(g, schema, keyColumns, storedKey, lead, from, to, constants, rows,
             positions, listener);
       }
     }
@@ -375,6 +384,19 @@ final class ProbeFile implements Closeable {
     return stats.compareMinToValue((T) value) > 0 || stats.compareMaxToValue((T) value) < 0;
   }
 
+  /** The pages of column {@code c} in row group {@code g} whose index admits {@code value}. */
+  private int[] candidatePages(int g, int c, Object value) {
+    int count = offsets[g][c].getPageCount();
+    int[] pages = new int[count];
+    int found = 0;
+    for (int p = 0; p < count; p++) {
+      if (pageMayHold(g, c, p, value)) {
+        pages[found++] = p;
+      }
+    }
+    return Arrays.copyOf(pages, found);
+  }
+
   private boolean pageMayHold(int g, int c, int page, Object value) {
     if (nullPages[g][c] == null) {
       return true; // no column index: every page
@@ -390,11 +412,12 @@ final class ProbeFile implements Closeable {
   }
 
   /**
-   * Reads the pages of row group {@code g} that cover rows {@code [from, to)} in every column
-   * needed, matches the key on those rows and adds the matching rows.
+   * Reads the pages of row group {@code g} that cover rows {@code [from, to)} (a candidate page
+   * of key column {@code lead}) in every column needed, matches the key on those rows and adds
+   * the matching rows.
    */
-  private long readRows(int g, Schema schema, int[] keyColumns, Object[] storedKey, long from,
-      long to, Map<Integer, ?> constants, List<Record> rows, List<Long> positions,
+  private long readRows(int g, Schema schema, int[] keyColumns, Object[] storedKey, int lead,
+      long from, long to, Map<Integer, ?> constants, List<Record> rows, List<Long> positions,
       DataFileRows.ReadListener listener) throws IOException {
     List<Types.NestedField> fields = schema.columns();
     int[] fieldColumns = new int[fields.size()];
@@ -409,10 +432,12 @@ final class ProbeFile implements Closeable {
     for (int c : keyColumns) {
       pageRanges(g, c, from, to, ranges); // a key column the schema does not select
     }
-    Reads regions = new Reads(read(ranges, listener), listener);
-    // The first key column picks the candidate rows; the others narrow them.
-    int[] matches = matchAll(g, keyColumns[0], storedKey[0], from, to, regions);
-    for (int k = 1; k < keyColumns.length && matches.length > 0; k++) {
+    Reads regions = new Reads(read(ranges, listener), listener, new long[columns.length]);
+    int[] matches = matchAll(g, keyColumns[lead], storedKey[lead], from, to, regions);
+    for (int k = 0; k < keyColumns.length && matches.length > 0; k++) {
+      if (k == lead) {
+        continue;
+      }
       Object[] stored = valuesAt(g, keyColumns[k], matches, regions, null);
       int kept = 0;
       for (int i = 0; i < matches.length; i++) {
@@ -423,7 +448,7 @@ final class ProbeFile implements Closeable {
       matches = Arrays.copyOf(matches, kept);
     }
     if (matches.length == 0) {
-      return to - from;
+      return regions.rowsDecoded();
     }
     Object[][] values = new Object[fields.size()][];
     for (int f = 0; f < fields.size(); f++) {
@@ -442,7 +467,7 @@ final class ProbeFile implements Closeable {
       rows.add(record);
       positions.add(groupStarts[g] + matches[i]);
     }
-    return to - from;
+    return regions.rowsDecoded();
   }
 
   /** The byte ranges of column {@code c}'s pages over rows {@code [from, to)}, with its dictionary. */
@@ -514,36 +539,23 @@ final class ProbeFile implements Closeable {
   }
 
   /** The rows of {@code [from, to)} (relative to the row group) whose column {@code c} holds {@code value}. */
-  private int[] matchAll(int g, int c, Object value, long from, long to, Reads regions)
+  private int[] matchAll(int g, int c, Object value, long from, long to, Reads reads)
       throws IOException {
     OffsetIndex index = offsets[g][c];
     int[] matches = new int[4];
     int found = 0;
-    PrimitiveTypeName physical = columns[c].getPrimitiveType().getPrimitiveTypeName();
     for (int p = pageOf(index, from); p < index.getPageCount()
         && index.getFirstRowIndex(p) < to; p++) {
-      Page page = page(g, c, p, regions);
-      long row = index.getFirstRowIndex(p);
-      long last = Math.min(to, row + page.count);
-      for (; row < last; row++) {
-        if (!page.defined()) {
-          continue;
-        }
-        boolean equal;
-        if (row < from) {
-          page.values.skip();
-          continue;
-        }
-        switch (physical) {
-          case INT64 -> equal = page.values.readLong() == (Long) value;
-          case INT32 -> equal = page.values.readInteger() == (Integer) value;
-          default -> equal = value.equals(stored(page.values, physical));
-        }
-        if (equal) {
+      Values page = page(g, c, p, reads);
+      int first = (int) index.getFirstRowIndex(p);
+      int start = (int) Math.max(0, from - first);
+      int end = (int) Math.min(page.count(), to - first);
+      for (int i = start; i < end; i++) {
+        if (page.equals(i, value)) {
           if (found == matches.length) {
             matches = Arrays.copyOf(matches, found * 2);
           }
-          matches[found++] = (int) row;
+          matches[found++] = first + i;
         }
       }
     }
@@ -551,61 +563,108 @@ final class ProbeFile implements Closeable {
   }
 
   /**
-   * Column {@code c}'s values at {@code rows} (sorted, relative to the row group), as Iceberg
-   * values of {@code type}, or as stored when {@code type} is null.
+   * Column {@code c}'s values at {@code rows} (relative to the row group), as Iceberg values of
+   * {@code type}, or as stored when {@code type} is null.
    */
-  private Object[] valuesAt(int g, int c, int[] rows, Reads regions, Type type)
+  private Object[] valuesAt(int g, int c, int[] rows, Reads reads, Type type)
       throws IOException {
     OffsetIndex index = offsets[g][c];
     PrimitiveType stored = columns[c].getPrimitiveType();
     Object[] values = new Object[rows.length];
-    Page page = null;
-    int pageNumber = -1;
-    long next = 0; // the row the page's next value belongs to
     for (int i = 0; i < rows.length; i++) {
       int p = pageOf(index, rows[i]);
-      if (p != pageNumber) {
-        page = page(g, c, p, regions);
-        pageNumber = p;
-        next = index.getFirstRowIndex(p);
-      }
-      for (; next < rows[i]; next++) { // values not asked for are skipped, not converted
-        if (page.defined()) {
-          page.values.skip();
-        }
-      }
-      next++;
-      if (page.defined()) {
-        Object value = stored(page.values, stored.getPrimitiveTypeName());
-        values[i] = type == null ? value : generic(type, stored, value);
-      }
+      Object value = page(g, c, p, reads).get((int) (rows[i] - index.getFirstRowIndex(p)));
+      values[i] = value == null || type == null ? value : generic(type, stored, value);
     }
     return values;
   }
 
-  /** What a probe read: the regions, and whom to tell of a read it makes late. */
-  private record Reads(Region[] regions, DataFileRows.ReadListener listener) {}
-
   /**
-   * A data page decompressed, as kept in the cache: V1 pages whole (levels and values), V2 pages
-   * with their uncompressed levels apart.
+   * What a probe read: the regions, whom to tell of a read it makes late, and the values it
+   * decoded per column.
    */
-  private record DataPage(int count, Encoding repetition, Encoding definition, Encoding encoding,
-      byte[] levels, int repetitionLength, byte[] values) {
-    long bytes() {
-      return 64L + values.length + (levels == null ? 0 : levels.length);
+  private record Reads(Region[] regions, DataFileRows.ReadListener listener, long[] decoded) {
+    /** The rows whose values were decoded in some column. */
+    long rowsDecoded() {
+      return Arrays.stream(decoded).max().orElse(0);
     }
   }
 
-  /** Page {@code p} of column {@code c} in row group {@code g}, decompressed, ready to read. */
-  private Page page(int g, int c, int p, Reads reads) throws IOException {
-    OffsetIndex index = offsets[g][c];
-    long offset = index.getOffset(p);
-    DataPage data = pages.get(location, offset) instanceof DataPage cached ? cached : null;
-    if (data == null) {
-      data = readPage(g, c, p, reads);
-      pages.put(location, offset, data, data.bytes());
+  /**
+   * One data page's values, decoded as stored (null where a row has none): longs and ints in
+   * primitive arrays, others as {@link #stored} reads them. This is what the page cache keeps,
+   * so that a warm probe compares and picks values without decoding.
+   */
+  private record Values(int count, long[] longs, int[] ints, Object[] objects, boolean[] nulls) {
+    Object get(int i) {
+      if (nulls != null && nulls[i]) {
+        return null;
+      }
+      return longs != null ? (Object) longs[i] : ints != null ? (Object) ints[i] : objects[i];
     }
+
+    boolean equals(int i, Object value) {
+      if (nulls != null && nulls[i]) {
+        return false;
+      }
+      if (longs != null) {
+        return longs[i] == (Long) value;
+      }
+      if (ints != null) {
+        return ints[i] == (Integer) value;
+      }
+      return value.equals(objects[i]);
+    }
+
+    /** Estimated heap bytes (a shared dictionary value counted each time: an upper bound). */
+    long bytes() {
+      long bytes = 64L + (nulls == null ? 0 : count);
+      if (longs != null) {
+        return bytes + 8L * count;
+      }
+      if (ints != null) {
+        return bytes + 4L * count;
+      }
+      for (Object value : objects) {
+        bytes += 8 + (value instanceof Binary binary ? 48 + binary.length() : 16);
+      }
+      return bytes;
+    }
+  }
+
+  /** Page {@code p} of column {@code c} in row group {@code g}, decoded (or from the cache). */
+  private Values page(int g, int c, int p, Reads reads) throws IOException {
+    long offset = offsets[g][c].getOffset(p);
+    if (pages.get(location, offset) instanceof Values cached) {
+      return cached;
+    }
+    Page page = open(g, c, readPage(g, c, p, reads), reads);
+    PrimitiveTypeName physical = columns[c].getPrimitiveType().getPrimitiveTypeName();
+    int count = page.count;
+    long[] longs = physical == PrimitiveTypeName.INT64 ? new long[count] : null;
+    int[] ints = physical == PrimitiveTypeName.INT32 ? new int[count] : null;
+    Object[] objects = longs == null && ints == null ? new Object[count] : null;
+    boolean[] nulls = null;
+    for (int i = 0; i < count; i++) {
+      if (!page.defined()) {
+        nulls = nulls == null ? new boolean[count] : nulls;
+        nulls[i] = true;
+      } else if (longs != null) {
+        longs[i] = page.values.readLong();
+      } else if (ints != null) {
+        ints[i] = page.values.readInteger();
+      } else {
+        objects[i] = stored(page.values, physical);
+      }
+    }
+    reads.decoded()[c] += count;
+    Values values = new Values(count, longs, ints, objects, nulls);
+    pages.put(location, offset, values, values.bytes());
+    return values;
+  }
+
+  /** A decompressed page's values, ready to read in row order. */
+  private Page open(int g, int c, DataPage data, Reads reads) throws IOException {
     ColumnDescriptor column = columns[c];
     int maxDefinition = column.getMaxDefinitionLevel();
     ValuesReader values = valuesReader(g, c, data.encoding(), reads);
@@ -627,6 +686,13 @@ final class ProbeFile implements Closeable {
     return new Page(data.count(), maxDefinition,
         definition == null ? () -> 0 : definition::readInt, values);
   }
+
+  /**
+   * A data page decompressed: V1 pages whole (levels and values), V2 pages with their
+   * uncompressed levels apart.
+   */
+  private record DataPage(int count, Encoding repetition, Encoding definition, Encoding encoding,
+      byte[] levels, int repetitionLength, byte[] values) {}
 
   private DataPage readPage(int g, int c, int p, Reads reads) throws IOException {
     OffsetIndex index = offsets[g][c];

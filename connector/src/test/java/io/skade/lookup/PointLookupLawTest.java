@@ -139,7 +139,7 @@ class PointLookupLawTest {
 
       @Override
       Map<String, String> properties() {
-        return SMALL_ROW_GROUPS;
+        return layout(PointLookup.LOOKUP_FILE_PROPERTIES); // LZ4 pages, small dictionaries
       }
 
       @Override
@@ -221,7 +221,8 @@ class PointLookupLawTest {
 
       @Override
       Map<String, String> properties() {
-        return SMALL_ROW_GROUPS;
+        return layout(Map.of("write.parquet.page-version", "v2",
+            "write.parquet.compression-codec", "snappy", "write.parquet.page-row-limit", "50"));
       }
 
       @Override
@@ -285,7 +286,8 @@ class PointLookupLawTest {
 
       @Override
       Map<String, String> properties() {
-        return SMALL_ROW_GROUPS;
+        return layout(Map.of("write.parquet.page-version", "v2",
+            "write.parquet.page-row-limit", "20")); // zstd, Iceberg's default
       }
 
       private LocalDate day(long n) {
@@ -337,6 +339,17 @@ class PointLookupLawTest {
         "write.parquet.row-group-size-bytes", "2048",
         "write.parquet.row-group-check-min-record-count", "16",
         "write.parquet.row-group-check-max-record-count", "64");
+
+    /**
+     * Small row groups over {@code pages}: each key space writes its files differently (page
+     * versions, codecs, page sizes), so that probes decode every kind of page; the key space
+     * without properties keeps Iceberg's defaults.
+     */
+    static Map<String, String> layout(Map<String, String> pages) {
+      Map<String, String> properties = new java.util.HashMap<>(pages);
+      properties.putAll(SMALL_ROW_GROUPS);
+      return properties;
+    }
 
     final List<String> keyColumns;
 

@@ -134,8 +134,9 @@ class PointLookupPruningTest {
         long key = idAt(f, i);
         LookupStats cost = probe(key, List.of(canonical(row(key, "v1"))));
         assertThat(cost.filesRead()).as("files read for key %s", key).isEqualTo(1);
+        // Zero when an earlier probe decoded the key's pages: they are cached decoded.
         assertThat(cost.rowsDecoded()).as("rows decoded for key %s", key)
-            .isBetween(1L, largestRowGroup);
+            .isBetween(0L, largestRowGroup);
       }
     }
   }
