@@ -23,7 +23,7 @@ import org.apache.iceberg.util.StructLikeSet;
  * immutable ids, so it never answers from stale data: a snapshot's live files with their delete
  * files (by table and snapshot id), each equality delete file's keys and each position delete
  * file's positions (by file path), data files held open, and the decoded pages and dictionaries
- * probes read (by file path and offset). Metadata and pages are each bounded by
+ * probes read (by open file and offset). Metadata and pages are each bounded by
  * estimated bytes; everything is emptied when the last user releases it.
  */
 public final class LookupCaches {
@@ -46,7 +46,7 @@ public final class LookupCaches {
 
   private record Sized(Object value, long bytes) {}
 
-  private record PageId(String file, long offset) {}
+  private record PageId(long file, long offset) {}
 
   LookupCaches(long maxBytes) {
     this.cache = Caffeine.newBuilder()
@@ -61,6 +61,8 @@ public final class LookupCaches {
         .maximumSize(OPEN_FILES)
         .<String, java.util.Optional<ProbeFile>>removalListener((path, file, cause) -> {
           if (file != null && file.isPresent()) {
+            long id = file.get().id();
+            pages.asMap().keySet().removeIf(page -> page.file() == id); // no longer reachable
             try {
               file.get().close();
             } catch (java.io.IOException e) {
@@ -83,13 +85,13 @@ public final class LookupCaches {
 
   private final ProbeFile.PageCache pageCache = new ProbeFile.PageCache() {
     @Override
-    public Object get(String file, long offset) {
+    public Object get(long file, long offset) {
       Sized page = pages.getIfPresent(new PageId(file, offset));
       return page == null ? null : page.value();
     }
 
     @Override
-    public void put(String file, long offset, Object page, long bytes) {
+    public void put(long file, long offset, Object page, long bytes) {
       pages.put(new PageId(file, offset), new Sized(page, bytes));
     }
   };
@@ -161,9 +163,9 @@ public final class LookupCaches {
    * {@code build} from {@link #files} once per table, snapshot and key.
    */
   @SuppressWarnings("unchecked")
-  List<PointLookup.KeyedFile> keyedFiles(Table table, Snapshot snapshot,
+  PointLookup.KeyedFiles keyedFiles(Table table, Snapshot snapshot,
       List<org.apache.iceberg.types.Types.NestedField> key,
-      java.util.function.Function<List<FileScanTask>, List<PointLookup.KeyedFile>> build) {
+      java.util.function.Function<List<FileScanTask>, PointLookup.KeyedFiles> build) {
     StringBuilder id = new StringBuilder("keyed:").append(table.uuid()).append('@')
         .append(snapshot.snapshotId());
     for (org.apache.iceberg.types.Types.NestedField field : key) {
@@ -171,10 +173,11 @@ public final class LookupCaches {
     }
     Sized cached = cache.getIfPresent(id.toString());
     if (cached != null) {
-      return (List<PointLookup.KeyedFile>) cached.value();
+      return (PointLookup.KeyedFiles) cached.value();
     }
     List<FileScanTask> tasks = files(table, snapshot); // not inside the next load: no nesting
-    return get(id.toString(), () -> build.apply(tasks), files -> TASK_BYTES * (files.size() + 1));
+    return get(id.toString(), () -> build.apply(tasks),
+        files -> TASK_BYTES * (files.files().size() + 1));
   }
 
   /** The keys an equality delete file deletes, projected on {@code schema} (internal values). */

@@ -74,6 +74,10 @@ public final class PointLookup {
   private final List<Comparator<Object>> keyComparators;
   private final LookupCaches caches;
   private final Counters counters;
+  /** The files of the snapshot probed last: most probes ask for the same one. */
+  private volatile SnapshotFiles last;
+
+  private record SnapshotFiles(long snapshotId, KeyedFiles files) {}
 
   /** Cumulative counters, shared by the lookups of one function across table versions. */
   public static final class Counters implements DataFileRows.ReadListener {
@@ -177,7 +181,21 @@ public final class PointLookup {
     Expression filter = null; // built only when a partitioned or fallback read needs it
     Map<Integer, Evaluator> partitions = new HashMap<>(1);
     List<Record> found = new ArrayList<>(1);
-    for (KeyedFile file : caches.keyedFiles(table, snapshot, key, this::keyedFiles)) {
+    SnapshotFiles files = last;
+    if (files == null || files.snapshotId() != snapshot.snapshotId()) {
+      files = new SnapshotFiles(snapshot.snapshotId(),
+          caches.keyedFiles(table, snapshot, key, this::keyedFiles));
+      last = files;
+    }
+    KeyedFiles keyed = files.files();
+    long[] lower = keyed.lower();
+    long[] upper = keyed.upper();
+    long first = lower == null ? 0 : ((Number) keyValues.get(0)).longValue();
+    for (int i = 0; i < keyed.files().size(); i++) {
+      if (lower != null && (first < lower[i] || first > upper[i])) {
+        continue; // an integral key's bounds, compared as primitives: most files end here
+      }
+      KeyedFile file = keyed.files().get(i);
       if (!file.mayHold(keyValues, keyComparators)) {
         continue;
       }
@@ -222,7 +240,14 @@ public final class PointLookup {
     }
   }
 
-  private List<KeyedFile> keyedFiles(List<FileScanTask> tasks) {
+  /**
+   * A snapshot's keyed files; when the first key column is integral (int, long, date, time,
+   * timestamp), its bounds as longs too, one array each, so that a probe prunes files with
+   * primitive comparisons over contiguous memory.
+   */
+  record KeyedFiles(List<KeyedFile> files, long[] lower, long[] upper) {}
+
+  private KeyedFiles keyedFiles(List<FileScanTask> tasks) {
     List<KeyedFile> files = new ArrayList<>();
     for (FileScanTask task : tasks) {
       Object[] lower = new Object[key.size()];
@@ -244,7 +269,21 @@ public final class PointLookup {
           PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant),
           lower, upper, allNull));
     }
-    return List.copyOf(files);
+    Type.TypeID first = key.get(0).type().typeId();
+    if (first != Type.TypeID.INTEGER && first != Type.TypeID.LONG && first != Type.TypeID.DATE
+        && first != Type.TypeID.TIME && first != Type.TypeID.TIMESTAMP) {
+      return new KeyedFiles(List.copyOf(files), null, null);
+    }
+    long[] lower = new long[files.size()];
+    long[] upper = new long[files.size()];
+    for (int i = 0; i < files.size(); i++) {
+      KeyedFile file = files.get(i);
+      lower[i] = file.allNull() ? Long.MAX_VALUE
+          : file.lower()[0] == null ? Long.MIN_VALUE : ((Number) file.lower()[0]).longValue();
+      upper[i] = file.allNull() ? Long.MIN_VALUE
+          : file.upper()[0] == null ? Long.MAX_VALUE : ((Number) file.upper()[0]).longValue();
+    }
+    return new KeyedFiles(List.copyOf(files), lower, upper);
   }
 
   private static Object bound(Map<Integer, java.nio.ByteBuffer> bounds, Types.NestedField field) {

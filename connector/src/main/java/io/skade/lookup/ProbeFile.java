@@ -47,6 +47,7 @@ import org.apache.parquet.column.statistics.Statistics;
 import org.apache.parquet.column.values.ValuesReader;
 import org.apache.parquet.column.values.bloomfilter.BlockSplitBloomFilter;
 import org.apache.parquet.column.values.bloomfilter.BloomFilter;
+import org.apache.parquet.column.values.bloomfilter.XxHash;
 import org.apache.parquet.column.values.rle.RunLengthBitPackingHybridDecoder;
 import org.apache.parquet.compression.CompressionCodecFactory;
 import org.apache.parquet.format.BloomFilterHeader;
@@ -114,15 +115,21 @@ final class ProbeFile implements Closeable {
   private final Object[][][] pageMaxs;
   private final boolean[][][] nullPages;
   private final BloomFilter[][] blooms;
+  /** Where each column chunk's dictionary page starts, or -1 without one. */
+  private final long[][] dictionaryStarts;
+  /** This open file's id in the page cache (a reopened file starts afresh). */
+  private final long id = IDS.incrementAndGet();
+  private static final java.util.concurrent.atomic.AtomicLong IDS =
+      new java.util.concurrent.atomic.AtomicLong();
   /** Decoded pages and dictionaries of this JVM's probes, by file and offset. */
   private final PageCache pages;
 
   /** Where probes keep decoded pages and dictionaries, bounded by bytes. */
   interface PageCache {
-    /** The page or dictionary of {@code file} at {@code offset}, or null. */
-    Object get(String file, long offset);
+    /** The page or dictionary of open file {@code file} at {@code offset}, or null. */
+    Object get(long file, long offset);
 
-    void put(String file, long offset, Object page, long bytes);
+    void put(long file, long offset, Object page, long bytes);
   }
 
   private ProbeFile(String location, Source source, ParquetMetadata footer, PageCache pages) {
@@ -151,6 +158,15 @@ final class ProbeFile implements Closeable {
     this.pageMaxs = new Object[count][columns.length][];
     this.nullPages = new boolean[count][columns.length][];
     this.blooms = new BloomFilter[count][columns.length];
+    this.dictionaryStarts = new long[count][columns.length];
+    for (int g = 0; g < count; g++) {
+      for (int c = 0; c < columns.length; c++) {
+        ColumnChunkMetaData chunk = groups.get(g).getColumns().get(c);
+        dictionaryStarts[g][c] = chunk.hasDictionaryPage()
+            && chunk.getStartingPos() < chunk.getFirstDataPageOffset()
+            ? chunk.getStartingPos() : -1;
+      }
+    }
   }
 
   /**
@@ -277,16 +293,28 @@ final class ProbeFile implements Closeable {
     return new BlockSplitBloomFilter(bits);
   }
 
+  /** This open file's id, which its cached pages carry. */
+  long id() {
+    return id;
+  }
+
   /** Whether every column of {@code schema} that this file stores can be decoded here. */
   boolean canRead(Schema schema) {
+    if (schema == readable) {
+      return true;
+    }
     for (Types.NestedField field : schema.columns()) {
       Integer c = columnOfField.get(field.fieldId());
       if (c != null && !decodable(field.type(), columns[c].getPrimitiveType())) {
         return false;
       }
     }
+    readable = schema;
     return true;
   }
+
+  /** The schema last found readable: probes of one lookup ask with the same one. */
+  private volatile Schema readable;
 
   /**
    * The key as this file stores it, one value per key column, or null when this file cannot be
@@ -329,9 +357,13 @@ final class ProbeFile implements Closeable {
     for (int k = 0; k < keyColumns.length; k++) {
       keyColumns[k] = columnOfField.get(key.get(k).fieldId());
     }
+    long[] hashes = new long[storedKey.length];
+    for (int k = 0; k < hashes.length; k++) {
+      hashes[k] = bloomHash(storedKey[k]);
+    }
     long decoded = 0;
     for (int g = 0; g < groups.size(); g++) {
-      if (!mayHold(g, keyColumns, storedKey)) {
+      if (!mayHold(g, keyColumns, storedKey, hashes)) {
         continue;
       }
       // The key column whose page index leaves the fewest pages leads: its candidate pages
@@ -357,7 +389,7 @@ final class ProbeFile implements Closeable {
   }
 
   /** Row-group pruning: statistics, then bloom filters, of every key column. */
-  private boolean mayHold(int g, int[] keyColumns, Object[] storedKey) {
+  private boolean mayHold(int g, int[] keyColumns, Object[] storedKey, long[] hashes) {
     List<ColumnChunkMetaData> chunks = groups.get(g).getColumns();
     for (int k = 0; k < keyColumns.length; k++) {
       ColumnChunkMetaData chunk = chunks.get(keyColumns[k]);
@@ -372,11 +404,38 @@ final class ProbeFile implements Closeable {
         }
       }
       BloomFilter bloom = blooms[g][keyColumns[k]];
-      if (bloom != null && !(value instanceof Boolean) && !bloom.findHash(bloom.hash(value))) {
+      if (bloom != null && hashes[k] != NO_HASH && !bloom.findHash(hashes[k])) {
         return false;
       }
     }
     return true;
+  }
+
+  /** Marks a key value without a bloom filter hash (a boolean): its filters are not asked. */
+  private static final long NO_HASH = 0;
+  private static final XxHash XXHASH = new XxHash();
+
+  /**
+   * The hash Parquet's bloom filters (XXH64 of the plain encoding) hold for a stored value,
+   * computed once per probe rather than per row group; {@code BlockSplitBloomFilter.hash} would
+   * also share one buffer between threads.
+   */
+  private static long bloomHash(Object value) {
+    ByteBuffer plain = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
+    if (value instanceof Binary binary) {
+      return XXHASH.hashBytes(binary.getBytes());
+    } else if (value instanceof Integer i) {
+      plain.putInt(i);
+    } else if (value instanceof Long l) {
+      plain.putLong(l);
+    } else if (value instanceof Float f) {
+      plain.putFloat(f);
+    } else if (value instanceof Double d) {
+      plain.putDouble(d);
+    } else {
+      return NO_HASH;
+    }
+    return XXHASH.hashBytes(Arrays.copyOf(plain.array(), plain.position()));
   }
 
   @SuppressWarnings("unchecked")
@@ -422,17 +481,19 @@ final class ProbeFile implements Closeable {
     List<Types.NestedField> fields = schema.columns();
     int[] fieldColumns = new int[fields.size()];
     List<long[]> ranges = new ArrayList<>();
+    Map<Long, Object> cached = new HashMap<>();
     for (int f = 0; f < fields.size(); f++) {
       Integer c = columnOfField.get(fields.get(f).fieldId());
       fieldColumns[f] = c == null ? -1 : c;
       if (c != null) {
-        pageRanges(g, c, from, to, ranges);
+        pageRanges(g, c, from, to, ranges, cached);
       }
     }
     for (int c : keyColumns) {
-      pageRanges(g, c, from, to, ranges); // a key column the schema does not select
+      pageRanges(g, c, from, to, ranges, cached); // a key column the schema does not select
     }
-    Reads regions = new Reads(read(ranges, listener), listener, new long[columns.length]);
+    Reads regions = new Reads(read(ranges, listener), cached, listener,
+        new long[columns.length]);
     int[] matches = matchAll(g, keyColumns[lead], storedKey[lead], from, to, regions);
     for (int k = 0; k < keyColumns.length && matches.length > 0; k++) {
       if (k == lead) {
@@ -471,20 +532,32 @@ final class ProbeFile implements Closeable {
   }
 
   /** The byte ranges of column {@code c}'s pages over rows {@code [from, to)}, with its dictionary. */
-  private void pageRanges(int g, int c, long from, long to, List<long[]> ranges) {
+  private void pageRanges(int g, int c, long from, long to, List<long[]> ranges,
+      Map<Long, Object> cached) {
     OffsetIndex index = offsets[g][c];
     for (int p = pageOf(index, from); p < index.getPageCount()
         && index.getFirstRowIndex(p) < to; p++) {
-      if (pages.get(location, index.getOffset(p)) == null) {
+      if (!fromCache(index.getOffset(p), cached)) {
         ranges.add(new long[] {index.getOffset(p), index.getOffset(p)
             + index.getCompressedPageSize(p)});
       }
     }
     ColumnChunkMetaData chunk = groups.get(g).getColumns().get(c);
-    if (chunk.hasDictionaryPage() && chunk.getStartingPos() < chunk.getFirstDataPageOffset()
-        && pages.get(location, chunk.getStartingPos()) == null) {
-      ranges.add(new long[] {chunk.getStartingPos(), chunk.getFirstDataPageOffset()});
+    if (dictionaryStarts[g][c] >= 0 && !fromCache(dictionaryStarts[g][c], cached)) {
+      ranges.add(new long[] {dictionaryStarts[g][c], chunk.getFirstDataPageOffset()});
     }
+  }
+
+  /** Whether the page (or dictionary) at {@code offset} is cached; if so, it is kept for the probe. */
+  private boolean fromCache(long offset, Map<Long, Object> cached) {
+    if (cached.containsKey(offset)) {
+      return true;
+    }
+    Object page = pages.get(id, offset);
+    if (page != null) {
+      cached.put(offset, page);
+    }
+    return page != null;
   }
 
   private static int pageOf(OffsetIndex index, long row) {
@@ -580,10 +653,11 @@ final class ProbeFile implements Closeable {
   }
 
   /**
-   * What a probe read: the regions, whom to tell of a read it makes late, and the values it
-   * decoded per column.
+   * What a probe read: the regions, the pages and dictionaries it found cached or decoded, whom
+   * to tell of a read it makes late, and the values it decoded per column.
    */
-  private record Reads(Region[] regions, DataFileRows.ReadListener listener, long[] decoded) {
+  private record Reads(Region[] regions, Map<Long, Object> cached,
+      DataFileRows.ReadListener listener, long[] decoded) {
     /** The rows whose values were decoded in some column. */
     long rowsDecoded() {
       return Arrays.stream(decoded).max().orElse(0);
@@ -635,8 +709,8 @@ final class ProbeFile implements Closeable {
   /** Page {@code p} of column {@code c} in row group {@code g}, decoded (or from the cache). */
   private Values page(int g, int c, int p, Reads reads) throws IOException {
     long offset = offsets[g][c].getOffset(p);
-    if (pages.get(location, offset) instanceof Values cached) {
-      return cached;
+    if (reads.cached().get(offset) instanceof Values cached) {
+      return cached; // the probe keeps the pages it found cached: no second lookup, no eviction
     }
     Page page = open(g, c, readPage(g, c, p, reads), reads);
     PrimitiveTypeName physical = columns[c].getPrimitiveType().getPrimitiveTypeName();
@@ -654,12 +728,16 @@ final class ProbeFile implements Closeable {
       } else if (ints != null) {
         ints[i] = page.values.readInteger();
       } else {
-        objects[i] = stored(page.values, physical);
+        Object value = stored(page.values, physical);
+        // A copy: the page's buffer is not kept alive by its values.
+        objects[i] = value instanceof Binary binary
+            ? Binary.fromConstantByteArray(binary.getBytes()) : value;
       }
     }
     reads.decoded()[c] += count;
     Values values = new Values(count, longs, ints, objects, nulls);
-    pages.put(location, offset, values, values.bytes());
+    pages.put(id, offset, values, values.bytes());
+    reads.cached().put(offset, values);
     return values;
   }
 
@@ -738,7 +816,7 @@ final class ProbeFile implements Closeable {
     }
     ColumnChunkMetaData chunk = groups.get(g).getColumns().get(c);
     long offset = chunk.getStartingPos();
-    Dictionary dictionary = pages.get(location, offset) instanceof Dictionary cached
+    Dictionary dictionary = reads.cached().get(offset) instanceof Dictionary cached
         ? cached : null;
     if (dictionary == null) {
       int length = (int) (chunk.getFirstDataPageOffset() - offset);
@@ -757,8 +835,9 @@ final class ProbeFile implements Closeable {
           METADATA.getEncoding(header.getDictionary_page_header().getEncoding()));
       dictionary = page.getEncoding().initDictionary(columns[c], page);
       // Decoded entries take about twice their encoded bytes.
-      pages.put(location, offset, dictionary, 64L + 2L * bytes.length
+      pages.put(id, offset, dictionary, 64L + 2L * bytes.length
           + 16L * page.getDictionarySize());
+      reads.cached().put(offset, dictionary);
     }
     return encoding.getDictionaryBasedValuesReader(columns[c], ValuesType.VALUES, dictionary);
   }

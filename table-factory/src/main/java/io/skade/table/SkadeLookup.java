@@ -71,9 +71,8 @@ final class SkadeLookup implements Serializable {
   private transient LookupCaches.Handle caches;
   private transient LatestTable latest;
   private transient PointLookup.Counters counters;
-  private transient PointLookup lookup; // for the table version in lookupTable
-  private transient Table lookupTable;
-  private transient Cache<List<Object>, List<RowData>> rowCache;
+  private transient Version version; // the table version probed, with what probes reuse
+  private transient Cache<RowKey, List<RowData>> rowCache;
   private transient FullCache full;
   private transient Histogram latency;
 
@@ -131,61 +130,87 @@ final class SkadeLookup implements Serializable {
   }
 
   private Collection<RowData> attempt(RowData keyRow) {
-    PointLookup probe = current();
-    List<Object> key = keyValues(keyRow, probe);
+    Version at = current();
+    List<Object> key = keyValues(keyRow, at);
     if (key.contains(null)) {
       return List.of(); // NULL never equals anything
     }
     if (settings.caching() == Caching.FULL) {
-      return full.rows(key);
+      return full.rows(key, at);
     }
     Long snapshot = settings.snapshotId() != null ? settings.snapshotId()
-        : lookupTable.currentSnapshot() == null ? null
-            : lookupTable.currentSnapshot().snapshotId();
+        : at.table().currentSnapshot() == null ? null
+            : at.table().currentSnapshot().snapshotId();
     if (rowCache == null || snapshot == null) {
-      return toRows(probe.lookup(snapshot, key));
+      return toRows(at.lookup().lookup(snapshot, key), at);
     }
-    List<Object> cacheKey = new ArrayList<>(key.size() + 1);
-    cacheKey.add(snapshot);
-    cacheKey.addAll(key);
-    return rowCache.get(cacheKey, k -> toRows(probe.lookup(snapshot, key)));
+    // Read, then put: a miss costs no per-key lock, and two probes of one key racing both
+    // read the same immutable snapshot.
+    RowKey cacheKey = new RowKey(snapshot, key.size() == 1 ? key.get(0) : key);
+    List<RowData> rows = rowCache.getIfPresent(cacheKey);
+    if (rows == null) {
+      rows = toRows(at.lookup().lookup(snapshot, key), at);
+      rowCache.put(cacheKey, rows);
+    }
+    return rows;
   }
 
-  /** The lookup for the latest table version (or the pinned snapshot's table). */
-  private synchronized PointLookup current() {
+  /** A key of the row cache: the snapshot, and the key's value (or values). */
+  private record RowKey(long snapshot, Object key) {}
+
+  /**
+   * A table version with its lookup and what every probe of it reuses: the key's struct, the
+   * output columns and their positions in the table's rows.
+   */
+  private record Version(Table table, PointLookup lookup, Types.StructType key,
+      Types.StructType output, int[] positions) {
+    static Version of(Table table, PointLookup lookup, List<String> outputColumns) {
+      Schema output = table.schema().select(outputColumns);
+      int[] positions = new int[output.columns().size()];
+      for (int i = 0; i < positions.length; i++) {
+        positions[i] = table.schema().columns().indexOf(
+            table.schema().findField(output.columns().get(i).fieldId()));
+      }
+      return new Version(table, lookup, Types.StructType.of(lookup.keyColumns()),
+          output.asStruct(), positions);
+    }
+  }
+
+  /** The latest table version (or the pinned snapshot's table). */
+  private synchronized Version current() {
     Table table = latest.table();
-    if (table != lookupTable) {
-      lookup = new PointLookup(table, settings.keyColumns(), caches.caches(), counters);
+    if (version == null || table != version.table()) {
+      version = Version.of(table,
+          new PointLookup(table, settings.keyColumns(), caches.caches(), counters),
+          settings.outputColumns());
       if (settings.caching() == Caching.FULL) {
         full = full == null ? new FullCache(table) : full.advance(table);
       }
-      lookupTable = table;
     }
-    return lookup;
+    return version;
   }
 
-  private List<Object> keyValues(RowData keyRow, PointLookup probe) {
-    Types.StructType struct = Types.StructType.of(probe.keyColumns());
-    StructLike key = new RowDataWrapper(keyType, struct).wrap(keyRow);
-    List<Object> values = new ArrayList<>(struct.fields().size());
-    for (int i = 0; i < struct.fields().size(); i++) {
+  private List<Object> keyValues(RowData keyRow, Version at) {
+    StructLike key = new RowDataWrapper(keyType, at.key()).wrap(keyRow);
+    int size = at.key().fields().size();
+    List<Object> values = new ArrayList<>(size);
+    for (int i = 0; i < size; i++) {
       values.add(key.get(i, Object.class));
     }
     return values;
   }
 
-  private List<RowData> toRows(List<Record> records) {
+  private static List<RowData> toRows(List<Record> records, Version at) {
     if (records.isEmpty()) {
       return List.of();
     }
-    Schema output = lookupTable.schema().select(settings.outputColumns());
     List<RowData> rows = new ArrayList<>(records.size());
     for (Record record : records) {
-      GenericRecord projected = GenericRecord.create(output);
-      for (Types.NestedField field : output.columns()) {
-        projected.setField(field.name(), record.getField(field.name()));
+      GenericRecord projected = GenericRecord.create(at.output());
+      for (int i = 0; i < at.positions().length; i++) {
+        projected.set(i, record.get(at.positions()[i]));
       }
-      rows.add(new StructRowData(output.asStruct()).setStruct(projected));
+      rows.add(new StructRowData(at.output()).setStruct(projected));
     }
     return rows;
   }
@@ -270,10 +295,10 @@ final class SkadeLookup implements Serializable {
       }
     }
 
-    synchronized List<RowData> rows(List<Object> key) {
+    synchronized List<RowData> rows(List<Object> key, Version at) {
       List<Object> normalized = key.stream()
           .map(v -> v instanceof CharSequence chars ? (Object) chars.toString() : v).toList();
-      return toRows(rows.getOrDefault(normalized, List.of()));
+      return toRows(rows.getOrDefault(normalized, List.of()), at);
     }
   }
 }
