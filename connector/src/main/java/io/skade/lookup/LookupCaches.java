@@ -23,7 +23,7 @@ import org.apache.iceberg.util.StructLikeSet;
  * immutable ids, so it never answers from stale data: a snapshot's live files with their delete
  * files (by table and snapshot id), each equality delete file's keys and each position delete
  * file's positions (by file path), data files held open, and the decoded pages and dictionaries
- * probes read (by open file and offset). Metadata and pages are each bounded by
+ * of those files. Metadata and pages are each bounded by
  * estimated bytes; everything is emptied when the last user releases it.
  */
 public final class LookupCaches {
@@ -39,14 +39,17 @@ public final class LookupCaches {
   private static int users; // guarded by LOCK
 
   private final Cache<String, Sized> cache;
-  /** Decoded data pages and dictionaries, by file and offset. */
-  private final Cache<PageId, Sized> pages;
+  /**
+   * The decoded data pages and dictionaries open files keep, by file, row group, column and
+   * page (-1: the dictionary), weighed by their bytes; evicting one makes its file forget it.
+   */
+  private final Cache<PageRef, Long> pages;
   /** Data files held open for probes, by path; closed when evicted. */
   private final Cache<String, java.util.Optional<ProbeFile>> files;
 
   private record Sized(Object value, long bytes) {}
 
-  private record PageId(long file, long offset) {}
+  private record PageRef(ProbeFile file, int group, int column, int page) {}
 
   LookupCaches(long maxBytes) {
     this.cache = Caffeine.newBuilder()
@@ -55,14 +58,19 @@ public final class LookupCaches {
         .build();
     this.pages = Caffeine.newBuilder()
         .maximumWeight(maxBytes)
-        .weigher((PageId key, Sized value) -> (int) Math.min(Integer.MAX_VALUE, value.bytes()))
+        .weigher((PageRef key, Long bytes) -> (int) Math.min(Integer.MAX_VALUE, bytes))
+        .<PageRef, Long>removalListener((ref, bytes, cause) -> {
+          if (ref != null && cause != com.github.benmanes.caffeine.cache.RemovalCause.REPLACED) {
+            ref.file().forget(ref.group(), ref.column(), ref.page());
+          }
+        })
         .build();
     this.files = Caffeine.newBuilder()
         .maximumSize(OPEN_FILES)
         .<String, java.util.Optional<ProbeFile>>removalListener((path, file, cause) -> {
           if (file != null && file.isPresent()) {
-            long id = file.get().id();
-            pages.asMap().keySet().removeIf(page -> page.file() == id); // no longer reachable
+            ProbeFile closed = file.get();
+            pages.asMap().keySet().removeIf(page -> page.file() == closed);
             try {
               file.get().close();
             } catch (java.io.IOException e) {
@@ -80,21 +88,12 @@ public final class LookupCaches {
   java.util.Optional<ProbeFile> probeFile(FileIO io, org.apache.iceberg.DataFile file,
       io.skade.changelog.DataFileRows.ReadListener listener) {
     return files.get(file.location(),
-        path -> java.util.Optional.ofNullable(ProbeFile.open(io, file, pageCache, listener)));
+        path -> java.util.Optional.ofNullable(ProbeFile.open(io, file, this::added, listener)));
   }
 
-  private final ProbeFile.PageCache pageCache = new ProbeFile.PageCache() {
-    @Override
-    public Object get(long file, long offset) {
-      Sized page = pages.getIfPresent(new PageId(file, offset));
-      return page == null ? null : page.value();
-    }
-
-    @Override
-    public void put(long file, long offset, Object page, long bytes) {
-      pages.put(new PageId(file, offset), new Sized(page, bytes));
-    }
-  };
+  private void added(ProbeFile file, int group, int column, int page, long bytes) {
+    pages.put(new PageRef(file, group, column, page), bytes);
+  }
 
   /** One hold on the JVM's shared caches; close it when done. */
   public static final class Handle implements AutoCloseable {

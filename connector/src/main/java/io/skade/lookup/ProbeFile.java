@@ -115,21 +115,31 @@ final class ProbeFile implements Closeable {
   private final Object[][][] pageMaxs;
   private final boolean[][][] nullPages;
   private final BloomFilter[][] blooms;
+  /** Each column chunk's statistics, as stored values (null: unknown), and whether all null. */
+  private final Object[][] mins;
+  private final Object[][] maxs;
+  private final boolean[][] allNull;
   /** Where each column chunk's dictionary page starts, or -1 without one. */
   private final long[][] dictionaryStarts;
-  /** This open file's id in the page cache (a reopened file starts afresh). */
-  private final long id = IDS.incrementAndGet();
-  private static final java.util.concurrent.atomic.AtomicLong IDS =
-      new java.util.concurrent.atomic.AtomicLong();
+  /**
+   * Decoded pages [row group][column][page] and dictionaries [row group][column], set when
+   * decoded and cleared when the page cache evicts them. Both are immutable once set (a record's
+   * final fields), so a probe on another thread sees them whole.
+   */
+  private final Values[][][] decoded;
+  private final DictionaryRef[][] dictionaries;
+
+  private record DictionaryRef(Dictionary dictionary) {}
   /** Decoded pages and dictionaries of this JVM's probes, by file and offset. */
   private final PageCache pages;
 
-  /** Where probes keep decoded pages and dictionaries, bounded by bytes. */
+  /**
+   * Bounds the decoded pages and dictionaries that open files keep, by bytes: it is told of each
+   * one decoded and, to evict one, calls {@link #forget}.
+   */
   interface PageCache {
-    /** The page or dictionary of open file {@code file} at {@code offset}, or null. */
-    Object get(long file, long offset);
-
-    void put(long file, long offset, Object page, long bytes);
+    /** Page {@code page} (or, when -1, the dictionary) of column {@code c} in row group {@code g} of {@code file} was decoded. */
+    void added(ProbeFile file, int g, int c, int page, long bytes);
   }
 
   private ProbeFile(String location, Source source, ParquetMetadata footer, PageCache pages) {
@@ -159,9 +169,22 @@ final class ProbeFile implements Closeable {
     this.nullPages = new boolean[count][columns.length][];
     this.blooms = new BloomFilter[count][columns.length];
     this.dictionaryStarts = new long[count][columns.length];
+    this.decoded = new Values[count][columns.length][];
+    this.mins = new Object[count][columns.length];
+    this.maxs = new Object[count][columns.length];
+    this.allNull = new boolean[count][columns.length];
+    this.dictionaries = new DictionaryRef[count][columns.length];
     for (int g = 0; g < count; g++) {
       for (int c = 0; c < columns.length; c++) {
         ColumnChunkMetaData chunk = groups.get(g).getColumns().get(c);
+        Statistics<?> stats = chunk.getStatistics();
+        if (stats != null && !stats.isEmpty()) {
+          allNull[g][c] = stats.isNumNullsSet() && stats.getNumNulls() == chunk.getValueCount();
+          if (stats.hasNonNullValue()) {
+            mins[g][c] = stats.genericGetMin();
+            maxs[g][c] = stats.genericGetMax();
+          }
+        }
         dictionaryStarts[g][c] = chunk.hasDictionaryPage()
             && chunk.getStartingPos() < chunk.getFirstDataPageOffset()
             ? chunk.getStartingPos() : -1;
@@ -245,6 +268,7 @@ final class ProbeFile implements Closeable {
         IndexReference ref = chunk.getOffsetIndexReference();
         offsets[g][c] = ParquetMetadataConverter.fromParquetOffsetIndex(
             Util.readOffsetIndex(indexes.stream(ref.getOffset(), ref.getLength())));
+        decoded[g][c] = new Values[offsets[g][c].getPageCount()];
         ref = chunk.getColumnIndexReference();
         if (ref != null) {
           loadColumnIndex(g, c, ParquetMetadataConverter.fromParquetColumnIndex(
@@ -293,9 +317,13 @@ final class ProbeFile implements Closeable {
     return new BlockSplitBloomFilter(bits);
   }
 
-  /** This open file's id, which its cached pages carry. */
-  long id() {
-    return id;
+  /** Drops a decoded page (or, when {@code page} is -1, dictionary): the cache evicted it. */
+  void forget(int g, int c, int page) {
+    if (page < 0) {
+      dictionaries[g][c] = null;
+    } else {
+      decoded[g][c][page] = null;
+    }
   }
 
   /** Whether every column of {@code schema} that this file stores can be decoded here. */
@@ -390,25 +418,26 @@ final class ProbeFile implements Closeable {
 
   /** Row-group pruning: statistics, then bloom filters, of every key column. */
   private boolean mayHold(int g, int[] keyColumns, Object[] storedKey, long[] hashes) {
-    List<ColumnChunkMetaData> chunks = groups.get(g).getColumns();
     for (int k = 0; k < keyColumns.length; k++) {
-      ColumnChunkMetaData chunk = chunks.get(keyColumns[k]);
-      Statistics<?> stats = chunk.getStatistics();
-      Object value = storedKey[k];
-      if (stats != null && !stats.isEmpty()) {
-        if (stats.isNumNullsSet() && stats.getNumNulls() == chunk.getValueCount()) {
-          return false;
-        }
-        if (stats.hasNonNullValue() && outside(stats, value)) {
-          return false;
-        }
+      int c = keyColumns[k];
+      if (allNull[g][c]) {
+        return false;
       }
-      BloomFilter bloom = blooms[g][keyColumns[k]];
+      if (mins[g][c] != null && (order(c).compare(mins[g][c], storedKey[k]) > 0
+          || order(c).compare(storedKey[k], maxs[g][c]) > 0)) {
+        return false;
+      }
+      BloomFilter bloom = blooms[g][c];
       if (bloom != null && hashes[k] != NO_HASH && !bloom.findHash(hashes[k])) {
         return false;
       }
     }
     return true;
+  }
+
+  @SuppressWarnings("unchecked")
+  private PrimitiveComparator<Object> order(int c) {
+    return (PrimitiveComparator<Object>) columns[c].getPrimitiveType().comparator();
   }
 
   /** Marks a key value without a bloom filter hash (a boolean): its filters are not asked. */
@@ -438,11 +467,6 @@ final class ProbeFile implements Closeable {
     return XXHASH.hashBytes(Arrays.copyOf(plain.array(), plain.position()));
   }
 
-  @SuppressWarnings("unchecked")
-  private static <T extends Comparable<T>> boolean outside(Statistics<T> stats, Object value) {
-    return stats.compareMinToValue((T) value) > 0 || stats.compareMaxToValue((T) value) < 0;
-  }
-
   /** The pages of column {@code c} in row group {@code g} whose index admits {@code value}. */
   private int[] candidatePages(int g, int c, Object value) {
     int count = offsets[g][c].getPageCount();
@@ -463,11 +487,8 @@ final class ProbeFile implements Closeable {
     if (nullPages[g][c][page]) {
       return false;
     }
-    @SuppressWarnings("unchecked")
-    PrimitiveComparator<Object> order =
-        (PrimitiveComparator<Object>) columns[c].getPrimitiveType().comparator();
-    return order.compare(pageMins[g][c][page], value) <= 0
-        && order.compare(value, pageMaxs[g][c][page]) <= 0;
+    return order(c).compare(pageMins[g][c][page], value) <= 0
+        && order(c).compare(value, pageMaxs[g][c][page]) <= 0;
   }
 
   /**
@@ -481,19 +502,17 @@ final class ProbeFile implements Closeable {
     List<Types.NestedField> fields = schema.columns();
     int[] fieldColumns = new int[fields.size()];
     List<long[]> ranges = new ArrayList<>();
-    Map<Long, Object> cached = new HashMap<>();
     for (int f = 0; f < fields.size(); f++) {
       Integer c = columnOfField.get(fields.get(f).fieldId());
       fieldColumns[f] = c == null ? -1 : c;
       if (c != null) {
-        pageRanges(g, c, from, to, ranges, cached);
+        pageRanges(g, c, from, to, ranges);
       }
     }
     for (int c : keyColumns) {
-      pageRanges(g, c, from, to, ranges, cached); // a key column the schema does not select
+      pageRanges(g, c, from, to, ranges); // a key column the schema does not select
     }
-    Reads regions = new Reads(read(ranges, listener), cached, listener,
-        new long[columns.length]);
+    Reads regions = new Reads(read(ranges, listener), listener, new long[columns.length]);
     int[] matches = matchAll(g, keyColumns[lead], storedKey[lead], from, to, regions);
     for (int k = 0; k < keyColumns.length && matches.length > 0; k++) {
       if (k == lead) {
@@ -532,32 +551,19 @@ final class ProbeFile implements Closeable {
   }
 
   /** The byte ranges of column {@code c}'s pages over rows {@code [from, to)}, with its dictionary. */
-  private void pageRanges(int g, int c, long from, long to, List<long[]> ranges,
-      Map<Long, Object> cached) {
+  private void pageRanges(int g, int c, long from, long to, List<long[]> ranges) {
     OffsetIndex index = offsets[g][c];
     for (int p = pageOf(index, from); p < index.getPageCount()
         && index.getFirstRowIndex(p) < to; p++) {
-      if (!fromCache(index.getOffset(p), cached)) {
+      if (decoded[g][c][p] == null) {
         ranges.add(new long[] {index.getOffset(p), index.getOffset(p)
             + index.getCompressedPageSize(p)});
       }
     }
     ColumnChunkMetaData chunk = groups.get(g).getColumns().get(c);
-    if (dictionaryStarts[g][c] >= 0 && !fromCache(dictionaryStarts[g][c], cached)) {
+    if (dictionaryStarts[g][c] >= 0 && dictionaries[g][c] == null) {
       ranges.add(new long[] {dictionaryStarts[g][c], chunk.getFirstDataPageOffset()});
     }
-  }
-
-  /** Whether the page (or dictionary) at {@code offset} is cached; if so, it is kept for the probe. */
-  private boolean fromCache(long offset, Map<Long, Object> cached) {
-    if (cached.containsKey(offset)) {
-      return true;
-    }
-    Object page = pages.get(id, offset);
-    if (page != null) {
-      cached.put(offset, page);
-    }
-    return page != null;
   }
 
   private static int pageOf(OffsetIndex index, long row) {
@@ -653,11 +659,10 @@ final class ProbeFile implements Closeable {
   }
 
   /**
-   * What a probe read: the regions, the pages and dictionaries it found cached or decoded, whom
-   * to tell of a read it makes late, and the values it decoded per column.
+   * What a probe read: the regions, whom to tell of a read it makes late, and the values it
+   * decoded per column.
    */
-  private record Reads(Region[] regions, Map<Long, Object> cached,
-      DataFileRows.ReadListener listener, long[] decoded) {
+  private record Reads(Region[] regions, DataFileRows.ReadListener listener, long[] decoded) {
     /** The rows whose values were decoded in some column. */
     long rowsDecoded() {
       return Arrays.stream(decoded).max().orElse(0);
@@ -708,9 +713,9 @@ final class ProbeFile implements Closeable {
 
   /** Page {@code p} of column {@code c} in row group {@code g}, decoded (or from the cache). */
   private Values page(int g, int c, int p, Reads reads) throws IOException {
-    long offset = offsets[g][c].getOffset(p);
-    if (reads.cached().get(offset) instanceof Values cached) {
-      return cached; // the probe keeps the pages it found cached: no second lookup, no eviction
+    Values cached = decoded[g][c][p];
+    if (cached != null) {
+      return cached;
     }
     Page page = open(g, c, readPage(g, c, p, reads), reads);
     PrimitiveTypeName physical = columns[c].getPrimitiveType().getPrimitiveTypeName();
@@ -729,15 +734,16 @@ final class ProbeFile implements Closeable {
         ints[i] = page.values.readInteger();
       } else {
         Object value = stored(page.values, physical);
-        // A copy: the page's buffer is not kept alive by its values.
-        objects[i] = value instanceof Binary binary
+        // A copy, so that the values do not keep the page's buffer alive; a dictionary's values
+        // are shared, not copied.
+        objects[i] = value instanceof Binary binary && !page.dictionaryEncoded
             ? Binary.fromConstantByteArray(binary.getBytes()) : value;
       }
     }
     reads.decoded()[c] += count;
     Values values = new Values(count, longs, ints, objects, nulls);
-    pages.put(id, offset, values, values.bytes());
-    reads.cached().put(offset, values);
+    decoded[g][c][p] = values;
+    pages.added(this, g, c, p, values.bytes());
     return values;
   }
 
@@ -754,7 +760,8 @@ final class ProbeFile implements Closeable {
           data.definition().getValuesReader(column, ValuesType.DEFINITION_LEVEL);
       definition.initFromPage(data.count(), stream);
       values.initFromPage(data.count(), stream);
-      return new Page(data.count(), maxDefinition, definition::readInteger, values);
+      return new Page(data.count(), maxDefinition, definition::readInteger, values,
+          data.encoding().usesDictionary());
     }
     RunLengthBitPackingHybridDecoder definition = maxDefinition == 0 ? null
         : new RunLengthBitPackingHybridDecoder(BytesUtils.getWidthFromMaxInt(maxDefinition),
@@ -762,7 +769,8 @@ final class ProbeFile implements Closeable {
                 data.levels().length - data.repetitionLength()));
     values.initFromPage(data.count(), ByteBufferInputStream.wrap(ByteBuffer.wrap(data.values())));
     return new Page(data.count(), maxDefinition,
-        definition == null ? () -> 0 : definition::readInt, values);
+        definition == null ? () -> 0 : definition::readInt, values,
+        data.encoding().usesDictionary());
   }
 
   /**
@@ -816,8 +824,8 @@ final class ProbeFile implements Closeable {
     }
     ColumnChunkMetaData chunk = groups.get(g).getColumns().get(c);
     long offset = chunk.getStartingPos();
-    Dictionary dictionary = reads.cached().get(offset) instanceof Dictionary cached
-        ? cached : null;
+    DictionaryRef cached = dictionaries[g][c];
+    Dictionary dictionary = cached == null ? null : cached.dictionary();
     if (dictionary == null) {
       int length = (int) (chunk.getFirstDataPageOffset() - offset);
       Region region = regionOf(reads.regions(), offset, length, reads.listener());
@@ -835,9 +843,8 @@ final class ProbeFile implements Closeable {
           METADATA.getEncoding(header.getDictionary_page_header().getEncoding()));
       dictionary = page.getEncoding().initDictionary(columns[c], page);
       // Decoded entries take about twice their encoded bytes.
-      pages.put(id, offset, dictionary, 64L + 2L * bytes.length
-          + 16L * page.getDictionarySize());
-      reads.cached().put(offset, dictionary);
+      dictionaries[g][c] = new DictionaryRef(dictionary);
+      pages.added(this, g, c, -1, 64L + 2L * bytes.length + 16L * page.getDictionarySize());
     }
     return encoding.getDictionaryBasedValuesReader(columns[c], ValuesType.VALUES, dictionary);
   }
@@ -871,12 +878,15 @@ final class ProbeFile implements Closeable {
     final int maxDefinition;
     final Levels definition;
     final ValuesReader values;
+    final boolean dictionaryEncoded;
 
-    Page(int count, int maxDefinition, Levels definition, ValuesReader values) {
+    Page(int count, int maxDefinition, Levels definition, ValuesReader values,
+        boolean dictionaryEncoded) {
       this.count = count;
       this.maxDefinition = maxDefinition;
       this.definition = definition;
       this.values = values;
+      this.dictionaryEncoded = dictionaryEncoded;
     }
 
     /** Whether the next row has a value (else it is null and no value is stored). */
@@ -955,7 +965,7 @@ final class ProbeFile implements Closeable {
       case TIMESTAMP -> ((Types.TimestampType) type).shouldAdjustToUTC()
           ? DateTimeUtil.timestamptzFromMicros((Long) value)
           : DateTimeUtil.timestampFromMicros((Long) value);
-      case STRING -> ((Binary) value).toStringUsingUTF8();
+      case STRING -> new String(((Binary) value).getBytesUnsafe(), StandardCharsets.UTF_8);
       case BINARY -> ByteBuffer.wrap(((Binary) value).getBytes());
       case FIXED -> ((Binary) value).getBytes();
       case UUID -> UUIDUtil.convert(((Binary) value).getBytes());
