@@ -86,6 +86,8 @@ import org.apache.flink.util.CloseableIterator;
  * JVM [5], {@code skade.bench.variants} comma-separated
  * [no-join,skade,paimon-default,paimon-bucket1], {@code skade.bench.warmup} [true], {@code
  * skade.bench.sampleMillis} [100], {@code skade.bench.childTimeoutSeconds} per forked JVM [1200],
+ * {@code skade.bench.skadeOptions} appended to the skade table's WITH clause, e.g. {@code ,
+ * 'lookup.async' = 'true'} [none],
  * {@code skade.bench.dir} working directory, kept [a fresh temporary one, deleted at the end
  * unless {@code skade.bench.keep=true}]; tables an earlier run wrote there for the same rows and
  * files are reused (not once the directory has moved: Iceberg's metadata holds absolute paths).
@@ -176,11 +178,16 @@ public final class LookupJoinBenchmark {
     Map<Variant, Properties> results = new LinkedHashMap<>();
     Properties skadeTable = null;
     Properties paimonTables = null;
+    Properties engine = null;
     try {
       if (variants.contains(Variant.SKADE)) {
         skadeTable = prepare("prepare-skade", "skade-warehouse", Stack.SKADE, work, rows, probes,
             files, timeoutSeconds);
         System.out.println("skade table: " + describePrepared(skadeTable, ""));
+        if ("ok".equals(skadeTable.getProperty("status"))) {
+          System.out.println("running skade's lookup engine alone ...");
+          engine = fork("probe-skade", Stack.SKADE, work, rows, probes, files, timeoutSeconds);
+        }
       }
       if (variants.stream().anyMatch(Variant::isPaimon)) {
         paimonTables = prepare("prepare-paimon", "paimon-warehouse", Stack.PAIMON, work, rows,
@@ -211,6 +218,7 @@ public final class LookupJoinBenchmark {
         delete(work);
       }
     }
+    printEngine(engine, probes);
     print(results, rows, probes);
     System.out.println("load average at the end (1, 5, 15 min): " + loadAverage()
         + "; other work on the machine slows every variant and spreads the runs.");
@@ -480,6 +488,44 @@ public final class LookupJoinBenchmark {
     }
   }
 
+  /** The engine's figures (SkadeProbes): cold and warm sync passes, then async threads. */
+  private static void printEngine(Properties p, long probes) {
+    if (p == null) {
+      return;
+    }
+    System.out.println();
+    if (!ok(p)) {
+      System.out.println("skade engine: failed: " + p.getProperty("message"));
+      return;
+    }
+    System.out.printf("skade's lookup engine alone (PointLookup, no Flink), random keys (90%%"
+        + " hits), per probe:%n");
+    String format = "%-28s %10s %9s %9s %10s %10s %8s %9s%n";
+    System.out.printf(format, "pass", "probes/s", "p50 us", "p99 us", "bytes", "read calls",
+        "opens", "rows dec.");
+    System.out.println("-".repeat(100));
+    for (String pass : List.of("first", "cold", "warm")) {
+      System.out.printf(format, switch (pass) {
+        case "first" -> "sync, fresh JVM: " + fmt("%,d", probes);
+        case "cold" -> "sync, cold: first " + fmt("%,d", SkadeProbes.COLD_PROBES);
+        default -> "sync, warm: " + fmt("%,d", probes);
+      }, rate(Double.parseDouble(p.getProperty(pass + ".probesPerSecond"))),
+          fmt("%.1f", Double.parseDouble(p.getProperty(pass + ".p50Micros"))),
+          fmt("%.1f", Double.parseDouble(p.getProperty(pass + ".p99Micros"))),
+          fmt("%,.0f", Double.parseDouble(p.getProperty(pass + ".bytes"))),
+          fmt("%.3f", Double.parseDouble(p.getProperty(pass + ".reads"))),
+          fmt("%.4f", Double.parseDouble(p.getProperty(pass + ".opens"))),
+          fmt("%.1f", Double.parseDouble(p.getProperty(pass + ".rowsDecoded"))));
+    }
+    System.out.printf(format, "async " + p.getProperty("async.threads") + " threads, warm",
+        rate(Double.parseDouble(p.getProperty("async.probesPerSecond"))), "", "", "", "", "", "");
+    System.out.println("fresh JVM: the first pass, code not yet compiled, its caches then"
+        + " dropped; cold: the first probes over fresh caches (files opened, most pages read the"
+        + " first time); warm: after as many probes as the join makes, as many again; async:"
+        + " threads sharing one lookup, as lookup.async runs probes, warm. Heap used after the"
+        + " passes and a GC (page cache included): " + mib(p, "heapBytes") + " MiB.");
+  }
+
   private static void print(Map<Variant, Properties> results, long rows, long probes) {
     Map<Variant, Figures> figures = new LinkedHashMap<>();
     results.forEach((v, p) -> {
@@ -637,6 +683,9 @@ public final class LookupJoinBenchmark {
     try {
       if (role.equals("prepare-skade")) {
         out = SkadeDim.prepare(skadeWarehouse, rows, files);
+      } else if (role.equals("probe-skade")) {
+        out = SkadeProbes.measure(skadeWarehouse, rows, probes,
+            Integer.getInteger("skade.bench.asyncThreads", 4));
       } else if (role.equals("prepare-paimon")) {
         out = PaimonDim.prepare(paimonWarehouse, flinkTmp, rows, files);
       } else if (role.startsWith("run-")) {
@@ -687,7 +736,7 @@ public final class LookupJoinBenchmark {
           env.executeSql("CREATE TABLE dim (id BIGINT, name STRING, city STRING, score INT,"
               + " PRIMARY KEY (id) NOT ENFORCED) WITH ('connector' = 'skade', 'warehouse' = '"
               + skadeWarehouse + "', 'database' = '" + SkadeDim.NAMESPACE + "', 'table' = '"
-              + SkadeDim.TABLE + "')");
+              + SkadeDim.TABLE + "'" + System.getProperty("skade.bench.skadeOptions", "") + ")");
           yield String.format(JOIN_QUERY, "dim");
         }
         case PAIMON_DEFAULT, PAIMON_BUCKET1 -> {

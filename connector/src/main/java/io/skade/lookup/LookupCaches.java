@@ -40,37 +40,41 @@ public final class LookupCaches {
 
   private final Cache<String, Sized> cache;
   /**
-   * The decoded data pages and dictionaries open files keep, by file, row group, column and
-   * page (-1: the dictionary), weighed by their bytes; evicting one makes its file forget it.
+   * The decoded data pages and dictionaries open files keep (page -1: the dictionary), oldest
+   * first, and their estimated bytes: past the bound, the oldest are forgotten by their files.
+   * First in, first out: a probe of a cached page touches no shared structure, and a put is
+   * cheap, which matters as much, since cold probes decode pages at a high rate.
    */
-  private final Cache<PageRef, Long> pages;
+  private final java.util.concurrent.ConcurrentLinkedQueue<PageRef> pages =
+      new java.util.concurrent.ConcurrentLinkedQueue<>();
+  private final java.util.concurrent.atomic.AtomicLong pageBytes =
+      new java.util.concurrent.atomic.AtomicLong();
+  private final long maxPageBytes;
   /** Data files held open for probes, by path; closed when evicted. */
   private final Cache<String, java.util.Optional<ProbeFile>> files;
 
   private record Sized(Object value, long bytes) {}
 
-  private record PageRef(ProbeFile file, int group, int column, int page) {}
+  private record PageRef(ProbeFile file, int group, int column, int page, long bytes) {}
 
   LookupCaches(long maxBytes) {
     this.cache = Caffeine.newBuilder()
         .maximumWeight(maxBytes)
         .weigher((String key, Sized value) -> (int) Math.min(Integer.MAX_VALUE, value.bytes()))
         .build();
-    this.pages = Caffeine.newBuilder()
-        .maximumWeight(maxBytes)
-        .weigher((PageRef key, Long bytes) -> (int) Math.min(Integer.MAX_VALUE, bytes))
-        .<PageRef, Long>removalListener((ref, bytes, cause) -> {
-          if (ref != null && cause != com.github.benmanes.caffeine.cache.RemovalCause.REPLACED) {
-            ref.file().forget(ref.group(), ref.column(), ref.page());
-          }
-        })
-        .build();
+    this.maxPageBytes = maxBytes;
     this.files = Caffeine.newBuilder()
         .maximumSize(OPEN_FILES)
         .<String, java.util.Optional<ProbeFile>>removalListener((path, file, cause) -> {
           if (file != null && file.isPresent()) {
             ProbeFile closed = file.get();
-            pages.asMap().keySet().removeIf(page -> page.file() == closed);
+            for (java.util.Iterator<PageRef> it = pages.iterator(); it.hasNext(); ) {
+              PageRef page = it.next();
+              if (page.file() == closed) { // its pages go with it
+                it.remove();
+                pageBytes.addAndGet(-page.bytes());
+              }
+            }
             try {
               file.get().close();
             } catch (java.io.IOException e) {
@@ -92,7 +96,14 @@ public final class LookupCaches {
   }
 
   private void added(ProbeFile file, int group, int column, int page, long bytes) {
-    pages.put(new PageRef(file, group, column, page), bytes);
+    pages.add(new PageRef(file, group, column, page, bytes));
+    if (pageBytes.addAndGet(bytes) > maxPageBytes) {
+      PageRef oldest;
+      while (pageBytes.get() > maxPageBytes && (oldest = pages.poll()) != null) {
+        oldest.file().forget(oldest.group(), oldest.column(), oldest.page());
+        pageBytes.addAndGet(-oldest.bytes());
+      }
+    }
   }
 
   /** One hold on the JVM's shared caches; close it when done. */
@@ -114,7 +125,7 @@ public final class LookupCaches {
         synchronized (LOCK) {
           if (--users == 0) {
             shared.cache.invalidateAll();
-            shared.pages.invalidateAll();
+            shared.pages.clear();
             shared.files.invalidateAll();
             shared.files.cleanUp();
             shared = null;

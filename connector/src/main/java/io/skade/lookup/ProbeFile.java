@@ -671,15 +671,27 @@ final class ProbeFile implements Closeable {
 
   /**
    * One data page's values, decoded as stored (null where a row has none): longs and ints in
-   * primitive arrays, others as {@link #stored} reads them. This is what the page cache keeps,
+   * primitive arrays, byte strings in one array with each value's end, others as {@link #stored}
+   * reads them. This is what the page cache keeps, in few objects (for the garbage collector),
    * so that a warm probe compares and picks values without decoding.
    */
-  private record Values(int count, long[] longs, int[] ints, Object[] objects, boolean[] nulls) {
+  private record Values(int count, long[] longs, int[] ints, byte[] bytes, int[] ends,
+      Object[] objects, boolean[] nulls) {
     Object get(int i) {
       if (nulls != null && nulls[i]) {
         return null;
       }
-      return longs != null ? (Object) longs[i] : ints != null ? (Object) ints[i] : objects[i];
+      if (longs != null) {
+        return longs[i];
+      }
+      if (ints != null) {
+        return ints[i];
+      }
+      if (bytes != null) {
+        int start = i == 0 ? 0 : ends[i - 1];
+        return Binary.fromConstantByteArray(bytes, start, ends[i] - start);
+      }
+      return objects[i];
     }
 
     boolean equals(int i, Object value) {
@@ -692,22 +704,27 @@ final class ProbeFile implements Closeable {
       if (ints != null) {
         return ints[i] == (Integer) value;
       }
+      if (bytes != null) {
+        Binary binary = (Binary) value;
+        int start = i == 0 ? 0 : ends[i - 1];
+        return Arrays.equals(bytes, start, ends[i], binary.getBytesUnsafe(), 0, binary.length());
+      }
       return value.equals(objects[i]);
     }
 
-    /** Estimated heap bytes (a shared dictionary value counted each time: an upper bound). */
-    long bytes() {
-      long bytes = 64L + (nulls == null ? 0 : count);
+    /** Estimated heap bytes. */
+    long weight() {
+      long size = 64L + (nulls == null ? 0 : count);
       if (longs != null) {
-        return bytes + 8L * count;
+        return size + 8L * count;
       }
       if (ints != null) {
-        return bytes + 4L * count;
+        return size + 4L * count;
       }
-      for (Object value : objects) {
-        bytes += 8 + (value instanceof Binary binary ? 48 + binary.length() : 16);
+      if (bytes != null) {
+        return size + bytes.length + 4L * count;
       }
-      return bytes;
+      return size + 24L * count;
     }
   }
 
@@ -720,9 +737,14 @@ final class ProbeFile implements Closeable {
     Page page = open(g, c, readPage(g, c, p, reads), reads);
     PrimitiveTypeName physical = columns[c].getPrimitiveType().getPrimitiveTypeName();
     int count = page.count;
+    // Few objects per page: primitives in arrays, byte strings in one array with their ends.
     long[] longs = physical == PrimitiveTypeName.INT64 ? new long[count] : null;
     int[] ints = physical == PrimitiveTypeName.INT32 ? new int[count] : null;
-    Object[] objects = longs == null && ints == null ? new Object[count] : null;
+    boolean binary = physical == PrimitiveTypeName.BINARY
+        || physical == PrimitiveTypeName.FIXED_LEN_BYTE_ARRAY;
+    java.io.ByteArrayOutputStream bytes = binary ? new java.io.ByteArrayOutputStream() : null;
+    int[] ends = binary ? new int[count] : null;
+    Object[] objects = longs == null && ints == null && !binary ? new Object[count] : null;
     boolean[] nulls = null;
     for (int i = 0; i < count; i++) {
       if (!page.defined()) {
@@ -732,18 +754,21 @@ final class ProbeFile implements Closeable {
         longs[i] = page.values.readLong();
       } else if (ints != null) {
         ints[i] = page.values.readInteger();
+      } else if (binary) {
+        Binary value = page.values.readBytes();
+        bytes.write(value.getBytesUnsafe(), 0, value.length());
       } else {
-        Object value = stored(page.values, physical);
-        // A copy, so that the values do not keep the page's buffer alive; a dictionary's values
-        // are shared, not copied.
-        objects[i] = value instanceof Binary binary && !page.dictionaryEncoded
-            ? Binary.fromConstantByteArray(binary.getBytes()) : value;
+        objects[i] = stored(page.values, physical);
+      }
+      if (binary) {
+        ends[i] = bytes.size();
       }
     }
     reads.decoded()[c] += count;
-    Values values = new Values(count, longs, ints, objects, nulls);
+    Values values = new Values(count, longs, ints, binary ? bytes.toByteArray() : null, ends,
+        objects, nulls);
     decoded[g][c][p] = values;
-    pages.added(this, g, c, p, values.bytes());
+    pages.added(this, g, c, p, values.weight());
     return values;
   }
 
@@ -760,8 +785,7 @@ final class ProbeFile implements Closeable {
           data.definition().getValuesReader(column, ValuesType.DEFINITION_LEVEL);
       definition.initFromPage(data.count(), stream);
       values.initFromPage(data.count(), stream);
-      return new Page(data.count(), maxDefinition, definition::readInteger, values,
-          data.encoding().usesDictionary());
+      return new Page(data.count(), maxDefinition, definition::readInteger, values);
     }
     RunLengthBitPackingHybridDecoder definition = maxDefinition == 0 ? null
         : new RunLengthBitPackingHybridDecoder(BytesUtils.getWidthFromMaxInt(maxDefinition),
@@ -769,8 +793,7 @@ final class ProbeFile implements Closeable {
                 data.levels().length - data.repetitionLength()));
     values.initFromPage(data.count(), ByteBufferInputStream.wrap(ByteBuffer.wrap(data.values())));
     return new Page(data.count(), maxDefinition,
-        definition == null ? () -> 0 : definition::readInt, values,
-        data.encoding().usesDictionary());
+        definition == null ? () -> 0 : definition::readInt, values);
   }
 
   /**
@@ -878,15 +901,12 @@ final class ProbeFile implements Closeable {
     final int maxDefinition;
     final Levels definition;
     final ValuesReader values;
-    final boolean dictionaryEncoded;
 
-    Page(int count, int maxDefinition, Levels definition, ValuesReader values,
-        boolean dictionaryEncoded) {
+    Page(int count, int maxDefinition, Levels definition, ValuesReader values) {
       this.count = count;
       this.maxDefinition = maxDefinition;
       this.definition = definition;
       this.values = values;
-      this.dictionaryEncoded = dictionaryEncoded;
     }
 
     /** Whether the next row has a value (else it is null and no value is stored). */
