@@ -101,9 +101,11 @@ public final class SkadeConnectorOptions {
           + " commit log for a new snapshot. In the owner, a commit is seen by the next probe.");
 
   public static final ConfigOption<Long> LOOKUP_ROW_CACHE_MAX_ROWS = ConfigOptions
-      .key("lookup.row-cache.max-rows").longType().defaultValue(100_000L)
-      .withDescription("Keys kept by skade's row cache, which is keyed by snapshot and key and"
-          + " so never stale (used when 'lookup.cache' is NONE; 0 turns it off).");
+      .key("lookup.row-cache.max-rows").longType().defaultValue(0L)
+      .withDescription("Keys kept by skade's row cache of joined rows, keyed by snapshot and key"
+          + " and so never stale (used when 'lookup.cache' is NONE; 0, the default, turns it"
+          + " off). Probes already keep the decoded Parquet pages they read, which is cheaper for"
+          + " keys spread over the table; the row cache pays off for a few hot keys.");
 
   /** Flink's own {@code sink.parallelism}. */
   public static final ConfigOption<Integer> SINK_PARALLELISM = FactoryUtil.SINK_PARALLELISM;

@@ -40,7 +40,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * What skade's lookup functions share: the table kept at its latest commit (or a pinned
- * snapshot), {@link PointLookup} probes with retries, skade's own row cache keyed by snapshot
+ * snapshot), {@link PointLookup} probes with retries, an optional row cache keyed by snapshot
  * and key (never stale: a new snapshot misses it), or a full cache of the snapshot's rows kept
  * current by applying each new snapshot's changelog, and the per-probe metrics.
  */
@@ -50,9 +50,12 @@ final class SkadeLookup implements Serializable {
 
   /** How lookups are served. */
   enum Caching {
-    /** skade's row cache (keyed by snapshot and key) in front of probes; the default. */
+    /**
+     * skade's own caches, never stale: probes keep the decoded pages they read, and a row cache
+     * keyed by snapshot and key is in front of them when given a size; the default.
+     */
     SNAPSHOT_ROWS,
-    /** Every probe reads the files (Flink's own PARTIAL cache may sit in front). */
+    /** Flink's own PARTIAL cache is in front of probes (which still keep decoded pages). */
     NONE,
     /** The snapshot's rows in memory, kept current by applying each new snapshot's changes. */
     FULL

@@ -22,7 +22,7 @@ class SqlLookupJoinTest extends SqlTestBase {
       + " PRIMARY KEY (order_id) NOT ENFORCED";
 
   @ParameterizedTest(name = "{0}")
-  @ValueSource(strings = {"sync", "async", "full-cache"})
+  @ValueSource(strings = {"sync", "async", "row-cache", "full-cache"})
   @Timeout(240)
   void aLookupJoinSeesEachDimensionCommitFromTheNextProbeOn(String mode) throws Exception {
     TableEnvironment writer = batch();
@@ -34,6 +34,7 @@ class SqlLookupJoinTest extends SqlTestBase {
     TableEnvironment join = streaming();
     String[] lookupOptions = switch (mode) {
       case "async" -> new String[] {"lookup.async", "true"};
+      case "row-cache" -> new String[] {"lookup.row-cache.max-rows", "1000"};
       case "full-cache" -> new String[] {"lookup.cache", "FULL"};
       default -> new String[0];
     };
