@@ -45,8 +45,6 @@ import org.apache.parquet.column.ValuesType;
 import org.apache.parquet.column.page.DictionaryPage;
 import org.apache.parquet.column.statistics.Statistics;
 import org.apache.parquet.column.values.ValuesReader;
-import org.apache.parquet.column.values.bloomfilter.BlockSplitBloomFilter;
-import org.apache.parquet.column.values.bloomfilter.BloomFilter;
 import org.apache.parquet.column.values.bloomfilter.XxHash;
 import org.apache.parquet.column.values.rle.RunLengthBitPackingHybridDecoder;
 import org.apache.parquet.compression.CompressionCodecFactory;
@@ -114,7 +112,7 @@ final class ProbeFile implements Closeable {
   private final Object[][][] pageMins; // [row group][column][page], the stored values
   private final Object[][][] pageMaxs;
   private final boolean[][][] nullPages;
-  private final BloomFilter[][] blooms;
+  private final Bloom[][] blooms;
   /** Each column chunk's statistics, as stored values (null: unknown), and whether all null. */
   private final Object[][] mins;
   private final Object[][] maxs;
@@ -167,7 +165,7 @@ final class ProbeFile implements Closeable {
     this.pageMins = new Object[count][columns.length][];
     this.pageMaxs = new Object[count][columns.length][];
     this.nullPages = new boolean[count][columns.length][];
-    this.blooms = new BloomFilter[count][columns.length];
+    this.blooms = new Bloom[count][columns.length];
     this.dictionaryStarts = new long[count][columns.length];
     this.decoded = new Values[count][columns.length][];
     this.mins = new Object[count][columns.length];
@@ -305,7 +303,7 @@ final class ProbeFile implements Closeable {
     }
   }
 
-  private static BloomFilter bloomFilter(ByteArrayInputStream in) throws IOException {
+  private static Bloom bloomFilter(ByteArrayInputStream in) throws IOException {
     BloomFilterHeader header = Util.readBloomFilterHeader(in);
     if (!header.getAlgorithm().isSetBLOCK() || !header.getHash().isSetXXHASH()
         || !header.getCompression().isSetUNCOMPRESSED() || header.getNumBytes() <= 0
@@ -314,7 +312,33 @@ final class ProbeFile implements Closeable {
     }
     byte[] bits = new byte[header.getNumBytes()];
     in.readNBytes(bits, 0, bits.length);
-    return new BlockSplitBloomFilter(bits);
+    int[] words = new int[bits.length / 4];
+    ByteBuffer.wrap(bits).order(ByteOrder.LITTLE_ENDIAN).asIntBuffer().get(words);
+    return new Bloom(words);
+  }
+
+  /**
+   * A split-block bloom filter as Parquet writes it, read-only. Parquet's {@code
+   * BlockSplitBloomFilter.findHash} computes its mask in a field shared by all callers, so
+   * probes on several threads (lookup.async) could see another probe's mask; this one keeps it
+   * on the stack.
+   */
+  private record Bloom(int[] words) {
+    private static final int[] SALT = {0x47b6137b, 0x44974d91, 0x8824ad5b, 0xa2b7289d,
+        0x705495c7, 0x2df1424b, 0x9efc4947, 0x5c6bfb31};
+
+    /** Whether a value of this hash may be in the filter (Parquet's findHash). */
+    boolean mayContain(long hash) {
+      long blocks = words.length / SALT.length;
+      int block = (int) (((hash >>> 32) * blocks) >> 32);
+      int key = (int) hash;
+      for (int i = 0; i < SALT.length; i++) {
+        if ((words[block * SALT.length + i] & (1 << ((key * SALT[i]) >>> 27))) == 0) {
+          return false;
+        }
+      }
+      return true;
+    }
   }
 
   /** Drops a decoded page (or, when {@code page} is -1, dictionary): the cache evicted it. */
@@ -427,8 +451,8 @@ final class ProbeFile implements Closeable {
           || order(c).compare(storedKey[k], maxs[g][c]) > 0)) {
         return false;
       }
-      BloomFilter bloom = blooms[g][c];
-      if (bloom != null && hashes[k] != NO_HASH && !bloom.findHash(hashes[k])) {
+      Bloom bloom = blooms[g][c];
+      if (bloom != null && hashes[k] != NO_HASH && !bloom.mayContain(hashes[k])) {
         return false;
       }
     }

@@ -5,9 +5,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.skade.TestCatalog;
 import io.skade.write.TableWriter;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.SortOrder;
 import org.apache.iceberg.Table;
@@ -101,6 +106,42 @@ class PointLookupPageReadsTest {
     for (int i = 0; i < 400; i++) {
       long key = random.nextInt(2 * FILES * ROWS_PER_FILE + 10) - 5;
       probe(lookup, key);
+    }
+  }
+
+  @Test
+  void probesOnFourThreadsAtOnceOverColdCachesAreExact() throws Exception {
+    Map<Long, List<String>> expected = new HashMap<>();
+    for (Record row : IcebergReference.allRows(table, table.currentSnapshot().snapshotId())) {
+      expected.computeIfAbsent((Long) row.getField("id"), k -> new ArrayList<>())
+          .add(IcebergReference.canonical(row, SCHEMA));
+    }
+    // Every thread probes keys of the same pages, so they decode and fill the same pages.
+    PointLookup lookup = new PointLookup(table, List.of("id"), new LookupCaches(1L << 30),
+        counters);
+    ExecutorService threads = Executors.newFixedThreadPool(4);
+    try {
+      List<Future<List<String>>> mismatches = new ArrayList<>();
+      for (int t = 0; t < 4; t++) {
+        Random random = new Random(t);
+        mismatches.add(threads.submit(() -> {
+          List<String> wrong = new ArrayList<>();
+          for (int i = 0; i < 3_000; i++) {
+            long key = random.nextInt(2 * FILES * ROWS_PER_FILE + 10) - 5;
+            List<String> rows = IcebergReference.sortedCanonical(
+                lookup.lookup(null, List.of(key)), SCHEMA);
+            if (!rows.equals(expected.getOrDefault(key, List.of()))) {
+              wrong.add(key + " -> " + rows);
+            }
+          }
+          return wrong;
+        }));
+      }
+      for (Future<List<String>> thread : mismatches) {
+        assertThat(thread.get()).as("keys whose rows differ from Iceberg's").isEmpty();
+      }
+    } finally {
+      threads.shutdownNow();
     }
   }
 
