@@ -226,11 +226,33 @@ public final class Quickstart {
       writes.get();
       background.shutdown();
     }
+    lookupJoin(streaming, out);
     try (CloseableIterator<Row> totals = batch.executeSql("SELECT customer, COUNT(*) AS orders,"
         + " SUM(amount) AS total FROM shop.orders GROUP BY customer ORDER BY customer LIMIT 3")
         .collect()) {
       out.println("Flink SQL batch query over shop.orders (written by the Java writers):");
       totals.forEachRemaining(row -> out.println("  " + row));
+    }
+  }
+
+  /**
+   * A lookup join: order lines (product ids 1 to 5 from Flink's datagen source) joined with
+   * shop.products as of their processing time. Each probe reads the table's Parquet files in
+   * place; the product deleted above (3) and the one never written (5) join no row.
+   */
+  private static void lookupJoin(TableEnvironment streaming, PrintStream out) throws Exception {
+    streaming.getConfig().set("parallelism.default", "1"); // the lines in order
+    streaming.executeSql("CREATE TEMPORARY TABLE default_catalog.default_database.order_lines ("
+        + "product_id BIGINT, proc_time AS PROCTIME()) WITH ('connector' = 'datagen',"
+        + " 'fields.product_id.kind' = 'sequence', 'fields.product_id.start' = '1',"
+        + " 'fields.product_id.end' = '5')");
+    String join = "SELECT l.product_id, p.name, p.price"
+        + " FROM default_catalog.default_database.order_lines AS l"
+        + " LEFT JOIN shop.products FOR SYSTEM_TIME AS OF l.proc_time AS p"
+        + " ON l.product_id = p.id";
+    out.println("Flink SQL lookup join: " + join);
+    try (CloseableIterator<Row> rows = streaming.executeSql(join).collect()) {
+      rows.forEachRemaining(row -> out.println("  join: " + row));
     }
   }
 
