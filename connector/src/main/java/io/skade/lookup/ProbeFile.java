@@ -99,6 +99,11 @@ final class ProbeFile implements Closeable {
   private static final ThreadLocal<Decompressor> SNAPPY =
       ThreadLocal.withInitial(SnappyDecompressor::new);
   private static final byte[] MAGIC = "PAR1".getBytes(StandardCharsets.US_ASCII);
+  /** A key value no value of the file's column can equal. */
+  static final Object NO_VALUE = new Object();
+  /** Marks a key value without a bloom filter hash (a boolean): its filters are not asked. */
+  private static final long NO_HASH = 0;
+  private static final XxHash XXHASH = new XxHash();
 
   private final String location;
   private final Source source;
@@ -117,6 +122,8 @@ final class ProbeFile implements Closeable {
   private final Object[][] mins;
   private final Object[][] maxs;
   private final boolean[][] allNull;
+  /** The schema last found readable: probes of one lookup ask with the same one. */
+  private volatile Schema readable;
   /** Where each column chunk's dictionary page starts, or -1 without one. */
   private final long[][] dictionaryStarts;
   /**
@@ -365,9 +372,6 @@ final class ProbeFile implements Closeable {
     return true;
   }
 
-  /** The schema last found readable: probes of one lookup ask with the same one. */
-  private volatile Schema readable;
-
   /**
    * The key as this file stores it, one value per key column, or null when this file cannot be
    * probed for it (a key column it does not store, or a type without a comparable stored form).
@@ -387,9 +391,6 @@ final class ProbeFile implements Closeable {
     }
     return stored;
   }
-
-  /** A key value no value of the file's column can equal. */
-  static final Object NO_VALUE = new Object();
 
   /**
    * The rows of {@code schema} whose key columns hold {@code storedKey} (from {@link
@@ -463,10 +464,6 @@ final class ProbeFile implements Closeable {
   private PrimitiveComparator<Object> order(int c) {
     return (PrimitiveComparator<Object>) columns[c].getPrimitiveType().comparator();
   }
-
-  /** Marks a key value without a bloom filter hash (a boolean): its filters are not asked. */
-  private static final long NO_HASH = 0;
-  private static final XxHash XXHASH = new XxHash();
 
   /**
    * The hash Parquet's bloom filters (XXH64 of the plain encoding) hold for a stored value,
