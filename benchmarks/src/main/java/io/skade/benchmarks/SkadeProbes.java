@@ -48,13 +48,13 @@ final class SkadeProbes {
         pass("first", new PointLookup(table, List.of("id"), first.caches(), counters), counters,
             keys(random, bound, probes), out);
       }
-      measure(table, random, bound, probes, threads, out);
+      fromEmptyCaches(table, random, bound, probes, threads, out);
     }
     return out;
   }
 
-  private static void measure(Table table, SplittableRandom random, long bound, long probes,
-      int threads, Properties out) throws Exception {
+  private static void fromEmptyCaches(Table table, SplittableRandom random, long bound,
+      long probes, int threads, Properties out) throws Exception {
     try (LookupCaches.Handle caches = LookupCaches.acquire()) {
       PointLookup.Counters counters = new PointLookup.Counters();
       PointLookup lookup = new PointLookup(table, List.of("id"), caches.caches(), counters);

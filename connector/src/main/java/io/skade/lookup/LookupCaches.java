@@ -3,8 +3,11 @@ package io.skade.lookup;
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileScanTask;
@@ -45,10 +48,10 @@ public final class LookupCaches {
    * First in, first out: a probe of a cached page touches no shared structure, and a put is
    * cheap, which matters as much, since cold probes decode pages at a high rate.
    */
-  private final java.util.concurrent.ConcurrentLinkedQueue<PageRef> pages =
-      new java.util.concurrent.ConcurrentLinkedQueue<>();
-  private final java.util.concurrent.atomic.AtomicLong pageBytes =
-      new java.util.concurrent.atomic.AtomicLong();
+  private final ConcurrentLinkedQueue<PageRef> pages =
+      new ConcurrentLinkedQueue<>();
+  private final AtomicLong pageBytes =
+      new AtomicLong();
   private final long maxPageBytes;
   /** Data files held open for probes, by path; closed when evicted. */
   private final Cache<String, java.util.Optional<ProbeFile>> files;
@@ -68,7 +71,7 @@ public final class LookupCaches {
         .<String, java.util.Optional<ProbeFile>>removalListener((path, file, cause) -> {
           if (file != null && file.isPresent()) {
             ProbeFile closed = file.get();
-            for (java.util.Iterator<PageRef> it = pages.iterator(); it.hasNext(); ) {
+            for (Iterator<PageRef> it = pages.iterator(); it.hasNext(); ) {
               PageRef page = it.next();
               if (page.file() == closed) { // its pages go with it
                 it.remove();
@@ -76,7 +79,7 @@ public final class LookupCaches {
               }
             }
             try {
-              file.get().close();
+              closed.close();
             } catch (java.io.IOException e) {
               // a read-only file: nothing to lose
             }

@@ -53,10 +53,11 @@ import org.apache.iceberg.util.StructProjection;
  */
 public final class PointLookup {
   /**
-   * Table properties that make data files cheap to probe: pages of at most 250 rows (the
-   * unit a probe reads and decodes per column), dictionaries of at most 32 KB (a column whose
-   * values do not fit is stored plain, so a probe does not read a large dictionary) and bloom
-   * filters of at most 64 KB (Parquet sizes a filter to its maximum; the default 1 MB would be
+   * Table properties that make data files cheap to probe: row groups of about 16 KB (so that a
+   * key page's rows in every column lie within one read), pages of at most 250 rows (the unit a
+   * probe reads and decodes per column), LZ4 (zstd costs several microseconds per small page),
+   * dictionaries of at most 4 KB (a column whose values do not fit is stored plain) and bloom
+   * filters of at most 4 KB (Parquet sizes a filter to its maximum; the default 1 MB would be
    * read and kept per row group). Tables skade creates with a primary key get them.
    */
   public static final Map<String, String> LOOKUP_FILE_PROPERTIES = Map.of(
@@ -298,9 +299,6 @@ public final class PointLookup {
   private boolean partitionMayMatch(FileScanTask task, Expression filter,
       Map<Integer, Evaluator> evaluators) {
     PartitionSpec spec = task.spec();
-    if (spec.isUnpartitioned()) {
-      return true;
-    }
     Evaluator evaluator = evaluators.computeIfAbsent(spec.specId(), id -> new Evaluator(
         spec.partitionType(), Projections.inclusive(spec, false).project(filter), false));
     return evaluator.eval(task.file().partition());

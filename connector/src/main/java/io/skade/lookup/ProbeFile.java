@@ -29,6 +29,7 @@ import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.hadoop.HadoopFileIO;
 import org.apache.iceberg.io.FileIO;
+import org.apache.iceberg.io.IOUtil;
 import org.apache.iceberg.io.SeekableInputStream;
 import org.apache.iceberg.types.Type;
 import org.apache.iceberg.types.Types;
@@ -76,8 +77,8 @@ import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName;
  * their statistics and bloom filters and the key column's pages by its column index, and reads,
  * in one byte-range read per row group where the pages lie close together, only the pages of
  * every column that cover the rows of a candidate key page, decodes them and keeps the decoded
- * pages (and dictionaries) in a cache bounded by bytes and shared by the JVM's probes, keyed by
- * file and offset. A probe whose pages are cached reads and decodes nothing: it compares the key
+ * pages (and dictionaries), within a bound in bytes that the JVM's probes share ({@link
+ * PageCache}). A probe whose pages are kept reads and decodes nothing: it compares the key
  * page's values and converts the matching rows' values to Iceberg's generic ones.
  *
  * <p>Only flat files whose columns carry field ids and page offset indexes are read this way;
@@ -135,7 +136,7 @@ final class ProbeFile implements Closeable {
   private final DictionaryRef[][] dictionaries;
 
   private record DictionaryRef(Dictionary dictionary) {}
-  /** Decoded pages and dictionaries of this JVM's probes, by file and offset. */
+  /** Bounds the decoded pages and dictionaries this file keeps. */
   private final PageCache pages;
 
   /**
@@ -143,7 +144,10 @@ final class ProbeFile implements Closeable {
    * one decoded and, to evict one, calls {@link #forget}.
    */
   interface PageCache {
-    /** Page {@code page} (or, when -1, the dictionary) of column {@code c} in row group {@code g} of {@code file} was decoded. */
+    /**
+     * Page {@code page} (or, when -1, the dictionary) of column {@code c} in row group {@code g}
+     * of {@code file} was decoded and is kept.
+     */
     void added(ProbeFile file, int g, int c, int page, long bytes);
   }
 
@@ -471,10 +475,11 @@ final class ProbeFile implements Closeable {
    * also share one buffer between threads.
    */
   private static long bloomHash(Object value) {
-    ByteBuffer plain = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
     if (value instanceof Binary binary) {
       return XXHASH.hashBytes(binary.getBytes());
-    } else if (value instanceof Integer i) {
+    }
+    ByteBuffer plain = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
+    if (value instanceof Integer i) {
       plain.putInt(i);
     } else if (value instanceof Long l) {
       plain.putLong(l);
@@ -530,9 +535,6 @@ final class ProbeFile implements Closeable {
         pageRanges(g, c, from, to, ranges);
       }
     }
-    for (int c : keyColumns) {
-      pageRanges(g, c, from, to, ranges); // a key column the schema does not select
-    }
     Reads regions = new Reads(read(ranges, listener), listener, new long[columns.length]);
     int[] matches = matchAll(g, keyColumns[lead], storedKey[lead], from, to, regions);
     for (int k = 0; k < keyColumns.length && matches.length > 0; k++) {
@@ -571,7 +573,10 @@ final class ProbeFile implements Closeable {
     return regions.rowsDecoded();
   }
 
-  /** The byte ranges of column {@code c}'s pages over rows {@code [from, to)}, with its dictionary. */
+  /**
+   * The byte ranges of column {@code c}'s pages over rows {@code [from, to)} and of its
+   * dictionary, those not decoded already.
+   */
   private void pageRanges(int g, int c, long from, long to, List<long[]> ranges) {
     OffsetIndex index = offsets[g][c];
     for (int p = pageOf(index, from); p < index.getPageCount()
@@ -638,7 +643,10 @@ final class ProbeFile implements Closeable {
     return alone;
   }
 
-  /** The rows of {@code [from, to)} (relative to the row group) whose column {@code c} holds {@code value}. */
+  /**
+   * The rows of {@code [from, to)} (relative to the row group) whose column {@code c} holds
+   * {@code value}.
+   */
   private int[] matchAll(int g, int c, Object value, long from, long to, Reads reads)
       throws IOException {
     OffsetIndex index = offsets[g][c];
@@ -755,7 +763,7 @@ final class ProbeFile implements Closeable {
     if (cached != null) {
       return cached;
     }
-    Page page = open(g, c, readPage(g, c, p, reads), reads);
+    Page page = reader(g, c, readPage(g, c, p, reads), reads);
     PrimitiveTypeName physical = columns[c].getPrimitiveType().getPrimitiveTypeName();
     int count = page.count;
     // Few objects per page: primitives in arrays, byte strings in one array with their ends.
@@ -794,7 +802,7 @@ final class ProbeFile implements Closeable {
   }
 
   /** A decompressed page's values, ready to read in row order. */
-  private Page open(int g, int c, DataPage data, Reads reads) throws IOException {
+  private Page reader(int g, int c, DataPage data, Reads reads) throws IOException {
     ColumnDescriptor column = columns[c];
     int maxDefinition = column.getMaxDefinitionLevel();
     ValuesReader values = valuesReader(g, c, data.encoding(), reads);
@@ -866,18 +874,20 @@ final class ProbeFile implements Closeable {
     if (!encoding.usesDictionary()) {
       return encoding.getValuesReader(columns[c], ValuesType.VALUES);
     }
-    ColumnChunkMetaData chunk = groups.get(g).getColumns().get(c);
-    long offset = chunk.getStartingPos();
     DictionaryRef cached = dictionaries[g][c];
     Dictionary dictionary = cached == null ? null : cached.dictionary();
     if (dictionary == null) {
+      ColumnChunkMetaData chunk = groups.get(g).getColumns().get(c);
+      long offset = dictionaryStarts[g][c];
+      if (offset < 0) {
+        throw noDictionary(g, c);
+      }
       int length = (int) (chunk.getFirstDataPageOffset() - offset);
       Region region = regionOf(reads.regions(), offset, length, reads.listener());
       ByteArrayInputStream in = region.stream(offset, length);
       PageHeader header = Util.readPageHeader(in);
       if (header.getType() != PageType.DICTIONARY_PAGE) {
-        throw new IOException("column " + columns[c] + " of row group " + g + " in "
-            + location + " has dictionary-encoded pages but no dictionary page");
+        throw noDictionary(g, c);
       }
       int start = region.index(offset) + length - in.available();
       byte[] bytes = decompress(chunk.getCodec(), region.bytes, start,
@@ -886,11 +896,16 @@ final class ProbeFile implements Closeable {
           header.getDictionary_page_header().getNum_values(),
           METADATA.getEncoding(header.getDictionary_page_header().getEncoding()));
       dictionary = page.getEncoding().initDictionary(columns[c], page);
-      // Decoded entries take about twice their encoded bytes.
       dictionaries[g][c] = new DictionaryRef(dictionary);
+      // Decoded entries take about twice their encoded bytes.
       pages.added(this, g, c, -1, 64L + 2L * bytes.length + 16L * page.getDictionarySize());
     }
     return encoding.getDictionaryBasedValuesReader(columns[c], ValuesType.VALUES, dictionary);
+  }
+
+  private IOException noDictionary(int g, int c) {
+    return new IOException("column " + columns[c] + " of row group " + g + " in " + location
+        + " has dictionary-encoded pages but no dictionary page");
   }
 
   private static byte[] decompress(CompressionCodecName codec, byte[] from, int start,
@@ -979,8 +994,7 @@ final class ProbeFile implements Closeable {
       return null;
     }
     return switch (type.typeId()) {
-      case BOOLEAN -> value;
-      case INTEGER, DATE -> value;
+      case BOOLEAN, INTEGER, DATE, TIME, TIMESTAMP -> value;
       case LONG -> {
         long v = (Long) value;
         if (physical == PrimitiveTypeName.INT64) {
@@ -988,7 +1002,6 @@ final class ProbeFile implements Closeable {
         }
         yield v == (int) v ? (Object) (int) v : NO_VALUE;
       }
-      case TIME, TIMESTAMP -> value;
       case STRING -> Binary.fromString(value.toString());
       case BINARY, FIXED -> Binary.fromConstantByteBuffer(((ByteBuffer) value).duplicate());
       case UUID -> Binary.fromConstantByteArray(UUIDUtil.convert((java.util.UUID) value));
@@ -1131,15 +1144,7 @@ final class ProbeFile implements Closeable {
         @Override
         synchronized void readFully(long position, byte[] into) throws IOException {
           stream.seek(position);
-          int read = 0;
-          while (read < into.length) {
-            int n = stream.read(into, read, into.length - read);
-            if (n < 0) {
-              throw new java.io.EOFException(location + " ends before "
-                  + (position + into.length));
-            }
-            read += n;
-          }
+          IOUtil.readFully(stream, into, 0, into.length);
         }
 
         @Override
