@@ -23,14 +23,12 @@ import java.util.TreeSet;
 import java.util.function.Function;
 import java.util.function.Predicate;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.iceberg.BaseFileScanTask;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DataOperations;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileContent;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.MetadataColumns;
-import org.apache.iceberg.PartitionSpecParser;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.SchemaParser;
 import org.apache.iceberg.Snapshot;
@@ -45,7 +43,6 @@ import org.apache.iceberg.exceptions.NotFoundException;
 import org.apache.iceberg.expressions.Evaluator;
 import org.apache.iceberg.expressions.Expression;
 import org.apache.iceberg.expressions.Expressions;
-import org.apache.iceberg.expressions.ResidualEvaluator;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.io.CloseableIterator;
 import org.apache.iceberg.parquet.Parquet;
@@ -704,10 +701,7 @@ public final class ChangelogReader {
   }
 
   private FileScanTask task(DataFile file, List<DeleteFile> deletes) {
-    String spec = specJson.computeIfAbsent(file.specId(),
-        id -> PartitionSpecParser.toJson(table.specs().get(id)));
-    return new BaseFileScanTask(file, deletes.toArray(new DeleteFile[0]), schemaJson, spec,
-        ResidualEvaluator.unpartitioned(Expressions.alwaysTrue()));
+    return WindowFiles.task(table, file, deletes, schemaJson, specJson);
   }
 
   /** A task's data file, every row, in {@code required}, counted in {@link #rowsScanned}. */

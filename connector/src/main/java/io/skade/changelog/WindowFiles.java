@@ -14,17 +14,22 @@ import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
+import org.apache.iceberg.BaseFileScanTask;
 import org.apache.iceberg.ContentFile;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DataOperations;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileContent;
+import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.ManifestContent;
 import org.apache.iceberg.ManifestFile;
+import org.apache.iceberg.PartitionSpecParser;
 import org.apache.iceberg.Schema;
+import org.apache.iceberg.SchemaParser;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.expressions.ResidualEvaluator;
 import org.apache.iceberg.types.Comparators;
 import org.apache.iceberg.types.Conversions;
 import org.apache.iceberg.types.Type;
@@ -52,7 +57,7 @@ import org.apache.iceberg.util.ThreadPools;
  * that apply to a kept data file are all kept too, since they share its partition (or apply to
  * every partition, written unpartitioned), which Iceberg's own scan planning relies on as well.
  */
-final class WindowFiles {
+public final class WindowFiles {
   private static final int PARALLEL_FROM = 4;
   private static final MetadataCache CACHE = MetadataCache.shared();
   private static final Comparator<DeleteFile> BY_KEY = Comparator.comparing(WindowFiles::key);
@@ -225,6 +230,38 @@ final class WindowFiles {
       }
     }
     return live;
+  }
+
+  /**
+   * The live data files of {@code snapshot}, each as a scan task with the deletes that apply to
+   * it, as Iceberg's scan planning gives them, but assembled from the manifests in the shared
+   * {@link MetadataCache}: a snapshot parses only the manifests no earlier read of this JVM
+   * parsed, which after a commit are the ones it wrote.
+   */
+  public static List<FileScanTask> tasks(Table table, Snapshot snapshot) {
+    WindowFiles files = new WindowFiles(table,
+        new PartitionFilter(table.specs(), table.schema(), Expressions.alwaysTrue(), false));
+    files.load(List.of(snapshot));
+    Live live = files.at(snapshot);
+    String schema = SchemaParser.toJson(table.schema());
+    Map<Integer, String> specs = new HashMap<>();
+    List<FileScanTask> tasks = new ArrayList<>(live.data.size());
+    for (DataFile file : live.data.values()) {
+      tasks.add(task(table, file, live.deletesFor(file), schema, specs));
+    }
+    return tasks;
+  }
+
+  /**
+   * A scan task of {@code file} and its {@code deletes}, every row kept; {@code specs} caches
+   * the table's partition specs as JSON by id.
+   */
+  static FileScanTask task(Table table, DataFile file, List<DeleteFile> deletes,
+      String schemaJson, Map<Integer, String> specs) {
+    String spec = specs.computeIfAbsent(file.specId(),
+        id -> PartitionSpecParser.toJson(table.specs().get(id)));
+    return new BaseFileScanTask(file, deletes.toArray(new DeleteFile[0]), schemaJson, spec,
+        ResidualEvaluator.unpartitioned(Expressions.alwaysTrue()));
   }
 
   /** The state before the first snapshot: nothing. */

@@ -2,6 +2,7 @@ package io.skade.lookup;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
+import io.skade.changelog.WindowFiles;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -16,7 +17,6 @@ import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.data.BaseDeleteLoader;
 import org.apache.iceberg.deletes.PositionDeleteIndex;
-import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.util.StructLikeSet;
@@ -24,10 +24,11 @@ import org.apache.iceberg.util.StructLikeSet;
 /**
  * What point lookups keep between probes, shared by every lookup of this JVM and keyed by
  * immutable ids, so it never answers from stale data: a snapshot's live files with their delete
- * files (by table and snapshot id), each equality delete file's keys and each position delete
- * file's positions (by file path), data files held open, and the decoded pages and dictionaries
- * of those files. Metadata and pages are each bounded by
- * estimated bytes; everything is emptied when the last user releases it.
+ * files and key bounds (by table, snapshot id and key), each equality delete file's keys and
+ * each position delete file's positions (by file path), data files held open, and the decoded
+ * pages and dictionaries of those files. Metadata and pages are each bounded by estimated bytes;
+ * everything is emptied when the last user releases it. Parsed manifests are not here: they are
+ * the changelog engine's, shared by every reader of this JVM ({@code MetadataCache}).
  */
 public final class LookupCaches {
   /** The default bound of the shared caches. */
@@ -157,23 +158,11 @@ public final class LookupCaches {
     }).value();
   }
 
-  /** The snapshot's live data files, each with the delete files that apply to it. */
-  List<FileScanTask> files(Table table, Snapshot snapshot) {
-    return get("files:" + table.uuid() + "@" + snapshot.snapshotId(), () -> {
-      List<FileScanTask> tasks = new ArrayList<>();
-      try (CloseableIterable<FileScanTask> planned =
-          table.newScan().useSnapshot(snapshot.snapshotId()).includeColumnStats().planFiles()) {
-        planned.forEach(tasks::add);
-      } catch (java.io.IOException e) {
-        throw new java.io.UncheckedIOException(e);
-      }
-      return List.copyOf(tasks);
-    }, tasks -> TASK_BYTES * (tasks.size() + 1));
-  }
-
   /**
    * The snapshot's live data files with the bounds of the key columns {@code key}, built by
-   * {@code build} from {@link #files} once per table, snapshot and key.
+   * {@code build} from the snapshot's scan tasks once per table, snapshot and key. The tasks
+   * come from manifests parsed once per JVM ({@link WindowFiles#tasks}), so a new snapshot
+   * parses only the manifests it wrote.
    */
   @SuppressWarnings("unchecked")
   PointLookup.KeyedFiles keyedFiles(Table table, Snapshot snapshot,
@@ -188,7 +177,7 @@ public final class LookupCaches {
     if (cached != null) {
       return (PointLookup.KeyedFiles) cached.value();
     }
-    List<FileScanTask> tasks = files(table, snapshot); // not inside the next load: no nesting
+    List<FileScanTask> tasks = WindowFiles.tasks(table, snapshot); // outside the load: no nesting
     return get(id.toString(), () -> build.apply(tasks),
         files -> TASK_BYTES * (files.files().size() + 1));
   }

@@ -4,9 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.skade.TestCatalog;
 import io.skade.write.TableWriter;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
+import java.util.stream.Stream;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
@@ -89,6 +93,28 @@ class PointLookupFreshnessTest {
     assertThat(before.lookup(null, List.of(2L))).hasSize(1);
     assertThat(probe("id", 1L)).containsExactly(canonical(row(1, "Bergen", 1)));
     assertThat(probe("id", 2L)).isEmpty();
+  }
+
+  @Test
+  void aNewSnapshotParsesOnlyTheManifestsItWrote() throws IOException {
+    assertThat(probe("id", 2L)).containsExactly(canonical(row(2, "Oslo", 0)));
+    // The manifests read so far are gone from disk: a probe that parsed them again would fail.
+    Path metadata = Path.of(catalog.get().loadTable(ID).location(), "metadata");
+    List<Path> manifests;
+    try (Stream<Path> files = Files.list(metadata)) {
+      manifests = files.filter(file -> file.getFileName().toString().matches(".*-m\\d+\\.avro"))
+          .toList();
+    }
+    assertThat(manifests).isNotEmpty();
+    for (Path manifest : manifests) {
+      Files.delete(manifest);
+    }
+
+    writer.append(List.of(row(3, "Bergen", 0)));
+
+    assertThat(probe("id", 3L)).containsExactly(canonical(row(3, "Bergen", 0)));
+    assertThat(probe("id", 2L)).containsExactly(canonical(row(2, "Oslo", 0)));
+    assertThat(probe("city", "Oslo")).hasSize(2);
   }
 
   /** One probe on the latest table, as sorted canonical rows. */
