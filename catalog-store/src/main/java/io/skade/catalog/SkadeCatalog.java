@@ -262,8 +262,14 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     return properties;
   }
 
-  FileIO io() {
+  /** The file IO of the catalog's tables. */
+  public FileIO io() {
     return io;
+  }
+
+  /** The root of the catalog's table data (its {@code warehouse} property). */
+  public String warehouse() {
+    return warehouse;
   }
 
   /** The committer; absent in a follower, which never writes. */

@@ -1,6 +1,8 @@
 package io.skade.write;
 
 import io.skade.changelog.DataFileRows;
+import io.skade.lineage.CommitLineage;
+import io.skade.lineage.LineageDataset;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -22,6 +24,7 @@ import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileContent;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.SnapshotUpdate;
 import org.apache.iceberg.HasTableOperations;
 import org.apache.iceberg.ManifestFile;
 import org.apache.iceberg.MetadataColumns;
@@ -89,6 +92,7 @@ public final class TableWriter {
   private final Table table;
   private final int writerId = WRITER_IDS.incrementAndGet();
   private final OutputFileFactory files;
+  private Map<String, String> lineage = Map.of();
 
   public TableWriter(Table table) {
     this.table = table;
@@ -97,12 +101,35 @@ public final class TableWriter {
         .build();
   }
 
+  /**
+   * Names who this writer's later commits come from and what they are made from, for lineage
+   * ({@link CommitLineage} reads it from each snapshot's summary); returns this writer.
+   *
+   * @param actor who writes, for example an application's name
+   * @param inputs the datasets the written rows come from
+   */
+  public TableWriter describedAs(String actor, List<LineageDataset> inputs) {
+    Map<String, String> properties = new LinkedHashMap<>();
+    properties.put(CommitLineage.ACTOR, java.util.Objects.requireNonNull(actor, "actor"));
+    if (!inputs.isEmpty()) {
+      properties.put(CommitLineage.INPUTS, CommitLineage.encodeInputs(inputs));
+    }
+    this.lineage = Map.copyOf(properties);
+    return this;
+  }
+
+  /** {@code update}, carrying this writer's lineage properties in its snapshot summary. */
+  private <T extends SnapshotUpdate<T>> T described(T update) {
+    lineage.forEach(update::set);
+    return update;
+  }
+
   /** Appends {@code rows}; returns the new snapshot. */
   public Snapshot append(Iterable<Record> rows) {
     List<DataFile> written = writeDataFiles(rows);
     AppendFiles append = table.newAppend();
     written.forEach(append::appendFile);
-    append.commit();
+    described(append).commit();
     return table.currentSnapshot();
   }
 
@@ -122,7 +149,7 @@ public final class TableWriter {
     RowDelta delta = table.newRowDelta();
     writeEqualityDeletes(deletes, keys, specs).forEach(delta::addDeletes);
     writeDataFiles(latest.values()).forEach(delta::addRows);
-    delta.commit();
+    described(delta).commit();
     return table.currentSnapshot();
   }
 
@@ -140,7 +167,7 @@ public final class TableWriter {
     }
     RowDelta delta = table.newRowDelta();
     writeEqualityDeletes(deletes, keySchema, specs).forEach(delta::addDeletes);
-    delta.commit();
+    described(delta).commit();
     return table.currentSnapshot();
   }
 
@@ -170,7 +197,7 @@ public final class TableWriter {
         }
       }
     });
-    positionDelta(base, positions, live).commit();
+    described(positionDelta(base, positions, live)).commit();
     return table.currentSnapshot();
   }
 
@@ -215,7 +242,7 @@ public final class TableWriter {
     delta.conflictDetectionFilter(filter)
         .validateNoConflictingDataFiles()
         .validateDeletedFiles();
-    delta.commit();
+    described(delta).commit();
     return table.currentSnapshot();
   }
 

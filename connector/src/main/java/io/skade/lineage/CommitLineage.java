@@ -1,0 +1,263 @@
+package io.skade.lineage;
+
+import io.skade.catalog.CommitEvent;
+import io.skade.catalog.CommitFeedLaggedException;
+import io.skade.catalog.CommitSubscription;
+import io.skade.catalog.SkadeCatalog;
+import io.skade.changelog.MetadataCache;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import org.apache.iceberg.DataOperations;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.types.Types;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Describes every commit of a skade catalog as lineage, in {@code commit_seq} order, from the
+ * catalog's commit feed: the chokepoint every writer goes through, so no commit is missed and
+ * none is described twice. It runs on its own thread after the commits are durable, so it never
+ * delays one; a lagging subscription and a start from an older cursor are caught up from the
+ * durable commit log.
+ *
+ * <p>Who made a commit and from which inputs comes from the snapshot's summary: {@link #ACTOR}
+ * and {@link #INPUTS}, which skade's writers set, or {@code flink.job-id}, which a Flink sink
+ * sets, looked up in {@link FlinkJobs}. Creates become {@link LineageOperation#CREATE}; snapshots
+ * become {@code APPEND}, {@code DELETE} or {@code OVERWRITE} (a rewrite of files is an
+ * overwrite); drops, renames and metadata-only commits are not lineage.
+ */
+public final class CommitLineage implements AutoCloseable {
+  /** Snapshot summary property: who made the commit. */
+  public static final String ACTOR = "skade.lineage.actor";
+  /**
+   * Snapshot summary property: what the commit was made from, one dataset per line: a skade
+   * table's identifier ({@code db.table}), or {@code system<TAB>namespace<TAB>name}.
+   */
+  public static final String INPUTS = "skade.lineage.inputs";
+  private static final String FLINK_JOB_ID = "flink.job-id";
+  private static final Logger LOG = LoggerFactory.getLogger(CommitLineage.class);
+
+  private final SkadeCatalog catalog;
+  private final BestEffortLineage out;
+  private final String defaultActor;
+  private final Set<TableIdentifier> unrecorded;
+  private final CommitSubscription subscription;
+  private final Thread worker;
+  private volatile boolean closed;
+  private long cursor;
+
+  /**
+   * Starts describing the commits of {@code catalog} after {@code commitSeq} {@code after} (or
+   * from now, when negative) to {@code out}.
+   *
+   * @param defaultActor the actor of commits whose snapshots name none
+   * @param unrecorded tables whose commits are not described (the lineage table itself)
+   */
+  public CommitLineage(SkadeCatalog catalog, BestEffortLineage out, String defaultActor,
+      long after, Set<TableIdentifier> unrecorded) {
+    this.catalog = catalog;
+    this.out = out;
+    this.defaultActor = defaultActor;
+    this.unrecorded = Set.copyOf(unrecorded);
+    this.subscription = catalog.subscribeCommits();
+    this.cursor = after < 0 ? subscription.startCursor() : after;
+    this.worker = new Thread(this::run, "skade-lineage-commits-" + catalog.name());
+    worker.setDaemon(true);
+    worker.start();
+  }
+
+  /** The {@code commit_seq} of the last commit described (or skipped). */
+  public synchronized long cursor() {
+    return cursor;
+  }
+
+  private void run() {
+    try {
+      catchUp();
+      while (!closed) {
+        try {
+          CommitEvent event = subscription.poll(Duration.ofMillis(200));
+          if (event == null || event.commitSeq() <= cursor()) {
+            continue;
+          }
+          if (event.commitSeq() > cursor() + 1) {
+            catchUp(); // a gap: read it from the log, which holds this event too
+          } else {
+            describe(event);
+          }
+        } catch (CommitFeedLaggedException lagged) {
+          catchUp();
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (RuntimeException e) {
+      if (!closed) {
+        LOG.error("skade lineage of catalog '{}' stopped after commit_seq {}; later commits are"
+            + " not described", catalog.name(), cursor(), e);
+      }
+    }
+  }
+
+  private void catchUp() {
+    for (CommitEvent event : catalog.commitsSince(cursor())) {
+      if (closed) {
+        return;
+      }
+      describe(event);
+    }
+  }
+
+  private void describe(CommitEvent event) {
+    synchronized (this) {
+      cursor = event.commitSeq();
+    }
+    TableIdentifier id = catalog.commitTableIdentifier(event.tableKey());
+    if (unrecorded.contains(id)) {
+      return;
+    }
+    try {
+      switch (event.operation()) {
+        case CREATE, REGISTER -> {
+          Table table = tableAt(event, id);
+          Snapshot current = table.currentSnapshot();
+          out.commit(new LineageEvent(eventId(event, null), defaultActor,
+              LineageOperation.CREATE, List.of(),
+              List.of(dataset(id, table, current == null ? null : current.snapshotId())),
+              event.tsMicros(), event.commitSeq()));
+        }
+        case UPDATE -> {
+          if (!event.addedSnapshotIds().isEmpty()) {
+            Table table = tableAt(event, id);
+            for (long snapshotId : event.addedSnapshotIds()) {
+              describeSnapshot(event, id, table, table.snapshot(snapshotId));
+            }
+          }
+        }
+        default -> { } // drops, renames: no data written
+      }
+    } catch (RuntimeException e) {
+      LOG.warn("skade lineage: cannot describe commit_seq {} of {}; skipped", event.commitSeq(),
+          id, e);
+    }
+  }
+
+  private void describeSnapshot(CommitEvent event, TableIdentifier id, Table table,
+      Snapshot snapshot) {
+    if (snapshot == null) {
+      return; // added and expired again in one commit
+    }
+    LineageOperation operation = switch (String.valueOf(snapshot.operation())) {
+      case DataOperations.APPEND -> LineageOperation.APPEND;
+      case DataOperations.DELETE -> LineageOperation.DELETE;
+      default -> LineageOperation.OVERWRITE; // overwrite, replace (a rewrite of files)
+    };
+    Map<String, String> summary = snapshot.summary() == null ? Map.of() : snapshot.summary();
+    Optional<FlinkJobs.Job> job = Optional.ofNullable(summary.get(FLINK_JOB_ID))
+        .flatMap(FlinkJobs::job);
+    String actor = summary.get(ACTOR);
+    if (actor == null) {
+      actor = job.map(FlinkJobs.Job::actor).orElseGet(() -> summary.containsKey(FLINK_JOB_ID)
+          ? "flink job " + summary.get(FLINK_JOB_ID) : defaultActor);
+    }
+    List<LineageDataset> inputs = summary.containsKey(INPUTS) ? inputs(summary.get(INPUTS))
+        : job.map(FlinkJobs.Job::inputs).orElse(List.of());
+    out.commit(new LineageEvent(eventId(event, snapshot.snapshotId()), actor, operation, inputs,
+        List.of(dataset(id, table, snapshot.snapshotId())), event.tsMicros(),
+        event.commitSeq()));
+  }
+
+  private Table tableAt(CommitEvent event, TableIdentifier id) {
+    return MetadataCache.shared().table(event.metadataLocation(), catalog.io(), id.toString());
+  }
+
+  /** The same commit described twice gets the same id. */
+  private UUID eventId(CommitEvent event, Long snapshotId) {
+    return UUID.nameUUIDFromBytes((catalog.catalogPath() + '/' + event.commitSeq() + '/'
+        + snapshotId).getBytes(StandardCharsets.UTF_8));
+  }
+
+  private LineageDataset dataset(TableIdentifier id, Table table, Long snapshotId) {
+    return dataset(catalog.warehouse(), id, table, snapshotId);
+  }
+
+  /** A skade table as a dataset: named in the catalog's warehouse, at {@code snapshotId}. */
+  public static LineageDataset dataset(String warehouse, TableIdentifier id, Table table,
+      Long snapshotId) {
+    List<LineageDataset.Field> fields = new ArrayList<>();
+    for (Types.NestedField field : table.schema().columns()) {
+      fields.add(new LineageDataset.Field(field.name(), field.type().toString()));
+    }
+    return new LineageDataset(warehouse, id.toString(), null, table.location(), snapshotId,
+        fields);
+  }
+
+  private List<LineageDataset> inputs(String encoded) {
+    List<LineageDataset> inputs = new ArrayList<>();
+    for (String line : encoded.split("\n")) {
+      if (line.isEmpty()) {
+        continue;
+      }
+      String[] parts = line.split("\t", -1);
+      if (parts.length == 3) {
+        inputs.add(LineageDataset.external(parts[0], parts[1], parts[2]));
+      } else {
+        inputs.add(skadeTable(TableIdentifier.parse(line)));
+      }
+    }
+    return inputs;
+  }
+
+  private LineageDataset skadeTable(TableIdentifier id) {
+    try {
+      return dataset(id, catalog.loadTable(id), null);
+    } catch (RuntimeException e) { // dropped since: still named
+      return new LineageDataset(catalog.warehouse(), id.toString(), null, null, null, List.of());
+    }
+  }
+
+  /** The {@link #INPUTS} value naming {@code inputs}. */
+  public static String encodeInputs(List<LineageDataset> inputs) {
+    StringBuilder encoded = new StringBuilder();
+    for (LineageDataset input : inputs) {
+      if (!encoded.isEmpty()) {
+        encoded.append('\n');
+      }
+      if (input.isSkadeTable()) {
+        encoded.append(checked(input.name()));
+      } else {
+        encoded.append(checked(input.system())).append('\t').append(checked(input.namespace()))
+            .append('\t').append(checked(input.name()));
+      }
+    }
+    return encoded.toString();
+  }
+
+  private static String checked(String part) {
+    if (part.indexOf('\t') >= 0 || part.indexOf('\n') >= 0) {
+      throw new IllegalArgumentException("lineage input '" + part + "' holds a tab or a line"
+          + " break; name datasets without them");
+    }
+    return part;
+  }
+
+  /** Stops describing commits; what was handed to the sink is delivered by its owner. */
+  @Override
+  public void close() {
+    closed = true;
+    subscription.close();
+    try {
+      worker.join(5000);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

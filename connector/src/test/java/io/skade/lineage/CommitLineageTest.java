@@ -1,0 +1,142 @@
+package io.skade.lineage;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
+
+import io.skade.TestCatalog;
+import io.skade.catalog.CommitEvent;
+import io.skade.write.TableWriter;
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.types.Types;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * Every commit of the catalog is described once, in commit_seq order, with the actor and inputs
+ * its writer named; expected commit_seqs come from the catalog's own commit log.
+ */
+class CommitLineageTest {
+  private static final Schema SCHEMA = new Schema(
+      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
+          Types.NestedField.optional(2, "name", Types.StringType.get())),
+      Set.of(1));
+  private static final TableIdentifier A = TableIdentifier.of("db", "a");
+  private static final TableIdentifier B = TableIdentifier.of("db", "b");
+  private static final TableIdentifier C = TableIdentifier.of("db", "c");
+
+  @RegisterExtension final TestCatalog catalog = new TestCatalog();
+
+  @Test
+  void anApplicationReadingAAndBAndWritingCIsDescribedCommitByCommit() throws Exception {
+    CapturingLineageSink captured = new CapturingLineageSink();
+    long before = catalog.get().commitSeq();
+    List<Snapshot> snapshots;
+    try (BestEffortLineage out = new BestEffortLineage(captured);
+        CommitLineage lineage = new CommitLineage(catalog.get(), out, "skade", -1, Set.of())) {
+      Table a = catalog.get().buildTable(A, SCHEMA).withProperty("format-version", "2").create();
+      Table b = catalog.get().buildTable(B, SCHEMA).withProperty("format-version", "2").create();
+      Table c = catalog.get().buildTable(C, SCHEMA).withProperty("format-version", "2").create();
+      new TableWriter(a).append(List.of(row(1, "a1")));
+      TableWriter writer = new TableWriter(c).describedAs("nightly-merge",
+          List.of(dataset(A), dataset(B), LineageDataset.external("kafka", "kafka://broker:9092",
+              "orders")));
+      snapshots = List.of(
+          writer.append(List.of(row(1, "one"), row(2, "two"))),
+          writer.deleteKeys(List.of(row(2, null))),
+          writer.upsert(List.of(row(1, "uno"))),
+          writer.overwrite(Expressions.equal("id", 1L), List.of(row(3, "tres"))));
+
+      captured.awaitCommits(events -> events.size() == 8, Duration.ofSeconds(30));
+    }
+
+    List<LineageEvent> events = captured.commits();
+    assertThat(events).extracting(LineageEvent::commitSeq)
+        .containsExactlyElementsOf(java.util.stream.LongStream.rangeClosed(before + 1, before + 8)
+            .boxed().toList());
+    assertThat(events).extracting(e -> e.output().name(), LineageEvent::operation,
+            LineageEvent::actor)
+        .containsExactly(
+            tuple("db.a", LineageOperation.CREATE, "skade"),
+            tuple("db.b", LineageOperation.CREATE, "skade"),
+            tuple("db.c", LineageOperation.CREATE, "skade"),
+            tuple("db.a", LineageOperation.APPEND, "skade"),
+            tuple("db.c", LineageOperation.APPEND, "nightly-merge"),
+            tuple("db.c", LineageOperation.DELETE, "nightly-merge"),
+            tuple("db.c", LineageOperation.OVERWRITE, "nightly-merge"),
+            tuple("db.c", LineageOperation.OVERWRITE, "nightly-merge"));
+    List<LineageEvent> writes = events.subList(4, 8);
+    for (int i = 0; i < 4; i++) {
+      Snapshot snapshot = snapshots.get(i);
+      CommitEvent commit = catalog.get().commitOf(C, snapshot.snapshotId()).orElseThrow();
+      assertThat(writes.get(i).snapshotId()).isEqualTo(snapshot.snapshotId());
+      assertThat(writes.get(i).commitSeq()).isEqualTo(commit.commitSeq());
+      assertThat(writes.get(i).tsMicros()).isEqualTo(commit.tsMicros());
+      assertThat(writes.get(i).inputs()).extracting(LineageDataset::name, LineageDataset::system)
+          .containsExactly(tuple("db.a", null), tuple("db.b", null), tuple("orders", "kafka"));
+    }
+    LineageDataset output = writes.get(0).output();
+    assertThat(output.namespace()).isEqualTo(catalog.get().warehouse());
+    assertThat(output.location()).isEqualTo(catalog.get().loadTable(C).location());
+    assertThat(output.fields()).containsExactly(new LineageDataset.Field("id", "long"),
+        new LineageDataset.Field("name", "string"));
+    assertThat(writes.get(0).inputs().get(0).location())
+        .isEqualTo(catalog.get().loadTable(A).location());
+    assertThat(events.get(0).snapshotId()).isNull();
+    assertThat(events).extracting(LineageEvent::eventId).doesNotHaveDuplicates();
+  }
+
+  @Test
+  void startingFromAnOlderCursorDescribesTheCommitsSinceFromTheLogWithTheSameIds()
+      throws Exception {
+    CapturingLineageSink live = new CapturingLineageSink();
+    long start = catalog.get().commitSeq();
+    try (BestEffortLineage out = new BestEffortLineage(live);
+        CommitLineage lineage = new CommitLineage(catalog.get(), out, "skade", -1, Set.of())) {
+      Table a = catalog.get().buildTable(A, SCHEMA).withProperty("format-version", "2").create();
+      new TableWriter(a).append(List.of(row(1, "a1")));
+      new TableWriter(a).append(List.of(row(2, "a2")));
+      live.awaitCommits(events -> events.size() == 3, Duration.ofSeconds(30));
+    }
+    CapturingLineageSink replayed = new CapturingLineageSink();
+    try (BestEffortLineage out = new BestEffortLineage(replayed);
+        CommitLineage lineage = new CommitLineage(catalog.get(), out, "skade", start, Set.of())) {
+      replayed.awaitCommits(events -> events.size() == 3, Duration.ofSeconds(30));
+    }
+    assertThat(replayed.commits()).isEqualTo(live.commits());
+  }
+
+  @Test
+  void commitsOfAnUnrecordedTableAreNotDescribed() throws Exception {
+    CapturingLineageSink captured = new CapturingLineageSink();
+    try (BestEffortLineage out = new BestEffortLineage(captured);
+        CommitLineage lineage = new CommitLineage(catalog.get(), out, "skade", -1, Set.of(B))) {
+      Table b = catalog.get().buildTable(B, SCHEMA).withProperty("format-version", "2").create();
+      new TableWriter(b).append(List.of(row(1, "b1")));
+      Table a = catalog.get().buildTable(A, SCHEMA).withProperty("format-version", "2").create();
+      captured.awaitCommits(events -> !events.isEmpty(), Duration.ofSeconds(30));
+      assertThat(lineage.cursor()).isEqualTo(catalog.get().commitSeq());
+    }
+    assertThat(captured.commits()).extracting(e -> e.output().name()).containsExactly("db.a");
+  }
+
+  private LineageDataset dataset(TableIdentifier id) {
+    return new LineageDataset(catalog.get().warehouse(), id.toString(), null, null, null,
+        List.of());
+  }
+
+  private static Record row(long id, String name) {
+    GenericRecord record = GenericRecord.create(SCHEMA);
+    record.setField("id", id);
+    record.setField("name", name);
+    return record;
+  }
+}
