@@ -97,6 +97,8 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   private FileIO io;
   private CatalogStore store;
   private Committer committer;
+  /** What the catalog's {@link CatalogService}s started, closed first, newest first. */
+  private final java.util.Deque<AutoCloseable> services = new java.util.ArrayDeque<>();
   private Path scratchFollowerDir;
   private int feedBufferSize = DEFAULT_SUBSCRIBER_BUFFER;
   private boolean uniqueTableLocation;
@@ -141,9 +143,30 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     }
     if (!store.isFollower()) {
       this.committer = new Committer(store, name, maxBatch);
+      startServices(props);
     }
     LOG.info("skade catalog '{}' opened at {} as {} (commit_seq {})",
         name, catalogPath, access, store.commitSeq());
+  }
+
+  /** Starts every {@link CatalogService} on the class path; one failing closes the catalog. */
+  private void startServices(Map<String, String> props) {
+    try {
+      for (CatalogService service : java.util.ServiceLoader.load(CatalogService.class,
+          SkadeCatalog.class.getClassLoader())) {
+        AutoCloseable started = service.start(this, props);
+        if (started != null) {
+          services.push(started);
+        }
+      }
+    } catch (RuntimeException | java.util.ServiceConfigurationError e) {
+      try {
+        close();
+      } catch (IOException | RuntimeException closing) {
+        e.addSuppressed(closing);
+      }
+      throw e;
+    }
   }
 
   /**
@@ -757,6 +780,14 @@ public class SkadeCatalog extends BaseMetastoreCatalog
 
   @Override
   public void close() throws IOException {
+    while (!services.isEmpty()) {
+      AutoCloseable service = services.pop();
+      try {
+        service.close();
+      } catch (Exception e) {
+        LOG.warn("skade catalog '{}': closing {} failed", name, service, e);
+      }
+    }
     try {
       if (committer != null) {
         committer.close();

@@ -1,0 +1,102 @@
+package io.skade.lineage;
+
+import io.skade.catalog.CatalogService;
+import io.skade.catalog.SkadeCatalog;
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.apache.iceberg.Table;
+
+/**
+ * Lineage of an owner skade catalog, started with it when its properties ask for it ({@link
+ * #SINK}) and stopped before it closes: every commit is described ({@link CommitLineage}) and
+ * delivered best effort ({@link BestEffortLineage}) to the configured sink.
+ */
+public final class CatalogLineage implements CatalogService {
+  /** Where lineage goes: {@code none} (default), {@code table} or {@code openlineage}. */
+  public static final String SINK = "lineage.sink";
+  /**
+   * The OpenLineage destination: an {@code http(s)://} collector URL, {@code file:<path>} for
+   * JSON lines in a file, or {@code console}.
+   */
+  public static final String OPENLINEAGE_URL = "lineage.openlineage.url";
+  /** The actor of commits whose writer names none (a Flink job names itself). */
+  public static final String ACTOR = "lineage.actor";
+  /** The default of {@link #ACTOR}. */
+  public static final String DEFAULT_ACTOR = "skade";
+  private static final Duration HTTP_TIMEOUT = Duration.ofSeconds(5);
+
+  /** Lineage running in this JVM, for job-run events. */
+  private static final List<Running> RUNNING = new CopyOnWriteArrayList<>();
+
+  /** One catalog's running lineage. */
+  public record Running(SkadeCatalog catalog, BestEffortLineage out, CommitLineage commits) {
+    /** The {@code commit_seq} of the last commit described (or skipped). */
+    public long cursor() {
+      return commits.cursor();
+    }
+  }
+
+  /** The lineage of the open owner catalogs of this JVM. */
+  public static List<Running> running() {
+    return List.copyOf(RUNNING);
+  }
+
+  @Override
+  public AutoCloseable start(SkadeCatalog catalog, Map<String, String> properties) {
+    String kind = properties.getOrDefault(SINK, "none");
+    String actor = properties.getOrDefault(ACTOR, DEFAULT_ACTOR);
+    LineageSink sink;
+    long after = -1;
+    Set<org.apache.iceberg.catalog.TableIdentifier> unrecorded = Set.of();
+    switch (kind) {
+      case "none" -> {
+        return null;
+      }
+      case "table" -> {
+        Table table = WarehouseLineageSink.open(catalog);
+        sink = new WarehouseLineageSink(table);
+        after = WarehouseLineageSink.recorded(table);
+        unrecorded = Set.of(WarehouseLineageSink.TABLE);
+      }
+      case "openlineage" -> sink = openLineage(catalog.name(), properties.get(OPENLINEAGE_URL));
+      default -> throw new IllegalArgumentException("skade catalog '" + catalog.name()
+          + "': property '" + SINK + "' is '" + kind + "'; accepted values are 'none', 'table'"
+          + " and 'openlineage'");
+    }
+    BestEffortLineage out = new BestEffortLineage(sink);
+    CommitLineage commits = new CommitLineage(catalog, out, actor, after, unrecorded);
+    Running running = new Running(catalog, out, commits);
+    RUNNING.add(running);
+    return () -> {
+      RUNNING.remove(running);
+      commits.close();
+      out.close();
+    };
+  }
+
+  private static LineageSink openLineage(String catalog, String url) {
+    if (url == null || url.isBlank()) {
+      throw new IllegalArgumentException("skade catalog '" + catalog + "': '" + SINK
+          + "' = 'openlineage' needs '" + OPENLINEAGE_URL + "': a collector's http(s):// URL,"
+          + " file:<path> or console");
+    }
+    if (url.equals("console")) {
+      return OpenLineageSink.console(OpenLineageSink.DEFAULT_NAMESPACE);
+    }
+    if (url.startsWith("file:")) {
+      return OpenLineageSink.file(Path.of(url.substring("file:".length())),
+          OpenLineageSink.DEFAULT_NAMESPACE);
+    }
+    if (url.startsWith("http://") || url.startsWith("https://")) {
+      return OpenLineageSink.http(URI.create(url), HTTP_TIMEOUT,
+          OpenLineageSink.DEFAULT_NAMESPACE);
+    }
+    throw new IllegalArgumentException("skade catalog '" + catalog + "': '" + OPENLINEAGE_URL
+        + "' is '" + url + "'; give a collector's http(s):// URL, file:<path> or console");
+  }
+}

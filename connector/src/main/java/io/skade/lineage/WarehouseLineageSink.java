@@ -1,0 +1,136 @@
+package io.skade.lineage;
+
+import io.skade.catalog.SkadeCatalog;
+import io.skade.write.TableWriter;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.iceberg.AppendFiles;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.exceptions.AlreadyExistsException;
+import org.apache.iceberg.types.Types;
+
+/**
+ * Keeps lineage as rows of the catalog's reserved Iceberg table {@link #TABLE}, readable with
+ * SQL and streamable with skade's own source. Events are appended in batches (one commit per
+ * burst), each commit recording the last {@code commit_seq} it holds, so that after a restart
+ * lineage resumes right after it from the commit log: no commit is lost or recorded twice. Its
+ * own commits are never described ({@link CommitLineage} is told to skip the table).
+ */
+public final class WarehouseLineageSink implements LineageSink {
+  /** The reserved table lineage is kept in. */
+  public static final TableIdentifier TABLE =
+      TableIdentifier.of("skade_system", "lineage_events");
+  /** Its columns. */
+  public static final Schema SCHEMA = new Schema(List.of(
+      Types.NestedField.required(1, "event_id", Types.StringType.get()),
+      Types.NestedField.required(2, "commit_seq", Types.LongType.get()),
+      Types.NestedField.required(3, "event_time", Types.TimestampType.withZone()),
+      Types.NestedField.required(4, "actor", Types.StringType.get()),
+      Types.NestedField.required(5, "operation", Types.StringType.get()),
+      Types.NestedField.required(6, "output_table", Types.StringType.get()),
+      Types.NestedField.optional(7, "output_snapshot_id", Types.LongType.get()),
+      Types.NestedField.optional(8, "output_location", Types.StringType.get()),
+      Types.NestedField.required(9, "inputs", Types.ListType.ofRequired(10,
+          Types.StringType.get())),
+      Types.NestedField.required(11, "outputs", Types.ListType.ofRequired(12,
+          Types.StringType.get()))),
+      Set.of(1));
+  /** Snapshot summary property: the last {@code commit_seq} the table holds lineage of. */
+  static final String RECORDED = "skade.lineage.recorded-commit-seq";
+  /** Events per commit at most. */
+  static final int MAX_BATCH = 1000;
+
+  private final Table table;
+  private final TableWriter writer;
+  private final List<Record> batch = new ArrayList<>();
+  private long batchSeq = -1;
+
+  /** Appends to the lineage table of {@code catalog}, which {@link #open} made sure exists. */
+  public WarehouseLineageSink(Table table) {
+    this.table = table;
+    this.writer = new TableWriter(table);
+  }
+
+  /** The lineage table of {@code catalog}, created (with its namespace) when missing. */
+  public static Table open(SkadeCatalog catalog) {
+    if (!catalog.namespaceExists(TABLE.namespace())) {
+      try {
+        catalog.createNamespace(TABLE.namespace(), Map.of());
+      } catch (AlreadyExistsException raced) {
+        // created meanwhile
+      }
+    }
+    if (!catalog.tableExists(TABLE)) {
+      try {
+        return catalog.buildTable(TABLE, SCHEMA).withProperty("format-version", "2").create();
+      } catch (AlreadyExistsException raced) {
+        // created meanwhile
+      }
+    }
+    return catalog.loadTable(TABLE);
+  }
+
+  /**
+   * The last {@code commit_seq} {@code table} holds lineage of, or -1 when it holds none yet
+   * (lineage then starts with the commits after it was enabled).
+   */
+  public static long recorded(Table table) {
+    Snapshot current = table.currentSnapshot();
+    if (current == null || current.summary() == null
+        || !current.summary().containsKey(RECORDED)) {
+      return -1;
+    }
+    return Long.parseLong(current.summary().get(RECORDED));
+  }
+
+  @Override
+  public void commit(LineageEvent event) throws Exception {
+    GenericRecord row = GenericRecord.create(SCHEMA);
+    row.setField("event_id", event.eventId().toString());
+    row.setField("commit_seq", event.commitSeq());
+    row.setField("event_time", OffsetDateTime.ofInstant(Instant.ofEpochSecond(
+        event.tsMicros() / 1_000_000, (event.tsMicros() % 1_000_000) * 1000), ZoneOffset.UTC));
+    row.setField("actor", event.actor());
+    row.setField("operation", event.operation().name());
+    row.setField("output_table", event.output().name());
+    row.setField("output_snapshot_id", event.snapshotId());
+    row.setField("output_location", event.output().location());
+    row.setField("inputs", event.inputs().stream().map(WarehouseLineageSink::named).toList());
+    row.setField("outputs", event.outputs().stream().map(WarehouseLineageSink::named).toList());
+    batch.add(row);
+    batchSeq = Math.max(batchSeq, event.commitSeq());
+    if (batch.size() >= MAX_BATCH) {
+      flush();
+    }
+  }
+
+  /** A dataset as the lineage table names it: {@code db.table}, or {@code system:namespace/name}. */
+  static String named(LineageDataset dataset) {
+    return dataset.isSkadeTable() ? dataset.name()
+        : dataset.system() + ":" + dataset.namespace() + "/" + dataset.name();
+  }
+
+  /** Appends the waiting events in one commit, with the last {@code commit_seq} they hold. */
+  @Override
+  public void flush() {
+    if (batch.isEmpty()) {
+      return;
+    }
+    AppendFiles append = table.newAppend();
+    writer.writeDataFiles(batch).forEach(append::appendFile);
+    append.set(RECORDED, Long.toString(batchSeq));
+    append.commit();
+    batch.clear();
+  }
+}
