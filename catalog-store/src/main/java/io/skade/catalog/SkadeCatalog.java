@@ -192,7 +192,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   }
 
   /** The {@code warehouse} property, required, without trailing slashes. */
-  static String warehouse(String name, Map<String, String> props) {
+  public static String warehouse(String name, Map<String, String> props) {
     String location = props.get(CatalogProperties.WAREHOUSE_LOCATION);
     if (location == null || location.isBlank()) {
       throw new IllegalArgumentException(

@@ -4,7 +4,7 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * A Flink job's run changed state: it started, completed or failed, with the datasets it reads and
+ * A Flink job's run changed state: it started, completed, failed or was cancelled, with the datasets it reads and
  * writes.
  *
  * @param jobId the Flink job id
@@ -22,7 +22,9 @@ public record JobRunEvent(String jobId, String jobName, State state, List<Lineag
   public enum State {
     START,
     COMPLETE,
-    FAIL
+    FAIL,
+    /** Cancelled. */
+    ABORT
   }
 
   public JobRunEvent {

@@ -97,6 +97,7 @@ public final class OpenLineageSink implements LineageSink {
           case START -> OpenLineage.RunEvent.EventType.START;
           case COMPLETE -> OpenLineage.RunEvent.EventType.COMPLETE;
           case FAIL -> OpenLineage.RunEvent.EventType.FAIL;
+          case ABORT -> OpenLineage.RunEvent.EventType.ABORT;
         })
         .eventTime(time(event.tsMicros()))
         .run(ol.newRun(runId(event.jobId()), facets.build()))

@@ -3,6 +3,7 @@ package io.skade.source;
 import io.skade.catalog.SharedCatalogs;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangelogOptions;
+import io.skade.lineage.FlinkLineage;
 import io.skade.source.enumerator.SkadeEnumeratorState;
 import io.skade.source.enumerator.SkadeEnumeratorStateSerializer;
 import io.skade.source.enumerator.SkadeSplitEnumerator;
@@ -10,6 +11,7 @@ import io.skade.source.reader.SkadeSourceReader;
 import io.skade.source.split.ChangelogSplit;
 import io.skade.source.split.ChangelogSplitSerializer;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.connector.source.Boundedness;
@@ -20,6 +22,8 @@ import org.apache.flink.api.connector.source.SplitEnumerator;
 import org.apache.flink.api.connector.source.SplitEnumeratorContext;
 import org.apache.flink.api.java.typeutils.ResultTypeQueryable;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
+import org.apache.flink.streaming.api.lineage.LineageVertex;
+import org.apache.flink.streaming.api.lineage.LineageVertexProvider;
 import org.apache.flink.table.data.RowData;
 
 /**
@@ -35,7 +39,8 @@ import org.apache.flink.table.data.RowData;
  * @param <T> the emitted type: {@link RowData} unless a {@link ChangeDeserializer} maps it
  */
 public final class SkadeSource<T>
-    implements Source<T, ChangelogSplit, SkadeEnumeratorState>, ResultTypeQueryable<T> {
+    implements Source<T, ChangelogSplit, SkadeEnumeratorState>, ResultTypeQueryable<T>,
+    LineageVertexProvider {
   private static final long serialVersionUID = 1L;
 
   private final Map<String, String> catalogProperties;
@@ -56,6 +61,14 @@ public final class SkadeSource<T>
   /** A builder of a source emitting {@link RowData}; see {@link SkadeSourceBuilder}. */
   public static SkadeSourceBuilder<RowData> builder() {
     return new SkadeSourceBuilder<>();
+  }
+
+  /** The table this source reads, for Flink's lineage graph. */
+  @Override
+  public LineageVertex getLineageVertex() {
+    return new FlinkLineage.SourceVertex(getBoundedness(), List.of(FlinkLineage.dataset(
+        SkadeCatalog.warehouse(settings.table().toString(), catalogProperties),
+        settings.table())));
   }
 
   @Override

@@ -2,6 +2,9 @@ package io.skade.table;
 
 import static io.skade.table.SkadeConnectorOptions.CATALOG_PATH;
 import static io.skade.table.SkadeConnectorOptions.DEFAULT_DATABASE;
+import static io.skade.table.SkadeConnectorOptions.LINEAGE_ACTOR;
+import static io.skade.table.SkadeConnectorOptions.LINEAGE_OPENLINEAGE_URL;
+import static io.skade.table.SkadeConnectorOptions.LINEAGE_SINK;
 import static io.skade.table.SkadeConnectorOptions.WAREHOUSE;
 
 import java.util.HashMap;
@@ -32,7 +35,8 @@ public final class SkadeCatalogFactory implements CatalogFactory {
 
   @Override
   public Set<ConfigOption<?>> optionalOptions() {
-    return Set.of(CATALOG_PATH, DEFAULT_DATABASE);
+    return Set.of(CATALOG_PATH, DEFAULT_DATABASE, LINEAGE_SINK, LINEAGE_OPENLINEAGE_URL,
+        LINEAGE_ACTOR);
   }
 
   @Override
@@ -43,6 +47,9 @@ public final class SkadeCatalogFactory implements CatalogFactory {
     Map<String, String> properties = new HashMap<>();
     properties.put(WAREHOUSE.key(), options.get(WAREHOUSE));
     options.getOptional(CATALOG_PATH).ifPresent(path -> properties.put(CATALOG_PATH.key(), path));
+    SkadeDynamicTableFactory.lineageProperties(options, properties);
+    options.getOptional(LINEAGE_ACTOR).ifPresent(actor -> properties.put(LINEAGE_ACTOR.key(),
+        actor));
     return new SkadeFlinkCatalog(context.getName(), options.get(DEFAULT_DATABASE), properties);
   }
 }

@@ -1,5 +1,6 @@
 package io.skade.table;
 
+import io.skade.lineage.CatalogLineage;
 import io.skade.source.SkadeSourceBuilder;
 import java.time.Duration;
 import org.apache.flink.configuration.ConfigOption;
@@ -111,6 +112,24 @@ public final class SkadeConnectorOptions {
   public static final ConfigOption<Integer> SINK_PARALLELISM = FactoryUtil.SINK_PARALLELISM;
 
   /** The catalog's default database ({@code default}). */
+  public static final ConfigOption<String> LINEAGE_SINK = ConfigOptions
+      .key(CatalogLineage.SINK).stringType().defaultValue("none")
+      .withDescription("Where the catalog records the lineage of every commit: 'none', 'table'"
+          + " (rows of skade_system.lineage_events in the catalog) or 'openlineage' (see"
+          + " lineage.openlineage.url). A catalog setting: every table of one warehouse in a"
+          + " JVM must agree.");
+
+  public static final ConfigOption<String> LINEAGE_OPENLINEAGE_URL = ConfigOptions
+      .key(CatalogLineage.OPENLINEAGE_URL).stringType().noDefaultValue()
+      .withDescription("With lineage.sink 'openlineage': an OpenLineage collector's http(s)://"
+          + " URL (events go to its /api/v1/lineage), file:<path> (JSON lines) or console.");
+
+  public static final ConfigOption<String> LINEAGE_ACTOR = ConfigOptions
+      .key(CatalogLineage.ACTOR).stringType().noDefaultValue()
+      .withDescription("Who the lineage names as the writer: on a table, of the commits its"
+          + " sink makes (the Flink job's name and id otherwise); on a catalog, of commits whose"
+          + " writer names none ('skade' otherwise).");
+
   public static final ConfigOption<String> DEFAULT_DATABASE = ConfigOptions
       .key("default-database").stringType().defaultValue("default")
       .withDescription("The catalog's default database (Iceberg namespace), created when"

@@ -4,6 +4,9 @@ import static io.skade.table.SkadeConnectorOptions.CATALOG_PATH;
 import static io.skade.table.SkadeConnectorOptions.CHANGELOG_BEFORE_IMAGE;
 import static io.skade.table.SkadeConnectorOptions.CHANGELOG_MODE;
 import static io.skade.table.SkadeConnectorOptions.DATABASE;
+import static io.skade.table.SkadeConnectorOptions.LINEAGE_ACTOR;
+import static io.skade.table.SkadeConnectorOptions.LINEAGE_OPENLINEAGE_URL;
+import static io.skade.table.SkadeConnectorOptions.LINEAGE_SINK;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_ASYNC;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_ASYNC_THREADS;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_POLL_INTERVAL;
@@ -89,7 +92,8 @@ public final class SkadeDynamicTableFactory
   public Set<ConfigOption<?>> optionalOptions() {
     Set<ConfigOption<?>> options = new LinkedHashSet<>();
     if (catalogProperties == null) {
-      options.addAll(List.of(CATALOG_PATH, DATABASE, TABLE));
+      options.addAll(List.of(CATALOG_PATH, DATABASE, TABLE, LINEAGE_SINK,
+          LINEAGE_OPENLINEAGE_URL));
     }
     options.addAll(List.of(SCAN_STARTUP_MODE, SCAN_STARTUP_SNAPSHOT_ID,
         SCAN_STARTUP_TIMESTAMP_MILLIS, SCAN_STARTUP_COMMIT_SEQ, SCAN_BOUNDED,
@@ -99,7 +103,7 @@ public final class SkadeDynamicTableFactory
         LookupOptions.CACHE_TYPE, LookupOptions.MAX_RETRIES,
         LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_ACCESS,
         LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_WRITE, LookupOptions.PARTIAL_CACHE_MAX_ROWS,
-        LookupOptions.PARTIAL_CACHE_CACHE_MISSING_KEY));
+        LookupOptions.PARTIAL_CACHE_CACHE_MISSING_KEY, LINEAGE_ACTOR));
     return options;
   }
 
@@ -144,7 +148,25 @@ public final class SkadeDynamicTableFactory
       schema = table.schema();
     }
     return new SkadeTableSink(resolved.properties, resolved.table, schema, physical,
-        context.getConfiguration(), parallelism);
+        context.getConfiguration(), parallelism, options.getOptional(LINEAGE_ACTOR).orElse(null));
+  }
+
+  /**
+   * Adds the lineage options that are catalog properties ({@code lineage.sink} and its URL) to
+   * {@code properties}, when set; a bad sink fails here, naming the option.
+   */
+  static void lineageProperties(ReadableConfig options, Map<String, String> properties) {
+    options.getOptional(LINEAGE_SINK).ifPresent(sink -> {
+      if (!List.of("none", "table", "openlineage").contains(sink)) {
+        throw new ValidationException("option '" + LINEAGE_SINK.key() + "' is '" + sink
+            + "'; accepted values are 'none', 'table' and 'openlineage'");
+      }
+      if (!sink.equals("none")) {
+        properties.put(LINEAGE_SINK.key(), sink);
+      }
+    });
+    options.getOptional(LINEAGE_OPENLINEAGE_URL).ifPresent(url ->
+        properties.put(LINEAGE_OPENLINEAGE_URL.key(), url));
   }
 
   /** The options, catalog and table of a declaration. */
@@ -184,6 +206,7 @@ public final class SkadeDynamicTableFactory
     Map<String, String> properties = new HashMap<>();
     properties.put(WAREHOUSE.key(), options.get(WAREHOUSE));
     options.getOptional(CATALOG_PATH).ifPresent(path -> properties.put(CATALOG_PATH.key(), path));
+    lineageProperties(options, properties);
     String database = options.getOptional(DATABASE)
         .orElse(context.getObjectIdentifier().getDatabaseName());
     String name = options.getOptional(TABLE).orElse(context.getObjectIdentifier().getObjectName());

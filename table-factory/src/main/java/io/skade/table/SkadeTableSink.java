@@ -1,6 +1,7 @@
 package io.skade.table;
 
 import io.skade.catalog.SharedCatalogs;
+import io.skade.lineage.CommitLineage;
 import io.skade.write.TableWriter;
 import java.util.List;
 import java.util.Locale;
@@ -49,17 +50,20 @@ final class SkadeTableSink implements DynamicTableSink, SupportsPartitioning, Su
   private final ResolvedSchema physical;
   private final ReadableConfig config;
   private final Integer parallelism;
+  /** Who lineage names as the writer of this sink's commits; null: the Flink job. */
+  private final String lineageActor;
   private boolean overwrite;
   private Expression deleteFilter;
 
   SkadeTableSink(Map<String, String> catalogProperties, TableIdentifier table, Schema tableSchema,
-      ResolvedSchema physical, ReadableConfig config, Integer parallelism) {
+      ResolvedSchema physical, ReadableConfig config, Integer parallelism, String lineageActor) {
     this.catalogProperties = Map.copyOf(catalogProperties);
     this.table = table;
     this.tableSchema = tableSchema;
     this.physical = physical;
     this.config = config;
     this.parallelism = parallelism;
+    this.lineageActor = lineageActor;
   }
 
   private List<String> primaryKey() {
@@ -97,6 +101,9 @@ final class SkadeTableSink implements DynamicTableSink, SupportsPartitioning, Su
       }
       if (parallelism != null) {
         builder.writeParallelism(parallelism);
+      }
+      if (lineageActor != null) {
+        builder.setSnapshotProperty(CommitLineage.ACTOR, lineageActor);
       }
       providerContext.generateUid("skade-sink").ifPresent(builder::uidPrefix);
       return builder.append();
@@ -187,7 +194,7 @@ final class SkadeTableSink implements DynamicTableSink, SupportsPartitioning, Su
   @Override
   public DynamicTableSink copy() {
     SkadeTableSink copy = new SkadeTableSink(catalogProperties, table, tableSchema, physical,
-        config, parallelism);
+        config, parallelism, lineageActor);
     copy.overwrite = overwrite;
     copy.deleteFilter = deleteFilter;
     return copy;

@@ -1,0 +1,64 @@
+package io.skade.lineage;
+
+import io.skade.catalog.SkadeCatalog;
+import java.util.List;
+import java.util.Map;
+import org.apache.flink.api.connector.source.Boundedness;
+import org.apache.flink.streaming.api.lineage.LineageDatasetFacet;
+import org.apache.flink.streaming.api.lineage.LineageVertex;
+import org.apache.flink.streaming.api.lineage.SourceLineageVertex;
+import org.apache.iceberg.catalog.TableIdentifier;
+
+/**
+ * skade tables as Flink's lineage API (FLIP-314) sees them: a dataset named by its identifier in
+ * its catalog's warehouse, and the vertices of skade's sources and sinks.
+ */
+public final class FlinkLineage {
+  private FlinkLineage() {}
+
+  /** A skade table as a Flink lineage dataset. */
+  public record Dataset(String namespace, String name)
+      implements org.apache.flink.streaming.api.lineage.LineageDataset {
+    @Override
+    public Map<String, LineageDatasetFacet> facets() {
+      return Map.of();
+    }
+  }
+
+  /** A source's vertex: what it reads, and whether it ends. */
+  public record SourceVertex(Boundedness boundedness,
+      List<org.apache.flink.streaming.api.lineage.LineageDataset> datasets)
+      implements SourceLineageVertex {}
+
+  /** A sink's vertex: what it writes. */
+  public record SinkVertex(List<org.apache.flink.streaming.api.lineage.LineageDataset> datasets)
+      implements LineageVertex {}
+
+  /** The dataset of table {@code table} in the catalog of {@code warehouse}. */
+  public static Dataset dataset(String warehouse, TableIdentifier table) {
+    return new Dataset(warehouse, table.toString());
+  }
+
+  /**
+   * A dataset of Flink's lineage graph ({@code namespace}, {@code name}) as skade's lineage
+   * names it: a skade table, with its location and columns, when the namespace is the warehouse
+   * of a skade catalog open in this JVM with lineage (as skade's own vertices name tables), else
+   * an external dataset whose system is its namespace's URI scheme (or the namespace itself).
+   */
+  public static LineageDataset fromFlink(String namespace, String name) {
+    for (CatalogLineage.Running running : CatalogLineage.running()) {
+      SkadeCatalog catalog = running.catalog();
+      if (catalog.warehouse().equals(namespace)) {
+        TableIdentifier id = TableIdentifier.parse(name);
+        try {
+          return CommitLineage.dataset(namespace, id, catalog.loadTable(id), null);
+        } catch (RuntimeException e) { // dropped since: still named
+          return new LineageDataset(namespace, name, null, null, null, List.of());
+        }
+      }
+    }
+    int scheme = namespace.indexOf("://");
+    return LineageDataset.external(scheme > 0 ? namespace.substring(0, scheme) : namespace,
+        namespace, name);
+  }
+}

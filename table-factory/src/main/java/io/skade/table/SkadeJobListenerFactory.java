@@ -1,0 +1,98 @@
+package io.skade.table;
+
+import io.skade.lineage.CatalogLineage;
+import io.skade.lineage.FlinkJobs;
+import io.skade.lineage.FlinkLineage;
+import io.skade.lineage.JobRunEvent;
+import io.skade.lineage.LineageDataset;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.apache.flink.api.common.JobStatus;
+import org.apache.flink.core.execution.JobExecutionStatusEvent;
+import org.apache.flink.core.execution.JobStatusChangedEvent;
+import org.apache.flink.core.execution.JobStatusChangedListener;
+import org.apache.flink.core.execution.JobStatusChangedListenerFactory;
+import org.apache.flink.streaming.api.lineage.LineageGraph;
+import org.apache.flink.streaming.api.lineage.LineageVertex;
+import org.apache.flink.streaming.runtime.execution.JobCreatedEvent;
+
+/**
+ * skade's job-status listener (FLIP-314), registered with {@code
+ * execution.job-status-changed-listeners: io.skade.table.SkadeJobListenerFactory}: when a job is
+ * submitted it remembers the job's name and datasets, so the commits its skade sinks make name
+ * it and its inputs ({@link FlinkJobs}), and it reports the job's START, COMPLETE, FAIL and
+ * ABORT to the lineage of every skade catalog open in this JVM whose tables the job touches.
+ */
+public final class SkadeJobListenerFactory implements JobStatusChangedListenerFactory {
+
+  @Override
+  public JobStatusChangedListener createListener(Context context) {
+    return SkadeJobListenerFactory::onEvent;
+  }
+
+  private static void onEvent(JobStatusChangedEvent event) {
+    String jobId = event.jobId().toHexString();
+    if (event instanceof JobCreatedEvent created) {
+      LineageGraph graph = created.lineageGraph();
+      FlinkJobs.Job job = new FlinkJobs.Job(jobId, event.jobName(),
+          graph == null ? List.of() : datasets(List.copyOf(graph.sources())),
+          graph == null ? List.of() : datasets(graph.sinks()));
+      FlinkJobs.submitted(job);
+      report(job, JobRunEvent.State.START, null);
+    } else if (event instanceof JobExecutionStatusEvent status) {
+      Optional<FlinkJobs.Job> job = FlinkJobs.job(jobId);
+      JobRunEvent.State state = switch (status.newStatus()) {
+        case FINISHED -> JobRunEvent.State.COMPLETE;
+        case FAILED -> JobRunEvent.State.FAIL;
+        case CANCELED -> JobRunEvent.State.ABORT;
+        default -> null;
+      };
+      if (state != null && job.isPresent()) {
+        Throwable error = status.exception();
+        report(job.get(), state, error == null ? null : String.valueOf(error));
+      }
+    }
+  }
+
+  private static List<LineageDataset> datasets(List<? extends LineageVertex> vertices) {
+    List<LineageDataset> datasets = new ArrayList<>();
+    for (LineageVertex vertex : vertices) {
+      vertex.datasets().forEach(dataset -> datasets.add(dataset(dataset)));
+    }
+    return datasets;
+  }
+
+  /**
+   * A dataset of the graph as skade's lineage names it. The planner names a table of a Flink SQL
+   * catalog {@code catalog.database.table}, keeping the namespace of the connector's own dataset
+   * (a skade table's warehouse) or, for a sink it knows no dataset of, leaving it empty; a skade
+   * catalog's prefix is dropped and its warehouse filled in.
+   */
+  private static LineageDataset dataset(org.apache.flink.streaming.api.lineage.LineageDataset d) {
+    String namespace = d.namespace() == null ? "" : d.namespace();
+    String name = d.name();
+    for (Map.Entry<String, String> catalog : SkadeFlinkCatalog.warehouses().entrySet()) {
+      String prefix = catalog.getKey() + ".";
+      if (name.startsWith(prefix)
+          && (namespace.isEmpty() || namespace.equals(catalog.getValue()))) {
+        return FlinkLineage.fromFlink(catalog.getValue(), name.substring(prefix.length()));
+      }
+    }
+    return FlinkLineage.fromFlink(namespace, name);
+  }
+
+  /** To the lineage of each open catalog whose warehouse holds one of the job's datasets. */
+  private static void report(FlinkJobs.Job job, JobRunEvent.State state, String error) {
+    JobRunEvent run = new JobRunEvent(job.id(), job.name(), state, job.inputs(), job.outputs(),
+        System.currentTimeMillis() * 1000, error);
+    for (CatalogLineage.Running running : CatalogLineage.running()) {
+      String warehouse = running.catalog().warehouse();
+      if (job.inputs().stream().anyMatch(d -> warehouse.equals(d.namespace()))
+          || job.outputs().stream().anyMatch(d -> warehouse.equals(d.namespace()))) {
+        running.out().jobRun(run);
+      }
+    }
+  }
+}

@@ -1,0 +1,132 @@
+package io.skade.table;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.skade.catalog.SharedCatalogs;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.DeploymentOptions;
+import org.apache.flink.table.api.EnvironmentSettings;
+import org.apache.flink.table.api.TableEnvironment;
+import org.apache.flink.table.api.TableResult;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Lineage of Flink SQL jobs in a MiniCluster, with skade's job-status listener registered: a job
+ * reading tables a and b and writing c is reported as a run (START, COMPLETE) naming its inputs,
+ * and its commit to c names the job and those inputs; expected snapshot ids and commit_seqs come
+ * from the catalog.
+ */
+@Timeout(240)
+class SqlLineageTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  @TempDir Path dir;
+
+  @Test
+  void aJobReadingAAndBAndWritingCIsReportedWithItsInputs() throws Exception {
+    Path events = dir.resolve("lineage.jsonl");
+    Map<String, String> catalogProperties = Map.of("warehouse", dir.resolve("wh").toString(),
+        "lineage.sink", "openlineage", "lineage.openlineage.url", "file:" + events);
+    Configuration conf = new Configuration();
+    conf.set(DeploymentOptions.JOB_STATUS_CHANGED_LISTENERS,
+        List.of(SkadeJobListenerFactory.class.getName()));
+    TableEnvironment env = TableEnvironment.create(EnvironmentSettings.newInstance()
+        .inBatchMode().withConfiguration(conf).build());
+    env.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '"
+        + catalogProperties.get("warehouse") + "', 'lineage.sink' = 'openlineage',"
+        + " 'lineage.openlineage.url' = 'file:" + events + "')");
+    env.executeSql("USE CATALOG lake");
+    env.executeSql("CREATE DATABASE db");
+    env.executeSql("CREATE TABLE db.a (id INT, name STRING, PRIMARY KEY (id) NOT ENFORCED)");
+    env.executeSql("CREATE TABLE db.b (id INT, city STRING, PRIMARY KEY (id) NOT ENFORCED)");
+    env.executeSql("CREATE TABLE db.c (id INT, name STRING, city STRING,"
+        + " PRIMARY KEY (id) NOT ENFORCED)");
+    SqlTestBase.run(env, "INSERT INTO db.a VALUES (1, 'ada'), (2, 'bob')");
+    SqlTestBase.run(env, "INSERT INTO db.b VALUES (1, 'oslo'), (2, 'rome')");
+    TableResult join = env.executeSql("INSERT INTO db.c SELECT a.id, a.name, b.city"
+        + " FROM db.a AS a JOIN db.b AS b ON a.id = b.id");
+    join.await();
+    String jobId = join.getJobClient().orElseThrow().getJobID().toHexString();
+
+    Snapshot written;
+    long commitSeq;
+    try (SharedCatalogs.Handle handle = SharedCatalogs.acquire("lake", catalogProperties)) {
+      TableIdentifier c = TableIdentifier.of("db", "c");
+      written = handle.catalog().loadTable(c).currentSnapshot();
+      commitSeq = handle.catalog().commitOf(c, written.snapshotId()).orElseThrow().commitSeq();
+    }
+    // The job's end is reported by its JobMaster once the job finished: it may come after
+    // await() returned, so the file is read until it holds it.
+    List<JsonNode> all = readUntil(events, jobId, 30_000);
+    env.getCatalog("lake").orElseThrow().close();
+    List<JsonNode> runs = all.stream()
+        .filter(e -> jobId.equals(e.path("run").path("facets").path("flink_job").path("jobId")
+            .asText()))
+        .toList();
+    assertThat(runs).extracting(e -> e.path("eventType").asText())
+        .containsExactly("START", "COMPLETE");
+    for (JsonNode run : runs) {
+      assertThat(run.path("job").path("name").asText()).startsWith("insert-into_lake.db.c");
+      assertThat(symlinkNames(run.path("inputs"))).containsExactlyInAnyOrder("db.a", "db.b");
+      assertThat(symlinkNames(run.path("outputs"))).containsExactly("db.c");
+    }
+
+    List<JsonNode> commits = all.stream()
+        .filter(e -> e.path("run").path("facets").has("skade_commit"))
+        .filter(e -> symlinkNames(e.path("outputs")).equals(List.of("db.c")))
+        .filter(e -> !e.path("run").path("facets").path("skade_commit").path("operation")
+            .asText().equals("CREATE"))
+        .toList();
+    assertThat(commits).hasSize(1);
+    JsonNode commit = commits.get(0);
+    // An insert into a keyed table is an upsert: equality deletes and rows in one row delta.
+    assertThat(commit.path("run").path("facets").path("skade_commit").path("operation")
+        .asText()).isEqualTo("OVERWRITE");
+    assertThat(commit.path("run").path("facets").path("skade_commit").path("commitSeq")
+        .asLong()).isEqualTo(commitSeq);
+    assertThat(commit.path("job").path("name").asText())
+        .startsWith("insert-into_lake.db.c").endsWith("(" + jobId + ")");
+    assertThat(symlinkNames(commit.path("inputs"))).containsExactlyInAnyOrder("db.a", "db.b");
+    assertThat(commit.path("outputs").get(0).path("facets").path("version")
+        .path("datasetVersion").asText()).isEqualTo(Long.toString(written.snapshotId()));
+  }
+
+  /** The events in {@code file} once it holds the COMPLETE event of job {@code jobId}. */
+  private static List<JsonNode> readUntil(Path file, String jobId, long timeoutMillis)
+      throws Exception {
+    long deadline = System.currentTimeMillis() + timeoutMillis;
+    while (true) {
+      List<JsonNode> all = new ArrayList<>();
+      if (Files.exists(file)) {
+        for (String line : Files.readAllLines(file)) {
+          all.add(JSON.readTree(line));
+        }
+      }
+      boolean complete = all.stream().anyMatch(e -> e.path("eventType").asText()
+          .equals("COMPLETE") && jobId.equals(e.path("run").path("facets").path("flink_job")
+          .path("jobId").asText()));
+      if (complete || System.currentTimeMillis() > deadline) {
+        return all;
+      }
+      Thread.sleep(20);
+    }
+  }
+
+  private static List<String> symlinkNames(JsonNode datasets) {
+    List<String> names = new ArrayList<>();
+    datasets.forEach(d -> names.add(d.path("facets").path("symlinks").path("identifiers").get(0)
+        .path("name").asText()));
+    return names;
+  }
+}
