@@ -601,6 +601,11 @@ final class CatalogStore implements AutoCloseable {
         writeString(out, event.previousMetadataLocation());
       }
       out.writeLong(event.tsMicros());
+      // Written only for multi-table commits; records without them (older ones) read as 0.
+      if (event.inTransaction()) {
+        out.writeLong(event.transactionSeq());
+        out.writeInt(event.transactionSize());
+      }
     });
   }
 
@@ -615,7 +620,12 @@ final class CatalogStore implements AutoCloseable {
       }
       String location = readString(in);
       String previous = in.readBoolean() ? readString(in) : null;
-      return new CommitEvent(seq, tableKey, operation, snapshots, location, previous, in.readLong());
+      long tsMicros = in.readLong();
+      if (in.available() >= Long.BYTES + Integer.BYTES) {
+        return new CommitEvent(seq, tableKey, operation, snapshots, location, previous, tsMicros,
+            in.readLong(), in.readInt());
+      }
+      return new CommitEvent(seq, tableKey, operation, snapshots, location, previous, tsMicros);
     });
   }
 

@@ -18,6 +18,9 @@ import java.util.OptionalLong;
  * @param previousMetadataLocation the metadata file the pointer pointed to before, or null when
  *     the pointer did not exist
  * @param tsMicros when the commit was stamped by the committer, microseconds since the epoch
+ * @param transactionSeq for a commit of a multi-table commit that changed several tables, the
+ *     {@code commitSeq} of its first commit; else 0
+ * @param transactionSize for such a commit, how many commits (tables) it made; else 0
  */
 public record CommitEvent(
     long commitSeq,
@@ -26,13 +29,28 @@ public record CommitEvent(
     List<Long> addedSnapshotIds,
     String metadataLocation,
     String previousMetadataLocation,
-    long tsMicros) {
+    long tsMicros,
+    long transactionSeq,
+    int transactionSize) {
+
+  /** A commit that is not part of a multi-table commit. */
+  public CommitEvent(long commitSeq, String tableKey, CommitOperation operation,
+      List<Long> addedSnapshotIds, String metadataLocation, String previousMetadataLocation,
+      long tsMicros) {
+    this(commitSeq, tableKey, operation, addedSnapshotIds, metadataLocation,
+        previousMetadataLocation, tsMicros, 0, 0);
+  }
 
   public CommitEvent {
     Objects.requireNonNull(tableKey, "tableKey");
     Objects.requireNonNull(operation, "operation");
     Objects.requireNonNull(metadataLocation, "metadataLocation");
     addedSnapshotIds = List.copyOf(addedSnapshotIds);
+  }
+
+  /** Whether this commit is one of several tables' commits made atomically together. */
+  public boolean inTransaction() {
+    return transactionSize > 1;
   }
 
   /** The newest snapshot this commit added; absent for snapshot-less commits. */

@@ -302,6 +302,19 @@ final class Committer implements AutoCloseable {
       return seq;
     }
 
+    /**
+     * Marks the {@code size} commits from {@code firstSeq} on (made by this mutation) as one
+     * multi-table commit, when there are several.
+     */
+    void markTransaction(long firstSeq, int size) {
+      if (size < 2) {
+        return;
+      }
+      pending.commits.replaceAll(e -> e.commitSeq() < firstSeq || e.commitSeq() >= firstSeq + size
+          ? e : new CommitEvent(e.commitSeq(), e.tableKey(), e.operation(), e.addedSnapshotIds(),
+              e.metadataLocation(), e.previousMetadataLocation(), e.tsMicros(), firstSeq, size));
+    }
+
     /** Moves a table from {@code fromKey} to {@code toKey}: two log rows, one batch. */
     void rename(String fromKey, String toKey) {
       TablePointer pointer = pointer(fromKey);

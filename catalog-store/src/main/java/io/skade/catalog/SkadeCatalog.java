@@ -488,12 +488,16 @@ public class SkadeCatalog extends BaseMetastoreCatalog
           expiryGuard.check(stage, p.ops().tableKey(), p.ops().tableName(), p.base(),
               p.removed());
         }
+        long first = 0;
+        int changed = 0;
         for (Prepared p : prepared) {
           if (p.newLocation() != null) {
-            stage.commit(p.ops().tableKey(), CommitOperation.UPDATE, p.added(), p.newLocation(),
-                p.snapshotId());
+            long seq = stage.commit(p.ops().tableKey(), CommitOperation.UPDATE, p.added(),
+                p.newLocation(), p.snapshotId());
+            first = changed++ == 0 ? seq : first;
           }
         }
+        stage.markTransaction(first, changed); // lineage describes it as one release
         return null;
       });
     } catch (CommitFailedException | NoSuchTableException | ExpiryBlockedException e) {

@@ -32,7 +32,8 @@ import org.slf4j.LoggerFactory;
  * and {@link #INPUTS}, which skade's writers set, or {@code flink.job-id}, which a Flink sink
  * sets, looked up in {@link FlinkJobs}. Creates become {@link LineageOperation#CREATE}; snapshots
  * become {@code APPEND}, {@code DELETE} or {@code OVERWRITE} (a rewrite of files is an
- * overwrite); drops, renames and metadata-only commits are not lineage.
+ * overwrite); the commits of a multi-table commit become one {@code RELEASE} naming every table;
+ * drops, renames and metadata-only commits are not lineage.
  */
 public final class CommitLineage implements AutoCloseable {
   /** Snapshot summary property: who made the commit. */
@@ -51,6 +52,8 @@ public final class CommitLineage implements AutoCloseable {
   private final Set<TableIdentifier> unrecorded;
   private final CommitSubscription subscription;
   private final Thread worker;
+  /** The commits of a multi-table commit seen so far. */
+  private final List<CommitEvent> release = new ArrayList<>();
   private volatile boolean closed;
   private long cursor;
 
@@ -121,15 +124,19 @@ public final class CommitLineage implements AutoCloseable {
       cursor = event.commitSeq();
     }
     TableIdentifier id = catalog.commitTableIdentifier(event.tableKey());
-    if (unrecorded.contains(id)) {
-      return;
-    }
     try {
+      if (event.inTransaction()) {
+        release(event);
+        return;
+      }
+      if (unrecorded.contains(id)) {
+        return;
+      }
       switch (event.operation()) {
         case CREATE, REGISTER -> {
           Table table = tableAt(event, id);
           Snapshot current = table.currentSnapshot();
-          out.commit(new LineageEvent(eventId(event, null), defaultActor,
+          out.commit(new LineageEvent(eventId(event.commitSeq(), null), defaultActor,
               LineageOperation.CREATE, List.of(),
               List.of(dataset(id, table, current == null ? null : current.snapshotId())),
               event.tsMicros(), event.commitSeq()));
@@ -160,6 +167,17 @@ public final class CommitLineage implements AutoCloseable {
       case DataOperations.DELETE -> LineageOperation.DELETE;
       default -> LineageOperation.OVERWRITE; // overwrite, replace (a rewrite of files)
     };
+    Origin origin = origin(snapshot);
+    out.commit(new LineageEvent(eventId(event.commitSeq(), snapshot.snapshotId()),
+        origin.actor(), operation, origin.inputs(),
+        List.of(dataset(id, table, snapshot.snapshotId())), event.tsMicros(),
+        event.commitSeq()));
+  }
+
+  /** Who made a snapshot and from what, as its summary tells. */
+  private record Origin(String actor, List<LineageDataset> inputs) {}
+
+  private Origin origin(Snapshot snapshot) {
     Map<String, String> summary = snapshot.summary() == null ? Map.of() : snapshot.summary();
     Optional<FlinkJobs.Job> job = Optional.ofNullable(summary.get(FLINK_JOB_ID))
         .flatMap(FlinkJobs::job);
@@ -170,9 +188,48 @@ public final class CommitLineage implements AutoCloseable {
     }
     List<LineageDataset> inputs = summary.containsKey(INPUTS) ? inputs(summary.get(INPUTS))
         : job.map(FlinkJobs.Job::inputs).orElse(List.of());
-    out.commit(new LineageEvent(eventId(event, snapshot.snapshotId()), actor, operation, inputs,
-        List.of(dataset(id, table, snapshot.snapshotId())), event.tsMicros(),
-        event.commitSeq()));
+    return new Origin(actor, inputs);
+  }
+
+  /**
+   * Collects the commits of a multi-table commit; once all are in, describes them as one
+   * {@link LineageOperation#RELEASE} naming every table at the snapshot it got, with the inputs
+   * of them all.
+   */
+  private void release(CommitEvent event) {
+    if (!release.isEmpty() && release.get(0).transactionSeq() != event.transactionSeq()) {
+      release.clear(); // the rest of an earlier one was skipped: start over
+    }
+    release.add(event);
+    if (release.size() < event.transactionSize()) {
+      return;
+    }
+    List<CommitEvent> commits = List.copyOf(release);
+    release.clear();
+    String actor = null;
+    java.util.LinkedHashSet<LineageDataset> inputs = new java.util.LinkedHashSet<>();
+    List<LineageDataset> outputs = new ArrayList<>();
+    for (CommitEvent commit : commits) {
+      TableIdentifier id = catalog.commitTableIdentifier(commit.tableKey());
+      if (unrecorded.contains(id)) {
+        continue;
+      }
+      Table table = tableAt(commit, id);
+      Long snapshotId = commit.snapshotId().isPresent() ? commit.snapshotId().getAsLong() : null;
+      Snapshot snapshot = snapshotId == null ? null : table.snapshot(snapshotId);
+      if (snapshot != null) {
+        Origin origin = origin(snapshot);
+        actor = actor == null || actor.equals(defaultActor) ? origin.actor() : actor;
+        inputs.addAll(origin.inputs());
+      }
+      outputs.add(dataset(id, table, snapshotId));
+    }
+    if (!outputs.isEmpty()) {
+      CommitEvent first = commits.get(0);
+      out.commit(new LineageEvent(eventId(first.transactionSeq(), null),
+          actor == null ? defaultActor : actor, LineageOperation.RELEASE, List.copyOf(inputs),
+          outputs, first.tsMicros(), first.transactionSeq()));
+    }
   }
 
   private Table tableAt(CommitEvent event, TableIdentifier id) {
@@ -180,9 +237,9 @@ public final class CommitLineage implements AutoCloseable {
   }
 
   /** The same commit described twice gets the same id. */
-  private UUID eventId(CommitEvent event, Long snapshotId) {
-    return UUID.nameUUIDFromBytes((catalog.catalogPath() + '/' + event.commitSeq() + '/'
-        + snapshotId).getBytes(StandardCharsets.UTF_8));
+  private UUID eventId(long commitSeq, Long snapshotId) {
+    return UUID.nameUUIDFromBytes((catalog.catalogPath() + '/' + commitSeq + '/' + snapshotId)
+        .getBytes(StandardCharsets.UTF_8));
   }
 
   private LineageDataset dataset(TableIdentifier id, Table table, Long snapshotId) {

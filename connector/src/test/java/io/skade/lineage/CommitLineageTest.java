@@ -128,6 +128,59 @@ class CommitLineageTest {
     assertThat(captured.commits()).extracting(e -> e.output().name()).containsExactly("db.a");
   }
 
+  @Test
+  void aMultiTableCommitIsOneReleaseNamingEveryTableLiveAndReplayedFromTheLog()
+      throws Exception {
+    CapturingLineageSink live = new CapturingLineageSink();
+    long start = catalog.get().commitSeq();
+    Snapshot a;
+    Snapshot c;
+    try (BestEffortLineage out = new BestEffortLineage(live);
+        CommitLineage lineage = new CommitLineage(catalog.get(), out, "skade", -1, Set.of())) {
+      catalog.get().buildTable(A, SCHEMA).withProperty("format-version", "2").create();
+      catalog.get().buildTable(C, SCHEMA).withProperty("format-version", "2").create();
+      org.apache.iceberg.Transaction txA = appendTransaction(A, row(1, "a"));
+      org.apache.iceberg.Transaction txC = appendTransaction(C, row(2, "c"));
+      catalog.get().commitTransaction(List.of(tableCommit(A, txA), tableCommit(C, txC)));
+      a = catalog.get().loadTable(A).currentSnapshot();
+      c = catalog.get().loadTable(C).currentSnapshot();
+      live.awaitCommits(events -> events.size() == 3, Duration.ofSeconds(30));
+    }
+    LineageEvent release = live.commits().get(2);
+    assertThat(release.operation()).isEqualTo(LineageOperation.RELEASE);
+    assertThat(release.actor()).isEqualTo("release-job");
+    assertThat(release.outputs()).extracting(LineageDataset::name, LineageDataset::snapshotId)
+        .containsExactly(tuple("db.a", a.snapshotId()), tuple("db.c", c.snapshotId()));
+    assertThat(release.commitSeq()).isEqualTo(
+        catalog.get().commitOf(A, a.snapshotId()).orElseThrow().commitSeq());
+    assertThat(catalog.get().commitOf(C, c.snapshotId()).orElseThrow().commitSeq())
+        .isEqualTo(release.commitSeq() + 1);
+
+    CapturingLineageSink replayed = new CapturingLineageSink();
+    try (BestEffortLineage out = new BestEffortLineage(replayed);
+        CommitLineage lineage = new CommitLineage(catalog.get(), out, "skade", start, Set.of())) {
+      replayed.awaitCommits(events -> events.size() == 3, Duration.ofSeconds(30));
+    }
+    assertThat(replayed.commits()).isEqualTo(live.commits());
+  }
+
+  /** An append of {@code row} to {@code id}, prepared in a transaction, not committed. */
+  private org.apache.iceberg.Transaction appendTransaction(TableIdentifier id, Record row) {
+    Table table = catalog.get().loadTable(id);
+    org.apache.iceberg.Transaction tx = table.newTransaction();
+    org.apache.iceberg.AppendFiles append = tx.newAppend();
+    new TableWriter(table).writeDataFiles(List.of(row)).forEach(append::appendFile);
+    append.set(CommitLineage.ACTOR, "release-job").commit();
+    return tx;
+  }
+
+  private static org.apache.iceberg.catalog.TableCommit tableCommit(TableIdentifier id,
+      org.apache.iceberg.Transaction tx) {
+    org.apache.iceberg.BaseTransaction prepared = (org.apache.iceberg.BaseTransaction) tx;
+    return org.apache.iceberg.catalog.TableCommit.create(id, prepared.startMetadata(),
+        prepared.currentMetadata());
+  }
+
   private LineageDataset dataset(TableIdentifier id) {
     return new LineageDataset(catalog.get().warehouse(), id.toString(), null, null, null,
         List.of());
