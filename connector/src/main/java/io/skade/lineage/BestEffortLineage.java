@@ -26,6 +26,7 @@ public final class BestEffortLineage implements AutoCloseable {
   private final LongAdder delivered = new LongAdder();
   private final LongAdder failed = new LongAdder();
   private final LongAdder dropped = new LongAdder();
+  private final LongAdder accepted = new LongAdder();
   private volatile boolean closed;
 
   /**
@@ -57,7 +58,9 @@ public final class BestEffortLineage implements AutoCloseable {
   }
 
   private void offer(Object event) {
-    if (closed || queue.remainingCapacity() <= 1 || !queue.offer(event)) {
+    if (!closed && queue.remainingCapacity() > 1 && queue.offer(event)) {
+      accepted.increment();
+    } else {
       dropped.increment();
       if (!closed) {
         LOG.warn("skade lineage: {} is behind by {} events; dropped an event",
@@ -79,6 +82,22 @@ public final class BestEffortLineage implements AutoCloseable {
   /** Events dropped: the queue was full, or this was closed. */
   public long dropped() {
     return dropped.sum();
+  }
+
+  /**
+   * Waits until the sink took (or failed on) every event handed over so far, at most {@code
+   * timeout}; returns whether it did.
+   */
+  public boolean awaitDelivered(Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    long target = accepted.sum();
+    while (delivered.sum() + failed.sum() < target) {
+      if (System.nanoTime() > deadline) {
+        return false;
+      }
+      Thread.sleep(5);
+    }
+    return true;
   }
 
   private void deliver() {

@@ -39,6 +39,27 @@ public final class CatalogLineage implements CatalogService {
     public long cursor() {
       return commits.cursor();
     }
+
+    /**
+     * Waits, at most {@code timeout}, until every commit made so far is described and handed to
+     * the sink; returns whether that happened in time.
+     */
+    public boolean awaitCaughtUp(Duration timeout) throws InterruptedException {
+      long deadline = System.nanoTime() + timeout.toNanos();
+      long target = catalog.commitSeq();
+      while (cursor() < target) {
+        if (System.nanoTime() > deadline) {
+          return false;
+        }
+        Thread.sleep(5);
+      }
+      return out.awaitDelivered(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
+    }
+
+    /** The running lineage of {@code catalog}, if it has one. */
+    public static java.util.Optional<Running> of(SkadeCatalog catalog) {
+      return RUNNING.stream().filter(running -> running.catalog() == catalog).findFirst();
+    }
   }
 
   /** The lineage of the open owner catalogs of this JVM. */

@@ -7,6 +7,8 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -40,6 +42,10 @@ class QuickstartTest {
       "  join: +I[4, tray, 12.00]",
       "  join: +I[5, null, null]");
 
+  /** Lineage lines: a commit's, with its snapshot id, and a job run's. */
+  private static final Pattern LINEAGE_COMMIT = Pattern.compile(
+      "^  commit_seq (\\d+) +(\\w+) +(\\S+)@\\d+ by (.+)$", Pattern.MULTILINE);
+
   @TempDir Path warehouse;
 
   @Test
@@ -68,6 +74,25 @@ class QuickstartTest {
     assertThat(first).contains(SQL).contains(LOOKUP_JOIN)
         .contains("  +I[customer-0, 29, 454.0]");
 
+    // The lineage of the run: every commit that wrote data, in commit_seq order, by its writer
+    // (a Java writer's name, or a SQL job's name and id), and the SQL jobs' runs.
+    List<String> lineage = lineageCommits(first);
+    assertThat(lineage).hasSize(10 + 7 + 4);
+    assertThat(lineage.get(0)).isEqualTo("2 APPEND shop.orders quickstart-writer-?");
+    assertThat(lineage).filteredOn(line -> line.contains("shop.customers"))
+        .containsExactly("13 OVERWRITE shop.customers quickstart-customers",
+            "14 OVERWRITE shop.customers quickstart-customers",
+            "15 DELETE shop.customers quickstart-customers",
+            "16 OVERWRITE shop.customers quickstart-customers",
+            "17 OVERWRITE shop.customers quickstart-customers",
+            "18 OVERWRITE shop.customers quickstart-customers",
+            "19 DELETE shop.customers quickstart-customers");
+    assertThat(lineage.get(lineage.size() - 2))
+        .matches("24 OVERWRITE shop.products insert-into_demo.shop.products \\(\\w+\\)"
+            + " from shop.products");
+    assertThat(first).contains("  job START    insert-into_demo.shop.products reads []"
+        + " writes [shop.products]");
+
     // Reopening the same warehouse continues the log where it stopped: after the 11 commits
     // of shop.orders, the 8 of shop.customers (create, 3 upserts, 1 delete, then the tail's 2
     // upserts and 1 delete) and the 6 of SQL (create, its key as sort order, overwrite,
@@ -85,6 +110,17 @@ class QuickstartTest {
       Quickstart.run(warehouse, out);
     }
     return bytes.toString(StandardCharsets.UTF_8);
+  }
+
+  /** The lineage lines of commits: seq, operation, table and writer (writers' digits as ?). */
+  private static List<String> lineageCommits(String output) {
+    List<String> commits = new ArrayList<>();
+    Matcher m = LINEAGE_COMMIT.matcher(output.substring(output.indexOf("Lineage of this run")));
+    while (m.find()) {
+      commits.add(m.group(1) + " " + m.group(2) + " " + m.group(3) + " "
+          + m.group(4).replaceAll("writer-\\d", "writer-?"));
+    }
+    return commits;
   }
 
   private static String liveSeqs(String output) {

@@ -1,5 +1,7 @@
 package io.skade.examples;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitFeedLaggedException;
 import io.skade.catalog.CommitSubscription;
@@ -8,7 +10,9 @@ import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangeRow;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.changelog.ChangelogReader;
+import io.skade.lineage.CatalogLineage;
 import io.skade.source.SkadeSource;
+import io.skade.table.SkadeJobListenerFactory;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -23,6 +27,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.DeploymentOptions;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.table.api.EnvironmentSettings;
 import org.apache.flink.table.api.TableEnvironment;
@@ -83,7 +89,11 @@ public final class Quickstart {
   /** Runs the demo on {@code warehouse}, printing to {@code out}; returns the rows in the table. */
   public static long run(Path warehouse, PrintStream out) throws Exception {
     out.println("skade quickstart — warehouse " + warehouse.toAbsolutePath());
-    Map<String, String> properties = Map.of("warehouse", warehouse.toString());
+    // Lineage of every commit, as OpenLineage events (JSON lines) in a file of the warehouse.
+    Path lineage = warehouse.resolve("openlineage.jsonl");
+    long lineageStart = Files.exists(lineage) ? Files.size(lineage) : 0;
+    Map<String, String> properties = Map.of("warehouse", warehouse.toString(),
+        "lineage.sink", "openlineage", "lineage.openlineage.url", "file:" + lineage);
     // Shared, so that the Flink job's source in this JVM opens the same catalog.
     try (SharedCatalogs.Handle handle = SharedCatalogs.acquire("demo", properties)) {
       SkadeCatalog catalog = handle.catalog();
@@ -116,7 +126,8 @@ public final class Quickstart {
             catalog.loadTable(ORDERS).history().size());
         printCustomerChangelog(catalog, out);
         tailCustomers(catalog, properties, out);
-        sql(catalog, warehouse, out);
+        sql(catalog, warehouse, lineage, out);
+        printLineage(catalog, lineage, lineageStart, out);
         return rows;
       }
     }
@@ -127,7 +138,8 @@ public final class Quickstart {
     Table customers = catalog.tableExists(CUSTOMERS)
         ? catalog.loadTable(CUSTOMERS)
         : catalog.createTable(CUSTOMERS, CUSTOMERS_SCHEMA);
-    TableWriter writer = new TableWriter(customers);
+    TableWriter writer = new TableWriter(customers).describedAs("quickstart-customers",
+        List.of());
     Long before = customers.currentSnapshot() == null
         ? null : customers.currentSnapshot().snapshotId();
     writer.upsert(List.of(customer(1, "Ada", "Oslo"), customer(2, "Bo", "Bergen"),
@@ -162,7 +174,8 @@ public final class Quickstart {
     try (CloseableIterator<RowData> changes = env
         .fromSource(source, WatermarkStrategy.noWatermarks(), "skade shop.customers")
         .executeAndCollect("skade quickstart tail")) {
-      TableWriter writer = new TableWriter(catalog.loadTable(CUSTOMERS));
+      TableWriter writer = new TableWriter(catalog.loadTable(CUSTOMERS))
+          .describedAs("quickstart-customers", List.of());
       ExecutorService background = Executors.newSingleThreadExecutor();
       Future<?> writes = background.submit(() -> {
         writer.upsert(List.of(customer(1, "Ada", "Bergen")));           // Ada moves: -U/+U
@@ -185,11 +198,17 @@ public final class Quickstart {
    * SQL, a streaming {@code SELECT} printing the changelog that other statements cause, and a
    * batch query over the table the Java writers filled.
    */
-  private static void sql(SkadeCatalog catalog, Path warehouse, PrintStream out)
+  private static void sql(SkadeCatalog catalog, Path warehouse, Path lineage, PrintStream out)
       throws Exception {
     String createCatalog = "CREATE CATALOG demo WITH ('type' = 'skade', 'warehouse' = '"
-        + warehouse + "')";
-    TableEnvironment batch = TableEnvironment.create(EnvironmentSettings.inBatchMode());
+        + warehouse + "', 'lineage.sink' = 'openlineage', 'lineage.openlineage.url' = 'file:"
+        + lineage + "')";
+    // skade's job listener: the jobs' runs in the lineage, and their commits naming them.
+    Configuration listener = new Configuration();
+    listener.set(DeploymentOptions.JOB_STATUS_CHANGED_LISTENERS,
+        List.of(SkadeJobListenerFactory.class.getName()));
+    TableEnvironment batch = TableEnvironment.create(EnvironmentSettings.newInstance()
+        .inBatchMode().withConfiguration(listener).build());
     batch.executeSql(createCatalog);
     batch.executeSql("USE CATALOG demo");
     batch.executeSql("CREATE TABLE IF NOT EXISTS shop.products (id BIGINT, name STRING,"
@@ -199,7 +218,8 @@ public final class Quickstart {
     out.println("Flink SQL: a streaming SELECT on shop.products while other statements change"
         + " it:");
 
-    TableEnvironment streaming = TableEnvironment.create(EnvironmentSettings.inStreamingMode());
+    TableEnvironment streaming = TableEnvironment.create(EnvironmentSettings.newInstance()
+        .inStreamingMode().withConfiguration(listener).build());
     streaming.executeSql(createCatalog);
     streaming.executeSql("USE CATALOG demo");
     TableResult tail = streaming.executeSql("SELECT * FROM shop.products /*+ OPTIONS("
@@ -256,6 +276,59 @@ public final class Quickstart {
     }
   }
 
+  /**
+   * The lineage of this run: once every commit is described, the OpenLineage events the catalog
+   * wrote since {@code from}, one line each.
+   */
+  private static void printLineage(SkadeCatalog catalog, Path file, long from, PrintStream out)
+      throws Exception {
+    CatalogLineage.Running lineage = CatalogLineage.Running.of(catalog).orElseThrow();
+    if (!lineage.awaitCaughtUp(Duration.ofSeconds(30))) {
+      throw new IllegalStateException("lineage did not catch up with the catalog within 30 s");
+    }
+    out.println("Lineage of this run (OpenLineage events in " + file + "):");
+    ObjectMapper json = new ObjectMapper();
+    try (java.io.RandomAccessFile events = new java.io.RandomAccessFile(file.toFile(), "r")) {
+      events.seek(from);
+      for (String line = events.readLine(); line != null; line = events.readLine()) {
+        out.println("  " + describeLineage(json.readTree(line)));
+      }
+    }
+  }
+
+  private static String describeLineage(JsonNode event) {
+    JsonNode facets = event.path("run").path("facets");
+    String outputs = datasets(event.path("outputs"), true);
+    String inputs = datasets(event.path("inputs"), false);
+    if (facets.has("skade_commit")) {
+      return String.format("commit_seq %-3d %-9s %s by %s%s",
+          facets.path("skade_commit").path("commitSeq").asLong(),
+          facets.path("skade_commit").path("operation").asText(), outputs,
+          event.path("job").path("name").asText(), inputs.isEmpty() ? "" : " from " + inputs);
+    }
+    return String.format("job %-8s %s reads [%s] writes [%s]", event.path("eventType").asText(),
+        shortName(event.path("job").path("name").asText()), inputs, outputs);
+  }
+
+  /** A job's name on one line: a SQL query's job is named by its text. */
+  private static String shortName(String name) {
+    String line = name.replaceAll("\\s+", " ");
+    return line.length() <= 50 ? line : line.substring(0, 47) + "...";
+  }
+
+  /** The datasets by their table names (with the snapshot, for outputs). */
+  private static String datasets(JsonNode datasets, boolean withVersion) {
+    List<String> names = new ArrayList<>();
+    for (JsonNode dataset : datasets) {
+      JsonNode symlink = dataset.path("facets").path("symlinks").path("identifiers").path(0);
+      String name = symlink.isMissingNode() ? dataset.path("name").asText()
+          : symlink.path("name").asText();
+      JsonNode version = dataset.path("facets").path("version").path("datasetVersion");
+      names.add(withVersion && !version.isMissingNode() ? name + "@" + version.asText() : name);
+    }
+    return String.join(", ", names);
+  }
+
   private static Record customer(long id, String name, String city) {
     GenericRecord row = GenericRecord.create(CUSTOMERS_SCHEMA);
     row.setField("id", id);
@@ -279,7 +352,8 @@ public final class Quickstart {
   }
 
   private static Void write(Table table, int writer) {
-    TableWriter tableWriter = new TableWriter(table);
+    TableWriter tableWriter = new TableWriter(table).describedAs("quickstart-writer-" + writer,
+        List.of());
     GenericRecord template = GenericRecord.create(ORDERS_SCHEMA);
     for (int batch = 0; batch < APPENDS_PER_WRITER; batch++) {
       List<Record> rows = new ArrayList<>();
