@@ -27,7 +27,8 @@ class ShadedConnectorJarTest {
       "com/github/benmanes/caffeine/", "org/apache/orc/", "io/airlift/", "org/threeten/extra/",
       "org/apache/hc/", "org/roaringbitmap/", "org/apache/datasketches/",
       "com/google/flatbuffers/", "org/eclipse/collections/", "org/locationtech/jts/",
-      "org/apache/commons/codec/", "org/apache/commons/pool/");
+      "org/apache/commons/codec/", "org/apache/commons/pool/", "io/openlineage/",
+      "io/micrometer/", "org/HdrHistogram/", "org/yaml/snakeyaml/");
 
   private static final String SERVICES = "META-INF/services/org.apache.flink.table.factories.Factory";
 
@@ -73,6 +74,9 @@ class ShadedConnectorJarTest {
     assertThat(factories).allSatisfy(name ->
         assertThat(entries).as("service class of %s", name)
             .contains(name.replace('.', '/') + ".class"));
+    // Owner catalogs find skade's lineage as a catalog service.
+    assertThat(serviceLines("META-INF/services/io.skade.catalog.CatalogService"))
+        .containsExactly("io.skade.lineage.CatalogLineage");
   }
 
   @Test
