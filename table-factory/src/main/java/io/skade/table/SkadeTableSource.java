@@ -120,8 +120,11 @@ final class SkadeTableSource implements ScanTableSource, LookupTableSource,
     if (read.isEmpty()) {
       read.add(tableSchema.columns().get(0).name());
     }
-    int[] positions = read.equals(produced) ? null
-        : produced.stream().mapToInt(read::indexOf).toArray();
+    // The source emits the columns read in the table's order, whatever order they were asked in.
+    List<String> emitted = tableSchema.select(read).columns().stream()
+        .map(org.apache.iceberg.types.Types.NestedField::name).toList();
+    int[] positions = emitted.equals(produced) ? null
+        : produced.stream().mapToInt(emitted::indexOf).toArray();
 
     SkadeSourceBuilder<RowData> builder = SkadeSource.builder()
         .catalogProperties(scan.catalogProperties())

@@ -64,6 +64,19 @@ class SqlChangelogTest extends SqlTestBase {
   }
 
   @Test
+  @Timeout(120)
+  void columnsSelectedInAnotherOrderThanTheTablesComeOutInTheQuerysOrder() throws Exception {
+    TableEnvironment writer = batch();
+    declare(writer, "orders", ORDERS);
+    run(writer, "INSERT INTO orders VALUES (1, 'ada', 7), (2, 'bob', 8)");
+    assertThat(sorted(collect(writer, "SELECT qty, name, id FROM orders")))
+        .containsExactly("+I[7, ada, 1]", "+I[8, bob, 2]");
+    // The sort key, used after the selected columns, is read last.
+    assertThat(collect(writer, "SELECT name, qty FROM orders ORDER BY id DESC").stream()
+        .map(Row::toString)).containsExactly("+I[bob, 8]", "+I[ada, 7]");
+  }
+
+  @Test
   @Timeout(300)
   void aStreamingInsertReplicatesOneTablesChangelogIntoAnother() throws Exception {
     TableEnvironment writer = batch();

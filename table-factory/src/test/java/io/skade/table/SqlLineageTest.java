@@ -102,6 +102,60 @@ class SqlLineageTest {
         .path("datasetVersion").asText()).isEqualTo(Long.toString(written.snapshotId()));
   }
 
+  @Test
+  void theLineageTableIsReadableWithSqlAndStreamableWithSkadesSource() throws Exception {
+    String warehouse = dir.resolve("wh").toString();
+    TableEnvironment env = SqlTestBase.batch();
+    env.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '" + warehouse
+        + "', 'lineage.sink' = 'table', 'lineage.actor' = 'etl')");
+    env.executeSql("USE CATALOG lake");
+    env.executeSql("CREATE DATABASE db");
+    env.executeSql("CREATE TABLE db.t (id INT, v STRING)");
+    SqlTestBase.run(env, "INSERT INTO db.t VALUES (1, 'a')");
+    SqlTestBase.run(env, "INSERT INTO db.t VALUES (2, 'b')");
+    Map<String, String> properties = Map.of("warehouse", warehouse, "lineage.sink", "table",
+        "lineage.actor", "etl");
+    List<Long> snapshots = new ArrayList<>();
+    try (SharedCatalogs.Handle handle = SharedCatalogs.acquire("lake", properties)) {
+      handle.catalog().loadTable(TableIdentifier.of("db", "t")).snapshots()
+          .forEach(snapshot -> snapshots.add(snapshot.snapshotId()));
+      assertThat(io.skade.lineage.CatalogLineage.Running.of(handle.catalog()).orElseThrow()
+          .awaitCaughtUp(java.time.Duration.ofSeconds(30))).isTrue();
+    }
+    String query = "SELECT operation, output_table, output_snapshot_id, inputs, outputs"
+        + " FROM skade_system.lineage_events";
+    List<String> expected = List.of(
+        "+I[CREATE, db.t, null, [], [db.t]]",
+        "+I[APPEND, db.t, " + snapshots.get(0) + ", [], [db.t]]",
+        "+I[APPEND, db.t, " + snapshots.get(1) + ", [], [db.t]]");
+    // The sink flushes a burst in one commit: wait for the rows, not for time.
+    List<String> rows = List.of();
+    for (long deadline = System.currentTimeMillis() + 30_000;
+        rows.size() < 3 && System.currentTimeMillis() < deadline; Thread.sleep(50)) {
+      rows = SqlTestBase.collect(env, query + " ORDER BY commit_seq").stream()
+          .map(Object::toString).toList();
+    }
+    assertThat(rows).containsExactlyElementsOf(expected);
+    // The catalog's actor names what no writer names (the create); a sink's commits name their
+    // job (without skade's job listener, by its id).
+    assertThat(SqlTestBase.collect(env, "SELECT operation, actor FROM"
+        + " skade_system.lineage_events ORDER BY commit_seq").stream().map(Object::toString))
+        .satisfiesExactly(
+            row -> assertThat(row).isEqualTo("+I[CREATE, etl]"),
+            row -> assertThat(row).matches("\\+I\\[APPEND, flink job [0-9a-f]{32}\\]"),
+            row -> assertThat(row).matches("\\+I\\[APPEND, flink job [0-9a-f]{32}\\]"));
+
+    TableEnvironment streaming = SqlTestBase.streaming();
+    streaming.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '"
+        + warehouse + "', 'lineage.sink' = 'table', 'lineage.actor' = 'etl')");
+    streaming.executeSql("USE CATALOG lake");
+    assertThat(SqlTestBase.collect(streaming, query + " /*+ OPTIONS('scan.bounded' = 'true') */")
+        .stream().map(Object::toString).sorted()).containsExactlyElementsOf(
+            expected.stream().sorted().toList());
+    streaming.getCatalog("lake").orElseThrow().close();
+    env.getCatalog("lake").orElseThrow().close();
+  }
+
   /** The events in {@code file} once it holds the COMPLETE event of job {@code jobId}. */
   private static List<JsonNode> readUntil(Path file, String jobId, long timeoutMillis)
       throws Exception {
