@@ -156,6 +156,51 @@ class SqlLineageTest {
     env.getCatalog("lake").orElseThrow().close();
   }
 
+  @Test
+  void aHangingCollectorHoldsUpNoJob() throws Exception {
+    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.atomic.AtomicInteger requests = new java.util.concurrent.atomic.AtomicInteger();
+    com.sun.net.httpserver.HttpServer collector = com.sun.net.httpserver.HttpServer.create(
+        new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), 0);
+    collector.createContext("/api/v1/lineage", exchange -> {
+      requests.incrementAndGet();
+      try {
+        release.await(60, java.util.concurrent.TimeUnit.SECONDS); // never answers in time
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      exchange.close();
+    });
+    collector.setExecutor(java.util.concurrent.Executors.newCachedThreadPool());
+    collector.start();
+    try {
+      Configuration conf = new Configuration();
+      conf.set(DeploymentOptions.JOB_STATUS_CHANGED_LISTENERS,
+          List.of(SkadeJobListenerFactory.class.getName()));
+      TableEnvironment env = TableEnvironment.create(EnvironmentSettings.newInstance()
+          .inBatchMode().withConfiguration(conf).build());
+      env.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '"
+          + dir.resolve("wh") + "', 'lineage.sink' = 'openlineage',"
+          + " 'lineage.openlineage.url' = 'http://127.0.0.1:" + collector.getAddress().getPort()
+          + "')");
+      env.executeSql("USE CATALOG lake");
+      env.executeSql("CREATE DATABASE db");
+      env.executeSql("CREATE TABLE db.t (id INT, v STRING)");
+      for (int i = 0; i < 3; i++) {
+        SqlTestBase.run(env, "INSERT INTO db.t VALUES (" + i + ", 'x')");
+      }
+      // Every job finished and committed while the collector held its first request.
+      assertThat(SqlTestBase.collect(env, "SELECT COUNT(*) FROM db.t").get(0).getField(0))
+          .isEqualTo(3L);
+      assertThat(release.getCount()).isEqualTo(1);
+      assertThat(requests.get()).isGreaterThanOrEqualTo(1);
+      env.getCatalog("lake").orElseThrow().close(); // bounded: gives up on the collector
+    } finally {
+      release.countDown();
+      collector.stop(0);
+    }
+  }
+
   /** The events in {@code file} once it holds the COMPLETE event of job {@code jobId}. */
   private static List<JsonNode> readUntil(Path file, String jobId, long timeoutMillis)
       throws Exception {
