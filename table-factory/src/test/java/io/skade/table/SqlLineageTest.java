@@ -38,16 +38,7 @@ class SqlLineageTest {
     Path events = dir.resolve("lineage.jsonl");
     Map<String, String> catalogProperties = Map.of("warehouse", dir.resolve("wh").toString(),
         "lineage.sink", "openlineage", "lineage.openlineage.url", "file:" + events);
-    Configuration conf = new Configuration();
-    conf.set(DeploymentOptions.JOB_STATUS_CHANGED_LISTENERS,
-        List.of(SkadeJobListenerFactory.class.getName()));
-    TableEnvironment env = TableEnvironment.create(EnvironmentSettings.newInstance()
-        .inBatchMode().withConfiguration(conf).build());
-    env.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '"
-        + catalogProperties.get("warehouse") + "', 'lineage.sink' = 'openlineage',"
-        + " 'lineage.openlineage.url' = 'file:" + events + "')");
-    env.executeSql("USE CATALOG lake");
-    env.executeSql("CREATE DATABASE db");
+    TableEnvironment env = lakeWithOpenLineage("file:" + events);
     env.executeSql("CREATE TABLE db.a (id INT, name STRING, PRIMARY KEY (id) NOT ENFORCED)");
     env.executeSql("CREATE TABLE db.b (id INT, city STRING, PRIMARY KEY (id) NOT ENFORCED)");
     env.executeSql("CREATE TABLE db.c (id INT, name STRING, city STRING,"
@@ -174,17 +165,8 @@ class SqlLineageTest {
     collector.setExecutor(java.util.concurrent.Executors.newCachedThreadPool());
     collector.start();
     try {
-      Configuration conf = new Configuration();
-      conf.set(DeploymentOptions.JOB_STATUS_CHANGED_LISTENERS,
-          List.of(SkadeJobListenerFactory.class.getName()));
-      TableEnvironment env = TableEnvironment.create(EnvironmentSettings.newInstance()
-          .inBatchMode().withConfiguration(conf).build());
-      env.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '"
-          + dir.resolve("wh") + "', 'lineage.sink' = 'openlineage',"
-          + " 'lineage.openlineage.url' = 'http://127.0.0.1:" + collector.getAddress().getPort()
-          + "')");
-      env.executeSql("USE CATALOG lake");
-      env.executeSql("CREATE DATABASE db");
+      TableEnvironment env = lakeWithOpenLineage(
+          "http://127.0.0.1:" + collector.getAddress().getPort());
       env.executeSql("CREATE TABLE db.t (id INT, v STRING)");
       for (int i = 0; i < 3; i++) {
         SqlTestBase.run(env, "INSERT INTO db.t VALUES (" + i + ", 'x')");
@@ -199,6 +181,24 @@ class SqlLineageTest {
       release.countDown();
       collector.stop(0);
     }
+  }
+
+  /**
+   * A batch environment with skade's job listener, in catalog {@code lake} (warehouse {@code
+   * wh} of the test's directory, lineage to OpenLineage at {@code url}) and its database db.
+   */
+  private TableEnvironment lakeWithOpenLineage(String url) {
+    Configuration conf = new Configuration();
+    conf.set(DeploymentOptions.JOB_STATUS_CHANGED_LISTENERS,
+        List.of(SkadeJobListenerFactory.class.getName()));
+    TableEnvironment env = TableEnvironment.create(EnvironmentSettings.newInstance()
+        .inBatchMode().withConfiguration(conf).build());
+    env.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '"
+        + dir.resolve("wh") + "', 'lineage.sink' = 'openlineage', 'lineage.openlineage.url' = '"
+        + url + "')");
+    env.executeSql("USE CATALOG lake");
+    env.executeSql("CREATE DATABASE db");
+    return env;
   }
 
   /** The events in {@code file} once it holds the COMPLETE event of job {@code jobId}. */
