@@ -25,6 +25,7 @@ import static io.skade.table.SkadeConnectorOptions.TABLE;
 import static io.skade.table.SkadeConnectorOptions.WAREHOUSE;
 
 import io.skade.catalog.SharedCatalogs;
+import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangelogOptions.BeforeImage;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.source.StartupMode;
@@ -195,6 +196,14 @@ public final class SkadeDynamicTableFactory
   }
 
   private Resolved resolve(Context context) {
+    Resolved resolved = resolveOptions(context);
+    SkadeJobListenerFactory.planned(context.getObjectIdentifier().asSummaryString(),
+        SkadeCatalog.warehouse(resolved.table.toString(), resolved.properties),
+        resolved.table.toString());
+    return resolved;
+  }
+
+  private Resolved resolveOptions(Context context) {
     FactoryUtil.TableFactoryHelper helper = FactoryUtil.createTableFactoryHelper(this, context);
     ReadableConfig options = helper.getOptions();
     if (catalogProperties != null) {

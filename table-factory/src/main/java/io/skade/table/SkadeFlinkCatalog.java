@@ -1,11 +1,9 @@
 package io.skade.table;
 
-import io.skade.catalog.SkadeCatalog;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import org.apache.flink.table.catalog.CatalogBaseTable;
 import org.apache.flink.table.catalog.CatalogDatabaseImpl;
 import org.apache.flink.table.catalog.CatalogTable;
@@ -30,8 +28,6 @@ import org.apache.iceberg.flink.FlinkCatalog;
  * connector.
  */
 final class SkadeFlinkCatalog extends FlinkCatalog {
-  /** The warehouses of the skade catalogs open in this JVM, by Flink catalog name. */
-  private static final Map<String, String> WAREHOUSES = new ConcurrentHashMap<>();
   private final SharedCatalogLoader loader;
   private final Map<String, String> catalogProperties;
 
@@ -46,17 +42,8 @@ final class SkadeFlinkCatalog extends FlinkCatalog {
     this.catalogProperties = Map.copyOf(catalogProperties);
   }
 
-  /**
-   * The warehouses of the skade catalogs open in this JVM, by Flink catalog name: Flink's SQL
-   * lineage names a catalog's tables {@code catalog.database.table}.
-   */
-  static Map<String, String> warehouses() {
-    return Map.copyOf(WAREHOUSES);
-  }
-
   @Override
   public void open() throws CatalogException {
-    WAREHOUSES.put(getName(), SkadeCatalog.warehouse(getName(), catalogProperties));
     if (!databaseExists(getDefaultDatabase())) {
       try {
         createDatabase(getDefaultDatabase(), new CatalogDatabaseImpl(Map.of(), null), true);
@@ -69,7 +56,6 @@ final class SkadeFlinkCatalog extends FlinkCatalog {
   /** Releases this catalog's hold on the shared skade catalog (closing it if it was the last). */
   @Override
   public void close() throws CatalogException {
-    WAREHOUSES.remove(getName(), SkadeCatalog.warehouse(getName(), catalogProperties));
     loader.release();
   }
 

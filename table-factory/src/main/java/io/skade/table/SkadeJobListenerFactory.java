@@ -64,23 +64,36 @@ public final class SkadeJobListenerFactory implements JobStatusChangedListenerFa
     return datasets;
   }
 
+  /** The skade tables this JVM planned, by the name Flink's lineage gives them. */
+  private static final Map<String, Planned> PLANNED = java.util.Collections.synchronizedMap(
+      new java.util.LinkedHashMap<>() {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Planned> eldest) {
+          return size() > 10_000;
+        }
+      });
+
+  private record Planned(String warehouse, String table) {}
+
   /**
-   * A dataset of the graph as skade's lineage names it. The planner names a table of a Flink SQL
-   * catalog {@code catalog.database.table}, keeping the namespace of the connector's own dataset
-   * (a skade table's warehouse) or, for a sink it knows no dataset of, leaving it empty; a skade
-   * catalog's prefix is dropped and its warehouse filled in.
+   * Remembers that Flink table {@code flinkName} ({@code catalog.database.table}, as Flink's SQL
+   * lineage names it) is skade table {@code table} of the catalog of {@code warehouse}.
+   */
+  static void planned(String flinkName, String warehouse, String table) {
+    PLANNED.put(flinkName, new Planned(warehouse, table));
+  }
+
+  /**
+   * A dataset of the graph as skade's lineage names it. Flink's SQL planner names a table by its
+   * Flink identifier, keeping the namespace of the connector's own dataset (a skade table's
+   * warehouse) or none at all; a skade table planned in this JVM is named as skade names it.
    */
   private static LineageDataset dataset(org.apache.flink.streaming.api.lineage.LineageDataset d) {
-    String namespace = d.namespace() == null ? "" : d.namespace();
-    String name = d.name();
-    for (Map.Entry<String, String> catalog : SkadeFlinkCatalog.warehouses().entrySet()) {
-      String prefix = catalog.getKey() + ".";
-      if (name.startsWith(prefix)
-          && (namespace.isEmpty() || namespace.equals(catalog.getValue()))) {
-        return FlinkLineage.fromFlink(catalog.getValue(), name.substring(prefix.length()));
-      }
+    Planned planned = PLANNED.get(d.name());
+    if (planned != null) {
+      return FlinkLineage.fromFlink(planned.warehouse(), planned.table());
     }
-    return FlinkLineage.fromFlink(namespace, name);
+    return FlinkLineage.fromFlink(d.namespace() == null ? "" : d.namespace(), d.name());
   }
 
   /** To the lineage of each open catalog whose warehouse holds one of the job's datasets. */

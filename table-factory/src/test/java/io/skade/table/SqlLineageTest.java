@@ -5,8 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.skade.catalog.SharedCatalogs;
+import io.skade.lineage.CatalogLineage;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -52,14 +54,17 @@ class SqlLineageTest {
 
     Snapshot written;
     long commitSeq;
+    List<JsonNode> all;
     try (SharedCatalogs.Handle handle = SharedCatalogs.acquire("lake", catalogProperties)) {
       TableIdentifier c = TableIdentifier.of("db", "c");
       written = handle.catalog().loadTable(c).currentSnapshot();
       commitSeq = handle.catalog().commitOf(c, written.snapshotId()).orElseThrow().commitSeq();
+      assertThat(CatalogLineage.Running.of(handle.catalog()).orElseThrow()
+          .awaitCaughtUp(Duration.ofSeconds(30))).isTrue(); // every commit described
+      // The job's end is reported by its JobMaster once the job finished: it may come after
+      // await() returned, so the file is read until it holds it.
+      all = readUntil(events, jobId, 30_000);
     }
-    // The job's end is reported by its JobMaster once the job finished: it may come after
-    // await() returned, so the file is read until it holds it.
-    List<JsonNode> all = readUntil(events, jobId, 30_000);
     env.getCatalog("lake").orElseThrow().close();
     List<JsonNode> runs = all.stream()
         .filter(e -> jobId.equals(e.path("run").path("facets").path("flink_job").path("jobId")
@@ -94,6 +99,48 @@ class SqlLineageTest {
   }
 
   @Test
+  void tablesDeclaredWithTheConnectorAreNamedAsSkadeTables() throws Exception {
+    Path events = dir.resolve("lineage.jsonl");
+    Map<String, String> catalogProperties = Map.of("warehouse", dir.resolve("wh").toString(),
+        "lineage.sink", "openlineage", "lineage.openlineage.url", "file:" + events);
+    Configuration conf = new Configuration();
+    conf.set(DeploymentOptions.JOB_STATUS_CHANGED_LISTENERS,
+        List.of(SkadeJobListenerFactory.class.getName()));
+    TableEnvironment env = TableEnvironment.create(EnvironmentSettings.newInstance()
+        .inBatchMode().withConfiguration(conf).build());
+    String with = " WITH ('connector' = 'skade', 'warehouse' = '" + dir.resolve("wh")
+        + "', 'database' = 'db', 'lineage.sink' = 'openlineage', 'lineage.openlineage.url' ="
+        + " 'file:" + events + "')";
+    env.executeSql("CREATE TABLE src (id INT, v STRING)" + with);
+    env.executeSql("CREATE TABLE dst (id INT, v STRING)" + with);
+    // The application holds the catalog open, so its lineage hears of the job's start and end
+    // (a table declared with the connector opens it only while a job or planner uses it).
+    try (SharedCatalogs.Handle handle = SharedCatalogs.acquire(catalogProperties)) {
+      SqlTestBase.run(env, "INSERT INTO src VALUES (1, 'a')");
+      TableResult copy = env.executeSql("INSERT INTO dst SELECT * FROM src");
+      copy.await();
+      String jobId = copy.getJobClient().orElseThrow().getJobID().toHexString();
+      assertThat(CatalogLineage.Running.of(handle.catalog()).orElseThrow()
+          .awaitCaughtUp(Duration.ofSeconds(30))).isTrue(); // every commit described
+      List<JsonNode> all = readUntil(events, jobId, 30_000);
+      List<JsonNode> runs = all.stream().filter(e -> jobId.equals(
+          e.path("run").path("facets").path("flink_job").path("jobId").asText())).toList();
+      assertThat(runs).extracting(e -> e.path("eventType").asText())
+          .containsExactly("START", "COMPLETE");
+      for (JsonNode run : runs) {
+        assertThat(symlinkNames(run.path("inputs"))).containsExactly("db.src");
+        assertThat(symlinkNames(run.path("outputs"))).containsExactly("db.dst");
+      }
+      JsonNode commit = all.stream().filter(e -> e.path("run").path("facets")
+              .path("skade_commit").path("operation").asText().equals("APPEND")
+              && symlinkNames(e.path("outputs")).equals(List.of("db.dst")))
+          .findFirst().orElseThrow();
+      assertThat(symlinkNames(commit.path("inputs"))).containsExactly("db.src");
+      assertThat(commit.path("job").path("name").asText()).endsWith("(" + jobId + ")");
+    }
+  }
+
+  @Test
   void theLineageTableIsReadableWithSqlAndStreamableWithSkadesSource() throws Exception {
     String warehouse = dir.resolve("wh").toString();
     TableEnvironment env = SqlTestBase.batch();
@@ -110,8 +157,8 @@ class SqlLineageTest {
     try (SharedCatalogs.Handle handle = SharedCatalogs.acquire("lake", properties)) {
       handle.catalog().loadTable(TableIdentifier.of("db", "t")).snapshots()
           .forEach(snapshot -> snapshots.add(snapshot.snapshotId()));
-      assertThat(io.skade.lineage.CatalogLineage.Running.of(handle.catalog()).orElseThrow()
-          .awaitCaughtUp(java.time.Duration.ofSeconds(30))).isTrue();
+      assertThat(CatalogLineage.Running.of(handle.catalog()).orElseThrow()
+          .awaitCaughtUp(Duration.ofSeconds(30))).isTrue();
     }
     String query = "SELECT operation, output_table, output_snapshot_id, inputs, outputs"
         + " FROM skade_system.lineage_events";
