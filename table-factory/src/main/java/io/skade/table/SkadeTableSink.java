@@ -1,9 +1,7 @@
 package io.skade.table;
 
 import io.skade.catalog.SharedCatalogs;
-import io.skade.catalog.SkadeCatalog;
 import io.skade.lineage.CommitLineage;
-import io.skade.lineage.FlinkLineage;
 import io.skade.write.TableWriter;
 import java.util.List;
 import java.util.Locale;
@@ -11,8 +9,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.stream.Collectors;
 import org.apache.flink.configuration.ReadableConfig;
-import org.apache.flink.streaming.api.datastream.DataStreamSink;
-import org.apache.flink.streaming.api.transformations.TransformationWithLineage;
 import org.apache.flink.table.api.TableException;
 import org.apache.flink.table.catalog.Column;
 import org.apache.flink.table.catalog.ResolvedSchema;
@@ -110,13 +106,7 @@ final class SkadeTableSink implements DynamicTableSink, SupportsPartitioning, Su
         builder.setSnapshotProperty(CommitLineage.ACTOR, lineageActor);
       }
       providerContext.generateUid("skade-sink").ifPresent(builder::uidPrefix);
-      DataStreamSink<Void> sink = builder.append();
-      // Iceberg's sink names no dataset: the table this sink writes, for Flink's lineage graph.
-      if (sink.getTransformation() instanceof TransformationWithLineage<?> lineage) {
-        lineage.setLineageVertex(new FlinkLineage.SinkVertex(List.of(FlinkLineage.dataset(
-            SkadeCatalog.warehouse(table.toString(), catalogProperties), table))));
-      }
-      return sink;
+      return builder.append();
     };
   }
 
