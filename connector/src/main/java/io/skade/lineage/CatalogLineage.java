@@ -7,9 +7,11 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.TableIdentifier;
 
 /**
  * Lineage of an owner skade catalog, started with it when its properties ask for it ({@link
@@ -57,7 +59,7 @@ public final class CatalogLineage implements CatalogService {
     }
 
     /** The running lineage of {@code catalog}, if it has one. */
-    public static java.util.Optional<Running> of(SkadeCatalog catalog) {
+    public static Optional<Running> of(SkadeCatalog catalog) {
       return RUNNING.stream().filter(running -> running.catalog() == catalog).findFirst();
     }
   }
@@ -73,7 +75,7 @@ public final class CatalogLineage implements CatalogService {
     String actor = properties.getOrDefault(ACTOR, DEFAULT_ACTOR);
     LineageSink sink;
     long after = -1;
-    Set<org.apache.iceberg.catalog.TableIdentifier> unrecorded = Set.of();
+    Set<TableIdentifier> unrecorded = Set.of();
     switch (kind) {
       case "none" -> {
         return null;

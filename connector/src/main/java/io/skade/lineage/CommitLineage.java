@@ -119,10 +119,18 @@ public final class CommitLineage implements AutoCloseable {
     }
   }
 
+  /** Describes {@code event}, then moves the cursor past it (so a caught-up cursor means sent). */
   private void describe(CommitEvent event) {
-    synchronized (this) {
-      cursor = event.commitSeq();
+    try {
+      describeCommit(event);
+    } finally {
+      synchronized (this) {
+        cursor = event.commitSeq();
+      }
     }
+  }
+
+  private void describeCommit(CommitEvent event) {
     TableIdentifier id = catalog.commitTableIdentifier(event.tableKey());
     try {
       if (event.inTransaction()) {

@@ -50,6 +50,11 @@ public final class WarehouseLineageSink implements LineageSink {
   static final String RECORDED = "skade.lineage.recorded-commit-seq";
   /** Events per commit at most. */
   static final int MAX_BATCH = 1000;
+  /**
+   * Events kept while the table cannot be written; past this they are dropped, to be recorded
+   * from the commit log after a restart (the table's recorded cursor did not move).
+   */
+  static final int MAX_WAITING = 10 * MAX_BATCH;
 
   private final Table table;
   private final TableWriter writer;
@@ -108,6 +113,9 @@ public final class WarehouseLineageSink implements LineageSink {
     row.setField("output_location", event.output().location());
     row.setField("inputs", event.inputs().stream().map(WarehouseLineageSink::named).toList());
     row.setField("outputs", event.outputs().stream().map(WarehouseLineageSink::named).toList());
+    if (batch.size() >= MAX_WAITING) {
+      batch.clear();
+    }
     batch.add(row);
     batchSeq = Math.max(batchSeq, event.commitSeq());
     if (batch.size() >= MAX_BATCH) {
