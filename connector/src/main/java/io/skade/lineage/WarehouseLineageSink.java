@@ -51,8 +51,8 @@ public final class WarehouseLineageSink implements LineageSink {
   /** Events per commit at most. */
   static final int MAX_BATCH = 1000;
   /**
-   * Events kept while the table cannot be written; past this they are dropped, to be recorded
-   * from the commit log after a restart (the table's recorded cursor did not move).
+   * Events kept while the table cannot be written; later ones are dropped, to be recorded from
+   * the commit log after a restart (the table's recorded cursor stays below them).
    */
   static final int MAX_WAITING = 10 * MAX_BATCH;
 
@@ -114,7 +114,9 @@ public final class WarehouseLineageSink implements LineageSink {
     row.setField("inputs", event.inputs().stream().map(WarehouseLineageSink::named).toList());
     row.setField("outputs", event.outputs().stream().map(WarehouseLineageSink::named).toList());
     if (batch.size() >= MAX_WAITING) {
-      batch.clear();
+      throw new IllegalStateException(MAX_WAITING + " lineage events wait for " + TABLE
+          + ", which cannot be written; commit_seq " + event.commitSeq() + " is dropped here and"
+          + " recorded from the commit log after a restart");
     }
     batch.add(row);
     batchSeq = Math.max(batchSeq, event.commitSeq());
