@@ -51,8 +51,8 @@ public final class WarehouseLineageSink implements LineageSink {
   /** Events per commit at most. */
   static final int MAX_BATCH = 1000;
   /**
-   * Events kept while the table cannot be written; later ones are dropped, to be recorded from
-   * the commit log after a restart (the table's recorded cursor stays below them).
+   * Events kept while the table cannot be written; from then on events are dropped, to be
+   * recorded from the commit log after a restart (the table's recorded cursor stays below them).
    */
   static final int MAX_WAITING = 10 * MAX_BATCH;
 
@@ -60,6 +60,7 @@ public final class WarehouseLineageSink implements LineageSink {
   private final TableWriter writer;
   private final List<Record> batch = new ArrayList<>();
   private long batchSeq = -1;
+  private boolean dropping;
 
   /** Appends to the lineage table of {@code catalog}, which {@link #open} made sure exists. */
   public WarehouseLineageSink(Table table) {
@@ -113,10 +114,13 @@ public final class WarehouseLineageSink implements LineageSink {
     row.setField("output_location", event.output().location());
     row.setField("inputs", event.inputs().stream().map(WarehouseLineageSink::named).toList());
     row.setField("outputs", event.outputs().stream().map(WarehouseLineageSink::named).toList());
-    if (batch.size() >= MAX_WAITING) {
-      throw new IllegalStateException(MAX_WAITING + " lineage events wait for " + TABLE
-          + ", which cannot be written; commit_seq " + event.commitSeq() + " is dropped here and"
-          + " recorded from the commit log after a restart");
+    // Once one is dropped, every later one is too: the recorded cursor must stay below the
+    // first dropped commit, so that a restart records them all from the log.
+    dropping |= batch.size() >= MAX_WAITING;
+    if (dropping) {
+      throw new IllegalStateException(MAX_WAITING + " lineage events waited for " + TABLE
+          + ", which could not be written; commit_seq " + event.commitSeq() + " is dropped"
+          + " here and recorded from the commit log after a restart");
     }
     batch.add(row);
     batchSeq = Math.max(batchSeq, event.commitSeq());
