@@ -1,6 +1,7 @@
 package io.skade.table;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -137,6 +138,43 @@ class SqlLineageTest {
           .findFirst().orElseThrow();
       assertThat(symlinkNames(commit.path("inputs"))).containsExactly("db.src");
       assertThat(commit.path("job").path("name").asText()).endsWith("(" + jobId + ")");
+    }
+  }
+
+  @Test
+  void aFailingJobIsReportedAsFailedWithItsError() throws Exception {
+    Path events = dir.resolve("lineage.jsonl");
+    TableEnvironment env = lakeWithOpenLineage("file:" + events);
+    env.executeSql("CREATE TABLE db.src (id INT)");
+    env.executeSql("CREATE TABLE db.dst (id INT)");
+    SqlTestBase.run(env, "INSERT INTO db.src VALUES (1)");
+    TableResult failing = env.executeSql("INSERT INTO db.dst SELECT id / (id - id) FROM db.src");
+    String jobId = failing.getJobClient().orElseThrow().getJobID().toHexString();
+    assertThatThrownBy(failing::await).hasRootCauseInstanceOf(ArithmeticException.class);
+
+    List<JsonNode> runs = List.of();
+    for (long deadline = System.currentTimeMillis() + 30_000; System.currentTimeMillis() < deadline
+        && runs.stream().noneMatch(e -> e.path("eventType").asText().equals("FAIL"));
+        Thread.sleep(20)) {
+      runs = (Files.exists(events) ? Files.readAllLines(events) : List.<String>of()).stream()
+          .map(SqlLineageTest::json)
+          .filter(e -> jobId.equals(e.path("run").path("facets").path("flink_job")
+              .path("jobId").asText()))
+          .toList();
+    }
+    assertThat(runs).extracting(e -> e.path("eventType").asText())
+        .containsExactly("START", "FAIL");
+    assertThat(runs.get(1).path("run").path("facets").path("errorMessage").path("message")
+        .asText()).isNotEmpty();
+    assertThat(symlinkNames(runs.get(1).path("inputs"))).containsExactly("db.src");
+    env.getCatalog("lake").orElseThrow().close();
+  }
+
+  private static JsonNode json(String line) {
+    try {
+      return JSON.readTree(line);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
     }
   }
 
