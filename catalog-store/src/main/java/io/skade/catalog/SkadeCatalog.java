@@ -7,9 +7,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Instant;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.Deque;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
@@ -18,6 +20,8 @@ import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.ServiceConfigurationError;
+import java.util.ServiceLoader;
 import java.util.Set;
 import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
@@ -98,7 +102,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   private CatalogStore store;
   private Committer committer;
   /** What the catalog's {@link CatalogService}s started, closed first, newest first. */
-  private final java.util.Deque<AutoCloseable> services = new java.util.ArrayDeque<>();
+  private final Deque<AutoCloseable> services = new ArrayDeque<>();
   private Path scratchFollowerDir;
   private int feedBufferSize = DEFAULT_SUBSCRIBER_BUFFER;
   private boolean uniqueTableLocation;
@@ -152,14 +156,14 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   /** Starts every {@link CatalogService} on the class path; one failing closes the catalog. */
   private void startServices(Map<String, String> props) {
     try {
-      for (CatalogService service : java.util.ServiceLoader.load(CatalogService.class,
+      for (CatalogService service : ServiceLoader.load(CatalogService.class,
           SkadeCatalog.class.getClassLoader())) {
         AutoCloseable started = service.start(this, props);
         if (started != null) {
           services.push(started);
         }
       }
-    } catch (RuntimeException | java.util.ServiceConfigurationError e) {
+    } catch (RuntimeException | ServiceConfigurationError e) {
       try {
         close();
       } catch (IOException | RuntimeException closing) {
@@ -494,7 +498,9 @@ public class SkadeCatalog extends BaseMetastoreCatalog
           if (p.newLocation() != null) {
             long seq = stage.commit(p.ops().tableKey(), CommitOperation.UPDATE, p.added(),
                 p.newLocation(), p.snapshotId());
-            first = changed++ == 0 ? seq : first;
+            if (changed++ == 0) {
+              first = seq;
+            }
           }
         }
         stage.markTransaction(first, changed); // lineage describes it as one release

@@ -21,6 +21,8 @@ import org.apache.iceberg.catalog.TableIdentifier;
 public final class CatalogLineage implements CatalogService {
   /** Where lineage goes: {@code none} (default), {@code table} or {@code openlineage}. */
   public static final String SINK = "lineage.sink";
+  /** The values {@link #SINK} takes. */
+  public static final List<String> SINKS = List.of("none", "table", "openlineage");
   /**
    * The OpenLineage destination: an {@code http(s)://} collector URL, {@code file:<path>} for
    * JSON lines in a file, or {@code console}.
@@ -88,8 +90,7 @@ public final class CatalogLineage implements CatalogService {
       }
       case "openlineage" -> sink = openLineage(catalog.name(), properties.get(OPENLINEAGE_URL));
       default -> throw new IllegalArgumentException("skade catalog '" + catalog.name()
-          + "': property '" + SINK + "' is '" + kind + "'; accepted values are 'none', 'table'"
-          + " and 'openlineage'");
+          + "': property '" + SINK + "' is '" + kind + "'; " + acceptedSinks());
     }
     BestEffortLineage out = new BestEffortLineage(sink);
     CommitLineage commits = new CommitLineage(catalog, out, actor, after, unrecorded);
@@ -100,6 +101,13 @@ public final class CatalogLineage implements CatalogService {
       commits.close();
       out.close();
     };
+  }
+
+  /** The values {@link #SINK} takes, as an error message lists them. */
+  public static String acceptedSinks() {
+    List<String> quoted = SINKS.stream().map(sink -> "'" + sink + "'").toList();
+    return "accepted values are " + String.join(", ", quoted.subList(0, quoted.size() - 1))
+        + " and " + quoted.get(quoted.size() - 1);
   }
 
   private static LineageSink openLineage(String catalog, String url) {

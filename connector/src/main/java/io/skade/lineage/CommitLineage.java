@@ -8,6 +8,7 @@ import io.skade.changelog.MetadataCache;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -215,7 +216,7 @@ public final class CommitLineage implements AutoCloseable {
     List<CommitEvent> commits = List.copyOf(release);
     release.clear();
     String actor = null;
-    java.util.LinkedHashSet<LineageDataset> inputs = new java.util.LinkedHashSet<>();
+    Set<LineageDataset> inputs = new LinkedHashSet<>();
     List<LineageDataset> outputs = new ArrayList<>();
     for (CommitEvent commit : commits) {
       TableIdentifier id = catalog.commitTableIdentifier(commit.tableKey());
@@ -255,7 +256,7 @@ public final class CommitLineage implements AutoCloseable {
   }
 
   /** A skade table as a dataset: named in the catalog's warehouse, at {@code snapshotId}. */
-  public static LineageDataset dataset(String warehouse, TableIdentifier id, Table table,
+  private static LineageDataset dataset(String warehouse, TableIdentifier id, Table table,
       Long snapshotId) {
     List<LineageDataset.Field> fields = new ArrayList<>();
     for (Types.NestedField field : table.schema().columns()) {
@@ -263,6 +264,18 @@ public final class CommitLineage implements AutoCloseable {
     }
     return new LineageDataset(warehouse, id.toString(), null, table.location(), snapshotId,
         fields);
+  }
+
+  /**
+   * Table {@code id} of {@code catalog} as a dataset at no particular snapshot, with its location
+   * and columns; only named when it cannot be loaded (dropped since).
+   */
+  static LineageDataset table(SkadeCatalog catalog, TableIdentifier id) {
+    try {
+      return dataset(catalog.warehouse(), id, catalog.loadTable(id), null);
+    } catch (RuntimeException e) {
+      return new LineageDataset(catalog.warehouse(), id.toString(), null, null, null, List.of());
+    }
   }
 
   private List<LineageDataset> inputs(String encoded) {
@@ -275,18 +288,10 @@ public final class CommitLineage implements AutoCloseable {
       if (parts.length == 3) {
         inputs.add(LineageDataset.external(parts[0], parts[1], parts[2]));
       } else {
-        inputs.add(skadeTable(TableIdentifier.parse(line)));
+        inputs.add(table(catalog, TableIdentifier.parse(line)));
       }
     }
     return inputs;
-  }
-
-  private LineageDataset skadeTable(TableIdentifier id) {
-    try {
-      return dataset(id, catalog.loadTable(id), null);
-    } catch (RuntimeException e) { // dropped since: still named
-      return new LineageDataset(catalog.warehouse(), id.toString(), null, null, null, List.of());
-    }
   }
 
   /** The {@link #INPUTS} value naming {@code inputs}. */

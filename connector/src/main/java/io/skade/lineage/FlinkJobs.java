@@ -1,15 +1,15 @@
 package io.skade.lineage;
 
-import java.util.LinkedHashMap;
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 
 /**
  * The Flink jobs this JVM saw submitted, with the datasets they read and write, so the commits
  * their sinks make can be described with the job's name and inputs: a sink's commit carries only
- * the job id ({@code flink.job-id} in the snapshot summary). Bounded: the oldest jobs are
- * forgotten first.
+ * the job id ({@code flink.job-id} in the snapshot summary). Bounded: the jobs least recently
+ * seen are forgotten first.
  */
 public final class FlinkJobs {
   /** Jobs remembered at most. */
@@ -29,26 +29,18 @@ public final class FlinkJobs {
     }
   }
 
-  private static final Map<String, Job> JOBS = new LinkedHashMap<>() {
-    @Override
-    protected boolean removeEldestEntry(Map.Entry<String, Job> eldest) {
-      return size() > MAX_JOBS;
-    }
-  };
+  private static final Cache<String, Job> JOBS =
+      Caffeine.newBuilder().maximumSize(MAX_JOBS).build();
 
   private FlinkJobs() {}
 
   /** Remembers a submitted job. */
   public static void submitted(Job job) {
-    synchronized (JOBS) {
-      JOBS.put(job.id(), job);
-    }
+    JOBS.put(job.id(), job);
   }
 
   /** The job with Flink job id {@code id}, if this JVM saw it submitted. */
   public static Optional<Job> job(String id) {
-    synchronized (JOBS) {
-      return Optional.ofNullable(JOBS.get(id));
-    }
+    return Optional.ofNullable(JOBS.getIfPresent(id));
   }
 }

@@ -44,12 +44,7 @@ public final class FlinkLineage {
     for (CatalogLineage.Running running : CatalogLineage.running()) {
       SkadeCatalog catalog = running.catalog();
       if (catalog.warehouse().equals(namespace)) {
-        TableIdentifier id = TableIdentifier.parse(name);
-        try {
-          return CommitLineage.dataset(namespace, id, catalog.loadTable(id), null);
-        } catch (RuntimeException e) { // dropped since: still named
-          return new LineageDataset(namespace, name, null, null, null, List.of());
-        }
+        return CommitLineage.table(catalog, TableIdentifier.parse(name));
       }
     }
     int scheme = namespace.indexOf("://");

@@ -12,12 +12,11 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import org.apache.iceberg.util.DateTimeUtil;
 
 /**
  * Sends lineage to OpenLineage through its Java client and transports: HTTP to a collector such
@@ -113,23 +112,19 @@ public final class OpenLineageSink implements LineageSink {
   }
 
   private List<OpenLineage.InputDataset> inputs(List<LineageDataset> datasets) {
-    List<OpenLineage.InputDataset> inputs = new ArrayList<>();
-    for (LineageDataset dataset : datasets) {
+    return datasets.stream().map(dataset -> {
       String[] name = name(dataset);
-      inputs.add(ol.newInputDatasetBuilder().namespace(name[0]).name(name[1])
-          .facets(facets(dataset)).build());
-    }
-    return inputs;
+      return ol.newInputDatasetBuilder().namespace(name[0]).name(name[1])
+          .facets(facets(dataset)).build();
+    }).toList();
   }
 
   private List<OpenLineage.OutputDataset> outputs(List<LineageDataset> datasets) {
-    List<OpenLineage.OutputDataset> outputs = new ArrayList<>();
-    for (LineageDataset dataset : datasets) {
+    return datasets.stream().map(dataset -> {
       String[] name = name(dataset);
-      outputs.add(ol.newOutputDatasetBuilder().namespace(name[0]).name(name[1])
-          .facets(facets(dataset)).build());
-    }
-    return outputs;
+      return ol.newOutputDatasetBuilder().namespace(name[0]).name(name[1])
+          .facets(facets(dataset)).build();
+    }).toList();
   }
 
   /** Namespace and name: a skade table's location when known, else as the dataset names itself. */
@@ -165,8 +160,7 @@ public final class OpenLineageSink implements LineageSink {
   }
 
   private static ZonedDateTime time(long tsMicros) {
-    return Instant.ofEpochSecond(tsMicros / 1_000_000, (tsMicros % 1_000_000) * 1000)
-        .atZone(ZoneOffset.UTC);
+    return DateTimeUtil.timestamptzFromMicros(tsMicros).toZonedDateTime();
   }
 
   @Override

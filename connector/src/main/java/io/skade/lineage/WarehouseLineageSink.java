@@ -2,9 +2,6 @@ package io.skade.lineage;
 
 import io.skade.catalog.SkadeCatalog;
 import io.skade.write.TableWriter;
-import java.time.Instant;
-import java.time.OffsetDateTime;
-import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -18,6 +15,7 @@ import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.exceptions.AlreadyExistsException;
 import org.apache.iceberg.types.Types;
+import org.apache.iceberg.util.DateTimeUtil;
 
 /**
  * Keeps lineage as rows of the catalog's reserved Iceberg table {@link #TABLE}, readable with
@@ -61,7 +59,7 @@ public final class WarehouseLineageSink implements LineageSink {
   private long batchSeq = -1;
   private boolean dropping;
 
-  /** Appends to the lineage table of {@code catalog}, which {@link #open} made sure exists. */
+  /** Appends to {@code table}, a catalog's lineage table as {@link #open} gives it. */
   public WarehouseLineageSink(Table table) {
     this.table = table;
     this.writer = new TableWriter(table);
@@ -101,18 +99,6 @@ public final class WarehouseLineageSink implements LineageSink {
 
   @Override
   public void commit(LineageEvent event) throws Exception {
-    GenericRecord row = GenericRecord.create(SCHEMA);
-    row.setField("event_id", event.eventId().toString());
-    row.setField("commit_seq", event.commitSeq());
-    row.setField("event_time", OffsetDateTime.ofInstant(Instant.ofEpochSecond(
-        event.tsMicros() / 1_000_000, (event.tsMicros() % 1_000_000) * 1000), ZoneOffset.UTC));
-    row.setField("actor", event.actor());
-    row.setField("operation", event.operation().name());
-    row.setField("output_table", event.output().name());
-    row.setField("output_snapshot_id", event.snapshotId());
-    row.setField("output_location", event.output().location());
-    row.setField("inputs", event.inputs().stream().map(WarehouseLineageSink::named).toList());
-    row.setField("outputs", event.outputs().stream().map(WarehouseLineageSink::named).toList());
     // Once one is dropped, every later one is too: the recorded cursor must stay below the
     // first dropped commit, so that a restart records them all from the log.
     dropping |= batch.size() >= MAX_WAITING;
@@ -121,6 +107,17 @@ public final class WarehouseLineageSink implements LineageSink {
           + ", which could not be written; commit_seq " + event.commitSeq() + " is dropped"
           + " here and recorded from the commit log after a restart");
     }
+    GenericRecord row = GenericRecord.create(SCHEMA);
+    row.setField("event_id", event.eventId().toString());
+    row.setField("commit_seq", event.commitSeq());
+    row.setField("event_time", DateTimeUtil.timestamptzFromMicros(event.tsMicros()));
+    row.setField("actor", event.actor());
+    row.setField("operation", event.operation().name());
+    row.setField("output_table", event.output().name());
+    row.setField("output_snapshot_id", event.snapshotId());
+    row.setField("output_location", event.output().location());
+    row.setField("inputs", event.inputs().stream().map(WarehouseLineageSink::named).toList());
+    row.setField("outputs", event.outputs().stream().map(WarehouseLineageSink::named).toList());
     batch.add(row);
     batchSeq = Math.max(batchSeq, event.commitSeq());
     if (batch.size() >= MAX_BATCH) {

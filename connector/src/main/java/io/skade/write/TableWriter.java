@@ -13,6 +13,7 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -24,7 +25,6 @@ import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileContent;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileScanTask;
-import org.apache.iceberg.SnapshotUpdate;
 import org.apache.iceberg.HasTableOperations;
 import org.apache.iceberg.ManifestFile;
 import org.apache.iceberg.MetadataColumns;
@@ -34,6 +34,7 @@ import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.RowDelta;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.SnapshotUpdate;
 import org.apache.iceberg.SortOrder;
 import org.apache.iceberg.SortOrderComparators;
 import org.apache.iceberg.StructLike;
@@ -110,7 +111,7 @@ public final class TableWriter {
    */
   public TableWriter describedAs(String actor, List<LineageDataset> inputs) {
     Map<String, String> properties = new LinkedHashMap<>();
-    properties.put(CommitLineage.ACTOR, java.util.Objects.requireNonNull(actor, "actor"));
+    properties.put(CommitLineage.ACTOR, Objects.requireNonNull(actor, "actor"));
     if (!inputs.isEmpty()) {
       properties.put(CommitLineage.INPUTS, CommitLineage.encodeInputs(inputs));
     }

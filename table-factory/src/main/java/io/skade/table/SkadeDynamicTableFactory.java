@@ -28,6 +28,7 @@ import io.skade.catalog.SharedCatalogs;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangelogOptions.BeforeImage;
 import io.skade.changelog.ChangelogOptions.Mode;
+import io.skade.lineage.CatalogLineage;
 import io.skade.source.StartupMode;
 import java.time.Duration;
 import java.util.HashMap;
@@ -158,9 +159,9 @@ public final class SkadeDynamicTableFactory
    */
   static void lineageProperties(ReadableConfig options, Map<String, String> properties) {
     options.getOptional(LINEAGE_SINK).ifPresent(sink -> {
-      if (!List.of("none", "table", "openlineage").contains(sink)) {
+      if (!CatalogLineage.SINKS.contains(sink)) {
         throw new ValidationException("option '" + LINEAGE_SINK.key() + "' is '" + sink
-            + "'; accepted values are 'none', 'table' and 'openlineage'");
+            + "'; " + CatalogLineage.acceptedSinks());
       }
       if (!sink.equals("none")) {
         properties.put(LINEAGE_SINK.key(), sink);

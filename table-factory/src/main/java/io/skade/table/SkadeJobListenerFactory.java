@@ -1,5 +1,7 @@
 package io.skade.table;
 
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
 import io.skade.lineage.CatalogLineage;
 import io.skade.lineage.FlinkJobs;
 import io.skade.lineage.FlinkLineage;
@@ -7,7 +9,6 @@ import io.skade.lineage.JobRunEvent;
 import io.skade.lineage.LineageDataset;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import org.apache.flink.core.execution.JobExecutionStatusEvent;
 import org.apache.flink.core.execution.JobStatusChangedEvent;
@@ -25,6 +26,11 @@ import org.apache.flink.streaming.runtime.execution.JobCreatedEvent;
  * ABORT to the lineage of every skade catalog open in this JVM whose tables the job touches.
  */
 public final class SkadeJobListenerFactory implements JobStatusChangedListenerFactory {
+  /** The skade tables this JVM planned, by the name Flink's lineage gives them. */
+  private static final Cache<String, Planned> PLANNED =
+      Caffeine.newBuilder().maximumSize(10_000).build();
+
+  private record Planned(String warehouse, String table) {}
 
   @Override
   public JobStatusChangedListener createListener(Context context) {
@@ -63,17 +69,6 @@ public final class SkadeJobListenerFactory implements JobStatusChangedListenerFa
     return datasets;
   }
 
-  /** The skade tables this JVM planned, by the name Flink's lineage gives them. */
-  private static final Map<String, Planned> PLANNED = java.util.Collections.synchronizedMap(
-      new java.util.LinkedHashMap<>() {
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<String, Planned> eldest) {
-          return size() > 10_000;
-        }
-      });
-
-  private record Planned(String warehouse, String table) {}
-
   /**
    * Remembers that Flink table {@code flinkName} ({@code catalog.database.table}, as Flink's SQL
    * lineage names it) is skade table {@code table} of the catalog of {@code warehouse}.
@@ -88,7 +83,7 @@ public final class SkadeJobListenerFactory implements JobStatusChangedListenerFa
    * warehouse) or none at all; a skade table planned in this JVM is named as skade names it.
    */
   private static LineageDataset dataset(org.apache.flink.streaming.api.lineage.LineageDataset d) {
-    Planned planned = PLANNED.get(d.name());
+    Planned planned = PLANNED.getIfPresent(d.name());
     if (planned != null) {
       return FlinkLineage.fromFlink(planned.warehouse(), planned.table());
     }

@@ -39,6 +39,7 @@ import org.apache.iceberg.Schema;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.expressions.Expression;
 import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.types.Types;
 
 /**
  * A skade table read by SQL: the changelog source ({@link SkadeSource}) with projection, exact
@@ -122,7 +123,7 @@ final class SkadeTableSource implements ScanTableSource, LookupTableSource,
     }
     // The source emits the columns read in the table's order, whatever order they were asked in.
     List<String> emitted = tableSchema.select(read).columns().stream()
-        .map(org.apache.iceberg.types.Types.NestedField::name).toList();
+        .map(Types.NestedField::name).toList();
     int[] positions = emitted.equals(produced) ? null
         : produced.stream().mapToInt(emitted::indexOf).toArray();
 
