@@ -4,6 +4,7 @@ import io.skade.catalog.SharedCatalogs;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitSubscription;
 import io.skade.catalog.SkadeCatalog;
+import io.skade.sink.SkadeTableLoader;
 import io.skade.source.SkadeSource;
 import io.skade.source.StartupMode;
 import io.skade.write.TableWriter;
@@ -56,7 +57,7 @@ import org.apache.iceberg.types.Types;
  * the {@code System.nanoTime()} at which each commit became durable (Iceberg's append returns
  * some milliseconds later); the job's map notes when it sees the row. Latency = seen − durable. Probe commits (until the job emits a row)
  * and warm-up commits are not counted. Every source reads through the one catalog this JVM holds
- * ({@link SharedCatalogs}); Iceberg's through {@link SharedCatalogTableLoader}.
+ * ({@link SharedCatalogs}); Iceberg's through {@link SkadeTableLoader}.
  *
  * <p>Backlog: a fresh table gets the backlog commits first; then a bounded skade job from the
  * earliest snapshot and an {@code IcebergSource} bounded batch read of the same table count the
@@ -167,7 +168,7 @@ public final class SourceLatencyBenchmark {
   private static DataStream<RowData> icebergStream(StreamExecutionEnvironment env,
       Map<String, String> properties, String table, Duration interval) {
     IcebergSource.Builder<RowData> builder = IcebergSource.forRowData()
-        .tableLoader(new SharedCatalogTableLoader(properties, table));
+        .tableLoader(new SkadeTableLoader(properties, TableIdentifier.parse(table)));
     if (interval == null) {
       builder.streaming(false);
     } else {

@@ -5,12 +5,13 @@ import java.util.List;
 import java.util.Map;
 import org.apache.flink.api.connector.source.Boundedness;
 import org.apache.flink.streaming.api.lineage.LineageDatasetFacet;
+import org.apache.flink.streaming.api.lineage.LineageVertex;
 import org.apache.flink.streaming.api.lineage.SourceLineageVertex;
 import org.apache.iceberg.catalog.TableIdentifier;
 
 /**
  * skade tables as Flink's lineage API (FLIP-314) sees them: a dataset named by its identifier in
- * its catalog's warehouse, and the vertex of skade's source.
+ * its catalog's warehouse, and the vertices of skade's source and sink.
  */
 public final class FlinkLineage {
   private FlinkLineage() {}
@@ -28,6 +29,10 @@ public final class FlinkLineage {
   public record SourceVertex(Boundedness boundedness,
       List<org.apache.flink.streaming.api.lineage.LineageDataset> datasets)
       implements SourceLineageVertex {}
+
+  /** A sink's vertex: what it writes. */
+  public record SinkVertex(List<org.apache.flink.streaming.api.lineage.LineageDataset> datasets)
+      implements LineageVertex {}
 
   /** The dataset of table {@code table} in the catalog of {@code warehouse}. */
   public static Dataset dataset(String warehouse, TableIdentifier table) {

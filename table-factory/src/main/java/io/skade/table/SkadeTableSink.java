@@ -1,7 +1,8 @@
 package io.skade.table;
 
 import io.skade.catalog.SharedCatalogs;
-import io.skade.lineage.CommitLineage;
+import io.skade.sink.SkadeSink;
+import io.skade.sink.SkadeSinkBuilder;
 import io.skade.write.TableWriter;
 import java.util.List;
 import java.util.Locale;
@@ -14,8 +15,8 @@ import org.apache.flink.table.catalog.Column;
 import org.apache.flink.table.catalog.ResolvedSchema;
 import org.apache.flink.table.connector.ChangelogMode;
 import org.apache.flink.table.connector.RowLevelModificationScanContext;
-import org.apache.flink.table.connector.sink.DataStreamSinkProvider;
 import org.apache.flink.table.connector.sink.DynamicTableSink;
+import org.apache.flink.table.connector.sink.SinkV2Provider;
 import org.apache.flink.table.connector.sink.abilities.SupportsDeletePushDown;
 import org.apache.flink.table.connector.sink.abilities.SupportsOverwrite;
 import org.apache.flink.table.connector.sink.abilities.SupportsPartitioning;
@@ -29,10 +30,10 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.expressions.Expression;
 import org.apache.iceberg.expressions.Expressions;
-import org.apache.iceberg.flink.sink.FlinkSink;
 
 /**
- * A skade table written by SQL, through Iceberg's Flink sink committing via the skade catalog.
+ * A skade table written by SQL, through {@link SkadeSink}: Iceberg's Flink sink operators
+ * committing via the skade catalog.
  * A table with a primary key takes upserts and deletes (equality deletes on the key); one
  * without takes inserts. {@code INSERT OVERWRITE} (batch) replaces the partitions written.
  * {@code DELETE FROM} runs without a job when its WHERE converts exactly to an Iceberg filter
@@ -87,27 +88,21 @@ final class SkadeTableSink implements DynamicTableSink, SupportsPartitioning, Su
       throw new TableException("INSERT OVERWRITE into skade table " + table + " needs a bounded"
           + " input: run it in batch mode (SET 'execution.runtime-mode' = 'batch')");
     }
-    List<String> key = primaryKey();
-    SkadeTableLoader loader = new SkadeTableLoader(catalogProperties, table);
-    return (DataStreamSinkProvider) (providerContext, rows) -> {
-      FlinkSink.Builder builder = FlinkSink.forRowData(rows)
-          .tableLoader(loader)
-          .resolvedSchema(physical)
-          .flinkConf(config)
-          .overwrite(overwrite);
-      // An overwrite replaces whole partitions and may not carry deletes: plain inserts.
-      if (!key.isEmpty() && !overwrite) {
-        builder.equalityFieldColumns(key).upsert(true);
-      }
-      if (parallelism != null) {
-        builder.writeParallelism(parallelism);
-      }
-      if (lineageActor != null) {
-        builder.setSnapshotProperty(CommitLineage.ACTOR, lineageActor);
-      }
-      providerContext.generateUid("skade-sink").ifPresent(builder::uidPrefix);
-      return builder.append();
-    };
+    SkadeSinkBuilder sink = SkadeSink.builder()
+        .catalogProperties(catalogProperties)
+        .table(table)
+        .schema(physical)
+        .flinkConf(config)
+        .overwrite(overwrite)
+        .lineageActor(lineageActor);
+    // An overwrite replaces whole partitions and may not carry deletes: plain inserts.
+    if (!overwrite) {
+      sink.upsertKey(primaryKey());
+    }
+    if (parallelism != null) {
+      sink.writeParallelism(parallelism);
+    }
+    return SinkV2Provider.of(sink.build(), parallelism);
   }
 
   @Override

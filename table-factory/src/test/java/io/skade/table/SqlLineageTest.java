@@ -2,6 +2,7 @@ package io.skade.table;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.tuple;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -15,9 +16,14 @@ import java.util.List;
 import java.util.Map;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.DeploymentOptions;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.lineage.LineageDataset;
+import org.apache.flink.streaming.api.lineage.LineageGraph;
+import org.apache.flink.streaming.api.lineage.LineageVertex;
 import org.apache.flink.table.api.EnvironmentSettings;
 import org.apache.flink.table.api.TableEnvironment;
 import org.apache.flink.table.api.TableResult;
+import org.apache.flink.table.api.bridge.java.StreamTableEnvironment;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.junit.jupiter.api.Test;
@@ -139,6 +145,33 @@ class SqlLineageTest {
       assertThat(symlinkNames(commit.path("inputs"))).containsExactly("db.src");
       assertThat(commit.path("job").path("name").asText()).endsWith("(" + jobId + ")");
     }
+  }
+
+  @Test
+  void flinksLineageGraphOfASqlJobNamesSkadeTablesInTheirWarehouse() {
+    String warehouse = dir.resolve("wh").toString();
+    StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+    StreamTableEnvironment sql = StreamTableEnvironment.create(env);
+    sql.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '" + warehouse
+        + "')");
+    sql.executeSql("USE CATALOG lake");
+    sql.executeSql("CREATE DATABASE db");
+    sql.executeSql("CREATE TABLE db.a (id INT, name STRING, PRIMARY KEY (id) NOT ENFORCED)");
+    sql.executeSql("CREATE TABLE db.c (id INT, name STRING, PRIMARY KEY (id) NOT ENFORCED)");
+    sql.createStatementSet().addInsertSql("INSERT INTO db.c SELECT * FROM db.a")
+        .attachAsDataStream();
+    LineageGraph graph = env.getStreamGraph(false).getLineageGraph();
+    sql.getCatalog("lake").orElseThrow().close();
+
+    // The planner names a table by its Flink identifier and takes the namespace from the
+    // connector's own vertex (LineageVertexProvider), else leaves it empty: the warehouse comes
+    // from skade's source and sink.
+    assertThat(graph.sources()).flatExtracting(LineageVertex::datasets)
+        .extracting(LineageDataset::namespace, LineageDataset::name)
+        .containsExactly(tuple(warehouse, "lake.db.a"));
+    assertThat(graph.sinks()).flatExtracting(LineageVertex::datasets)
+        .extracting(LineageDataset::namespace, LineageDataset::name)
+        .containsExactly(tuple(warehouse, "lake.db.c"));
   }
 
   @Test

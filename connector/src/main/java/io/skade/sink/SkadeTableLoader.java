@@ -1,4 +1,4 @@
-package io.skade.table;
+package io.skade.sink;
 
 import io.skade.catalog.SharedCatalogs;
 import java.util.HashMap;
@@ -8,18 +8,21 @@ import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.flink.TableLoader;
 
 /**
- * Loads a table for Iceberg's Flink sink from the skade catalog shared in the JVM, so the sink's
- * committer commits through the catalog's one commit path (and its commit feed) instead of
- * opening the RocksDB store a second time.
+ * Loads a table for Iceberg's Flink operators (those of {@link SkadeSink}, or Iceberg's own
+ * source) from the skade catalog shared in the JVM ({@link SharedCatalogs}), so a committer
+ * commits through the catalog's one commit path (and its commit feed) and a reader sees new
+ * snapshots on each refresh, without opening the single-owner RocksDB store a second time, as
+ * Iceberg's {@code CatalogLoader.custom} would.
  */
-final class SkadeTableLoader implements TableLoader {
+public final class SkadeTableLoader implements TableLoader {
   private static final long serialVersionUID = 1L;
 
   private final HashMap<String, String> catalogProperties;
   private final String table;
   private transient SharedCatalogs.Handle handle;
 
-  SkadeTableLoader(Map<String, String> catalogProperties, TableIdentifier table) {
+  /** Loads {@code table} of the catalog {@code catalogProperties} name. */
+  public SkadeTableLoader(Map<String, String> catalogProperties, TableIdentifier table) {
     this.catalogProperties = new HashMap<>(catalogProperties);
     this.table = table.toString();
   }

@@ -1,0 +1,138 @@
+package io.skade.sink;
+
+import io.skade.catalog.SharedCatalogs;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.flink.configuration.ReadableConfig;
+import org.apache.flink.table.catalog.ResolvedSchema;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.exceptions.NoSuchTableException;
+
+/**
+ * Builds a {@link SkadeSink}. Only the catalog and the table are required:
+ *
+ * <pre>{@code
+ * rows.sinkTo(SkadeSink.builder()
+ *     .catalogProperties(Map.of("warehouse", "/data/warehouse"))
+ *     .table("shop.customers")
+ *     .upsertKey(List.of("id"))   // +I/+U upsert by id, -D deletes by id; omit for inserts
+ *     .build());
+ * }</pre>
+ *
+ * <p>{@link #build()} opens the catalog once to check the table and the key, and fails with an
+ * error naming what is wrong.
+ */
+public final class SkadeSinkBuilder {
+  private Map<String, String> catalogProperties;
+  private TableIdentifier table;
+  private ResolvedSchema schema;
+  private ReadableConfig flinkConf;
+  private List<String> upsertKey = List.of();
+  private boolean overwrite;
+  private Integer writeParallelism;
+  private String actor;
+  private String uidPrefix;
+
+  SkadeSinkBuilder() {}
+
+  /** The skade catalog's properties ({@code warehouse}, {@code catalog.path}, ...). */
+  public SkadeSinkBuilder catalogProperties(Map<String, String> properties) {
+    this.catalogProperties = new HashMap<>(properties);
+    return this;
+  }
+
+  /** The table, e.g. {@code shop.customers}. */
+  public SkadeSinkBuilder table(String name) {
+    return table(TableIdentifier.parse(name));
+  }
+
+  public SkadeSinkBuilder table(TableIdentifier identifier) {
+    this.table = identifier;
+    return this;
+  }
+
+  /** The columns of the incoming rows, when they are not the table's own (SQL's DDL). */
+  public SkadeSinkBuilder schema(ResolvedSchema columns) {
+    this.schema = columns;
+    return this;
+  }
+
+  /** Flink's configuration, for Iceberg's {@code write.*} options set on the job. */
+  public SkadeSinkBuilder flinkConf(ReadableConfig config) {
+    this.flinkConf = config;
+    return this;
+  }
+
+  /**
+   * Upserts by these columns: a row replaces the table's row with its key, a {@code -D} deletes
+   * it (equality deletes). Without a key (the default), rows are inserted.
+   */
+  public SkadeSinkBuilder upsertKey(List<String> columns) {
+    this.upsertKey = List.copyOf(columns);
+    return this;
+  }
+
+  /** Replaces the partitions written (bounded input only); takes no key. */
+  public SkadeSinkBuilder overwrite(boolean replace) {
+    this.overwrite = replace;
+    return this;
+  }
+
+  /** The writers' parallelism; by default the input's. */
+  public SkadeSinkBuilder writeParallelism(int parallelism) {
+    this.writeParallelism = parallelism;
+    return this;
+  }
+
+  /** Who lineage names as the writer of the commits; by default the Flink job. */
+  public SkadeSinkBuilder lineageActor(String name) {
+    this.actor = name;
+    return this;
+  }
+
+  /**
+   * A prefix of the uids of the writer and committer operators, for stateful upgrades; the
+   * sink itself then needs a uid too ({@code rows.sinkTo(sink).uid(...)}).
+   */
+  public SkadeSinkBuilder uidPrefix(String prefix) {
+    this.uidPrefix = prefix;
+    return this;
+  }
+
+  /** Checks the table and the key against the catalog and builds the sink. */
+  public SkadeSink build() {
+    if (catalogProperties == null || !catalogProperties.containsKey("warehouse")) {
+      throw new IllegalArgumentException("skade sink: the catalog properties must name a"
+          + " 'warehouse'; call catalogProperties(Map.of(\"warehouse\", \"/path\", ...))");
+    }
+    if (table == null) {
+      throw new IllegalArgumentException("skade sink: no table given; call table(\"db.name\")");
+    }
+    if (overwrite && !upsertKey.isEmpty()) {
+      throw new IllegalArgumentException("skade sink for " + table + ": an overwrite replaces"
+          + " whole partitions and cannot upsert by key " + upsertKey + "; drop upsertKey or"
+          + " overwrite");
+    }
+    if (writeParallelism != null && writeParallelism <= 0) {
+      throw new IllegalArgumentException("skade sink for " + table + ": the write parallelism"
+          + " must be positive, got " + writeParallelism);
+    }
+    try (SharedCatalogs.Handle handle = SharedCatalogs.acquire(catalogProperties)) {
+      Schema columns = handle.catalog().loadTable(table).schema();
+      List<String> unknown = upsertKey.stream()
+          .filter(name -> columns.caseInsensitiveFindField(name) == null).toList();
+      if (!unknown.isEmpty()) {
+        throw new IllegalArgumentException("skade sink for " + table + ": upsert key column(s) "
+            + unknown + " are not columns of the table; its columns: "
+            + columns.columns().stream().map(field -> field.name()).toList());
+      }
+    } catch (NoSuchTableException e) {
+      throw new IllegalArgumentException("skade sink: table " + table + " does not exist;"
+          + " create it first (SkadeCatalog.createTable, or CREATE TABLE in SQL)", e);
+    }
+    return new SkadeSink(catalogProperties, table, new SkadeSink.Settings(schema, flinkConf,
+        upsertKey, overwrite, writeParallelism, actor, uidPrefix));
+  }
+}
