@@ -50,8 +50,10 @@ import org.apache.flink.util.CloseableIterator;
  * MiniCluster and its rows come back through {@code TableResult.collect()}. It asserts nothing.
  *
  * <p>Variants: (c) {@code no-join}, {@code SELECT p.k FROM probes AS p}: Flink's own start-up and
- * the collect path's throughput; (a) {@code skade}, a {@code 'connector' = 'skade'} table; (b)
- * Paimon 1.3 through its catalog, {@code paimon-default} (a primary-key table with Paimon's
+ * the collect path's throughput; (a) {@code skade}, the table through skade's catalog ({@code
+ * CREATE CATALOG ... 'type' = 'skade'}, made before the runs as Paimon's), and {@code
+ * skade-connector}, the same table declared with {@code 'connector' = 'skade'} (whose planning
+ * opens the catalog, and the job's lookup opens it again); (b) Paimon 1.3 through its catalog, {@code paimon-default} (a primary-key table with Paimon's
  * defaults: {@code 'bucket'} unset, i.e. -1, dynamic bucket mode) and {@code paimon-bucket1}
  * ({@code 'bucket' = '1'}). A variant that fails (skade, until its lookup source exists) prints
  * its error as its result; the others still run.
@@ -84,10 +86,11 @@ import org.apache.flink.util.CloseableIterator;
  * <p>System properties (defaults in brackets): {@code skade.bench.rows} [1000000], {@code
  * skade.bench.probes} [rows / 5], {@code skade.bench.files} [32], {@code skade.bench.runs} per
  * JVM [5], {@code skade.bench.variants} comma-separated
- * [no-join,skade,paimon-default,paimon-bucket1], {@code skade.bench.warmup} [true], {@code
+ * [no-join,empty-join,skade,skade-connector,paimon-default,paimon-bucket1], {@code
+ * skade.bench.warmup} [true], {@code
  * skade.bench.sampleMillis} [100], {@code skade.bench.childTimeoutSeconds} per forked JVM [1200],
- * {@code skade.bench.skadeOptions} appended to the skade table's WITH clause, e.g. {@code ,
- * 'lookup.async' = 'true'} [none],
+ * {@code skade.bench.skadeOptions} appended to the skade table's WITH clause (a table hint's
+ * OPTIONS through the catalog), e.g. {@code , 'lookup.async' = 'true'} [none],
  * {@code skade.bench.dir} working directory, kept [a fresh temporary one, deleted at the end
  * unless {@code skade.bench.keep=true}]; tables an earlier run wrote there for the same rows and
  * files are reused (not once the directory has moved: Iceberg's metadata holds absolute paths).
@@ -116,7 +119,9 @@ public final class LookupJoinBenchmark {
 
   private enum Variant {
     NO_JOIN("no-join", "(c) no join: Flink alone", Stack.FLINK),
+    EMPTY_JOIN("empty-join", "(c) join to an empty table", Stack.FLINK),
     SKADE("skade", "(a) skade lookup join", Stack.SKADE),
+    SKADE_CONNECTOR("skade-connector", "(a) skade, connector table", Stack.SKADE),
     PAIMON_DEFAULT("paimon-default", "(b) Paimon, table defaults", Stack.PAIMON),
     PAIMON_BUCKET1("paimon-bucket1", "(b) Paimon, 'bucket'='1'", Stack.PAIMON);
 
@@ -132,6 +137,15 @@ public final class LookupJoinBenchmark {
 
     boolean isPaimon() {
       return stack == Stack.PAIMON;
+    }
+
+    boolean isSkade() {
+      return stack == Stack.SKADE;
+    }
+
+    /** Whether its join finds rows (a dimension table of the benchmark's rows). */
+    boolean joinsData() {
+      return stack != Stack.FLINK;
     }
 
     static Variant of(String id) {
@@ -156,7 +170,7 @@ public final class LookupJoinBenchmark {
     long probes = Long.getLong("skade.bench.probes", rows / 5);
     int files = Integer.getInteger("skade.bench.files", 32);
     List<Variant> variants = Arrays.stream(System.getProperty("skade.bench.variants",
-            "no-join,skade,paimon-default,paimon-bucket1").split(","))
+            "no-join,empty-join,skade,skade-connector,paimon-default,paimon-bucket1").split(","))
         .map(Variant::of).toList();
     long timeoutSeconds = Long.getLong("skade.bench.childTimeoutSeconds", 1200);
     boolean keep = Boolean.getBoolean("skade.bench.keep")
@@ -180,7 +194,7 @@ public final class LookupJoinBenchmark {
     Properties paimonTables = null;
     Properties engine = null;
     try {
-      if (variants.contains(Variant.SKADE)) {
+      if (variants.stream().anyMatch(Variant::isSkade)) {
         skadeTable = prepare("prepare-skade", "skade-warehouse", Stack.SKADE, work, rows, probes,
             files, timeoutSeconds);
         System.out.println("skade table: " + describePrepared(skadeTable, ""));
@@ -197,7 +211,7 @@ public final class LookupJoinBenchmark {
         }
       }
       for (Variant variant : variants) {
-        if (variant == Variant.SKADE && !"ok".equals(skadeTable.getProperty("status"))
+        if (variant.isSkade() && !"ok".equals(skadeTable.getProperty("status"))
             || variant.isPaimon() && !"ok".equals(paimonTables.getProperty("status"))) {
           Properties skipped = new Properties();
           skipped.setProperty("status", "failed");
@@ -556,7 +570,7 @@ public final class LookupJoinBenchmark {
       System.out.printf(format, v.label, fmt("%.2f", f.firstRow()),
           baseline == null ? "?" : fmt("%.2f", f.firstRow() - baseline.firstRow()),
           rate(f.probesPerSecond()), fmt("%.2f", f.total()),
-          v == Variant.NO_JOIN ? "-" : fmt("%,d", firstRun.hits())
+          !v.joinsData() ? "-" : fmt("%,d", firstRun.hits())
               + fmt(" (%.1f%%)", 100.0 * firstRun.hits() / Math.max(1, firstRun.rows())),
           mib(p, "heapPeakBytes"), f.liveHeap() < 0 ? "?" : mib(f.liveHeap()),
           mib(p, "vmHwmBytes"), mib(p, "lookupDiskPeakBytes"));
@@ -576,7 +590,7 @@ public final class LookupJoinBenchmark {
       Run r = f.runs().get(0);
       line.append(fmt("; keys below %,d: %,d of %,d probes (%.2f%%)", rows, r.expectedHits(),
           r.rows(), 100.0 * r.expectedHits() / Math.max(1, r.rows())));
-      if (v != Variant.NO_JOIN) {
+      if (v.joinsData()) {
         boolean right = f.runs().stream().allMatch(run -> run.rows() == probes
             && run.hits() == run.expectedHits() && run.wrong() == 0);
         line.append(right ? "; every run: one row per probe, each of those keys a hit with the"
@@ -634,6 +648,15 @@ public final class LookupJoinBenchmark {
             + " (target: >= 5x)", skadeCost, paimonCost, paimonCost / skadeCost));
     System.out.println(fmt("steady probes/s: skade %,.0f, Paimon's best %,.0f: skade / Paimon ="
         + " %.2fx (target: >= 1x)", skadeRate, paimonRate, skadeRate / paimonRate));
+    Figures empty = figures.get(Variant.EMPTY_JOIN);
+    if (empty != null) {
+      double flinkCost = empty.firstRow() - baseline.firstRow();
+      double paimonOver = paimon.stream().mapToDouble(f -> f.firstRow() - empty.firstRow())
+          .min().orElseThrow();
+      System.out.println(fmt("Flink's own lookup join (to an empty table) costs %.2f s of"
+          + " start-up; beyond it, skade %.2f s and Paimon's best %.2f s", flinkCost,
+          skade.firstRow() - empty.firstRow(), paimonOver));
+    }
   }
 
   private static boolean ok(Properties p) {
@@ -732,7 +755,21 @@ public final class LookupJoinBenchmark {
           + " 'fields.k.min' = '0', 'fields.k.max' = '" + (keyBound(rows) - 1) + "')");
       String query = switch (variant) {
         case NO_JOIN -> NO_JOIN_QUERY;
+        case EMPTY_JOIN -> {
+          env.executeSql("CREATE TEMPORARY TABLE dim (id BIGINT, name STRING, city STRING,"
+              + " score INT, PRIMARY KEY (id) NOT ENFORCED) WITH ('connector' = 'empty-lookup')");
+          yield String.format(JOIN_QUERY, "dim");
+        }
         case SKADE -> {
+          // Through skade's catalog, as Paimon's variants go through Paimon's.
+          env.executeSql("CREATE CATALOG skade_lake WITH ('type' = 'skade', 'warehouse' = '"
+              + skadeWarehouse + "')");
+          String options = System.getProperty("skade.bench.skadeOptions", "")
+              .replaceFirst("^\\s*,", "").trim();
+          yield String.format(JOIN_QUERY, "skade_lake." + SkadeDim.NAMESPACE + "."
+              + SkadeDim.TABLE + (options.isEmpty() ? "" : " /*+ OPTIONS(" + options + ") */"));
+        }
+        case SKADE_CONNECTOR -> {
           env.executeSql("CREATE TABLE dim (id BIGINT, name STRING, city STRING, score INT,"
               + " PRIMARY KEY (id) NOT ENFORCED) WITH ('connector' = 'skade', 'warehouse' = '"
               + skadeWarehouse + "', 'database' = '" + SkadeDim.NAMESPACE + "', 'table' = '"
@@ -757,7 +794,7 @@ public final class LookupJoinBenchmark {
       }
       int runs = Integer.getInteger("skade.bench.runs", 5);
       for (int i = 0; i < runs; i++) {
-        measure(env, query, variant != Variant.NO_JOIN, rows, probes, i + ".", out);
+        measure(env, query, variant.joinsData(), rows, probes, i + ".", out);
       }
       out.setProperty("runs", Integer.toString(runs));
     } finally {
