@@ -7,10 +7,12 @@ import org.apache.iceberg.TableMetadataParser;
 import org.apache.iceberg.io.FileIO;
 
 /**
- * The table metadata this JVM wrote lately, by metadata file location: a reader of a commit made
- * in this process (the writer's own refresh, a source's planner) takes it from memory instead of
- * parsing back the file just written, whose size grows with the table's snapshots. A metadata
- * file is never rewritten under the same location, so an entry never goes stale.
+ * The table metadata this JVM wrote or read lately, by metadata file location: a reader of a
+ * commit made in this process (the writer's own refresh, a source's planner) takes it from memory
+ * instead of parsing back the file just written, and a table loaded again (by SQL planning, then
+ * by the job's lookup or source) is not parsed again; the file's size grows with the table's
+ * snapshots. A metadata file is never rewritten under the same location, so an entry never goes
+ * stale.
  */
 public final class CommittedMetadata {
   /** Enough for the latest commits of a few busy tables; older ones are parsed if needed. */
@@ -26,16 +28,23 @@ public final class CommittedMetadata {
   private CommittedMetadata() {}
 
   /**
-   * The metadata in file {@code location}: from memory when this JVM wrote it lately and the
-   * file is still there (a file deleted behind the catalog's back fails as it would when read).
+   * The metadata in file {@code location}: from memory when this JVM wrote or read it lately
+   * and the file is still there (a file deleted behind the catalog's back fails as it would when
+   * read).
    */
   public static TableMetadata read(FileIO io, String location) {
     TableMetadata metadata;
     synchronized (RECENT) {
       metadata = RECENT.get(location);
     }
-    return metadata != null && io.newInputFile(location).exists() ? metadata
-        : TableMetadataParser.read(io, location);
+    if (metadata != null && io.newInputFile(location).exists()) {
+      return metadata;
+    }
+    TableMetadata parsed = TableMetadataParser.read(io, location);
+    synchronized (RECENT) {
+      RECENT.put(location, parsed);
+    }
+    return parsed;
   }
 
   /** Notes that {@code metadata} was just written to {@code location}. */

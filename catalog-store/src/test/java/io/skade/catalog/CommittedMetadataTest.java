@@ -15,7 +15,10 @@ import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** A metadata file this JVM committed reads back from memory, equal to the file parsed. */
+/**
+ * A metadata file this JVM committed, or read once, reads back from memory, equal to the file
+ * parsed.
+ */
 class CommittedMetadataTest {
   @TempDir Path warehouse;
 
@@ -62,6 +65,26 @@ class CommittedMetadataTest {
       catalog.io().deleteFile(location);
 
       assertThatThrownBy(() -> CommittedMetadata.read(catalog.io(), location))
+          .isInstanceOf(NotFoundException.class);
+    }
+  }
+
+  @Test
+  void aMetadataFileThisJvmDidNotWriteIsParsedOnceThenServedFromMemory() throws Exception {
+    try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
+      Table table = Catalogs.createTable(catalog, "t");
+      Catalogs.append(table, "a");
+      // A copy under a new name, as another process would have written it.
+      String copy = warehouse.resolve("copied.metadata.json").toString();
+      TableMetadataParser.overwrite(TableMetadataParser.read(catalog.io(), location(table)),
+          catalog.io().newOutputFile(copy));
+
+      TableMetadata first = CommittedMetadata.read(catalog.io(), copy);
+      assertThat(CommittedMetadata.read(catalog.io(), copy)).isSameAs(first);
+      assertThat(TableMetadataParser.toJson(first))
+          .isEqualTo(TableMetadataParser.toJson(TableMetadataParser.read(catalog.io(), copy)));
+      catalog.io().deleteFile(copy);
+      assertThatThrownBy(() -> CommittedMetadata.read(catalog.io(), copy))
           .isInstanceOf(NotFoundException.class);
     }
   }

@@ -330,7 +330,7 @@ public final class PointLookup {
           deletes = new Deletes(task);
         }
         long position = (Long) row.getField(MetadataColumns.ROW_POSITION.name());
-        if (!deletes.deleted(position, values)) {
+        if (!deletes.deleted(position) && !deletes.deleted(values)) {
           found.add(tableRow(row));
         }
       }
@@ -354,12 +354,19 @@ public final class PointLookup {
     if (rows.isEmpty()) {
       return;
     }
-    InternalRecordWrapper internal = new InternalRecordWrapper(schema.asStruct());
     Deletes deletes = new Deletes(task);
+    InternalRecordWrapper internal = null; // only to match equality deletes
     for (int i = 0; i < rows.size(); i++) {
-      if (!deletes.deleted(positions.get(i), internal.wrap(rows.get(i)))) {
-        found.add(rows.get(i));
+      if (deletes.deleted(positions.get(i))) {
+        continue;
       }
+      if (deletes.hasEqualityDeletes()) {
+        internal = internal == null ? new InternalRecordWrapper(schema.asStruct()) : internal;
+        if (deletes.deleted(internal.wrap(rows.get(i)))) {
+          continue;
+        }
+      }
+      found.add(rows.get(i));
     }
   }
 
@@ -392,7 +399,18 @@ public final class PointLookup {
       this.task = task;
     }
 
-    boolean deleted(long position, StructLike values) {
+    /** Whether the row at {@code position} is deleted by position. */
+    boolean deleted(long position) {
+      load();
+      return positions.isDeleted(position);
+    }
+
+    boolean hasEqualityDeletes() {
+      load();
+      return !equality.isEmpty();
+    }
+
+    private void load() {
       if (positions == null) {
         List<DeleteFile> positionFiles = new ArrayList<>();
         equality = new ArrayList<>();
@@ -402,9 +420,11 @@ public final class PointLookup {
         positions = positionFiles.isEmpty() ? PositionDeleteIndex.empty()
             : caches.positionDeletes(table.io(), positionFiles, task.file().location());
       }
-      if (positions.isDeleted(position)) {
-        return true;
-      }
+    }
+
+    /** Whether a row with {@code values} (internal values) is deleted by an equality delete. */
+    boolean deleted(StructLike values) {
+      load();
       for (DeleteFile file : equality) {
         StructLikeSet keys = caches.equalityDeletes(table.io(), file, schema);
         Schema deleteSchema = TypeUtil.select(schema,

@@ -60,6 +60,7 @@ import org.apache.parquet.hadoop.metadata.BlockMetaData;
 import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData;
 import org.apache.parquet.hadoop.metadata.CompressionCodecName;
 import org.apache.parquet.hadoop.metadata.ParquetMetadata;
+import org.apache.parquet.internal.column.columnindex.BoundaryOrder;
 import org.apache.parquet.internal.column.columnindex.ColumnIndex;
 import org.apache.parquet.internal.column.columnindex.OffsetIndex;
 import org.apache.parquet.internal.hadoop.metadata.IndexReference;
@@ -113,16 +114,24 @@ final class ProbeFile implements Closeable {
   private final long[] groupStarts;
   /** The file's columns in order, and the column index of each table field id. */
   private final ColumnDescriptor[] columns;
+  /** Each column's order, looked up once: a probe compares with it several times. */
+  private final PrimitiveComparator<Object>[] orders;
   private final Map<Integer, Integer> columnOfField = new HashMap<>();
   private final OffsetIndex[][] offsets; // [row group][column]
+  /** Each page's first row [row group][column][page], from the offset index, for searches. */
+  private final long[][][] firstRows;
   private final Object[][][] pageMins; // [row group][column][page], the stored values
   private final Object[][][] pageMaxs;
   private final boolean[][][] nullPages;
+  /** Whether a column chunk's pages have ascending bounds and no null page (a sorted file). */
+  private final boolean[][] ascendingPages;
   private final Bloom[][] blooms;
   /** Each column chunk's statistics, as stored values (null: unknown), and whether all null. */
   private final Object[][] mins;
   private final Object[][] maxs;
   private final boolean[][] allNull;
+  /** An empty record of the schema probes last asked for, copied for each row found. */
+  private volatile GenericRecord template;
   /** The schema last found readable: probes of one lookup ask with the same one. */
   private volatile Schema readable;
   /** Where each column chunk's dictionary page starts, or -1 without one. */
@@ -158,6 +167,7 @@ final class ProbeFile implements Closeable {
     this.fileSchema = footer.getFileMetaData().getSchema();
     this.groups = footer.getBlocks();
     this.columns = fileSchema.getColumns().toArray(new ColumnDescriptor[0]);
+    this.orders = orders(columns);
     for (int c = 0; c < columns.length; c++) {
       PrimitiveType type = columns[c].getPrimitiveType();
       if (columns[c].getPath().length == 1 && columns[c].getMaxRepetitionLevel() == 0
@@ -173,9 +183,11 @@ final class ProbeFile implements Closeable {
       start += groups.get(g).getRowCount();
     }
     this.offsets = new OffsetIndex[count][columns.length];
+    this.firstRows = new long[count][columns.length][];
     this.pageMins = new Object[count][columns.length][];
     this.pageMaxs = new Object[count][columns.length][];
     this.nullPages = new boolean[count][columns.length][];
+    this.ascendingPages = new boolean[count][columns.length];
     this.blooms = new Bloom[count][columns.length];
     this.dictionaryStarts = new long[count][columns.length];
     this.decoded = new Values[count][columns.length][];
@@ -278,6 +290,10 @@ final class ProbeFile implements Closeable {
         offsets[g][c] = ParquetMetadataConverter.fromParquetOffsetIndex(
             Util.readOffsetIndex(indexes.stream(ref.getOffset(), ref.getLength())));
         decoded[g][c] = new Values[offsets[g][c].getPageCount()];
+        firstRows[g][c] = new long[offsets[g][c].getPageCount()];
+        for (int p = 0; p < firstRows[g][c].length; p++) {
+          firstRows[g][c][p] = offsets[g][c].getFirstRowIndex(p);
+        }
         ref = chunk.getColumnIndexReference();
         if (ref != null) {
           loadColumnIndex(g, c, ParquetMetadataConverter.fromParquetColumnIndex(
@@ -305,13 +321,16 @@ final class ProbeFile implements Closeable {
     pageMins[g][c] = new Object[pages];
     pageMaxs[g][c] = new Object[pages];
     nullPages[g][c] = new boolean[pages];
+    boolean anyNullPage = false;
     for (int p = 0; p < pages; p++) {
       nullPages[g][c][p] = nulls.get(p);
+      anyNullPage |= nulls.get(p);
       if (!nulls.get(p)) {
         pageMins[g][c][p] = statValue(type, mins.get(p));
         pageMaxs[g][c][p] = statValue(type, maxs.get(p));
       }
     }
+    ascendingPages[g][c] = !anyNullPage && index.getBoundaryOrder() == BoundaryOrder.ASCENDING;
   }
 
   private static Bloom bloomFilter(ByteArrayInputStream in) throws IOException {
@@ -414,13 +433,10 @@ final class ProbeFile implements Closeable {
     for (int k = 0; k < keyColumns.length; k++) {
       keyColumns[k] = columnOfField.get(key.get(k).fieldId());
     }
-    long[] hashes = new long[storedKey.length];
-    for (int k = 0; k < hashes.length; k++) {
-      hashes[k] = bloomHash(storedKey[k]);
-    }
+    long[] hashes = null;
     long decoded = 0;
     for (int g = 0; g < groups.size(); g++) {
-      if (!mayHold(g, keyColumns, storedKey, hashes)) {
+      if (!inStatistics(g, keyColumns, storedKey)) {
         continue;
       }
       // The key column whose page index leaves the fewest pages leads: its candidate pages
@@ -434,6 +450,16 @@ final class ProbeFile implements Closeable {
           candidates = other;
         }
       }
+      if (candidates.length == 0) {
+        continue;
+      }
+      // The bloom filters spare reading pages; pages already decoded answer by themselves.
+      if (!allDecoded(g, keyColumns[lead], candidates)) {
+        hashes = hashes == null ? bloomHashes(storedKey) : hashes;
+        if (!bloomsAdmit(g, keyColumns, hashes)) {
+          continue;
+        }
+      }
       OffsetIndex pages = offsets[g][keyColumns[lead]];
       for (int p : candidates) {
         long from = pages.getFirstRowIndex(p);
@@ -445,8 +471,8 @@ final class ProbeFile implements Closeable {
     return decoded;
   }
 
-  /** Row-group pruning: statistics, then bloom filters, of every key column. */
-  private boolean mayHold(int g, int[] keyColumns, Object[] storedKey, long[] hashes) {
+  /** Row-group pruning by the statistics of every key column. */
+  private boolean inStatistics(int g, int[] keyColumns, Object[] storedKey) {
     for (int k = 0; k < keyColumns.length; k++) {
       int c = keyColumns[k];
       if (allNull[g][c]) {
@@ -456,7 +482,14 @@ final class ProbeFile implements Closeable {
           || order(c).compare(storedKey[k], maxs[g][c]) > 0)) {
         return false;
       }
-      Bloom bloom = blooms[g][c];
+    }
+    return true;
+  }
+
+  /** Row-group pruning by the bloom filters of every key column. */
+  private boolean bloomsAdmit(int g, int[] keyColumns, long[] hashes) {
+    for (int k = 0; k < keyColumns.length; k++) {
+      Bloom bloom = blooms[g][keyColumns[k]];
       if (bloom != null && hashes[k] != NO_HASH && !bloom.mayContain(hashes[k])) {
         return false;
       }
@@ -464,9 +497,34 @@ final class ProbeFile implements Closeable {
     return true;
   }
 
-  @SuppressWarnings("unchecked")
+  private boolean allDecoded(int g, int c, int[] pages) {
+    for (int p : pages) {
+      if (decoded[g][c][p] == null) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static long[] bloomHashes(Object[] storedKey) {
+    long[] hashes = new long[storedKey.length];
+    for (int k = 0; k < hashes.length; k++) {
+      hashes[k] = bloomHash(storedKey[k]);
+    }
+    return hashes;
+  }
+
   private PrimitiveComparator<Object> order(int c) {
-    return (PrimitiveComparator<Object>) columns[c].getPrimitiveType().comparator();
+    return orders[c];
+  }
+
+  @SuppressWarnings("unchecked")
+  private static PrimitiveComparator<Object>[] orders(ColumnDescriptor[] columns) {
+    PrimitiveComparator<Object>[] orders = new PrimitiveComparator[columns.length];
+    for (int c = 0; c < columns.length; c++) {
+      orders[c] = (PrimitiveComparator<Object>) columns[c].getPrimitiveType().comparator();
+    }
+    return orders;
   }
 
   /**
@@ -478,24 +536,52 @@ final class ProbeFile implements Closeable {
     if (value instanceof Binary binary) {
       return XXHASH.hashBytes(binary.getBytes());
     }
-    ByteBuffer plain = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
     if (value instanceof Integer i) {
-      plain.putInt(i);
+      return XXHASH.hashBytes(littleEndian(i, 4));
     } else if (value instanceof Long l) {
-      plain.putLong(l);
+      return XXHASH.hashBytes(littleEndian(l, 8));
     } else if (value instanceof Float f) {
-      plain.putFloat(f);
+      return XXHASH.hashBytes(littleEndian(Float.floatToRawIntBits(f), 4));
     } else if (value instanceof Double d) {
-      plain.putDouble(d);
-    } else {
-      return NO_HASH;
+      return XXHASH.hashBytes(littleEndian(Double.doubleToRawLongBits(d), 8));
     }
-    return XXHASH.hashBytes(Arrays.copyOf(plain.array(), plain.position()));
+    return NO_HASH;
+  }
+
+  private static byte[] littleEndian(long bits, int size) {
+    byte[] bytes = new byte[size];
+    for (int i = 0; i < size; i++) {
+      bytes[i] = (byte) (bits >>> (8 * i));
+    }
+    return bytes;
   }
 
   /** The pages of column {@code c} in row group {@code g} whose index admits {@code value}. */
   private int[] candidatePages(int g, int c, Object value) {
     int count = offsets[g][c].getPageCount();
+    if (ascendingPages[g][c]) {
+      // Sorted pages: from the first whose max reaches the value, while their min admits it.
+      Object[] maxs = pageMaxs[g][c];
+      int low = 0;
+      int high = count;
+      while (low < high) {
+        int mid = (low + high) >>> 1;
+        if (order(c).compare(maxs[mid], value) < 0) {
+          low = mid + 1;
+        } else {
+          high = mid;
+        }
+      }
+      int end = low;
+      while (end < count && order(c).compare(pageMins[g][c][end], value) <= 0) {
+        end++;
+      }
+      int[] pages = new int[end - low];
+      for (int p = low; p < end; p++) {
+        pages[p - low] = p;
+      }
+      return pages;
+    }
     int[] pages = new int[count];
     int found = 0;
     for (int p = 0; p < count; p++) {
@@ -563,7 +649,7 @@ final class ProbeFile implements Closeable {
       }
     }
     for (int i = 0; i < matches.length; i++) {
-      GenericRecord record = GenericRecord.create(schema);
+      GenericRecord record = emptyRecord(schema);
       for (int f = 0; f < fields.size(); f++) {
         record.set(f, values[f][i]);
       }
@@ -574,13 +660,26 @@ final class ProbeFile implements Closeable {
   }
 
   /**
+   * A new empty record of {@code schema}: a copy of a kept one, since {@code
+   * GenericRecord.create} looks up the struct's field names in a shared cache on every call.
+   */
+  private GenericRecord emptyRecord(Schema schema) {
+    GenericRecord empty = template;
+    if (empty == null || empty.struct() != schema.asStruct()) {
+      empty = GenericRecord.create(schema);
+      template = empty;
+    }
+    return empty.copy();
+  }
+
+  /**
    * The byte ranges of column {@code c}'s pages over rows {@code [from, to)} and of its
    * dictionary, those not decoded already.
    */
   private void pageRanges(int g, int c, long from, long to, List<long[]> ranges) {
     OffsetIndex index = offsets[g][c];
-    for (int p = pageOf(index, from); p < index.getPageCount()
-        && index.getFirstRowIndex(p) < to; p++) {
+    long[] starts = firstRows[g][c];
+    for (int p = pageOf(starts, from); p < starts.length && starts[p] < to; p++) {
       if (decoded[g][c][p] == null) {
         ranges.add(new long[] {index.getOffset(p), index.getOffset(p)
             + index.getCompressedPageSize(p)});
@@ -592,12 +691,12 @@ final class ProbeFile implements Closeable {
     }
   }
 
-  private static int pageOf(OffsetIndex index, long row) {
+  private static int pageOf(long[] firstRows, long row) {
     int low = 0;
-    int high = index.getPageCount() - 1;
+    int high = firstRows.length - 1;
     while (low < high) { // the last page whose first row is at most row
       int mid = (low + high + 1) >>> 1;
-      if (index.getFirstRowIndex(mid) <= row) {
+      if (firstRows[mid] <= row) {
         low = mid;
       } else {
         high = mid - 1;
@@ -649,21 +748,22 @@ final class ProbeFile implements Closeable {
    */
   private int[] matchAll(int g, int c, Object value, long from, long to, Reads reads)
       throws IOException {
-    OffsetIndex index = offsets[g][c];
+    long[] starts = firstRows[g][c];
     int[] matches = new int[4];
     int found = 0;
-    for (int p = pageOf(index, from); p < index.getPageCount()
-        && index.getFirstRowIndex(p) < to; p++) {
+    for (int p = pageOf(starts, from); p < starts.length && starts[p] < to; p++) {
       Values page = page(g, c, p, reads);
-      int first = (int) index.getFirstRowIndex(p);
+      int first = (int) starts[p];
       int start = (int) Math.max(0, from - first);
       int end = (int) Math.min(page.count(), to - first);
-      for (int i = start; i < end; i++) {
+      for (int i = page.firstCandidate(start, end, value); i < end; i++) {
         if (page.equals(i, value)) {
           if (found == matches.length) {
             matches = Arrays.copyOf(matches, found * 2);
           }
           matches[found++] = first + i;
+        } else if (page.sorted()) {
+          break; // past the value: the rest of the page is greater
         }
       }
     }
@@ -676,12 +776,12 @@ final class ProbeFile implements Closeable {
    */
   private Object[] valuesAt(int g, int c, int[] rows, Reads reads, Type type)
       throws IOException {
-    OffsetIndex index = offsets[g][c];
+    long[] starts = firstRows[g][c];
     PrimitiveType stored = columns[c].getPrimitiveType();
     Object[] values = new Object[rows.length];
     for (int i = 0; i < rows.length; i++) {
-      int p = pageOf(index, rows[i]);
-      Object value = page(g, c, p, reads).get((int) (rows[i] - index.getFirstRowIndex(p)));
+      int p = pageOf(starts, rows[i]);
+      Object value = page(g, c, p, reads).get((int) (rows[i] - starts[p]));
       values[i] = value == null || type == null ? value : generic(type, stored, value);
     }
     return values;
@@ -704,8 +804,30 @@ final class ProbeFile implements Closeable {
    * reads them. This is what the page cache keeps, in few objects (for the garbage collector),
    * so that a warm probe compares and picks values without decoding.
    */
-  private record Values(int count, long[] longs, int[] ints, byte[] bytes, int[] ends,
-      Object[] objects, boolean[] nulls) {
+  private record Values(int count, long[] longs, int[] ints, byte[] bytes, int[] starts,
+      int[] ends, Object[] objects, boolean[] nulls, boolean sorted) {
+    /**
+     * In a page of sorted longs or ints ({@code sorted}), the first of rows {@code [from, to)}
+     * whose value is not below {@code value} (a binary search); else {@code from}.
+     */
+    int firstCandidate(int from, int to, Object value) {
+      if (!sorted) {
+        return from;
+      }
+      long key = longs != null ? (Long) value : (Integer) value;
+      int low = from;
+      int high = to;
+      while (low < high) {
+        int mid = (low + high) >>> 1;
+        if ((longs != null ? longs[mid] : ints[mid]) < key) {
+          low = mid + 1;
+        } else {
+          high = mid;
+        }
+      }
+      return low;
+    }
+
     Object get(int i) {
       if (nulls != null && nulls[i]) {
         return null;
@@ -717,8 +839,7 @@ final class ProbeFile implements Closeable {
         return ints[i];
       }
       if (bytes != null) {
-        int start = i == 0 ? 0 : ends[i - 1];
-        return Binary.fromConstantByteArray(bytes, start, ends[i] - start);
+        return Binary.fromConstantByteArray(bytes, starts[i], ends[i] - starts[i]);
       }
       return objects[i];
     }
@@ -735,8 +856,8 @@ final class ProbeFile implements Closeable {
       }
       if (bytes != null) {
         Binary binary = (Binary) value;
-        int start = i == 0 ? 0 : ends[i - 1];
-        return Arrays.equals(bytes, start, ends[i], binary.getBytesUnsafe(), 0, binary.length());
+        return Arrays.equals(bytes, starts[i], ends[i], binary.getBytesUnsafe(), 0,
+            binary.length());
       }
       return value.equals(objects[i]);
     }
@@ -751,7 +872,7 @@ final class ProbeFile implements Closeable {
         return size + 4L * count;
       }
       if (bytes != null) {
-        return size + bytes.length + 4L * count;
+        return size + bytes.length + 8L * count;
       }
       return size + 24L * count;
     }
@@ -763,7 +884,83 @@ final class ProbeFile implements Closeable {
     if (cached != null) {
       return cached;
     }
-    Page page = reader(g, c, readPage(g, c, p, reads), reads);
+    DataPage data = readPage(g, c, p, reads);
+    Values values = plainValues(c, data);
+    if (values == null) {
+      values = decodedValues(g, c, data, reads);
+    }
+    reads.decoded()[c] += values.count();
+    decoded[g][c][p] = values;
+    pages.added(this, g, c, p, values.weight());
+    return values;
+  }
+
+  /**
+   * A PLAIN page of longs, ints or byte strings (at most one definition level) read straight
+   * from its bytes, which the values then point into; null for other pages.
+   */
+  private Values plainValues(int c, DataPage data) throws IOException {
+    PrimitiveTypeName physical = columns[c].getPrimitiveType().getPrimitiveTypeName();
+    int maxDefinition = columns[c].getMaxDefinitionLevel();
+    if (data.encoding() != Encoding.PLAIN || maxDefinition > 1
+        || columns[c].getMaxRepetitionLevel() > 0 || physical != PrimitiveTypeName.INT64
+            && physical != PrimitiveTypeName.INT32 && physical != PrimitiveTypeName.BINARY) {
+      return null;
+    }
+    int count = data.count();
+    byte[] bytes = data.values();
+    ByteBuffer little = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
+    int at = 0;
+    boolean[] nulls = null;
+    if (maxDefinition == 1) {
+      RunLengthBitPackingHybridDecoder levels;
+      if (data.levels() == null) { // V1: the levels, after their length, lead the page
+        if (data.definition() != Encoding.RLE) {
+          return null;
+        }
+        int length = little.getInt(0);
+        levels = new RunLengthBitPackingHybridDecoder(1,
+            new ByteArrayInputStream(bytes, 4, length));
+        at = 4 + length;
+      } else {
+        levels = new RunLengthBitPackingHybridDecoder(1, new ByteArrayInputStream(
+            data.levels(), data.repetitionLength(),
+            data.levels().length - data.repetitionLength()));
+      }
+      for (int i = 0; i < count; i++) {
+        if (levels.readInt() == 0) {
+          nulls = nulls == null ? new boolean[count] : nulls;
+          nulls[i] = true;
+        }
+      }
+    }
+    long[] longs = physical == PrimitiveTypeName.INT64 ? new long[count] : null;
+    int[] ints = physical == PrimitiveTypeName.INT32 ? new int[count] : null;
+    int[] starts = physical == PrimitiveTypeName.BINARY ? new int[count] : null;
+    int[] ends = starts == null ? null : new int[count];
+    for (int i = 0; i < count; i++) {
+      if (nulls != null && nulls[i]) {
+        continue;
+      }
+      if (longs != null) {
+        longs[i] = little.getLong(at);
+        at += 8;
+      } else if (ints != null) {
+        ints[i] = little.getInt(at);
+        at += 4;
+      } else {
+        starts[i] = at + 4;
+        at += 4 + little.getInt(at);
+        ends[i] = at;
+      }
+    }
+    return new Values(count, longs, ints, starts == null ? null : bytes, starts, ends, null,
+        nulls, nulls == null && ascending(longs, ints, count));
+  }
+
+  /** A page of any other encoding or type, decoded through Parquet's readers. */
+  private Values decodedValues(int g, int c, DataPage data, Reads reads) throws IOException {
+    Page page = reader(g, c, data, reads);
     PrimitiveTypeName physical = columns[c].getPrimitiveType().getPrimitiveTypeName();
     int count = page.count;
     // Few objects per page: primitives in arrays, byte strings in one array with their ends.
@@ -771,7 +968,9 @@ final class ProbeFile implements Closeable {
     int[] ints = physical == PrimitiveTypeName.INT32 ? new int[count] : null;
     boolean binary = physical == PrimitiveTypeName.BINARY
         || physical == PrimitiveTypeName.FIXED_LEN_BYTE_ARRAY;
-    java.io.ByteArrayOutputStream bytes = binary ? new java.io.ByteArrayOutputStream() : null;
+    java.io.ByteArrayOutputStream bytes =
+        binary ? new java.io.ByteArrayOutputStream(data.values().length) : null;
+    int[] starts = binary ? new int[count] : null;
     int[] ends = binary ? new int[count] : null;
     Object[] objects = longs == null && ints == null && !binary ? new Object[count] : null;
     boolean[] nulls = null;
@@ -785,20 +984,31 @@ final class ProbeFile implements Closeable {
         ints[i] = page.values.readInteger();
       } else if (binary) {
         Binary value = page.values.readBytes();
+        starts[i] = bytes.size();
         bytes.write(value.getBytesUnsafe(), 0, value.length());
       } else {
         objects[i] = stored(page.values, physical);
       }
       if (binary) {
+        starts[i] = nulls != null && nulls[i] ? bytes.size() : starts[i];
         ends[i] = bytes.size();
       }
     }
-    reads.decoded()[c] += count;
-    Values values = new Values(count, longs, ints, binary ? bytes.toByteArray() : null, ends,
-        objects, nulls);
-    decoded[g][c][p] = values;
-    pages.added(this, g, c, p, values.weight());
-    return values;
+    return new Values(count, longs, ints, binary ? bytes.toByteArray() : null, starts, ends,
+        objects, nulls, nulls == null && ascending(longs, ints, count));
+  }
+
+  /** Whether the first {@code count} longs (or ints) never decrease. */
+  private static boolean ascending(long[] longs, int[] ints, int count) {
+    if (longs == null && ints == null) {
+      return false;
+    }
+    for (int i = 1; i < count; i++) {
+      if (longs != null ? longs[i] < longs[i - 1] : ints[i] < ints[i - 1]) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /** A decompressed page's values, ready to read in row order. */
