@@ -23,6 +23,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.IntFunction;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.data.GenericRecord;
@@ -130,6 +131,8 @@ final class ProbeFile implements Closeable {
   private final Object[][] mins;
   private final Object[][] maxs;
   private final boolean[][] allNull;
+  /** Whether a column's row groups have ascending bounds (a file sorted by it). */
+  private final boolean[] ascendingGroups;
   /** An empty record of the schema probes last asked for, copied for each row found. */
   private volatile GenericRecord template;
   /** The schema last found readable: probes of one lookup ask with the same one. */
@@ -210,6 +213,16 @@ final class ProbeFile implements Closeable {
             && chunk.getStartingPos() < chunk.getFirstDataPageOffset()
             ? chunk.getStartingPos() : -1;
       }
+    }
+    this.ascendingGroups = new boolean[columns.length];
+    for (int c = 0; c < columns.length; c++) {
+      boolean ascending = true;
+      for (int g = 0; g < count && ascending; g++) {
+        ascending = mins[g][c] != null && (g == 0
+            || orders[c].compare(mins[g - 1][c], mins[g][c]) <= 0
+            && orders[c].compare(maxs[g - 1][c], maxs[g][c]) <= 0);
+      }
+      ascendingGroups[c] = ascending;
     }
   }
 
@@ -435,7 +448,11 @@ final class ProbeFile implements Closeable {
     }
     long[] hashes = null;
     long decoded = 0;
-    for (int g = 0; g < groups.size(); g++) {
+    int c0 = keyColumns[0];
+    int[] span = ascendingGroups[c0]
+        ? admitting(groups.size(), g -> mins[g][c0], g -> maxs[g][c0], storedKey[0], order(c0))
+        : new int[] {0, groups.size()};
+    for (int g = span[0]; g < span[1]; g++) {
       if (!inStatistics(g, keyColumns, storedKey)) {
         continue;
       }
@@ -560,25 +577,12 @@ final class ProbeFile implements Closeable {
   private int[] candidatePages(int g, int c, Object value) {
     int count = offsets[g][c].getPageCount();
     if (ascendingPages[g][c]) {
-      // Sorted pages: from the first whose max reaches the value, while their min admits it.
-      Object[] maxs = pageMaxs[g][c];
-      int low = 0;
-      int high = count;
-      while (low < high) {
-        int mid = (low + high) >>> 1;
-        if (order(c).compare(maxs[mid], value) < 0) {
-          low = mid + 1;
-        } else {
-          high = mid;
-        }
-      }
-      int end = low;
-      while (end < count && order(c).compare(pageMins[g][c][end], value) <= 0) {
-        end++;
-      }
-      int[] pages = new int[end - low];
-      for (int p = low; p < end; p++) {
-        pages[p - low] = p;
+      Object[] lows = pageMins[g][c];
+      Object[] highs = pageMaxs[g][c];
+      int[] span = admitting(count, p -> lows[p], p -> highs[p], value, order(c));
+      int[] pages = new int[span[1] - span[0]];
+      for (int p = span[0]; p < span[1]; p++) {
+        pages[p - span[0]] = p;
       }
       return pages;
     }
@@ -590,6 +594,30 @@ final class ProbeFile implements Closeable {
       }
     }
     return Arrays.copyOf(pages, found);
+  }
+
+  /**
+   * Of {@code count} ranges sorted by their bounds (mins and maxs both ascending, as in a file
+   * sorted by the column), those whose bounds admit {@code value}, as {@code [first, end)}: a
+   * bisection to the first whose max reaches the value, then on while their min admits it.
+   */
+  private static int[] admitting(int count, IntFunction<Object> min, IntFunction<Object> max,
+      Object value, PrimitiveComparator<Object> order) {
+    int first = 0;
+    int high = count;
+    while (first < high) {
+      int mid = (first + high) >>> 1;
+      if (order.compare(max.apply(mid), value) < 0) {
+        first = mid + 1;
+      } else {
+        high = mid;
+      }
+    }
+    int end = first;
+    while (end < count && order.compare(min.apply(end), value) <= 0) {
+      end++;
+    }
+    return new int[] {first, end};
   }
 
   private boolean pageMayHold(int g, int c, int page, Object value) {
