@@ -76,12 +76,15 @@ import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName;
  * A Parquet data file held open for point lookups. Opening it reads the file's tail once: the
  * footer, the page indexes and the bloom filters, which Parquet writes together at the end of the
  * file (one read, a second when they do not fit the first). A probe then prunes row groups by
- * their statistics and bloom filters and the key column's pages by its column index, and reads,
- * in one byte-range read per row group where the pages lie close together, only the pages of
- * every column that cover the rows of a candidate key page, decodes them and keeps the decoded
- * pages (and dictionaries), within a bound in bytes that the JVM's probes share ({@link
+ * their statistics and the key column's pages by its column index (both by bisection when the
+ * file is sorted by the key); when a candidate page is not decoded yet, the bloom filters decide
+ * whether to read it. It reads, in one byte-range read per row group where the pages lie close
+ * together, only the pages of every column that cover the rows of a candidate key page, decodes
+ * them (PLAIN pages of longs, ints and byte strings straight from their bytes) and keeps the
+ * decoded pages (and dictionaries), within a bound in bytes that the JVM's probes share ({@link
  * PageCache}). A probe whose pages are kept reads and decodes nothing: it compares the key
- * page's values and converts the matching rows' values to Iceberg's generic ones.
+ * page's values (by bisection in a sorted page) and converts the matching rows' values to
+ * Iceberg's generic ones.
  *
  * <p>Only flat files whose columns carry field ids and page offset indexes are read this way;
  * {@link #open} returns null for any other file, which is then read through Iceberg's reader.
@@ -828,9 +831,10 @@ final class ProbeFile implements Closeable {
 
   /**
    * One data page's values, decoded as stored (null where a row has none): longs and ints in
-   * primitive arrays, byte strings in one array with each value's end, others as {@link #stored}
-   * reads them. This is what the page cache keeps, in few objects (for the garbage collector),
-   * so that a warm probe compares and picks values without decoding.
+   * primitive arrays, byte strings in one array with each value's start and end (a PLAIN page's
+   * own bytes), others as {@link #stored} reads them; {@code sorted} when longs or ints never
+   * decrease. This is what the page cache keeps, in few objects (for the garbage collector), so
+   * that a warm probe compares and picks values without decoding.
    */
   private record Values(int count, long[] longs, int[] ints, byte[] bytes, int[] starts,
       int[] ends, Object[] objects, boolean[] nulls, boolean sorted) {
