@@ -15,7 +15,7 @@ import org.apache.iceberg.io.FileIO;
  * stale.
  */
 public final class CommittedMetadata {
-  /** Enough for the latest commits of a few busy tables; older ones are parsed if needed. */
+  /** Enough for the latest metadata of a few busy tables; older files are parsed if needed. */
   private static final int MAX_ENTRIES = 64;
   private static final Map<String, TableMetadata> RECENT =
       new LinkedHashMap<>(16, 0.75f, true) {

@@ -28,6 +28,7 @@ public final class SkadeSinkBuilder {
   private Map<String, String> catalogProperties;
   private TableIdentifier table;
   private ResolvedSchema schema;
+  private Schema tableSchema;
   private ReadableConfig flinkConf;
   private List<String> upsertKey = List.of();
   private boolean overwrite;
@@ -101,6 +102,15 @@ public final class SkadeSinkBuilder {
     return this;
   }
 
+  /**
+   * The table's schema, when the caller has just loaded the table (as SQL planning has):
+   * {@link #build()} then checks the key against it instead of opening the catalog again.
+   */
+  public SkadeSinkBuilder tableSchema(Schema loaded) {
+    this.tableSchema = loaded;
+    return this;
+  }
+
   /** Checks the table and the key against the catalog and builds the sink. */
   public SkadeSink build() {
     if (catalogProperties == null || !catalogProperties.containsKey("warehouse")) {
@@ -119,20 +129,24 @@ public final class SkadeSinkBuilder {
       throw new IllegalArgumentException("skade sink for " + table + ": the write parallelism"
           + " must be positive, got " + writeParallelism);
     }
+    Schema columns = tableSchema != null ? tableSchema : loadSchema();
+    List<String> unknown = upsertKey.stream()
+        .filter(name -> columns.caseInsensitiveFindField(name) == null).toList();
+    if (!unknown.isEmpty()) {
+      throw new IllegalArgumentException("skade sink for " + table + ": upsert key column(s) "
+          + unknown + " are not columns of the table; its columns: "
+          + columns.columns().stream().map(field -> field.name()).toList());
+    }
+    return new SkadeSink(catalogProperties, table, new SkadeSink.Settings(schema, flinkConf,
+        upsertKey, overwrite, writeParallelism, actor, uidPrefix));
+  }
+
+  private Schema loadSchema() {
     try (SharedCatalogs.Handle handle = SharedCatalogs.acquire(catalogProperties)) {
-      Schema columns = handle.catalog().loadTable(table).schema();
-      List<String> unknown = upsertKey.stream()
-          .filter(name -> columns.caseInsensitiveFindField(name) == null).toList();
-      if (!unknown.isEmpty()) {
-        throw new IllegalArgumentException("skade sink for " + table + ": upsert key column(s) "
-            + unknown + " are not columns of the table; its columns: "
-            + columns.columns().stream().map(field -> field.name()).toList());
-      }
+      return handle.catalog().loadTable(table).schema();
     } catch (NoSuchTableException e) {
       throw new IllegalArgumentException("skade sink: table " + table + " does not exist;"
           + " create it first (SkadeCatalog.createTable, or CREATE TABLE in SQL)", e);
     }
-    return new SkadeSink(catalogProperties, table, new SkadeSink.Settings(schema, flinkConf,
-        upsertKey, overwrite, writeParallelism, actor, uidPrefix));
   }
 }

@@ -91,6 +91,7 @@ final class SkadeTableSink implements DynamicTableSink, SupportsPartitioning, Su
     SkadeSinkBuilder sink = SkadeSink.builder()
         .catalogProperties(catalogProperties)
         .table(table)
+        .tableSchema(tableSchema) // loaded by the factory: no second catalog open
         .schema(physical)
         .flinkConf(config)
         .overwrite(overwrite)
