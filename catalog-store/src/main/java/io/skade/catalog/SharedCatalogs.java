@@ -76,6 +76,20 @@ public final class SharedCatalogs {
   }
 
   /**
+   * How many holds this JVM has on the shared catalog of the directory {@code properties} name;
+   * 0 when it is not open. The last hold to go closes the catalog: an application that deletes
+   * the directory afterwards (a test's temporary warehouse) waits for a finished job's
+   * components, which release theirs shortly after the job ends.
+   */
+  public static int holds(Map<String, String> properties) {
+    Path dir = realPath(SkadeCatalog.catalogPath("skade", properties));
+    synchronized (OPEN) {
+      Shared shared = OPEN.get(dir);
+      return shared == null ? 0 : shared.users;
+    }
+  }
+
+  /**
    * As {@link #acquire(Map)}, but when another process owns the directory and {@code properties}
    * do not ask for an access mode, the catalog is followed read-only instead: readers (sources,
    * lookups, planners) work on a follower, which learns of commits only by polling the log.

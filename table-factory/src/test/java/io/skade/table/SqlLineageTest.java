@@ -72,6 +72,7 @@ class SqlLineageTest {
       // await() returned, so the file is read until it holds it.
       all = readUntil(events, jobId, 30_000);
     }
+    awaitHolds(1);
     env.getCatalog("lake").orElseThrow().close();
     List<JsonNode> runs = all.stream()
         .filter(e -> jobId.equals(e.path("run").path("facets").path("flink_job").path("jobId")
@@ -143,6 +144,7 @@ class SqlLineageTest {
               && symlinkNames(e.path("outputs")).equals(List.of("db.dst")))
           .findFirst().orElseThrow();
       assertThat(symlinkNames(commit.path("inputs"))).containsExactly("db.src");
+      awaitHolds(1);
       assertThat(commit.path("job").path("name").asText()).endsWith("(" + jobId + ")");
     }
   }
@@ -200,7 +202,22 @@ class SqlLineageTest {
     assertThat(runs.get(1).path("run").path("facets").path("errorMessage").path("message")
         .asText()).isNotEmpty();
     assertThat(symlinkNames(runs.get(1).path("inputs"))).containsExactly("db.src");
+    awaitHolds(1);
     env.getCatalog("lake").orElseThrow().close();
+  }
+
+  /**
+   * Waits, for up to 30 s, until no more than the test's own {@code holds} remain on the
+   * warehouse's catalog: a finished job's components release theirs shortly after the job ends,
+   * and the last release, which closes RocksDB, must come from the test, before its temporary
+   * directory is deleted, not race that deletion.
+   */
+  private void awaitHolds(int holds) throws InterruptedException {
+    Map<String, String> warehouse = Map.of("warehouse", dir.resolve("wh").toString());
+    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    while (SharedCatalogs.holds(warehouse) > holds && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+    }
   }
 
   private static JsonNode json(String line) {
