@@ -9,6 +9,7 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryPoolMXBean;
 import java.lang.management.MemoryType;
 import java.lang.management.MemoryUsage;
+import java.net.URI;
 import java.net.URISyntaxException;
 import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
@@ -29,9 +30,14 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.CoreOptions;
+import org.apache.flink.configuration.DeploymentOptions;
+import org.apache.flink.configuration.RestOptions;
+import org.apache.flink.runtime.minicluster.MiniCluster;
+import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.table.api.EnvironmentSettings;
 import org.apache.flink.table.api.TableEnvironment;
 import org.apache.flink.table.api.TableResult;
@@ -46,8 +52,9 @@ import org.apache.flink.util.CloseableIterator;
  * {@code rows} rows with deterministic values (name-&lt;id&gt;, city-&lt;id mod 1000&gt;, id mod
  * 100000) in {@code files} data files of consecutive id ranges. The probes come from Flink's
  * {@code datagen} connector: {@code probes} uniformly random keys in {@code [0, rows / 0.9)}, so
- * 90% hit, with {@code proc_time AS PROCTIME()}; the job runs at parallelism 1 in a local
- * MiniCluster and its rows come back through {@code TableResult.collect()}. It asserts nothing.
+ * 90% hit, with {@code proc_time AS PROCTIME()}; the job runs at parallelism 1, submitted to a
+ * session cluster (a MiniCluster its JVM started once, reached over REST as a deployed one is),
+ * and its rows come back through {@code TableResult.collect()}. It asserts nothing.
  *
  * <p>Variants: (c) {@code no-join}, {@code SELECT p.k FROM probes AS p}: Flink's own start-up and
  * the collect path's throughput; (a) {@code skade}, the table through skade's catalog ({@code
@@ -66,16 +73,20 @@ import org.apache.flink.util.CloseableIterator;
  * {@code target/paimon.classpath}), like a Flink deployment with the Paimon jar in lib/.
  *
  * <p>In its JVM a variant first runs a warm-up job (1,000 rows, no join) so that Flink's planner,
- * runtime and collect path are loaded, then its job {@code runs} times. Per run: <i>first
- * row</i>, from just before {@code executeSql} (planning, submission, the job's MiniCluster, the
- * lookup source's open and bootstrap) to the job emitting its first row, as told by a {@code
+ * runtime and collect path are loaded, then its job {@code runs} times, each run paired with a
+ * run of the no-join pipeline just before it or just after it (in turn). Per run: <i>first
+ * row</i>, from just before {@code executeSql} (planning, submission, the lookup source's open
+ * and bootstrap) to the job emitting its first row, as told by a {@code
  * CURRENT_TIMESTAMP} column the job computes after the join (when the collect iterator hands the
  * row over is printed too: the collect path batches, and with the fast no-join pipeline it hands
  * over the first row only once its buffer is full); <i>probes/s</i>, (rows - 1) / (last row -
  * first row) as emitted, without the pause of one full GC taken at the middle row; <i>total</i>,
  * to the iterator's end; hits, rows whose {@code name} is set, checked against the keys below
- * {@code rows} and against the values the key implies. The table shows medians;
- * <i>start-up cost</i> = a variant's first row - the no-join first row. Memory, over all runs:
+ * {@code rows} and against the values the key implies. The table shows medians; <i>start-up
+ * cost</i>, the median over runs of a run's first row less its paired no-join run's (a
+ * difference within one JVM and one cluster, so their drift cancels; the no-join variant's own
+ * figure is the measure's floor, and the empty join's is Flink's own lookup join). Memory, over
+ * all runs:
  * <i>heap peak</i>, the sum of the heap pools' peaks; <i>live heap</i>, heap used right after
  * the mid-run full GC (the lookup structures with Flink's and the planner's live objects);
  * <i>RSS peak</i>, VmHWM of the JVM (native memory such as RocksDB's included). <i>Lookup
@@ -85,7 +96,7 @@ import org.apache.flink.util.CloseableIterator;
  *
  * <p>System properties (defaults in brackets): {@code skade.bench.rows} [1000000], {@code
  * skade.bench.probes} [rows / 5], {@code skade.bench.files} [32], {@code skade.bench.runs} per
- * JVM [5], {@code skade.bench.variants} comma-separated
+ * JVM [9], {@code skade.bench.variants} comma-separated
  * [no-join,empty-join,skade,skade-connector,paimon-default,paimon-bucket1], {@code
  * skade.bench.warmup} [true], {@code
  * skade.bench.sampleMillis} [100], {@code skade.bench.childTimeoutSeconds} per forked JVM [1200],
@@ -297,7 +308,7 @@ public final class LookupJoinBenchmark {
     command.add("-Dskade.bench.paimonWarehouse=" + work.resolve("paimon-warehouse"));
     command.add("-Dskade.bench.sampleMillis=" + Long.getLong("skade.bench.sampleMillis", 100));
     command.add("-Dskade.bench.warmup=" + System.getProperty("skade.bench.warmup", "true"));
-    command.add("-Dskade.bench.runs=" + Integer.getInteger("skade.bench.runs", 5));
+    command.add("-Dskade.bench.runs=" + Integer.getInteger("skade.bench.runs", 9));
     command.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
     command.add("-Dorg.slf4j.simpleLogger.log.org.apache.flink=error");
     // Paimon logs which lookup table it created (and why not the partial one) at INFO.
@@ -428,7 +439,6 @@ public final class LookupJoinBenchmark {
     return s.toString();
   }
 
-  /** One measured run of a variant's job. */
   /**
    * One measured run of a variant's job, in seconds from just before {@code executeSql}: rows
    * emitted by the job ({@code emitted}, ms precision) and received from the collect iterator.
@@ -437,14 +447,14 @@ public final class LookupJoinBenchmark {
       double lastEmitted, double firstReceived, double lastReceived, double total,
       double gcStart, double gcPause, long rows, long hits, long wrong, long expectedHits,
       long liveHeap) {
-    static Run of(Properties p, int i) {
-      return new Run(seconds(p, i + ".submitNanos"), seconds(p, i + ".firstEmittedNanos"),
-          seconds(p, i + ".tenthEmittedNanos"), seconds(p, i + ".lastEmittedNanos"),
-          seconds(p, i + ".firstRowNanos"), seconds(p, i + ".lastRowNanos"),
-          seconds(p, i + ".totalNanos"), seconds(p, i + ".gcStartNanos"),
-          seconds(p, i + ".gcPauseNanos"), number(p, i + ".rows"), number(p, i + ".hits"),
-          number(p, i + ".wrong"), number(p, i + ".expectedHits"),
-          number(p, i + ".liveHeapBytes"));
+    static Run of(Properties p, String k) {
+      return new Run(seconds(p, k + "submitNanos"), seconds(p, k + "firstEmittedNanos"),
+          seconds(p, k + "tenthEmittedNanos"), seconds(p, k + "lastEmittedNanos"),
+          seconds(p, k + "firstRowNanos"), seconds(p, k + "lastRowNanos"),
+          seconds(p, k + "totalNanos"), seconds(p, k + "gcStartNanos"),
+          seconds(p, k + "gcPauseNanos"), number(p, k + "rows"), number(p, k + "hits"),
+          number(p, k + "wrong"), number(p, k + "expectedHits"),
+          number(p, k + "liveHeapBytes"));
     }
 
     /** Probes/s the job emitted after its first row, the mid-run GC's pause left out. */
@@ -465,19 +475,30 @@ public final class LookupJoinBenchmark {
     }
   }
 
-  /** A variant's runs, summarised by medians. */
-  private record Figures(List<Run> runs) {
+  /** A variant's runs and the no-join run paired with each, summarised by medians. */
+  private record Figures(List<Run> runs, List<Run> baselines) {
     static Figures of(Properties p) {
       int n = Integer.parseInt(p.getProperty("runs"));
       List<Run> runs = new ArrayList<>();
+      List<Run> baselines = new ArrayList<>();
       for (int i = 0; i < n; i++) {
-        runs.add(Run.of(p, i));
+        runs.add(Run.of(p, i + "."));
+        baselines.add(Run.of(p, i + ".baseline."));
       }
-      return new Figures(runs);
+      return new Figures(runs, baselines);
     }
 
     double firstRow() {
       return median(runs.stream().mapToDouble(Run::firstEmitted).toArray());
+    }
+
+    /** The run's first row less its paired no-join run's. */
+    double startUpCost(int i) {
+      return runs.get(i).firstEmitted() - baselines.get(i).firstEmitted();
+    }
+
+    double startUpCost() {
+      return median(IntStream.range(0, runs.size()).mapToDouble(this::startUpCost).toArray());
     }
 
     double probesPerSecond() {
@@ -547,11 +568,10 @@ public final class LookupJoinBenchmark {
         figures.put(v, Figures.of(p));
       }
     });
-    Figures baseline = figures.get(Variant.NO_JOIN);
-    int runs = Integer.getInteger("skade.bench.runs", 5);
+    int runs = Integer.getInteger("skade.bench.runs", 9);
     System.out.println();
-    System.out.printf("Medians of %d runs per JVM (after one warm-up job); hits, memory and disk"
-        + " over all runs.%n", runs);
+    System.out.printf("Medians of %d runs per JVM (after one warm-up job), each paired with a"
+        + " no-join run; hits, memory and disk over all runs.%n", runs);
     String format = "%-29s %9s %9s %9s %8s %18s %9s %9s %9s %9s%n";
     System.out.printf(format, "variant", "first row", "start-up", "probes/s", "total",
         "hits", "heap peak", "live heap", "RSS peak", "lookup");
@@ -568,7 +588,7 @@ public final class LookupJoinBenchmark {
       }
       Run firstRun = f.runs().get(0);
       System.out.printf(format, v.label, fmt("%.2f", f.firstRow()),
-          baseline == null ? "?" : fmt("%.2f", f.firstRow() - baseline.firstRow()),
+          fmt("%.2f", f.startUpCost()),
           rate(f.probesPerSecond()), fmt("%.2f", f.total()),
           !v.joinsData() ? "-" : fmt("%,d", firstRun.hits())
               + fmt(" (%.1f%%)", 100.0 * firstRun.hits() / Math.max(1, firstRun.rows())),
@@ -581,7 +601,12 @@ public final class LookupJoinBenchmark {
       Figures f = e.getValue();
       Properties p = results.get(v);
       StringBuilder line = new StringBuilder(v.id).append(": per run, first row emitted ")
-          .append(f.each(Run::firstEmitted, "%.2f")).append(" s, received ")
+          .append(f.each(Run::firstEmitted, "%.2f")).append(" s, the paired no-join run's ")
+          .append(f.baselines().stream().map(r -> fmt("%.2f", r.firstEmitted()))
+              .collect(Collectors.joining(", ")))
+          .append(" s, start-up cost ").append(IntStream.range(0, f.runs().size())
+              .mapToObj(i -> fmt("%.3f", f.startUpCost(i))).collect(Collectors.joining(", ")))
+          .append(" s; received ")
           .append(f.each(Run::firstReceived, "%.2f")).append(" s; 10% of the rows emitted ")
           .append(f.each(Run::tenthEmitted, "%.2f")).append(" s; probes/s emitted ")
           .append(f.each(Run::probesPerSecond, "%,.0f")).append(", received ")
@@ -611,10 +636,11 @@ public final class LookupJoinBenchmark {
       System.out.println(line);
     }
     ratios(results, figures);
-    System.out.println("first row: from just before executeSql (planning, submission, MiniCluster"
-        + " start, lookup open/bootstrap) to the job emitting its first row (its CURRENT_TIMESTAMP,"
-        + " taken after the join); received: out of the collect iterator. start-up cost = first"
-        + " row - the no-join first row. probes/s: (rows - 1) / (last row - first row) as emitted,"
+    System.out.println("first row: from just before executeSql (planning, submission to the"
+        + " JVM's session cluster, lookup open/bootstrap) to the job emitting its first row (its"
+        + " CURRENT_TIMESTAMP, taken after the join); received: out of the collect iterator."
+        + " start-up cost: median over runs of (first row - the paired no-join run's first row)."
+        + " probes/s: (rows - 1) / (last row - first row) as emitted,"
         + " less one mid-run full GC. live heap: heap used after that GC (max over runs). heap"
         + " peak: the heap pools' peaks. RSS peak: VmHWM. lookup disk: peak of io.tmp.dirs"
         + " without Flink's own entries (minicluster_*, flink-*), sampled every "
@@ -623,11 +649,10 @@ public final class LookupJoinBenchmark {
 
   private static void ratios(Map<Variant, Properties> results, Map<Variant, Figures> figures) {
     System.out.println();
-    Figures baseline = figures.get(Variant.NO_JOIN);
     List<Figures> paimon = figures.entrySet().stream().filter(e -> e.getKey().isPaimon())
         .map(Map.Entry::getValue).toList();
-    if (!results.containsKey(Variant.SKADE) || paimon.isEmpty() || baseline == null) {
-      System.out.println("ratios: need the skade, a Paimon and the no-join variant.");
+    if (!results.containsKey(Variant.SKADE) || paimon.isEmpty()) {
+      System.out.println("ratios: need the skade and a Paimon variant.");
       return;
     }
     Figures skade = figures.get(Variant.SKADE);
@@ -636,27 +661,25 @@ public final class LookupJoinBenchmark {
           + results.get(Variant.SKADE).getProperty("message"));
       return;
     }
-    double skadeCost = skade.firstRow() - baseline.firstRow();
-    double paimonCost = paimon.stream().mapToDouble(f -> f.firstRow() - baseline.firstRow())
-        .min().orElseThrow();
+    double skadeCost = skade.startUpCost();
+    double paimonCost = paimon.stream().mapToDouble(Figures::startUpCost).min().orElseThrow();
     double skadeRate = skade.probesPerSecond();
     double paimonRate = paimon.stream().mapToDouble(Figures::probesPerSecond).max().orElseThrow();
     System.out.println(skadeCost <= 0
-        ? fmt("start-up cost: skade %.2f s (no more than the no-join pipeline's),", skadeCost)
-            + fmt(" Paimon's best %.2f s (target: skade at least 5x below)", paimonCost)
-        : fmt("start-up cost: skade %.2f s, Paimon's best %.2f s: Paimon / skade = %.1fx"
+        ? fmt("start-up cost: skade %.3f s (no more than the no-join pipeline's),", skadeCost)
+            + fmt(" Paimon's best %.3f s (target: skade at least 5x below)", paimonCost)
+        : fmt("start-up cost: skade %.3f s, Paimon's best %.3f s: Paimon / skade = %.1fx"
             + " (target: >= 5x)", skadeCost, paimonCost, paimonCost / skadeCost));
     System.out.println(fmt("steady probes/s: skade %,.0f, Paimon's best %,.0f: skade / Paimon ="
         + " %.2fx (target: >= 1x)", skadeRate, paimonRate, skadeRate / paimonRate));
+    Figures noJoin = figures.get(Variant.NO_JOIN);
     Figures empty = figures.get(Variant.EMPTY_JOIN);
-    if (empty != null) {
-      double flinkCost = empty.firstRow() - baseline.firstRow();
-      double paimonOver = paimon.stream().mapToDouble(f -> f.firstRow() - empty.firstRow())
-          .min().orElseThrow();
-      System.out.println(fmt("Flink's own lookup join (to an empty table) costs %.2f s of"
-          + " start-up over the no-join pipeline; first rows after the empty join's: skade"
-          + " %.2f s, Paimon's best %.2f s (negative: sooner, within the noise of Flink's own"
-          + " start)", flinkCost, skade.firstRow() - empty.firstRow(), paimonOver));
+    if (noJoin != null && empty != null) {
+      double flinkCost = empty.startUpCost();
+      System.out.println(fmt("the measure's floor: the no-join pipeline against itself %.3f s;"
+          + " Flink's own lookup join (to an empty table) %.3f s; over the latter: skade %.3f s,"
+          + " Paimon's best %.3f s", noJoin.startUpCost(), flinkCost, skadeCost - flinkCost,
+          paimonCost - flinkCost));
     }
   }
 
@@ -744,10 +767,21 @@ public final class LookupJoinBenchmark {
         Long.getLong("skade.bench.sampleMillis", 100));
     sampler.start();
     Properties out = new Properties();
+    Configuration clusterConf = new Configuration();
+    clusterConf.set(CoreOptions.TMP_DIRS, flinkTmp.toString());
+    // A session cluster, as jobs are submitted in production: a job's start is its own, not a
+    // cluster's (a MiniCluster per job adds its start, 0.2-0.4 s apart from one job to the next).
+    MiniCluster cluster = new MiniCluster(new MiniClusterConfiguration.Builder()
+        .setConfiguration(clusterConf).setNumTaskManagers(1).setNumSlotsPerTaskManager(2)
+        .build());
     try {
-      Configuration conf = new Configuration();
-      conf.set(CoreOptions.TMP_DIRS, flinkTmp.toString());
+      cluster.start();
+      URI rest = cluster.getRestAddress().get();
+      Configuration conf = new Configuration(clusterConf);
       conf.set(CoreOptions.DEFAULT_PARALLELISM, 1);
+      conf.set(DeploymentOptions.TARGET, "remote");
+      conf.set(RestOptions.ADDRESS, rest.getHost());
+      conf.set(RestOptions.PORT, rest.getPort());
       TableEnvironment env = TableEnvironment.create(
           EnvironmentSettings.newInstance().inStreamingMode().withConfiguration(conf).build());
       env.executeSql("CREATE TEMPORARY TABLE probes (k BIGINT, proc_time AS PROCTIME()) WITH ("
@@ -793,13 +827,22 @@ public final class LookupJoinBenchmark {
           warm.forEachRemaining(row -> { });
         }
       }
-      int runs = Integer.getInteger("skade.bench.runs", 5);
+      int runs = Integer.getInteger("skade.bench.runs", 9);
       for (int i = 0; i < runs; i++) {
+        // Each run is paired with a run of the no-join pipeline right before or after it (in
+        // turn), in the same JVM and cluster: their difference is the run's start-up cost.
+        if (i % 2 == 0) {
+          measure(env, NO_JOIN_QUERY, false, rows, probes, i + ".baseline.", out);
+        }
         measure(env, query, variant.joinsData(), rows, probes, i + ".", out);
+        if (i % 2 == 1) {
+          measure(env, NO_JOIN_QUERY, false, rows, probes, i + ".baseline.", out);
+        }
       }
       out.setProperty("runs", Integer.toString(runs));
     } finally {
       sampler.finish();
+      cluster.close();
     }
     out.setProperty("flinkTmpPeakBytes", Long.toString(sampler.flinkTmpPeak));
     out.setProperty("lookupDiskPeakBytes", Long.toString(sampler.lookupPeak));
