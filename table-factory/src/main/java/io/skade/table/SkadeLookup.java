@@ -11,6 +11,7 @@ import io.skade.lookup.LookupCaches;
 import io.skade.lookup.PointLookup;
 import java.io.IOException;
 import java.io.Serializable;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -20,20 +21,23 @@ import java.util.Map;
 import org.apache.flink.metrics.Histogram;
 import org.apache.flink.metrics.MetricGroup;
 import org.apache.flink.runtime.metrics.DescriptiveStatisticsHistogram;
+import org.apache.flink.table.data.GenericRowData;
 import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.data.StringData;
 import org.apache.flink.table.types.logical.RowType;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.StructLike;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.InternalRecordWrapper;
 import org.apache.iceberg.data.Record;
+import org.apache.iceberg.flink.FlinkSchemaUtil;
 import org.apache.iceberg.flink.RowDataWrapper;
 import org.apache.iceberg.flink.data.StructRowData;
 import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.types.Type;
 import org.apache.iceberg.types.Types;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -162,20 +166,27 @@ final class SkadeLookup implements Serializable {
   private record RowKey(long snapshot, Object key) {}
 
   /**
-   * A table version with its lookup and what every probe of it reuses: the key's struct, the
-   * output columns and their positions in the table's rows.
+   * A table version with its lookup and what every probe of it reuses: the key's struct, and
+   * per output column its position in the table's rows, how Flink reads it from a row and
+   * whether it is a string.
    */
   private record Version(Table table, PointLookup lookup, Types.StructType key,
-      Types.StructType output, int[] positions) {
+      int[] positions, RowData.FieldGetter[] getters, boolean[] strings) {
     static Version of(Table table, PointLookup lookup, List<String> outputColumns) {
-      Schema output = table.schema().select(outputColumns);
-      int[] positions = new int[output.columns().size()];
-      for (int i = 0; i < positions.length; i++) {
-        positions[i] = table.schema().columns().indexOf(
-            table.schema().findField(output.columns().get(i).fieldId()));
+      Schema schema = table.schema();
+      RowType rowType = FlinkSchemaUtil.convert(schema);
+      int n = outputColumns.size();
+      int[] positions = new int[n];
+      RowData.FieldGetter[] getters = new RowData.FieldGetter[n];
+      boolean[] strings = new boolean[n];
+      for (int i = 0; i < n; i++) {
+        Types.NestedField field = schema.findField(outputColumns.get(i));
+        positions[i] = schema.columns().indexOf(field);
+        getters[i] = RowData.createFieldGetter(rowType.getTypeAt(positions[i]), positions[i]);
+        strings[i] = field.type().typeId() == Type.TypeID.STRING;
       }
-      return new Version(table, lookup, Types.StructType.of(lookup.keyColumns()),
-          output.asStruct(), positions);
+      return new Version(table, lookup, Types.StructType.of(lookup.keyColumns()), positions,
+          getters, strings);
     }
   }
 
@@ -203,17 +214,29 @@ final class SkadeLookup implements Serializable {
     return values;
   }
 
+  /**
+   * The output columns of table rows, as Flink rows. Strings go over as UTF-8 bytes: Flink's
+   * own encoding of a {@code String}, when it serializes the row, costs several times more.
+   */
   private static List<RowData> toRows(List<Record> records, Version at) {
     if (records.isEmpty()) {
       return List.of();
     }
     List<RowData> rows = new ArrayList<>(records.size());
+    StructRowData view = new StructRowData(at.table().schema().asStruct());
     for (Record record : records) {
-      GenericRecord projected = GenericRecord.create(at.output());
+      view.setStruct(record);
+      GenericRowData row = new GenericRowData(at.positions().length);
       for (int i = 0; i < at.positions().length; i++) {
-        projected.set(i, record.get(at.positions()[i]));
+        if (at.strings()[i]) {
+          Object value = record.get(at.positions()[i]);
+          row.setField(i, value == null ? null
+              : StringData.fromBytes(value.toString().getBytes(StandardCharsets.UTF_8)));
+        } else {
+          row.setField(i, at.getters()[i].getFieldOrNull(view));
+        }
       }
-      rows.add(new StructRowData(at.output()).setStruct(projected));
+      rows.add(row);
     }
     return rows;
   }

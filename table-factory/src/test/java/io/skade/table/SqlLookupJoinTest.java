@@ -2,14 +2,20 @@ package io.skade.table;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.math.BigDecimal;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.apache.flink.table.api.TableEnvironment;
 import org.apache.flink.table.api.TableResult;
 import org.apache.flink.types.Row;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -67,6 +73,50 @@ class SqlLookupJoinTest extends SqlTestBase {
         "+I[3, 1, ada, tromso]", // the upsert, committed before this order
         "+I[4, 9, nine, bodo]", // a new key
         "+I[5, 2, null, null]"); // a deleted key
+  }
+
+  @Test
+  @Timeout(240)
+  void aLookupJoinReturnsEveryColumnAsTheTableHoldsIt() throws Exception {
+    String columns = "id BIGINT, flag BOOLEAN, n INT, amount DECIMAL(10, 2), ratio DOUBLE,"
+        + " birthday DATE, at_time TIMESTAMP(6), at_instant TIMESTAMP_LTZ(6), payload BYTES,"
+        + " label STRING, PRIMARY KEY (id) NOT ENFORCED";
+    TableEnvironment writer = batch();
+    declare(writer, "dim", columns);
+    run(writer, "INSERT INTO dim VALUES (1, TRUE, 7, 12.34, 0.5, DATE '2026-11-30',"
+        + " TIMESTAMP '2026-11-30 12:34:56.123456', TO_TIMESTAMP_LTZ(1764506096123, 3), X'CAFE',"
+        + " 'Tromsø ✓')");
+    run(writer, "INSERT INTO dim (id, flag) VALUES (2, FALSE)"); // the other columns null
+
+    TableEnvironment join = streaming();
+    declare(join, "dim", columns);
+    join.executeSql("CREATE TEMPORARY VIEW probes AS SELECT k, PROCTIME() AS proc_time"
+        + " FROM (VALUES (1), (2), (3)) AS t(k)");
+    List<Row> rows = collect(join, "SELECT p.k, d.flag, d.n, d.amount, d.ratio, d.birthday,"
+        + " d.at_time, d.at_instant, d.payload, d.label FROM probes AS p"
+        + " LEFT JOIN dim FOR SYSTEM_TIME AS OF p.proc_time AS d ON p.k = d.id");
+
+    assertThat(rows).hasSize(3);
+    rows.sort(Comparator.comparing(row -> (Integer) row.getField(0)));
+    Row full = rows.get(0);
+    assertThat(full.getField(1)).isEqualTo(true);
+    assertThat(full.getField(2)).isEqualTo(7);
+    assertThat(full.getField(3)).isEqualTo(new BigDecimal("12.34"));
+    assertThat(full.getField(4)).isEqualTo(0.5);
+    assertThat(full.getField(5)).isEqualTo(LocalDate.of(2026, 11, 30));
+    assertThat(full.getField(6)).isEqualTo(LocalDateTime.of(2026, 11, 30, 12, 34, 56, 123_456_000));
+    assertThat(full.getField(7)).isEqualTo(Instant.ofEpochMilli(1764506096123L));
+    assertThat((byte[]) full.getField(8)).containsExactly(0xCA, 0xFE);
+    assertThat(full.getField(9)).isEqualTo("Tromsø ✓"); // multi-byte UTF-8
+    Row empty = rows.get(1);
+    assertThat(empty.getField(1)).isEqualTo(false);
+    for (int i = 2; i < empty.getArity(); i++) {
+      assertThat(empty.getField(i)).as("column %d of a row holding nulls", i).isNull();
+    }
+    Row missing = rows.get(2);
+    for (int i = 1; i < missing.getArity(); i++) {
+      assertThat(missing.getField(i)).as("column %d of a key with no row", i).isNull();
+    }
   }
 
   private static void waitFor(Check check) throws Exception {
