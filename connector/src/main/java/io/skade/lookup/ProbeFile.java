@@ -23,6 +23,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.function.IntFunction;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.Schema;
@@ -149,6 +150,11 @@ final class ProbeFile implements Closeable {
    */
   private final Values[][][] decoded;
   private final DictionaryRef[][] dictionaries;
+  /** The bytes of the page indexes and bloom filters, until every row group's are parsed. */
+  private Region indexes; // guarded by this once the file is open
+  /** Whether a row group's page indexes and bloom filters are parsed (1), by row group. */
+  private final AtomicIntegerArray indexed;
+  private int groupsIndexed; // guarded by this
 
   private record DictionaryRef(Dictionary dictionary) {}
   /** Bounds the decoded pages and dictionaries this file keeps. */
@@ -197,6 +203,7 @@ final class ProbeFile implements Closeable {
     this.blooms = new Bloom[count][columns.length];
     this.dictionaryStarts = new long[count][columns.length];
     this.decoded = new Values[count][columns.length][];
+    this.indexed = new AtomicIntegerArray(count);
     this.mins = new Object[count][columns.length];
     this.maxs = new Object[count][columns.length];
     this.allNull = new boolean[count][columns.length];
@@ -272,8 +279,11 @@ final class ProbeFile implements Closeable {
   }
 
   /**
-   * Parses every column's offset index, column index and bloom filter. Parquet writes them just
-   * before the footer, so they are usually in {@code tail} already; what is not is read once.
+   * Reads the bytes of every column's offset index, column index and bloom filter, in one read
+   * with the footer: Parquet writes them just before it, so they are usually in {@code tail}
+   * already. A row group's are parsed when a probe first reaches it ({@link #index}): with
+   * dozens of row groups per file, parsing them all would make a file's first probe several
+   * times slower.
    */
   private boolean loadIndexes(Region tail, DataFileRows.ReadListener listener)
       throws IOException {
@@ -293,36 +303,61 @@ final class ProbeFile implements Closeable {
         }
       }
     }
-    Region indexes = tail;
+    indexes = tail;
     if (first < tail.start) {
       indexes = new Region(first, tail.end);
       indexes.read(source, listener);
     }
-    for (int g = 0; g < groups.size(); g++) {
-      List<ColumnChunkMetaData> chunks = groups.get(g).getColumns();
-      for (int c = 0; c < columns.length; c++) {
-        ColumnChunkMetaData chunk = chunks.get(c);
-        IndexReference ref = chunk.getOffsetIndexReference();
-        offsets[g][c] = ParquetMetadataConverter.fromParquetOffsetIndex(
-            Util.readOffsetIndex(indexes.stream(ref.getOffset(), ref.getLength())));
-        decoded[g][c] = new Values[offsets[g][c].getPageCount()];
-        firstRows[g][c] = new long[offsets[g][c].getPageCount()];
-        for (int p = 0; p < firstRows[g][c].length; p++) {
-          firstRows[g][c][p] = offsets[g][c].getFirstRowIndex(p);
-        }
-        ref = chunk.getColumnIndexReference();
-        if (ref != null) {
-          loadColumnIndex(g, c, ParquetMetadataConverter.fromParquetColumnIndex(
-              columns[c].getPrimitiveType(),
-              Util.readColumnIndex(indexes.stream(ref.getOffset(), ref.getLength()))));
-        }
-        if (chunk.getBloomFilterOffset() >= 0) {
-          blooms[g][c] = bloomFilter(indexes.stream(chunk.getBloomFilterOffset(),
-              (int) (indexes.end - chunk.getBloomFilterOffset())));
-        }
+    return true;
+  }
+
+  /**
+   * Parses row group {@code g}'s page indexes and bloom filters, once. The flag is set after
+   * them (a volatile write), so a probe that sees it set sees them whole.
+   */
+  private void index(int g) {
+    if (indexed.get(g) == 1) {
+      return;
+    }
+    synchronized (this) {
+      if (indexed.get(g) == 1) {
+        return;
+      }
+      try {
+        parseIndexes(g);
+      } catch (IOException e) {
+        throw new UncheckedIOException("reading the page indexes of " + location, e);
+      }
+      indexed.set(g, 1);
+      if (++groupsIndexed == groups.size()) {
+        indexes = null; // all parsed: the bytes are no longer needed
       }
     }
-    return true;
+  }
+
+  private void parseIndexes(int g) throws IOException {
+    List<ColumnChunkMetaData> chunks = groups.get(g).getColumns();
+    for (int c = 0; c < columns.length; c++) {
+      ColumnChunkMetaData chunk = chunks.get(c);
+      IndexReference ref = chunk.getOffsetIndexReference();
+      offsets[g][c] = ParquetMetadataConverter.fromParquetOffsetIndex(
+          Util.readOffsetIndex(indexes.stream(ref.getOffset(), ref.getLength())));
+      decoded[g][c] = new Values[offsets[g][c].getPageCount()];
+      firstRows[g][c] = new long[offsets[g][c].getPageCount()];
+      for (int p = 0; p < firstRows[g][c].length; p++) {
+        firstRows[g][c][p] = offsets[g][c].getFirstRowIndex(p);
+      }
+      ref = chunk.getColumnIndexReference();
+      if (ref != null) {
+        loadColumnIndex(g, c, ParquetMetadataConverter.fromParquetColumnIndex(
+            columns[c].getPrimitiveType(),
+            Util.readColumnIndex(indexes.stream(ref.getOffset(), ref.getLength()))));
+      }
+      if (chunk.getBloomFilterOffset() >= 0) {
+        blooms[g][c] = bloomFilter(indexes.stream(chunk.getBloomFilterOffset(),
+            (int) (indexes.end - chunk.getBloomFilterOffset())));
+      }
+    }
   }
 
   private void loadColumnIndex(int g, int c, ColumnIndex index) {
@@ -459,6 +494,7 @@ final class ProbeFile implements Closeable {
       if (!inStatistics(g, keyColumns, storedKey)) {
         continue;
       }
+      index(g);
       // The key column whose page index leaves the fewest pages leads: its candidate pages
       // are decoded, the other key columns only at the rows that match it.
       int lead = 0;
