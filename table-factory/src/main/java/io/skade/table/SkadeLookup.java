@@ -215,8 +215,9 @@ final class SkadeLookup implements Serializable {
   }
 
   /**
-   * The output columns of table rows, as Flink rows. Strings go over as UTF-8 bytes: Flink's
-   * own encoding of a {@code String}, when it serializes the row, costs several times more.
+   * The output columns of table rows, as Flink rows. Strings go over as UTF-8 bytes, the form
+   * Flink keeps: a {@code String} is encoded by Flink's own, slower, encoder when the row is
+   * first copied or serialized.
    */
   private static List<RowData> toRows(List<Record> records, Version at) {
     if (records.isEmpty()) {
