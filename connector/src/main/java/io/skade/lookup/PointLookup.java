@@ -197,7 +197,8 @@ public final class PointLookup {
         continue; // an integral key's bounds, compared as primitives: most files end here
       }
       KeyedFile file = keyed.files().get(i);
-      if (!file.mayHold(keyValues, keyComparators)) {
+      // One integral key column: its bounds were just compared as primitives.
+      if ((lower == null || key.size() > 1) && !file.mayHold(keyValues, keyComparators)) {
         continue;
       }
       if (!file.task().spec().isUnpartitioned()) {

@@ -111,6 +111,7 @@ final class ProbeFile implements Closeable {
   /** Marks a key value without a bloom filter hash (a boolean): its filters are not asked. */
   private static final long NO_HASH = 0;
   private static final XxHash XXHASH = new XxHash();
+  private static final Region[] NO_REGIONS = new Region[0];
 
   private final String location;
   private final Source source;
@@ -775,6 +776,9 @@ final class ProbeFile implements Closeable {
   /** Reads the ranges, those closer than {@link #MAX_GAP} together, one read each. */
   private Region[] read(List<long[]> ranges, DataFileRows.ReadListener listener)
       throws IOException {
+    if (ranges.isEmpty()) {
+      return NO_REGIONS; // every page decoded already: a warm probe
+    }
     ranges.sort((a, b) -> Long.compare(a[0], b[0]));
     List<Region> regions = new ArrayList<>();
     Region current = null;
@@ -861,7 +865,11 @@ final class ProbeFile implements Closeable {
   private record Reads(Region[] regions, DataFileRows.ReadListener listener, long[] decoded) {
     /** The rows whose values were decoded in some column. */
     long rowsDecoded() {
-      return Arrays.stream(decoded).max().orElse(0);
+      long most = 0;
+      for (long rows : decoded) {
+        most = Math.max(most, rows);
+      }
+      return most;
     }
   }
 
