@@ -190,9 +190,21 @@ public class SkadeCatalog extends BaseMetastoreCatalog
    * catalog, the metadata cache), and a job's class loader is closed when the job ends.
    */
   private static Configuration defaultHadoopConf() {
-    Configuration conf = new Configuration();
-    conf.setClassLoader(SkadeCatalog.class.getClassLoader());
-    return conf;
+    // A copy of one loaded configuration: parsing Hadoop's default XML resources for each
+    // catalog made opening one (open, load a table, close) take 25-32 ms instead of 17-19 ms.
+    return new Configuration(DefaultHadoopConf.LOADED);
+  }
+
+  /** The default Hadoop configuration, its resources loaded once per JVM; never modified. */
+  private static final class DefaultHadoopConf {
+    static final Configuration LOADED = load();
+
+    private static Configuration load() {
+      Configuration conf = new Configuration();
+      conf.setClassLoader(SkadeCatalog.class.getClassLoader());
+      conf.size(); // loads the default resources now, so that copies do not parse them again
+      return conf;
+    }
   }
 
   /** The {@code warehouse} property, required, without trailing slashes. */
