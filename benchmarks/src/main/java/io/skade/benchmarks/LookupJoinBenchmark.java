@@ -308,7 +308,7 @@ public final class LookupJoinBenchmark {
     command.add("-Dskade.bench.paimonWarehouse=" + work.resolve("paimon-warehouse"));
     command.add("-Dskade.bench.sampleMillis=" + Long.getLong("skade.bench.sampleMillis", 100));
     command.add("-Dskade.bench.warmup=" + System.getProperty("skade.bench.warmup", "true"));
-    command.add("-Dskade.bench.runs=" + Integer.getInteger("skade.bench.runs", 9));
+    command.add("-Dskade.bench.runs=" + runs());
     command.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
     command.add("-Dorg.slf4j.simpleLogger.log.org.apache.flink=error");
     // Paimon logs which lookup table it created (and why not the partial one) at INFO.
@@ -568,7 +568,7 @@ public final class LookupJoinBenchmark {
         figures.put(v, Figures.of(p));
       }
     });
-    int runs = Integer.getInteger("skade.bench.runs", 9);
+    int runs = runs();
     System.out.println();
     System.out.printf("Medians of %d runs per JVM (after one warm-up job), each paired with a"
         + " no-join run; hits, memory and disk over all runs.%n", runs);
@@ -681,6 +681,11 @@ public final class LookupJoinBenchmark {
           + " Paimon's best %.3f s", noJoin.startUpCost(), flinkCost, skadeCost - flinkCost,
           paimonCost - flinkCost));
     }
+  }
+
+  /** Measured runs per JVM ({@code skade.bench.runs}). */
+  private static int runs() {
+    return Integer.getInteger("skade.bench.runs", 9);
   }
 
   private static boolean ok(Properties p) {
@@ -827,7 +832,7 @@ public final class LookupJoinBenchmark {
           warm.forEachRemaining(row -> { });
         }
       }
-      int runs = Integer.getInteger("skade.bench.runs", 9);
+      int runs = runs();
       for (int i = 0; i < runs; i++) {
         // Each run is paired with a run of the no-join pipeline right before or after it (in
         // turn), in the same JVM and cluster: their difference is the run's start-up cost.
