@@ -25,6 +25,7 @@ import java.util.ServiceLoader;
 import java.util.Set;
 import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
 import org.apache.iceberg.BaseMetastoreCatalog;
 import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.CatalogUtil;
@@ -72,7 +73,8 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code consumer.expiry-timeout}: how long a consumer's stored cursor holds snapshot
  *       expiry back after it was last stored (7d); a whole number with a unit {@code ms}, {@code
  *       s}, {@code m}, {@code h} or {@code d}, a bare number being milliseconds.
- *   <li>{@code io-impl}: the {@link FileIO} (default Hadoop's, which covers local files).
+ *   <li>{@code io-impl}: the {@link FileIO} (default Hadoop's, which covers local files; without
+ *       a Hadoop configuration given, local files go through {@link SkadeLocalFileSystem}).
  * </ul>
  *
  * <p>Every change goes through one {@link Committer}; see there for what happens on commit. The
@@ -202,6 +204,10 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     private static Configuration load() {
       Configuration conf = new Configuration();
       conf.setClassLoader(SkadeCatalog.class.getClassLoader());
+      // Hadoop's own local file system starts a chmod process per file written. Uncached, so
+      // that a local file system another component cached in this JVM cannot stand in for it.
+      conf.setClass("fs.file.impl", SkadeLocalFileSystem.class, FileSystem.class);
+      conf.setBoolean("fs.file.impl.disable.cache", true);
       conf.size(); // loads the default resources now, so that copies do not parse them again
       return conf;
     }

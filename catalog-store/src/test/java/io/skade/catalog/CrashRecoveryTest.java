@@ -313,11 +313,16 @@ class CrashRecoveryTest {
     List<Ack> kill() throws InterruptedException {
       // SIGKILL on Linux: no shutdown hooks, no RocksDB close. Through the ProcessHandle because
       // Process.destroyForcibly() also closes our end of stdout, losing ACKs still in the pipe.
+      // A process the child started inherits its stdout until it execs: it would hold the
+      // pipe open after the kill. The child starts none once READY; listed if that changes.
+      List<String> started = process.descendants()
+          .map(p -> p.pid() + " " + p.info().commandLine().orElse("?")).toList();
       process.toHandle().destroyForcibly();
       process.waitFor();
       reader.join(CHILD_TIMEOUT_MS); // drains the lines still in the pipe
       synchronized (this) {
-        assertThat(eof).as("stdout of the killed child was read to its end").isTrue();
+        assertThat(eof).as("stdout of the killed child was read to its end within %d ms;"
+            + " processes the child had started: %s", CHILD_TIMEOUT_MS, started).isTrue();
         assertThat(readFailure).as("reading the child's stdout").isNull();
         return List.copyOf(acks);
       }
