@@ -14,7 +14,10 @@ import java.util.Locale;
  * <p>Each cell opens a fresh catalog in a temporary warehouse (deleted afterwards), gives every
  * committer thread its own table (so no commit ever conflicts), and makes a fixed number of
  * commits of one workload: pointer-only (the committer's compare-and-swap alone, no Iceberg
- * files), metadata-only ({@code updateProperties}) or a fast append of a small Parquet file. A subscriber thread measures, for every commit, the time from its batch becoming
+ * files), metadata-only ({@code updateProperties}) or a fast append of a small Parquet file. The
+ * two workloads that write files also run with Hadoop's own local file system, beside skade's
+ * ({@code SkadeLocalFileSystem}). A subscriber thread measures, for every commit, the time from
+ * its batch becoming
  * durable to the subscriber receiving it. One warm-up pass of each workload precedes the
  * measured cells. It asserts nothing; it prints figures.
  *
@@ -48,16 +51,20 @@ public final class CommitBenchmark {
         System.getProperty("java.vm.vendor"), Runtime.getRuntime().availableProcessors(),
         ZonedDateTime.now().format(DateTimeFormatter.ISO_OFFSET_DATE_TIME));
     System.out.println("WAL syncs per commit < 1 means group commit coalesced fsyncs"
-        + " (several commits made durable by one fsync). Each cell runs twice, side by side:"
+        + " (several commits made durable by one fsync). Each cell runs side by side:"
         + " 'fsync per commit' (commit.max-batch-size=1, the design without group commit) and"
-        + " 'group commit'; 'vs fsync/commit' is the ratio of their commits/s.");
+        + " 'group commit'; 'vs fsync/commit' is the ratio of their commits/s. Workloads that"
+        + " write files also run 'group, Hadoop FS': group commit with files written through"
+        + " Hadoop's own local file system, which starts a chmod process per file.");
     System.out.printf("Per cell: fresh warehouse, one table per committer; %d pointer-only / %d"
             + " metadata-only / %d append commits; feed latency = batch durable -> subscriber"
             + " received.%n", pointerCommits, metadataCommits, appendCommits);
 
     // Warm-up: JIT, class loading, Hadoop/Parquet initialisation; results discarded.
     for (Workload workload : Workload.values()) {
-      CommitRun.run(workload, true, 4, warmupCommits);
+      for (CommitRun.Design design : designs(workload)) {
+        CommitRun.run(workload, design, 4, warmupCommits);
+      }
     }
 
     List<CommitRun.Result> results = new ArrayList<>();
@@ -68,13 +75,42 @@ public final class CommitBenchmark {
         case APPEND -> appendCommits;
       };
       for (int committers : committerCounts) {
-        // Side by side in one run: the previous design (one fsync per commit), then group commit.
-        results.add(CommitRun.run(workload, false, committers, commits));
-        results.add(CommitRun.run(workload, true, committers, commits));
+        // Side by side in one run: the previous designs, then skade's.
+        for (CommitRun.Design design : designs(workload)) {
+          results.add(CommitRun.run(workload, design, committers, commits));
+        }
       }
     }
     System.out.println();
     printTable(results);
+    printLocalFileSystemRatios(results);
+  }
+
+  /** The designs a workload runs in; files are written only by the metadata and append ones. */
+  private static List<CommitRun.Design> designs(Workload workload) {
+    return workload == Workload.POINTER_ONLY
+        ? List.of(CommitRun.Design.FSYNC_PER_COMMIT, CommitRun.Design.GROUP_COMMIT)
+        : List.of(CommitRun.Design.GROUP_COMMIT_HADOOP_LOCAL_FS,
+            CommitRun.Design.FSYNC_PER_COMMIT, CommitRun.Design.GROUP_COMMIT);
+  }
+
+  /** Group commit with skade's local file system beside the same with Hadoop's, per cell. */
+  private static void printLocalFileSystemRatios(List<CommitRun.Result> results) {
+    System.out.println();
+    System.out.println("Files through SkadeLocalFileSystem vs Hadoop's local file system (a chmod"
+        + " process per file), group commit, commits/s:");
+    for (CommitRun.Result hadoop : results) {
+      if (hadoop.design() != CommitRun.Design.GROUP_COMMIT_HADOOP_LOCAL_FS) {
+        continue;
+      }
+      results.stream()
+          .filter(r -> r.design() == CommitRun.Design.GROUP_COMMIT
+              && r.workload() == hadoop.workload() && r.committers() == hadoop.committers())
+          .forEach(skade -> System.out.printf(Locale.ROOT,
+              "  %-28s %2d committers: %6.0f vs %6.0f = %.2fx%n", hadoop.workload().label(),
+              hadoop.committers(), skade.commitsPerSecond(), hadoop.commitsPerSecond(),
+              skade.commitsPerSecond() / hadoop.commitsPerSecond()));
+    }
   }
 
   private static void printTable(List<CommitRun.Result> results) {
@@ -87,18 +123,19 @@ public final class CommitBenchmark {
     CommitRun.Result baseline = null;
     for (CommitRun.Result r : results) {
       missed += r.feedEventsMissed();
-      if (!r.grouped()) {
+      if (r.design() == CommitRun.Design.FSYNC_PER_COMMIT) {
         baseline = r;
       }
       rows.add(new String[] {
           r.workload().label(),
-          r.grouped() ? "group commit" : "fsync per commit",
+          r.design().label,
           Integer.toString(r.committers()),
           Integer.toString(r.commits()),
           fmt("%.2f", r.seconds()),
           fmt("%.0f", r.commitsPerSecond()),
-          r.grouped() && baseline != null
-              ? fmt("%.2fx", r.commitsPerSecond() / baseline.commitsPerSecond()) : "1.00x",
+          r.design() == CommitRun.Design.GROUP_COMMIT && baseline != null
+              ? fmt("%.2fx", r.commitsPerSecond() / baseline.commitsPerSecond())
+              : r.design() == CommitRun.Design.FSYNC_PER_COMMIT ? "1.00x" : "-",
           Long.toString(r.walSyncs()),
           fmt("%.3f", (double) r.walSyncs() / r.commits()),
           fmt("%.3f", (double) r.batches() / r.commits()),

@@ -19,6 +19,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.IntConsumer;
 import java.util.stream.Stream;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 
@@ -26,8 +27,27 @@ import org.apache.iceberg.catalog.TableIdentifier;
 final class CommitRun {
   private static final Namespace NAMESPACE = Namespace.of("bench");
 
+  /** How the cell's catalog commits and writes its files. */
+  enum Design {
+    /** One fsync per commit ({@code commit.max-batch-size=1}): the design without group commit. */
+    FSYNC_PER_COMMIT("fsync per commit"),
+    /** skade's defaults. */
+    GROUP_COMMIT("group commit"),
+    /**
+     * skade's defaults but files written through Hadoop's own local file system, which starts a
+     * {@code chmod} process per file: the design before {@code SkadeLocalFileSystem}.
+     */
+    GROUP_COMMIT_HADOOP_LOCAL_FS("group, Hadoop FS");
+
+    final String label;
+
+    Design(String label) {
+      this.label = label;
+    }
+  }
+
   /** Figures of one cell; the store counters cover the timed commits only. */
-  record Result(Workload workload, boolean grouped, int committers, int commits, long elapsedNanos,
+  record Result(Workload workload, Design design, int committers, int commits, long elapsedNanos,
       long walSyncs, long batches, long[] sortedLatencyNanos, long feedEventsMissed) {
 
     double seconds() {
@@ -51,24 +71,26 @@ final class CommitRun {
   private CommitRun() {}
 
   /**
-   * Runs one cell. {@code grouped=false} caps every batch at one commit — the design without
-   * group commit, one fsync per commit — for the side-by-side ratio.
+   * Runs one cell of the given design.
    */
-  static Result run(Workload workload, boolean grouped, int committers, int commits)
+  static Result run(Workload workload, Design design, int committers, int commits)
       throws Exception {
     Path warehouse = Files.createTempDirectory("skade-bench-");
     try {
-      return runIn(warehouse, workload, grouped, committers, commits);
+      return runIn(warehouse, workload, design, committers, commits);
     } finally {
       deleteTree(warehouse);
     }
   }
 
-  private static Result runIn(Path warehouse, Workload workload, boolean grouped, int committers,
+  private static Result runIn(Path warehouse, Workload workload, Design design, int committers,
       int commits) throws Exception {
     SkadeCatalog catalog = new SkadeCatalog();
+    if (design == Design.GROUP_COMMIT_HADOOP_LOCAL_FS) {
+      catalog.setConf(new Configuration()); // Hadoop's defaults: its own local file system
+    }
     catalog.initialize("bench", Map.of("warehouse", warehouse.toString(),
-        SkadeCatalog.MAX_BATCH_SIZE, grouped ? "4096" : "1"));
+        SkadeCatalog.MAX_BATCH_SIZE, design == Design.FSYNC_PER_COMMIT ? "1" : "4096"));
     try {
       // Setup is untimed: each committer gets its own table, so no commit ever loses a CAS.
       catalog.createNamespace(NAMESPACE);
@@ -121,7 +143,7 @@ final class CommitRun {
         throw new IllegalStateException(
             workload.label() + " with " + committers + " committers failed", failure.get());
       }
-      return new Result(workload, grouped, committers, commits, elapsed,
+      return new Result(workload, design, committers, commits, elapsed,
           after.walSyncs() - before.walSyncs(), after.batchesWritten() - before.batchesWritten(),
           probe.sortedLatencies(), probe.missed());
     } finally {
