@@ -70,9 +70,7 @@ final class CommitRun {
 
   private CommitRun() {}
 
-  /**
-   * Runs one cell of the given design.
-   */
+  /** Runs one cell of the given design. */
   static Result run(Workload workload, Design design, int committers, int commits)
       throws Exception {
     Path warehouse = Files.createTempDirectory("skade-bench-");

@@ -21,6 +21,7 @@ import org.apache.hadoop.fs.permission.FsPermission;
  * standard streams open after the parent died.
  */
 public final class SkadeLocalFileSystem extends LocalFileSystem {
+  /** What Hadoop calls when a configuration names this class in {@code fs.file.impl}. */
   public SkadeLocalFileSystem() {
     super(new Raw());
   }
