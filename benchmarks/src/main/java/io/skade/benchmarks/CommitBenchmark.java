@@ -17,9 +17,8 @@ import java.util.Locale;
  * files), metadata-only ({@code updateProperties}) or a fast append of a small Parquet file. The
  * two workloads that write files also run with Hadoop's own local file system, beside skade's
  * ({@code SkadeLocalFileSystem}). A subscriber thread measures, for every commit, the time from
- * its batch becoming
- * durable to the subscriber receiving it. One warm-up pass of each workload precedes the
- * measured cells. It asserts nothing; it prints figures.
+ * its batch becoming durable to the subscriber receiving it. One warm-up pass of each workload
+ * precedes the measured cells. It asserts nothing; it prints figures.
  *
  * <p>System properties (defaults in brackets): {@code skade.bench.pointerCommits} pointer-only
  * commits per cell [2000], {@code skade.bench.commits} metadata-only commits
@@ -133,9 +132,11 @@ public final class CommitBenchmark {
           Integer.toString(r.commits()),
           fmt("%.2f", r.seconds()),
           fmt("%.0f", r.commitsPerSecond()),
-          r.design() == CommitRun.Design.GROUP_COMMIT && baseline != null
-              ? fmt("%.2fx", r.commitsPerSecond() / baseline.commitsPerSecond())
-              : r.design() == CommitRun.Design.FSYNC_PER_COMMIT ? "1.00x" : "-",
+          switch (r.design()) {
+            case FSYNC_PER_COMMIT -> "1.00x";
+            case GROUP_COMMIT -> fmt("%.2fx", r.commitsPerSecond() / baseline.commitsPerSecond());
+            case GROUP_COMMIT_HADOOP_LOCAL_FS -> "-";
+          },
           Long.toString(r.walSyncs()),
           fmt("%.3f", (double) r.walSyncs() / r.commits()),
           fmt("%.3f", (double) r.batches() / r.commits()),
