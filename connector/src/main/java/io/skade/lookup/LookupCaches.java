@@ -94,6 +94,10 @@ public final class LookupCaches {
    */
   java.util.Optional<ProbeFile> probeFile(FileIO io, org.apache.iceberg.DataFile file,
       io.skade.changelog.DataFileRows.ReadListener listener) {
+    java.util.Optional<ProbeFile> open = files.getIfPresent(file.location());
+    if (open != null) {
+      return open; // a read of the cache, cheaper than its compute on every probe
+    }
     return files.get(file.location(),
         path -> java.util.Optional.ofNullable(ProbeFile.open(io, file, this::added, listener)));
   }

@@ -75,6 +75,8 @@ public final class PointLookup {
   private final List<Comparator<Object>> keyComparators;
   private final LookupCaches caches;
   private final Counters counters;
+  /** Whether the table maps names to columns of files without field ids: Iceberg reads those. */
+  private final boolean nameMapped;
   /** The files of the snapshot probed last: most probes ask for the same one. */
   private volatile SnapshotFiles last;
 
@@ -139,6 +141,7 @@ public final class PointLookup {
     }
     this.caches = caches;
     this.counters = counters;
+    this.nameMapped = table.properties().get(TableProperties.DEFAULT_NAME_MAPPING) != null;
   }
 
   /** The table's schema: the rows returned are records of it. */
@@ -180,7 +183,7 @@ public final class PointLookup {
       return List.of();
     }
     Expression filter = null; // built only when a partitioned or fallback read needs it
-    Map<Integer, Evaluator> partitions = new HashMap<>(1);
+    Map<Integer, Evaluator> partitions = null;
     List<Record> found = new ArrayList<>(1);
     SnapshotFiles files = last;
     if (files == null || files.snapshotId() != snapshot.snapshotId()) {
@@ -201,8 +204,9 @@ public final class PointLookup {
       if ((lower == null || key.size() > 1) && !file.mayHold(keyValues, keyComparators)) {
         continue;
       }
-      if (!file.task().spec().isUnpartitioned()) {
+      if (!file.unpartitioned()) {
         filter = filter == null ? filter(keyValues) : filter;
+        partitions = partitions == null ? new HashMap<>(1) : partitions;
         if (!partitionMayMatch(file.task(), filter, partitions)) {
           continue;
         }
@@ -226,8 +230,8 @@ public final class PointLookup {
    * null where unknown), so that a probe prunes files by comparing values, without binding an
    * expression per probe.
    */
-  record KeyedFile(FileScanTask task, Map<Integer, ?> constants, Object[] lower,
-      Object[] upper, boolean allNull) {
+  record KeyedFile(FileScanTask task, boolean unpartitioned, Map<Integer, ?> constants,
+      Object[] lower, Object[] upper, boolean allNull) {
     boolean mayHold(List<?> values, List<Comparator<Object>> order) {
       if (allNull) {
         return false;
@@ -267,7 +271,7 @@ public final class PointLookup {
         Long nulls = count(task.file().nullValueCounts(), field);
         allNull |= values != null && nulls != null && values.equals(nulls);
       }
-      files.add(new KeyedFile(task,
+      files.add(new KeyedFile(task, task.spec().isUnpartitioned(),
           PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant),
           lower, upper, allNull));
     }
@@ -308,10 +312,10 @@ public final class PointLookup {
   private void read(KeyedFile file, List<?> keyValues, List<Record> found) {
     FileScanTask task = file.task();
     java.util.Optional<ProbeFile> probe = task.file().format() == FileFormat.PARQUET
-        && table.properties().get(TableProperties.DEFAULT_NAME_MAPPING) == null
+        && !nameMapped
         ? caches.probeFile(table.io(), task.file(), counters) : java.util.Optional.empty();
-    if (probe.isPresent() && probe.get().canRead(schema)) {
-      Object[] stored = probe.get().storedKey(key, keyValues);
+    if (probe.isPresent() && probe.get().canRead(schema, key)) {
+      Object[] stored = probe.get().storedKey(schema, key, keyValues);
       if (stored != null) {
         readPages(probe.get(), file, stored, found);
         return;
@@ -347,8 +351,11 @@ public final class PointLookup {
     List<Long> positions = new ArrayList<>(1);
     List<Record> rows = new ArrayList<>(1);
     try {
-      counters.rowsDecoded.add(file.probe(schema, key, storedKey, keyed.constants(), rows,
-          positions, counters));
+      long decoded = file.probe(schema, key, storedKey, keyed.constants(), rows, positions,
+          counters);
+      if (decoded > 0) { // a warm probe decodes nothing: no shared counter touched
+        counters.rowsDecoded.add(decoded);
+      }
     } catch (IOException e) {
       throw new UncheckedIOException("reading " + task.file().location(), e);
     }
