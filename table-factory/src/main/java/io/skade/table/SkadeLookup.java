@@ -14,6 +14,7 @@ import java.io.Serializable;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
@@ -78,7 +79,7 @@ final class SkadeLookup implements Serializable {
   private transient LookupCaches.Handle caches;
   private transient LatestTable latest;
   private transient PointLookup.Counters counters;
-  private transient Version version; // the table version probed, with what probes reuse
+  private transient volatile Version version; // the table probed, with what probes reuse
   private transient Cache<RowKey, List<RowData>> rowCache;
   private transient FullCache full;
   private transient Histogram latency;
@@ -166,75 +167,102 @@ final class SkadeLookup implements Serializable {
   private record RowKey(long snapshot, Object key) {}
 
   /**
-   * A table version with its lookup and what every probe of it reuses: the key's struct, and
+   * A table version with its lookup and what every probe of it reuses: per thread, a view of
+   * Flink's key rows as Iceberg values (building one costs more than a probe's other work), and
    * per output column its position in the table's rows, how Flink reads it from a row and
-   * whether it is a string.
+   * how it converts.
    */
-  private record Version(Table table, PointLookup lookup, Types.StructType key,
-      int[] positions, RowData.FieldGetter[] getters, boolean[] strings) {
-    static Version of(Table table, PointLookup lookup, List<String> outputColumns) {
+  private record Version(Table table, PointLookup lookup, ThreadLocal<RowDataWrapper> keys,
+      int[] positions, RowData.FieldGetter[] getters, Conversion[] conversions) {
+    static Version of(Table table, PointLookup lookup, RowType keyType,
+        List<String> outputColumns) {
       Schema schema = table.schema();
       RowType rowType = FlinkSchemaUtil.convert(schema);
       int n = outputColumns.size();
       int[] positions = new int[n];
       RowData.FieldGetter[] getters = new RowData.FieldGetter[n];
-      boolean[] strings = new boolean[n];
+      Conversion[] conversions = new Conversion[n];
       for (int i = 0; i < n; i++) {
         Types.NestedField field = schema.findField(outputColumns.get(i));
         positions[i] = schema.columns().indexOf(field);
         getters[i] = RowData.createFieldGetter(rowType.getTypeAt(positions[i]), positions[i]);
-        strings[i] = field.type().typeId() == Type.TypeID.STRING;
+        conversions[i] = switch (field.type().typeId()) {
+          case STRING -> Conversion.STRING;
+          case BOOLEAN, INTEGER, LONG, FLOAT, DOUBLE -> Conversion.SAME;
+          default -> Conversion.GETTER;
+        };
       }
-      return new Version(table, lookup, Types.StructType.of(lookup.keyColumns()), positions,
-          getters, strings);
+      Types.StructType key = Types.StructType.of(lookup.keyColumns());
+      return new Version(table, lookup,
+          ThreadLocal.withInitial(() -> new RowDataWrapper(keyType, key)), positions, getters,
+          conversions);
     }
   }
 
   /** The latest table version (or the pinned snapshot's table). */
-  private synchronized Version current() {
+  private Version current() {
     Table table = latest.table();
+    Version known = version;
+    return known != null && known.table() == table ? known : advance(table);
+  }
+
+  private synchronized Version advance(Table table) {
     if (version == null || table != version.table()) {
-      version = Version.of(table,
-          new PointLookup(table, settings.keyColumns(), caches.caches(), counters),
+      Version next = Version.of(table,
+          new PointLookup(table, settings.keyColumns(), caches.caches(), counters), keyType,
           settings.outputColumns());
       if (settings.caching() == Caching.FULL) {
         full = full == null ? new FullCache(table) : full.advance(table);
       }
+      version = next; // after the full cache: reading the version shows it too
     }
     return version;
   }
 
-  private List<Object> keyValues(RowData keyRow, Version at) {
-    StructLike key = new RowDataWrapper(keyType, at.key()).wrap(keyRow);
-    int size = at.key().fields().size();
-    List<Object> values = new ArrayList<>(size);
-    for (int i = 0; i < size; i++) {
-      values.add(key.get(i, Object.class));
+  private static List<Object> keyValues(RowData keyRow, Version at) {
+    StructLike key = at.keys().get().wrap(keyRow);
+    Object[] values = new Object[key.size()];
+    for (int i = 0; i < values.length; i++) {
+      values[i] = key.get(i, Object.class);
     }
-    return values;
+    return Arrays.asList(values);
   }
 
-  /**
-   * The output columns of table rows, as Flink rows. Strings go over as UTF-8 bytes, the form
-   * Flink keeps: a {@code String} is encoded by Flink's own, slower, encoder when the row is
-   * first copied or serialized.
-   */
+  /** How a column's Iceberg generic value becomes Flink's internal one. */
+  private enum Conversion {
+    /** The same object (booleans, ints, longs, floats, doubles). */
+    SAME,
+    /**
+     * UTF-8 bytes, the form Flink keeps: a {@code String} is encoded by Flink's own, slower,
+     * encoder when the row is first copied or serialized.
+     */
+    STRING,
+    /** Through Flink's field getter over Iceberg's view of the record as Flink data. */
+    GETTER
+  }
+
+  /** The output columns of table rows, as Flink rows. */
   private static List<RowData> toRows(List<Record> records, Version at) {
     if (records.isEmpty()) {
       return List.of();
     }
     List<RowData> rows = new ArrayList<>(records.size());
-    StructRowData view = new StructRowData(at.table().schema().asStruct());
+    StructRowData view = null;
     for (Record record : records) {
-      view.setStruct(record);
       GenericRowData row = new GenericRowData(at.positions().length);
       for (int i = 0; i < at.positions().length; i++) {
-        if (at.strings()[i]) {
-          Object value = record.get(at.positions()[i]);
-          row.setField(i, value == null ? null
+        Object value = record.get(at.positions()[i]);
+        switch (at.conversions()[i]) {
+          case SAME -> row.setField(i, value);
+          case STRING -> row.setField(i, value == null ? null
               : StringData.fromBytes(value.toString().getBytes(StandardCharsets.UTF_8)));
-        } else {
-          row.setField(i, at.getters()[i].getFieldOrNull(view));
+          default -> {
+            if (view == null) {
+              view = new StructRowData(at.table().schema().asStruct());
+            }
+            view.setStruct(record);
+            row.setField(i, at.getters()[i].getFieldOrNull(view));
+          }
         }
       }
       rows.add(row);
