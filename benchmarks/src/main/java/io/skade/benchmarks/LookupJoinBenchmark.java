@@ -16,7 +16,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
-import java.time.Instant;
 import java.time.ZonedDateTime;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -41,8 +40,6 @@ import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.table.api.EnvironmentSettings;
 import org.apache.flink.table.api.TableEnvironment;
 import org.apache.flink.table.api.TableResult;
-import org.apache.flink.types.Row;
-import org.apache.flink.util.CloseableIterator;
 
 /**
  * Prints, side by side in one run, what a Flink SQL lookup join costs over skade and over Apache
@@ -54,13 +51,16 @@ import org.apache.flink.util.CloseableIterator;
  * {@code datagen} connector: {@code probes} uniformly random keys in {@code [0, rows / 0.9)}, so
  * 90% hit, with {@code proc_time AS PROCTIME()}; the job runs at parallelism 1, submitted to a
  * session cluster (a MiniCluster its JVM started once, reached over REST as a deployed one is),
- * and its rows come back through {@code TableResult.collect()}. It asserts nothing.
+ * and its rows go into a {@link MeasuringSinkFactory measuring sink} in the same JVM (rows
+ * collected to the client instead made the client's fetching the limit of every variant). It
+ * asserts nothing.
  *
  * <p>Variants: (c) {@code no-join}, {@code SELECT p.k FROM probes AS p}: Flink's own start-up and
- * the collect path's throughput; (a) {@code skade}, the table through skade's catalog ({@code
+ * throughput; (a) {@code skade}, the table through skade's catalog ({@code
  * CREATE CATALOG ... 'type' = 'skade'}, made before the runs as Paimon's), and {@code
  * skade-connector}, the same table declared with {@code 'connector' = 'skade'} (whose planning
- * opens the catalog, and the job's lookup opens it again); (b) Paimon 1.3 through its catalog, {@code paimon-default} (a primary-key table with Paimon's
+ * opens the catalog, and the job's lookup opens it again); (b) Paimon 1.3 through its catalog,
+ * {@code paimon-default} (a primary-key table with Paimon's
  * defaults: {@code 'bucket'} unset, i.e. -1, dynamic bucket mode) and {@code paimon-bucket1}
  * ({@code 'bucket' = '1'}). A variant that fails (skade, until its lookup source exists) prints
  * its error as its result; the others still run.
@@ -73,16 +73,13 @@ import org.apache.flink.util.CloseableIterator;
  * {@code target/paimon.classpath}), like a Flink deployment with the Paimon jar in lib/.
  *
  * <p>In its JVM a variant first runs a warm-up job (1,000 rows, no join) so that Flink's planner,
- * runtime and collect path are loaded, then its job {@code runs} times, each run paired with a
+ * runtime and the measuring sink are loaded, then its job {@code runs} times, each run paired with a
  * run of the no-join pipeline just before it or just after it (in turn). Per run: <i>first
  * row</i>, from just before {@code executeSql} (planning, submission, the lookup source's open
- * and bootstrap) to the job emitting its first row, as told by a {@code
- * CURRENT_TIMESTAMP} column the job computes after the join (when the collect iterator hands the
- * row over is printed too: the collect path batches, and with the fast no-join pipeline it hands
- * over the first row only once its buffer is full); <i>probes/s</i>, (rows - 1) / (last row -
- * first row) as emitted, without the pause of one full GC taken at the middle row; <i>total</i>,
- * to the iterator's end; hits, rows whose {@code name} is set, checked against the keys below
- * {@code rows} and against the values the key implies. The table shows medians; <i>start-up
+ * and bootstrap) to the sink receiving the job's first row, on this JVM's clock;
+ * <i>probes/s</i>, (rows - 1) / (last row - first row) as received, without the pause of one
+ * full GC taken at the middle row; <i>total</i>, to the job's end; hits, rows whose {@code name}
+ * is set, checked against the keys below {@code rows} and against the values the key implies. The table shows medians; <i>start-up
  * cost</i>, the median over runs of a run's first row less its paired no-join run's (a
  * difference within one JVM and one cluster, so their drift cancels; the no-join variant's own
  * figure is the measure's floor, and the empty join's is Flink's own lookup join). Memory, over
@@ -108,15 +105,10 @@ import org.apache.flink.util.CloseableIterator;
  */
 public final class LookupJoinBenchmark {
   private static final double HIT_RATIO = 0.9;
-  /**
-   * The pipeline. {@code emitted}, evaluated per row after the join (streaming mode), tells when
-   * the job produced the row, apart from when the collect path hands it over.
-   */
-  private static final String JOIN_QUERY = "SELECT p.k, c.id, c.name, c.city, c.score,"
-      + " CURRENT_TIMESTAMP AS emitted"
+  /** The pipeline, into the measuring sink. */
+  private static final String JOIN_QUERY = "SELECT p.k, c.id, c.name, c.city, c.score"
       + " FROM probes AS p LEFT JOIN %s FOR SYSTEM_TIME AS OF p.proc_time AS c ON p.k = c.id";
-  private static final String NO_JOIN_QUERY =
-      "SELECT p.k, CURRENT_TIMESTAMP AS emitted FROM probes AS p";
+  private static final String NO_JOIN_QUERY = "SELECT p.k FROM probes AS p";
   /**
    * Jars of skade's stack, kept off the JVMs of Paimon and of the baseline. Hadoop's client jars
    * stay: Paimon's catalog needs {@code org.apache.hadoop.conf.Configuration} even on a local
@@ -196,7 +188,7 @@ public final class LookupJoinBenchmark {
         String.join(" ", childJvmOptions()), ZonedDateTime.now());
     System.out.printf("dimension: %,d rows (id bigint key, name, city, score) in %d data files of"
         + " consecutive id ranges; probes: %,d random keys in [0, %,d) from datagen (%.0f%% hit),"
-        + " LEFT JOIN ... FOR SYSTEM_TIME AS OF p.proc_time, parallelism 1, rows collected.%n",
+        + " LEFT JOIN ... FOR SYSTEM_TIME AS OF p.proc_time, parallelism 1, rows into a measuring sink.%n",
         rows, files, probes, keyBound(rows), HIT_RATIO * 100);
     System.out.println("working directory: " + work);
 
@@ -444,13 +436,11 @@ public final class LookupJoinBenchmark {
    * emitted by the job ({@code emitted}, ms precision) and received from the collect iterator.
    */
   private record Run(double submit, double firstEmitted, double tenthEmitted,
-      double lastEmitted, double firstReceived, double lastReceived, double total,
-      double gcStart, double gcPause, long rows, long hits, long wrong, long expectedHits,
-      long liveHeap) {
+      double lastEmitted, double total, double gcStart, double gcPause, long rows, long hits,
+      long wrong, long expectedHits, long liveHeap) {
     static Run of(Properties p, String k) {
       return new Run(seconds(p, k + "submitNanos"), seconds(p, k + "firstEmittedNanos"),
           seconds(p, k + "tenthEmittedNanos"), seconds(p, k + "lastEmittedNanos"),
-          seconds(p, k + "firstRowNanos"), seconds(p, k + "lastRowNanos"),
           seconds(p, k + "totalNanos"), seconds(p, k + "gcStartNanos"),
           seconds(p, k + "gcPauseNanos"), number(p, k + "rows"), number(p, k + "hits"),
           number(p, k + "wrong"), number(p, k + "expectedHits"),
@@ -460,11 +450,6 @@ public final class LookupJoinBenchmark {
     /** Probes/s the job emitted after its first row, the mid-run GC's pause left out. */
     double probesPerSecond() {
       return rate(firstEmitted, lastEmitted);
-    }
-
-    /** The same as the collect iterator handed the rows over. */
-    double receivedPerSecond() {
-      return rate(firstReceived, lastReceived);
     }
 
     /** (rows - 1) / the span, less the part of the GC pause inside it (the JVM stood still). */
@@ -606,11 +591,9 @@ public final class LookupJoinBenchmark {
               .collect(Collectors.joining(", ")))
           .append(" s, start-up cost ").append(IntStream.range(0, f.runs().size())
               .mapToObj(i -> fmt("%.3f", f.startUpCost(i))).collect(Collectors.joining(", ")))
-          .append(" s; received ")
-          .append(f.each(Run::firstReceived, "%.2f")).append(" s; 10% of the rows emitted ")
+          .append(" s; 10% of the rows emitted ")
           .append(f.each(Run::tenthEmitted, "%.2f")).append(" s; probes/s emitted ")
-          .append(f.each(Run::probesPerSecond, "%,.0f")).append(", received ")
-          .append(f.each(Run::receivedPerSecond, "%,.0f")).append("; submitted after ")
+          .append(f.each(Run::probesPerSecond, "%,.0f")).append("; submitted after ")
           .append(fmt("%.2f s", f.submit()));
       Run r = f.runs().get(0);
       line.append(fmt("; keys below %,d: %,d of %,d probes (%.2f%%)", rows, r.expectedHits(),
@@ -637,10 +620,10 @@ public final class LookupJoinBenchmark {
     }
     ratios(results, figures);
     System.out.println("first row: from just before executeSql (planning, submission to the"
-        + " JVM's session cluster, lookup open/bootstrap) to the job emitting its first row (its"
-        + " CURRENT_TIMESTAMP, taken after the join); received: out of the collect iterator."
+        + " JVM's session cluster, lookup open/bootstrap) to the job's sink receiving its first"
+        + " row, on this JVM's clock."
         + " start-up cost: median over runs of (first row - the paired no-join run's first row)."
-        + " probes/s: (rows - 1) / (last row - first row) as emitted,"
+        + " probes/s: (rows - 1) / (last row - first row) as the sink received them,"
         + " less one mid-run full GC. live heap: heap used after that GC (max over runs). heap"
         + " peak: the heap pools' peaks. RSS peak: VmHWM. lookup disk: peak of io.tmp.dirs"
         + " without Flink's own entries (minicluster_*, flink-*), sampled every "
@@ -824,13 +807,16 @@ public final class LookupJoinBenchmark {
         }
       };
       if (Boolean.parseBoolean(System.getProperty("skade.bench.warmup", "true"))) {
-        // Flink's planner, runtime and collect path, loaded and exercised once beforehand, so
-        // the measured jobs' first rows show the job's cost, not the JVM's cold start.
+        // Flink's planner, runtime and the measuring sink, loaded and exercised once
+        // beforehand, so the measured jobs' first rows show the job's cost, not the JVM's cold
+        // start.
         env.executeSql("CREATE TEMPORARY TABLE warmup (k BIGINT) WITH ('connector' = 'datagen',"
             + " 'number-of-rows' = '1000', 'rows-per-second' = '1000000000')");
-        try (CloseableIterator<Row> warm = env.executeSql("SELECT k FROM warmup").collect()) {
-          warm.forEachRemaining(row -> { });
-        }
+        env.executeSql("CREATE TEMPORARY TABLE warmed (k BIGINT) WITH ('connector' ="
+            + " 'bench-measure', 'run' = 'warmup', 'dim-rows' = '0', 'probes' = '1000',"
+            + " 'joined' = 'false', 'check' = 'false')");
+        env.executeSql("INSERT INTO warmed SELECT k FROM warmup").await();
+        MeasuringSinkFactory.take("warmup");
       }
       int runs = runs();
       for (int i = 0; i < runs; i++) {
@@ -863,80 +849,46 @@ public final class LookupJoinBenchmark {
   }
 
   /**
-   * One run of the job: from just before {@code executeSql} to the collect iterator's end,
-   * checking every joined row against the key; with a full GC at the middle row for the live
-   * heap. Writes its figures under {@code prefix}.
+   * One run of the job: from just before {@code executeSql} to the job's end, its rows going
+   * into a {@link MeasuringSinkFactory measuring sink} (which checks every joined row against
+   * its key and takes a full GC at the middle row for the live heap). Writes its figures under
+   * {@code prefix}.
    */
-  private static void measure(TableEnvironment env, String query, boolean join, long rows,
+  private static void measure(TableEnvironment env, String query, boolean check, long rows,
       long probes, String prefix, Properties out) throws Exception {
-    long count = 0;
-    long hits = 0;
-    long wrong = 0;
-    long expectedHits = 0;
-    long first = 0;
-    long last = 0;
-    long gcPause = 0;
-    long gcStart = 0;
-    long liveHeap = -1;
-    long firstEmitted = 0;
-    long tenthEmitted = 0;
-    long lastEmitted = 0;
-    long tenth = Math.max(1, probes / 10);
-    long startMillis = System.currentTimeMillis();
+    boolean joined = !query.equals(NO_JOIN_QUERY);
+    env.executeSql("DROP TEMPORARY TABLE IF EXISTS measured");
+    env.executeSql("CREATE TEMPORARY TABLE measured (k BIGINT"
+        + (joined ? ", id BIGINT, name STRING, city STRING, score INT" : "")
+        + ") WITH ('connector' = 'bench-measure', 'run' = '" + prefix + "', 'dim-rows' = '"
+        + rows + "', 'probes' = '" + probes + "', 'joined' = '" + joined + "', 'check' = '"
+        + check + "')");
     long start = System.nanoTime();
-    TableResult result = env.executeSql(query);
+    TableResult result = env.executeSql("INSERT INTO measured " + query);
     long submitted = System.nanoTime();
-    try (CloseableIterator<Row> rowsOut = result.collect()) {
-      while (rowsOut.hasNext()) {
-        Row row = rowsOut.next();
-        last = System.nanoTime();
-        if (count == 0) {
-          first = last;
-        }
-        count++;
-        // When the job produced the row, in ms after start (CURRENT_TIMESTAMP: this JVM's clock).
-        lastEmitted = ((Instant) row.getField(row.getArity() - 1)).toEpochMilli() - startMillis;
-        if (count == 1) {
-          firstEmitted = lastEmitted;
-        }
-        if (count == tenth) {
-          tenthEmitted = lastEmitted;
-        }
-        long k = (Long) row.getField(0);
-        if (k < rows) {
-          expectedHits++;
-        }
-        if (join && row.getField(2) != null) {
-          hits++;
-          if (!name(k).equals(row.getField(2)) || !Long.valueOf(k).equals(row.getField(1))
-              || !city(k).equals(row.getField(3)) || score(k) != (Integer) row.getField(4)) {
-            wrong++;
-          }
-        }
-        if (count == probes / 2) {
-          gcStart = System.nanoTime();
-          System.gc();
-          liveHeap = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
-          gcPause = System.nanoTime() - gcStart;
-          gcStart -= start;
-        }
-      }
-    }
+    result.await();
     long end = System.nanoTime();
+    MeasuringSinkFactory.Measurement m = MeasuringSinkFactory.take(prefix);
+    if (m == null) {
+      throw new IllegalStateException("the measuring sink of run " + prefix + " reported nothing");
+    }
     out.setProperty(prefix + "submitNanos", Long.toString(submitted - start));
-    out.setProperty(prefix + "firstRowNanos", Long.toString(first - start));
-    out.setProperty(prefix + "lastRowNanos", Long.toString(last - start));
     out.setProperty(prefix + "totalNanos", Long.toString(end - start));
-    out.setProperty(prefix + "gcPauseNanos", Long.toString(gcPause));
-    out.setProperty(prefix + "gcStartNanos", Long.toString(gcStart));
-    out.setProperty(prefix + "rows", Long.toString(count));
-    out.setProperty(prefix + "hits", Long.toString(hits));
-    out.setProperty(prefix + "wrong", Long.toString(wrong));
-    out.setProperty(prefix + "expectedHits", Long.toString(expectedHits));
-    out.setProperty(prefix + "liveHeapBytes", Long.toString(liveHeap));
-    out.setProperty(prefix + "firstEmittedNanos", Long.toString(firstEmitted * 1_000_000));
-    out.setProperty(prefix + "tenthEmittedNanos", Long.toString(tenthEmitted * 1_000_000));
-    out.setProperty(prefix + "lastEmittedNanos", Long.toString(lastEmitted * 1_000_000));
+    out.setProperty(prefix + "gcPauseNanos", Long.toString(m.gcPauseNanos));
+    out.setProperty(prefix + "gcStartNanos", Long.toString(since(start, m.gcStartNanos)));
+    out.setProperty(prefix + "rows", Long.toString(m.rows));
+    out.setProperty(prefix + "hits", Long.toString(m.hits));
+    out.setProperty(prefix + "wrong", Long.toString(m.wrong));
+    out.setProperty(prefix + "expectedHits", Long.toString(m.expectedHits));
+    out.setProperty(prefix + "liveHeapBytes", Long.toString(m.liveHeapBytes));
+    out.setProperty(prefix + "firstEmittedNanos", Long.toString(since(start, m.firstNanos)));
+    out.setProperty(prefix + "tenthEmittedNanos", Long.toString(since(start, m.tenthNanos)));
+    out.setProperty(prefix + "lastEmittedNanos", Long.toString(since(start, m.lastNanos)));
+  }
+
+  /** Nanoseconds from {@code start} to {@code nanos}, or 0 when {@code nanos} never came. */
+  private static long since(long start, long nanos) {
+    return nanos == 0 ? 0 : nanos - start;
   }
 
   /** Peak resident set size of this JVM ({@code VmHWM} of /proc/self/status), or -1. */
