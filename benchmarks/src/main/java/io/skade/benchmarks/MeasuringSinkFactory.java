@@ -47,6 +47,11 @@ public final class MeasuringSinkFactory implements DynamicTableSinkFactory {
 
   /** What one run's sink saw; times in {@link System#nanoTime} (0: no such row). */
   public static final class Measurement {
+    /**
+     * When the writer was made: as the task starts, before the lookup opens (Flink opens a
+     * chain of operators from its end), after planning and deployment.
+     */
+    long openNanos;
     long rows;
     long hits;
     long wrong;
@@ -138,6 +143,7 @@ public final class MeasuringSinkFactory implements DynamicTableSinkFactory {
     Writer(Settings settings) {
       this.settings = settings;
       this.tenth = Math.max(1, settings.probes() / 10);
+      m.openNanos = System.nanoTime();
       int size = settings.joined() && settings.check() ? Math.toIntExact(settings.probes()) : 0;
       keys = new long[size];
       joined = new boolean[size];
