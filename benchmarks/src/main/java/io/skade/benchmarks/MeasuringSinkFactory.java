@@ -4,14 +4,13 @@ import java.lang.management.ManagementFactory;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import org.apache.flink.api.connector.sink2.Sink;
-import org.apache.flink.api.connector.sink2.SinkWriter;
-import org.apache.flink.api.connector.sink2.WriterInitContext;
+import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.ConfigOptions;
+import org.apache.flink.streaming.api.functions.sink.legacy.RichSinkFunction;
 import org.apache.flink.table.connector.ChangelogMode;
 import org.apache.flink.table.connector.sink.DynamicTableSink;
-import org.apache.flink.table.connector.sink.SinkV2Provider;
+import org.apache.flink.table.connector.sink.legacy.SinkFunctionProvider;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.data.StringData;
 import org.apache.flink.table.factories.DynamicTableSinkFactory;
@@ -48,7 +47,7 @@ public final class MeasuringSinkFactory implements DynamicTableSinkFactory {
   /** What one run's sink saw; times in {@link System#nanoTime} (0: no such row). */
   public static final class Measurement {
     /**
-     * When the writer was made: as the task starts, before the lookup opens (Flink opens a
+     * When the sink opened: as the task starts, before the lookup opens (Flink opens a
      * chain of operators from its end), after planning and deployment.
      */
     long openNanos;
@@ -104,7 +103,9 @@ public final class MeasuringSinkFactory implements DynamicTableSinkFactory {
 
     @Override
     public SinkRuntimeProvider getSinkRuntimeProvider(Context context) {
-      return SinkV2Provider.of(new MeasuringSink(settings));
+      // A sink function, which Flink chains to the join as it does its collect sink (a Sink V2
+      // writer runs as a task of its own: rows would cross a network buffer to reach it).
+      return SinkFunctionProvider.of(new Measuring(settings));
     }
 
     @Override
@@ -118,31 +119,30 @@ public final class MeasuringSinkFactory implements DynamicTableSinkFactory {
     }
   }
 
-  private record MeasuringSink(Settings settings) implements Sink<RowData> {
-    @Override
-    public SinkWriter<RowData> createWriter(WriterInitContext context) {
-      return new Writer(settings);
-    }
-  }
-
   /**
    * Keeps what each row holds (its key, its joined columns' hashes and score) in arrays, and
    * checks it against the key once the input has ended: the check costs the pipeline nothing.
    */
-  private static final class Writer implements SinkWriter<RowData> {
+  private static final class Measuring extends RichSinkFunction<RowData> {
+    private static final long serialVersionUID = 1L;
     private final Settings settings;
-    private final Measurement m = new Measurement();
-    private final long tenth;
-    private final long[] keys;
-    private final boolean[] joined;
-    private final int[] names;
-    private final int[] cities;
-    private final int[] scores;
-    private final long[] ids;
+    private transient Measurement m;
+    private transient long tenth;
+    private transient long[] keys;
+    private transient boolean[] joined;
+    private transient int[] names;
+    private transient int[] cities;
+    private transient int[] scores;
+    private transient long[] ids;
 
-    Writer(Settings settings) {
+    Measuring(Settings settings) {
       this.settings = settings;
-      this.tenth = Math.max(1, settings.probes() / 10);
+    }
+
+    @Override
+    public void open(OpenContext context) {
+      m = new Measurement();
+      tenth = Math.max(1, settings.probes() / 10);
       m.openNanos = System.nanoTime();
       int size = settings.joined() && settings.check() ? Math.toIntExact(settings.probes()) : 0;
       keys = new long[size];
@@ -154,7 +154,7 @@ public final class MeasuringSinkFactory implements DynamicTableSinkFactory {
     }
 
     @Override
-    public void write(RowData row, Context context) {
+    public void invoke(RowData row, Context context) {
       long now = System.nanoTime();
       m.lastNanos = now;
       int i = (int) m.rows++;
@@ -187,9 +187,6 @@ public final class MeasuringSinkFactory implements DynamicTableSinkFactory {
         m.gcPauseNanos = System.nanoTime() - m.gcStartNanos;
       }
     }
-
-    @Override
-    public void flush(boolean endOfInput) {}
 
     @Override
     public void close() {
