@@ -73,24 +73,24 @@ import org.apache.flink.table.api.TableResult;
  * {@code target/paimon.classpath}), like a Flink deployment with the Paimon jar in lib/.
  *
  * <p>In its JVM a variant first runs a warm-up job (1,000 rows, no join) so that Flink's planner,
- * runtime and the measuring sink are loaded, then its job {@code runs} times, each run paired with a
- * run of the no-join pipeline just before it or just after it (in turn). Per run: <i>first
+ * runtime and the measuring sink are loaded, then its job {@code runs} times, each run paired
+ * with a run of the no-join pipeline just before it or just after it (in turn). Per run: <i>first
  * row</i>, from just before {@code executeSql} (planning, submission, the lookup source's open
  * and bootstrap) to the sink receiving the job's first row, on this JVM's clock;
  * <i>probes/s</i>, (rows - 1) / (last row - first row) as received, without the pause of one
  * full GC taken at the middle row; <i>total</i>, to the job's end; hits, rows whose {@code name}
- * is set, checked against the keys below {@code rows} and against the values the key implies. The table shows medians; <i>start-up
- * cost</i>, the median over runs of a run's first row less its paired no-join run's (a
- * difference within one JVM and one cluster, so their drift cancels; the no-join variant's own
- * figure is the measure's floor, and the empty join's is Flink's own lookup join); the same
- * <i>in the task</i>, from the sink's open (which Flink does before the lookup's) to the first
- * row, so without planning and deployment, whose spread is larger than a lookup's start.
- * Memory, over all runs: <i>heap peak</i>, the sum of the heap pools' peaks; <i>live heap</i>, heap used right after
- * the mid-run full GC (the lookup structures with Flink's and the planner's live objects);
- * <i>RSS peak</i>, VmHWM of the JVM (native memory such as RocksDB's included). <i>Lookup
- * disk</i>: the peak size, sampled every {@code sampleMillis}, of what lies in Flink's {@code
- * io.tmp.dirs} (a fresh directory per JVM, where Paimon puts its lookup directory) besides
- * Flink's own entries ({@code minicluster_*}, {@code flink-*}).
+ * is set, checked against the keys below {@code rows} and against the values the key implies.
+ * The table shows medians; <i>start-up cost</i>, the median over runs of a run's first row less
+ * its paired no-join run's (a difference within one JVM and one cluster, so their drift cancels;
+ * the no-join variant's own figure is the measure's floor, and the empty join's is Flink's own
+ * lookup join); the same <i>in the task</i>, from the sink's open (which Flink does before the
+ * lookup's) to the first row, so without planning and deployment, whose spread is larger than a
+ * lookup's start. Memory, over all runs: <i>heap peak</i>, the sum of the heap pools' peaks;
+ * <i>live heap</i>, heap used right after the mid-run full GC (the lookup structures with
+ * Flink's and the planner's live objects); <i>RSS peak</i>, VmHWM of the JVM (native memory such
+ * as RocksDB's included). <i>Lookup disk</i>: the peak size, sampled every {@code sampleMillis},
+ * of what lies in Flink's {@code io.tmp.dirs} (a fresh directory per JVM, where Paimon puts its
+ * lookup directory) besides Flink's own entries ({@code minicluster_*}, {@code flink-*}).
  *
  * <p>System properties (defaults in brackets): {@code skade.bench.rows} [1000000], {@code
  * skade.bench.probes} [rows / 5], {@code skade.bench.files} [32], {@code skade.bench.runs} per
@@ -189,7 +189,8 @@ public final class LookupJoinBenchmark {
         String.join(" ", childJvmOptions()), ZonedDateTime.now());
     System.out.printf("dimension: %,d rows (id bigint key, name, city, score) in %d data files of"
         + " consecutive id ranges; probes: %,d random keys in [0, %,d) from datagen (%.0f%% hit),"
-        + " LEFT JOIN ... FOR SYSTEM_TIME AS OF p.proc_time, parallelism 1, rows into a measuring sink.%n",
+        + " LEFT JOIN ... FOR SYSTEM_TIME AS OF p.proc_time, parallelism 1, rows into a measuring"
+        + " sink.%n",
         rows, files, probes, keyBound(rows), HIT_RATIO * 100);
     System.out.println("working directory: " + work);
 
