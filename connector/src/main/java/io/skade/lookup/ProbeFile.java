@@ -588,8 +588,8 @@ final class ProbeFile implements Closeable {
       for (int p : candidates) {
         long from = pages.getFirstRowIndex(p);
         long to = pages.getLastRowIndex(p, groups.get(g).getRowCount()) + 1;
-        decoded += readRows(g, plan, schema, storedKey, lead, from, to, constants, rows,
-            positions, listener);
+        decoded += readRows(g, plan, storedKey, lead, from, to, constants, rows, positions,
+            listener);
       }
     }
     return decoded;
@@ -765,8 +765,8 @@ final class ProbeFile implements Closeable {
    * of key column {@code lead}) in every column needed, matches the key on those rows and adds
    * the matching rows.
    */
-  private long readRows(int g, Plan plan, Schema schema, Object[] storedKey, int lead,
-      long from, long to, Map<Integer, ?> constants, List<Record> rows, List<Long> positions,
+  private long readRows(int g, Plan plan, Object[] storedKey, int lead, long from, long to,
+      Map<Integer, ?> constants, List<Record> rows, List<Long> positions,
       DataFileRows.ReadListener listener) throws IOException {
     int[] keyColumns = plan.keyColumns();
     int[] fieldColumns = plan.fieldColumns();
@@ -795,7 +795,7 @@ final class ProbeFile implements Closeable {
     }
     GenericRecord[] records = new GenericRecord[matches.length];
     for (int i = 0; i < matches.length; i++) {
-      records[i] = emptyRecord(schema);
+      records[i] = emptyRecord(plan.schema());
     }
     for (int f = 0; f < fieldColumns.length; f++) {
       int c = fieldColumns[f];
@@ -1022,7 +1022,7 @@ final class ProbeFile implements Closeable {
       }
       while (low < high) {
         int mid = (low + high) >>> 1;
-        if ((longs != null ? longs[mid] : ints[mid]) < key) {
+        if (at(mid) < key) {
           low = mid + 1;
         } else {
           high = mid;
