@@ -28,6 +28,7 @@ import org.apache.iceberg.deletes.PositionDeleteIndex;
 import org.apache.iceberg.expressions.Evaluator;
 import org.apache.iceberg.expressions.Expression;
 import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.expressions.InclusiveMetricsEvaluator;
 import org.apache.iceberg.expressions.Projections;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.Comparators;
@@ -48,8 +49,10 @@ import org.apache.iceberg.util.StructProjection;
  * committed after it, as a scan of the snapshot would.
  *
  * <p>When the key columns are the table's identifier fields a probe returns at most one row;
- * any other columns may be the key too, returning every row that has those values. Thread-safe;
- * what it keeps between probes lives in {@link LookupCaches}.
+ * any other columns may be the key too, returning every row that has those values. A row
+ * filter, when given, is a residual: a row it does not keep is never returned, and files whose
+ * partition or column bounds rule it out are not read. Thread-safe; what it keeps between probes
+ * lives in {@link LookupCaches}.
  */
 public final class PointLookup {
   /**
@@ -77,10 +80,20 @@ public final class PointLookup {
   private final Counters counters;
   /** Whether the table maps names to columns of files without field ids: Iceberg reads those. */
   private final boolean nameMapped;
+  /** The rows a probe may return; always true when there is no filter. */
+  private final Expression filter;
+  /** The filter on rows, over internal values; null when there is no filter. */
+  private final Evaluator rowFilter;
+  /** Per thread, the view of a table row as internal values that {@link #rowFilter} evaluates. */
+  private final ThreadLocal<InternalRecordWrapper> internalRows;
   /** The files of the snapshot probed last: most probes ask for the same one. */
   private volatile SnapshotFiles last;
 
-  private record SnapshotFiles(long snapshotId, KeyedFiles files) {}
+  /**
+   * A snapshot's keyed files, and which of them the row filter rules out by partition or column
+   * bounds (null when none is).
+   */
+  private record SnapshotFiles(long snapshotId, KeyedFiles files, boolean[] ruledOut) {}
 
   /** Cumulative counters, shared by the lookups of one function across table versions. */
   public static final class Counters implements DataFileRows.ReadListener {
@@ -117,6 +130,18 @@ public final class PointLookup {
    */
   public PointLookup(Table table, List<String> keyColumns, LookupCaches caches,
       Counters counters) {
+    this(table, keyColumns, Expressions.alwaysTrue(), caches, counters);
+  }
+
+  /**
+   * Lookups on {@code table} by {@code keyColumns} that return only the rows {@code filter}
+   * keeps (column names match regardless of case).
+   *
+   * @throws IllegalArgumentException naming the column when a key column is not a primitive
+   *     column of the table, or when the filter does not bind to the table's schema
+   */
+  public PointLookup(Table table, List<String> keyColumns, Expression filter,
+      LookupCaches caches, Counters counters) {
     this.table = table;
     this.schema = table.schema();
     this.readSchema = TypeUtil.join(schema, new Schema(MetadataColumns.ROW_POSITION));
@@ -142,6 +167,16 @@ public final class PointLookup {
     this.caches = caches;
     this.counters = counters;
     this.nameMapped = table.properties().get(TableProperties.DEFAULT_NAME_MAPPING) != null;
+    this.filter = filter;
+    boolean all = filter.op() == Expression.Operation.TRUE;
+    try {
+      this.rowFilter = all ? null : new Evaluator(schema.asStruct(), filter, false);
+    } catch (RuntimeException e) {
+      throw new IllegalArgumentException("table " + table.name() + ": the lookup filter "
+          + filter + " does not apply to its columns " + columns + ": " + e.getMessage(), e);
+    }
+    this.internalRows = all ? null
+        : ThreadLocal.withInitial(() -> new InternalRecordWrapper(schema.asStruct()));
   }
 
   /** The table's schema: the rows returned are records of it. */
@@ -187,17 +222,21 @@ public final class PointLookup {
     List<Record> found = new ArrayList<>(1);
     SnapshotFiles files = last;
     if (files == null || files.snapshotId() != snapshot.snapshotId()) {
-      files = new SnapshotFiles(snapshot.snapshotId(),
-          caches.keyedFiles(table, snapshot, key, this::keyedFiles));
+      KeyedFiles keyed = caches.keyedFiles(table, snapshot, key, this::keyedFiles);
+      files = new SnapshotFiles(snapshot.snapshotId(), keyed, ruledOut(keyed));
       last = files;
     }
     KeyedFiles keyed = files.files();
+    boolean[] ruledOut = files.ruledOut();
     long[] lower = keyed.lower();
     long[] upper = keyed.upper();
     long first = lower == null ? 0 : ((Number) keyValues.get(0)).longValue();
     for (int i = 0; i < keyed.files().size(); i++) {
       if (lower != null && (first < lower[i] || first > upper[i])) {
         continue; // an integral key's bounds, compared as primitives: most files end here
+      }
+      if (ruledOut != null && ruledOut[i]) {
+        continue;
       }
       KeyedFile file = keyed.files().get(i);
       // One integral key column: its bounds were just compared as primitives.
@@ -217,12 +256,40 @@ public final class PointLookup {
     return found;
   }
 
+  /** The key's equality, and the row filter: what a file must hold a row of to be read. */
   private Expression filter(List<?> keyValues) {
-    Expression filter = Expressions.alwaysTrue();
+    Expression filter = this.filter;
     for (int i = 0; i < key.size(); i++) {
       filter = Expressions.and(filter, Expressions.equal(key.get(i).name(), keyValues.get(i)));
     }
     return filter;
+  }
+
+  /**
+   * Which of a snapshot's files hold no row the row filter keeps, by partition or by column
+   * bounds: worked out once per snapshot, since the filter is this lookup's own and the files
+   * are shared with lookups of other filters. Null when there is no filter.
+   */
+  private boolean[] ruledOut(KeyedFiles keyed) {
+    if (rowFilter == null) {
+      return null;
+    }
+    InclusiveMetricsEvaluator bounds = new InclusiveMetricsEvaluator(schema, filter, false);
+    Map<Integer, Evaluator> partitions = new HashMap<>();
+    boolean[] ruledOut = new boolean[keyed.files().size()];
+    for (int i = 0; i < ruledOut.length; i++) {
+      FileScanTask task = keyed.files().get(i).task();
+      ruledOut[i] = !bounds.eval(task.file())
+          || !task.spec().isUnpartitioned() && !partitionMayMatch(task, filter, partitions);
+    }
+    return ruledOut;
+  }
+
+  /** Adds {@code row} (a row of the table schema, live) to {@code found} if the filter keeps it. */
+  private void keep(Record row, List<Record> found) {
+    if (rowFilter == null || rowFilter.eval(internalRows.get().wrap(row))) {
+      found.add(row);
+    }
   }
 
   /**
@@ -336,7 +403,7 @@ public final class PointLookup {
         }
         long position = (Long) row.getField(MetadataColumns.ROW_POSITION.name());
         if (!deletes.deleted(position) && !deletes.deleted(values)) {
-          found.add(tableRow(row));
+          keep(tableRow(row), found);
         }
       }
     } catch (IOException e) {
@@ -374,7 +441,7 @@ public final class PointLookup {
           continue;
         }
       }
-      found.add(rows.get(i));
+      keep(rows.get(i), found);
     }
   }
 

@@ -280,11 +280,6 @@ public final class SkadeDynamicTableFactory
 
   private static SkadeTableSource.Lookup lookup(ReadableConfig options) {
     LookupOptions.LookupCacheType cacheType = options.get(LookupOptions.CACHE_TYPE);
-    SkadeLookup.Caching caching = switch (cacheType) {
-      case NONE -> SkadeLookup.Caching.SNAPSHOT_ROWS;
-      case PARTIAL -> SkadeLookup.Caching.NONE; // Flink's row cache in front
-      case FULL -> SkadeLookup.Caching.FULL;
-    };
     LookupCache flinkCache = null;
     if (cacheType == LookupOptions.LookupCacheType.PARTIAL) {
       try {
@@ -308,7 +303,7 @@ public final class SkadeDynamicTableFactory
           + LOOKUP_POLL_INTERVAL.key() + "' = " + poll + " (positive)");
     }
     return new SkadeTableSource.Lookup(options.get(LOOKUP_ASYNC), threads,
-        options.getOptional(LOOKUP_SNAPSHOT_ID).orElse(null), poll, retries, caching, rows,
+        options.getOptional(LOOKUP_SNAPSHOT_ID).orElse(null), poll, retries, cacheType, rows,
         flinkCache);
   }
 

@@ -2,6 +2,7 @@ package io.skade.table;
 
 import io.skade.changelog.ChangelogOptions.BeforeImage;
 import io.skade.changelog.ChangelogOptions.Mode;
+import io.skade.lookup.TableLookup;
 import io.skade.source.SkadeSource;
 import io.skade.source.SkadeSourceBuilder;
 import io.skade.source.StartupMode;
@@ -22,6 +23,7 @@ import org.apache.flink.table.connector.source.DynamicTableSource;
 import org.apache.flink.table.connector.source.LookupTableSource;
 import org.apache.flink.table.connector.source.lookup.AsyncLookupFunctionProvider;
 import org.apache.flink.table.connector.source.lookup.LookupFunctionProvider;
+import org.apache.flink.table.connector.source.lookup.LookupOptions;
 import org.apache.flink.table.connector.source.lookup.PartialCachingAsyncLookupProvider;
 import org.apache.flink.table.connector.source.lookup.PartialCachingLookupProvider;
 import org.apache.flink.table.connector.source.lookup.cache.LookupCache;
@@ -61,10 +63,28 @@ final class SkadeTableSource implements ScanTableSource, LookupTableSource,
     }
   }
 
-  /** How lookup joins probe the table, as the table's options say. */
+  /**
+   * How lookup joins probe the table, as the table's options say.
+   *
+   * @param flinkCache Flink's cache in front of the lookup function ({@code lookup.cache}
+   *     PARTIAL); null for none
+   */
   record Lookup(boolean async, int asyncThreads, Long snapshotId, Duration pollInterval,
-      int maxRetries, SkadeLookup.Caching caching, long rowCacheMaxRows,
-      LookupCache flinkCache) {}
+      int maxRetries, LookupOptions.LookupCacheType cacheType, long rowCacheMaxRows,
+      LookupCache flinkCache) {
+
+    /**
+     * How the engine answers lookups for {@code lookup.cache}: NONE probes (through skade's row
+     * cache when it has a size), PARTIAL probes behind Flink's cache, FULL holds every row.
+     */
+    TableLookup.Caching engineCaching() {
+      return switch (cacheType) {
+        case NONE -> rowCacheMaxRows > 0 ? TableLookup.Caching.ROWS : TableLookup.Caching.PROBE;
+        case PARTIAL -> TableLookup.Caching.PROBE;
+        case FULL -> TableLookup.Caching.FULL;
+      };
+    }
+  }
 
   private final Scan scan;
   private final Lookup lookup;
@@ -172,9 +192,12 @@ final class SkadeTableSource implements ScanTableSource, LookupTableSource,
       keyColumns.add(icebergName(produced.getFieldNames().get(path[0])));
     }
     List<String> output = produced.getFieldNames().stream().map(this::icebergName).toList();
+    // The filters accepted by applyFilters are applied by the engine, in every cache mode.
+    TableLookup.Settings engine = new TableLookup.Settings(keyColumns, lookup.snapshotId(),
+        lookup.pollInterval(), lookup.engineCaching(), lookup.rowCacheMaxRows(), filter,
+        lookup.maxRetries());
     SkadeLookup.Settings settings = new SkadeLookup.Settings(scan.catalogProperties(),
-        scan.table().toString(), keyColumns, output, lookup.snapshotId(), lookup.pollInterval(),
-        lookup.maxRetries(), lookup.caching(), lookup.rowCacheMaxRows());
+        scan.table().toString(), output, engine);
     SkadeLookup probes = new SkadeLookup(settings, new RowType(keyFields));
     if (lookup.async()) {
       SkadeAsyncLookupFunction function = new SkadeAsyncLookupFunction(probes,

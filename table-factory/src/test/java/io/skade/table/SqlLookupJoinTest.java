@@ -119,6 +119,50 @@ class SqlLookupJoinTest extends SqlTestBase {
     }
   }
 
+  /**
+   * The planner hands a condition on the dimension table's columns to the source as a filter;
+   * the source accepts it (so the plan no longer evaluates it), and then every lookup applies
+   * it, in every caching mode: people of other cities are never joined, and a left join pads
+   * them with nulls.
+   */
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"sync", "async", "row-cache", "partial-cache", "full-cache"})
+  @Timeout(240)
+  void aLookupJoinAppliesTheConditionOnTheDimensionTableThatTheSourceAccepted(String mode)
+      throws Exception {
+    TableEnvironment writer = batch();
+    declare(writer, "people", CUSTOMERS);
+    run(writer, "INSERT INTO people VALUES (1, 'ada', 'Oslo'), (2, 'bo', 'Bergen'),"
+        + " (3, 'cy', CAST(NULL AS STRING))");
+    run(writer, "INSERT INTO people VALUES (4, 'di', 'Oslo')");
+
+    TableEnvironment join = streaming();
+    String[] lookupOptions = switch (mode) {
+      case "async" -> new String[] {"lookup.async", "true"};
+      case "row-cache" -> new String[] {"lookup.row-cache.max-rows", "1000"};
+      case "partial-cache" -> new String[] {"lookup.cache", "PARTIAL",
+          "lookup.partial-cache.max-rows", "1000"};
+      case "full-cache" -> new String[] {"lookup.cache", "FULL"};
+      default -> new String[0];
+    };
+    declare(join, "people", CUSTOMERS, lookupOptions);
+    join.executeSql("CREATE TEMPORARY VIEW probes AS SELECT k, PROCTIME() AS pt"
+        + " FROM (VALUES (1), (2), (3), (4), (5), (1), (2)) AS t(k)");
+    String on = " FOR SYSTEM_TIME AS OF p.pt AS d ON p.k = d.id AND d.city = 'Oslo'";
+    String plan = join.explainSql("SELECT p.k, d.name FROM probes AS p JOIN people" + on);
+    assertThat(plan.substring(plan.indexOf("== Optimized Physical Plan ==")))
+        .as("the planner handed the condition to the source").doesNotContain("Oslo");
+
+    List<String> inner = collect(join, "SELECT p.k, d.name FROM probes AS p JOIN people" + on)
+        .stream().map(Row::toString).sorted().toList();
+    List<String> left = collect(join, "SELECT p.k, d.name FROM probes AS p LEFT JOIN people" + on)
+        .stream().map(Row::toString).sorted().toList();
+
+    assertThat(inner).containsExactly("+I[1, ada]", "+I[1, ada]", "+I[4, di]");
+    assertThat(left).containsExactly("+I[1, ada]", "+I[1, ada]", "+I[2, null]", "+I[2, null]",
+        "+I[3, null]", "+I[4, di]", "+I[5, null]");
+  }
+
   private static void waitFor(Check check) throws Exception {
     long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
     while (!check.holds()) {

@@ -1,0 +1,257 @@
+package io.skade.lookup;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import io.skade.catalog.SkadeCatalog;
+import java.io.IOException;
+import java.io.Serializable;
+import java.io.UncheckedIOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.function.Function;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.exceptions.NotFoundException;
+import org.apache.iceberg.expressions.Expression;
+import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.types.Types;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One table as a lookup join sees it: the rows of a key at the table's latest commit (or a pinned
+ * snapshot), only those a row filter keeps, served by {@link PointLookup} probes, a row cache
+ * keyed by snapshot and key (never stale: a new snapshot misses it), or every row in memory kept
+ * current by each new snapshot's changelog ({@link FullCache}). A failure that can heal (I/O, a
+ * file gone while the table moved on) is retried with backoff; any other fails at once.
+ *
+ * <p>Rows go to the caller as {@code R}, mapped once per table version by a {@link RowMapper}, so
+ * a cached row is mapped once. Thread-safe.
+ *
+ * @param <R> what a row becomes for the caller (Flink's {@code RowData}, or Iceberg's {@code
+ *     Record} itself)
+ */
+public final class TableLookup<R> {
+  private static final Logger LOG = LoggerFactory.getLogger(TableLookup.class);
+  private static final long FIRST_BACKOFF_MILLIS = 100;
+  private static final long MAX_BACKOFF_MILLIS = 5_000;
+
+  /** How lookups are answered. */
+  public enum Caching {
+    /** Every lookup probes the table (probes keep the decoded Parquet pages they read). */
+    PROBE,
+    /** A row cache keyed by snapshot and key in front of the probes. */
+    ROWS,
+    /** Every row in memory, kept current by applying each new snapshot's changes. */
+    FULL
+  }
+
+  /**
+   * How one table is looked up.
+   *
+   * @param keyColumns the columns a lookup gives values for (names match regardless of case)
+   * @param snapshotId the snapshot lookups are pinned to; null for the latest commit
+   * @param pollInterval in a process that does not own the catalog, how often the log is
+   *     checked for a new snapshot
+   * @param caching how lookups are answered
+   * @param rowCacheMaxRows the keys the row cache holds ({@link Caching#ROWS})
+   * @param filter the rows a lookup may return; a row it does not keep is never returned or
+   *     cached
+   * @param maxRetries how often a lookup that failed with an error that can heal is retried
+   */
+  public record Settings(List<String> keyColumns, Long snapshotId, Duration pollInterval,
+      Caching caching, long rowCacheMaxRows, Expression filter, int maxRetries)
+      implements Serializable {
+
+    public Settings {
+      keyColumns = List.copyOf(keyColumns);
+      Objects.requireNonNull(pollInterval, "pollInterval");
+      Objects.requireNonNull(caching, "caching");
+      filter = filter == null ? Expressions.alwaysTrue() : filter;
+      if (caching == Caching.ROWS && rowCacheMaxRows <= 0) {
+        throw new IllegalArgumentException("a row cache holds at least one key, got "
+            + rowCacheMaxRows);
+      }
+      if (maxRetries < 0) {
+        throw new IllegalArgumentException("retries are 0 or more, got " + maxRetries);
+      }
+    }
+  }
+
+  /** How a table version's rows (records of its schema) become the caller's rows. */
+  @FunctionalInterface
+  public interface RowMapper<R> {
+    /** The mapping of rows of {@code table}'s schema; asked once per table version. */
+    Function<Record, R> forTable(Table table);
+  }
+
+  private final String name;
+  private final Settings settings;
+  private final LookupCaches caches;
+  private final RowMapper<R> mapper;
+  private final LatestTable latest;
+  private final PointLookup.Counters counters = new PointLookup.Counters();
+  private final Cache<RowKey, List<R>> rowCache;
+  private volatile Version<R> version; // the table probed, with what probes of it reuse
+  private FullCache full; // guarded by this
+
+  /** A table version: its point lookup and how its rows map. */
+  private record Version<R>(Table table, PointLookup probes, Function<Record, R> rows) {}
+
+  /** A key of the row cache: the snapshot, and the key's value (or values). */
+  private record RowKey(long snapshot, Object key) {}
+
+  /**
+   * Lookups of {@code table} in {@code catalog}, probing with {@code caches}.
+   *
+   * @throws IllegalArgumentException when a key column, the filter or the pinned snapshot does
+   *     not fit the table
+   */
+  public TableLookup(SkadeCatalog catalog, TableIdentifier table, Settings settings,
+      LookupCaches caches, RowMapper<R> mapper) {
+    this.name = table.toString();
+    this.settings = settings;
+    this.caches = caches;
+    this.mapper = mapper;
+    this.rowCache = settings.caching() == Caching.ROWS
+        ? Caffeine.newBuilder().maximumSize(settings.rowCacheMaxRows()).build() : null;
+    this.latest = new LatestTable(catalog, table, settings.pollInterval());
+    if (settings.snapshotId() != null
+        && latest.table().snapshot(settings.snapshotId()) == null) {
+      throw new IllegalArgumentException("table " + name + " has no snapshot "
+          + settings.snapshotId() + " (unknown or expired) to pin lookups to; choose one of its"
+          + " snapshots");
+    }
+    current(); // a bad key column or filter fails here, before the first lookup
+  }
+
+  /** The key columns of the table probed, in the order {@link #lookup} takes their values. */
+  public List<Types.NestedField> keyColumns() {
+    return current().probes().keyColumns();
+  }
+
+  /** What the probes of this lookup cost so far. */
+  public LookupStats stats() {
+    return counters.stats();
+  }
+
+  /**
+   * The rows whose key columns hold {@code keyValues} (Iceberg internal values, as {@link
+   * PointLookup#lookup} takes them) that the filter keeps; none when a value is null. Retried
+   * up to {@link Settings#maxRetries} times, with backoff, on a failure that can heal.
+   *
+   * @throws IOException when the retries are spent, or the thread is interrupted meanwhile
+   */
+  public List<R> lookup(List<?> keyValues) throws IOException {
+    for (int attempt = 0; ; attempt++) {
+      try {
+        return attempt(keyValues);
+      } catch (UncheckedIOException | NotFoundException e) {
+        // A file gone heals only when the table moved on: never at a pinned snapshot.
+        boolean heals = !(e instanceof NotFoundException) || settings.snapshotId() == null;
+        if (!heals || attempt >= settings.maxRetries()) {
+          throw new IOException("skade lookup on " + name + " failed after " + (attempt + 1)
+              + " attempt(s) for key " + keyValues + ": " + e.getMessage(), e);
+        }
+        long backoff = Math.min(MAX_BACKOFF_MILLIS, FIRST_BACKOFF_MILLIS << Math.min(attempt, 16));
+        LOG.warn("skade lookup on {} failed (attempt {} of {}); retrying in {} ms", name,
+            attempt + 1, settings.maxRetries() + 1, backoff, e);
+        try {
+          Thread.sleep(backoff);
+        } catch (InterruptedException interrupted) {
+          Thread.currentThread().interrupt();
+          throw new IOException("interrupted while retrying a skade lookup on " + name,
+              interrupted);
+        }
+      }
+    }
+  }
+
+  private List<R> attempt(List<?> keyValues) {
+    for (Object value : keyValues) {
+      if (value == null) {
+        return List.of(); // NULL never equals anything
+      }
+    }
+    Version<R> at = current();
+    if (settings.caching() == Caching.FULL) {
+      return map(full.rows(normalized(keyValues)), at);
+    }
+    Long snapshot = snapshotOf(at.table());
+    if (rowCache == null || snapshot == null) {
+      return map(at.probes().lookup(snapshot, keyValues), at);
+    }
+    // Read, then put: a miss costs no per-key lock, and two probes of one key racing both
+    // read the same immutable snapshot.
+    List<Object> key = normalized(keyValues);
+    RowKey cacheKey = new RowKey(snapshot, key.size() == 1 ? key.get(0) : key);
+    List<R> rows = rowCache.getIfPresent(cacheKey);
+    if (rows == null) {
+      rows = map(at.probes().lookup(snapshot, keyValues), at);
+      rowCache.put(cacheKey, rows);
+    }
+    return rows;
+  }
+
+  /** The pinned snapshot, or the table's current one (null before its first). */
+  private Long snapshotOf(Table table) {
+    if (settings.snapshotId() != null) {
+      return settings.snapshotId();
+    }
+    Snapshot current = table.currentSnapshot();
+    return current == null ? null : current.snapshotId();
+  }
+
+  private static <R> List<R> map(List<Record> records, Version<R> at) {
+    if (records.isEmpty()) {
+      return List.of();
+    }
+    List<R> rows = new ArrayList<>(records.size());
+    for (Record record : records) {
+      rows.add(at.rows().apply(record));
+    }
+    return rows;
+  }
+
+  /** The latest table version (or the pinned snapshot's table). */
+  private Version<R> current() {
+    Table table = latest.table();
+    Version<R> known = version;
+    return known != null && known.table() == table ? known : advance(table);
+  }
+
+  private synchronized Version<R> advance(Table table) {
+    if (version == null || table != version.table()) {
+      Version<R> next = new Version<>(table, new PointLookup(table, settings.keyColumns(),
+          settings.filter(), caches, counters), mapper.forTable(table));
+      if (settings.caching() == Caching.FULL) {
+        if (full == null) {
+          full = new FullCache(table, snapshotOf(table), settings.keyColumns(),
+              settings.filter());
+        } else {
+          full.advance(table, snapshotOf(table));
+        }
+      }
+      version = next; // after the full cache: reading the version shows it too
+    }
+    return version;
+  }
+
+  /**
+   * Key values as compared by the caches: character sequences as strings (Iceberg hands out
+   * several kinds), the rest as they are; binary values are {@code ByteBuffer}s already.
+   */
+  static List<Object> normalized(List<?> values) {
+    Object[] normalized = new Object[values.size()];
+    for (int i = 0; i < normalized.length; i++) {
+      Object value = values.get(i);
+      normalized[i] = value instanceof CharSequence chars ? chars.toString() : value;
+    }
+    return Arrays.asList(normalized);
+  }
+}

@@ -1,0 +1,238 @@
+package io.skade.lookup;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.skade.TestCatalog;
+import io.skade.write.TableWriter;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
+import java.util.function.Function;
+import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.InternalRecordWrapper;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.expressions.Evaluator;
+import org.apache.iceberg.expressions.Expression;
+import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.types.Types;
+import org.awaitility.Awaitility;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * The engine of lookup joins without Flink: a lookup returns exactly the rows of its key that
+ * its filter keeps at the latest commit, in every caching mode, as the table changes under it
+ * (expected rows: Iceberg's reader and Iceberg's evaluator of the filter); I/O failures are
+ * retried with backoff, other failures are not.
+ */
+class TableLookupTest {
+  private static final Schema SCHEMA = new Schema(
+      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
+          Types.NestedField.optional(2, "city", Types.StringType.get()),
+          Types.NestedField.optional(3, "score", Types.IntegerType.get())),
+      Set.of(1));
+  private static final TableIdentifier ID = TableIdentifier.of("db", "people");
+  private static final List<String> CITIES = List.of("Oslo", "Bergen", "Tromsø");
+  private static final List<Expression> FILTERS = List.of(
+      Expressions.alwaysTrue(),
+      Expressions.and(Expressions.notNull("city"), Expressions.equal("city", "Oslo")),
+      Expressions.and(Expressions.notNull("score"), Expressions.greaterThanOrEqual("score", 5)),
+      Expressions.isNull("score"),
+      Expressions.or(
+          Expressions.and(Expressions.notNull("city"), Expressions.notEqual("city", "Oslo")),
+          Expressions.and(Expressions.notNull("score"), Expressions.lessThan("score", 2))));
+  private static final int KEYS = 12;
+  /** Keys appended later start here. */
+  private static final int NEW_KEYS = 1000;
+
+  @RegisterExtension final TestCatalog catalog = new TestCatalog();
+  private LookupCaches.Handle caches;
+  private TableWriter writer;
+
+  @BeforeEach
+  void createTable() {
+    caches = LookupCaches.acquire();
+    catalog.get().buildTable(ID, SCHEMA).withProperty("format-version", "2").create();
+    writer = new TableWriter(catalog.get().loadTable(ID));
+  }
+
+  @AfterEach
+  void releaseCaches() {
+    caches.close();
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @EnumSource(TableLookup.Caching.class)
+  void aLookupReturnsExactlyTheRowsOfItsKeyThatItsFilterKeepsAsTheTableChanges(
+      TableLookup.Caching caching) {
+    long seed = System.nanoTime();
+    System.out.println("TableLookupTest seed " + seed + " (" + caching + ")");
+    Random random = new Random(seed);
+    writer.append(rows(random, 0, KEYS));
+    List<TableLookup<Record>> lookups = new ArrayList<>();
+    for (Expression filter : FILTERS) {
+      lookups.add(lookup(settings(caching, filter, 0)));
+    }
+    for (int commit = 0; commit < 12; commit++) {
+      switch (random.nextInt(3)) {
+        case 0 -> writer.upsert(rows(random, random.nextInt(KEYS - 4), 1 + random.nextInt(4)));
+        case 1 -> writer.deleteKeys(List.of(row(random.nextInt(KEYS), null, null)));
+        default -> writer.append(rows(random, NEW_KEYS + commit * 2, 2));
+      }
+      Table table = catalog.get().loadTable(ID);
+      List<Record> all = IcebergReference.allRows(table, table.currentSnapshot().snapshotId());
+      for (int f = 0; f < FILTERS.size(); f++) {
+        List<Long> keys = new ArrayList<>();
+        for (long key = 0; key < KEYS; key++) {
+          keys.add(key);
+        }
+        for (long key = NEW_KEYS; key < NEW_KEYS + commit * 2 + 2; key++) {
+          keys.add(key);
+        }
+        for (long key : keys) {
+          assertThat(lookup(lookups.get(f), key))
+              .as("seed %s, commit %s, filter %s, key %s", seed, commit, FILTERS.get(f), key)
+              .isEqualTo(expected(all, FILTERS.get(f), key));
+        }
+      }
+    }
+  }
+
+  @Test
+  void aLookupWhoseFileComesBackDuringItsRetriesSucceeds() throws Exception {
+    writer.append(List.of(row(1, "Oslo", 3)));
+    TableLookup<Record> lookup = lookup(settings(TableLookup.Caching.PROBE,
+        Expressions.alwaysTrue(), 6));
+    Path file = onlyDataFile();
+    Path aside = file.resolveSibling("aside.parquet");
+    Files.move(file, aside);
+
+    Thread restore = new Thread(() -> {
+      Awaitility.await().atMost(Duration.ofSeconds(30))
+          .until(() -> lookup.stats().probes() >= 2); // the first retry failed too
+      try {
+        Files.move(aside, file);
+      } catch (IOException e) {
+        throw new IllegalStateException(e);
+      }
+    });
+    restore.start();
+    List<Record> rows = lookup.lookup(List.of(1L));
+    restore.join();
+
+    assertThat(rows).hasSize(1);
+    assertThat(lookup.stats().probes()).isGreaterThanOrEqualTo(3);
+  }
+
+  @Test
+  void aLookupWhoseFileStaysGoneFailsAfterItsRetriesNamingTheTableAndKey() throws Exception {
+    writer.append(List.of(row(1, "Oslo", 3)));
+    TableLookup<Record> lookup = lookup(settings(TableLookup.Caching.PROBE,
+        Expressions.alwaysTrue(), 2));
+    Files.delete(onlyDataFile());
+
+    assertThatThrownBy(() -> lookup.lookup(List.of(1L)))
+        .isInstanceOf(IOException.class)
+        .hasMessageContaining("db.people")
+        .hasMessageContaining("3 attempt(s)")
+        .hasMessageContaining("[1]");
+    assertThat(lookup.stats().probes()).isEqualTo(3);
+  }
+
+  @Test
+  void aLookupThatCannotHealFailsAtItsFirstAttempt() {
+    writer.append(List.of(row(1, "Oslo", 3)));
+    TableLookup<Record> lookup = lookup(settings(TableLookup.Caching.PROBE,
+        Expressions.alwaysTrue(), 5));
+
+    assertThatThrownBy(() -> lookup.lookup(List.of(1L, 2L)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("takes 1 values, got 2");
+    assertThat(lookup.stats().probes()).isEqualTo(1);
+  }
+
+  @Test
+  void aFilterOnAColumnTheTableLacksFailsWhenTheLookupIsMade() {
+    writer.append(List.of(row(1, "Oslo", 3)));
+
+    assertThatThrownBy(() -> lookup(settings(TableLookup.Caching.PROBE,
+        Expressions.equal("country", "NO"), 0)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("country")
+        .hasMessageContaining("[id, city, score]");
+  }
+
+  private TableLookup<Record> lookup(TableLookup.Settings settings) {
+    return new TableLookup<>(catalog.get(), ID, settings, caches.caches(),
+        table -> Function.identity());
+  }
+
+  private static TableLookup.Settings settings(TableLookup.Caching caching, Expression filter,
+      int retries) {
+    return new TableLookup.Settings(List.of("id"), null, Duration.ofHours(1), caching,
+        caching == TableLookup.Caching.ROWS ? 100 : 0, filter, retries);
+  }
+
+  private static List<String> lookup(TableLookup<Record> lookup, long key) {
+    try {
+      return IcebergReference.sortedCanonical(lookup.lookup(List.of(key)), SCHEMA);
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** The rows of {@code key} that Iceberg's evaluator of {@code filter} keeps. */
+  private static List<String> expected(List<Record> all, Expression filter, long key) {
+    Evaluator keeps = new Evaluator(SCHEMA.asStruct(), filter, false);
+    InternalRecordWrapper internal = new InternalRecordWrapper(SCHEMA.asStruct());
+    List<Record> kept = all.stream()
+        .filter(row -> row.getField("id").equals(key) && keeps.eval(internal.wrap(row)))
+        .toList();
+    return IcebergReference.sortedCanonical(kept, SCHEMA);
+  }
+
+  private Path onlyDataFile() throws IOException {
+    Table table = catalog.get().loadTable(ID);
+    try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
+      List<FileScanTask> all = new ArrayList<>();
+      tasks.forEach(all::add);
+      assertThat(all).hasSize(1);
+      String location = all.get(0).file().location();
+      return location.startsWith("file:") ? Paths.get(URI.create(location)) : Paths.get(location);
+    }
+  }
+
+  private static List<Record> rows(Random random, int firstKey, int count) {
+    List<Record> rows = new ArrayList<>();
+    for (int key = firstKey; key < firstKey + count; key++) {
+      rows.add(row(key, random.nextInt(5) == 0 ? null : CITIES.get(random.nextInt(3)),
+          random.nextInt(5) == 0 ? null : random.nextInt(8)));
+    }
+    return rows;
+  }
+
+  private static Record row(long id, String city, Integer score) {
+    GenericRecord record = GenericRecord.create(SCHEMA);
+    record.setField("id", id);
+    record.setField("city", city);
+    record.setField("score", score);
+    return record;
+  }
+}
