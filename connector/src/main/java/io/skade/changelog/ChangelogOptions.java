@@ -25,9 +25,12 @@ import org.apache.iceberg.expressions.Expressions;
  *     transform (a {@code bucket(id, 8)} predicate prunes nothing under {@code bucket(id, 16)}
  *     or {@code identity(id)}); the row test still applies to the files kept
  * @param onMissingHistory what to do when the window's snapshots or files are gone
+ * @param slice the data files read ({@link FileSlice}): the changes of the rows they hold, or
+ *     held before; {@link FileSlice#ALL} by default
  */
 public record ChangelogOptions(Mode mode, BeforeImage beforeImage, List<String> columns,
-    Expression filter, OnMissingHistory onMissingHistory) implements Serializable {
+    Expression filter, OnMissingHistory onMissingHistory, FileSlice slice)
+    implements Serializable {
 
   /** Per-snapshot (every change, commit order) or collapsed (the window's net change). */
   public enum Mode {
@@ -62,31 +65,36 @@ public record ChangelogOptions(Mode mode, BeforeImage beforeImage, List<String> 
     Objects.requireNonNull(beforeImage, "beforeImage");
     columns = columns == null ? null : List.copyOf(columns);
     filter = filter == null ? Expressions.alwaysTrue() : filter;
+    slice = slice == null ? FileSlice.ALL : slice;
   }
 
   /** Per-snapshot, full before-images, all columns, no filter. */
   public static ChangelogOptions defaults() {
     return new ChangelogOptions(Mode.PER_SNAPSHOT, BeforeImage.FULL, null, null,
-        OnMissingHistory.FAIL);
+        OnMissingHistory.FAIL, FileSlice.ALL);
   }
 
   public ChangelogOptions withMode(Mode newMode) {
-    return new ChangelogOptions(newMode, beforeImage, columns, filter, onMissingHistory);
+    return new ChangelogOptions(newMode, beforeImage, columns, filter, onMissingHistory, slice);
   }
 
   public ChangelogOptions withBeforeImage(BeforeImage newBeforeImage) {
-    return new ChangelogOptions(mode, newBeforeImage, columns, filter, onMissingHistory);
+    return new ChangelogOptions(mode, newBeforeImage, columns, filter, onMissingHistory, slice);
   }
 
   public ChangelogOptions withColumns(List<String> newColumns) {
-    return new ChangelogOptions(mode, beforeImage, newColumns, filter, onMissingHistory);
+    return new ChangelogOptions(mode, beforeImage, newColumns, filter, onMissingHistory, slice);
   }
 
   public ChangelogOptions withFilter(Expression newFilter) {
-    return new ChangelogOptions(mode, beforeImage, columns, newFilter, onMissingHistory);
+    return new ChangelogOptions(mode, beforeImage, columns, newFilter, onMissingHistory, slice);
+  }
+
+  public ChangelogOptions withSlice(FileSlice newSlice) {
+    return new ChangelogOptions(mode, beforeImage, columns, filter, onMissingHistory, newSlice);
   }
 
   public ChangelogOptions withOnMissingHistory(OnMissingHistory newOnMissingHistory) {
-    return new ChangelogOptions(mode, beforeImage, columns, filter, newOnMissingHistory);
+    return new ChangelogOptions(mode, beforeImage, columns, filter, newOnMissingHistory, slice);
   }
 }

@@ -77,7 +77,9 @@ import org.slf4j.LoggerFactory;
  * <p>A row filter ({@link ChangelogOptions#filter}) also rules out whole files by partition
  * ({@link PartitionFilter}): their manifests, data files and delete files are not read, in any
  * state of the window, so they neither add nor remove rows. Rows of the files kept are still
- * tested one by one.
+ * tested one by one. A {@link FileSlice} ({@link ChangelogOptions#slice}) leaves out data
+ * files in the same way, by their ordering unit: the changes of the rows the slice's files hold
+ * (or held) are the read's changes.
  */
 public final class ChangelogReader {
   private static final Logger LOG = LoggerFactory.getLogger(ChangelogReader.class);
@@ -379,7 +381,7 @@ public final class ChangelogReader {
     /** A step to take: its end, the state before it, and its appended files (null: compare). */
     private record Planned(Snapshot to, Snapshot before, WindowFiles.Live appended) {}
 
-    private final WindowFiles files = new WindowFiles(table, partitions);
+    private final WindowFiles files = new WindowFiles(table, partitions, options.slice());
     private final Iterator<Planned> planned;
     private final ArrayDeque<ChangeRow> ready = new ArrayDeque<>();
     private final DeleteCache deleteCache = new DeleteCache(table.io());
@@ -394,7 +396,8 @@ public final class ChangelogReader {
       List<Snapshot> states = new ArrayList<>();
       Snapshot before = from;
       for (Span span : spans) {
-        if (options.mode() == Mode.COLLAPSED
+        // A rewrite changes nothing, unless it can move rows between slices (FileSlice).
+        if (options.mode() == Mode.COLLAPSED || options.slice().movesRows(table.specs())
             || !DataOperations.REPLACE.equals(span.to().operation())) {
           WindowFiles.Live appended =
               span.snapshots() == null ? null : files.appended(span.snapshots());

@@ -56,6 +56,8 @@ import org.apache.iceberg.util.ThreadPools;
  * missing from both sides of any comparison and never shows as added or removed. The deletes
  * that apply to a kept data file are all kept too, since they share its partition (or apply to
  * every partition, written unpartitioned), which Iceberg's own scan planning relies on as well.
+ * Data files outside the read's {@link FileSlice} are left out in the same way (a file's unit
+ * never changes either); delete files are not sliced.
  */
 public final class WindowFiles {
   private static final int PARALLEL_FROM = 4;
@@ -64,12 +66,14 @@ public final class WindowFiles {
 
   private final Table table;
   private final PartitionFilter partitions;
+  private final FileSlice slice;
   private final Map<String, List<DataFile>> dataManifests = new ConcurrentHashMap<>();
   private final Map<String, List<DeleteFile>> deleteManifests = new ConcurrentHashMap<>();
 
-  WindowFiles(Table table, PartitionFilter partitions) {
+  WindowFiles(Table table, PartitionFilter partitions, FileSlice slice) {
     this.table = table;
     this.partitions = partitions;
+    this.slice = slice;
   }
 
   /**
@@ -122,7 +126,7 @@ public final class WindowFiles {
       }
       for (ManifestFile manifest : written) {
         if (manifest.hasAddedFiles() && partitions.mayMatch(manifest)) {
-          for (DataFile file : kept(CACHE.dataFiles(manifest, table), partitions)) {
+          for (DataFile file : kept(CACHE.dataFiles(manifest, table))) {
             Long sequence = file.fileSequenceNumber();
             if (sequence == null) {
               return null; // cannot tell added files from existing ones: compare states
@@ -163,7 +167,8 @@ public final class WindowFiles {
    */
   static void prefetch(Table table, Snapshot snapshot) {
     WindowFiles files = new WindowFiles(table,
-        new PartitionFilter(table.specs(), table.schema(), Expressions.alwaysTrue(), false));
+        new PartitionFilter(table.specs(), table.schema(), Expressions.alwaysTrue(), false),
+        FileSlice.ALL);
     if (files.appended(List.of(snapshot)) == null) {
       files.load(List.of(snapshot));
     }
@@ -197,22 +202,20 @@ public final class WindowFiles {
 
   private void load(ManifestFile manifest) {
     switch (manifest.content()) {
-      case DATA -> dataManifests.put(manifest.path(),
-          kept(CACHE.dataFiles(manifest, table), partitions));
+      case DATA -> dataManifests.put(manifest.path(), kept(CACHE.dataFiles(manifest, table)));
       case DELETES -> deleteManifests.put(manifest.path(),
-          kept(CACHE.deleteFiles(manifest, table), partitions));
+          kept(CACHE.deleteFiles(manifest, table)));
     }
   }
 
-  /** The files {@code partitions} keeps. */
-  private static <F extends ContentFile<F>> List<F> kept(List<F> files,
-      PartitionFilter partitions) {
-    if (partitions.keepsAll()) {
+  /** The files the partition filter and the slice keep. */
+  private <F extends ContentFile<F>> List<F> kept(List<F> files) {
+    if (partitions.keepsAll() && slice.keepsAll()) {
       return files;
     }
     List<F> kept = new ArrayList<>();
     for (F file : files) {
-      if (partitions.mayMatch(file)) {
+      if (partitions.mayMatch(file) && slice.keeps(file, table.specs())) {
         kept.add(file);
       }
     }
@@ -240,7 +243,8 @@ public final class WindowFiles {
    */
   public static List<FileScanTask> tasks(Table table, Snapshot snapshot) {
     WindowFiles files = new WindowFiles(table,
-        new PartitionFilter(table.specs(), table.schema(), Expressions.alwaysTrue(), false));
+        new PartitionFilter(table.specs(), table.schema(), Expressions.alwaysTrue(), false),
+        FileSlice.ALL);
     files.load(List.of(snapshot));
     Live live = files.at(snapshot);
     String schema = SchemaParser.toJson(table.schema());
