@@ -187,7 +187,12 @@ class SqlOptionsBeforeIoTest {
   }
 
   @Test
-  void aMissingWarehouseIsNamed() {
+  void aMissingOrMisspeltWarehouseIsNamed() {
+    TableEnvironment missing = SqlTestBase.streaming();
+    missing.executeSql("CREATE TABLE q (" + COLUMNS + ") WITH ('connector' = 'skade')");
+    assertThat(skadeMessage(catchThrowable(() -> missing.executeSql("SELECT * FROM q"))))
+        .contains("Missing required options", "warehouse");
+
     TableEnvironment env = SqlTestBase.streaming();
     env.executeSql("CREATE TABLE q (" + COLUMNS + ") WITH ('connector' = 'skade',"
         + " 'warehose' = '" + warehouse + "')");
