@@ -7,14 +7,10 @@ import static io.skade.table.SkadeConnectorOptions.LINEAGE_OPENLINEAGE_URL;
 import static io.skade.table.SkadeConnectorOptions.LINEAGE_SINK;
 import static io.skade.table.SkadeConnectorOptions.WAREHOUSE;
 
-import java.util.HashMap;
-import java.util.Map;
 import java.util.Set;
 import org.apache.flink.configuration.ConfigOption;
-import org.apache.flink.configuration.ReadableConfig;
 import org.apache.flink.table.catalog.Catalog;
 import org.apache.flink.table.factories.CatalogFactory;
-import org.apache.flink.table.factories.FactoryUtil;
 
 /**
  * The {@code skade} catalog type: {@code CREATE CATALOG c WITH ('type' = 'skade', 'warehouse' =
@@ -39,17 +35,11 @@ public final class SkadeCatalogFactory implements CatalogFactory {
         LINEAGE_ACTOR);
   }
 
+  /** Checks every option before the catalog is opened, then opens it (shared in this JVM). */
   @Override
   public Catalog createCatalog(Context context) {
-    FactoryUtil.CatalogFactoryHelper helper = FactoryUtil.createCatalogFactoryHelper(this, context);
-    helper.validate();
-    ReadableConfig options = helper.getOptions();
-    Map<String, String> properties = new HashMap<>();
-    properties.put(WAREHOUSE.key(), options.get(WAREHOUSE));
-    options.getOptional(CATALOG_PATH).ifPresent(path -> properties.put(CATALOG_PATH.key(), path));
-    SkadeDynamicTableFactory.lineageProperties(options, properties);
-    options.getOptional(LINEAGE_ACTOR).ifPresent(actor -> properties.put(LINEAGE_ACTOR.key(),
-        actor));
-    return new SkadeFlinkCatalog(context.getName(), options.get(DEFAULT_DATABASE), properties);
+    CheckedOptions.CatalogSettings settings = CheckedOptions.catalog(this, context);
+    return new SkadeFlinkCatalog(context.getName(), settings.defaultDatabase(),
+        settings.properties());
   }
 }

@@ -10,7 +10,11 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** Bad declarations fail at planning with an error naming the option or column. */
+/**
+ * Declarations that fit the table only once it is known fail at planning with an error naming
+ * the option or column. Bad option values, which fail before any I/O, are {@link
+ * SqlOptionsBeforeIoTest}'s.
+ */
 @Timeout(120)
 class SqlOptionsTest extends SqlTestBase {
   private static final String COLUMNS = "id INT, v STRING, PRIMARY KEY (id) NOT ENFORCED";
@@ -48,71 +52,9 @@ class SqlOptionsTest extends SqlTestBase {
   }
 
   @Test
-  void unknownOption() {
-    selecting(COLUMNS, "scan.startup.mood", "latest")
-        .contains("Unsupported options")
-        .contains("scan.startup.mood")
-        .contains("scan.startup.mode"); // among the supported ones listed
-  }
-
-  @Test
-  void missingWarehouse() {
-    TableEnvironment env = streaming();
-    env.executeSql("CREATE TABLE q (" + COLUMNS + ") WITH ('connector' = 'skade')");
-    failure(() -> env.executeSql("SELECT * FROM q"))
-        .contains("Missing required options").contains("warehouse");
-  }
-
-  @Test
-  void unknownValues() {
-    selecting(COLUMNS, "scan.startup.mode", "yesterday")
-        .contains("'scan.startup.mode'").contains("yesterday")
-        .contains("from-snapshot");
-    selecting(COLUMNS, "changelog.mode", "net")
-        .contains("'changelog.mode'").contains("collapsed");
-    selecting(COLUMNS, "changelog.before-image", "none")
-        .contains("'changelog.before-image'").contains("key-only");
-    selecting(COLUMNS, "scan.poll-interval", "0 s")
-        .contains("'scan.poll-interval'").contains("positive");
-  }
-
-  @Test
-  void modeWithoutItsOption() {
-    selecting(COLUMNS, "scan.startup.mode", "from-snapshot")
-        .contains("'scan.startup.snapshot-id'");
-    selecting(COLUMNS, "scan.startup.mode", "from-timestamp")
-        .contains("'scan.startup.timestamp-millis'");
-    selecting(COLUMNS, "scan.startup.mode", "from-commit-seq")
-        .contains("'scan.startup.commit-seq'");
-  }
-
-  @Test
-  void optionOfAnotherMode() {
-    selecting(COLUMNS, "scan.startup.mode", "latest", "scan.startup.snapshot-id", "5")
-        .contains("'scan.startup.snapshot-id' applies only to")
-        .contains("'from-snapshot'").contains("'latest'");
-    selecting(COLUMNS, "scan.startup.commit-seq", "5") // mode full by default
-        .contains("'scan.startup.commit-seq'");
-  }
-
-  @Test
   void aSnapshotThatDoesNotExist() {
     selecting(COLUMNS, "scan.startup.mode", "from-snapshot", "scan.startup.snapshot-id", "42")
         .contains("42");
-  }
-
-  @Test
-  void keyOnlyWithoutPrimaryKey() {
-    selecting("id INT, v STRING", "changelog.before-image", "key-only")
-        .contains("'changelog.before-image'").contains("PRIMARY KEY");
-  }
-
-  @Test
-  void batchReadsOnlyFullSnapshots() {
-    TableEnvironment env = batch();
-    declare(env, "q", COLUMNS, withTable("scan.startup.mode", "latest"));
-    failure(() -> env.executeSql("SELECT * FROM q"))
-        .contains("'scan.startup.mode'").contains("batch");
   }
 
   @Test
