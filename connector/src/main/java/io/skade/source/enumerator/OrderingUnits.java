@@ -1,144 +1,159 @@
 package io.skade.source.enumerator;
 
+import io.skade.changelog.FileSlice;
 import io.skade.changelog.TableKind;
+import io.skade.changelog.WindowFiles;
 import io.skade.source.split.ChangelogSplit;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
+import java.util.TreeSet;
 import org.apache.iceberg.ContentFile;
+import org.apache.iceberg.DataFile;
+import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileContent;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.PartitionField;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.SnapshotChanges;
-import org.apache.iceberg.StructLike;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.expressions.Expression;
-import org.apache.iceberg.expressions.Expressions;
-import org.apache.iceberg.io.CloseableIterable;
-import org.apache.iceberg.transforms.Transform;
-import org.apache.iceberg.util.Pair;
+import org.apache.iceberg.util.ContentFileUtil;
 import org.apache.iceberg.util.PartitionSet;
 
 /**
- * Cuts a planned split into the ordering units of its table and pins each unit to one reader.
+ * Cuts a planned split into the ordering units of its table, grouped into a fixed number of
+ * {@link #SLOTS}, and says which reader reads each slot.
  *
- * <p>All changes of one key must reach one reader, in commit order. On a primary-key table whose
- * only partition spec partitions by identifier fields alone (identity or bucket transforms), a
- * key always lives in one partition, so the unit is the partition: a window becomes one split
- * per reader that owns some of the partitions it touched, filtered to those partitions. On any
- * other primary-key table the unit is the whole table, pinned to one reader. A {@code LOG}
- * table's rows have no key to keep in order, so its splits go round-robin to every reader.
+ * <p>Every change of one key (on a log table: of one row) must reach one reader, after the
+ * changes before it. The unit is what keeps a row's changes together:
+ *
+ * <ul>
+ *   <li>a primary-key table whose only partition spec partitions by identifier fields alone
+ *       (identity or bucket transforms): the partition, where a key always lives;
+ *   <li>any other primary-key table: the whole table, read by one reader;
+ *   <li>a log table with one partitioned spec: the partition, which a row never leaves;
+ *   <li>any other log table: the data file, which a row is inserted with and deleted from (by
+ *       position, deletion vector or equality, or with the file); a rewrite that moves rows to a
+ *       file of another slot re-emits them there ({@link FileSlice#movesRows}).
+ * </ul>
+ *
+ * <p>A window becomes one split per slot it touches. Slots, not readers, are what a split keeps:
+ * slot {@code s} is read by reader {@code s * parallelism / SLOTS} (Flink's own mapping of key
+ * groups to subtasks), so a restore at another parallelism moves whole splits to the readers of
+ * their slots and never has to cut one that was half emitted.
  */
 final class OrderingUnits {
+  /** The slots units are hashed into; as Flink's default maximum parallelism. */
+  static final int SLOTS = 128;
+
   private final String tableKey;
-  private int nextReader;
 
   OrderingUnits(String tableKey) {
     this.tableKey = tableKey;
   }
 
-  /**
-   * The pinned splits of {@code split}, read from table {@code table} (which holds its
-   * snapshots); {@code window} lists the snapshots whose changes it carries.
-   */
-  List<PinnedSplit> pin(Table table, ChangelogSplit split, List<Snapshot> window,
-      int parallelism) {
-    if (TableKind.of(table.schema()) == TableKind.LOG) {
-      int reader = nextReader;
-      nextReader = (nextReader + 1) % parallelism;
-      return List.of(new PinnedSplit(split, reader));
-    }
-    PartitionSpec spec = partitionUnitSpec(table);
-    if (spec == null || parallelism == 1) {
-      return List.of(new PinnedSplit(split, Math.floorMod(tableKey.hashCode(), parallelism)));
-    }
-    PartitionSet partitions = split.fullSnapshot()
-        ? partitionsAt(table, split.toSnapshotId())
-        : partitionsTouched(table, window);
-    Map<Integer, List<Expression>> byReader = new TreeMap<>();
-    for (Pair<Integer, StructLike> specAndPartition : partitions) {
-      StructLike partition = specAndPartition.second();
-      int reader = Math.floorMod(spec.partitionToPath(partition).hashCode(), parallelism);
-      byReader.computeIfAbsent(reader, r -> new ArrayList<>()).add(predicate(spec, partition));
-    }
-    List<PinnedSplit> pinned = new ArrayList<>(byReader.size());
-    byReader.forEach((reader, predicates) -> pinned.add(new PinnedSplit(
-        split.withFilter(predicates.stream().reduce(Expressions.alwaysFalse(), Expressions::or)),
-        reader)));
-    return pinned;
+  /** The reader of {@code split} at {@code parallelism}: the one its slot maps to. */
+  static int readerOf(ChangelogSplit split, int parallelism) {
+    FileSlice slice = split.slice();
+    return (int) ((long) slice.slot() * parallelism / slice.slots());
   }
 
   /**
-   * The spec whose partitions are ordering units: the table's only spec, when every partition
-   * field is an identity or bucket transform of an identifier field; otherwise null.
+   * The splits of {@code split}, one per slot of its table's units it touches: read from table
+   * {@code table} (which holds its snapshots); {@code window} lists the snapshots whose changes
+   * it carries (for a full-snapshot split, none).
    */
-  static PartitionSpec partitionUnitSpec(Table table) {
-    if (table.specs().size() != 1 || table.spec().isUnpartitioned()) {
-      return null;
+  List<ChangelogSplit> cut(Table table, ChangelogSplit split, List<Snapshot> window) {
+    FileSlice.Unit unit = unit(table);
+    if (unit == FileSlice.Unit.TABLE) {
+      int slot = FileSlice.slotOf(tableKey, SLOTS);
+      return List.of(split.withSlice(new FileSlice(FileSlice.Unit.TABLE, SLOTS, slot)));
+    }
+    FileSlice any = new FileSlice(unit, SLOTS, 0);
+    Set<Integer> slots = new TreeSet<>();
+    if (split.fullSnapshot()) {
+      for (FileScanTask task : WindowFiles.tasks(table, table.snapshot(split.toSnapshotId()))) {
+        slots.add(slotOf(any, task.file(), table));
+      }
+    } else {
+      touched(table, window, any, slots);
+    }
+    List<ChangelogSplit> cut = new ArrayList<>(slots.size());
+    for (int slot : slots) {
+      cut.add(split.withSlice(new FileSlice(unit, SLOTS, slot)));
+    }
+    return cut;
+  }
+
+  /** What a unit of {@code table} is; see the class comment. */
+  static FileSlice.Unit unit(Table table) {
+    boolean onePartitionedSpec = table.specs().size() == 1 && table.spec().isPartitioned();
+    if (TableKind.of(table.schema()) == TableKind.LOG) {
+      return onePartitionedSpec ? FileSlice.Unit.PARTITION : FileSlice.Unit.FILE;
+    }
+    if (!onePartitionedSpec) {
+      return FileSlice.Unit.TABLE;
     }
     Set<Integer> keys = table.schema().identifierFieldIds();
     for (PartitionField field : table.spec().fields()) {
       String transform = field.transform().toString();
       if (!keys.contains(field.sourceId())
           || !(transform.equals("identity") || transform.startsWith("bucket["))) {
-        return null;
+        return FileSlice.Unit.TABLE;
       }
     }
-    return table.spec();
+    return FileSlice.Unit.PARTITION;
   }
 
-  private static PartitionSet partitionsTouched(Table table, List<Snapshot> window) {
-    PartitionSet partitions = PartitionSet.create(table.specs());
+  /**
+   * Adds the slots whose rows {@code window}'s snapshots may change: of the data files they add
+   * or remove, and of the data files their added or removed delete files may apply to — its
+   * referenced file, or (by partition, or everywhere for a delete written unpartitioned) the data
+   * files live at the window's end.
+   */
+  private static void touched(Table table, List<Snapshot> window, FileSlice any,
+      Set<Integer> slots) {
+    PartitionSet deletedPartitions = PartitionSet.create(table.specs());
+    boolean deletesEverywhere = false;
     for (Snapshot snapshot : window) {
       SnapshotChanges changes = SnapshotChanges.builderFor(table).snapshot(snapshot).build();
-      changes.addedDataFiles().forEach(f -> add(partitions, f));
-      changes.removedDataFiles().forEach(f -> add(partitions, f));
-      changes.addedDeleteFiles().forEach(f -> add(partitions, f));
-      changes.removedDeleteFiles().forEach(f -> add(partitions, f));
-    }
-    return partitions;
-  }
-
-  private static PartitionSet partitionsAt(Table table, long snapshotId) {
-    PartitionSet partitions = PartitionSet.create(table.specs());
-    try (CloseableIterable<FileScanTask> tasks =
-        table.newScan().useSnapshot(snapshotId).planFiles()) {
-      tasks.forEach(task -> add(partitions, task.file()));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    return partitions;
-  }
-
-  private static void add(PartitionSet partitions, ContentFile<?> file) {
-    partitions.add(file.specId(), file.partition());
-  }
-
-  /** The rows of one partition, as a row filter: each field's transform equals its value. */
-  private static Expression predicate(PartitionSpec spec, StructLike partition) {
-    Expression all = Expressions.alwaysTrue();
-    List<PartitionField> fields = spec.fields();
-    for (int i = 0; i < fields.size(); i++) {
-      PartitionField field = fields.get(i);
-      String column = spec.schema().findColumnName(field.sourceId());
-      Object value = partition.get(i, Object.class);
-      Transform<?, ?> transform = field.transform();
-      Expression one;
-      if (value == null) {
-        one = Expressions.isNull(column);
-      } else if (transform.isIdentity()) {
-        one = Expressions.equal(column, value);
-      } else {
-        int buckets = Integer.parseInt(transform.toString().replaceAll("\\D", ""));
-        one = Expressions.equal(Expressions.bucket(column, buckets), value);
+      for (DataFile file : changes.addedDataFiles()) {
+        slots.add(slotOf(any, file, table));
       }
-      all = Expressions.and(all, one);
+      for (DataFile file : changes.removedDataFiles()) {
+        slots.add(slotOf(any, file, table));
+      }
+      List<DeleteFile> deletes = new ArrayList<>();
+      changes.addedDeleteFiles().forEach(deletes::add);
+      changes.removedDeleteFiles().forEach(deletes::add);
+      for (DeleteFile delete : deletes) {
+        String referenced = delete.content() == FileContent.EQUALITY_DELETES ? null
+            : ContentFileUtil.referencedDataFileLocation(delete);
+        if (any.unit() == FileSlice.Unit.PARTITION
+            && !table.specs().get(delete.specId()).isUnpartitioned()) {
+          slots.add(slotOf(any, delete, table)); // a delete's rows share its partition
+        } else if (referenced != null && any.unit() == FileSlice.Unit.FILE) {
+          slots.add(FileSlice.slotOf(referenced, SLOTS));
+        } else if (table.specs().get(delete.specId()).isUnpartitioned()) {
+          deletesEverywhere = true;
+        } else {
+          deletedPartitions.add(delete.specId(), delete.partition());
+        }
+      }
     }
-    return all;
+    if (deletesEverywhere || !deletedPartitions.isEmpty()) {
+      Snapshot end = window.get(window.size() - 1);
+      for (FileScanTask task : WindowFiles.tasks(table, end)) {
+        DataFile file = task.file();
+        if (deletesEverywhere || deletedPartitions.contains(file.specId(), file.partition())) {
+          slots.add(slotOf(any, file, table));
+        }
+      }
+    }
+  }
+
+  private static int slotOf(FileSlice any, ContentFile<?> file, Table table) {
+    return FileSlice.slotOf(any.unitKey(file, table.specs()), SLOTS);
   }
 }

@@ -13,11 +13,14 @@ import java.util.List;
  *     resolved yet (a checkpoint taken right after the job started)
  * @param endSnapshotId the last snapshot of a bounded source, {@code Long.MIN_VALUE} when
  *     unbounded
- * @param pending planned splits not yet assigned, in order, each with its reader
+ * @param pending planned splits not yet assigned (or handed back by readers), in commit order;
+ *     each goes to the reader of its slot at the parallelism the job runs at
  * @param unfinished assigned splits not yet reported finished
+ * @param parallelism the readers the source had: restored at another parallelism, readers'
+ *     restored splits may belong to any reader
  */
 public record SkadeEnumeratorState(ConsumerCursor cursor, long endSnapshotId,
-    List<PinnedSplit> pending, List<ChangelogSplit> unfinished) {
+    List<ChangelogSplit> pending, List<ChangelogSplit> unfinished, int parallelism) {
 
   public SkadeEnumeratorState {
     pending = List.copyOf(pending);

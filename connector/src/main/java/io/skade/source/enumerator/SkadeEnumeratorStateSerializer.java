@@ -16,12 +16,14 @@ import org.apache.iceberg.catalog.TableIdentifier;
 
 /**
  * Writes {@link SkadeEnumeratorState} into checkpoints. Versioned, and it records the split
- * serializer's version it embedded, so either layout can change without losing old checkpoints.
+ * serializer's version it embedded, so either layout can change without misreading old
+ * checkpoints. Version 2 keeps pending splits without readers (a split's slot names its reader);
+ * version 1 is refused, as its splits are (see {@link ChangelogSplitSerializer}).
  */
 public final class SkadeEnumeratorStateSerializer
     implements SimpleVersionedSerializer<SkadeEnumeratorState> {
   /** The layout written today. */
-  public static final int VERSION = 1;
+  public static final int VERSION = 2;
 
   @Override
   public int getVersion() {
@@ -46,11 +48,11 @@ public final class SkadeEnumeratorStateSerializer
         out.writeLong(cursor.commitSeq());
       }
       out.writeLong(state.endSnapshotId());
+      out.writeInt(state.parallelism());
       out.writeInt(ChangelogSplitSerializer.VERSION);
       out.writeInt(state.pending().size());
-      for (PinnedSplit pinned : state.pending()) {
-        out.writeInt(pinned.subtask());
-        ChangelogSplitSerializer.write(pinned.split(), out);
+      for (ChangelogSplit split : state.pending()) {
+        ChangelogSplitSerializer.write(split, out);
       }
       out.writeInt(state.unfinished().size());
       for (ChangelogSplit split : state.unfinished()) {
@@ -78,17 +80,17 @@ public final class SkadeEnumeratorStateSerializer
         cursor = new ConsumerCursor(table, in.readUTF(), in.readLong(), in.readLong());
       }
       long end = in.readLong();
+      int parallelism = in.readInt();
       int splitVersion = in.readInt();
-      List<PinnedSplit> pending = new ArrayList<>();
+      List<ChangelogSplit> pending = new ArrayList<>();
       for (int i = in.readInt(); i > 0; i--) {
-        int subtask = in.readInt();
-        pending.add(new PinnedSplit(ChangelogSplitSerializer.read(splitVersion, in), subtask));
+        pending.add(ChangelogSplitSerializer.read(splitVersion, in));
       }
       List<ChangelogSplit> unfinished = new ArrayList<>();
       for (int i = in.readInt(); i > 0; i--) {
         unfinished.add(ChangelogSplitSerializer.read(splitVersion, in));
       }
-      return new SkadeEnumeratorState(cursor, end, pending, unfinished);
+      return new SkadeEnumeratorState(cursor, end, pending, unfinished, parallelism);
     }
   }
 }

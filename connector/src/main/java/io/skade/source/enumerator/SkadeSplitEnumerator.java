@@ -8,14 +8,14 @@ import io.skade.catalog.SharedCatalogs;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.source.SplitsFinishedEvent;
+import io.skade.source.SplitsRestoredEvent;
+import io.skade.source.SplitsTakenEvent;
 import io.skade.source.StartupMode;
 import io.skade.source.split.ChangelogSplit;
 import java.io.Serializable;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.Deque;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -35,8 +35,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Plans a table's changelog splits as commits happen and hands each to the reader its ordering
- * unit is pinned to.
+ * Plans a table's changelog splits as commits happen and hands each to the reader of its slot of
+ * ordering units ({@link OrderingUnits}), in commit order.
  *
  * <p>On start it resolves the startup mode (or, on restore, checks that its cursor can still be
  * resumed) and catches up from the commit log. Then the in-process commit feed wakes it: the
@@ -45,6 +45,14 @@ import org.slf4j.LoggerFactory;
  * catalog it is the only path. One planning round runs at a time and always starts at the
  * cursor, so a wake-up that finds nothing new costs one log read. A lagged feed needs nothing
  * special: the next round reads the log from the cursor anyway.
+ *
+ * <p>A reader hands back the splits of its restored state when it starts ({@link
+ * SplitsRestoredEvent}): Flink spreads reader state over the readers as it likes, so the
+ * enumerator merges them, in commit order, into the queue of the reader of their slot. Until it
+ * has heard from a reader it assigns it nothing, and after a restore at another parallelism it
+ * assigns nothing until every reader was heard: a restored split of a slot, wherever Flink
+ * restored it, is then read before anything newer of that slot. (At the same parallelism Flink
+ * gives each reader its own state back, whose slots are its own.)
  *
  * <p>On each completed checkpoint it stores, under its consumer id, the oldest snapshot a split
  * not yet finished still needs, so the catalog does not expire it.
@@ -79,10 +87,18 @@ public final class SkadeSplitEnumerator
   private final Settings settings;
   private final WindowPlanner planner;
   private final String consumerId;
-  private final Map<Integer, Deque<ChangelogSplit>> pending = new TreeMap<>();
+  /** Per reader, the splits of its slots not yet assigned, in commit order. */
+  private final Map<Integer, List<ChangelogSplit>> pending = new TreeMap<>();
   private final Map<String, ChangelogSplit> unfinished = new LinkedHashMap<>();
   private final NavigableMap<Long, ConsumerCursor> toPublish = new TreeMap<>();
   private final Set<Integer> toldNoMoreSplits = new HashSet<>();
+  /** Readers that handed back their restored splits since they registered. */
+  private final Set<Integer> heard = new HashSet<>();
+  /**
+   * Restored from a checkpoint taken at another parallelism and not yet heard from every reader:
+   * nothing is assigned, since any reader may hand back a split of any slot.
+   */
+  private boolean awaitingReaders;
   private final Counter windowsPlanned;
   private volatile ConsumerCursor cursor;
   /** The splits in {@link #pending}, for the metric (read on another thread). */
@@ -106,6 +122,7 @@ public final class SkadeSplitEnumerator
       this.end = restored.endSnapshotId();
       restored.pending().forEach(this::addPending);
       restored.unfinished().forEach(s -> unfinished.put(s.splitId(), s));
+      this.awaitingReaders = restored.parallelism() != context.currentParallelism();
     }
     this.windowsPlanned = context.metricGroup().counter("windowsPlanned");
     context.metricGroup().gauge("commitSeqLag", () -> {
@@ -148,8 +165,7 @@ public final class SkadeSplitEnumerator
     planning = true;
     if (cursor == null) {
       context.callAsync(() -> planner.start(settings.startupMode(), settings.startupValue(),
-          settings.bounded(), settings.endSnapshotId(), context.currentParallelism()),
-          this::started);
+          settings.bounded(), settings.endSnapshotId()), this::started);
     } else {
       ConsumerCursor restoredAt = cursor;
       context.callAsync(() -> catalog.requireCursorUsable(restoredAt), (table, error) -> {
@@ -205,8 +221,7 @@ public final class SkadeSplitEnumerator
     planning = true;
     ConsumerCursor from = cursor;
     long until = end;
-    int parallelism = context.currentParallelism();
-    context.callAsync(() -> planner.next(from, until, parallelism), this::planned);
+    context.callAsync(() -> planner.next(from, until), this::planned);
   }
 
   private void planned(WindowPlanner.Plan plan, Throwable error) {
@@ -226,36 +241,49 @@ public final class SkadeSplitEnumerator
     return end != WindowPlanner.UNBOUNDED && cursor != null && cursor.snapshotId() == end;
   }
 
-  private void accept(List<PinnedSplit> splits) {
-    windowsPlanned.inc(splits.stream().map(s -> s.split().commitSeq()).distinct().count());
+  private void accept(List<ChangelogSplit> splits) {
+    windowsPlanned.inc(splits.stream().map(ChangelogSplit::commitSeq).distinct().count());
     splits.forEach(this::addPending);
     assign();
   }
 
-  private void addPending(PinnedSplit pinned) {
-    pending.computeIfAbsent(pinned.subtask(), s -> new ArrayDeque<>()).add(pinned.split());
+  /** Queues {@code split} for the reader of its slot, after the older splits there. */
+  private void addPending(ChangelogSplit split) {
+    List<ChangelogSplit> queue = pending.computeIfAbsent(
+        OrderingUnits.readerOf(split, context.currentParallelism()), r -> new ArrayList<>());
+    int at = queue.size();
+    while (at > 0 && ChangelogSplit.COMMIT_ORDER.compare(queue.get(at - 1), split) > 0) {
+      at--; // a split handed back is older than what was planned since
+    }
+    queue.add(at, split);
+    pendingCount++;
   }
 
-  /** Hands each registered reader its pending splits, in order; tells it when none will come. */
+  /**
+   * Hands each reader heard from its pending splits, in order, unless readers are still to hand
+   * back restored splits; tells a reader when none will come.
+   */
   private void assign() {
-    int parallelism = context.currentParallelism();
+    if (awaitingReaders) {
+      return;
+    }
     Map<Integer, List<ChangelogSplit>> assignment = new TreeMap<>();
-    for (Map.Entry<Integer, Deque<ChangelogSplit>> entry : pending.entrySet()) {
-      int reader = Math.floorMod(entry.getKey(), parallelism); // a rescale moves units
-      if (!entry.getValue().isEmpty() && context.registeredReaders().containsKey(reader)) {
-        List<ChangelogSplit> splits = assignment.computeIfAbsent(reader, r -> new ArrayList<>());
-        splits.addAll(entry.getValue());
+    for (Map.Entry<Integer, List<ChangelogSplit>> entry : pending.entrySet()) {
+      int reader = entry.getKey();
+      if (!entry.getValue().isEmpty() && heard.contains(reader)
+          && context.registeredReaders().containsKey(reader)) {
+        assignment.put(reader, new ArrayList<>(entry.getValue()));
         entry.getValue().forEach(s -> unfinished.put(s.splitId(), s));
+        pendingCount -= entry.getValue().size();
         entry.getValue().clear();
       }
     }
     if (!assignment.isEmpty()) {
       context.assignSplits(new SplitsAssignment<>(assignment));
     }
-    pendingCount = pending.values().stream().mapToInt(Deque::size).sum();
     if (finished() && pendingCount == 0) {
       for (int reader : context.registeredReaders().keySet()) {
-        if (toldNoMoreSplits.add(reader)) {
+        if (heard.contains(reader) && toldNoMoreSplits.add(reader)) {
           context.signalNoMoreSplits(reader);
         }
       }
@@ -267,43 +295,73 @@ public final class SkadeSplitEnumerator
     // Splits are pushed as commits happen; readers never ask.
   }
 
+  /**
+   * A failed reader's splits assigned since its last checkpoint. Its next attempt hands back the
+   * older ones it restores; until then it is assigned nothing.
+   */
   @Override
   public void addSplitsBack(List<ChangelogSplit> splits, int subtaskId) {
-    // A failed reader's splits since the last checkpoint: older than anything pending for it.
-    Deque<ChangelogSplit> queue = pending.computeIfAbsent(subtaskId, s -> new ArrayDeque<>());
-    for (int i = splits.size() - 1; i >= 0; i--) {
-      queue.addFirst(splits.get(i));
-      unfinished.remove(splits.get(i).splitId());
-    }
+    heard.remove(subtaskId);
     toldNoMoreSplits.remove(subtaskId);
-    pendingCount += splits.size();
+    for (ChangelogSplit split : splits) {
+      unfinished.remove(split.splitId());
+      addPending(split);
+    }
   }
 
+  /** A reader (or a new attempt of one) registered: it is assigned nothing until heard from. */
   @Override
   public void addReader(int subtaskId) {
-    assign();
+    heard.remove(subtaskId);
+    toldNoMoreSplits.remove(subtaskId);
   }
 
   @Override
   public void handleSourceEvent(int subtaskId, SourceEvent event) {
     if (event instanceof SplitsFinishedEvent finished) {
       finished.splitIds().forEach(unfinished::remove);
+    } else if (event instanceof SplitsRestoredEvent restored) {
+      takeBack(subtaskId, restored.splits());
     }
+  }
+
+  /**
+   * The splits a reader restored, queued for the readers of their slots; the reader is told in
+   * the same step, so a checkpoint holds them on one side only.
+   */
+  private void takeBack(int subtaskId, List<ChangelogSplit> splits) {
+    for (ChangelogSplit split : splits) {
+      unfinished.remove(split.splitId());
+      addPending(split);
+    }
+    if (!splits.isEmpty()) {
+      context.sendEventToSourceReader(subtaskId,
+          new SplitsTakenEvent(splits.stream().map(ChangelogSplit::splitId).toList()));
+      LOG.info("skade source on {}: reader {} handed back {} restored split(s)",
+          settings.table(), subtaskId, splits.size());
+    }
+    heard.add(subtaskId);
+    if (awaitingReaders && heard.size() == context.currentParallelism()) {
+      awaitingReaders = false;
+    }
+    assign();
   }
 
   @Override
   public SkadeEnumeratorState snapshotState(long checkpointId) {
-    List<PinnedSplit> queued = new ArrayList<>();
-    pending.forEach((reader, splits) -> splits.forEach(s -> queued.add(new PinnedSplit(s, reader))));
+    List<ChangelogSplit> queued = new ArrayList<>(pendingCount);
+    pending.values().forEach(queued::addAll);
+    queued.sort(ChangelogSplit.COMMIT_ORDER);
     if (cursor != null) {
       toPublish.put(checkpointId, oldestNeeded(queued));
     }
-    return new SkadeEnumeratorState(cursor, end, queued, List.copyOf(unfinished.values()));
+    return new SkadeEnumeratorState(cursor, end, queued, List.copyOf(unfinished.values()),
+        context.currentParallelism());
   }
 
   /** The consumer cursor to publish: the oldest snapshot an outstanding split still needs. */
-  private ConsumerCursor oldestNeeded(List<PinnedSplit> queued) {
-    return Stream.concat(unfinished.values().stream(), queued.stream().map(PinnedSplit::split))
+  private ConsumerCursor oldestNeeded(List<ChangelogSplit> queued) {
+    return Stream.concat(unfinished.values().stream(), queued.stream())
         .min(Comparator.comparingLong(ChangelogSplit::commitSeq))
         .map(oldest -> new ConsumerCursor(cursor.table(), cursor.tableUuid(),
             oldest.oldestSnapshotNeeded(), Math.max(0, oldest.commitSeq() - 1)))

@@ -46,10 +46,10 @@ final class WindowPlanner {
   private FileIO io;
 
   /** Where a source begins: its cursor, its end, and what to read before following the log. */
-  record Start(ConsumerCursor cursor, long endSnapshotId, List<PinnedSplit> splits) {}
+  record Start(ConsumerCursor cursor, long endSnapshotId, List<ChangelogSplit> splits) {}
 
   /** One round: the splits planned, the cursor after them, and whether the log has more. */
-  record Plan(List<PinnedSplit> splits, ConsumerCursor cursor, boolean more) {}
+  record Plan(List<ChangelogSplit> splits, ConsumerCursor cursor, boolean more) {}
 
   WindowPlanner(SkadeCatalog catalog, TableIdentifier identifier, Mode mode) {
     this.catalog = catalog;
@@ -71,20 +71,19 @@ final class WindowPlanner {
    * @param bounded whether the source stops
    * @param endSnapshotId the last snapshot of a bounded source; null for the current one
    */
-  Start start(StartupMode startup, Long value, boolean bounded, Long endSnapshotId,
-      int parallelism) {
+  Start start(StartupMode startup, Long value, boolean bounded, Long endSnapshotId) {
     long seq = catalog.commitSeq(); // before the load: the log is replayed from here at least
     Table table = catalog.loadTable(identifier);
     String uuid = table.uuid().toString();
     Snapshot current = table.currentSnapshot();
     long end = bounded ? end(table, current, endSnapshotId) : UNBOUNDED;
     long currentId = current == null ? ConsumerCursor.NO_SNAPSHOT : current.snapshotId();
-    List<PinnedSplit> splits = new ArrayList<>();
+    List<ChangelogSplit> splits = new ArrayList<>();
     Snapshot first = first(table, current, startup, value, seq);
     if (startup == StartupMode.FULL && current != null) {
       long at = end == UNBOUNDED ? currentId : end;
       ChangelogSplit rows = ChangelogSplit.snapshot(tableKey, location(table), at, seq);
-      splits.addAll(units.pin(table, rows, List.of(), parallelism));
+      splits.addAll(units.cut(table, rows, List.of()));
       return new Start(new ConsumerCursor(identifier, uuid, at, seq), end, splits);
     }
     if (first == null) {
@@ -99,7 +98,7 @@ final class WindowPlanner {
     // Snapshots the log does not know (a registered table's history): one window up to now.
     long upTo = end == UNBOUNDED ? currentId : end;
     ChangelogSplit window = ChangelogSplit.window(tableKey, location(table), before, upTo, seq);
-    splits.addAll(units.pin(table, window, after(table, before, upTo), parallelism));
+    splits.addAll(units.cut(table, window, after(table, before, upTo)));
     return new Start(new ConsumerCursor(identifier, uuid, upTo, seq), end, splits);
   }
 
@@ -133,7 +132,7 @@ final class WindowPlanner {
    * The windows of the commits after {@code cursor}, at most {@link #ROUND_COMMITS} log rows,
    * none beyond {@code end}.
    */
-  Plan next(ConsumerCursor cursor, long end, int parallelism) {
+  Plan next(ConsumerCursor cursor, long end) {
     List<CommitEvent> page = catalog.commitsSince(cursor.commitSeq(), ROUND_COMMITS);
     boolean more = page.size() == ROUND_COMMITS;
     List<CommitEvent> mine = new ArrayList<>();
@@ -160,7 +159,7 @@ final class WindowPlanner {
     for (int i = 0; i < chain.size(); i++) {
       position.put(chain.get(i).snapshotId(), i);
     }
-    List<PinnedSplit> splits = new ArrayList<>();
+    List<ChangelogSplit> splits = new ArrayList<>();
     String location = location(table);
     int done = -1; // the chain's last snapshot planned
     long start = cursor.snapshotId();
@@ -181,7 +180,7 @@ final class WindowPlanner {
       long to = chain.get(reach).snapshotId();
       ChangelogSplit window = ChangelogSplit.window(tableKey, location, start, to,
           event.commitSeq());
-      splits.addAll(units.pin(table, window, steps, parallelism));
+      splits.addAll(units.cut(table, window, steps));
       start = to;
       done = reach;
       lastSeq = event.commitSeq();

@@ -16,7 +16,6 @@ import org.apache.flink.connector.base.source.reader.splitreader.SplitReader;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitsAddition;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitsChange;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.flink.data.StructRowData;
 import org.apache.iceberg.io.CloseableIterator;
 import org.apache.iceberg.io.FileIO;
@@ -94,8 +93,7 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
       return false;
     }
     table = MetadataCache.shared().table(next.metadataLocation(), io, next.tableKey());
-    ChangelogReader reader = new ChangelogReader(table,
-        options.withFilter(Expressions.and(options.filter(), next.filter())));
+    ChangelogReader reader = new ChangelogReader(table, options.withSlice(next.slice()));
     rowType = reader.schema().asStruct();
     changes = next.fullSnapshot()
         ? reader.snapshotChanges(next.toSnapshotId())

@@ -3,27 +3,39 @@ package io.skade.source.reader;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.source.ChangeDeserializer;
 import io.skade.source.SplitsFinishedEvent;
+import io.skade.source.SplitsRestoredEvent;
+import io.skade.source.SplitsTakenEvent;
 import io.skade.source.split.ChangelogSplit;
 import io.skade.source.split.ChangelogSplitState;
 import java.util.ArrayList;
-import java.util.Comparator;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import org.apache.flink.api.connector.source.SourceEvent;
 import org.apache.flink.api.connector.source.SourceReaderContext;
 import org.apache.flink.connector.base.source.reader.SingleThreadMultiplexSourceReaderBase;
 import org.apache.iceberg.io.FileIO;
 
 /**
  * A skade source reader: one fetcher thread reads the splits assigned to this subtask in the
- * order they came (the enumerator pins each ordering unit to one reader, so a key's changes come
- * out in commit order), and the task thread emits them. Its checkpointed state is each
- * unfinished split with how far it was emitted. Finished splits are reported to the enumerator,
- * which then lets the catalog expire the snapshots they needed.
+ * order they came (the enumerator sends each slot of ordering units to one reader, so a key's
+ * changes come out in commit order), and the task thread emits them. Its checkpointed state is
+ * each unfinished split with how far it was emitted. Finished splits are reported to the
+ * enumerator, which then lets the catalog expire the snapshots they needed.
+ *
+ * <p>Splits restored from a checkpoint are not read here: Flink hands reader state to whichever
+ * readers it likes, so they go back to the enumerator ({@link SplitsRestoredEvent}), which sends
+ * each to the reader of its slot, ahead of anything newer there. Until the enumerator confirms
+ * it holds them ({@link SplitsTakenEvent}) they stay in this reader's checkpoints.
  */
 public final class SkadeSourceReader<T>
     extends SingleThreadMultiplexSourceReaderBase<ChangeRecord, T, ChangelogSplit,
         ChangelogSplitState> {
   private final FileIO io;
+  /** Restored splits handed back to the enumerator and not yet confirmed taken. */
+  private final List<ChangelogSplit> handedBack = new ArrayList<>();
+  private boolean started;
 
   /** A reader that owns {@code io} and closes it with itself. */
   public SkadeSourceReader(FileIO io, ChangelogOptions options, int batchRows,
@@ -42,22 +54,45 @@ public final class SkadeSourceReader<T>
     }
   }
 
+  /** Splits added before the reader starts are its restored state: they go to the enumerator. */
+  @Override
+  public void addSplits(List<ChangelogSplit> splits) {
+    if (started) {
+      super.addSplits(splits);
+    } else {
+      handedBack.addAll(splits);
+    }
+  }
+
+  /** Registered with the enumerator by now: hands back the restored splits (or says none). */
+  @Override
+  public void start() {
+    started = true;
+    super.start();
+    context.sendSourceEventToCoordinator(new SplitsRestoredEvent(handedBack));
+  }
+
+  @Override
+  public void handleSourceEvents(SourceEvent event) {
+    if (event instanceof SplitsTakenEvent taken) {
+      Set<String> ids = new HashSet<>(taken.splitIds());
+      handedBack.removeIf(split -> ids.contains(split.splitId()));
+    } else {
+      super.handleSourceEvents(event);
+    }
+  }
+
   /**
-   * The unfinished splits in commit order. The base class keeps split states in a hash map, so
-   * its list comes in any order — and a restore adds splits in the list's order, which is the
-   * order this reader emits them in.
+   * The unfinished splits, with the restored ones the enumerator does not hold yet, in commit
+   * order (the base class keeps split states in a hash map).
    */
   @Override
   public List<ChangelogSplit> snapshotState(long checkpointId) {
     List<ChangelogSplit> splits = new ArrayList<>(super.snapshotState(checkpointId));
-    splits.sort(IN_COMMIT_ORDER);
+    splits.addAll(handedBack);
+    splits.sort(ChangelogSplit.COMMIT_ORDER);
     return splits;
   }
-
-  /** A window after the commit it ends at; a table's rows before the windows after them. */
-  static final Comparator<ChangelogSplit> IN_COMMIT_ORDER =
-      Comparator.comparingLong(ChangelogSplit::commitSeq)
-          .thenComparing(split -> !split.fullSnapshot());
 
   @Override
   protected void onSplitFinished(Map<String, ChangelogSplitState> finished) {

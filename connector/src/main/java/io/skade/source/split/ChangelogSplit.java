@@ -1,10 +1,10 @@
 package io.skade.source.split;
 
+import io.skade.changelog.FileSlice;
+import java.io.Serializable;
+import java.util.Comparator;
 import java.util.Objects;
 import org.apache.flink.api.connector.source.SourceSplit;
-import org.apache.iceberg.expressions.Expression;
-import org.apache.iceberg.expressions.ExpressionParser;
-import org.apache.iceberg.expressions.Expressions;
 
 /**
  * One unit of work a reader emits in full and in order: the changelog of one table's window
@@ -21,20 +21,30 @@ import org.apache.iceberg.expressions.Expressions;
  *     whole history up to {@code toSnapshotId}; unused by a full-snapshot split
  * @param toSnapshotId the window's last snapshot
  * @param commitSeq the catalog's {@code commit_seq} of the window's last commit
- * @param filterJson the rows this split covers (its ordering unit's partitions), as Iceberg
- *     expression JSON; null for all rows
+ * @param slice the data files this split covers: one slot of its table's ordering units; the
+ *     slot, not the reader, is the split's identity, so a restore at another parallelism moves
+ *     whole splits and never cuts one
  * @param emitted how many of the split's changes were already emitted (restore skips them)
  */
 public record ChangelogSplit(String tableKey, String metadataLocation, boolean fullSnapshot,
-    long fromSnapshotId, long toSnapshotId, long commitSeq, String filterJson, long emitted)
-    implements SourceSplit {
+    long fromSnapshotId, long toSnapshotId, long commitSeq, FileSlice slice, long emitted)
+    implements SourceSplit, Serializable {
 
   /** {@link #fromSnapshotId} of a window that starts before the table's first snapshot. */
   public static final long BEFORE_FIRST = -1;
 
+  /**
+   * The order a slot's splits are read in: a window after the commit it ends at, a table's rows
+   * before the windows after them.
+   */
+  public static final Comparator<ChangelogSplit> COMMIT_ORDER =
+      Comparator.comparingLong(ChangelogSplit::commitSeq)
+          .thenComparing(split -> !split.fullSnapshot());
+
   public ChangelogSplit {
     Objects.requireNonNull(tableKey, "tableKey");
     Objects.requireNonNull(metadataLocation, "metadataLocation");
+    Objects.requireNonNull(slice, "slice");
     if (emitted < 0) {
       throw new IllegalArgumentException("a split's emitted count is never negative, got "
           + emitted);
@@ -44,24 +54,24 @@ public record ChangelogSplit(String tableKey, String metadataLocation, boolean f
   /** The changelog window {@code (from, to]} of all rows, nothing emitted yet. */
   public static ChangelogSplit window(String tableKey, String metadataLocation, long from,
       long to, long commitSeq) {
-    return new ChangelogSplit(tableKey, metadataLocation, false, from, to, commitSeq, null, 0);
+    return new ChangelogSplit(tableKey, metadataLocation, false, from, to, commitSeq,
+        FileSlice.ALL, 0);
   }
 
   /** Every row at {@code snapshotId} as an insert, nothing emitted yet. */
   public static ChangelogSplit snapshot(String tableKey, String metadataLocation,
       long snapshotId, long commitSeq) {
     return new ChangelogSplit(tableKey, metadataLocation, true, BEFORE_FIRST, snapshotId,
-        commitSeq, null, 0);
+        commitSeq, FileSlice.ALL, 0);
   }
 
   /**
-   * Unique per table, commit and ordering unit: a window is planned once per commit it ends at,
-   * and split at most once per unit.
+   * Unique per table, commit and slot: a window is planned once, at the commit it ends at, and
+   * cut into at most one split per slot of its table's units.
    */
   @Override
   public String splitId() {
-    String id = tableKey + '@' + commitSeq + (fullSnapshot ? "/full" : "");
-    return filterJson == null ? id : id + '#' + Integer.toHexString(filterJson.hashCode());
+    return tableKey + '@' + commitSeq + (fullSnapshot ? "/full" : "") + "/slot-" + slice.slot();
   }
 
   /** The window's start for {@code ChangelogReader}: null when it starts before the first. */
@@ -69,21 +79,16 @@ public record ChangelogSplit(String tableKey, String metadataLocation, boolean f
     return fromSnapshotId == BEFORE_FIRST ? null : fromSnapshotId;
   }
 
-  /** The rows this split covers. */
-  public Expression filter() {
-    return filterJson == null ? Expressions.alwaysTrue() : ExpressionParser.fromJson(filterJson);
-  }
-
-  /** This split restricted to the rows {@code rows} matches. */
-  public ChangelogSplit withFilter(Expression rows) {
+  /** This split restricted to the data files of {@code files}. */
+  public ChangelogSplit withSlice(FileSlice files) {
     return new ChangelogSplit(tableKey, metadataLocation, fullSnapshot, fromSnapshotId,
-        toSnapshotId, commitSeq, ExpressionParser.toJson(rows), emitted);
+        toSnapshotId, commitSeq, files, emitted);
   }
 
   /** This split with {@code count} changes emitted. */
   public ChangelogSplit withEmitted(long count) {
     return new ChangelogSplit(tableKey, metadataLocation, fullSnapshot, fromSnapshotId,
-        toSnapshotId, commitSeq, filterJson, count);
+        toSnapshotId, commitSeq, slice, count);
   }
 
   /**

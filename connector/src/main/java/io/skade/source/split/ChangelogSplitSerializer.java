@@ -4,14 +4,19 @@ import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
+import io.skade.changelog.FileSlice;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
 
-/** Writes {@link ChangelogSplit}s into checkpoints; versioned so old checkpoints stay readable. */
+/**
+ * Writes {@link ChangelogSplit}s into checkpoints; versioned so a layout can change without
+ * misreading old checkpoints. Version 2 names each split's slot of ordering units; version 1
+ * (splits filtered to partitions and pinned to readers) is refused, since its splits cannot be
+ * moved to the readers of their units at another parallelism.
+ */
 public final class ChangelogSplitSerializer implements SimpleVersionedSerializer<ChangelogSplit> {
   /** The layout written today. */
-  public static final int VERSION = 1;
+  public static final int VERSION = 2;
 
   @Override
   public int getVersion() {
@@ -35,12 +40,9 @@ public final class ChangelogSplitSerializer implements SimpleVersionedSerializer
     out.writeLong(split.fromSnapshotId());
     out.writeLong(split.toSnapshotId());
     out.writeLong(split.commitSeq());
-    out.writeBoolean(split.filterJson() != null);
-    if (split.filterJson() != null) {
-      byte[] filter = split.filterJson().getBytes(StandardCharsets.UTF_8);
-      out.writeInt(filter.length); // a filter of many partitions can exceed writeUTF's 64 KiB
-      out.write(filter);
-    }
+    out.writeUTF(split.slice().unit().name());
+    out.writeInt(split.slice().slots());
+    out.writeInt(split.slice().slot());
     out.writeLong(split.emitted());
   }
 
@@ -64,13 +66,9 @@ public final class ChangelogSplitSerializer implements SimpleVersionedSerializer
     long from = in.readLong();
     long to = in.readLong();
     long commitSeq = in.readLong();
-    String filter = null;
-    if (in.readBoolean()) {
-      byte[] bytes = new byte[in.readInt()];
-      in.readFully(bytes);
-      filter = new String(bytes, StandardCharsets.UTF_8);
-    }
+    FileSlice slice = new FileSlice(FileSlice.Unit.valueOf(in.readUTF()), in.readInt(),
+        in.readInt());
     return new ChangelogSplit(tableKey, metadataLocation, fullSnapshot, from, to, commitSeq,
-        filter, in.readLong());
+        slice, in.readLong());
   }
 }

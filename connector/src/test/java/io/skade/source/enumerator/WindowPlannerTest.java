@@ -6,10 +6,12 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.skade.TestCatalog;
 import io.skade.catalog.ConsumerCursor;
 import io.skade.changelog.ChangelogOptions.Mode;
+import io.skade.changelog.FileSlice;
 import io.skade.source.StartupMode;
 import io.skade.source.split.ChangelogSplit;
 import io.skade.write.TableWriter;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import org.apache.iceberg.Schema;
@@ -48,15 +50,15 @@ class WindowPlannerTest {
   void eachCommitAfterTheCursorIsOneWindowStartingWhereThePreviousEnded() {
     WindowPlanner planner = new WindowPlanner(catalog.get(), T, Mode.PER_SNAPSHOT);
     WindowPlanner.Start start =
-        planner.start(StartupMode.EARLIEST, null, false, null, 1);
-    WindowPlanner.Plan plan = planner.next(start.cursor(), WindowPlanner.UNBOUNDED, 1);
-    assertThat(plan.splits()).extracting(p -> p.split().fromSnapshotId() + ">"
-            + p.split().toSnapshotId())
+        planner.start(StartupMode.EARLIEST, null, false, null);
+    WindowPlanner.Plan plan = planner.next(start.cursor(), WindowPlanner.UNBOUNDED);
+    assertThat(plan.splits()).extracting(p -> p.fromSnapshotId() + ">"
+            + p.toSnapshotId())
         .containsExactly(ChangelogSplit.BEFORE_FIRST + ">" + snapshots.get(0),
             snapshots.get(0) + ">" + snapshots.get(1), snapshots.get(1) + ">" + snapshots.get(2));
     assertThat(plan.cursor().snapshotId()).isEqualTo(snapshots.get(2));
     assertThat(plan.cursor().commitSeq()).isEqualTo(catalog.get().commitSeq());
-    assertThat(planner.next(plan.cursor(), WindowPlanner.UNBOUNDED, 1).splits())
+    assertThat(planner.next(plan.cursor(), WindowPlanner.UNBOUNDED).splits())
         .as("nothing new after the cursor").isEmpty();
   }
 
@@ -66,20 +68,20 @@ class WindowPlannerTest {
     // The cursor is at the last snapshot, but the log position is from before all commits:
     // a duplicate or late wake-up, or a log read that overlaps what was planned.
     ConsumerCursor stale = new ConsumerCursor(T, table.uuid().toString(), snapshots.get(2), 0);
-    WindowPlanner.Plan plan = planner.next(stale, WindowPlanner.UNBOUNDED, 1);
+    WindowPlanner.Plan plan = planner.next(stale, WindowPlanner.UNBOUNDED);
     assertThat(plan.splits()).isEmpty();
     long next = writer.append(List.of(row(2, "c"))).snapshotId();
-    assertThat(planner.next(plan.cursor(), WindowPlanner.UNBOUNDED, 1).splits())
-        .extracting(p -> p.split().fromSnapshotId() + ">" + p.split().toSnapshotId())
+    assertThat(planner.next(plan.cursor(), WindowPlanner.UNBOUNDED).splits())
+        .extracting(p -> p.fromSnapshotId() + ">" + p.toSnapshotId())
         .containsExactly(snapshots.get(2) + ">" + next);
   }
 
   @Test
   void collapsedModePlansOneWindowForTheCommitsOfARound() {
     WindowPlanner planner = new WindowPlanner(catalog.get(), T, Mode.COLLAPSED);
-    WindowPlanner.Start start = planner.start(StartupMode.EARLIEST, null, false, null, 1);
-    assertThat(planner.next(start.cursor(), WindowPlanner.UNBOUNDED, 1).splits())
-        .extracting(p -> p.split().fromSnapshotId() + ">" + p.split().toSnapshotId())
+    WindowPlanner.Start start = planner.start(StartupMode.EARLIEST, null, false, null);
+    assertThat(planner.next(start.cursor(), WindowPlanner.UNBOUNDED).splits())
+        .extracting(p -> p.fromSnapshotId() + ">" + p.toSnapshotId())
         .containsExactly(ChangelogSplit.BEFORE_FIRST + ">" + snapshots.get(2));
   }
 
@@ -87,35 +89,35 @@ class WindowPlannerTest {
   void aBoundedSourceStopsAtItsEndSnapshot() {
     WindowPlanner planner = new WindowPlanner(catalog.get(), T, Mode.PER_SNAPSHOT);
     WindowPlanner.Start start = planner.start(StartupMode.FROM_SNAPSHOT, snapshots.get(1), true,
-        snapshots.get(1), 1);
+        snapshots.get(1));
     writer.append(List.of(row(3, "d")));
-    WindowPlanner.Plan plan = planner.next(start.cursor(), start.endSnapshotId(), 1);
-    assertThat(plan.splits()).extracting(p -> p.split().toSnapshotId())
+    WindowPlanner.Plan plan = planner.next(start.cursor(), start.endSnapshotId());
+    assertThat(plan.splits()).extracting(p -> p.toSnapshotId())
         .containsExactly(snapshots.get(1));
     assertThat(plan.cursor().snapshotId()).isEqualTo(start.endSnapshotId());
-    assertThat(planner.next(plan.cursor(), start.endSnapshotId(), 1).splits()).isEmpty();
+    assertThat(planner.next(plan.cursor(), start.endSnapshotId()).splits()).isEmpty();
   }
 
   @Test
   void aTableDroppedOrRecreatedWhileFollowedIsAClearError() {
     WindowPlanner planner = new WindowPlanner(catalog.get(), T, Mode.PER_SNAPSHOT);
-    WindowPlanner.Start start = planner.start(StartupMode.LATEST, null, false, null, 1);
+    WindowPlanner.Start start = planner.start(StartupMode.LATEST, null, false, null);
     catalog.get().dropTable(T, false);
-    assertThatThrownBy(() -> planner.next(start.cursor(), WindowPlanner.UNBOUNDED, 1))
+    assertThatThrownBy(() -> planner.next(start.cursor(), WindowPlanner.UNBOUNDED))
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("db.t")
         .hasMessageContaining("was dropped at commit_seq");
     catalog.get().createTable(T, SCHEMA);
     ConsumerCursor afterDrop = new ConsumerCursor(T, start.cursor().tableUuid(),
         start.cursor().snapshotId(), catalog.get().commitSeq() - 1);
-    assertThatThrownBy(() -> planner.next(afterDrop, WindowPlanner.UNBOUNDED, 1))
+    assertThatThrownBy(() -> planner.next(afterDrop, WindowPlanner.UNBOUNDED))
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("dropped and created again")
         .hasMessageContaining("scan.startup.mode=full");
   }
 
   @Test
-  void aPartitionedPrimaryKeyTableIsCutIntoOneSplitPerReaderOfTheTouchedPartitions() {
+  void aPartitionedPrimaryKeyTableIsCutIntoOneSplitPerSlotOfTheTouchedPartitions() {
     TableIdentifier bucketed = TableIdentifier.of("db", "bucketed");
     Table b = catalog.get().buildTable(bucketed, SCHEMA)
         .withPartitionSpec(org.apache.iceberg.PartitionSpec.builderFor(SCHEMA)
@@ -129,13 +131,24 @@ class WindowPlannerTest {
     WindowPlanner planner = new WindowPlanner(catalog.get(), bucketed, Mode.PER_SNAPSHOT);
     ConsumerCursor before = new ConsumerCursor(bucketed, b.uuid().toString(),
         ConsumerCursor.NO_SNAPSHOT, catalog.get().commitSeq() - 1);
-    List<PinnedSplit> splits = planner.next(before, WindowPlanner.UNBOUNDED, 4).splits();
-    assertThat(splits).hasSize(4); // 16 buckets touched, hashed over 4 readers
-    assertThat(splits).extracting(PinnedSplit::subtask).containsExactlyInAnyOrder(0, 1, 2, 3);
-    assertThat(splits).allSatisfy(p -> {
-      assertThat(p.split().toSnapshotId()).isEqualTo(snapshot);
-      assertThat(p.split().filterJson()).contains("bucket[16]");
+    List<ChangelogSplit> splits = planner.next(before, WindowPlanner.UNBOUNDED).splits();
+    // Each bucket written is its own unit, in the slot its partition's name hashes to.
+    Set<Integer> slots = new HashSet<>();
+    for (long id = 0; id < 64; id++) {
+      int bucket = org.apache.iceberg.transforms.Transforms.bucket(16)
+          .bind(Types.LongType.get()).apply(id);
+      slots.add(FileSlice.slotOf("id_bucket=" + bucket, OrderingUnits.SLOTS));
+    }
+    assertThat(slots).as("enough slots to spread").hasSizeGreaterThan(8);
+    assertThat(splits).extracting(split -> split.slice().slot())
+        .containsExactlyInAnyOrderElementsOf(slots);
+    assertThat(splits).allSatisfy(split -> {
+      assertThat(split.toSnapshotId()).isEqualTo(snapshot);
+      assertThat(split.slice().unit()).isEqualTo(FileSlice.Unit.PARTITION);
     });
+    assertThat(splits).extracting(ChangelogSplit::splitId).doesNotHaveDuplicates();
+    assertThat(splits).extracting(split -> OrderingUnits.readerOf(split, 4))
+        .as("spread over four readers").containsOnly(0, 1, 2, 3).contains(0, 1, 2, 3);
   }
 
   private static Record row(long id, String v) {

@@ -3,9 +3,10 @@ package io.skade.source.split;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.skade.changelog.FileSlice;
 import java.io.IOException;
-import org.apache.iceberg.expressions.Expression;
-import org.apache.iceberg.expressions.Expressions;
+import java.util.HashSet;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 class ChangelogSplitSerializerTest {
@@ -20,22 +21,42 @@ class ChangelogSplitSerializerTest {
     assertThat(restored).isEqualTo(split);
     assertThat(restored.emitted()).isEqualTo(1234);
     assertThat(restored.fromExclusive()).isNull();
-    assertThat(restored.splitId()).isEqualTo("db\u001fördrer@17");
+    assertThat(restored.splitId()).isEqualTo("db\u001fördrer@17/slot-0");
   }
 
   @Test
-  void aFullSnapshotSplitWithAPartitionFilterSurvivesACheckpoint() throws IOException {
-    Expression partition = Expressions.or(
-        Expressions.equal(Expressions.bucket("id", 8), 3), Expressions.equal("region", "eu"));
+  void aFullSnapshotSplitOfOneSlotSurvivesACheckpoint() throws IOException {
+    FileSlice slice = new FileSlice(FileSlice.Unit.FILE, 128, 77);
     ChangelogSplit split = ChangelogSplit.snapshot("db\u001ft", "/m.json", 7L, 9L)
-        .withFilter(partition).withEmitted(5);
+        .withSlice(slice).withEmitted(5);
     ChangelogSplit restored =
         serializer.deserialize(serializer.getVersion(), serializer.serialize(split));
     assertThat(restored).isEqualTo(split);
     assertThat(restored.fullSnapshot()).isTrue();
-    assertThat(restored.filter().toString()).isEqualTo(partition.toString());
-    assertThat(restored.splitId()).startsWith("db\u001ft@9/full#")
-        .isNotEqualTo(ChangelogSplit.snapshot("db\u001ft", "/m.json", 7L, 9L).splitId());
+    assertThat(restored.slice()).isEqualTo(slice);
+    assertThat(restored.splitId()).isEqualTo("db\u001ft@9/full/slot-77");
+  }
+
+  @Test
+  void splitsOfOneWindowInOtherSlotsHaveOtherIds() {
+    ChangelogSplit window = ChangelogSplit.window("t", "/m.json", 1, 2, 3);
+    Set<String> ids = new HashSet<>();
+    for (int slot = 0; slot < 128; slot++) {
+      ids.add(window.withSlice(new FileSlice(FileSlice.Unit.PARTITION, 128, slot)).splitId());
+      ids.add(window.withSlice(new FileSlice(FileSlice.Unit.FILE, 128, slot)).withEmitted(9)
+          .splitId());
+    }
+    assertThat(ids).hasSize(128); // the slot is the identity; progress and unit kind are not
+    assertThat(ChangelogSplit.snapshot("t", "/m.json", 2, 3).splitId()).isNotIn(ids);
+  }
+
+  @Test
+  void theFirstLayoutIsRefusedWithWhatToDo() throws IOException {
+    byte[] bytes = serializer.serialize(ChangelogSplit.window("t", "/m.json", 1, 2, 3));
+    assertThatThrownBy(() -> serializer.deserialize(1, bytes))
+        .isInstanceOf(IOException.class)
+        .hasMessageContaining("version 1")
+        .hasMessageContaining("start the job without it");
   }
 
   @Test
@@ -49,7 +70,7 @@ class ChangelogSplitSerializerTest {
 
   @Test
   void aNegativeProgressIsRefused() {
-    assertThatThrownBy(() -> new ChangelogSplit("t", "/m.json", false, 1, 2, 3, null, -1))
+    assertThatThrownBy(() -> new ChangelogSplit("t", "/m.json", false, 1, 2, 3, FileSlice.ALL, -1))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("-1");
   }
 }
