@@ -89,6 +89,7 @@ public final class SkadeSplitEnumerator
   private final String consumerId;
   /** Per reader, the splits of its slots not yet assigned, in commit order. */
   private final Map<Integer, List<ChangelogSplit>> pending = new TreeMap<>();
+  private final Set<String> pendingIds = new HashSet<>();
   private final Map<String, ChangelogSplit> unfinished = new LinkedHashMap<>();
   private final NavigableMap<Long, ConsumerCursor> toPublish = new TreeMap<>();
   private final Set<Integer> toldNoMoreSplits = new HashSet<>();
@@ -247,8 +248,15 @@ public final class SkadeSplitEnumerator
     assign();
   }
 
-  /** Queues {@code split} for the reader of its slot, after the older splits there. */
+  /**
+   * Queues {@code split} for the reader of its slot, after the older splits there; once only: a
+   * split handed back and assigned again is, after a failure before the next checkpoint, both
+   * added back by Flink and in the restored reader state again.
+   */
   private void addPending(ChangelogSplit split) {
+    if (!pendingIds.add(split.splitId())) {
+      return;
+    }
     List<ChangelogSplit> queue = pending.computeIfAbsent(
         OrderingUnits.readerOf(split, context.currentParallelism()), r -> new ArrayList<>());
     int at = queue.size();
@@ -273,7 +281,10 @@ public final class SkadeSplitEnumerator
       if (!entry.getValue().isEmpty() && heard.contains(reader)
           && context.registeredReaders().containsKey(reader)) {
         assignment.put(reader, new ArrayList<>(entry.getValue()));
-        entry.getValue().forEach(s -> unfinished.put(s.splitId(), s));
+        entry.getValue().forEach(s -> {
+          unfinished.put(s.splitId(), s);
+          pendingIds.remove(s.splitId());
+        });
         pendingCount -= entry.getValue().size();
         entry.getValue().clear();
       }
