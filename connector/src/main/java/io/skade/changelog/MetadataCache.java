@@ -7,6 +7,9 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import org.apache.iceberg.BaseTable;
 import org.apache.iceberg.ContentFile;
 import org.apache.iceberg.DataFile;
@@ -20,7 +23,6 @@ import org.apache.iceberg.StaticTableOperations;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.io.FileIO;
-import org.apache.iceberg.util.ThreadPools;
 
 /**
  * Parsed table metadata files, manifest lists and manifests, shared by every changelog read of
@@ -38,6 +40,19 @@ public final class MetadataCache {
   private static final int ENTRY_BYTES = 1024;
   private static final MetadataCache SHARED =
       new MetadataCache(Math.min(256L << 20, Runtime.getRuntime().maxMemory() / 16));
+
+  /**
+   * Where prefetches run: one daemon thread of its own, never Iceberg's worker pool, since a
+   * prefetch reads manifests on that pool and waits for them (on the pool, prefetches took every
+   * worker and waited on each other, and every commit of the JVM hung behind them). A prefetch
+   * is a hint: when the queue is full the oldest one is dropped.
+   */
+  private static final ThreadPoolExecutor PREFETCH = new ThreadPoolExecutor(1, 1, 0,
+      TimeUnit.MILLISECONDS, new ArrayBlockingQueue<>(64), runnable -> {
+        Thread thread = new Thread(runnable, "skade-metadata-prefetch");
+        thread.setDaemon(true);
+        return thread;
+      }, new ThreadPoolExecutor.DiscardOldestPolicy());
 
   /** Parsed files by kind and path: a {@link TableMetadata}, or a list of entries. */
   private final Cache<String, Object> entries;
@@ -76,7 +91,7 @@ public final class MetadataCache {
    * reports them.
    */
   public void prefetch(String location, FileIO io, String name, long snapshotId) {
-    ThreadPools.getWorkerPool().execute(() -> {
+    PREFETCH.execute(() -> {
       try {
         Table table = table(location, io, name);
         Snapshot snapshot = table.snapshot(snapshotId);

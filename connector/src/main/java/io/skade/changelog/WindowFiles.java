@@ -61,6 +61,8 @@ import org.apache.iceberg.util.ThreadPools;
  */
 public final class WindowFiles {
   private static final int PARALLEL_FROM = 4;
+  /** How Iceberg names the threads of its worker pool ({@code ThreadPools.getWorkerPool}). */
+  private static final String ICEBERG_WORKER_PREFIX = "iceberg-worker-pool";
   private static final MetadataCache CACHE = MetadataCache.shared();
   private static final Comparator<DeleteFile> BY_KEY = Comparator.comparing(WindowFiles::key);
 
@@ -102,7 +104,9 @@ public final class WindowFiles {
         toRead.add(manifest);
       }
     }
-    if (toRead.size() < PARALLEL_FROM) {
+    // On a worker of Iceberg's pool, waiting for other workers could wait for itself.
+    if (toRead.size() < PARALLEL_FROM
+        || Thread.currentThread().getName().startsWith(ICEBERG_WORKER_PREFIX)) {
       toRead.forEach(this::load);
     } else {
       loadInParallel(toRead);
