@@ -396,8 +396,10 @@ public final class ChangelogReader {
       List<Snapshot> states = new ArrayList<>();
       Snapshot before = from;
       for (Span span : spans) {
-        // A rewrite changes nothing, unless it can move rows between slices (FileSlice).
-        if (options.mode() == Mode.COLLAPSED || options.slice().movesRows(table.specs())
+        // A rewrite changes nothing, unless it can move rows between slices (FileSlice); a full
+        // reload (no snapshots) is every row, whatever the snapshot's operation.
+        if (options.mode() == Mode.COLLAPSED || span.snapshots() == null
+            || options.slice().movesRows(table.specs())
             || !DataOperations.REPLACE.equals(span.to().operation())) {
           WindowFiles.Live appended =
               span.snapshots() == null ? null : files.appended(span.snapshots());
