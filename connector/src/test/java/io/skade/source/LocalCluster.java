@@ -3,11 +3,15 @@ package io.skade.source;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.StreamSupport;
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.RestOptions;
 import org.apache.flink.configuration.RestartStrategyOptions;
 import org.apache.flink.core.execution.SavepointFormatType;
+import org.apache.flink.runtime.execution.ExecutionState;
+import org.apache.flink.runtime.executiongraph.AccessExecutionGraph;
 import org.apache.flink.runtime.jobgraph.SavepointRestoreSettings;
 import org.apache.flink.runtime.jobmaster.JobResult;
 import org.apache.flink.runtime.minicluster.MiniCluster;
@@ -29,6 +33,7 @@ final class LocalCluster implements AutoCloseable {
   LocalCluster(int slots) throws Exception {
     Configuration conf = new Configuration();
     conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
+    conf.set(RestOptions.BIND_PORT, "0"); // any free port: other JVMs on the machine run tests
     cluster = new MiniCluster(new MiniClusterConfiguration.Builder().setConfiguration(conf)
         .setNumTaskManagers(1).setNumSlotsPerTaskManager(slots).build());
     cluster.start();
@@ -72,6 +77,14 @@ final class LocalCluster implements AutoCloseable {
       cluster.cancelJob(job).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
     }
     cluster.requestJobResult(job).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+  }
+
+  /** Whether every task of the job is running (its sources' enumerators started before). */
+  boolean allTasksRunning(JobID job) throws Exception {
+    AccessExecutionGraph graph = cluster.getExecutionGraph(job).get();
+    return graph.getState() == JobStatus.RUNNING
+        && StreamSupport.stream(graph.getAllExecutionVertices().spliterator(), false)
+            .allMatch(vertex -> vertex.getExecutionState() == ExecutionState.RUNNING);
   }
 
   /** Throws, with the job's own error as the cause, when the job failed. */

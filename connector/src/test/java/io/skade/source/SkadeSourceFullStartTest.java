@@ -23,6 +23,7 @@ import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.Types;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -37,6 +38,7 @@ class SkadeSourceFullStartTest {
 
   @ParameterizedTest(name = "primary key: {0}")
   @ValueSource(booleans = {false, true})
+  @Timeout(120)
   void aFullStartAtACompactionEmitsTheTablesRows(boolean primaryKey) throws Exception {
     List<Types.NestedField> columns = List.of(
         Types.NestedField.required(1, "id", Types.LongType.get()),

@@ -89,6 +89,8 @@ class SkadeSourceLogOrderTest {
   private static final int ROUNDS = Integer.getInteger("skade.logorder.rounds", 1);
   /** Commits per case, over both tables; a third of them before the job starts. */
   private static final int COMMITS = Integer.getInteger("skade.logorder.commits", 45);
+  /** Longer than any commit takes, even on a loaded machine. */
+  private static final long STUCK_NANOS = TimeUnit.SECONDS.toNanos(30);
   private static LocalCluster cluster;
 
   @RegisterExtension final TestCatalog catalog = new TestCatalog();
@@ -100,7 +102,9 @@ class SkadeSourceLogOrderTest {
 
   @AfterAll
   static void stopCluster() throws Exception {
-    cluster.close();
+    if (cluster != null) {
+      cluster.close();
+    }
   }
 
   static Stream<Arguments> cases() {
@@ -135,7 +139,14 @@ class SkadeSourceLogOrderTest {
       for (int i = 0; i < before; i++) {
         tables.get(random.nextInt(tables.size())).step();
       }
-    }), where);
+    }), tables, where);
+    for (LogHistory history : tables) {
+      history.table.refresh();
+      System.out.println("SkadeSourceLogOrderTest " + where + ": " + history.name + " before the"
+          + " job: " + (history.table.currentSnapshot() == null ? "no snapshot"
+              : "snapshot " + history.table.currentSnapshot().snapshotId() + " ("
+                  + history.table.currentSnapshot().operation() + ")"));
+    }
     List<Received> received = new ArrayList<>();
     Map<String, Map<String, Integer>> expected;
     boolean complete;
@@ -156,14 +167,14 @@ class SkadeSourceLogOrderTest {
       JobID job = cluster.submit(env, "log-order", null);
       try {
         await().atMost(Duration.ofSeconds(120)).pollInSameThread()
-            .until(() -> take(tap, job, received) > 0);
+            .until(() -> take(tap, job, received) >= 0 && cluster.allTasksRunning(job));
         // The rest of the history is written while the job runs.
         CompletableFuture<Void> rest = CompletableFuture.runAsync(() -> {
           for (int i = before; i < COMMITS; i++) {
             tables.get(random.nextInt(tables.size())).step();
           }
         });
-        awaitWrites(rest, where);
+        awaitWrites(rest, tables, where);
         expected = new TreeMap<>();
         for (LogHistory history : tables) {
           Map<String, Integer> rows = icebergRows(history.table);
@@ -201,16 +212,24 @@ class SkadeSourceLogOrderTest {
   }
 
   /**
-   * Waits for the history's writer; if it does not finish, fails naming what Iceberg's worker
-   * pool, which writes every commit's manifests, is doing.
+   * Waits for the history's writer; if it makes no commit for a long time, fails naming what
+   * Iceberg's worker pool, which writes every commit's manifests, is doing.
    */
-  private static void awaitWrites(CompletableFuture<Void> writes, String where)
-      throws Exception {
-    try {
-      writes.get(180, TimeUnit.SECONDS);
-    } catch (TimeoutException e) {
-      throw new AssertionError(where + ": the history's writer did not finish in 180 s;"
-          + " Iceberg's worker pool:\n" + IcebergWorkers.stacks(), e);
+  private static void awaitWrites(CompletableFuture<Void> writes, List<LogHistory> tables,
+      String where) throws Exception {
+    long start = System.nanoTime();
+    while (true) {
+      try {
+        writes.get(1, TimeUnit.SECONDS);
+        return;
+      } catch (TimeoutException e) {
+        long last = Math.max(start, tables.stream().mapToLong(h -> h.lastStep).max().orElse(0));
+        if (System.nanoTime() - last > STUCK_NANOS) {
+          throw new AssertionError(where + ": the history's writer made no commit in "
+              + TimeUnit.NANOSECONDS.toSeconds(STUCK_NANOS) + " s; Iceberg's worker pool,"
+              + " which writes every commit's manifests:\n" + IcebergWorkers.stacks(), e);
+        }
+      }
     }
   }
 
@@ -277,15 +296,15 @@ class SkadeSourceLogOrderTest {
         counts.merge(change.row(), -1, Integer::sum);
       } else {
         List<String> ofRow = new ArrayList<>();
-        for (int j = 0; j < changes.size(); j++) {
+        for (int j = 0; j < changes.size() && ofRow.size() < 40; j++) {
           Received other = changes.get(j);
           if (other.table().equals(change.table()) && other.row().equals(change.row())) {
             ofRow.add("#" + j + " " + other);
           }
         }
         return "change #" + i + " (" + change + ") deletes a row that " + inserter + " had not"
-            + " inserted (and not deleted) before it; all changes of that row, in the order"
-            + " received: " + ofRow;
+            + " inserted (and not deleted) before it; the changes of that row, in the order"
+            + " received (at most 40): " + ofRow;
       }
     }
     return null;
@@ -301,6 +320,8 @@ class SkadeSourceLogOrderTest {
     final Table table;
     private final TableWriter writer;
     private final java.util.Random random;
+    /** When the last step committed (System.nanoTime). */
+    volatile long lastStep = System.nanoTime();
 
     LogHistory(Table table, long seed) {
       this.name = table.name().substring(table.name().lastIndexOf('.') + 1);
@@ -329,6 +350,7 @@ class SkadeSourceLogOrderTest {
         } else {
           compact(files, rows);
         }
+        lastStep = System.nanoTime();
       } catch (IOException e) {
         throw new UncheckedIOException(e);
       }

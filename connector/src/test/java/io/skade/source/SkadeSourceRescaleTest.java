@@ -99,7 +99,9 @@ class SkadeSourceRescaleTest {
 
   @AfterAll
   static void stopCluster() throws Exception {
-    cluster.close();
+    if (cluster != null) {
+      cluster.close();
+    }
   }
 
   static IntStream seeds() {
