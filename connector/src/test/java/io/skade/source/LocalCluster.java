@@ -1,0 +1,105 @@
+package io.skade.source;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.StreamSupport;
+import org.apache.flink.api.common.JobID;
+import org.apache.flink.api.common.JobStatus;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.RestOptions;
+import org.apache.flink.configuration.RestartStrategyOptions;
+import org.apache.flink.core.execution.SavepointFormatType;
+import org.apache.flink.runtime.execution.ExecutionState;
+import org.apache.flink.runtime.executiongraph.AccessExecutionGraph;
+import org.apache.flink.runtime.jobgraph.SavepointRestoreSettings;
+import org.apache.flink.runtime.jobmaster.JobResult;
+import org.apache.flink.runtime.minicluster.MiniCluster;
+import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.graph.StreamGraph;
+
+/**
+ * A Flink MiniCluster in the test's JVM that several jobs run on one after another: submitted
+ * (restored from a savepoint or not), stopped with a savepoint, cancelled. Started once per test
+ * class, since starting a cluster costs more than a short job. Jobs never restart: the first
+ * failure fails the job, and {@link #requireNotFailed} reports it.
+ */
+final class LocalCluster implements AutoCloseable {
+  private static final Duration TIMEOUT = Duration.ofSeconds(120);
+  private final MiniCluster cluster;
+
+  /** A started cluster of one task manager with {@code slots} slots. */
+  LocalCluster(int slots) throws Exception {
+    Configuration conf = new Configuration();
+    conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
+    conf.set(RestOptions.BIND_PORT, "0"); // any free port: other JVMs on the machine run tests
+    cluster = new MiniCluster(new MiniClusterConfiguration.Builder().setConfiguration(conf)
+        .setNumTaskManagers(1).setNumSlotsPerTaskManager(slots).build());
+    cluster.start();
+  }
+
+  /** A new environment to build one job in, at {@code parallelism}, without restarts. */
+  static StreamExecutionEnvironment environment(int parallelism) {
+    Configuration conf = new Configuration();
+    conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
+    StreamExecutionEnvironment env = new StreamExecutionEnvironment(conf);
+    env.setParallelism(parallelism);
+    env.setMaxParallelism(128); // the same at every parallelism, so savepoints can be rescaled
+    return env;
+  }
+
+  /**
+   * Submits the job built in {@code env}, restored from {@code savepoint} unless it is null
+   * (every operator's state must be claimed); returns its id.
+   */
+  JobID submit(StreamExecutionEnvironment env, String name, String savepoint) throws Exception {
+    StreamGraph graph = env.getStreamGraph();
+    graph.setJobName(name);
+    if (savepoint != null) {
+      graph.setSavepointRestoreSettings(SavepointRestoreSettings.forPath(savepoint, false));
+    }
+    return cluster.submitJob(graph.getJobGraph()).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS)
+        .getJobID();
+  }
+
+  /** Stops the job with a savepoint in {@code directory} and waits for its end; the path. */
+  String stopWithSavepoint(JobID job, Path directory) throws Exception {
+    String path = cluster.stopWithSavepoint(job, directory.toUri().toString(), false,
+        SavepointFormatType.CANONICAL).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+    cluster.requestJobResult(job).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+    return path;
+  }
+
+  /** Cancels the job, if it still runs, and waits until it ended. */
+  void cancel(JobID job) throws Exception {
+    if (!cluster.getJobStatus(job).get().isGloballyTerminalState()) {
+      cluster.cancelJob(job).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+    }
+    cluster.requestJobResult(job).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+  }
+
+  /** Whether every task of the job is running (its sources' enumerators started before). */
+  boolean allTasksRunning(JobID job) throws Exception {
+    AccessExecutionGraph graph = cluster.getExecutionGraph(job).get();
+    return graph.getState() == JobStatus.RUNNING
+        && StreamSupport.stream(graph.getAllExecutionVertices().spliterator(), false)
+            .allMatch(vertex -> vertex.getExecutionState() == ExecutionState.RUNNING);
+  }
+
+  /** Throws, with the job's own error as the cause, when the job failed. */
+  void requireNotFailed(JobID job) throws Exception {
+    JobStatus status = cluster.getJobStatus(job).get();
+    if (status == JobStatus.FAILED) {
+      JobResult result = cluster.requestJobResult(job).get();
+      throw new AssertionError("job " + job + " failed",
+          result.getSerializedThrowable().map(t -> t.deserializeError(getClass().getClassLoader()))
+              .orElse(null));
+    }
+  }
+
+  @Override
+  public void close() throws Exception {
+    cluster.close();
+  }
+}
