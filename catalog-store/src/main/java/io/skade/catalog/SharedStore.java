@@ -152,7 +152,8 @@ final class SharedStore {
     if (committer != null) {
       shared.startServices(name, properties, hadoopConf, found);
     }
-    LOG.debug("skade catalog store at {} opened by catalog '{}'", dir, name);
+    LOG.info("skade catalog '{}' opened the store at {} as {} (commit_seq {})", name, dir,
+        spec.follower() ? "follower" : "owner", store.commitSeq());
     return shared;
   }
 

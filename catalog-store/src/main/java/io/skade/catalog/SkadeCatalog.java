@@ -160,8 +160,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
       throw e;
     }
     this.holdsStore = true;
-    LOG.info("skade catalog '{}' opened at {} as {} (commit_seq {})", name,
-        shared.store().path(), isFollower() ? "follower" : "owner", shared.store().commitSeq());
+    LOG.debug("skade catalog '{}' opened on the store at {}", name, shared.store().path());
   }
 
   /**
