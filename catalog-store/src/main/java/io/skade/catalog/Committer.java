@@ -11,6 +11,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import org.apache.iceberg.exceptions.CommitStateUnknownException;
 import org.slf4j.Logger;
@@ -111,7 +112,15 @@ final class Committer implements AutoCloseable {
   }
 
   CommitSubscription subscribe(int bufferSize) {
-    CommitSubscription subscription = new CommitSubscription(bufferSize, subscribers::remove);
+    return subscribe(bufferSize, subscription -> { });
+  }
+
+  /** A subscription that also tells {@code onClose} when its owner closes it. */
+  CommitSubscription subscribe(int bufferSize, Consumer<CommitSubscription> onClose) {
+    CommitSubscription subscription = new CommitSubscription(bufferSize, closing -> {
+      subscribers.remove(closing);
+      onClose.accept(closing);
+    });
     synchronized (queue) { // against close: a subscription is either told of it or refused
       checkOpen();
       // Registered before the cursor is read: a commit racing this call is delivered, not lost.
@@ -119,6 +128,15 @@ final class Committer implements AutoCloseable {
       subscription.startAt(durableSeq);
     }
     return subscription;
+  }
+
+  /**
+   * Ends {@code subscription} as the catalog's close does (its pollers see it closed once its
+   * buffer is drained), when the catalog instance that made it closes before the store.
+   */
+  void end(CommitSubscription subscription) {
+    subscribers.remove(subscription);
+    subscription.catalogClosed();
   }
 
   private void checkOpen() {

@@ -1,17 +1,13 @@
 package io.skade.catalog;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.URI;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Instant;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
-import java.util.Deque;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
@@ -20,10 +16,10 @@ import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.ServiceConfigurationError;
-import java.util.ServiceLoader;
 import java.util.Set;
-import java.util.stream.Stream;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.iceberg.BaseMetastoreCatalog;
@@ -59,7 +55,8 @@ import org.slf4j.LoggerFactory;
  *
  * <ul>
  *   <li>{@code warehouse} (required): root of table data; a table lives at {@code
- *       <warehouse>/<namespace levels>/<table>}.
+ *       <warehouse>/<namespace levels>/<table>}. A path, or a URI written as Iceberg and Hadoop
+ *       write locations ({@code file:/data/a b}, not percent-encoded).
  *   <li>{@code catalog.path}: the RocksDB directory; default {@code <warehouse>/_catalog} when the
  *       warehouse is local, required otherwise.
  *   <li>{@code catalog.access}: {@code owner} (default; the one process that writes) or {@code
@@ -77,11 +74,32 @@ import org.slf4j.LoggerFactory;
  *       a Hadoop configuration given, local files go through {@link SkadeLocalFileSystem}).
  * </ul>
  *
- * <p>Every change goes through one {@link Committer}; see there for what happens on commit. The
- * catalog is also the {@link CommitFeed} of its commits, and keeps consumers' cursors ({@link
+ * <p><b>One store per directory in a JVM.</b> Every {@code SkadeCatalog} opened on one catalog
+ * directory in one JVM, however it was opened ({@code CatalogUtil.loadCatalog}, {@code new
+ * SkadeCatalog()} and {@link #initialize}, {@link SharedCatalogs}, skade's Flink catalog, source,
+ * sink and lookups), shares one open store: one RocksDB instance, one {@link Committer}, one
+ * commit feed and one run of each {@link CatalogService} (lineage). Directories are told apart
+ * by their real path. The first instance opens the store, closing an instance releases only its
+ * hold, and the last to close closes the store; services run until then, whichever instance
+ * opened it. Each instance is otherwise a catalog of its own: its name, its Hadoop
+ * configuration and {@link FileIO} ({@code io-impl}), {@code commit-feed.buffer-size}, {@code
+ * unique-table-location}, {@code table-default.*} and {@code table-override.*}. A closed
+ * instance fails every further call (and ends the commit subscriptions it made) while the
+ * others go on.
+ *
+ * <p>The properties that define the store must agree between the instances sharing it, defaults
+ * filled in: {@code warehouse} (a local one compared as a directory, by real path), {@code
+ * catalog.access}, for an owner {@code commit.max-batch-size} and {@code consumer.expiry-timeout}
+ * (compared as durations), for a follower {@code catalog.follower-path}, and the settings of each
+ * {@link CatalogService} (lineage: {@code lineage.sink}, and when it is on {@code lineage.actor}
+ * and {@code lineage.openlineage.url}). Opening an instance whose settings differ fails with an
+ * {@link IllegalArgumentException} naming both values of each. Another process gets {@link
+ * CatalogLockedException}, as one process owns a directory; it may follow it read-only instead.
+ *
+ * <p>Every change goes through the one {@link Committer}; see there for what happens on commit.
+ * The catalog is also the {@link CommitFeed} of its commits, and keeps consumers' cursors ({@link
  * #storeConsumer}), refusing to expire snapshots a live consumer still needs ({@link
- * ExpiryGuard}). Components of one JVM share one open catalog per directory through {@link
- * SharedCatalogs}.
+ * ExpiryGuard}).
  */
 public class SkadeCatalog extends BaseMetastoreCatalog
     implements SupportsNamespaces, CommitFeed, Configurable<Object> {
@@ -101,11 +119,14 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   private String warehouse;
   private Object hadoopConf;
   private FileIO io;
-  private CatalogStore store;
-  private Committer committer;
-  /** What the catalog's {@link CatalogService}s started, closed first, newest first. */
-  private final Deque<AutoCloseable> services = new ArrayDeque<>();
-  private Path scratchFollowerDir;
+  private SharedStore.Spec spec;
+  /** The open store this instance uses; set by {@link #initialize}. */
+  private SharedStore shared;
+  /** False for the store's own instance (its services'), which closes only with the store. */
+  private boolean holdsStore;
+  private final AtomicBoolean closed = new AtomicBoolean();
+  /** The live subscriptions made through this instance, ended when it closes. */
+  private final Set<CommitSubscription> subscriptions = ConcurrentHashMap.newKeySet();
   private int feedBufferSize = DEFAULT_SUBSCRIBER_BUFFER;
   private boolean uniqueTableLocation;
   private ExpiryGuard expiryGuard;
@@ -118,61 +139,83 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     this.hadoopConf = conf;
   }
 
+  /**
+   * Opens the catalog: shares the store open on its directory in this JVM, or opens it.
+   *
+   * @throws IllegalArgumentException for bad properties, or properties that define the store
+   *     otherwise than those of the instances already sharing it (both are named)
+   * @throws CatalogLockedException when another process owns the directory
+   */
   @Override
   public void initialize(String catalogName, Map<String, String> props) {
+    if (shared != null) {
+      throw new IllegalStateException("skade catalog '" + name + "' is already initialized");
+    }
+    // Everything that can fail on bad properties runs before the store is opened (and locked).
+    configure(catalogName, props);
+    try {
+      this.shared = SharedStore.acquire(name, spec, properties, hadoopConf);
+    } catch (RuntimeException | Error e) {
+      io.close();
+      throw e;
+    }
+    this.holdsStore = true;
+    LOG.debug("skade catalog '{}' opened on the store at {}", name, shared.store().path());
+  }
+
+  /**
+   * The store's own instance, on which its {@link CatalogService}s run: it holds no hold and
+   * closes with the store ({@link #closeAttached}), never before.
+   */
+  static SkadeCatalog attached(SharedStore store, String name, Map<String, String> props,
+      Object hadoopConf) {
+    SkadeCatalog catalog = new SkadeCatalog();
+    catalog.setConf(hadoopConf);
+    catalog.configure(name, props);
+    catalog.shared = store;
+    return catalog;
+  }
+
+  /** Reads and checks the properties and makes the file IO; opens nothing else. */
+  private void configure(String catalogName, Map<String, String> props) {
     this.name = catalogName == null ? "skade" : catalogName;
     this.properties = Map.copyOf(props);
     this.warehouse = warehouse(name, props);
     Path catalogPath = catalogPath(name, props);
     String access = props.getOrDefault(CATALOG_ACCESS, "owner");
-    this.uniqueTableLocation = PropertyUtil.propertyAsBoolean(props,
-        CatalogProperties.UNIQUE_TABLE_LOCATION, CatalogProperties.UNIQUE_TABLE_LOCATION_DEFAULT);
-    this.feedBufferSize = positiveInt(props, FEED_BUFFER_SIZE, DEFAULT_SUBSCRIBER_BUFFER);
-    int maxBatch = positiveInt(props, MAX_BATCH_SIZE, Committer.DEFAULT_MAX_GROUP);
-    this.expiryGuard = new ExpiryGuard(name,
-        props.getOrDefault(CONSUMER_EXPIRY_TIMEOUT, ExpiryGuard.DEFAULT_TIMEOUT));
     if (!access.equals("owner") && !access.equals("follower")) {
       throw new IllegalArgumentException(
           "skade catalog '" + name + "': property '" + CATALOG_ACCESS + "' is '" + access
               + "'; accepted values are 'owner' and 'follower'");
     }
-    // Everything that can fail on bad properties runs before the store is opened (and locked).
+    this.uniqueTableLocation = PropertyUtil.propertyAsBoolean(props,
+        CatalogProperties.UNIQUE_TABLE_LOCATION, CatalogProperties.UNIQUE_TABLE_LOCATION_DEFAULT);
+    this.feedBufferSize = positiveInt(props, FEED_BUFFER_SIZE, DEFAULT_SUBSCRIBER_BUFFER);
+    int maxBatch = positiveInt(props, MAX_BATCH_SIZE, Committer.DEFAULT_MAX_GROUP);
+    String timeout = props.getOrDefault(CONSUMER_EXPIRY_TIMEOUT, ExpiryGuard.DEFAULT_TIMEOUT);
+    this.expiryGuard = new ExpiryGuard(name, timeout);
+    boolean follower = access.equals("follower");
+    String followerValue = props.get(FOLLOWER_PATH);
+    Path followerPath = follower && followerValue != null
+        ? localPath(name, followerValue, FOLLOWER_PATH) : null;
+    Map<String, SharedStore.Setting> settings = new TreeMap<>();
+    Path localWarehouse = localWarehouse(name, warehouse); // compared as a directory when local
+    settings.put(CatalogProperties.WAREHOUSE_LOCATION, new SharedStore.Setting(warehouse,
+        localWarehouse == null ? warehouse : SharedStore.realPath(localWarehouse).toString()));
+    settings.put(CATALOG_ACCESS, SharedStore.Setting.of(access));
+    if (follower) {
+      settings.put(FOLLOWER_PATH, followerPath == null
+          ? new SharedStore.Setting("a temporary directory", "")
+          : new SharedStore.Setting(followerValue,
+              SharedStore.realPath(followerPath).toString()));
+    } else {
+      settings.put(MAX_BATCH_SIZE, new SharedStore.Setting(String.valueOf(maxBatch), maxBatch));
+      settings.put(CONSUMER_EXPIRY_TIMEOUT,
+          new SharedStore.Setting(timeout.trim(), ExpiryGuard.parse(timeout)));
+    }
+    this.spec = new SharedStore.Spec(catalogPath, follower, followerPath, maxBatch,
+        Map.copyOf(settings));
     this.io = fileIO(props, hadoopConf);
-    try {
-      this.store = access.equals("owner")
-          ? CatalogStore.openOwner(catalogPath)
-          : CatalogStore.openFollower(catalogPath, followerPath(props));
-    } catch (RuntimeException e) {
-      io.close();
-      deleteScratch();
-      throw e;
-    }
-    if (!store.isFollower()) {
-      this.committer = new Committer(store, name, maxBatch);
-      startServices(props);
-    }
-    LOG.info("skade catalog '{}' opened at {} as {} (commit_seq {})",
-        name, catalogPath, access, store.commitSeq());
-  }
-
-  /** Starts every {@link CatalogService} on the class path; one failing closes the catalog. */
-  private void startServices(Map<String, String> props) {
-    try {
-      for (CatalogService service : ServiceLoader.load(CatalogService.class,
-          SkadeCatalog.class.getClassLoader())) {
-        AutoCloseable started = service.start(this, props);
-        if (started != null) {
-          services.push(started);
-        }
-      }
-    } catch (RuntimeException | ServiceConfigurationError e) {
-      try {
-        close();
-      } catch (IOException | RuntimeException closing) {
-        e.addSuppressed(closing);
-      }
-      throw e;
-    }
   }
 
   /**
@@ -241,10 +284,16 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     return local.resolve(TableKeys.RESERVED_NAMESPACE);
   }
 
+  /**
+   * The local directory of a warehouse, or null when it is not local. The warehouse is read as
+   * Iceberg's file IO reads the locations made from it, Hadoop's {@code Path}: a path, or a URI
+   * whose parts are written as they are (never percent-decoded), so that the catalog lives in
+   * the directory its tables' files do, whatever characters its name holds.
+   */
   private static Path localWarehouse(String name, String warehouse) {
     URI uri;
     try {
-      uri = URI.create(warehouse.replace(" ", "%20"));
+      uri = new org.apache.hadoop.fs.Path(warehouse).toUri();
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException("skade catalog '" + name + "': property 'warehouse' = '"
           + warehouse + "' is neither a path nor a URI (" + e.getMessage() + "); set "
@@ -253,29 +302,19 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     if (uri.getScheme() == null) {
       return Paths.get(warehouse);
     }
-    return "file".equals(uri.getScheme()) ? Paths.get(uri) : null;
+    return "file".equals(uri.getScheme()) ? Paths.get(uri.getPath()) : null;
   }
 
+  /** A local directory property: a path, or a {@code file:} URI written as Hadoop writes one. */
   private static Path localPath(String name, String value, String property) {
     try {
-      return value.startsWith("file:") ? Paths.get(URI.create(value)) : Paths.get(value);
+      return value.startsWith("file:")
+          ? Paths.get(new org.apache.hadoop.fs.Path(value).toUri().getPath())
+          : Paths.get(value);
     } catch (RuntimeException e) {
       throw new IllegalArgumentException(
           "skade catalog '" + name + "': property '" + property + "' = '" + value
               + "' is not a local path: " + e.getMessage(), e);
-    }
-  }
-
-  private Path followerPath(Map<String, String> props) {
-    String configured = props.get(FOLLOWER_PATH);
-    if (configured != null) {
-      return localPath(name, configured, FOLLOWER_PATH);
-    }
-    try {
-      scratchFollowerDir = Files.createTempDirectory("skade-follower-");
-      return scratchFollowerDir;
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot create a scratch directory for a follower", e);
     }
   }
 
@@ -317,12 +356,28 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     return warehouse;
   }
 
+  /** The open store, or a clear error when this instance is not open (any more). */
+  private SharedStore shared() {
+    requireInitialized();
+    if (closed.get()) {
+      throw new IllegalStateException("skade catalog '" + name + "' at " + shared.store().path()
+          + " is closed; open a new SkadeCatalog to go on (the store stays open while other"
+          + " catalogs of this JVM use it)");
+    }
+    return shared;
+  }
+
+  private CatalogStore store() {
+    return shared().store();
+  }
+
   /** The committer; absent in a follower, which never writes. */
   Committer committer() {
+    Committer committer = shared().committer();
     if (committer == null) {
       throw new UnsupportedOperationException(
-          "skade catalog '" + name + "' at " + store.path() + " is a read-only follower"
-              + " (catalog.access=follower): write through the process that owns it");
+          "skade catalog '" + name + "' at " + shared.store().path() + " is a read-only"
+              + " follower (catalog.access=follower): write through the process that owns it");
     }
     return committer;
   }
@@ -332,18 +387,36 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   }
 
   TablePointer readPointer(String tableKey) {
+    CatalogStore store = store();
     store.catchUp();
     return store.pointer(tableKey);
   }
 
-  /** Where the catalog's RocksDB store lives. */
+  /** Where the catalog's RocksDB store lives (its real path). */
   public String catalogPath() {
-    return store.path();
+    requireInitialized();
+    return shared.store().path();
   }
 
   /** Whether this catalog is a read-only follower of another process's catalog. */
   public boolean isFollower() {
-    return store.isFollower();
+    requireInitialized();
+    return shared.committer() == null;
+  }
+
+  /**
+   * Whether {@code other} shares this catalog's open store: both were opened on one directory in
+   * this JVM while the store stayed open (they commit through one committer, share one feed).
+   */
+  public boolean sharesStoreWith(SkadeCatalog other) {
+    return shared != null && other != null && shared == other.shared;
+  }
+
+  private void requireInitialized() {
+    if (shared == null) {
+      throw new IllegalStateException("skade catalog '" + name + "' is not initialized; call"
+          + " initialize(name, properties) first");
+    }
   }
 
   // ---- tables ------------------------------------------------------------------------------
@@ -387,7 +460,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   public List<TableIdentifier> listTables(Namespace namespace) {
     requireNamespace(namespace);
     int depth = namespace.length() + 1;
-    return store.tableKeys(TableKeys.tablePrefix(namespace)).stream()
+    return store().tableKeys(TableKeys.tablePrefix(namespace)).stream()
         .map(TableKeys::identifier)
         .filter(id -> id.namespace().length() + 1 == depth)
         .toList();
@@ -545,12 +618,12 @@ public class SkadeCatalog extends BaseMetastoreCatalog
    * index; empty when this catalog did not record it (e.g. a snapshot of a registered table).
    */
   public Optional<CommitEvent> commitOf(TableIdentifier identifier, long snapshotId) {
-    store.catchUp();
-    long seq = store.commitSeqOfSnapshot(TableKeys.tableKey(identifier), snapshotId);
+    store().catchUp();
+    long seq = store().commitSeqOfSnapshot(TableKeys.tableKey(identifier), snapshotId);
     if (seq < 0) {
       return Optional.empty();
     }
-    return store.commitsSince(seq - 1, 1).stream().findFirst();
+    return store().commitsSince(seq - 1, 1).stream().findFirst();
   }
 
   // ---- consumers ---------------------------------------------------------------------------
@@ -578,15 +651,15 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   /** The consumer stored under {@code consumerId}, if any. */
   public Optional<StoredConsumer> consumer(String consumerId) {
     String key = TableKeys.consumerKey(consumerId);
-    store.catchUp();
-    return Optional.ofNullable(store.consumer(key));
+    store().catchUp();
+    return Optional.ofNullable(store().consumer(key));
   }
 
   /** Every stored consumer, live or not, in id order. */
   public List<StoredConsumer> consumers() {
-    store.catchUp();
-    return store.consumerIds().stream()
-        .map(store::consumer)
+    store().catchUp();
+    return store().consumerIds().stream()
+        .map(store()::consumer)
         .filter(Objects::nonNull) // dropped since the ids were listed
         .toList();
   }
@@ -634,9 +707,9 @@ public class SkadeCatalog extends BaseMetastoreCatalog
 
   @Override
   public List<Namespace> listNamespaces(Namespace namespace) {
-    store.catchUp();
+    store().catchUp();
     String prefix = namespace.isEmpty() ? "" : TableKeys.namespaceKey(namespace) + TableKeys.SEPARATOR;
-    List<Namespace> descendants = store.namespaceKeys(prefix).stream()
+    List<Namespace> descendants = store().namespaceKeys(prefix).stream()
         .map(TableKeys::namespace)
         .toList();
     if (!namespace.isEmpty() && descendants.isEmpty() && !namespaceExists(namespace)) {
@@ -655,8 +728,8 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     if (namespace.isEmpty() || !isValidNamespace(namespace)) {
       throw new NoSuchNamespaceException("Namespace does not exist: %s", namespace);
     }
-    store.catchUp();
-    Map<String, String> properties = store.namespace(TableKeys.namespaceKey(namespace));
+    store().catchUp();
+    Map<String, String> properties = store().namespace(TableKeys.namespaceKey(namespace));
     if (properties == null) {
       throw new NoSuchNamespaceException("Namespace does not exist: %s", namespace);
     }
@@ -734,18 +807,29 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     return subscribeCommits(feedBufferSize);
   }
 
+  /**
+   * A live subscription to the store's commits, whichever catalog sharing the store made them;
+   * it ends when this catalog closes (or the store does).
+   */
   @Override
   public CommitSubscription subscribeCommits(int bufferSize) {
+    Committer committer = shared().committer();
     if (committer == null) {
       throw new UnsupportedOperationException(
           "the live commit feed exists only in the process that owns the catalog at "
-              + store.path() + "; a follower polls commitsSince(cursor) instead");
+              + shared.store().path() + "; a follower polls commitsSince(cursor) instead");
     }
-    return committer.subscribe(bufferSize);
+    synchronized (subscriptions) { // against close: a subscription is ended by it or refused
+      shared();
+      CommitSubscription subscription = committer.subscribe(bufferSize, subscriptions::remove);
+      subscriptions.add(subscription);
+      return subscription;
+    }
   }
 
   @Override
   public List<CommitEvent> commitsSince(long after, int limit) {
+    CatalogStore store = store();
     store.catchUp();
     return store.commitsSince(after, limit);
   }
@@ -781,11 +865,12 @@ public class SkadeCatalog extends BaseMetastoreCatalog
 
   @Override
   public long commitSeq() {
-    if (committer != null) {
-      return committer.durableSeq();
+    SharedStore open = shared();
+    if (open.committer() != null) {
+      return open.committer().durableSeq();
     }
-    store.catchUp();
-    return store.commitSeq();
+    open.store().catchUp();
+    return open.store().commitSeq();
   }
 
   @Override
@@ -801,45 +886,51 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   /** Counters of the store since it was opened, for tests and benchmarks. */
   public record StoreStatistics(long walSyncs, long batchesWritten) {}
 
-  /** The store's counters since this catalog was opened. */
+  /** The counters of the store since it was opened (by this or another catalog sharing it). */
   public StoreStatistics statistics() {
-    return new StoreStatistics(store.walSyncs(), committer == null ? 0 : committer.groupsWritten());
+    SharedStore open = shared();
+    return new StoreStatistics(open.store().walSyncs(),
+        open.committer() == null ? 0 : open.committer().groupsWritten());
   }
 
+  /**
+   * Closes this catalog: it fails every further call, the commit subscriptions it made end, and
+   * its hold on the shared store is released; the store (with its committer and services)
+   * closes with the last catalog of this JVM that holds it. Idempotent.
+   */
   @Override
   public void close() throws IOException {
-    while (!services.isEmpty()) {
-      AutoCloseable service = services.pop();
-      try {
-        service.close();
-      } catch (Exception e) {
-        LOG.warn("skade catalog '{}': closing {} failed", name, service, e);
-      }
+    if (shared == null || !holdsStore || !closed.compareAndSet(false, true)) {
+      return; // never opened, the store's own instance (closed with the store), or closed
     }
     try {
-      if (committer != null) {
-        committer.close();
-      }
-    } finally {
-      if (store != null) {
-        store.close();
-      }
-      if (io != null) {
-        io.close();
-      }
+      endSubscriptions();
+      io.close();
       super.close();
-      deleteScratch();
+    } finally {
+      shared.release();
     }
   }
 
-  private void deleteScratch() {
-    if (scratchFollowerDir == null) {
-      return;
-    }
-    try (Stream<Path> paths = Files.walk(scratchFollowerDir)) {
-      paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+  /** Closes the store's own instance, when the store closes. */
+  void closeAttached() {
+    closed.set(true);
+    endSubscriptions();
+    io.close();
+    try {
+      super.close();
     } catch (IOException e) {
-      LOG.warn("could not remove follower scratch directory {}", scratchFollowerDir, e);
+      LOG.warn("skade catalog '{}': closing its metrics reporter failed", name, e);
+    }
+  }
+
+  private void endSubscriptions() {
+    synchronized (subscriptions) {
+      Committer committer = shared.committer();
+      for (CommitSubscription subscription : List.copyOf(subscriptions)) {
+        committer.end(subscription);
+      }
+      subscriptions.clear();
     }
   }
 }

@@ -132,23 +132,24 @@ class ConsumersTest {
 
   @Test
   void aFollowerReadsConsumersButCannotStoreOrDropThem() throws Exception {
+    ConsumerCursor cursor;
+    StoredConsumer stored;
     try (SkadeCatalog owner = Catalogs.open(warehouse)) {
       Table t = Catalogs.createTable(owner, "t");
       Catalogs.append(t, "f");
-      ConsumerCursor cursor = Catalogs.cursorAtCurrent(owner, T);
-      StoredConsumer stored = owner.storeConsumer("job", cursor);
-      try (SkadeCatalog follower = Catalogs.open(warehouse, Map.of("catalog.access", "follower"))) {
-        assertThat(follower.consumer("job")).hasValue(stored);
-        assertThatThrownBy(() -> follower.storeConsumer("other", cursor))
-            .isInstanceOf(UnsupportedOperationException.class)
-            .hasMessageContaining("read-only follower");
-        assertThatThrownBy(() -> follower.dropConsumer("job"))
-            .isInstanceOf(UnsupportedOperationException.class)
-            .hasMessageContaining("read-only follower");
-
-        StoredConsumer later = owner.storeConsumer("later", cursor);
-        assertThat(follower.consumers()).as("caught up on demand").containsExactly(stored, later);
-      }
+      cursor = Catalogs.cursorAtCurrent(owner, T);
+      stored = owner.storeConsumer("job", cursor);
+    }
+    // The owner is closed first: in one JVM, every catalog of a directory shares its store.
+    try (SkadeCatalog follower = Catalogs.open(warehouse, Map.of("catalog.access", "follower"))) {
+      assertThat(follower.consumer("job")).hasValue(stored);
+      assertThat(follower.consumers()).containsExactly(stored);
+      assertThatThrownBy(() -> follower.storeConsumer("other", cursor))
+          .isInstanceOf(UnsupportedOperationException.class)
+          .hasMessageContaining("read-only follower");
+      assertThatThrownBy(() -> follower.dropConsumer("job"))
+          .isInstanceOf(UnsupportedOperationException.class)
+          .hasMessageContaining("read-only follower");
     }
   }
 }

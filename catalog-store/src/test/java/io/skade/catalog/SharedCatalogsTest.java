@@ -21,7 +21,7 @@ import org.apache.iceberg.catalog.TableIdentifier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** One open catalog per directory in a JVM, shared by every component that acquires it. */
+/** Handles on catalogs, which share one open store per directory in a JVM. */
 class SharedCatalogsTest {
   @TempDir Path warehouse;
 
@@ -30,24 +30,31 @@ class SharedCatalogsTest {
   }
 
   @Test
-  void twoAcquiresShareOneCatalogThatTheLastReleaseCloses() throws Exception {
+  void twoAcquiresShareOneStoreThatTheLastReleaseCloses() throws Exception {
     SharedCatalogs.Handle first = SharedCatalogs.acquire(properties());
     SharedCatalogs.Handle second = SharedCatalogs.acquire(properties());
-    SkadeCatalog shared = first.catalog();
-    assertThat(second.catalog()).isSameAs(shared);
-    assertThatThrownBy(() -> Catalogs.open(warehouse))
-        .as("a plain open of the shared directory").isInstanceOf(CatalogLockedException.class);
+    SkadeCatalog firstCatalog = first.catalog();
+    assertThat(second.catalog().sharesStoreWith(firstCatalog)).isTrue();
+    try (SkadeCatalog plain = Catalogs.open(warehouse)) {
+      assertThat(plain.sharesStoreWith(firstCatalog)).as("a plain open of the directory").isTrue();
+      assertThat(SharedCatalogs.holds(properties())).isEqualTo(3);
+    }
 
     first.close();
     first.close(); // a second close is not a second release
+    assertThat(SharedCatalogs.holds(properties())).isEqualTo(1);
     assertThatThrownBy(first::catalog)
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("was released");
+    assertThatThrownBy(firstCatalog::listNamespaces).hasMessageContaining("is closed");
     Catalogs.createTable(second.catalog(), "t");
 
+    SkadeCatalog secondCatalog = second.catalog();
     second.close();
-    assertThatThrownBy(shared::listNamespaces).hasMessageContaining("is closed");
+    assertThat(SharedCatalogs.holds(properties())).isZero();
+    assertThatThrownBy(secondCatalog::listNamespaces).hasMessageContaining("is closed");
     try (SkadeCatalog plain = Catalogs.open(warehouse)) {
+      assertThat(plain.sharesStoreWith(secondCatalog)).as("a store opened again").isFalse();
       assertThat(plain.tableExists(TableIdentifier.of(Catalogs.DB, "t"))).isTrue();
     }
   }
@@ -57,7 +64,7 @@ class SharedCatalogsTest {
     SharedCatalogs.Handle opener = SharedCatalogs.acquire(properties());
     SharedCatalogs.Handle a = SharedCatalogs.acquire(properties());
     SharedCatalogs.Handle b = SharedCatalogs.acquire(properties());
-    SkadeCatalog shared = opener.catalog();
+    SkadeCatalog shared = a.catalog();
     b.close();
     opener.close();
     a.catalog().createNamespace(Namespace.of("still-open"));
@@ -65,13 +72,13 @@ class SharedCatalogsTest {
     assertThatThrownBy(shared::listNamespaces).hasMessageContaining("is closed");
 
     try (SharedCatalogs.Handle again = SharedCatalogs.acquire(properties())) {
-      assertThat(again.catalog()).isNotSameAs(shared);
+      assertThat(again.catalog().sharesStoreWith(shared)).isFalse();
       assertThat(again.catalog().namespaceExists(Namespace.of("still-open"))).isTrue();
     }
   }
 
   @Test
-  void twoSpellingsOfOneDirectoryShareOneCatalog() throws Exception {
+  void twoSpellingsOfOneDirectoryShareOneStore() throws Exception {
     Path real = Files.createDirectories(warehouse.resolve("real"));
     Path link = Files.createSymbolicLink(warehouse.resolve("link"), real);
     // The first spelling goes through the link to a directory that does not exist yet.
@@ -80,7 +87,7 @@ class SharedCatalogsTest {
         SharedCatalogs.Handle direct = SharedCatalogs.acquire(Map.of("warehouse",
             warehouse + "/", "catalog.path", real.resolve("cat").toString(),
             "catalog.access", "owner"))) {
-      assertThat(direct.catalog()).isSameAs(viaLink.catalog());
+      assertThat(direct.catalog().sharesStoreWith(viaLink.catalog())).isTrue();
     }
   }
 
@@ -102,7 +109,7 @@ class SharedCatalogsTest {
       assertThatThrownBy(() -> SharedCatalogs.acquire(
               Map.of("warehouse", warehouse.toString(), "consumer.expiry-timeout", "1h")))
           .isInstanceOf(IllegalArgumentException.class)
-          .hasMessageContaining("consumer.expiry-timeout is unset there and '1h' here");
+          .hasMessageContaining("consumer.expiry-timeout is '7d' there and '1h' here");
 
       owner.catalog().createNamespace(Namespace.of("n"));
     }

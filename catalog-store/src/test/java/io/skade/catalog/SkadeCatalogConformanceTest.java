@@ -41,7 +41,7 @@ class SkadeCatalogConformanceTest extends CatalogTests<SkadeCatalog> {
     return catalog;
   }
 
-  /** Each catalog the suite asks for gets its own warehouse: one process owns one directory. */
+  /** Each catalog the suite asks for gets its own warehouse, as the suite expects a new catalog. */
   @Override
   protected SkadeCatalog initCatalog(String name, Map<String, String> additional) {
     Map<String, String> props = new HashMap<>(additional);

@@ -5,6 +5,7 @@ import io.skade.catalog.SkadeCatalog;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -14,9 +15,10 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 
 /**
- * Lineage of an owner skade catalog, started with it when its properties ask for it ({@link
+ * Lineage of an owner skade catalog store, started with it when its properties ask for it ({@link
  * #SINK}) and stopped before it closes: every commit is described ({@link CommitLineage}) and
- * delivered best effort ({@link BestEffortLineage}) to the configured sink.
+ * delivered best effort ({@link BestEffortLineage}) to the configured sink. It runs once per
+ * store, however many catalogs of the JVM share it ({@link #settings}).
  */
 public final class CatalogLineage implements CatalogService {
   /** Where lineage goes: {@code none} (default), {@code table} or {@code openlineage}. */
@@ -37,7 +39,7 @@ public final class CatalogLineage implements CatalogService {
   /** Lineage running in this JVM, for job-run events. */
   private static final List<Running> RUNNING = new CopyOnWriteArrayList<>();
 
-  /** One catalog's running lineage. */
+  /** One store's running lineage, on the store's own catalog (open until the store closes). */
   public record Running(SkadeCatalog catalog, BestEffortLineage out, CommitLineage commits) {
     /** The {@code commit_seq} of the last commit described (or skipped). */
     public long cursor() {
@@ -60,9 +62,13 @@ public final class CatalogLineage implements CatalogService {
       return out.awaitDelivered(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
     }
 
-    /** The running lineage of {@code catalog}, if it has one. */
+    /**
+     * The running lineage of {@code catalog}'s store, if it has one: the lineage of every
+     * catalog sharing that store (it runs once per store, on the store's own catalog).
+     */
     public static Optional<Running> of(SkadeCatalog catalog) {
-      return RUNNING.stream().filter(running -> running.catalog() == catalog).findFirst();
+      return RUNNING.stream().filter(running -> running.catalog().sharesStoreWith(catalog))
+          .findFirst();
     }
   }
 
@@ -101,6 +107,25 @@ public final class CatalogLineage implements CatalogService {
       commits.close();
       out.close();
     };
+  }
+
+  /**
+   * Lineage runs once per store, so the catalogs sharing one must agree on it: its sink, and
+   * when it is on, the actor and the OpenLineage URL.
+   */
+  @Override
+  public Map<String, String> settings(Map<String, String> properties) {
+    String kind = properties.getOrDefault(SINK, "none");
+    if (kind.equals("none")) {
+      return Map.of(SINK, kind);
+    }
+    Map<String, String> settings = new HashMap<>();
+    settings.put(SINK, kind);
+    settings.put(ACTOR, properties.getOrDefault(ACTOR, DEFAULT_ACTOR));
+    if (kind.equals("openlineage")) {
+      settings.put(OPENLINEAGE_URL, String.valueOf(properties.get(OPENLINEAGE_URL)));
+    }
+    return settings;
   }
 
   /** The values {@link #SINK} takes, as an error message lists them. */

@@ -132,7 +132,8 @@ public final class OpenLineageSink implements LineageSink {
     if (dataset.location() == null) {
       return new String[] {dataset.namespace(), dataset.name()};
     }
-    URI location = URI.create(dataset.location().replace(" ", "%20"));
+    // Read as Iceberg's file IO reads a location: never percent-decoded, whatever it holds.
+    URI location = new org.apache.hadoop.fs.Path(dataset.location()).toUri();
     String scheme = location.getScheme() == null ? "file" : location.getScheme();
     String namespace = location.getAuthority() == null ? scheme
         : scheme + "://" + location.getAuthority();

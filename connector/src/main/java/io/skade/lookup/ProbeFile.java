@@ -1565,7 +1565,7 @@ final class ProbeFile implements Closeable {
   private abstract static class Source implements Closeable {
     static Source open(FileIO io, String location, DataFileRows.ReadListener listener) {
       listener.opened();
-      URI uri = URI.create(location.replace(" ", "%20"));
+      URI uri = new org.apache.hadoop.fs.Path(location).toUri(); // as HadoopFileIO reads it
       if (io instanceof HadoopFileIO && (uri.getScheme() == null
           || uri.getScheme().equals("file"))) {
         try {

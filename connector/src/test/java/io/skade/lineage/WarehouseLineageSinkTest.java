@@ -150,8 +150,7 @@ class WarehouseLineageSinkTest {
 
   /** Waits until lineage has described every commit of the catalog. */
   private static void awaitQuiet(SkadeCatalog catalog) throws InterruptedException {
-    CatalogLineage.Running running = CatalogLineage.running().stream()
-        .filter(r -> r.catalog() == catalog).findFirst().orElseThrow();
+    CatalogLineage.Running running = CatalogLineage.Running.of(catalog).orElseThrow();
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
     while (running.cursor() < catalog.commitSeq() && System.nanoTime() < deadline) {
       Thread.sleep(20);

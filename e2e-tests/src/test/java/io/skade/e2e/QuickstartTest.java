@@ -14,7 +14,10 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The README's main job, run end to end on a fresh warehouse and then again on the same one. */
+/**
+ * The README's main job, run end to end on a fresh warehouse and then again on the same one, and
+ * on a warehouse whose path holds characters that need quoting in a URI.
+ */
 class QuickstartTest {
   private static final Pattern LIVE = Pattern.compile("^  commit_seq (\\d+) .*durable → received", Pattern.MULTILINE);
 
@@ -46,11 +49,42 @@ class QuickstartTest {
   private static final Pattern LINEAGE_COMMIT = Pattern.compile(
       "^  commit_seq (\\d+) +(\\w+) +(\\S+)@\\d+ by (.+)$", Pattern.MULTILINE);
 
-  @TempDir Path warehouse;
+  @TempDir Path root;
 
   @Test
   void twoWritersAppendAndTheFeedPrintsEveryCommitLiveInOrder() throws Exception {
-    String first = runQuickstart();
+    Path warehouse = root.resolve("warehouse");
+    assertFirstRun(runQuickstart(warehouse));
+
+    // Reopening the same warehouse continues the log where it stopped: after the 11 commits
+    // of shop.orders, the 8 of shop.customers (create, 3 upserts, 1 delete, then the tail's 2
+    // upserts and 1 delete) and the 6 of SQL (create, its key as sort order, overwrite,
+    // insert, update, delete).
+    String second = runQuickstart(warehouse);
+    assertThat(second).contains("catalog open at").contains("commit_seq 25\n");
+    assertThat(liveSeqs(second)).isEqualTo("26,27,28,29,30,31,32,33,34,35");
+    assertThat(second).contains("shop.orders holds 400 rows in 20 snapshots");
+    assertThat(second).contains(TAIL).contains(SQL).contains(LOOKUP_JOIN);
+  }
+
+  /**
+   * Every step on a warehouse whose path holds a space, '%', '#', '+' and a non-ASCII letter:
+   * the catalog, the Java writers, the changelog, the source, SQL (catalog, source, sink,
+   * lookup) and lineage (OpenLineage's file transport) all reach the same directory.
+   */
+  @Test
+  void theQuickstartRunsOnAWarehouseWhosePathHasSpacesPercentHashPlusAndNonAscii()
+      throws Exception {
+    Path warehouse = root.resolve("a b%c#d+é").resolve("warehouse");
+    String output = runQuickstart(warehouse);
+    assertFirstRun(output);
+    assertThat(output).contains("catalog open at " + warehouse.resolve("_catalog"));
+    assertThat(warehouse.resolve("shop").resolve("orders").resolve("data")).isDirectory();
+    assertThat(warehouse.resolve("openlineage.jsonl")).isNotEmptyFile();
+  }
+
+  /** What the first run on a new warehouse prints. */
+  private static void assertFirstRun(String first) {
     // 1 create + 2 writers x 5 appends, each printed live once, in commit_seq order.
     assertThat(liveSeqs(first)).isEqualTo("1,2,3,4,5,6,7,8,9,10,11");
     assertThat(first).contains("commit log replays 11 commits (1..11, gapless)")
@@ -92,19 +126,9 @@ class QuickstartTest {
             + " from shop.products");
     assertThat(first).contains("  job START    insert-into_demo.shop.products reads []"
         + " writes [shop.products]");
-
-    // Reopening the same warehouse continues the log where it stopped: after the 11 commits
-    // of shop.orders, the 8 of shop.customers (create, 3 upserts, 1 delete, then the tail's 2
-    // upserts and 1 delete) and the 6 of SQL (create, its key as sort order, overwrite,
-    // insert, update, delete).
-    String second = runQuickstart();
-    assertThat(second).contains("catalog open at").contains("commit_seq 25\n");
-    assertThat(liveSeqs(second)).isEqualTo("26,27,28,29,30,31,32,33,34,35");
-    assertThat(second).contains("shop.orders holds 400 rows in 20 snapshots");
-    assertThat(second).contains(TAIL).contains(SQL).contains(LOOKUP_JOIN);
   }
 
-  private String runQuickstart() throws Exception {
+  private static String runQuickstart(Path warehouse) throws Exception {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();
     try (PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {
       Quickstart.run(warehouse, out);

@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitFeedLaggedException;
 import io.skade.catalog.CommitSubscription;
-import io.skade.catalog.SharedCatalogs;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangeRow;
 import io.skade.changelog.ChangelogOptions;
@@ -16,6 +15,7 @@ import io.skade.table.SkadeJobListenerFactory;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -36,6 +36,7 @@ import org.apache.flink.table.api.TableResult;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.types.Row;
 import org.apache.flink.util.CloseableIterator;
+import org.apache.iceberg.CatalogUtil;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableProperties;
@@ -94,9 +95,10 @@ public final class Quickstart {
     long lineageStart = Files.exists(lineage) ? Files.size(lineage) : 0;
     Map<String, String> properties = Map.of("warehouse", warehouse.toString(),
         "lineage.sink", "openlineage", "lineage.openlineage.url", "file:" + lineage);
-    // Shared, so that the Flink job's source in this JVM opens the same catalog.
-    try (SharedCatalogs.Handle handle = SharedCatalogs.acquire("demo", properties)) {
-      SkadeCatalog catalog = handle.catalog();
+    // Opened the Iceberg way; the Flink jobs' sources, sinks and lookups and the SQL catalog
+    // of this JVM share its store (one committer, one commit feed) while it is open.
+    try (SkadeCatalog catalog = (SkadeCatalog) CatalogUtil.loadCatalog(
+        SkadeCatalog.class.getName(), "demo", properties, null)) {
       out.printf("catalog open at %s, commit_seq %d%n", catalog.catalogPath(), catalog.commitSeq());
 
       try (CommitSubscription feed = catalog.subscribeCommits()) {
@@ -200,9 +202,9 @@ public final class Quickstart {
    */
   private static void sql(SkadeCatalog catalog, Path warehouse, Path lineage, PrintStream out)
       throws Exception {
-    String createCatalog = "CREATE CATALOG demo WITH ('type' = 'skade', 'warehouse' = '"
-        + warehouse + "', 'lineage.sink' = 'openlineage', 'lineage.openlineage.url' = 'file:"
-        + lineage + "')";
+    String createCatalog = "CREATE CATALOG demo WITH ('type' = 'skade', 'warehouse' = "
+        + sqlString(warehouse.toString()) + ", 'lineage.sink' = 'openlineage',"
+        + " 'lineage.openlineage.url' = " + sqlString("file:" + lineage) + ")";
     // skade's job listener: the jobs' runs in the lineage, and their commits naming them.
     Configuration listener = new Configuration();
     listener.set(DeploymentOptions.JOB_STATUS_CHANGED_LISTENERS,
@@ -255,6 +257,11 @@ public final class Quickstart {
     }
   }
 
+  /** {@code value} as a SQL string literal, whatever characters it holds. */
+  private static String sqlString(String value) {
+    return "'" + value.replace("'", "''") + "'";
+  }
+
   /**
    * A lookup join: order lines (product ids 1 to 5 from Flink's datagen source) joined with
    * shop.products as of their processing time. Each probe reads the table's Parquet files in
@@ -288,9 +295,11 @@ public final class Quickstart {
     }
     out.println("Lineage of this run (OpenLineage events in " + file + "):");
     ObjectMapper json = new ObjectMapper();
-    try (java.io.RandomAccessFile events = new java.io.RandomAccessFile(file.toFile(), "r")) {
-      events.seek(from);
-      for (String line = events.readLine(); line != null; line = events.readLine()) {
+    byte[] events = Files.readAllBytes(file); // JSON lines in UTF-8
+    String written = new String(events, (int) from, events.length - (int) from,
+        StandardCharsets.UTF_8);
+    for (String line : written.split("\n")) {
+      if (!line.isBlank()) {
         out.println("  " + describeLineage(json.readTree(line)));
       }
     }

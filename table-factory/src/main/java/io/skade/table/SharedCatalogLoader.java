@@ -7,8 +7,8 @@ import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.flink.CatalogLoader;
 
 /**
- * Hands Iceberg's Flink catalog the skade catalog shared in this JVM. The hold is released by
- * {@link #release()}, never by closing the catalog, which other users share.
+ * Hands Iceberg's Flink catalog one skade catalog, which shares the store this JVM has open on
+ * its directory (or opens it). It is closed by {@link #release()}, when the Flink catalog closes.
  */
 final class SharedCatalogLoader implements CatalogLoader {
   private static final long serialVersionUID = 1L;

@@ -23,9 +23,9 @@ import org.apache.iceberg.flink.FlinkCatalog;
 /**
  * The {@code skade} Flink catalog: the databases of a warehouse's skade catalog are its Iceberg
  * namespaces, its tables are Iceberg tables read and written by skade's source and sink. Iceberg's
- * {@link FlinkCatalog} maps databases, tables, keys and schema changes; this class shares the
- * JVM's catalog instead of opening the RocksDB store again and serves tables with skade's
- * connector.
+ * {@link FlinkCatalog} maps databases, tables, keys and schema changes on a skade catalog that
+ * shares the JVM's open store of the directory (with the user's own catalogs, sources, sinks and
+ * lookups), and this class serves tables with skade's connector.
  */
 final class SkadeFlinkCatalog extends FlinkCatalog {
   private final SharedCatalogLoader loader;
@@ -53,7 +53,7 @@ final class SkadeFlinkCatalog extends FlinkCatalog {
     }
   }
 
-  /** Releases this catalog's hold on the shared skade catalog (closing it if it was the last). */
+  /** Closes this catalog's skade catalog (and the store, if no other catalog holds it). */
   @Override
   public void close() throws CatalogException {
     loader.release();
