@@ -203,11 +203,36 @@ public final class PointLookup {
       throw new IllegalArgumentException("table " + table.name() + ": a lookup by " + names()
           + " takes " + key.size() + " values, got " + keyValues.size());
     }
-    for (Object value : keyValues) {
-      if (value == null) { // not keyValues.contains(null): List.of(..) throws on it
+    return lookup(snapshotId, keyValues, 0);
+  }
+
+  /**
+   * The rows of {@code keyValues} as SQL compares them, from key position {@code from} on: a null
+   * or NaN equals nothing, and a float or double zero equals both zeros, which files store (and
+   * order) apart, so each is probed.
+   */
+  private List<Record> lookup(Long snapshotId, List<?> keyValues, int from) {
+    for (int i = from; i < keyValues.size(); i++) {
+      Object value = keyValues.get(i); // not keyValues.contains(null): List.of(..) throws on it
+      if (value == null || value instanceof Double d && d.isNaN()
+          || value instanceof Float f && f.isNaN()) {
         return List.of();
       }
+      if (value instanceof Double d && d == 0.0d || value instanceof Float f && f == 0.0f) {
+        List<Record> found = new ArrayList<>();
+        for (Object zero : value instanceof Double ? List.of(0.0d, -0.0d) : List.of(0.0f, -0.0f)) {
+          List<Object> variant = new ArrayList<>(keyValues);
+          variant.set(i, zero);
+          found.addAll(lookup(snapshotId, variant, i + 1));
+        }
+        return found;
+      }
     }
+    return probe(snapshotId, keyValues);
+  }
+
+  /** The rows of a key whose values are all set: none null, NaN or a zero still to expand. */
+  private List<Record> probe(Long snapshotId, List<?> keyValues) {
     Snapshot snapshot = snapshotId == null ? table.currentSnapshot()
         : table.snapshot(snapshotId);
     if (snapshot == null) {

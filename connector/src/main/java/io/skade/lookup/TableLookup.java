@@ -174,8 +174,9 @@ public final class TableLookup<R> {
 
   private List<R> attempt(List<?> keyValues) {
     for (Object value : keyValues) {
-      if (value == null) {
-        return List.of(); // NULL never equals anything
+      if (value == null || value instanceof Double d && d.isNaN()
+          || value instanceof Float f && f.isNaN()) {
+        return List.of(); // NULL and NaN never equal anything
       }
     }
     Version<R> at = current();
@@ -243,14 +244,22 @@ public final class TableLookup<R> {
   }
 
   /**
-   * Key values as compared by the caches: character sequences as strings (Iceberg hands out
-   * several kinds), the rest as they are; binary values are {@code ByteBuffer}s already.
+   * Key values as the caches compare them, equal when SQL's {@code =} holds: character sequences
+   * as strings (Iceberg hands out several kinds), a float or double zero as positive zero, the
+   * rest as they are (binary values are {@code ByteBuffer}s already).
    */
   static List<Object> normalized(List<?> values) {
     Object[] normalized = new Object[values.size()];
     for (int i = 0; i < normalized.length; i++) {
       Object value = values.get(i);
-      normalized[i] = value instanceof CharSequence chars ? chars.toString() : value;
+      if (value instanceof CharSequence chars) {
+        value = chars.toString();
+      } else if (value instanceof Double d && d == 0.0d) {
+        value = 0.0d;
+      } else if (value instanceof Float f && f == 0.0f) {
+        value = 0.0f;
+      }
+      normalized[i] = value;
     }
     return Arrays.asList(normalized);
   }

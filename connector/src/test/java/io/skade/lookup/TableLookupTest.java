@@ -115,6 +115,51 @@ class TableLookupTest {
     }
   }
 
+  /**
+   * A lookup by a double column compares as SQL does: 0.0 equals -0.0 (which files store and
+   * order apart), NaN equals nothing; the expected rows are those Java's {@code ==} on doubles
+   * (SQL's {@code =}) keeps.
+   */
+  @ParameterizedTest(name = "{0}")
+  @EnumSource(TableLookup.Caching.class)
+  void aLookupByADoubleColumnTakesBothZerosAndNaNForNothing(TableLookup.Caching caching)
+      throws IOException {
+    Schema schema = new Schema(
+        Types.NestedField.required(1, "id", Types.LongType.get()),
+        Types.NestedField.optional(2, "ratio", Types.DoubleType.get()));
+    TableIdentifier id = TableIdentifier.of("db", "ratios");
+    Table table = catalog.get().buildTable(id, schema).withProperty("format-version", "2")
+        .create();
+    double[] ratios = {0.0, -0.0, Double.NaN, 1.5, -0.0, Double.NaN};
+    List<Record> rows = new ArrayList<>();
+    for (int i = 0; i < ratios.length; i++) {
+      GenericRecord row = GenericRecord.create(schema);
+      row.setField("id", (long) i);
+      row.setField("ratio", ratios[i]);
+      rows.add(row);
+    }
+    new TableWriter(table).append(rows.subList(0, 3));
+    new TableWriter(table).append(rows.subList(3, 6)); // two files
+    TableLookup<Record> lookup = new TableLookup<>(catalog.get(), id,
+        new TableLookup.Settings(List.of("ratio"), null, Duration.ofHours(1), caching,
+            caching == TableLookup.Caching.ROWS ? 100 : 0, Expressions.alwaysTrue(), 0),
+        caches.caches(), t -> Function.identity());
+
+    for (double probe : new double[] {0.0, -0.0, Double.NaN, 1.5, 2.0}) {
+      List<Long> expected = new ArrayList<>();
+      for (int i = 0; i < ratios.length; i++) {
+        if (ratios[i] == probe) {
+          expected.add((long) i);
+        }
+      }
+      for (int again = 0; again < 2; again++) { // the second time from the caches
+        assertThat(lookup.lookup(List.of(probe)).stream().map(r -> (Long) r.getField("id")))
+            .as("rows of ratio %s (%s), lookup %s", probe, caching, again)
+            .containsExactlyInAnyOrderElementsOf(expected);
+      }
+    }
+  }
+
   @Test
   void aLookupWhoseFileComesBackDuringItsRetriesSucceeds() throws Exception {
     writer.append(List.of(row(1, "Oslo", 3)));
