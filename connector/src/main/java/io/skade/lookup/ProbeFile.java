@@ -49,6 +49,7 @@ import org.apache.parquet.column.page.DictionaryPage;
 import org.apache.parquet.column.statistics.Statistics;
 import org.apache.parquet.column.values.ValuesReader;
 import org.apache.parquet.column.values.bloomfilter.XxHash;
+import org.apache.parquet.column.values.dictionary.PlainValuesDictionary;
 import org.apache.parquet.column.values.rle.RunLengthBitPackingHybridDecoder;
 import org.apache.parquet.compression.CompressionCodecFactory;
 import org.apache.parquet.format.BloomFilterHeader;
@@ -1317,12 +1318,38 @@ final class ProbeFile implements Closeable {
       DictionaryPage page = new DictionaryPage(BytesInput.from(bytes),
           header.getDictionary_page_header().getNum_values(),
           METADATA.getEncoding(header.getDictionary_page_header().getEncoding()));
-      dictionary = page.getEncoding().initDictionary(columns[c], page);
+      dictionary = threadSafe(page.getEncoding().initDictionary(columns[c], page));
       dictionaries[g][c] = new DictionaryRef(dictionary);
       // Decoded entries take about twice their encoded bytes.
       pages.added(this, g, c, -1, 64L + 2L * bytes.length + 16L * page.getDictionarySize());
     }
     return encoding.getDictionaryBasedValuesReader(columns[c], ValuesType.VALUES, dictionary);
+  }
+
+  /**
+   * A dictionary whose byte strings are each backed by an array of their own. Parquet's share
+   * one {@code ByteBuffer}, whose position and limit every read of a value moves, so threads
+   * decoding pages of one file at once (asynchronous lookups) read each other's bytes.
+   */
+  private static Dictionary threadSafe(Dictionary dictionary) {
+    if (!(dictionary instanceof PlainValuesDictionary.PlainBinaryDictionary)) {
+      return dictionary; // numbers are decoded into arrays of primitives
+    }
+    Binary[] values = new Binary[dictionary.getMaxId() + 1];
+    for (int id = 0; id < values.length; id++) {
+      values[id] = Binary.fromConstantByteArray(dictionary.decodeToBinary(id).getBytes());
+    }
+    return new Dictionary(dictionary.getEncoding()) {
+      @Override
+      public Binary decodeToBinary(int id) {
+        return values[id];
+      }
+
+      @Override
+      public int getMaxId() {
+        return values.length - 1;
+      }
+    };
   }
 
   private IOException noDictionary(int g, int c) {

@@ -12,9 +12,14 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.function.Function;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.Schema;
@@ -156,6 +161,55 @@ class TableLookupTest {
         assertThat(lookup.lookup(List.of(probe)).stream().map(r -> (Long) r.getField("id")))
             .as("rows of ratio %s (%s), lookup %s", probe, caching, again)
             .containsExactlyInAnyOrderElementsOf(expected);
+      }
+    }
+  }
+
+  /**
+   * Lookups on several threads decode pages of one file at once, dictionary-encoded strings
+   * among them, and each still returns the row Iceberg's reader has for its key.
+   */
+  @Test
+  void concurrentLookupsOfOneFileReturnTheRowsThatIcebergReads() throws Exception {
+    catalog.get().loadTable(ID).updateProperties()
+        .set("write.parquet.page-row-limit", "100").commit(); // many pages to decode
+    List<Record> rows = new ArrayList<>();
+    for (long key = 0; key < 20_000; key++) {
+      rows.add(row(key, CITIES.get((int) (key % 3)) + "-" + (key % 17), (int) (key % 8)));
+    }
+    new TableWriter(catalog.get().loadTable(ID)).append(rows);
+    Table written = catalog.get().loadTable(ID);
+    Map<Long, List<String>> expected = new HashMap<>();
+    for (Record row : IcebergReference.allRows(written, written.currentSnapshot().snapshotId())) {
+      expected.computeIfAbsent((Long) row.getField("id"), k -> new ArrayList<>())
+          .add(IcebergReference.canonical(row, SCHEMA));
+    }
+    for (int round = 0; round < 3; round++) {
+      // Caches of its own: every page is decoded anew.
+      TableLookup<Record> lookup = new TableLookup<>(catalog.get(), ID,
+          settings(TableLookup.Caching.PROBE, Expressions.alwaysTrue(), 0),
+          new LookupCaches(LookupCaches.DEFAULT_MAX_BYTES), t -> Function.identity());
+      ExecutorService pool = Executors.newFixedThreadPool(4);
+      try {
+        List<Future<List<String>>> probes = new ArrayList<>();
+        for (int thread = 0; thread < 4; thread++) {
+          long first = thread * 5_000L;
+          probes.add(pool.submit(() -> {
+            List<String> mismatches = new ArrayList<>();
+            for (long key = first; key < first + 5_000; key += 7) {
+              List<String> found = lookup(lookup, key);
+              if (!found.equals(expected.get(key))) {
+                mismatches.add("key " + key + ": " + found + " instead of " + expected.get(key));
+              }
+            }
+            return mismatches;
+          }));
+        }
+        for (Future<List<String>> probe : probes) {
+          assertThat(probe.get()).as("round %s", round).isEmpty();
+        }
+      } finally {
+        pool.shutdownNow();
       }
     }
   }
