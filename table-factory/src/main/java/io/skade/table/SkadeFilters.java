@@ -33,7 +33,7 @@ import org.apache.iceberg.types.Types;
  * {@code isTrue(e)} ("e is TRUE") or {@code isFalse(e)} ("e is FALSE"), guarding comparisons with
  * {@code notNull}; {@code NOT e} is {@code isFalse(e)}. Anything not certain to be exact (float
  * and double columns, whose NaN Iceberg orders differently, casts, functions, LIKE patterns other
- * than a plain prefix) is not converted and stays with Flink.
+ * than a plain prefix, strings with an unpaired surrogate) is not converted and stays with Flink.
  */
 final class SkadeFilters {
   private final Schema schema;
@@ -224,7 +224,8 @@ final class SkadeFilters {
     if (args.size() != 2 || !(args.get(1) instanceof ValueLiteralExpression literal)) {
       throw new NotExact();
     }
-    String pattern = literal.getValueAs(String.class).orElseThrow(NotExact::new);
+    String pattern = literal.getValueAs(String.class).filter(SkadeFilters::wellFormed)
+        .orElseThrow(NotExact::new);
     String prefix = pattern.endsWith("%") ? pattern.substring(0, pattern.length() - 1) : null;
     if (prefix == null || prefix.isEmpty() || prefix.contains("%") || prefix.contains("_")
         || prefix.contains("\\")) {
@@ -243,7 +244,7 @@ final class SkadeFilters {
       case INTEGER -> literal.getValueAs(Integer.class);
       case LONG -> literal.getValueAs(Long.class);
       case DECIMAL -> literal.getValueAs(BigDecimal.class);
-      case STRING -> literal.getValueAs(String.class);
+      case STRING -> literal.getValueAs(String.class).filter(SkadeFilters::wellFormed);
       case DATE -> literal.getValueAs(LocalDate.class).map(d -> (int) d.toEpochDay());
       case TIME -> literal.getValueAs(LocalTime.class).map(t -> t.toNanoOfDay() / 1000);
       case TIMESTAMP -> ((Types.TimestampType) type).shouldAdjustToUTC()
@@ -253,6 +254,23 @@ final class SkadeFilters {
       default -> Optional.empty();
     };
     return value.orElseThrow(NotExact::new);
+  }
+
+  /**
+   * Whether {@code text} has no unpaired surrogate: Flink compares strings as UTF-8, where an
+   * unpaired surrogate is a '?', and Iceberg compares them as Java strings, where it is itself.
+   */
+  private static boolean wellFormed(String text) {
+    for (int i = 0; i < text.length(); i++) {
+      char c = text.charAt(i);
+      if (Character.isHighSurrogate(c) && i + 1 < text.length()
+          && Character.isLowSurrogate(text.charAt(i + 1))) {
+        i++;
+      } else if (Character.isSurrogate(c)) {
+        return false;
+      }
+    }
+    return true;
   }
 
   private static long micros(Instant instant) {

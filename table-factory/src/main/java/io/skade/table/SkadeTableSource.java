@@ -247,7 +247,13 @@ final class SkadeTableSource implements ScanTableSource, LookupTableSource,
         remaining.add(candidate);
       }
     }
-    return Result.of(accepted, remaining);
+    // Flink 2.1 leaves a source's pushed filters out of a LookupJoin's digest, so its sub-plan
+    // reuse merges two lookup joins of one table with different conditions into one. Accepted
+    // filters therefore stay in the plan as well (as Iceberg's own source keeps them all), and
+    // skade applies them too, where they prune files and keep rows out of the caches. In
+    // key-only mode the plan keeps only the others: a filter over an upsert stream would make
+    // the planner add a ChangelogNormalize.
+    return Result.of(accepted, scan.upsert() ? remaining : filters);
   }
 
   @Override

@@ -619,9 +619,29 @@ class SqlLookupJoinDifferentialTest extends SqlTestBase {
     }
     missing.values().removeIf(n -> n == 0);
     unexpected.values().removeIf(n -> n == 0);
-    return "query " + query.number() + " [" + query.variant() + "]: " + query.lookupSql()
-        + "\n  in Flink's join only: " + firstRows(missing)
-        + "\n  in the lookup join only: " + firstRows(unexpected);
+    return printable("query " + query.number() + " [" + query.variant() + "]: "
+        + query.lookupSql() + "\n  in Flink's join only: " + firstRows(missing)
+        + "\n  in the lookup join only: " + firstRows(unexpected));
+  }
+
+  /**
+   * {@code text} with unpaired surrogates and control characters other than line feeds as
+   * {@code \\uXXXX}: the report's own encoding would cut it at the first of them.
+   */
+  private static String printable(String text) {
+    StringBuilder out = new StringBuilder(text.length());
+    for (int i = 0; i < text.length(); i++) {
+      char c = text.charAt(i);
+      boolean paired = Character.isHighSurrogate(c) && i + 1 < text.length()
+          && Character.isLowSurrogate(text.charAt(i + 1))
+          || Character.isLowSurrogate(c) && i > 0 && Character.isHighSurrogate(text.charAt(i - 1));
+      if (Character.isSurrogate(c) && !paired || Character.isISOControl(c) && c != '\n') {
+        out.append(String.format("\\u%04X", (int) c));
+      } else {
+        out.append(c);
+      }
+    }
+    return out.toString();
   }
 
   /** Up to five of {@code counts}' rows (row=count), and how many there are. */

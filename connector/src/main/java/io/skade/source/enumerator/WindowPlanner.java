@@ -82,7 +82,10 @@ final class WindowPlanner {
     Snapshot first = first(table, current, startup, value, seq);
     if (startup == StartupMode.FULL && current != null) {
       long at = end == UNBOUNDED ? currentId : end;
-      ChangelogSplit rows = ChangelogSplit.snapshot(tableKey, location(table), at, seq);
+      // The rows carry the commit_seq of the commit that made their snapshot (the catalog's
+      // position may be another table's commit); without it in the log, the position.
+      long rowsSeq = commitSeqOf(table.snapshot(at)).orElse(seq);
+      ChangelogSplit rows = ChangelogSplit.snapshot(tableKey, location(table), at, rowsSeq);
       splits.addAll(units.cut(table, rows, List.of()));
       return new Start(new ConsumerCursor(identifier, uuid, at, seq), end, splits);
     }
