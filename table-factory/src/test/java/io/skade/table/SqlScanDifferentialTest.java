@@ -8,6 +8,7 @@ import io.skade.write.TableWriter;
 import java.math.BigDecimal;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDate;
 import java.time.LocalDateTime;
@@ -29,6 +30,11 @@ import java.util.Objects;
 import java.util.Random;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.Callable;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.apache.flink.table.api.DataTypes;
@@ -98,6 +104,10 @@ import org.junit.jupiter.params.provider.MethodSource;
  * every column; each table's queries use every (operator, type) pair (the generator draws the
  * pairs not used yet first), so every pair meets every path.
  *
+ * <p>Flink 2.1's planner can loop forever on some filters once it has put them into CNF for
+ * pushdown (its SimplifyFilterConditionRule rewriting a comparison back and forth; seed 1 has
+ * one): planning a statement is stopped after 30 s and the statement left out and reported.
+ *
  * <p>The run is seeded; the seed is printed and named in every failure. Replay a run, run more
  * queries per table, or run only the paths whose name contains a text (as in the test's display
  * names, e.g. {@code "pk table, streaming"}):
@@ -115,6 +125,8 @@ class SqlScanDifferentialTest {
   private static final String PATHS_PROPERTY = "skade.scandiff.paths";
   private static final int DEFAULT_QUERIES = 20;
   private static final int TAGS_PER_TABLE = 1_000_000;
+  /** How long one statement may take to plan; planning takes at most seconds. */
+  private static final Duration PLANNING_LIMIT = Duration.ofSeconds(30);
   /** A session time zone with an offset, so TIMESTAMP_LTZ literals are not UTC by accident. */
   private static final ZoneId SESSION_ZONE = ZoneId.of("Asia/Kolkata");
   private static final String DATABASE = "default_database";
@@ -311,7 +323,7 @@ class SqlScanDifferentialTest {
     Environment env = new Environment(false);
     List<String> slots = new ArrayList<>();
     COLUMNS.forEach(c -> slots.add(c.name()));
-    List<String> statements = new ArrayList<>();
+    Map<Integer, String> statements = new LinkedHashMap<>();
     for (TableName table : TableName.values()) {
       String view = "expected_" + table.name;
       env.table.createTemporaryView(view, env.table.fromDataStream(
@@ -319,11 +331,18 @@ class SqlScanDifferentialTest {
       Map<Integer, Map<Row, Integer>> results = new HashMap<>();
       for (Query query : queries.get(table)) {
         results.put(query.number, new HashMap<>());
-        statements.add(query.sql(tag(table, query), view, slots, Set.of()));
+        statements.put(tag(table, query), query.sql(tag(table, query), view, slots, Set.of()));
       }
       expected.put(table, results);
     }
-    for (Row row : env.run(statements, slots)) {
+    Environment.Result result = env.run(statements, slots);
+    result.unplanned().forEach((tag, statement) -> {
+      TableName table = TableName.values()[tag / TAGS_PER_TABLE];
+      expected.get(table).remove(tag % TAGS_PER_TABLE);
+      System.out.println("SqlScanDifferentialTest: left out query " + tag % TAGS_PER_TABLE
+          + " of table " + table.name + ": " + result.why(tag));
+    });
+    for (Row row : result.rows()) {
       if (row.getKind() != RowKind.INSERT) {
         throw new IllegalStateException("Flink's evaluation over Iceberg's rows produced "
             + row);
@@ -359,11 +378,24 @@ class SqlScanDifferentialTest {
     }
 
     /**
-     * Runs {@code statements} (each {@code SELECT tag, slots...}) in one job and returns their
-     * rows, each a change with its kind. Each statement is planned on its own (a SQL UNION ALL
-     * of them all is planned as one tree, which takes the planner minutes).
+     * The rows of a run, each a change with its kind, and the statements Flink's planner did not
+     * finish planning (by tag), which did not run.
      */
-    List<Row> run(List<String> statements, List<String> slots) throws Exception {
+    record Result(List<Row> rows, Map<Integer, String> unplanned) {
+      String why(int tag) {
+        return "Flink's planner did not finish planning it within " + PLANNING_LIMIT.toSeconds()
+            + " s (seen: Flink's SimplifyFilterConditionRule rewriting a filter back and forth"
+            + " forever after the planner put it into CNF for pushdown; not skade's doing): "
+            + unplanned.get(tag);
+      }
+    }
+
+    /**
+     * Runs {@code statements} (by tag, each {@code SELECT tag, slots...}) in one job. Each
+     * statement is planned on its own (a SQL UNION ALL of them all is planned as one tree,
+     * which takes the planner minutes) and given up on after {@link #PLANNING_LIMIT}.
+     */
+    Result run(Map<Integer, String> statements, List<String> slots) throws Exception {
       // One row type for all, so the streams can be united: every slot nullable.
       Schema.Builder schema = Schema.newBuilder().column("q", DataTypes.INT());
       List<DataTypes.Field> fields = new ArrayList<>();
@@ -375,22 +407,79 @@ class SqlScanDifferentialTest {
       Schema target = schema.build();
       DataType rowType = DataTypes.ROW(fields.toArray(DataTypes.Field[]::new));
       List<DataStream<Row>> streams = new ArrayList<>();
-      for (String statement : statements) {
-        var result = table.sqlQuery(statement);
-        streams.add(batch ? table.toDataStream(result, rowType)
-            : table.toChangelogStream(result, target));
+      Map<Integer, String> unplanned = new LinkedHashMap<>();
+      for (Map.Entry<Integer, String> statement : statements.entrySet()) {
+        DataStream<Row> stream = planned(() -> {
+          var result = table.sqlQuery(statement.getValue());
+          return batch ? table.toDataStream(result, rowType)
+              : table.toChangelogStream(result, target);
+        });
+        if (stream == null) {
+          unplanned.put(statement.getKey(), statement.getValue());
+        } else {
+          streams.add(stream);
+        }
+      }
+      List<Row> rows = new ArrayList<>();
+      if (streams.isEmpty()) {
+        return new Result(rows, unplanned);
       }
       DataStream<Row> all = streams.get(0);
       if (streams.size() > 1) {
         all = all.union(streams.subList(1, streams.size()).toArray(DataStream[]::new));
       }
-      List<Row> rows = new ArrayList<>();
       try (CloseableIterator<Row> it = all.executeAndCollect()) {
         it.forEachRemaining(rows::add);
       }
-      return rows;
+      return new Result(rows, unplanned);
+    }
+
+    /**
+     * What {@code planning} returns, or null when Flink's planner did not finish in time. It
+     * plans on the calling thread (the planner keeps state in thread-locals), which a watchdog
+     * stops if the time runs out (Thread.stop, which Java 17 still has).
+     */
+    @SuppressWarnings({"deprecation", "removal"})
+    private static <T> T planned(Callable<T> planning) throws Exception {
+      Thread caller = Thread.currentThread();
+      Object lock = new Object();
+      boolean[] doneOrStopped = {false, false};
+      ScheduledFuture<?> watchdog = WATCHDOG.schedule(() -> {
+        synchronized (lock) {
+          if (!doneOrStopped[0]) {
+            doneOrStopped[1] = true;
+            caller.stop();
+          }
+        }
+      }, PLANNING_LIMIT.toMillis(), TimeUnit.MILLISECONDS);
+      try {
+        T result = planning.call();
+        synchronized (lock) {
+          doneOrStopped[0] = true;
+        }
+        return result;
+      } catch (Throwable e) {
+        synchronized (lock) {
+          doneOrStopped[0] = true;
+          if (doneOrStopped[1]) {
+            Thread.interrupted(); // Thread.stop interrupts too
+            return null; // stopped, wherever the planner caught and wrapped the ThreadDeath
+          }
+        }
+        throw e;
+      } finally {
+        watchdog.cancel(false);
+      }
     }
   }
+
+  /** Stops planning that takes too long (see {@link Environment#planned}). */
+  private static final ScheduledExecutorService WATCHDOG =
+      Executors.newSingleThreadScheduledExecutor(runnable -> {
+        Thread thread = new Thread(runnable, "SqlScanDifferentialTest planning watchdog");
+        thread.setDaemon(true);
+        return thread;
+      });
 
   /** The SQL type of a slot: a physical or a metadata column, always nullable. */
   static DataType slotType(String slot) {
@@ -419,7 +508,9 @@ class SqlScanDifferentialTest {
         () -> "-D" + PATHS_PROPERTY + "=" + only + " leaves this path out");
     int pathIndex = paths().toList().indexOf(path);
     Random random = new Random(seed * 31 + 7 + pathIndex);
-    List<Query> tableQueries = queries.get(path.table());
+    // Queries Flink could not plan over the values are left out on every path.
+    List<Query> tableQueries = queries.get(path.table()).stream()
+        .filter(query -> expected.get(path.table()).containsKey(query.number)).toList();
     List<String> slots = slotOrder(random);
     // Which metadata columns each query selects differs from path to path.
     Map<Integer, Set<Meta>> metadata = new HashMap<>();
@@ -437,17 +528,26 @@ class SqlScanDifferentialTest {
 
     Environment env = new Environment(path.batch());
     declareReader(env.table, path);
-    List<Row> rows = env.run(tableQueries.stream().map(query -> query.sql(query.number,
-        "skade_rows", slots, metadata.get(query.number))).toList(), slots);
+    Map<Integer, String> statements = new LinkedHashMap<>();
+    for (Query query : tableQueries) {
+      statements.put(query.number, query.sql(query.number, "skade_rows", slots,
+          metadata.get(query.number)));
+    }
+    Environment.Result result = env.run(statements, slots);
 
     Map<Integer, List<Row>> byTag = new HashMap<>();
-    for (Row row : rows) {
+    for (Row row : result.rows()) {
       byTag.computeIfAbsent((Integer) row.getField(0), tag -> new ArrayList<>()).add(row);
     }
     List<String> failures = new ArrayList<>();
     int nonEmpty = 0;
     int withRetractions = 0;
+    List<String> leftOut = new ArrayList<>();
     for (Query query : tableQueries) {
+      if (result.unplanned().containsKey(query.number)) {
+        leftOut.add("query " + query.number + ": " + result.why(query.number));
+        continue;
+      }
       List<Row> changes = byTag.getOrDefault(query.number, List.of());
       Map<Row, Integer> flink = expected.get(path.table()).get(query.number);
       Check check = new Check(path, query, slots, metadata.get(query.number));
@@ -468,7 +568,9 @@ class SqlScanDifferentialTest {
     }
     System.out.println("SqlScanDifferentialTest [" + path + "]: " + tableQueries.size()
         + " queries, " + nonEmpty + " with rows, " + withRetractions + " with retractions, "
-        + failures.size() + " wrong");
+        + failures.size() + " wrong, " + leftOut.size() + " left out");
+    leftOut.forEach(line -> System.out.println("SqlScanDifferentialTest [" + path + "] left out "
+        + line));
     String message = "seed " + seed + " (replay with -D" + SEED_PROPERTY + "=" + seed
         + "), path " + path + ": " + failures.size() + " of " + tableQueries.size()
         + " queries wrong:\n" + String.join("\n", failures);
@@ -476,6 +578,9 @@ class SqlScanDifferentialTest {
       System.out.println(message);
     }
     assertThat(failures).withFailMessage("%s", message).isEmpty();
+    // A planner loop is Flink's; a few such queries are left out, not most of them.
+    assertThat(leftOut).as("queries Flink could not plan, seed %d, path %s", seed, path)
+        .hasSizeLessThanOrEqualTo(Math.max(1, tableQueries.size() / 4));
     // The generator is meant to produce queries with rows and, on CDC paths over the history,
     // retractions; without them the comparison above proves little.
     assertThat(nonEmpty).as("queries with rows, seed %d, path %s", seed, path).isPositive();
@@ -794,7 +899,10 @@ class SqlScanDifferentialTest {
           yield "CAST(TIMESTAMP '" + TIMESTAMP_FORMAT.format(
               LocalDateTime.ofInstant(instant, SESSION_ZONE)) + "' AS TIMESTAMP_LTZ(6))";
         }
-        case BYTES -> "X'" + HexFormat.of().withUpperCase().formatHex((byte[]) value) + "'";
+        case BYTES -> {
+          String hex = "X'" + HexFormat.of().withUpperCase().formatHex((byte[]) value) + "'";
+          yield variant ? "CAST(" + hex + " AS BYTES)" : hex;
+        }
       };
     }
 
