@@ -112,19 +112,7 @@ class ChangelogLawTest {
                 .isGreaterThan(a).isLessThanOrEqualTo(b).isGreaterThanOrEqualTo(lastIndex);
             lastIndex = index;
           }
-          String row = canonical(change.row(), table.schema());
-          if (change.type().removes()) {
-            Integer count = rows.get(row);
-            assertThat(count).as("%s: %s of a row not present: %s", context, change.type(), row)
-                .isNotNull();
-            if (count == 1) {
-              rows.remove(row);
-            } else {
-              rows.put(row, count - 1);
-            }
-          } else {
-            rows.merge(row, 1, Integer::sum);
-          }
+          apply(rows, change, table.schema(), context);
           boolean groupEnds = c + 1 == changes.size()
               || changes.get(c + 1).snapshotId() != change.snapshotId();
           if (mode == Mode.PER_SNAPSHOT && groupEnds) {
@@ -185,19 +173,7 @@ class ChangelogLawTest {
               new HashMap<>(from == null ? Map.of() : states.get(from).get(slice));
           for (int c = 0; c < changes.size(); c++) {
             ChangeRow change = changes.get(c);
-            String row = canonical(change.row(), table.schema());
-            if (change.type().removes()) {
-              Integer count = rows.get(row);
-              assertThat(count).as("%s: %s of a row the slice does not hold: %s", context,
-                  change.type(), row).isNotNull();
-              if (count == 1) {
-                rows.remove(row);
-              } else {
-                rows.put(row, count - 1);
-              }
-            } else {
-              rows.merge(row, 1, Integer::sum);
-            }
+            apply(rows, change, table.schema(), context);
             boolean groupEnds = c + 1 == changes.size()
                 || changes.get(c + 1).snapshotId() != change.snapshotId();
             if (mode == Mode.PER_SNAPSHOT && groupEnds) {
@@ -250,6 +226,24 @@ class ChangelogLawTest {
       }
     }
     return states;
+  }
+
+  /** Applies {@code change} to the multiset {@code rows}: a removal must meet its row. */
+  private static void apply(Map<String, Integer> rows, ChangeRow change, Schema schema,
+      String context) {
+    String row = canonical(change.row(), schema);
+    if (change.type().removes()) {
+      Integer count = rows.get(row);
+      assertThat(count).as("%s: %s of a row not present: %s", context, change.type(), row)
+          .isNotNull();
+      if (count == 1) {
+        rows.remove(row);
+      } else {
+        rows.put(row, count - 1);
+      }
+    } else {
+      rows.merge(row, 1, Integer::sum);
+    }
   }
 
   private static void assertCollapsedShape(List<ChangeRow> changes, Schema schema,

@@ -84,8 +84,8 @@ class IcebergProgramWithFlinkSqlTest {
     TableResult viaCatalog = streaming.executeSql("SELECT * FROM skade.shop.people");
     List<Row> connectorRows = Collections.synchronizedList(new ArrayList<>());
     List<Row> catalogRows = Collections.synchronizedList(new ArrayList<>());
-    Thread connectorCollector = collectInBackground(viaConnector, connectorRows);
-    Thread catalogCollector = collectInBackground(viaCatalog, catalogRows);
+    Thread connectorCollector = SqlTestBase.collectInBackground(viaConnector, connectorRows);
+    Thread catalogCollector = SqlTestBase.collectInBackground(viaCatalog, catalogRows);
     TableEnvironment batch = TableEnvironment.create(EnvironmentSettings.inBatchMode());
     SkadeCatalog second = null;
     try {
@@ -315,16 +315,4 @@ class IcebergProgramWithFlinkSqlTest {
     return "'" + value.replace("'", "''") + "'";
   }
 
-  /** A thread collecting the rows of a streaming query into {@code rows} until it is cancelled. */
-  private static Thread collectInBackground(TableResult result, List<Row> rows) {
-    Thread collector = new Thread(() -> {
-      try (CloseableIterator<Row> it = result.collect()) {
-        it.forEachRemaining(rows::add);
-      } catch (Exception e) {
-        // the job was cancelled: the test is done collecting
-      }
-    });
-    collector.start();
-    return collector;
-  }
 }
