@@ -264,7 +264,7 @@ public final class SkadeSplitEnumerator
       at--; // a split handed back is older than what was planned since
     }
     queue.add(at, split);
-    pendingCount++;
+    pendingCount = pendingIds.size();
   }
 
   /**
@@ -285,10 +285,10 @@ public final class SkadeSplitEnumerator
           unfinished.put(s.splitId(), s);
           pendingIds.remove(s.splitId());
         });
-        pendingCount -= entry.getValue().size();
         entry.getValue().clear();
       }
     }
+    pendingCount = pendingIds.size();
     if (!assignment.isEmpty()) {
       context.assignSplits(new SplitsAssignment<>(assignment));
     }
