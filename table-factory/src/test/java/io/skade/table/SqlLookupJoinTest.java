@@ -1,6 +1,7 @@
 package io.skade.table;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.math.BigDecimal;
 import java.time.Duration;
@@ -183,6 +184,25 @@ class SqlLookupJoinTest extends SqlTestBase {
 
     assertThat(rows).containsExactly("+I[bergen, 1, null]", "+I[bergen, 2, bo]",
         "+I[oslo, 1, ada]", "+I[oslo, 2, null]");
+  }
+
+  /** Metadata columns describe changes; a lookup join asking for one fails, naming them. */
+  @Test
+  @Timeout(120)
+  void aLookupJoinSelectingAMetadataColumnFailsNamingIt() throws Exception {
+    TableEnvironment writer = batch();
+    declare(writer, "people", CUSTOMERS);
+    run(writer, "INSERT INTO people VALUES (1, 'ada', 'Oslo')");
+    TableEnvironment join = streaming();
+    declare(join, "people", "id BIGINT, name STRING, city STRING,"
+        + " seq BIGINT METADATA FROM 'commit_seq' VIRTUAL, PRIMARY KEY (id) NOT ENFORCED");
+    join.executeSql("CREATE TEMPORARY VIEW probes AS SELECT k, PROCTIME() AS pt"
+        + " FROM (VALUES (1)) AS t(k)");
+
+    assertThatThrownBy(() -> join.explainSql("SELECT p.k, d.name, d.seq FROM probes AS p"
+        + " JOIN people FOR SYSTEM_TIME AS OF p.pt AS d ON p.k = d.id"))
+        .hasStackTraceContaining("metadata columns [commit_seq]")
+        .hasStackTraceContaining("leave them out of the query");
   }
 
   private static void waitFor(Check check) throws Exception {
