@@ -48,7 +48,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * A bucketed primary-key table ({@code bucket(id, 8)}) under continuous upserts and deletes of
- * a few keys (heavy churn per key), read by {@link SkadeSource} at parallelism 2 while writes go
+ * 64 keys (heavy churn per key), read by {@link SkadeSource} at parallelism 2 while writes go
  * on, stopped with a savepoint, restored at parallelism 3 (writes going on), stopped with a
  * savepoint again, and restored at parallelism 1 until every write is read.
  *
@@ -75,7 +75,12 @@ class SkadeSourceRescaleTest {
           Types.NestedField.optional(2, "v", Types.StringType.get())),
       Set.of(1));
   private static final int BUCKETS = 8;
-  private static final int KEYS = 16;
+  /**
+   * Keys, and keys per commit: about 20 keys of 8 buckets per commit, so most of a commit's
+   * splits (one per bucket) hold several changes and a savepoint nearly always finds a reader
+   * inside one.
+   */
+  private static final int KEYS = 64;
   private static final long BASE_SEED = Long.getLong("skade.rescale.seed", System.nanoTime());
   private static final int SEEDS = Integer.getInteger("skade.rescale.seeds", 5);
   /** The parallelism of each run: the first, then each restore. */
@@ -395,18 +400,18 @@ class SkadeSourceRescaleTest {
       return commits.get();
     }
 
-    /** Upserts 4 to 10 keys with values naming the commit; sometimes deletes one or two keys. */
+    /** Upserts 12 to 30 keys with values naming the commit; sometimes deletes one to four. */
     private void commit() {
       int n = commits.get() + 1;
       if (n > 1 && random.nextInt(4) == 0) {
         List<Record> keys = new ArrayList<>();
-        for (int i = 1 + random.nextInt(2); i > 0; i--) {
+        for (int i = 1 + random.nextInt(4); i > 0; i--) {
           keys.add(row(random.nextInt(KEYS), null));
         }
         writer.deleteKeys(keys);
       } else {
         Set<Long> keys = new LinkedHashSet<>();
-        for (int i = 4 + random.nextInt(7); i > 0; i--) {
+        for (int i = 12 + random.nextInt(19); i > 0; i--) {
           keys.add((long) random.nextInt(KEYS));
         }
         writer.upsert(keys.stream().map(id -> row(id, "c" + n)).toList());
