@@ -1,0 +1,269 @@
+package io.skade.catalog;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.TableIdentifier;
+
+/**
+ * skade's own routes beside the Iceberg REST protocol, as the skade server serves them and its
+ * clients call them: the commit feed and consumer cursors. Their paths and their JSON are here
+ * once, for both sides.
+ *
+ * <ul>
+ *   <li>{@code GET /skade/v1/commits?after=SEQ&limit=N&wait-ms=M}: a {@link CommitPage}, at once
+ *       when commits after {@code SEQ} exist, else as soon as one lands or after {@code M} ms.
+ *   <li>{@code GET /skade/v1/commits/of?namespace=NS&table=T&snapshot-id=ID}: the commit that
+ *       added a snapshot ({@link SkadeCatalog#commitOf}); 404 when none is recorded.
+ *   <li>{@code GET /skade/v1/consumers[?namespace=NS&table=T]}: stored consumers;
+ *       {@code GET, PUT, DELETE /skade/v1/consumers/{id}}: one, stored with a cursor body.
+ * </ul>
+ *
+ * <p>Namespaces go in query parameters as the REST protocol writes them in paths (levels joined
+ * by the unit separator, {@code %1F}); consumer ids are percent-encoded path segments.
+ */
+public final class SkadeProtocol {
+  /** The prefix of every skade route; what is not under it is the Iceberg REST protocol. */
+  public static final String PREFIX = "/skade/v1";
+  public static final String COMMITS = PREFIX + "/commits";
+  public static final String COMMIT_OF = COMMITS + "/of";
+  public static final String CONSUMERS = PREFIX + "/consumers";
+  /** Longest wait a commits request may ask for, in milliseconds. */
+  public static final long MAX_WAIT_MS = 60_000;
+  /** Most commits one page holds. */
+  public static final int MAX_LIMIT = 10_000;
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private SkadeProtocol() {}
+
+  /**
+   * One page of the commit log.
+   *
+   * @param commits gapless, oldest first
+   * @param lastCommitSeq the catalog's cursor when the page was read: its newest durable commit
+   */
+  public record CommitPage(List<CommitEvent> commits, long lastCommitSeq) {
+    public CommitPage {
+      commits = List.copyOf(commits);
+    }
+  }
+
+  /** The JSON of a page. */
+  public static String commitPage(CommitPage page) {
+    ObjectNode root = JSON.createObjectNode();
+    ArrayNode commits = root.putArray("commits");
+    for (CommitEvent event : page.commits()) {
+      ObjectNode commit = commits.addObject();
+      commit(commit, event);
+    }
+    root.put("last-commit-seq", page.lastCommitSeq());
+    return write(root);
+  }
+
+  /** The JSON of one commit. */
+  public static String commit(CommitEvent event) {
+    ObjectNode root = JSON.createObjectNode();
+    commit(root, event);
+    return write(root);
+  }
+
+  private static void commit(ObjectNode commit, CommitEvent event) {
+    TableIdentifier table = TableKeys.identifier(event.tableKey());
+    commit.put("commit-seq", event.commitSeq());
+    namespace(commit.putArray("namespace"), table.namespace());
+    commit.put("table", table.name());
+    commit.put("operation", event.operation().name());
+    ArrayNode snapshots = commit.putArray("snapshot-ids");
+    event.addedSnapshotIds().forEach(snapshots::add);
+    commit.put("metadata-location", event.metadataLocation());
+    commit.put("previous-metadata-location", event.previousMetadataLocation());
+    commit.put("timestamp-ms", event.tsMicros() / 1000);
+    commit.put("timestamp-us", event.tsMicros());
+    if (event.transactionSize() > 0) {
+      commit.put("transaction-seq", event.transactionSeq());
+      commit.put("transaction-size", event.transactionSize());
+    }
+  }
+
+  /** A page read from its JSON. */
+  public static CommitPage commitPage(String json) {
+    JsonNode root = read(json, "commit page");
+    List<CommitEvent> commits = new ArrayList<>();
+    for (JsonNode commit : required(root, "commits", "commit page")) {
+      commits.add(commit(commit));
+    }
+    return new CommitPage(commits, required(root, "last-commit-seq", "commit page").asLong());
+  }
+
+  /** One commit read from its JSON. */
+  public static CommitEvent commit(String json) {
+    return commit(read(json, "commit"));
+  }
+
+  private static CommitEvent commit(JsonNode commit) {
+    TableIdentifier table = TableIdentifier.of(namespace(required(commit, "namespace", "commit")),
+        required(commit, "table", "commit").asText());
+    List<Long> snapshots = new ArrayList<>();
+    required(commit, "snapshot-ids", "commit").forEach(id -> snapshots.add(id.asLong()));
+    JsonNode previous = commit.get("previous-metadata-location");
+    return new CommitEvent(required(commit, "commit-seq", "commit").asLong(),
+        TableKeys.tableKey(table),
+        CommitOperation.valueOf(required(commit, "operation", "commit").asText()
+            .toUpperCase(Locale.ROOT)),
+        snapshots, required(commit, "metadata-location", "commit").asText(),
+        previous == null || previous.isNull() ? null : previous.asText(),
+        commit.has("timestamp-us") ? commit.get("timestamp-us").asLong()
+            : required(commit, "timestamp-ms", "commit").asLong() * 1000,
+        commit.path("transaction-seq").asLong(0), commit.path("transaction-size").asInt(0));
+  }
+
+  /** The JSON of a cursor, as a consumer stores it. */
+  public static String cursor(ConsumerCursor cursor) {
+    ObjectNode root = JSON.createObjectNode();
+    cursor(root, cursor);
+    return write(root);
+  }
+
+  private static void cursor(ObjectNode node, ConsumerCursor cursor) {
+    namespace(node.putArray("namespace"), cursor.table().namespace());
+    node.put("table", cursor.table().name());
+    node.put("table-uuid", cursor.tableUuid());
+    node.put("snapshot-id", cursor.snapshotId());
+    node.put("commit-seq", cursor.commitSeq());
+  }
+
+  /**
+   * A cursor read from its JSON.
+   *
+   * @throws IllegalArgumentException naming what is missing or malformed
+   */
+  public static ConsumerCursor cursor(String json) {
+    return cursor(read(json, "consumer cursor"));
+  }
+
+  private static ConsumerCursor cursor(JsonNode node) {
+    String what = "consumer cursor";
+    TableIdentifier table = TableIdentifier.of(namespace(required(node, "namespace", what)),
+        text(node, "table", what));
+    return new ConsumerCursor(table, text(node, "table-uuid", what),
+        number(node, "snapshot-id", what), number(node, "commit-seq", what));
+  }
+
+  /** The JSON of a stored consumer. */
+  public static String consumer(StoredConsumer consumer) {
+    return write(consumerNode(consumer));
+  }
+
+  private static ObjectNode consumerNode(StoredConsumer consumer) {
+    ObjectNode root = JSON.createObjectNode();
+    root.put("consumer-id", consumer.consumerId());
+    cursor(root.putObject("cursor"), consumer.cursor());
+    root.put("last-seen-ms", consumer.lastSeen().toEpochMilli());
+    return root;
+  }
+
+  /** A stored consumer read from its JSON. */
+  public static StoredConsumer consumer(String json) {
+    return consumer(read(json, "consumer"));
+  }
+
+  private static StoredConsumer consumer(JsonNode node) {
+    return new StoredConsumer(text(node, "consumer-id", "consumer"),
+        cursor(required(node, "cursor", "consumer")),
+        Instant.ofEpochMilli(number(node, "last-seen-ms", "consumer")));
+  }
+
+  /** The JSON of a list of consumers. */
+  public static String consumers(List<StoredConsumer> consumers) {
+    ObjectNode root = JSON.createObjectNode();
+    ArrayNode list = root.putArray("consumers");
+    consumers.forEach(consumer -> list.add(consumerNode(consumer)));
+    return write(root);
+  }
+
+  /** A list of consumers read from its JSON. */
+  public static List<StoredConsumer> consumers(String json) {
+    List<StoredConsumer> consumers = new ArrayList<>();
+    for (JsonNode node : required(read(json, "consumer list"), "consumers", "consumer list")) {
+      consumers.add(consumer(node));
+    }
+    return consumers;
+  }
+
+  private static void namespace(ArrayNode levels, Namespace namespace) {
+    for (String level : namespace.levels()) {
+      levels.add(level);
+    }
+  }
+
+  private static Namespace namespace(JsonNode levels) {
+    if (!levels.isArray()) {
+      throw new IllegalArgumentException("'namespace' must be an array of strings, got "
+          + levels);
+    }
+    List<String> parts = new ArrayList<>();
+    levels.forEach(level -> parts.add(level.asText()));
+    return Namespace.of(parts.toArray(String[]::new));
+  }
+
+  private static JsonNode read(String json, String what) {
+    try {
+      JsonNode node = JSON.readTree(json);
+      if (node == null || !node.isObject()) {
+        throw new IllegalArgumentException("a " + what + " must be a JSON object, got: "
+            + abbreviate(json));
+      }
+      return node;
+    } catch (JsonProcessingException e) {
+      throw new IllegalArgumentException("a " + what + " is not valid JSON ("
+          + e.getOriginalMessage() + "): " + abbreviate(json), e);
+    }
+  }
+
+  private static JsonNode required(JsonNode node, String field, String what) {
+    JsonNode value = node.get(field);
+    if (value == null || value.isNull()) {
+      throw new IllegalArgumentException("a " + what + " needs the field '" + field + "'; got "
+          + abbreviate(node.toString()));
+    }
+    return value;
+  }
+
+  private static String text(JsonNode node, String field, String what) {
+    JsonNode value = required(node, field, what);
+    if (!value.isTextual()) {
+      throw new IllegalArgumentException("in a " + what + ", '" + field + "' must be a string,"
+          + " got " + value);
+    }
+    return value.asText();
+  }
+
+  private static long number(JsonNode node, String field, String what) {
+    JsonNode value = required(node, field, what);
+    if (!value.isIntegralNumber() || !value.canConvertToLong()) {
+      throw new IllegalArgumentException("in a " + what + ", '" + field + "' must be an"
+          + " integer, got " + value);
+    }
+    return value.asLong();
+  }
+
+  private static String write(JsonNode node) {
+    try {
+      return JSON.writeValueAsString(node);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("cannot write JSON of " + node, e);
+    }
+  }
+
+  private static String abbreviate(String text) {
+    return text.length() <= 200 ? text : text.substring(0, 200) + "…";
+  }
+}

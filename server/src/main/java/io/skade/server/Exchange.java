@@ -1,0 +1,185 @@
+package io.skade.server;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.iceberg.rest.RESTUtil;
+import org.apache.iceberg.rest.responses.ErrorResponse;
+import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.io.Content;
+import org.eclipse.jetty.server.Request;
+import org.eclipse.jetty.server.Response;
+import org.eclipse.jetty.util.Callback;
+import org.eclipse.jetty.util.Fields;
+
+/**
+ * One HTTP request and its answer, on Jetty's core API: the path split into its still-encoded
+ * segments (a table name may hold an encoded {@code /}), the query, a body read with a size
+ * limit, and the answer written once, as JSON or as the REST error model's {@link
+ * ErrorResponse}.
+ */
+final class Exchange {
+  /** Largest request body accepted; a commit of many updates stays far below it. */
+  static final int MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+  private final Request request;
+  private final Response response;
+  private final Callback callback;
+  private final List<String> segments;
+  private final AtomicBoolean answered = new AtomicBoolean();
+  private Fields query;
+  /** The route's template, for metrics and logs; set when the request is routed. */
+  private String route = "unrouted";
+  private int status;
+
+  Exchange(Request request, Response response, Callback callback) {
+    this.request = request;
+    this.response = response;
+    this.callback = callback;
+    this.segments = segments(request.getHttpURI().getPath());
+  }
+
+  private static List<String> segments(String rawPath) {
+    List<String> parts = new ArrayList<>();
+    for (String part : (rawPath == null ? "" : rawPath).split("/", -1)) {
+      if (!part.isEmpty()) {
+        parts.add(part);
+      }
+    }
+    return parts;
+  }
+
+  String method() {
+    return request.getMethod();
+  }
+
+  /** The path's segments, still percent-encoded. */
+  List<String> segments() {
+    return segments;
+  }
+
+  /** Segment {@code index} decoded. */
+  String decoded(int index) {
+    return RESTUtil.decodeString(segments.get(index));
+  }
+
+  /** Whether the path is {@code parts} (a {@code *} matches any one segment). */
+  boolean pathIs(String... parts) {
+    if (segments.size() != parts.length) {
+      return false;
+    }
+    for (int i = 0; i < parts.length; i++) {
+      if (!parts[i].equals("*") && !parts[i].equals(segments.get(i))) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** A query parameter, decoded; null when absent. */
+  String query(String name) {
+    if (query == null) {
+      query = Request.extractQueryParameters(request, StandardCharsets.UTF_8);
+    }
+    Fields.Field field = query.get(name);
+    return field == null ? null : field.getValue();
+  }
+
+  String header(String name) {
+    return request.getHeaders().get(name);
+  }
+
+  void route(String template) {
+    this.route = template;
+  }
+
+  String route() {
+    return route;
+  }
+
+  /** The status answered, 0 before the answer. */
+  int status() {
+    return status;
+  }
+
+  boolean answered() {
+    return answered.get();
+  }
+
+  /**
+   * The request body as text.
+   *
+   * @throws PayloadTooLargeException when it is longer than {@link #MAX_BODY_BYTES}
+   */
+  String body() throws InterruptedException {
+    long declared = request.getLength();
+    if (declared > MAX_BODY_BYTES) {
+      throw new PayloadTooLargeException(declared);
+    }
+    try {
+      byte[] bytes = Content.Source.asByteArrayAsync(request, MAX_BODY_BYTES).get();
+      return new String(bytes, StandardCharsets.UTF_8);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof IllegalStateException) { // more than the limit arrived
+        throw new PayloadTooLargeException(-1);
+      }
+      throw new IllegalArgumentException("the request body could not be read: " + e.getCause(),
+          e.getCause());
+    }
+  }
+
+  /** A body longer than {@link #MAX_BODY_BYTES}: answered 413. */
+  static final class PayloadTooLargeException extends RuntimeException {
+    PayloadTooLargeException(long declared) {
+      super("the request body" + (declared > 0 ? " of " + declared + " bytes" : "")
+          + " is larger than the " + MAX_BODY_BYTES + " bytes the server accepts");
+    }
+  }
+
+  void header(String name, String value) {
+    response.getHeaders().put(name, value);
+  }
+
+  /** Answers {@code status} with a JSON body. */
+  void json(int status, String json) {
+    answer(status, "application/json", json);
+  }
+
+  /** Answers {@code status} with a plain-text body. */
+  void text(int status, String contentType, String text) {
+    answer(status, contentType, text);
+  }
+
+  /** Answers {@code status} without a body (204, 304, a HEAD). */
+  void empty(int status) {
+    if (answered.compareAndSet(false, true)) {
+      this.status = status;
+      response.setStatus(status);
+      response.write(true, null, callback);
+    }
+  }
+
+  /** Answers with the REST error model: {@code {"error": {message, type, code}}}. */
+  void error(int status, String type, String message) {
+    ErrorResponse error = ErrorResponse.builder().responseCode(status).withType(type)
+        .withMessage(message).build();
+    json(status, IcebergJson.write(error));
+  }
+
+  private void answer(int status, String contentType, String body) {
+    if (!answered.compareAndSet(false, true)) {
+      return; // a long-poll answered by its timer and by a commit at once: the first wins
+    }
+    this.status = status;
+    response.setStatus(status);
+    response.getHeaders().put(HttpHeader.CONTENT_TYPE, contentType + "; charset=utf-8");
+    if (method().equals("HEAD")) {
+      response.write(true, null, callback);
+    } else {
+      response.write(true, ByteBuffer.wrap(body.getBytes(StandardCharsets.UTF_8)), callback);
+    }
+  }
+}

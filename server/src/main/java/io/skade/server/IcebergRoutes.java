@@ -1,0 +1,295 @@
+package io.skade.server;
+
+import io.micrometer.core.instrument.Timer;
+import io.skade.catalog.SkadeCatalog;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.apache.iceberg.MetadataUpdate;
+import org.apache.iceberg.UpdateRequirement;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.TableCommit;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.rest.CatalogHandlers;
+import org.apache.iceberg.rest.Endpoint;
+import org.apache.iceberg.rest.RESTCatalogProperties;
+import org.apache.iceberg.rest.RESTUtil;
+import org.apache.iceberg.rest.ResourcePaths;
+import org.apache.iceberg.rest.requests.CommitTransactionRequest;
+import org.apache.iceberg.rest.requests.CreateNamespaceRequest;
+import org.apache.iceberg.rest.requests.CreateTableRequest;
+import org.apache.iceberg.rest.requests.RegisterTableRequest;
+import org.apache.iceberg.rest.requests.RenameTableRequest;
+import org.apache.iceberg.rest.requests.ReportMetricsRequest;
+import org.apache.iceberg.rest.requests.UpdateNamespacePropertiesRequest;
+import org.apache.iceberg.rest.requests.UpdateTableRequest;
+import org.apache.iceberg.rest.responses.ConfigResponse;
+import org.apache.iceberg.rest.responses.LoadTableResponse;
+
+/**
+ * The Iceberg REST catalog protocol over one {@link SkadeCatalog}: each route of the spec that
+ * skade serves, handed to Iceberg's own {@link CatalogHandlers} (which check requests and build
+ * responses as the reference implementation does) or, for a multi-table commit, to {@link
+ * SkadeCatalog#commitTransaction}, so every commit goes through skade's one commit path.
+ *
+ * <p>Paths carry no prefix. Table loads carry an {@code ETag} (of the metadata location and the
+ * snapshot mode) and are answered {@code 304} when {@code If-None-Match} names the current one.
+ */
+final class IcebergRoutes {
+  /** A route: its method, its path template ({@code {name}} matches one segment), its handler. */
+  private record Route(String method, String template, String specPath, Handler handler) {
+    Map<String, String> match(Exchange exchange) {
+      if (!method.equals(exchange.method())) {
+        return null;
+      }
+      String[] parts = template.substring(1).split("/");
+      List<String> segments = exchange.segments();
+      if (segments.size() != parts.length) {
+        return null;
+      }
+      Map<String, String> vars = new HashMap<>();
+      for (int i = 0; i < parts.length; i++) {
+        if (parts[i].startsWith("{")) {
+          vars.put(parts[i].substring(1, parts[i].length() - 1), segments.get(i));
+        } else if (!parts[i].equals(segments.get(i))) {
+          return null;
+        }
+      }
+      return vars;
+    }
+  }
+
+  @FunctionalInterface
+  private interface Handler {
+    void handle(Exchange exchange, Map<String, String> vars) throws Exception;
+  }
+
+  /** A table's changes of a multi-table commit, as {@link SkadeCatalog} takes them. */
+  private record Change(TableIdentifier identifier, List<UpdateRequirement> requirements,
+      List<MetadataUpdate> updates) implements TableCommit {}
+
+  private final SkadeCatalog catalog;
+  private final ServerMetrics metrics;
+  private final List<Route> routes = new ArrayList<>();
+
+  IcebergRoutes(SkadeCatalog catalog, ServerMetrics metrics) {
+    this.catalog = catalog;
+    this.metrics = metrics;
+    route("GET", "/v1/config", this::config);
+    route("GET", ResourcePaths.V1_NAMESPACES, this::listNamespaces);
+    route("POST", ResourcePaths.V1_NAMESPACES, (ex, vars) -> ex.json(200, IcebergJson.write(
+        CatalogHandlers.createNamespace(catalog, body(ex, CreateNamespaceRequest.class)))));
+    route("HEAD", ResourcePaths.V1_NAMESPACE, (ex, vars) -> {
+      CatalogHandlers.namespaceExists(catalog, namespace(vars));
+      ex.empty(204);
+    });
+    route("GET", ResourcePaths.V1_NAMESPACE, (ex, vars) -> ex.json(200,
+        IcebergJson.write(CatalogHandlers.loadNamespace(catalog, namespace(vars)))));
+    route("DELETE", ResourcePaths.V1_NAMESPACE, (ex, vars) -> {
+      CatalogHandlers.dropNamespace(catalog, namespace(vars));
+      ex.empty(204);
+    });
+    route("POST", ResourcePaths.V1_NAMESPACE_PROPERTIES, (ex, vars) -> ex.json(200,
+        IcebergJson.write(CatalogHandlers.updateNamespaceProperties(catalog, namespace(vars),
+            body(ex, UpdateNamespacePropertiesRequest.class)))));
+    route("GET", ResourcePaths.V1_TABLES, this::listTables);
+    route("POST", ResourcePaths.V1_TABLES, this::createTable);
+    route("POST", ResourcePaths.V1_TABLE_REGISTER, (ex, vars) -> answerTable(ex, 200,
+        CatalogHandlers.registerTable(catalog, namespace(vars),
+            body(ex, RegisterTableRequest.class)), RESTCatalogProperties.SnapshotMode.ALL));
+    route("HEAD", ResourcePaths.V1_TABLE, (ex, vars) -> {
+      CatalogHandlers.tableExists(catalog, table(vars));
+      ex.empty(204);
+    });
+    route("GET", ResourcePaths.V1_TABLE, this::loadTable);
+    route("POST", ResourcePaths.V1_TABLE, this::updateTable);
+    route("DELETE", ResourcePaths.V1_TABLE, (ex, vars) -> {
+      if (Boolean.parseBoolean(ex.query("purgeRequested"))) {
+        CatalogHandlers.purgeTable(catalog, table(vars));
+      } else {
+        CatalogHandlers.dropTable(catalog, table(vars));
+      }
+      ex.empty(204);
+    });
+    route("POST", ResourcePaths.V1_TABLE_RENAME, (ex, vars) -> {
+      CatalogHandlers.renameTable(catalog, body(ex, RenameTableRequest.class));
+      ex.empty(204);
+    });
+    route("POST", ResourcePaths.V1_TABLE_METRICS, (ex, vars) -> {
+      body(ex, ReportMetricsRequest.class); // accepted (checked) and dropped
+      ex.empty(204);
+    });
+    route("POST", ResourcePaths.V1_TRANSACTIONS_COMMIT, this::commitTransaction);
+  }
+
+  private void route(String method, String template, Handler handler) {
+    routes.add(new Route(method, template.replace("/{prefix}", ""), template, handler));
+  }
+
+  /**
+   * Handles {@code exchange} when it is a route of the protocol; false when no route matches.
+   * The handler's failures reach the caller, which answers them with {@link RestErrors}.
+   */
+  boolean handle(Exchange exchange) throws Exception {
+    for (Route route : routes) {
+      Map<String, String> vars = route.match(exchange);
+      if (vars != null) {
+        exchange.route(route.method() + " " + route.template());
+        route.handler().handle(exchange, vars);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The endpoints served, as {@code /v1/config} advertises them. */
+  List<Endpoint> endpoints() {
+    return routes.stream()
+        .filter(route -> !route.template().equals("/v1/config"))
+        .map(route -> Endpoint.create(route.method(), route.specPath())) // as the spec names it
+        .toList();
+  }
+
+  private void config(Exchange exchange, Map<String, String> vars) {
+    exchange.json(200, IcebergJson.write(ConfigResponse.builder()
+        .withEndpoints(endpoints())
+        .build()));
+  }
+
+  private void listNamespaces(Exchange exchange, Map<String, String> vars) {
+    String parent = exchange.query("parent");
+    Namespace namespace = parent == null || parent.isEmpty()
+        ? Namespace.empty() : RESTUtil.namespaceFromQueryParam(parent);
+    String pageSize = exchange.query("pageSize");
+    exchange.json(200, IcebergJson.write(pageSize == null
+        ? CatalogHandlers.listNamespaces(catalog, namespace)
+        : CatalogHandlers.listNamespaces(catalog, namespace, exchange.query("pageToken"),
+            pageSize)));
+  }
+
+  private void listTables(Exchange exchange, Map<String, String> vars) {
+    Namespace namespace = namespace(vars);
+    String pageSize = exchange.query("pageSize");
+    exchange.json(200, IcebergJson.write(pageSize == null
+        ? CatalogHandlers.listTables(catalog, namespace)
+        : CatalogHandlers.listTables(catalog, namespace, exchange.query("pageToken"), pageSize)));
+  }
+
+  private void createTable(Exchange exchange, Map<String, String> vars) throws Exception {
+    CreateTableRequest request = body(exchange, CreateTableRequest.class);
+    request.validate();
+    Namespace namespace = namespace(vars);
+    if (request.stageCreate()) {
+      answerTable(exchange, 200, CatalogHandlers.stageTableCreate(catalog, namespace, request),
+          RESTCatalogProperties.SnapshotMode.ALL);
+    } else {
+      answerTable(exchange, 200, timedCommit(
+          () -> CatalogHandlers.createTable(catalog, namespace, request)),
+          RESTCatalogProperties.SnapshotMode.ALL);
+    }
+  }
+
+  private void loadTable(Exchange exchange, Map<String, String> vars) {
+    String snapshots = exchange.query(RESTCatalogProperties.SNAPSHOTS_QUERY_PARAMETER);
+    RESTCatalogProperties.SnapshotMode mode = snapshots == null
+        ? RESTCatalogProperties.SnapshotMode.ALL : snapshotMode(snapshots);
+    LoadTableResponse response = CatalogHandlers.loadTable(catalog, table(vars), mode);
+    String etag = etag(response, mode);
+    String ifNoneMatch = exchange.header("If-None-Match");
+    if (ifNoneMatch != null && unquote(ifNoneMatch).equals(etag)) {
+      exchange.header("ETag", quote(etag));
+      exchange.empty(304);
+      return;
+    }
+    answerTable(exchange, 200, response, mode);
+  }
+
+  private static RESTCatalogProperties.SnapshotMode snapshotMode(String value) {
+    try {
+      return RESTCatalogProperties.SnapshotMode.valueOf(value.toUpperCase(Locale.ROOT));
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("query parameter 'snapshots' = '" + value
+          + "'; accepted values are 'all' and 'refs'", e);
+    }
+  }
+
+  private void updateTable(Exchange exchange, Map<String, String> vars) throws Exception {
+    UpdateTableRequest request = body(exchange, UpdateTableRequest.class);
+    TableIdentifier table = table(vars);
+    answerTable(exchange, 200,
+        timedCommit(() -> CatalogHandlers.updateTable(catalog, table, request)),
+        RESTCatalogProperties.SnapshotMode.ALL);
+  }
+
+  private void commitTransaction(Exchange exchange, Map<String, String> vars) throws Exception {
+    CommitTransactionRequest request = body(exchange, CommitTransactionRequest.class);
+    request.validate();
+    List<TableCommit> changes = request.tableChanges().stream()
+        .<TableCommit>map(change -> new Change(change.identifier(), change.requirements(),
+            change.updates()))
+        .toList();
+    timedCommit(() -> {
+      catalog.commitTransaction(changes);
+      return null;
+    });
+    exchange.empty(204);
+  }
+
+  private <T> T timedCommit(java.util.function.Supplier<T> commit) {
+    Timer.Sample sample = Timer.start();
+    T result = commit.get();
+    sample.stop(metrics.commitLatency());
+    return result;
+  }
+
+  private static void answerTable(Exchange exchange, int status, LoadTableResponse response,
+      RESTCatalogProperties.SnapshotMode mode) {
+    if (response.metadataLocation() != null) { // a staged create has none yet
+      exchange.header("ETag", quote(etag(response, mode)));
+    }
+    exchange.json(status, IcebergJson.write(response));
+  }
+
+  /** The table's version as a client caches it: its metadata file and the snapshot mode. */
+  private static String etag(LoadTableResponse response, RESTCatalogProperties.SnapshotMode mode) {
+    try {
+      byte[] digest = MessageDigest.getInstance("SHA-256").digest((response.metadataLocation()
+          + ",snapshots=" + mode.name().toLowerCase(Locale.ROOT))
+          .getBytes(StandardCharsets.UTF_8));
+      return HexFormat.of().formatHex(digest, 0, 16);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("every Java has SHA-256", e);
+    }
+  }
+
+  private static String quote(String etag) {
+    return "\"" + etag + "\"";
+  }
+
+  private static String unquote(String value) {
+    String trimmed = value.trim();
+    if (trimmed.startsWith("W/")) {
+      trimmed = trimmed.substring(2);
+    }
+    return trimmed.length() >= 2 && trimmed.startsWith("\"") && trimmed.endsWith("\"")
+        ? trimmed.substring(1, trimmed.length() - 1) : trimmed;
+  }
+
+  private static <T> T body(Exchange exchange, Class<T> type) throws InterruptedException {
+    return IcebergJson.read(exchange.body(), type);
+  }
+
+  private static Namespace namespace(Map<String, String> vars) {
+    return RESTUtil.decodeNamespace(vars.get("namespace"));
+  }
+
+  private static TableIdentifier table(Map<String, String> vars) {
+    return TableIdentifier.of(namespace(vars), RESTUtil.decodeString(vars.get("table")));
+  }
+}
