@@ -102,7 +102,7 @@ import org.slf4j.LoggerFactory;
  * ExpiryGuard}).
  */
 public class SkadeCatalog extends BaseMetastoreCatalog
-    implements SupportsNamespaces, CommitFeed, Configurable<Object> {
+    implements SupportsNamespaces, CommitFeed, ConsumerStore, Configurable<Object> {
   private static final Logger LOG = LoggerFactory.getLogger(SkadeCatalog.class);
 
   public static final String CATALOG_PATH = "catalog.path";

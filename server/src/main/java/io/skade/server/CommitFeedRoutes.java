@@ -90,7 +90,8 @@ final class CommitFeedRoutes implements AutoCloseable {
 
   private void commits(Exchange exchange) {
     long after = parameter(exchange, "after", 0, 0, Long.MAX_VALUE);
-    int limit = (int) parameter(exchange, "limit", DEFAULT_LIMIT, 1, SkadeProtocol.MAX_LIMIT);
+    // limit=0 asks for the cursor alone.
+    int limit = (int) parameter(exchange, "limit", DEFAULT_LIMIT, 0, SkadeProtocol.MAX_LIMIT);
     long waitMs = parameter(exchange, "wait-ms", 0, 0, SkadeProtocol.MAX_WAIT_MS);
     long current = catalog.commitSeq();
     if (after > current) {
@@ -98,7 +99,7 @@ final class CommitFeedRoutes implements AutoCloseable {
           + " commit_seq " + current + ": the cursor does not come from this catalog (or its"
           + " log was replaced); start from a commit_seq at most " + current);
     }
-    if (after < current || waitMs == 0 || closing) {
+    if (after < current || waitMs == 0 || limit == 0 || closing) {
       answer(exchange, after, limit);
       return;
     }
@@ -118,7 +119,7 @@ final class CommitFeedRoutes implements AutoCloseable {
 
   private void answer(Exchange exchange, long after, int limit) {
     try {
-      List<CommitEvent> commits = catalog.commitsSince(after, limit);
+      List<CommitEvent> commits = limit == 0 ? List.of() : catalog.commitsSince(after, limit);
       long last = catalog.commitSeq(); // after the page: never behind its newest commit
       exchange.json(200, SkadeProtocol.commitPage(new CommitPage(commits, last)));
     } catch (RuntimeException e) {

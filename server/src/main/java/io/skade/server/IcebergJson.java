@@ -6,6 +6,7 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonFactoryBuilder;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import org.apache.iceberg.rest.RESTSerializers;
@@ -53,22 +54,26 @@ final class IcebergJson {
       throw new IllegalArgumentException(
           "the request needs a JSON body (" + expected + "); it was empty");
     }
-    T message;
+    JsonNode tree;
     try {
-      message = MAPPER.readValue(json, type);
+      tree = MAPPER.readTree(json);
     } catch (JsonProcessingException e) {
       throw new IllegalArgumentException(
-          "the request body is not a valid " + expected + ": " + e.getOriginalMessage(), e);
-    } catch (RuntimeException e) {
+          "the request body is not valid JSON (" + expected + "): " + e.getOriginalMessage(), e);
+    }
+    if (tree == null || !tree.isObject()) { // some deserializers read any value as empty
+      throw new IllegalArgumentException("the request body must be a JSON object (" + expected
+          + "), got: " + (json.length() > 100 ? json.substring(0, 100) + "…" : json));
+    }
+    try {
+      return MAPPER.treeToValue(tree, type);
+    } catch (JsonProcessingException | RuntimeException e) {
       // Iceberg's deserializers check fields with Preconditions and cast JSON nodes: a body of
       // the wrong shape fails with an IllegalArgumentException, a NullPointerException or a cast.
-      throw new IllegalArgumentException("the request body is not a valid " + expected + ": "
-          + (e.getMessage() == null ? e.toString() : e.getMessage()), e);
-    }
-    if (message == null) {
+      String problem = e instanceof JsonProcessingException json1 ? json1.getOriginalMessage()
+          : e.getMessage() == null ? e.toString() : e.getMessage();
       throw new IllegalArgumentException(
-          "the request body is JSON null; a " + expected + " is expected");
+          "the request body is not a valid " + expected + ": " + problem, e);
     }
-    return message;
   }
 }

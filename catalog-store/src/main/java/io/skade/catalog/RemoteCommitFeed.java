@@ -1,0 +1,165 @@
+package io.skade.catalog;
+
+import io.skade.catalog.SkadeProtocol.CommitPage;
+import java.io.UncheckedIOException;
+import java.time.Duration;
+import java.util.Iterator;
+import java.util.List;
+import java.util.NoSuchElementException;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The commit feed of a catalog a skade server owns, for a process that is its client: the same
+ * {@link CommitFeed} the owner's catalog is, over the server's long-poll.
+ *
+ * <p>Live subscriptions share one long-poll thread, started with the first: it asks for the
+ * commits after the newest it delivered, the server answers as soon as one lands, so a
+ * subscriber learns of a commit one round trip after it is durable. While the server is away
+ * (restarting), the thread retries with a backoff and then goes on from where it was, so no
+ * commit is skipped and none delivered twice.
+ */
+public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(RemoteCommitFeed.class);
+  /** How long one long-poll waits on the server. */
+  private static final Duration WAIT = Duration.ofSeconds(20);
+  private static final int PAGE = 1000;
+  private static final long RETRY_PAUSE_MS = 1_000;
+
+  private final SkadeServerClient client;
+  private final Set<CommitSubscription> subscriptions = ConcurrentHashMap.newKeySet();
+  private Thread poller; // guarded by this
+  /** The newest commit the poller delivered; guarded by this. */
+  private long delivered;
+  private volatile boolean closed;
+
+  public RemoteCommitFeed(SkadeServerClient client) {
+    this.client = client;
+  }
+
+  @Override
+  public synchronized CommitSubscription subscribeCommits(int bufferSize) {
+    if (closed) {
+      throw new IllegalStateException("the commit feed of " + client.uri() + " is closed");
+    }
+    CommitSubscription subscription = new CommitSubscription(bufferSize, subscriptions::remove);
+    if (poller == null) {
+      delivered = client.commitSeq();
+      poller = new Thread(this::poll, "skade-remote-feed " + client.uri());
+      poller.setDaemon(true);
+      poller.start();
+    }
+    subscription.startAt(delivered); // under the lock: the poller delivers what comes after
+    subscriptions.add(subscription);
+    return subscription;
+  }
+
+  private void poll() {
+    long after;
+    synchronized (this) {
+      after = delivered;
+    }
+    while (!closed) {
+      CommitPage page;
+      try {
+        page = client.commits(after, PAGE, WAIT);
+      } catch (UncheckedIOException e) {
+        LOG.warn("skade commit feed of {}: {}; trying again", client.uri(), e.getMessage());
+        pause();
+        continue;
+      } catch (RuntimeException e) {
+        LOG.error("skade commit feed of {}: the server refused the long-poll; trying again",
+            client.uri(), e);
+        pause();
+        continue;
+      }
+      long now = System.nanoTime();
+      synchronized (this) {
+        for (CommitEvent event : page.commits()) {
+          for (CommitSubscription subscription : subscriptions) {
+            subscription.deliver(event, now);
+          }
+          delivered = event.commitSeq();
+        }
+        after = delivered;
+      }
+    }
+  }
+
+  private void pause() {
+    try {
+      Thread.sleep(RETRY_PAUSE_MS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      closed = true;
+    }
+  }
+
+  @Override
+  public Iterable<CommitEvent> commitsSince(long after) {
+    return () -> new Iterator<>() {
+      private long cursor = after;
+      private Iterator<CommitEvent> page = List.<CommitEvent>of().iterator();
+      private boolean exhausted;
+
+      @Override
+      public boolean hasNext() {
+        if (!page.hasNext() && !exhausted) {
+          List<CommitEvent> next = commitsSince(cursor, PAGE);
+          exhausted = next.size() < PAGE;
+          page = next.iterator();
+        }
+        return page.hasNext();
+      }
+
+      @Override
+      public CommitEvent next() {
+        if (!hasNext()) {
+          throw new NoSuchElementException();
+        }
+        CommitEvent event = page.next();
+        cursor = event.commitSeq();
+        return event;
+      }
+    };
+  }
+
+  @Override
+  public List<CommitEvent> commitsSince(long after, int limit) {
+    return client.commits(after, Math.min(limit, SkadeProtocol.MAX_LIMIT), Duration.ZERO)
+        .commits();
+  }
+
+  @Override
+  public long commitSeq() {
+    return client.commitSeq();
+  }
+
+  @Override
+  public String commitTableKey(TableIdentifier identifier) {
+    return TableKeys.tableKey(identifier);
+  }
+
+  @Override
+  public TableIdentifier commitTableIdentifier(String tableKey) {
+    return TableKeys.identifier(tableKey);
+  }
+
+  /** Ends every subscription and the long-poll thread. */
+  @Override
+  public void close() {
+    Thread thread;
+    synchronized (this) {
+      closed = true;
+      thread = poller;
+    }
+    subscriptions.forEach(CommitSubscription::catalogClosed);
+    subscriptions.clear();
+    if (thread != null) {
+      thread.interrupt();
+    }
+  }
+}

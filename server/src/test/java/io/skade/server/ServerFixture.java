@@ -1,0 +1,140 @@
+package io.skade.server;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.apache.iceberg.CatalogProperties;
+import org.apache.iceberg.DataFile;
+import org.apache.iceberg.FileFormat;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.data.GenericFileWriterFactory;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.io.DataWriter;
+import org.apache.iceberg.io.OutputFileFactory;
+import org.apache.iceberg.rest.RESTCatalog;
+
+/**
+ * A skade server on a fresh catalog under {@code root}, started in this JVM (real Jetty, real
+ * RocksDB), with one bearer token; its Iceberg REST clients and raw HTTP calls.
+ */
+final class ServerFixture implements AutoCloseable {
+  static final String TOKEN = "test-token";
+  private static final HttpClient HTTP = HttpClient.newHttpClient();
+  private final List<AutoCloseable> opened = new ArrayList<>();
+  final SkadeServer server;
+
+  ServerFixture(Path root) throws Exception {
+    Path tokens = Files.writeString(root.resolve("tokens"), "# test\n" + TOKEN + "\n");
+    server = SkadeServer.start(SkadeServer.Settings.of(root.resolve("warehouse").toString(),
+        "127.0.0.1", 0, tokens));
+  }
+
+  /** Iceberg's REST catalog client of the server, with the token. */
+  RESTCatalog rest() {
+    RESTCatalog client = new RESTCatalog();
+    client.initialize("rest", Map.of(CatalogProperties.URI, server.uri().toString(),
+        "token", TOKEN));
+    opened.add(client);
+    return client;
+  }
+
+  /** One answer: its status, body and headers. */
+  record Answer(int status, String body, Map<String, List<String>> headers) {
+    String header(String name) {
+      return headers.entrySet().stream().filter(e -> e.getKey().equalsIgnoreCase(name))
+          .findFirst().map(e -> e.getValue().get(0)).orElse(null);
+    }
+  }
+
+  /** A raw call with the token. */
+  Answer call(String method, String path, String body) {
+    return call(method, path, body, TOKEN, Map.of());
+  }
+
+  /** A raw call; {@code token} null sends no Authorization header. */
+  Answer call(String method, String path, String body, String token,
+      Map<String, String> headers) {
+    HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(server.uri() + path))
+        .method(method, body == null ? HttpRequest.BodyPublishers.noBody()
+            : HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8));
+    if (token != null) {
+      request.header("Authorization", "Bearer " + token);
+    }
+    headers.forEach(request::header);
+    try {
+      HttpResponse<String> response = HTTP.send(request.build(),
+          HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+      return new Answer(response.statusCode(), response.body(), response.headers().map());
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /**
+   * Sends the head of a POST announcing a body of {@code length} bytes, and none of the body,
+   * on a plain socket; the whole answer as text.
+   */
+  String rawPostHeadOnly(String path, long length) throws IOException {
+    try (Socket socket = new Socket(server.uri().getHost(), server.uri().getPort())) {
+      socket.setSoTimeout(10_000);
+      socket.getOutputStream().write(("POST " + path + " HTTP/1.1\r\nHost: localhost\r\n"
+          + "Authorization: Bearer " + TOKEN + "\r\nContent-Type: application/json\r\n"
+          + "Content-Length: " + length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+      socket.getOutputStream().flush();
+      ByteArrayOutputStream answer = new ByteArrayOutputStream();
+      byte[] buffer = new byte[8192];
+      try {
+        for (int n; (n = socket.getInputStream().read(buffer)) > 0; ) {
+          answer.write(buffer, 0, n);
+          if (answer.toString(StandardCharsets.UTF_8).contains("}}")) {
+            break; // the error body is complete
+          }
+        }
+      } catch (SocketTimeoutException e) {
+        // the answer so far is what there is
+      }
+      return answer.toString(StandardCharsets.UTF_8);
+    }
+  }
+
+  /** Appends {@code rows} to {@code table} as one real Parquet data file. */
+  static void append(Table table, List<Record> rows) throws IOException {
+    table.newAppend().appendFile(parquetFile(table, rows)).commit();
+  }
+
+  /** {@code rows} written to a new Parquet data file of {@code table}, not committed. */
+  static DataFile parquetFile(Table table, List<Record> rows) throws IOException {
+    OutputFileFactory files = OutputFileFactory.builderFor(table, 1, System.nanoTime())
+        .format(FileFormat.PARQUET).build();
+    DataWriter<Record> writer = new GenericFileWriterFactory.Builder(table)
+        .dataFileFormat(FileFormat.PARQUET).build()
+        .newDataWriter(files.newOutputFile(), table.spec(), null);
+    try (writer) {
+      rows.forEach(writer::write);
+    }
+    return writer.toDataFile();
+  }
+
+  @Override
+  public void close() throws Exception {
+    for (AutoCloseable closeable : opened) {
+      closeable.close();
+    }
+    server.close();
+  }
+}
