@@ -1,0 +1,165 @@
+package io.skade.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.skade.catalog.CommitEvent;
+import io.skade.catalog.CommitFeedLaggedException;
+import io.skade.catalog.CommitSubscription;
+import io.skade.catalog.RemoteCommitFeed;
+import io.skade.catalog.SkadeCatalog;
+import io.skade.catalog.SkadeProtocol.CommitPage;
+import io.skade.catalog.SkadeServerClient;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.LongStream;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.types.Types;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The commit feed over HTTP: a parked long-poll answers when a commit lands (not when its wait
+ * ends), or empty when its wait ends, or at once on shutdown; a remote subscriber that stalls
+ * while thousands of commits land gets every one of them once, in order, by the log.
+ */
+class CommitFeedOverHttpTest {
+  private static final Schema SCHEMA =
+      new Schema(Types.NestedField.required(1, "id", Types.LongType.get()));
+
+  @TempDir Path root;
+  private ServerFixture fixture;
+  private SkadeCatalog owner;
+  private SkadeServerClient client;
+
+  @BeforeEach
+  void start() throws Exception {
+    fixture = new ServerFixture(root);
+    owner = fixture.server.catalog();
+    owner.createNamespace(Namespace.of("db"));
+    client = new SkadeServerClient(fixture.server.uri(), ServerFixture.TOKEN,
+        Duration.ofSeconds(10));
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    if (fixture != null) {
+      fixture.close();
+    }
+  }
+
+  private String waiters() {
+    return fixture.call("GET", "/metrics", null).body().lines()
+        .filter(line -> line.startsWith("skade_feed_waiters")).findFirst().orElse("");
+  }
+
+  @Test
+  void aParkedLongPollAnswersWhenACommitLandsNotWhenItsWaitEnds() throws Exception {
+    Table table = owner.createTable(TableIdentifier.of("db", "t"), SCHEMA);
+    long seq = client.commitSeq();
+    CompletableFuture<CommitPage> poll =
+        CompletableFuture.supplyAsync(() -> client.commits(seq, 10, Duration.ofSeconds(60)));
+    await().atMost(Duration.ofSeconds(10)).until(() -> waiters().endsWith(" 1.0"));
+    assertThat(poll).isNotDone();
+
+    table.updateProperties().set("k", "v").commit();
+    CommitPage page = poll.get(10, TimeUnit.SECONDS); // well before the 60 s wait ends
+    assertThat(page.commits()).extracting(CommitEvent::commitSeq).containsExactly(seq + 1);
+    assertThat(page.commits().get(0).tableKey())
+        .isEqualTo(owner.commitTableKey(TableIdentifier.of("db", "t")));
+    assertThat(page.lastCommitSeq()).isEqualTo(seq + 1);
+    await().atMost(Duration.ofSeconds(10)).until(() -> waiters().endsWith(" 0.0"));
+  }
+
+  @Test
+  void aParkedLongPollAnswersEmptyWhenItsWaitEnds() {
+    long seq = client.commitSeq();
+    long started = System.nanoTime();
+    CommitPage page = client.commits(seq, 10, Duration.ofMillis(300));
+    assertThat(page.commits()).isEmpty();
+    assertThat(page.lastCommitSeq()).isEqualTo(seq);
+    assertThat(System.nanoTime() - started).as("the server waited")
+        .isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(300));
+  }
+
+  @Test
+  void aShutdownAnswersParkedLongPollsAtOnce() throws Exception {
+    long seq = client.commitSeq();
+    CompletableFuture<CommitPage> poll =
+        CompletableFuture.supplyAsync(() -> client.commits(seq, 10, Duration.ofSeconds(60)));
+    await().atMost(Duration.ofSeconds(10)).until(() -> waiters().endsWith(" 1.0"));
+    fixture.close();
+    fixture = null;
+    CommitPage page = poll.get(15, TimeUnit.SECONDS); // not the 60 s the poll asked for
+    assertThat(page.commits()).isEmpty();
+    assertThat(page.lastCommitSeq()).isEqualTo(seq);
+  }
+
+  @Test
+  void aRemoteSubscriberStalledWhile5000CommitsLandGetsEachOnceInOrder() throws Exception {
+    int tables = 8;
+    int perTable = 625;
+    List<Table> written = new ArrayList<>();
+    for (int i = 0; i < tables; i++) {
+      written.add(owner.createTable(TableIdentifier.of("db", "t" + i), SCHEMA));
+    }
+    try (RemoteCommitFeed feed = new RemoteCommitFeed(client)) {
+      CommitSubscription subscription = feed.subscribeCommits(64); // far fewer than will land
+      long start = subscription.startCursor();
+      assertThat(start).isEqualTo(owner.commitSeq());
+
+      ExecutorService committers = Executors.newFixedThreadPool(tables);
+      List<Future<?>> done = new ArrayList<>();
+      for (Table table : written) {
+        done.add(committers.submit(() -> {
+          for (int n = 0; n < perTable; n++) {
+            table.updateProperties().set("n", String.valueOf(n)).commit();
+          }
+        }));
+      }
+      for (Future<?> future : done) {
+        future.get(300, TimeUnit.SECONDS);
+      }
+      committers.shutdown();
+      long end = owner.commitSeq();
+      assertThat(end - start).isEqualTo((long) tables * perTable);
+
+      // Resumed: the live subscription, falling back to the log when it lagged.
+      List<Long> received = new ArrayList<>();
+      long cursor = start;
+      int lags = 0;
+      while (cursor < end) {
+        CommitEvent event;
+        try {
+          event = subscription.poll(Duration.ofSeconds(5));
+        } catch (CommitFeedLaggedException e) {
+          lags++;
+          for (CommitEvent replayed : feed.commitsSince(cursor)) {
+            received.add(replayed.commitSeq());
+            cursor = replayed.commitSeq();
+          }
+          continue;
+        }
+        if (event != null && event.commitSeq() > cursor) {
+          received.add(event.commitSeq());
+          cursor = event.commitSeq();
+        }
+      }
+      assertThat(lags).as("the stalled subscription lagged").isPositive();
+      assertThat(received).as("commit_seqs received after %s", start)
+          .containsExactlyElementsOf(LongStream.rangeClosed(start + 1, end).boxed().toList());
+    }
+  }
+}
