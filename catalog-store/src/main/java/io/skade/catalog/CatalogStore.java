@@ -105,10 +105,17 @@ final class CatalogStore implements AutoCloseable {
     this.consumers = handles.get(6);
   }
 
-  /** Opens (creating when new) the catalog at {@code dir} as its single writer. */
-  static CatalogStore openOwner(Path dir) {
+  /**
+   * Opens the catalog at {@code dir} as its single writer, creating it when new and {@code
+   * create} allows; otherwise a missing catalog is a {@link CatalogMissingException} and nothing
+   * is created.
+   */
+  static CatalogStore openOwner(Path dir, boolean create) {
     String path = dir.toAbsolutePath().toString();
     boolean existing = checkLayout(dir);
+    if (!existing && !create) {
+      throw new CatalogMissingException(path);
+    }
     if (!existing) {
       try {
         Files.createDirectories(dir);

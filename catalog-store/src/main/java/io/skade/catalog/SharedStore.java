@@ -51,7 +51,7 @@ final class SharedStore {
 
   /** What a catalog asks of its store, from its properties, checked before anything opens. */
   record Spec(Path catalogPath, boolean follower, Path followerPath, int maxBatchSize,
-      Map<String, Setting> settings) {}
+      boolean createIfMissing, Map<String, Setting> settings) {}
 
   private final Path dir;
   private final Map<String, Setting> settings;
@@ -139,7 +139,7 @@ final class SharedStore {
         }
         store = CatalogStore.openFollower(spec.catalogPath(), followerDir);
       } else {
-        store = CatalogStore.openOwner(spec.catalogPath());
+        store = CatalogStore.openOwner(spec.catalogPath(), spec.createIfMissing());
       }
     } catch (IOException e) {
       throw new UncheckedIOException("cannot create a scratch directory for a follower", e);

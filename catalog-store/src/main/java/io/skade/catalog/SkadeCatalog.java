@@ -111,6 +111,13 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   public static final String FEED_BUFFER_SIZE = "commit-feed.buffer-size";
   public static final String MAX_BATCH_SIZE = "commit.max-batch-size";
   public static final String CONSUMER_EXPIRY_TIMEOUT = "consumer.expiry-timeout";
+  /**
+   * Whether opening a directory that holds no catalog creates one (default {@code true}, for
+   * the entry points that own a catalog: an application, a SQL session, the server). Flink
+   * tasks open with {@code false} ({@link #inTask}), so that a task on a machine without the
+   * catalog fails instead of starting a second, empty one.
+   */
+  public static final String CREATE_IF_MISSING = "catalog.create-if-missing";
   private static final String DEFAULT_FILE_IO = "org.apache.iceberg.hadoop.HadoopFileIO";
   private static final int PAGE = 1024;
 
@@ -214,7 +221,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
           new SharedStore.Setting(timeout.trim(), ExpiryGuard.parse(timeout)));
     }
     this.spec = new SharedStore.Spec(catalogPath, follower, followerPath, maxBatch,
-        Map.copyOf(settings));
+        booleanProperty(props, CREATE_IF_MISSING, true), Map.copyOf(settings));
     this.io = fileIO(props, hadoopConf);
   }
 
@@ -316,6 +323,28 @@ public class SkadeCatalog extends BaseMetastoreCatalog
           "skade catalog '" + name + "': property '" + property + "' = '" + value
               + "' is not a local path: " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * {@code properties} as a Flink task opens the catalog with them: it never creates one
+   * ({@link #CREATE_IF_MISSING} false), since only an owner entry point may.
+   */
+  public static Map<String, String> inTask(Map<String, String> properties) {
+    Map<String, String> task = new HashMap<>(properties);
+    task.put(CREATE_IF_MISSING, "false");
+    return Map.copyOf(task);
+  }
+
+  private boolean booleanProperty(Map<String, String> props, String key, boolean defaultValue) {
+    String value = props.get(key);
+    if (value == null) {
+      return defaultValue;
+    }
+    if (value.trim().equalsIgnoreCase("true") || value.trim().equalsIgnoreCase("false")) {
+      return Boolean.parseBoolean(value.trim());
+    }
+    throw new IllegalArgumentException("skade catalog '" + name + "': property '" + key
+        + "' = '" + value + "' must be true or false");
   }
 
   private int positiveInt(Map<String, String> props, String key, int defaultValue) {

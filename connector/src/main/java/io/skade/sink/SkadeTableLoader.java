@@ -1,6 +1,7 @@
 package io.skade.sink;
 
 import io.skade.catalog.SharedCatalogs;
+import io.skade.catalog.SkadeCatalog;
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.iceberg.Table;
@@ -30,7 +31,8 @@ public final class SkadeTableLoader implements TableLoader {
   @Override
   public void open() {
     if (handle == null) {
-      handle = SharedCatalogs.acquire(catalogProperties);
+      // On a TaskManager: never creates a catalog (SkadeCatalog.inTask).
+      handle = SharedCatalogs.acquire(SkadeCatalog.inTask(catalogProperties));
     }
   }
 

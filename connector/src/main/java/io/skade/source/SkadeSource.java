@@ -79,13 +79,15 @@ public final class SkadeSource<T>
   @Override
   public SplitEnumerator<ChangelogSplit, SkadeEnumeratorState> createEnumerator(
       SplitEnumeratorContext<ChangelogSplit> context) {
-    return new SkadeSplitEnumerator(context, SharedCatalogs.acquireOrFollow(catalogProperties), settings, null);
+    return new SkadeSplitEnumerator(context,
+        SharedCatalogs.acquireOrFollow(SkadeCatalog.inTask(catalogProperties)), settings, null);
   }
 
   @Override
   public SplitEnumerator<ChangelogSplit, SkadeEnumeratorState> restoreEnumerator(
       SplitEnumeratorContext<ChangelogSplit> context, SkadeEnumeratorState checkpoint) {
-    return new SkadeSplitEnumerator(context, SharedCatalogs.acquireOrFollow(catalogProperties), settings,
+    return new SkadeSplitEnumerator(context,
+        SharedCatalogs.acquireOrFollow(SkadeCatalog.inTask(catalogProperties)), settings,
         checkpoint);
   }
 

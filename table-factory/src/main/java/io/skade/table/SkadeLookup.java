@@ -1,6 +1,7 @@
 package io.skade.table;
 
 import io.skade.catalog.SharedCatalogs;
+import io.skade.catalog.SkadeCatalog;
 import io.skade.lookup.LookupCaches;
 import io.skade.lookup.TableLookup;
 import java.io.IOException;
@@ -57,7 +58,7 @@ final class SkadeLookup implements Serializable {
   }
 
   void open(MetricGroup metrics) {
-    catalog = SharedCatalogs.acquireOrFollow(settings.catalogProperties());
+    catalog = SharedCatalogs.acquireOrFollow(SkadeCatalog.inTask(settings.catalogProperties()));
     caches = LookupCaches.acquire();
     lookup = new TableLookup<>(catalog.catalog(), TableIdentifier.parse(settings.table()),
         settings.lookup(), caches.caches(), this::rows); // fails here on a bad key or snapshot
