@@ -43,7 +43,9 @@ import org.rocksdb.WriteOptions;
  * id) → the {@code commitSeq} that added the snapshot), {@code commit_log} (8-byte big-endian
  * {@code commitSeq} → commit record), {@code meta} (format version, current {@code commitSeq}),
  * {@code namespaces} (namespace key → properties), {@code consumers} (consumer id → cursor and
- * last-seen time; written with the group, but no log row and no {@code commitSeq}).
+ * last-seen time; written with the group, but no log row and no {@code commitSeq}), {@code
+ * idempotency_keys} (a client's idempotency key → what the commit made under it; written in the
+ * commit's own batch; created in a catalog made before it existed).
  *
  * <p>Only the methods used by the catalog's single committer thread write, always through {@link
  * #write}: one {@link WriteBatch}, {@code sync=true}. Everything else reads.
@@ -58,8 +60,12 @@ final class CatalogStore implements AutoCloseable {
   private static final String CF_META = "meta";
   private static final String CF_NAMESPACES = "namespaces";
   private static final String CF_CONSUMERS = "consumers";
-  private static final List<String> FAMILIES =
+  private static final String CF_IDEMPOTENCY = "idempotency_keys";
+  /** The families every catalog has; an owner adds those it lacks from {@link #FAMILIES}. */
+  private static final List<String> REQUIRED_FAMILIES =
       List.of(CF_TABLES, CF_COMMITS, CF_COMMIT_LOG, CF_META, CF_NAMESPACES, CF_CONSUMERS);
+  private static final List<String> FAMILIES = List.of(CF_TABLES, CF_COMMITS, CF_COMMIT_LOG,
+      CF_META, CF_NAMESPACES, CF_CONSUMERS, CF_IDEMPOTENCY);
 
   private static final byte[] META_FORMAT = TableKeys.bytes("format_version");
   private static final byte[] META_COMMIT_SEQ = TableKeys.bytes("commit_seq");
@@ -81,6 +87,7 @@ final class CatalogStore implements AutoCloseable {
   private final ColumnFamilyHandle meta;
   private final ColumnFamilyHandle namespaces;
   private final ColumnFamilyHandle consumers;
+  private final ColumnFamilyHandle idempotency;
   private final WriteOptions syncWrite = new WriteOptions().setSync(true);
   /** Reads and writes hold it shared; close holds it exclusively, so no call meets a freed DB. */
   private final ReentrantReadWriteLock lifecycle = new ReentrantReadWriteLock();
@@ -103,6 +110,7 @@ final class CatalogStore implements AutoCloseable {
     this.meta = handles.get(4);
     this.namespaces = handles.get(5);
     this.consumers = handles.get(6);
+    this.idempotency = handles.get(7);
   }
 
   /**
@@ -128,7 +136,7 @@ final class CatalogStore implements AutoCloseable {
     String real = realPath(dir, path);
     DBOptions options = new DBOptions()
         .setCreateIfMissing(true)
-        .setCreateMissingColumnFamilies(!existing)
+        .setCreateMissingColumnFamilies(true) // the layout was checked: only newer families
         .setKeepLogFileNum(4);
     return open(real, false, options, (descriptors, handles) ->
         RocksDB.open(options, real, descriptors, handles));
@@ -239,10 +247,10 @@ final class CatalogStore implements AutoCloseable {
         throw notACatalog(path, "its RocksDB files cannot be read (" + e.getMessage() + ")");
       }
     }
-    if (!families.containsAll(FAMILIES)) {
+    if (!families.containsAll(REQUIRED_FAMILIES)) {
       throw notACatalog(path, families.isEmpty()
           ? "it is a non-empty directory without a RocksDB database"
-          : "it is a RocksDB database without skade's column families " + FAMILIES);
+          : "it is a RocksDB database without skade's column families " + REQUIRED_FAMILIES);
     }
     return true;
   }
@@ -451,10 +459,12 @@ final class CatalogStore implements AutoCloseable {
     final Map<Long, String> renamedFrom = new HashMap<>();
     /** Consumer rows to write (keyed by id); a null value removes the consumer. */
     final Map<String, StoredConsumer> consumers = new LinkedHashMap<>();
+    /** Idempotency keys to write; a null value removes the key. */
+    final Map<String, IdempotencyRecord> idempotency = new LinkedHashMap<>();
 
     boolean isEmpty() {
       return pointers.isEmpty() && namespaces.isEmpty() && commits.isEmpty()
-          && consumers.isEmpty();
+          && consumers.isEmpty() && idempotency.isEmpty();
     }
   }
 
@@ -473,6 +483,7 @@ final class CatalogStore implements AutoCloseable {
         putOrDelete(batch, tables, group.pointers, CatalogStore::encodePointer);
         putOrDelete(batch, namespaces, group.namespaces, CatalogStore::encodeProperties);
         putOrDelete(batch, consumers, group.consumers, CatalogStore::encodeConsumer);
+        putOrDelete(batch, idempotency, group.idempotency, CatalogStore::encodeIdempotency);
         SnapshotIndex index = new SnapshotIndex(batch);
         for (CommitEvent commit : group.commits) {
           batch.put(commitLog, longBytes(commit.commitSeq()), encodeEvent(commit));
@@ -633,6 +644,39 @@ final class CatalogStore implements AutoCloseable {
             in.readLong(), in.readInt());
       }
       return new CommitEvent(seq, tableKey, operation, snapshots, location, previous, tsMicros);
+    });
+  }
+
+  /** What was committed under an idempotency key, or null. */
+  IdempotencyRecord idempotency(String key) {
+    byte[] value = get(idempotency, TableKeys.bytes(key));
+    return value == null ? null : decodeIdempotency(key, value);
+  }
+
+  /** Every stored idempotency key. */
+  List<String> idempotencyKeys() {
+    return keysWithPrefix(idempotency, "");
+  }
+
+  private static byte[] encodeIdempotency(IdempotencyRecord record) {
+    return encode(out -> {
+      out.writeLong(record.committedAt().toEpochMilli());
+      out.writeInt(record.metadataLocations().size());
+      for (String location : record.metadataLocations()) {
+        writeString(out, location);
+      }
+    });
+  }
+
+  private static IdempotencyRecord decodeIdempotency(String key, byte[] bytes) {
+    return decode(bytes, in -> {
+      Instant at = Instant.ofEpochMilli(in.readLong());
+      int count = in.readInt();
+      List<String> locations = new ArrayList<>(count);
+      for (int i = 0; i < count; i++) {
+        locations.add(readString(in));
+      }
+      return new IdempotencyRecord(key, at, locations);
     });
   }
 

@@ -49,9 +49,20 @@ final class Committer implements AutoCloseable {
     void write(CatalogStore.Batch batch) throws Exception;
   }
 
-  private record Request<R>(Mutation<R> mutation, CompletableFuture<R> result) {}
+  /**
+   * @param idempotencyKey the client's key the mutation commits under, or null
+   */
+  private record Request<R>(Mutation<R> mutation, CompletableFuture<R> result,
+      String idempotencyKey) {}
 
-  private static final Request<Void> STOP = new Request<>(stage -> null, null);
+  private static final Request<Void> STOP = new Request<>(stage -> null, null, null);
+
+  /**
+   * The idempotency key the calling thread's next commit is made under ({@link
+   * SkadeCatalog#withIdempotencyKey}); taken by the first commit submitted, so one request
+   * commits under its key once.
+   */
+  static final ThreadLocal<String> IDEMPOTENCY_KEY = new ThreadLocal<>();
 
   private final CatalogStore store;
   private final int maxGroup;
@@ -77,12 +88,17 @@ final class Committer implements AutoCloseable {
   /** Runs {@code mutation} in the next group and returns once its group is durable. */
   <R> R submit(Mutation<R> mutation) {
     CompletableFuture<R> result = new CompletableFuture<>();
+    String key = IDEMPOTENCY_KEY.get();
     synchronized (queue) {
       checkOpen();
-      queue.add(new Request<>(mutation, result));
+      queue.add(new Request<>(mutation, result, key));
     }
     try {
-      return result.join();
+      R value = result.join();
+      if (key != null) {
+        IDEMPOTENCY_KEY.remove(); // committed under it: the request's later commits are not
+      }
+      return value;
     } catch (CompletionException e) {
       if (e.getCause() instanceof RuntimeException cause) {
         // Re-thrown on the caller's thread, with the committer-side stack as the cause's trace.
@@ -219,7 +235,15 @@ final class Committer implements AutoCloseable {
 
   private static <R> Runnable run(Stage stage, Request<R> request) {
     try {
+      String key = request.idempotencyKey();
+      IdempotencyRecord used = key == null ? null : stage.idempotency(key);
+      if (used != null) {
+        throw new IdempotencyKeyUsedException(used);
+      }
       R value = request.mutation().apply(stage);
+      if (key != null) {
+        stage.putIdempotency(key);
+      }
       stage.accept();
       return () -> request.result().complete(value);
     } catch (RuntimeException e) {
@@ -360,12 +384,30 @@ final class Committer implements AutoCloseable {
       pending.consumers.put(consumerId, null);
     }
 
+    /** What was committed under {@code key}, as this mutation would see it stored, or null. */
+    IdempotencyRecord idempotency(String key) {
+      return lookup(key, pending.idempotency, group.idempotency, store::idempotency);
+    }
+
+    /** Records this mutation's commits under {@code key}, in its own batch. */
+    void putIdempotency(String key) {
+      pending.idempotency.put(key, new IdempotencyRecord(key,
+          Instant.ofEpochSecond(tsMicros / 1_000_000, (tsMicros % 1_000_000) * 1_000),
+          pending.commits.stream().filter(c -> c.operation().leavesPointer())
+              .map(CommitEvent::metadataLocation).toList()));
+    }
+
+    void removeIdempotency(String key) {
+      pending.idempotency.put(key, null);
+    }
+
     private void accept() {
       group.pointers.putAll(pending.pointers);
       group.namespaces.putAll(pending.namespaces);
       group.commits.addAll(pending.commits);
       group.renamedFrom.putAll(pending.renamedFrom);
       group.consumers.putAll(pending.consumers);
+      group.idempotency.putAll(pending.idempotency);
       lastSeq = pendingSeq;
       pending = new CatalogStore.Batch();
     }

@@ -626,7 +626,8 @@ public class SkadeCatalog extends BaseMetastoreCatalog
         stage.markTransaction(first, changed); // lineage describes it as one release
         return null;
       });
-    } catch (CommitFailedException | NoSuchTableException | ExpiryBlockedException e) {
+    } catch (CommitFailedException | NoSuchTableException | ExpiryBlockedException
+        | IdempotencyKeyUsedException e) {
       // Nothing points at the metadata files written for this attempt.
       prepared.stream().map(Prepared::newLocation).filter(Objects::nonNull)
           .forEach(this::deleteQuietly);
@@ -717,6 +718,62 @@ public class SkadeCatalog extends BaseMetastoreCatalog
    */
   public Table requireCursorUsable(ConsumerCursor cursor) {
     return ExpiryGuard.requireUsable(this, cursor);
+  }
+
+  // ---- idempotency keys ------------------------------------------------------------------
+
+  /**
+   * Runs {@code action} so that the first commit it makes is made under the client's {@code
+   * key}: the key and what the commit made ({@link IdempotencyRecord}) are written in the
+   * commit's own synced batch. A commit under a key already used is refused with {@link
+   * IdempotencyKeyUsedException}, writing nothing: a retry of a request whose answer was lost
+   * commits once, even after a restart.
+   *
+   * @throws IllegalArgumentException for an empty key, one over 256 characters, or one with
+   *     control characters
+   */
+  public <T> T withIdempotencyKey(String key, java.util.concurrent.Callable<T> action)
+      throws Exception {
+    checkIdempotencyKey(key);
+    Committer.IDEMPOTENCY_KEY.set(key);
+    try {
+      return action.call();
+    } finally {
+      Committer.IDEMPOTENCY_KEY.remove();
+    }
+  }
+
+  /** What was committed under {@code key}, if anything. */
+  public Optional<IdempotencyRecord> idempotencyRecord(String key) {
+    checkIdempotencyKey(key);
+    store().catchUp();
+    return Optional.ofNullable(store().idempotency(key));
+  }
+
+  /** Forgets the keys of commits made before {@code before}; how many it forgot. */
+  public int expireIdempotencyKeys(Instant before) {
+    store().catchUp();
+    List<String> expired = store().idempotencyKeys().stream()
+        .filter(key -> {
+          IdempotencyRecord record = store().idempotency(key);
+          return record != null && record.committedAt().isBefore(before);
+        })
+        .toList();
+    if (!expired.isEmpty()) {
+      committer().submit(stage -> {
+        expired.forEach(stage::removeIdempotency);
+        return null;
+      });
+    }
+    return expired.size();
+  }
+
+  private static void checkIdempotencyKey(String key) {
+    if (key == null || key.isEmpty() || key.length() > 256
+        || key.chars().anyMatch(Character::isISOControl)) {
+      throw new IllegalArgumentException("idempotency key '" + key + "' must be 1 to 256"
+          + " characters without control characters (a UUID, as Iceberg's client sends)");
+    }
   }
 
   // ---- namespaces --------------------------------------------------------------------------

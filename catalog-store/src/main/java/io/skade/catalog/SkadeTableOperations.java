@@ -65,7 +65,7 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
     try {
       submit(committer, base, baseLocation, operation, added, newLocation, snapshotId, removed);
     } catch (CommitFailedException | AlreadyExistsException | NoSuchNamespaceException
-        | NoSuchTableException | ExpiryBlockedException e) {
+        | NoSuchTableException | ExpiryBlockedException | IdempotencyKeyUsedException e) {
       // The swap was refused, so nothing points at the file just written; a registered file
       // is the user's and stays.
       if (!register) {

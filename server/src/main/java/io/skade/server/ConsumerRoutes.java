@@ -1,6 +1,7 @@
 package io.skade.server;
 
 import io.skade.catalog.ConsumerCursor;
+import io.skade.catalog.IdempotencyKeyUsedException;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.catalog.SkadeProtocol;
 import io.skade.catalog.StoredConsumer;
@@ -46,13 +47,28 @@ final class ConsumerRoutes {
             .orElseThrow(() -> unknown(consumerId))));
       }
       case "PUT" -> {
+        // Storing a cursor is idempotent by itself: a retry stores the same cursor again.
         exchange.route("PUT " + SkadeProtocol.CONSUMERS + "/{id}");
         ConsumerCursor cursor = SkadeProtocol.cursor(exchange.body());
         exchange.json(200, SkadeProtocol.consumer(catalog.storeConsumer(consumerId, cursor)));
       }
       case "DELETE" -> {
         exchange.route("DELETE " + SkadeProtocol.CONSUMERS + "/{id}");
-        if (!catalog.dropConsumer(consumerId)) {
+        String key = exchange.header(RESTUtil.IDEMPOTENCY_KEY_HEADER);
+        if (key != null && catalog.idempotencyRecord(key).isPresent()) {
+          exchange.empty(204); // dropped by the first try, whose answer was lost
+          return true;
+        }
+        boolean dropped;
+        try {
+          dropped = key == null ? catalog.dropConsumer(consumerId)
+              : catalog.withIdempotencyKey(key, () -> catalog.dropConsumer(consumerId));
+        } catch (IdempotencyKeyUsedException e) {
+          dropped = true; // a racing retry of the same request dropped it
+        } catch (Exception e) {
+          throw e instanceof RuntimeException runtime ? runtime : new IllegalStateException(e);
+        }
+        if (!dropped) {
           throw unknown(consumerId);
         }
         exchange.empty(204);

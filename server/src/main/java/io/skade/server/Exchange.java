@@ -31,6 +31,7 @@ final class Exchange {
   private final List<String> segments;
   private final AtomicBoolean answered = new AtomicBoolean();
   private Fields query;
+  private String body;
   /** The route's template, for metrics and logs; set when the request is routed. */
   private String route = "unrouted";
   private int status;
@@ -110,11 +111,18 @@ final class Exchange {
   }
 
   /**
-   * The request body as text.
+   * The request body as text (read once).
    *
    * @throws PayloadTooLargeException when it is longer than {@link #MAX_BODY_BYTES}
    */
   String body() throws InterruptedException {
+    if (body == null) {
+      body = readBody();
+    }
+    return body;
+  }
+
+  private String readBody() throws InterruptedException {
     long declared = request.getLength();
     if (declared > MAX_BODY_BYTES) {
       throw new PayloadTooLargeException(declared);

@@ -1,17 +1,22 @@
 package io.skade.server;
 
 import io.micrometer.core.instrument.Timer;
+import io.skade.catalog.IdempotencyKeyUsedException;
+import io.skade.catalog.IdempotencyRecord;
 import io.skade.catalog.SkadeCatalog;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.time.Duration;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import org.apache.iceberg.MetadataUpdate;
+import org.apache.iceberg.TableMetadataParser;
 import org.apache.iceberg.UpdateRequirement;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableCommit;
@@ -30,7 +35,9 @@ import org.apache.iceberg.rest.requests.ReportMetricsRequest;
 import org.apache.iceberg.rest.requests.UpdateNamespacePropertiesRequest;
 import org.apache.iceberg.rest.requests.UpdateTableRequest;
 import org.apache.iceberg.rest.responses.ConfigResponse;
+import org.apache.iceberg.rest.responses.CreateNamespaceResponse;
 import org.apache.iceberg.rest.responses.LoadTableResponse;
+import org.apache.iceberg.rest.responses.UpdateNamespacePropertiesResponse;
 
 /**
  * The Iceberg REST catalog protocol over one {@link SkadeCatalog}: each route of the spec that
@@ -73,6 +80,11 @@ final class IcebergRoutes {
   /** A table's changes of a multi-table commit, as {@link SkadeCatalog} takes them. */
   private record Change(TableIdentifier identifier, List<UpdateRequirement> requirements,
       List<MetadataUpdate> updates) implements TableCommit {}
+
+  /** Set on an answer rebuilt for a retry of a request already committed under its key. */
+  static final String REPLAY_HEADER = "X-Skade-Idempotent-Replay";
+  /** How long a key is honoured at least, as {@code /v1/config} advertises it. */
+  static final Duration IDEMPOTENCY_LIFETIME = Duration.ofMinutes(30);
 
   private final SkadeCatalog catalog;
   private final ServerMetrics metrics;
@@ -141,11 +153,81 @@ final class IcebergRoutes {
       Map<String, String> vars = route.match(exchange);
       if (vars != null) {
         exchange.route(route.method() + " " + route.template());
-        route.handler().handle(exchange, vars);
+        String key = exchange.header(RESTUtil.IDEMPOTENCY_KEY_HEADER);
+        if (key == null || route.method().equals("GET") || route.method().equals("HEAD")) {
+          route.handler().handle(exchange, vars);
+        } else {
+          idempotently(exchange, route, vars, key);
+        }
         return true;
       }
     }
     return false;
+  }
+
+  /**
+   * Runs a mutation under the client's idempotency key, or, when a commit was already made
+   * under it (before a lost answer, a restart, or by a racing retry), answers from that commit.
+   */
+  private void idempotently(Exchange exchange, Route route, Map<String, String> vars,
+      String key) throws Exception {
+    Optional<IdempotencyRecord> done = catalog.idempotencyRecord(key);
+    if (done.isPresent()) {
+      replay(exchange, route, vars, done.get());
+      return;
+    }
+    try {
+      catalog.withIdempotencyKey(key, () -> {
+        route.handler().handle(exchange, vars);
+        return null;
+      });
+    } catch (IdempotencyKeyUsedException e) {
+      replay(exchange, route, vars, e.record());
+    }
+  }
+
+  /** The answer a mutation gave, rebuilt from what it committed. */
+  private void replay(Exchange exchange, Route route, Map<String, String> vars,
+      IdempotencyRecord record) throws Exception {
+    exchange.header(REPLAY_HEADER, "true");
+    String template = route.method().equals("POST") ? route.template() : "";
+    if (template.equals(ResourcePaths.V1_TABLES.replace("/{prefix}", ""))
+        || template.equals(ResourcePaths.V1_TABLE_REGISTER.replace("/{prefix}", ""))
+        || template.equals(ResourcePaths.V1_TABLE.replace("/{prefix}", ""))) {
+      List<String> locations = record.metadataLocations();
+      if (locations.isEmpty()) { // committed nothing of a table: the table as it is
+        answerTable(exchange, 200, CatalogHandlers.loadTable(catalog, replayedTable(exchange,
+            route, vars)), RESTCatalogProperties.SnapshotMode.ALL);
+        return;
+      }
+      String location = locations.get(locations.size() - 1);
+      answerTable(exchange, 200, LoadTableResponse.builder()
+          .withTableMetadata(TableMetadataParser.read(catalog.io(), location)).build(),
+          RESTCatalogProperties.SnapshotMode.ALL);
+    } else if (template.equals(ResourcePaths.V1_NAMESPACES.replace("/{prefix}", ""))) {
+      Namespace namespace = body(exchange, CreateNamespaceRequest.class).namespace();
+      exchange.json(200, IcebergJson.write(CreateNamespaceResponse.builder()
+          .withNamespace(namespace)
+          .setProperties(catalog.loadNamespaceMetadata(namespace)).build()));
+    } else if (template.equals(ResourcePaths.V1_NAMESPACE_PROPERTIES.replace("/{prefix}", ""))) {
+      UpdateNamespacePropertiesRequest request =
+          body(exchange, UpdateNamespacePropertiesRequest.class);
+      exchange.json(200, IcebergJson.write(UpdateNamespacePropertiesResponse.builder()
+          .addUpdated(request.updates().keySet()).addRemoved(request.removals()).build()));
+    } else {
+      exchange.empty(204);
+    }
+  }
+
+  private TableIdentifier replayedTable(Exchange exchange, Route route, Map<String, String> vars)
+      throws InterruptedException {
+    if (vars.containsKey("table")) {
+      return table(vars);
+    }
+    String name = route.template().endsWith("/register")
+        ? body(exchange, RegisterTableRequest.class).name()
+        : body(exchange, CreateTableRequest.class).name();
+    return TableIdentifier.of(namespace(vars), name);
   }
 
   /** The endpoints served, as {@code /v1/config} advertises them. */
@@ -159,6 +241,7 @@ final class IcebergRoutes {
   private void config(Exchange exchange, Map<String, String> vars) {
     exchange.json(200, IcebergJson.write(ConfigResponse.builder()
         .withEndpoints(endpoints())
+        .withIdempotencyKeyLifetime(IDEMPOTENCY_LIFETIME.toString())
         .build()));
   }
 

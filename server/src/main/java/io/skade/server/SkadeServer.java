@@ -6,9 +6,13 @@ import java.io.UncheckedIOException;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import org.eclipse.jetty.http.UriCompliance;
 import org.eclipse.jetty.server.Handler;
 import org.eclipse.jetty.server.HttpConfiguration;
@@ -79,12 +83,28 @@ public final class SkadeServer implements AutoCloseable {
   private final SkadeCatalog catalog;
   private final CommitFeedRoutes feed;
   private final URI uri;
+  /** Forgets idempotency keys older than their lifetime, every few minutes. */
+  private final ScheduledExecutorService maintenance =
+      Executors.newSingleThreadScheduledExecutor(runnable -> {
+        Thread thread = new Thread(runnable, "skade-server-maintenance");
+        thread.setDaemon(true);
+        return thread;
+      });
 
   private SkadeServer(Server jetty, SkadeCatalog catalog, CommitFeedRoutes feed, URI uri) {
     this.jetty = jetty;
     this.catalog = catalog;
     this.feed = feed;
     this.uri = uri;
+    maintenance.scheduleWithFixedDelay(this::expireIdempotencyKeys, 0, 5, TimeUnit.MINUTES);
+  }
+
+  private void expireIdempotencyKeys() {
+    try {
+      catalog.expireIdempotencyKeys(Instant.now().minus(IcebergRoutes.IDEMPOTENCY_LIFETIME));
+    } catch (RuntimeException e) {
+      LOG.warn("skade server: forgetting expired idempotency keys failed; trying again later", e);
+    }
   }
 
   /**
@@ -202,6 +222,7 @@ public final class SkadeServer implements AutoCloseable {
 
   @Override
   public void close() {
+    maintenance.shutdownNow();
     feed.release(); // parked long-polls answer now, so the graceful stop need not wait for them
     try {
       jetty.stop(); // stops accepting, lets requests in flight finish

@@ -33,12 +33,24 @@ final class ServerFixture implements AutoCloseable {
   static final String TOKEN = "test-token";
   private static final HttpClient HTTP = HttpClient.newHttpClient();
   private final List<AutoCloseable> opened = new ArrayList<>();
-  final SkadeServer server;
+  private final Path root;
+  SkadeServer server;
 
   ServerFixture(Path root) throws Exception {
-    Path tokens = Files.writeString(root.resolve("tokens"), "# test\n" + TOKEN + "\n");
-    server = SkadeServer.start(SkadeServer.Settings.of(root.resolve("warehouse").toString(),
-        "127.0.0.1", 0, tokens));
+    this.root = root;
+    Files.writeString(root.resolve("tokens"), "# test\n" + TOKEN + "\n");
+    server = start();
+  }
+
+  private SkadeServer start() throws Exception {
+    return SkadeServer.start(SkadeServer.Settings.of(root.resolve("warehouse").toString(),
+        "127.0.0.1", 0, root.resolve("tokens")));
+  }
+
+  /** Stops the server and starts a new one on the same catalog (on another port). */
+  void restart() throws Exception {
+    server.close();
+    server = start();
   }
 
   /** Iceberg's REST catalog client of the server, with the token. */

@@ -2,6 +2,7 @@ package io.skade.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -239,6 +240,33 @@ class ServerRoutesTest {
     assertThat(changed.header("ETag")).isNotEqualTo(etag);
     assertThat(fixture.call("GET", path + "?snapshots=refs", null).header("ETag"))
         .as("another snapshot mode is another version").isNotEqualTo(changed.header("ETag"));
+  }
+
+  @Test
+  void metricsCountCommitsAndTimeRequestsByRoute() throws Exception {
+    ServerFixture.append(rest.loadTable(ORDERS), rows(3));
+    await().atMost(Duration.ofSeconds(10)).until(() -> metric("skade_commits_total") >= 3);
+    String metrics = fixture.call("GET", "/metrics", null).body();
+    assertThat(metrics)
+        .contains("skade_commit_latency_seconds_count")
+        .contains("skade_feed_waiters")
+        .contains("skade_http_requests_seconds_count{method=\"POST\","
+            + "route=\"POST /v1/namespaces/{namespace}/tables/{table}\",status=\"200\"}");
+    assertThat(healthz().path("commit-seq").asLong())
+        .isEqualTo(fixture.server.catalog().commitSeq());
+  }
+
+  private double metric(String name) {
+    return fixture.call("GET", "/metrics", null).body().lines()
+        .filter(line -> line.startsWith(name + " ") || line.startsWith(name + "{"))
+        .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1)))
+        .sum();
+  }
+
+  private JsonNode healthz() throws Exception {
+    ServerFixture.Answer answer = fixture.call("GET", "/healthz", null);
+    assertThat(answer.status()).isEqualTo(200);
+    return JSON.readTree(answer.body());
   }
 
   @Test
