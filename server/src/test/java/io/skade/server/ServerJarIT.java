@@ -1,0 +1,120 @@
+package io.skade.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The runnable jar as a user runs it ({@code java -jar server/target/skade-server-<version>.jar}):
+ * it prints the line it listens on, serves with tokens, refuses bad flags with a message and
+ * exit code 2, and on SIGTERM shuts down gracefully, releasing the catalog for the next start.
+ */
+class ServerJarIT {
+  private static final Pattern LISTENING = Pattern.compile("skade server listening on (\\S+)");
+  @TempDir Path root;
+  private final List<Process> started = new ArrayList<>();
+
+  @AfterEach
+  void kill() {
+    started.forEach(Process::destroyForcibly);
+  }
+
+  private Process jar(String... args) throws Exception {
+    List<String> command = new ArrayList<>(List.of(
+        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        "-jar", System.getProperty("skade.server.jar")));
+    command.addAll(List.of(args));
+    Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+    started.add(process);
+    return process;
+  }
+
+  private static CompletableFuture<String> listening(Process process, StringBuilder output) {
+    CompletableFuture<String> uri = new CompletableFuture<>();
+    Thread reader = new Thread(() -> {
+      try (BufferedReader lines = new BufferedReader(
+          new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+        for (String line; (line = lines.readLine()) != null; ) {
+          synchronized (output) {
+            output.append(line).append('\n');
+          }
+          Matcher matcher = LISTENING.matcher(line);
+          if (matcher.find()) {
+            uri.complete(matcher.group(1));
+          }
+        }
+      } catch (Exception e) {
+        uri.completeExceptionally(e);
+      }
+      uri.completeExceptionally(new IllegalStateException("the jar ended:\n" + output));
+    });
+    reader.setDaemon(true);
+    reader.start();
+    return uri;
+  }
+
+  private static int get(String uri, String token) throws Exception {
+    HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(uri + "/healthz"));
+    if (token != null) {
+      request.header("Authorization", "Bearer " + token);
+    }
+    return HttpClient.newHttpClient().send(request.build(), HttpResponse.BodyHandlers.ofString())
+        .statusCode();
+  }
+
+  @Test
+  @Timeout(120)
+  void theJarServesWithTokensAndShutsDownGracefullyOnSigterm() throws Exception {
+    Path tokens = Files.writeString(root.resolve("tokens"), "jar-token\n");
+    String[] args = {"--warehouse", root.resolve("warehouse").toString(), "--port", "0",
+        "--token-file", tokens.toString()};
+    Process server = jar(args);
+    StringBuilder output = new StringBuilder();
+    String uri = listening(server, output).get(60, TimeUnit.SECONDS);
+    assertThat(uri).startsWith("http://127.0.0.1:");
+    assertThat(get(uri, "jar-token")).isEqualTo(200);
+    assertThat(get(uri, null)).isEqualTo(401);
+
+    server.destroy(); // SIGTERM
+    assertThat(server.waitFor(30, TimeUnit.SECONDS)).as("exited on SIGTERM:\n%s", output)
+        .isTrue();
+    // Closed gracefully: the catalog's lock is released, so a new server opens it.
+    Process again = jar(args);
+    String uriAgain = listening(again, new StringBuilder()).get(60, TimeUnit.SECONDS);
+    assertThat(get(uriAgain, "jar-token")).isEqualTo(200);
+  }
+
+  @Test
+  @Timeout(60)
+  void badFlagsAreRefusedBeforeTheCatalogIsOpened() throws Exception {
+    Path warehouse = root.resolve("never");
+    Process neither = jar("--warehouse", warehouse.toString(), "--port", "0");
+    String said = new String(neither.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertThat(neither.waitFor()).isEqualTo(2);
+    assertThat(said).contains("--token-file").contains("--insecure-no-auth");
+    assertThat(warehouse).doesNotExist();
+
+    Process missing = jar("--port", "0");
+    assertThat(new String(missing.getInputStream().readAllBytes(), StandardCharsets.UTF_8))
+        .contains("--warehouse");
+    assertThat(missing.waitFor()).isEqualTo(2);
+  }
+}
