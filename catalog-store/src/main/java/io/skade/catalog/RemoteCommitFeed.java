@@ -67,6 +67,9 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
       try {
         page = client.commits(after, PAGE, WAIT);
       } catch (UncheckedIOException e) {
+        if (closed) {
+          return; // interrupted by close
+        }
         LOG.warn("skade commit feed of {}: {}; trying again", client.uri(), e.getMessage());
         pause();
         continue;

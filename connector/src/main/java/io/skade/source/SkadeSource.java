@@ -1,6 +1,6 @@
 package io.skade.source;
 
-import io.skade.catalog.SharedCatalogs;
+import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.lineage.FlinkLineage;
@@ -66,9 +66,11 @@ public final class SkadeSource<T>
   /** The table this source reads, for Flink's lineage graph. */
   @Override
   public LineageVertex getLineageVertex() {
+    String namespace = catalogProperties.containsKey(CatalogConnection.URI)
+        ? catalogProperties.get(CatalogConnection.URI) // the catalog a server owns
+        : SkadeCatalog.warehouse(settings.table().toString(), catalogProperties);
     return new FlinkLineage.SourceVertex(getBoundedness(), List.of(FlinkLineage.dataset(
-        SkadeCatalog.warehouse(settings.table().toString(), catalogProperties),
-        settings.table())));
+        namespace, settings.table())));
   }
 
   @Override
@@ -80,15 +82,14 @@ public final class SkadeSource<T>
   public SplitEnumerator<ChangelogSplit, SkadeEnumeratorState> createEnumerator(
       SplitEnumeratorContext<ChangelogSplit> context) {
     return new SkadeSplitEnumerator(context,
-        SharedCatalogs.acquireOrFollow(SkadeCatalog.inTask(catalogProperties)), settings, null);
+        CatalogConnection.open(SkadeCatalog.inTask(catalogProperties)), settings, null);
   }
 
   @Override
   public SplitEnumerator<ChangelogSplit, SkadeEnumeratorState> restoreEnumerator(
       SplitEnumeratorContext<ChangelogSplit> context, SkadeEnumeratorState checkpoint) {
     return new SkadeSplitEnumerator(context,
-        SharedCatalogs.acquireOrFollow(SkadeCatalog.inTask(catalogProperties)), settings,
-        checkpoint);
+        CatalogConnection.open(SkadeCatalog.inTask(catalogProperties)), settings, checkpoint);
   }
 
   @Override

@@ -1,6 +1,6 @@
 package io.skade.source;
 
-import io.skade.catalog.SharedCatalogs;
+import io.skade.catalog.CatalogConnection;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.changelog.ChangelogOptions.BeforeImage;
 import io.skade.changelog.ChangelogOptions.Mode;
@@ -16,6 +16,8 @@ import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.types.logical.RowType;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.catalog.SupportsNamespaces;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.NoSuchTableException;
 import org.apache.iceberg.expressions.Expression;
@@ -172,9 +174,12 @@ public final class SkadeSourceBuilder<T> {
   /** Checks everything against the catalog and builds the source. */
   @SuppressWarnings("unchecked")
   public SkadeSource<T> build() {
-    if (catalogProperties == null || !catalogProperties.containsKey("warehouse")) {
+    if (catalogProperties == null || !catalogProperties.containsKey("warehouse")
+        && !catalogProperties.containsKey(CatalogConnection.URI)) {
       throw new IllegalArgumentException("skade source: the catalog properties must name a"
-          + " 'warehouse'; call catalogProperties(Map.of(\"warehouse\", \"/path\", ...))");
+          + " 'warehouse' (a catalog in this JVM) or a skade server's 'uri'; call"
+          + " catalogProperties(Map.of(\"warehouse\", \"/path\", ...)) or"
+          + " catalogProperties(Map.of(\"uri\", \"http://host:8181\", \"token\", ...))");
     }
     if (table == null) {
       throw new IllegalArgumentException("skade source: no table given; call table(\"db.name\")");
@@ -199,12 +204,12 @@ public final class SkadeSourceBuilder<T> {
         startupMode, startupValue, bounded, endSnapshotId, options.mode(), pollInterval,
         consumerId);
     Schema projected;
-    try (SharedCatalogs.Handle handle = SharedCatalogs.acquireOrFollow(catalogProperties)) {
-      Table loaded = loadTable(handle, table);
+    try (CatalogConnection connection = CatalogConnection.open(catalogProperties)) {
+      Table loaded = loadTable(connection.catalog(), table);
       new ChangelogReader(loaded, options); // checks the projection against the table
       projected = options.columns() == null ? loaded.schema()
           : loaded.schema().select(options.columns());
-      SkadeSplitEnumerator.checkStart(handle.catalog(), settings); // start position and end
+      SkadeSplitEnumerator.checkStart(connection, settings); // start position and end
     }
     // Pin the projection: a column added later is not emitted, so rows keep their type.
     ChangelogOptions pinned = options.withColumns(
@@ -221,12 +226,13 @@ public final class SkadeSourceBuilder<T> {
     return path;
   }
 
-  private static Table loadTable(SharedCatalogs.Handle handle, TableIdentifier identifier) {
+  private static Table loadTable(Catalog catalog, TableIdentifier identifier) {
     try {
-      return handle.catalog().loadTable(identifier);
+      return catalog.loadTable(identifier);
     } catch (NoSuchTableException e) {
-      List<String> existing = handle.catalog().namespaceExists(identifier.namespace())
-          ? handle.catalog().listTables(identifier.namespace()).stream()
+      List<String> existing = ((SupportsNamespaces) catalog).namespaceExists(
+          identifier.namespace())
+          ? catalog.listTables(identifier.namespace()).stream()
               .map(TableIdentifier::toString).toList()
           : List.of();
       throw new IllegalArgumentException("skade source: table " + identifier + " does not exist;"

@@ -1,11 +1,10 @@
 package io.skade.source.enumerator;
 
+import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitFeedLaggedException;
 import io.skade.catalog.CommitSubscription;
 import io.skade.catalog.ConsumerCursor;
-import io.skade.catalog.SharedCatalogs;
-import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.source.SplitsFinishedEvent;
 import io.skade.source.SplitsRestoredEvent;
@@ -23,6 +22,7 @@ import java.util.Map;
 import java.util.NavigableMap;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.Callable;
 import java.util.stream.Stream;
 import org.apache.flink.api.connector.source.SourceEvent;
 import org.apache.flink.api.connector.source.SplitEnumerator;
@@ -82,8 +82,7 @@ public final class SkadeSplitEnumerator
   }
 
   private final SplitEnumeratorContext<ChangelogSplit> context;
-  private final SharedCatalogs.Handle handle;
-  private final SkadeCatalog catalog;
+  private final CatalogConnection catalog;
   private final Settings settings;
   private final WindowPlanner planner;
   private final String consumerId;
@@ -108,12 +107,12 @@ public final class SkadeSplitEnumerator
   private boolean planning;
   private boolean replan;
   private CommitSubscription feed;
+  private volatile boolean closed;
 
   public SkadeSplitEnumerator(SplitEnumeratorContext<ChangelogSplit> context,
-      SharedCatalogs.Handle handle, Settings settings, SkadeEnumeratorState restored) {
+      CatalogConnection catalog, Settings settings, SkadeEnumeratorState restored) {
     this.context = context;
-    this.handle = handle;
-    this.catalog = handle.catalog();
+    this.catalog = catalog;
     this.settings = settings;
     this.planner = new WindowPlanner(catalog, settings.table(), settings.mode());
     this.consumerId = settings.consumerId() != null ? settings.consumerId()
@@ -128,7 +127,7 @@ public final class SkadeSplitEnumerator
     this.windowsPlanned = context.metricGroup().counter("windowsPlanned");
     context.metricGroup().gauge("commitSeqLag", () -> {
       ConsumerCursor at = cursor;
-      return at == null ? 0L : Math.max(0L, catalog.commitSeq() - at.commitSeq());
+      return at == null ? 0L : Math.max(0L, catalog.feed().commitSeq() - at.commitSeq());
     });
     context.metricGroup().gauge("pendingSplits", () -> pendingCount);
   }
@@ -137,7 +136,7 @@ public final class SkadeSplitEnumerator
    * Checks the startup position and the end of {@code settings} against its table as it is now;
    * the error the enumerator's start would fail with, raised before a job is submitted.
    */
-  public static void checkStart(SkadeCatalog catalog, Settings settings) {
+  public static void checkStart(CatalogConnection catalog, Settings settings) {
     new WindowPlanner(catalog, settings.table(), settings.mode()).check(settings.startupMode(),
         settings.startupValue(), settings.bounded(), settings.endSnapshotId());
   }
@@ -150,12 +149,12 @@ public final class SkadeSplitEnumerator
 
   @Override
   public void start() {
-    if (!catalog.isFollower()) {
-      feed = catalog.subscribeCommits();
+    if (catalog.pushesCommits()) {
+      feed = catalog.feed().subscribeCommits();
       feed.onAvailable(() -> context.runInCoordinatorThread(this::onFeed));
     }
     long poll = settings.pollInterval().toMillis();
-    context.callAsync(catalog::commitSeq, (seq, error) -> {
+    context.callAsync(catalog.feed()::commitSeq, (seq, error) -> {
       if (error != null) {
         LOG.warn("skade source on {}: polling the commit log failed; retrying", settings.table(),
             error);
@@ -165,11 +164,12 @@ public final class SkadeSplitEnumerator
     }, poll, poll);
     planning = true;
     if (cursor == null) {
-      context.callAsync(() -> planner.start(settings.startupMode(), settings.startupValue(),
-          settings.bounded(), settings.endSnapshotId()), this::started);
+      context.callAsync(() -> riding(() -> planner.start(settings.startupMode(),
+          settings.startupValue(), settings.bounded(), settings.endSnapshotId())), this::started);
     } else {
       ConsumerCursor restoredAt = cursor;
-      context.callAsync(() -> catalog.requireCursorUsable(restoredAt), (table, error) -> {
+      context.callAsync(() -> riding(() -> catalog.requireCursorUsable(restoredAt)),
+          (table, error) -> {
         planning = false;
         if (error != null) {
           throw new FlinkRuntimeException(error.getMessage(), error);
@@ -222,7 +222,29 @@ public final class SkadeSplitEnumerator
     planning = true;
     ConsumerCursor from = cursor;
     long until = end;
-    context.callAsync(() -> planner.next(from, until), this::planned);
+    context.callAsync(() -> riding(() -> planner.next(from, until)), this::planned);
+  }
+
+  /**
+   * Runs {@code call} (on the enumerator's worker, never the coordinator thread), riding through
+   * the failures the connection calls transient — a skade server restarting — with a backoff
+   * from 100 ms to 5 s, so that they never fail the job; any other failure is the call's.
+   */
+  private <T> T riding(Callable<T> call) throws Exception {
+    long backoff = 100;
+    while (true) {
+      try {
+        return call.call();
+      } catch (Exception e) {
+        if (!catalog.isTransient(e) || closed) {
+          throw e;
+        }
+        LOG.warn("skade source on {}: the catalog did not answer ({}); trying again in {} ms",
+            settings.table(), e.toString(), backoff);
+        Thread.sleep(backoff);
+        backoff = Math.min(5_000, backoff * 2);
+      }
+    }
   }
 
   private void planned(WindowPlanner.Plan plan, Throwable error) {
@@ -383,12 +405,13 @@ public final class SkadeSplitEnumerator
   public void notifyCheckpointComplete(long checkpointId) {
     Map.Entry<Long, ConsumerCursor> done = toPublish.floorEntry(checkpointId);
     toPublish.headMap(checkpointId, true).clear();
-    if (done == null || catalog.isFollower()) {
+    if (done == null || !catalog.storesConsumers()) {
       return;
     }
     ConsumerCursor published = done.getValue();
     // Advisory (the checkpoint itself is the truth), and it waits for a sync: off this thread.
-    context.callAsync(() -> catalog.storeConsumer(consumerId, published), (stored, error) -> {
+    context.callAsync(() -> catalog.consumers().storeConsumer(consumerId, published),
+        (stored, error) -> {
       if (error != null) {
         LOG.warn("skade source on {}: could not store consumer {}'s cursor; snapshot expiry"
             + " may not wait for it", settings.table(), consumerId, error);
@@ -398,12 +421,14 @@ public final class SkadeSplitEnumerator
 
   @Override
   public void close() {
+    closed = true;
     if (feed != null) {
       feed.close();
     }
-    if (finished() && !catalog.isFollower() && unfinished.isEmpty()) {
-      catalog.dropConsumer(consumerId); // a bounded read that ended needs nothing kept
+    if (finished() && catalog.storesConsumers() && unfinished.isEmpty()) {
+      // a bounded read that ended needs nothing kept
+      catalog.consumers().dropConsumer(consumerId);
     }
-    handle.close();
+    catalog.close();
   }
 }

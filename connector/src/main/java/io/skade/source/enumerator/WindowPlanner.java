@@ -3,7 +3,7 @@ package io.skade.source.enumerator;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitOperation;
 import io.skade.catalog.ConsumerCursor;
-import io.skade.catalog.SkadeCatalog;
+import io.skade.catalog.CatalogConnection;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.changelog.MetadataCache;
 import io.skade.source.StartupMode;
@@ -38,7 +38,7 @@ final class WindowPlanner {
   /** The most log rows one round reads, so a long backlog is planned (and read) in steps. */
   static final int ROUND_COMMITS = 1024;
 
-  private final SkadeCatalog catalog;
+  private final CatalogConnection catalog;
   private final TableIdentifier identifier;
   private final String tableKey;
   private final Mode mode;
@@ -51,10 +51,10 @@ final class WindowPlanner {
   /** One round: the splits planned, the cursor after them, and whether the log has more. */
   record Plan(List<ChangelogSplit> splits, ConsumerCursor cursor, boolean more) {}
 
-  WindowPlanner(SkadeCatalog catalog, TableIdentifier identifier, Mode mode) {
+  WindowPlanner(CatalogConnection catalog, TableIdentifier identifier, Mode mode) {
     this.catalog = catalog;
     this.identifier = identifier;
-    this.tableKey = catalog.commitTableKey(identifier);
+    this.tableKey = catalog.feed().commitTableKey(identifier);
     this.mode = mode;
     this.units = new OrderingUnits(tableKey);
   }
@@ -72,8 +72,8 @@ final class WindowPlanner {
    * @param endSnapshotId the last snapshot of a bounded source; null for the current one
    */
   Start start(StartupMode startup, Long value, boolean bounded, Long endSnapshotId) {
-    long seq = catalog.commitSeq(); // before the load: the log is replayed from here at least
-    Table table = catalog.loadTable(identifier);
+    long seq = catalog.feed().commitSeq(); // before the load: the log is replayed from here at least
+    Table table = catalog.catalog().loadTable(identifier);
     String uuid = table.uuid().toString();
     Snapshot current = table.currentSnapshot();
     long end = bounded ? end(table, current, endSnapshotId) : UNBOUNDED;
@@ -110,8 +110,8 @@ final class WindowPlanner {
    * #start} resolves them, without planning anything: the error {@code start} would fail with.
    */
   void check(StartupMode startup, Long value, boolean bounded, Long endSnapshotId) {
-    long seq = catalog.commitSeq();
-    Table table = catalog.loadTable(identifier);
+    long seq = catalog.feed().commitSeq();
+    Table table = catalog.catalog().loadTable(identifier);
     Snapshot current = table.currentSnapshot();
     if (bounded) {
       end(table, current, endSnapshotId);
@@ -136,7 +136,7 @@ final class WindowPlanner {
    * none beyond {@code end}.
    */
   Plan next(ConsumerCursor cursor, long end) {
-    List<CommitEvent> page = catalog.commitsSince(cursor.commitSeq(), ROUND_COMMITS);
+    List<CommitEvent> page = catalog.feed().commitsSince(cursor.commitSeq(), ROUND_COMMITS);
     boolean more = page.size() == ROUND_COMMITS;
     List<CommitEvent> mine = new ArrayList<>();
     for (CommitEvent event : page) {
@@ -195,7 +195,7 @@ final class WindowPlanner {
 
   private FileIO io() {
     if (io == null) {
-      io = catalog.loadTable(identifier).io();
+      io = catalog.catalog().loadTable(identifier).io();
     }
     return io;
   }

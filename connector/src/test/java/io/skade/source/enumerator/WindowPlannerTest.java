@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.skade.TestCatalog;
+import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.ConsumerCursor;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.changelog.FileSlice;
@@ -48,7 +49,7 @@ class WindowPlannerTest {
 
   @Test
   void eachCommitAfterTheCursorIsOneWindowStartingWhereThePreviousEnded() {
-    WindowPlanner planner = new WindowPlanner(catalog.get(), T, Mode.PER_SNAPSHOT);
+    WindowPlanner planner = new WindowPlanner(CatalogConnection.of(catalog.get()), T, Mode.PER_SNAPSHOT);
     WindowPlanner.Start start =
         planner.start(StartupMode.EARLIEST, null, false, null);
     WindowPlanner.Plan plan = planner.next(start.cursor(), WindowPlanner.UNBOUNDED);
@@ -64,7 +65,7 @@ class WindowPlannerTest {
 
   @Test
   void replayingTheLogFromAnOlderPositionPlansNothingTwice() {
-    WindowPlanner planner = new WindowPlanner(catalog.get(), T, Mode.PER_SNAPSHOT);
+    WindowPlanner planner = new WindowPlanner(CatalogConnection.of(catalog.get()), T, Mode.PER_SNAPSHOT);
     // The cursor is at the last snapshot, but the log position is from before all commits:
     // a duplicate or late wake-up, or a log read that overlaps what was planned.
     ConsumerCursor stale = new ConsumerCursor(T, table.uuid().toString(), snapshots.get(2), 0);
@@ -78,7 +79,7 @@ class WindowPlannerTest {
 
   @Test
   void collapsedModePlansOneWindowForTheCommitsOfARound() {
-    WindowPlanner planner = new WindowPlanner(catalog.get(), T, Mode.COLLAPSED);
+    WindowPlanner planner = new WindowPlanner(CatalogConnection.of(catalog.get()), T, Mode.COLLAPSED);
     WindowPlanner.Start start = planner.start(StartupMode.EARLIEST, null, false, null);
     assertThat(planner.next(start.cursor(), WindowPlanner.UNBOUNDED).splits())
         .extracting(p -> p.fromSnapshotId() + ">" + p.toSnapshotId())
@@ -87,7 +88,7 @@ class WindowPlannerTest {
 
   @Test
   void aBoundedSourceStopsAtItsEndSnapshot() {
-    WindowPlanner planner = new WindowPlanner(catalog.get(), T, Mode.PER_SNAPSHOT);
+    WindowPlanner planner = new WindowPlanner(CatalogConnection.of(catalog.get()), T, Mode.PER_SNAPSHOT);
     WindowPlanner.Start start = planner.start(StartupMode.FROM_SNAPSHOT, snapshots.get(1), true,
         snapshots.get(1));
     writer.append(List.of(row(3, "d")));
@@ -100,7 +101,7 @@ class WindowPlannerTest {
 
   @Test
   void aTableDroppedOrRecreatedWhileFollowedIsAClearError() {
-    WindowPlanner planner = new WindowPlanner(catalog.get(), T, Mode.PER_SNAPSHOT);
+    WindowPlanner planner = new WindowPlanner(CatalogConnection.of(catalog.get()), T, Mode.PER_SNAPSHOT);
     WindowPlanner.Start start = planner.start(StartupMode.LATEST, null, false, null);
     catalog.get().dropTable(T, false);
     assertThatThrownBy(() -> planner.next(start.cursor(), WindowPlanner.UNBOUNDED))
@@ -128,7 +129,7 @@ class WindowPlannerTest {
       rows.add(row(id, "x"));
     }
     long snapshot = new TableWriter(b).upsert(rows).snapshotId();
-    WindowPlanner planner = new WindowPlanner(catalog.get(), bucketed, Mode.PER_SNAPSHOT);
+    WindowPlanner planner = new WindowPlanner(CatalogConnection.of(catalog.get()), bucketed, Mode.PER_SNAPSHOT);
     ConsumerCursor before = new ConsumerCursor(bucketed, b.uuid().toString(),
         ConsumerCursor.NO_SNAPSHOT, catalog.get().commitSeq() - 1);
     List<ChangelogSplit> splits = planner.next(before, WindowPlanner.UNBOUNDED).splits();

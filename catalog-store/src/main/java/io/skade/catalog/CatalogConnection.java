@@ -1,0 +1,229 @@
+package io.skade.catalog;
+
+import java.net.URI;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+import org.apache.iceberg.CatalogProperties;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.rest.RESTCatalog;
+
+/**
+ * A skade catalog as a component uses it, wherever the catalog lives: its tables ({@link
+ * #catalog()}), its commit feed, its consumer cursors. Embedded, all three are the {@link
+ * SkadeCatalog} this JVM opened (or follows); with the property {@code uri}, they are Iceberg's
+ * {@link RESTCatalog}, a {@link RemoteCommitFeed} and a {@link SkadeServerClient} of the skade
+ * server that owns the catalog. Components depend on this, not on where the catalog is.
+ */
+public interface CatalogConnection extends AutoCloseable {
+  /** The property naming a skade server; without it the catalog is opened in this JVM. */
+  String URI = CatalogProperties.URI;
+  /** The bearer token sent to the server. */
+  String TOKEN = "token";
+  /** How long a call to the server is retried through transient failures (default 10 min). */
+  String RETRY_TIMEOUT = "server.retry-timeout";
+
+  /** The catalog's tables and namespaces. */
+  Catalog catalog();
+
+  /** The catalog's commit feed. */
+  CommitFeed feed();
+
+  /** Where consumers store their cursors. */
+  ConsumerStore consumers();
+
+  /**
+   * Whether commits are pushed to {@link CommitFeed#subscribeCommits subscribers}; false for a
+   * read-only follower, which learns of commits only by polling {@link CommitFeed#commitSeq}.
+   */
+  boolean pushesCommits();
+
+  /** Whether consumers can store cursors (not in a read-only follower). */
+  boolean storesConsumers();
+
+  /** The commit that added {@code snapshotId} to {@code table}, if the catalog recorded it. */
+  Optional<CommitEvent> commitOf(TableIdentifier table, long snapshotId);
+
+  /**
+   * The cursor's table, when the cursor can be resumed there; otherwise a {@link
+   * CursorExpiredException} naming the table, the snapshot and the startup options that recover.
+   */
+  default Table requireCursorUsable(ConsumerCursor cursor) {
+    return ExpiryGuard.requireUsable(catalog(), cursor);
+  }
+
+  /**
+   * Whether {@code failure} is one to ride through by trying again: for a server, one that
+   * says it could not be reached or answered 5xx (it restarts); never for an embedded catalog.
+   */
+  default boolean isTransient(Throwable failure) {
+    return false;
+  }
+
+  /** Releases the connection (the catalog's hold, or the client's threads). */
+  @Override
+  void close();
+
+  /**
+   * A connection as {@code properties} ask for it: to the server {@code uri} names, or to the
+   * catalog of the local directory they name (shared in this JVM, followed read-only when
+   * another process owns it; see {@link SharedCatalogs#acquireOrFollow}).
+   */
+  static CatalogConnection open(Map<String, String> properties) {
+    String uri = properties.get(URI);
+    if (uri == null || uri.isBlank()) {
+      SharedCatalogs.Handle handle = SharedCatalogs.acquireOrFollow(properties);
+      return new Embedded(handle.catalog(), handle);
+    }
+    return Remote.open(uri, properties);
+  }
+
+  /** A connection to a catalog the caller opened and closes itself. */
+  static CatalogConnection of(SkadeCatalog catalog) {
+    return new Embedded(catalog, () -> { });
+  }
+
+  /** The catalog this JVM opened. */
+  final class Embedded implements CatalogConnection {
+    private final SkadeCatalog catalog;
+    private final AutoCloseable hold;
+
+    private Embedded(SkadeCatalog catalog, AutoCloseable hold) {
+      this.catalog = catalog;
+      this.hold = hold;
+    }
+
+    @Override
+    public SkadeCatalog catalog() {
+      return catalog;
+    }
+
+    @Override
+    public CommitFeed feed() {
+      return catalog;
+    }
+
+    @Override
+    public ConsumerStore consumers() {
+      return catalog;
+    }
+
+    @Override
+    public boolean pushesCommits() {
+      return !catalog.isFollower();
+    }
+
+    @Override
+    public boolean storesConsumers() {
+      return !catalog.isFollower();
+    }
+
+    @Override
+    public Optional<CommitEvent> commitOf(TableIdentifier table, long snapshotId) {
+      return catalog.commitOf(table, snapshotId);
+    }
+
+    @Override
+    public void close() {
+      try {
+        hold.close();
+      } catch (Exception e) {
+        throw e instanceof RuntimeException runtime ? runtime : new IllegalStateException(e);
+      }
+    }
+  }
+
+  /** A catalog a skade server owns. */
+  final class Remote implements CatalogConnection {
+    private final RESTCatalog catalog;
+    private final SkadeServerClient client;
+    private final RemoteCommitFeed feed;
+
+    private Remote(RESTCatalog catalog, SkadeServerClient client) {
+      this.catalog = catalog;
+      this.client = client;
+      this.feed = new RemoteCommitFeed(client);
+    }
+
+    static Remote open(String uri, Map<String, String> properties) {
+      URI server;
+      try {
+        server = java.net.URI.create(uri.trim());
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("catalog property 'uri' = '" + uri + "' is not a URI;"
+            + " give the skade server's address, e.g. uri=http://catalog-host:8181", e);
+      }
+      if (!"http".equals(server.getScheme()) && !"https".equals(server.getScheme())) {
+        throw new IllegalArgumentException("catalog property 'uri' = '" + uri + "' must be an"
+            + " http:// or https:// address of a skade server, e.g. http://catalog-host:8181");
+      }
+      Duration retry = Duration.ofMinutes(10);
+      String retryValue = properties.get(RETRY_TIMEOUT);
+      if (retryValue != null) {
+        retry = ExpiryGuard.parse(retryValue);
+      }
+      Map<String, String> rest = new HashMap<>(properties);
+      rest.keySet().removeIf(key -> key.startsWith("catalog.") || key.equals(RETRY_TIMEOUT));
+      RESTCatalog catalog = new RESTCatalog();
+      catalog.initialize("skade", rest);
+      return new Remote(catalog,
+          new SkadeServerClient(server, properties.get(TOKEN), retry));
+    }
+
+    @Override
+    public RESTCatalog catalog() {
+      return catalog;
+    }
+
+    @Override
+    public CommitFeed feed() {
+      return feed;
+    }
+
+    @Override
+    public ConsumerStore consumers() {
+      return client;
+    }
+
+    @Override
+    public boolean pushesCommits() {
+      return true;
+    }
+
+    @Override
+    public boolean storesConsumers() {
+      return true;
+    }
+
+    @Override
+    public Optional<CommitEvent> commitOf(TableIdentifier table, long snapshotId) {
+      return client.commitOf(table, snapshotId);
+    }
+
+    @Override
+    public boolean isTransient(Throwable failure) {
+      for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
+        if (cause instanceof java.io.IOException || cause instanceof java.io.UncheckedIOException
+            || cause instanceof org.apache.iceberg.exceptions.ServiceFailureException
+            || cause instanceof org.apache.iceberg.exceptions.ServiceUnavailableException
+            || cause instanceof org.apache.iceberg.exceptions.RESTException) {
+          return true;
+        }
+      }
+      return false;
+    }
+
+    @Override
+    public void close() {
+      feed.close();
+      try {
+        catalog.close();
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException("closing the REST catalog of " + client.uri(), e);
+      }
+    }
+  }
+}

@@ -1,0 +1,211 @@
+package io.skade.source;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.skade.catalog.SkadeServerClient;
+import io.skade.server.ServerMain;
+import io.skade.write.TableWriter;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.util.CloseableIterator;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.rest.RESTCatalog;
+import org.apache.iceberg.types.Types;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@link SkadeSource} in remote mode: the catalog lives in a skade server process (a child JVM)
+ * and the job (parallelism 2, checkpointing) only has its {@code uri}. A writer upserts and
+ * deletes through Iceberg's REST client; the server is killed with SIGKILL and restarted on the
+ * same directory and port while both run. The job rides through, and its changelog, applied
+ * strictly (an insert meets no row, a retraction exactly the row it retracts), equals the table
+ * as Iceberg reads it at the end; the job's consumer cursor is stored through the server.
+ */
+class SkadeSourceRemoteTest {
+  private static final Pattern LISTENING =
+      Pattern.compile("skade server listening on (http://[^:]+:(\\d+))");
+  private static final Schema SCHEMA = new Schema(
+      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
+          Types.NestedField.optional(2, "name", Types.StringType.get())),
+      Set.of(1));
+  private static final TableIdentifier TABLE = TableIdentifier.of("db", "t");
+  private static final String TOKEN = "remote-token";
+
+  @TempDir Path root;
+  private final List<Process> servers = new ArrayList<>();
+
+  @AfterEach
+  void killServers() {
+    servers.forEach(Process::destroyForcibly);
+  }
+
+  private String startServer(int port) throws Exception {
+    Process process = new ProcessBuilder(
+        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        // Surefire's java.class.path is a manifest-only jar whose Class-Path the child inherits.
+        "-cp", System.getProperty("java.class.path"), ServerMain.class.getName(),
+        "--warehouse", root.resolve("warehouse").toString(), "--port", String.valueOf(port),
+        "--token-file", root.resolve("tokens").toString())
+        .redirectErrorStream(true).start();
+    servers.add(process);
+    CompletableFuture<String> uri = new CompletableFuture<>();
+    Thread reader = new Thread(() -> {
+      try (BufferedReader lines = new BufferedReader(
+          new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+        for (String line; (line = lines.readLine()) != null; ) {
+          Matcher matcher = LISTENING.matcher(line);
+          if (matcher.find()) {
+            uri.complete(matcher.group(1));
+          }
+        }
+      } catch (Exception e) {
+        uri.completeExceptionally(e);
+      }
+      uri.completeExceptionally(new IllegalStateException("the server process ended"));
+    }, "server-output");
+    reader.setDaemon(true);
+    reader.start();
+    return uri.get(60, TimeUnit.SECONDS);
+  }
+
+  @Test
+  @Timeout(300)
+  void aRemoteSourceRidesThroughAServerKilledAndRestartedAndEmitsAnExactChangelog()
+      throws Exception {
+    Files.writeString(root.resolve("tokens"), TOKEN + "\n");
+    String uri = startServer(0);
+    int port = Integer.parseInt(uri.substring(uri.lastIndexOf(':') + 1));
+    Map<String, String> props = Map.of("uri", uri, "token", TOKEN);
+    try (RESTCatalog rest = new RESTCatalog()) {
+      rest.initialize("rest", new HashMap<>(props));
+      rest.createNamespace(Namespace.of("db"));
+      Table table = rest.createTable(TABLE, SCHEMA);
+      TableWriter writer = new TableWriter(table);
+      writer.append(List.of(row(1, "a"), row(2, "b")));
+
+      StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+      env.setParallelism(2);
+      env.enableCheckpointing(300);
+      SkadeSource<RowData> source = SkadeSource.builder().catalogProperties(props)
+          .table("db.t").consumerId("remote-job").build();
+      Map<Long, String> rows = new HashMap<>();
+      List<String> failures = new ArrayList<>();
+      AtomicBoolean writing = new AtomicBoolean(true);
+      try (CloseableIterator<RowData> changes =
+          env.fromSource(source, WatermarkStrategy.noWatermarks(), "remote").executeAndCollect()) {
+        CompletableFuture<Integer> writes = CompletableFuture.supplyAsync(() -> {
+          Random random = new Random(7);
+          int commits = 0;
+          while (writing.get()) {
+            try {
+              long id = random.nextInt(12);
+              if (random.nextInt(4) == 0) {
+                writer.deleteKeys(List.of(row(id, null)));
+              } else {
+                writer.upsert(List.of(row(id, "v" + commits), row(id + 100, "w" + commits)));
+              }
+              commits++;
+            } catch (RuntimeException e) { // the server is down: not committed, or committed
+              sleep(200);
+            }
+          }
+          return commits;
+        });
+        CompletableFuture<Void> reading = CompletableFuture.runAsync(() -> {
+          while (changes.hasNext()) {
+            apply(ChangeLines.text(changes.next()), rows, failures);
+          }
+        });
+
+        sleep(3000);
+        servers.get(0).destroyForcibly(); // SIGKILL
+        assertThat(servers.get(0).waitFor(30, TimeUnit.SECONDS)).isTrue();
+        sleep(2000);
+        assertThat(startServer(port)).isEqualTo(uri);
+        sleep(4000);
+        writing.set(false);
+        int commits = writes.get(60, TimeUnit.SECONDS);
+        assertThat(commits).as("commits the writer made").isGreaterThan(5);
+
+        Map<Long, String> expected = ChangeLines.rows(rest.loadTable(TABLE));
+        await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(100))
+            .until(() -> {
+              synchronized (rows) {
+                return !failures.isEmpty() || rows.equals(expected);
+              }
+            });
+        synchronized (rows) {
+          assertThat(failures).as("changes that did not apply strictly").isEmpty();
+          assertThat(rows).as("the changelog applied to an empty table").isEqualTo(expected);
+        }
+        SkadeServerClient client = new SkadeServerClient(URI.create(uri), TOKEN,
+            Duration.ofSeconds(30));
+        await().atMost(Duration.ofSeconds(60))
+            .until(() -> client.consumer("remote-job").isPresent());
+        assertThat(client.consumer("remote-job").orElseThrow().cursor().table()).isEqualTo(TABLE);
+        reading.cancel(true);
+      }
+    }
+  }
+
+  private static void apply(String change, Map<Long, String> rows, List<String> failures) {
+    String[] parts = change.split(" ", 3);
+    long id = Long.parseLong(parts[1]);
+    String value = parts[2];
+    synchronized (rows) {
+      boolean inserts = parts[0].equals("+I") || parts[0].equals("+U");
+      String there = rows.get(id);
+      if (inserts ? there != null : !value.equals(there)) {
+        failures.add(change + " (the row there: " + there + ")");
+      }
+      if (inserts) {
+        rows.put(id, value);
+      } else {
+        rows.remove(id);
+      }
+    }
+  }
+
+  private static Record row(long id, String name) {
+    GenericRecord record = GenericRecord.create(SCHEMA);
+    record.setField("id", id);
+    record.setField("name", name);
+    return record;
+  }
+
+  private static void sleep(long ms) {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}
