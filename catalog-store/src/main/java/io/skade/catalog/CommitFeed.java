@@ -1,6 +1,8 @@
 package io.skade.catalog;
 
+import java.util.Iterator;
 import java.util.List;
+import java.util.NoSuchElementException;
 import org.apache.iceberg.catalog.TableIdentifier;
 
 /**
@@ -16,6 +18,9 @@ public interface CommitFeed {
 
   /** Default bound of a subscription's buffer. */
   int DEFAULT_SUBSCRIBER_BUFFER = 1024;
+
+  /** How many commits {@link #commitsSince(long)} reads per page. */
+  int PAGE = 1000;
 
   /**
    * Subscribes to live commits with the default buffer. The subscription is registered before its
@@ -33,7 +38,33 @@ public interface CommitFeed {
    * Every commit with {@code commitSeq > after}, oldest first, gapless, read from the durable log
    * lazily, a page at a time, so a long log is never loaded whole.
    */
-  Iterable<CommitEvent> commitsSince(long after);
+  default Iterable<CommitEvent> commitsSince(long after) {
+    return () -> new Iterator<>() {
+      private long cursor = after;
+      private Iterator<CommitEvent> page = List.<CommitEvent>of().iterator();
+      private boolean exhausted;
+
+      @Override
+      public boolean hasNext() {
+        if (!page.hasNext() && !exhausted) {
+          List<CommitEvent> next = commitsSince(cursor, PAGE);
+          exhausted = next.size() < PAGE;
+          page = next.iterator();
+        }
+        return page.hasNext();
+      }
+
+      @Override
+      public CommitEvent next() {
+        if (!hasNext()) {
+          throw new NoSuchElementException();
+        }
+        CommitEvent event = page.next();
+        cursor = event.commitSeq();
+        return event;
+      }
+    };
+  }
 
   /** At most {@code limit} commits with {@code commitSeq > after}, oldest first: one page. */
   List<CommitEvent> commitsSince(long after, int limit);

@@ -3,9 +3,7 @@ package io.skade.catalog;
 import io.skade.catalog.SkadeProtocol.CommitPage;
 import java.io.UncheckedIOException;
 import java.time.Duration;
-import java.util.Iterator;
 import java.util.List;
-import java.util.NoSuchElementException;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.iceberg.catalog.TableIdentifier;
@@ -26,7 +24,8 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RemoteCommitFeed.class);
   /** How long one long-poll waits on the server. */
   private static final Duration WAIT = Duration.ofSeconds(20);
-  private static final int PAGE = 1000;
+  /** Most commits one long-poll asks for. */
+  private static final int POLL_PAGE = 1000;
   private static final long RETRY_PAUSE_MS = 1_000;
 
   private final SkadeServerClient client;
@@ -65,7 +64,7 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
     while (!closed) {
       CommitPage page;
       try {
-        page = client.commits(after, PAGE, WAIT);
+        page = client.commits(after, POLL_PAGE, WAIT);
       } catch (UncheckedIOException e) {
         if (closed) {
           return; // interrupted by close
@@ -99,35 +98,6 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
       Thread.currentThread().interrupt();
       closed = true;
     }
-  }
-
-  @Override
-  public Iterable<CommitEvent> commitsSince(long after) {
-    return () -> new Iterator<>() {
-      private long cursor = after;
-      private Iterator<CommitEvent> page = List.<CommitEvent>of().iterator();
-      private boolean exhausted;
-
-      @Override
-      public boolean hasNext() {
-        if (!page.hasNext() && !exhausted) {
-          List<CommitEvent> next = commitsSince(cursor, PAGE);
-          exhausted = next.size() < PAGE;
-          page = next.iterator();
-        }
-        return page.hasNext();
-      }
-
-      @Override
-      public CommitEvent next() {
-        if (!hasNext()) {
-          throw new NoSuchElementException();
-        }
-        CommitEvent event = page.next();
-        cursor = event.commitSeq();
-        return event;
-      }
-    };
   }
 
   @Override

@@ -10,10 +10,8 @@ import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import java.util.NoSuchElementException;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
@@ -119,7 +117,6 @@ public class SkadeCatalog extends BaseMetastoreCatalog
    */
   public static final String CREATE_IF_MISSING = "catalog.create-if-missing";
   private static final String DEFAULT_FILE_IO = "org.apache.iceberg.hadoop.HadoopFileIO";
-  private static final int PAGE = 1024;
 
   private String name = "skade";
   private Map<String, String> properties = Map.of();
@@ -918,35 +915,6 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     CatalogStore store = store();
     store.catchUp();
     return store.commitsSince(after, limit);
-  }
-
-  @Override
-  public Iterable<CommitEvent> commitsSince(long after) {
-    return () -> new Iterator<>() {
-      private long cursor = after;
-      private Iterator<CommitEvent> page = List.<CommitEvent>of().iterator();
-      private boolean exhausted;
-
-      @Override
-      public boolean hasNext() {
-        if (!page.hasNext() && !exhausted) {
-          List<CommitEvent> next = commitsSince(cursor, PAGE);
-          exhausted = next.size() < PAGE;
-          page = next.iterator();
-        }
-        return page.hasNext();
-      }
-
-      @Override
-      public CommitEvent next() {
-        if (!hasNext()) {
-          throw new NoSuchElementException();
-        }
-        CommitEvent event = page.next();
-        cursor = event.commitSeq();
-        return event;
-      }
-    };
   }
 
   @Override
