@@ -81,6 +81,31 @@ public interface CatalogConnection extends AutoCloseable {
     return Remote.open(uri, properties);
   }
 
+  /**
+   * As {@link #open}, for a component that commits (a sink's committer): an embedded catalog is
+   * opened as its owner, never followed, so that another process owning it is an error at once
+   * ({@link CatalogLockedException}) rather than a failed commit later.
+   */
+  static CatalogConnection forWriting(Map<String, String> properties) {
+    String uri = properties.get(URI);
+    if (uri == null || uri.isBlank()) {
+      SharedCatalogs.Handle handle = SharedCatalogs.acquire(properties);
+      return new Embedded(handle.catalog(), handle);
+    }
+    return Remote.open(uri, properties);
+  }
+
+  /**
+   * Where the catalog {@code properties} name is, to name its tables by in lineage: the
+   * server's {@code uri}, or the {@code warehouse}.
+   *
+   * @param what what needs it, for the error when neither is given
+   */
+  static String location(String what, Map<String, String> properties) {
+    String uri = properties.get(URI);
+    return uri != null && !uri.isBlank() ? uri : SkadeCatalog.warehouse(what, properties);
+  }
+
   /** A connection to a catalog the caller opened and closes itself. */
   static CatalogConnection of(SkadeCatalog catalog) {
     return new Embedded(catalog, () -> { });

@@ -1,6 +1,6 @@
 package io.skade.sink;
 
-import io.skade.catalog.SkadeCatalog;
+import io.skade.catalog.CatalogConnection;
 import io.skade.lineage.CommitLineage;
 import io.skade.lineage.FlinkLineage;
 import java.util.HashMap;
@@ -49,7 +49,7 @@ public final class SkadeSink
   SkadeSink(Map<String, String> catalogProperties, TableIdentifier table, Settings settings) {
     this.catalogProperties = new HashMap<>(catalogProperties);
     this.table = table.toString();
-    this.warehouse = SkadeCatalog.warehouse(this.table, catalogProperties);
+    this.warehouse = CatalogConnection.location(this.table, catalogProperties);
     this.settings = settings;
   }
 
@@ -119,7 +119,7 @@ public final class SkadeSink
     };
   }
 
-  /** The table this sink writes, named in its catalog's warehouse. */
+  /** The table this sink writes, named in its catalog's warehouse (or server). */
   @Override
   public LineageVertex getLineageVertex() {
     return new FlinkLineage.SinkVertex(List.of(FlinkLineage.dataset(warehouse, table())));

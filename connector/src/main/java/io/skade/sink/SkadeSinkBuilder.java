@@ -1,6 +1,6 @@
 package io.skade.sink;
 
-import io.skade.catalog.SharedCatalogs;
+import io.skade.catalog.CatalogConnection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -113,9 +113,12 @@ public final class SkadeSinkBuilder {
 
   /** Checks the table and the key against the catalog and builds the sink. */
   public SkadeSink build() {
-    if (catalogProperties == null || !catalogProperties.containsKey("warehouse")) {
+    if (catalogProperties == null || !catalogProperties.containsKey("warehouse")
+        && !catalogProperties.containsKey(CatalogConnection.URI)) {
       throw new IllegalArgumentException("skade sink: the catalog properties must name a"
-          + " 'warehouse'; call catalogProperties(Map.of(\"warehouse\", \"/path\", ...))");
+          + " 'warehouse' (a catalog in this JVM) or a skade server's 'uri'; call"
+          + " catalogProperties(Map.of(\"warehouse\", \"/path\", ...)) or"
+          + " catalogProperties(Map.of(\"uri\", \"http://host:8181\", \"token\", ...))");
     }
     if (table == null) {
       throw new IllegalArgumentException("skade sink: no table given; call table(\"db.name\")");
@@ -142,8 +145,8 @@ public final class SkadeSinkBuilder {
   }
 
   private Schema loadSchema() {
-    try (SharedCatalogs.Handle handle = SharedCatalogs.acquire(catalogProperties)) {
-      return handle.catalog().loadTable(table).schema();
+    try (CatalogConnection connection = CatalogConnection.forWriting(catalogProperties)) {
+      return connection.catalog().loadTable(table).schema();
     } catch (NoSuchTableException e) {
       throw new IllegalArgumentException("skade sink: table " + table + " does not exist;"
           + " create it first (SkadeCatalog.createTable, or CREATE TABLE in SQL)", e);

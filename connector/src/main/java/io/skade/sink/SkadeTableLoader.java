@@ -1,6 +1,6 @@
 package io.skade.sink;
 
-import io.skade.catalog.SharedCatalogs;
+import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.SkadeCatalog;
 import java.util.HashMap;
 import java.util.Map;
@@ -10,17 +10,18 @@ import org.apache.iceberg.flink.TableLoader;
 
 /**
  * Loads a table for Iceberg's Flink operators (those of {@link SkadeSink}, or Iceberg's own
- * source) from the skade catalog shared in the JVM ({@link SharedCatalogs}), so a committer
- * commits through the catalog's one commit path (and its commit feed) and a reader sees new
- * snapshots on each refresh, without opening the single-owner RocksDB store a second time, as
- * Iceberg's {@code CatalogLoader.custom} would.
+ * source) through a {@link CatalogConnection}: the skade catalog shared in the JVM, or, with the
+ * property {@code uri}, the skade server that owns it. Either way a committer commits through
+ * the catalog's one commit path (and its commit feed) and a reader sees new snapshots on each
+ * refresh, without opening the single-owner RocksDB store a second time, as Iceberg's {@code
+ * CatalogLoader.custom} would.
  */
 public final class SkadeTableLoader implements TableLoader {
   private static final long serialVersionUID = 1L;
 
   private final HashMap<String, String> catalogProperties;
   private final String table;
-  private transient SharedCatalogs.Handle handle;
+  private transient CatalogConnection connection;
 
   /** Loads {@code table} of the catalog {@code catalogProperties} name. */
   public SkadeTableLoader(Map<String, String> catalogProperties, TableIdentifier table) {
@@ -30,23 +31,23 @@ public final class SkadeTableLoader implements TableLoader {
 
   @Override
   public void open() {
-    if (handle == null) {
+    if (connection == null) {
       // On a TaskManager: never creates a catalog (SkadeCatalog.inTask).
-      handle = SharedCatalogs.acquire(SkadeCatalog.inTask(catalogProperties));
+      connection = CatalogConnection.forWriting(SkadeCatalog.inTask(catalogProperties));
     }
   }
 
   @Override
   public boolean isOpen() {
-    return handle != null;
+    return connection != null;
   }
 
   @Override
   public Table loadTable() {
-    if (handle == null) {
+    if (connection == null) {
       throw new IllegalStateException("skade table loader for " + table + " is not open");
     }
-    return handle.catalog().loadTable(TableIdentifier.parse(table));
+    return connection.catalog().loadTable(TableIdentifier.parse(table));
   }
 
   @Override
@@ -57,9 +58,9 @@ public final class SkadeTableLoader implements TableLoader {
 
   @Override
   public void close() {
-    if (handle != null) {
-      handle.close();
-      handle = null;
+    if (connection != null) {
+      connection.close();
+      connection = null;
     }
   }
 

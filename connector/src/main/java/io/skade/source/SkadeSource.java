@@ -66,11 +66,9 @@ public final class SkadeSource<T>
   /** The table this source reads, for Flink's lineage graph. */
   @Override
   public LineageVertex getLineageVertex() {
-    String namespace = catalogProperties.containsKey(CatalogConnection.URI)
-        ? catalogProperties.get(CatalogConnection.URI) // the catalog a server owns
-        : SkadeCatalog.warehouse(settings.table().toString(), catalogProperties);
     return new FlinkLineage.SourceVertex(getBoundedness(), List.of(FlinkLineage.dataset(
-        namespace, settings.table())));
+        CatalogConnection.location(settings.table().toString(), catalogProperties),
+        settings.table())));
   }
 
   @Override

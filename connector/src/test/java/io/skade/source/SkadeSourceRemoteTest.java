@@ -3,14 +3,10 @@ package io.skade.source;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.skade.ServerProcess;
 import io.skade.catalog.SkadeServerClient;
-import io.skade.server.ServerMain;
 import io.skade.write.TableWriter;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -22,8 +18,6 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.table.data.RowData;
@@ -36,7 +30,6 @@ import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.rest.RESTCatalog;
 import org.apache.iceberg.types.Types;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -50,61 +43,22 @@ import org.junit.jupiter.api.io.TempDir;
  * as Iceberg reads it at the end; the job's consumer cursor is stored through the server.
  */
 class SkadeSourceRemoteTest {
-  private static final Pattern LISTENING =
-      Pattern.compile("skade server listening on (http://[^:]+:(\\d+))");
   private static final Schema SCHEMA = new Schema(
       List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
           Types.NestedField.optional(2, "name", Types.StringType.get())),
       Set.of(1));
   private static final TableIdentifier TABLE = TableIdentifier.of("db", "t");
-  private static final String TOKEN = "remote-token";
+  private static final String TOKEN = ServerProcess.TOKEN;
 
   @TempDir Path root;
-  private final List<Process> servers = new ArrayList<>();
-
-  @AfterEach
-  void killServers() {
-    servers.forEach(Process::destroyForcibly);
-  }
-
-  private String startServer(int port) throws Exception {
-    Process process = new ProcessBuilder(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        // Surefire's java.class.path is a manifest-only jar whose Class-Path the child inherits.
-        "-cp", System.getProperty("java.class.path"), ServerMain.class.getName(),
-        "--warehouse", root.resolve("warehouse").toString(), "--port", String.valueOf(port),
-        "--token-file", root.resolve("tokens").toString())
-        .redirectErrorStream(true).start();
-    servers.add(process);
-    CompletableFuture<String> uri = new CompletableFuture<>();
-    Thread reader = new Thread(() -> {
-      try (BufferedReader lines = new BufferedReader(
-          new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-        for (String line; (line = lines.readLine()) != null; ) {
-          Matcher matcher = LISTENING.matcher(line);
-          if (matcher.find()) {
-            uri.complete(matcher.group(1));
-          }
-        }
-      } catch (Exception e) {
-        uri.completeExceptionally(e);
-      }
-      uri.completeExceptionally(new IllegalStateException("the server process ended"));
-    }, "server-output");
-    reader.setDaemon(true);
-    reader.start();
-    return uri.get(60, TimeUnit.SECONDS);
-  }
 
   @Test
   @Timeout(300)
   void aRemoteSourceRidesThroughAServerKilledAndRestartedAndEmitsAnExactChangelog()
       throws Exception {
-    Files.writeString(root.resolve("tokens"), TOKEN + "\n");
-    String uri = startServer(0);
-    int port = Integer.parseInt(uri.substring(uri.lastIndexOf(':') + 1));
-    Map<String, String> props = Map.of("uri", uri, "token", TOKEN);
-    try (RESTCatalog rest = new RESTCatalog()) {
+    try (ServerProcess server = new ServerProcess(root); RESTCatalog rest = new RESTCatalog()) {
+      String uri = server.uri();
+      Map<String, String> props = Map.of("uri", uri, "token", TOKEN);
       rest.initialize("rest", new HashMap<>(props));
       rest.createNamespace(Namespace.of("db"));
       Table table = rest.createTable(TABLE, SCHEMA);
@@ -146,10 +100,7 @@ class SkadeSourceRemoteTest {
         });
 
         sleep(3000);
-        servers.get(0).destroyForcibly(); // SIGKILL
-        assertThat(servers.get(0).waitFor(30, TimeUnit.SECONDS)).isTrue();
-        sleep(2000);
-        assertThat(startServer(port)).isEqualTo(uri);
+        server.killAndRestart(2000); // SIGKILL, down for 2 s, the same directory and port
         sleep(4000);
         writing.set(false);
         int commits = writes.get(60, TimeUnit.SECONDS);

@@ -1,0 +1,85 @@
+package io.skade;
+
+import io.skade.server.ServerMain;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * A skade server as its own process (a child JVM running {@link ServerMain}) on a warehouse,
+ * with one bearer token: what a Flink job reaches with the {@code uri} option.
+ */
+public final class ServerProcess implements AutoCloseable {
+  public static final String TOKEN = "remote-token";
+  private static final Pattern LISTENING =
+      Pattern.compile("skade server listening on (http://[^:]+:(\\d+))");
+  private final Path root;
+  private Process process;
+  private String uri;
+
+  /** Starts a server on {@code root}/warehouse, on a free port. */
+  public ServerProcess(Path root) throws Exception {
+    this.root = root;
+    Files.writeString(root.resolve("tokens"), TOKEN + "\n");
+    start(0);
+  }
+
+  private void start(int port) throws Exception {
+    process = new ProcessBuilder(
+        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        // Surefire's java.class.path is a manifest-only jar whose Class-Path the child inherits.
+        "-cp", System.getProperty("java.class.path"), ServerMain.class.getName(),
+        "--warehouse", root.resolve("warehouse").toString(), "--port", String.valueOf(port),
+        "--token-file", root.resolve("tokens").toString())
+        .redirectErrorStream(true).start();
+    Process started = process;
+    CompletableFuture<String> listening = new CompletableFuture<>();
+    Thread reader = new Thread(() -> {
+      try (BufferedReader lines = new BufferedReader(
+          new InputStreamReader(started.getInputStream(), StandardCharsets.UTF_8))) {
+        for (String line; (line = lines.readLine()) != null; ) {
+          Matcher matcher = LISTENING.matcher(line);
+          if (matcher.find()) {
+            listening.complete(matcher.group(1));
+          }
+        }
+      } catch (Exception e) {
+        listening.completeExceptionally(e);
+      }
+      listening.completeExceptionally(new IllegalStateException("the server process ended"));
+    }, "server-output");
+    reader.setDaemon(true);
+    reader.start();
+    uri = listening.get(60, TimeUnit.SECONDS);
+  }
+
+  /** Where it listens, e.g. {@code http://127.0.0.1:40123}; the same after a restart. */
+  public String uri() {
+    return uri;
+  }
+
+  /** Kills it with SIGKILL, waits {@code downMillis}, and starts it again on the same port. */
+  public void killAndRestart(long downMillis) throws Exception {
+    process.destroyForcibly();
+    if (!process.waitFor(30, TimeUnit.SECONDS)) {
+      throw new IllegalStateException("the server process did not die");
+    }
+    Thread.sleep(downMillis);
+    String before = uri;
+    start(Integer.parseInt(uri.substring(uri.lastIndexOf(':') + 1)));
+    if (!uri.equals(before)) {
+      throw new IllegalStateException("restarted on " + uri + ", not " + before);
+    }
+  }
+
+  @Override
+  public void close() {
+    process.destroyForcibly();
+  }
+}
