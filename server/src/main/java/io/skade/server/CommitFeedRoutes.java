@@ -35,7 +35,18 @@ final class CommitFeedRoutes implements AutoCloseable {
   private static final int DEFAULT_LIMIT = 1000;
 
   /** A parked request: commits after {@code after}, at most {@code limit}. */
-  private record Waiter(Exchange exchange, long after, int limit, ScheduledFuture<?> timeout) {}
+  private static final class Waiter {
+    final Exchange exchange;
+    final long after;
+    final int limit;
+    volatile ScheduledFuture<?> timeout;
+
+    Waiter(Exchange exchange, long after, int limit) {
+      this.exchange = exchange;
+      this.after = after;
+      this.limit = limit;
+    }
+  }
 
   private final SkadeCatalog catalog;
   private final ServerMetrics metrics;
@@ -103,17 +114,16 @@ final class CommitFeedRoutes implements AutoCloseable {
       answer(exchange, after, limit);
       return;
     }
-    Waiter[] self = new Waiter[1];
-    ScheduledFuture<?> timeout = timers.schedule(() -> {
-      if (waiters.remove(self[0])) {
+    Waiter waiter = new Waiter(exchange, after, limit);
+    waiters.add(waiter); // before its timer, so that the timer always finds it
+    waiter.timeout = timers.schedule(() -> {
+      if (waiters.remove(waiter)) {
         answer(exchange, after, limit);
       }
     }, waitMs, TimeUnit.MILLISECONDS);
-    self[0] = new Waiter(exchange, after, limit, timeout);
-    waiters.add(self[0]);
     // A commit that landed between the read above and the registration woke nobody.
     if (catalog.commitSeq() > after || closing) {
-      wake(self[0]);
+      wake(waiter);
     }
   }
 
@@ -129,8 +139,11 @@ final class CommitFeedRoutes implements AutoCloseable {
 
   private void wake(Waiter waiter) {
     if (waiters.remove(waiter)) {
-      waiter.timeout().cancel(false);
-      answer(waiter.exchange(), waiter.after(), waiter.limit());
+      ScheduledFuture<?> timeout = waiter.timeout;
+      if (timeout != null) {
+        timeout.cancel(false);
+      }
+      answer(waiter.exchange, waiter.after, waiter.limit);
     }
   }
 
@@ -147,7 +160,7 @@ final class CommitFeedRoutes implements AutoCloseable {
     }
     long current = catalog.commitSeq();
     for (Waiter waiter : waiters) {
-      if (waiter.after() < current) {
+      if (waiter.after < current) {
         wake(waiter);
       }
     }

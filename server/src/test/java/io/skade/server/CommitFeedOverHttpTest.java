@@ -95,6 +95,14 @@ class CommitFeedOverHttpTest {
   }
 
   @Test
+  void longPollsWithWaitsOfAMillisecondAllAnswer() {
+    long seq = client.commitSeq();
+    for (int i = 0; i < 300; i++) { // a timer firing as the request parks must still answer it
+      assertThat(client.commits(seq, 10, Duration.ofMillis(1)).lastCommitSeq()).isEqualTo(seq);
+    }
+  }
+
+  @Test
   void aShutdownAnswersParkedLongPollsAtOnce() throws Exception {
     long seq = client.commitSeq();
     CompletableFuture<CommitPage> poll =
