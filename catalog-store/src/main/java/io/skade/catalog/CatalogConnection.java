@@ -55,6 +55,11 @@ public interface CatalogConnection extends AutoCloseable {
     return ExpiryGuard.requireUsable(catalog(), cursor);
   }
 
+  /** Whether the catalog is reached over the network (a skade server), not in this JVM. */
+  default boolean isRemote() {
+    return false;
+  }
+
   /**
    * Whether {@code failure} is one to ride through by trying again: for a server, one that
    * says it could not be reached or answered 5xx (it restarts); never for an embedded catalog.
@@ -226,6 +231,11 @@ public interface CatalogConnection extends AutoCloseable {
     @Override
     public Optional<CommitEvent> commitOf(TableIdentifier table, long snapshotId) {
       return client.commitOf(table, snapshotId);
+    }
+
+    @Override
+    public boolean isRemote() {
+      return true;
     }
 
     @Override

@@ -38,7 +38,8 @@ import org.junit.jupiter.api.io.TempDir;
  * {@link SkadeSource} in remote mode: the catalog lives in a skade server process (a child JVM)
  * and the job (parallelism 2, checkpointing) only has its {@code uri}. A writer upserts and
  * deletes through Iceberg's REST client; the server is killed with SIGKILL and restarted on the
- * same directory and port while both run. The job rides through, and its changelog, applied
+ * same directory and port while both run. The job is woken by the server's commit feed alone
+ * (its poll interval is longer than the test). It rides through, and its changelog, applied
  * strictly (an insert meets no row, a retraction exactly the row it retracts), equals the table
  * as Iceberg reads it at the end; the job's consumer cursor is stored through the server.
  */
@@ -69,7 +70,9 @@ class SkadeSourceRemoteTest {
       env.setParallelism(2);
       env.enableCheckpointing(300);
       SkadeSource<RowData> source = SkadeSource.builder().catalogProperties(props)
-          .table("db.t").consumerId("remote-job").build();
+          .table("db.t").consumerId("remote-job")
+          // Longer than the test: only the server's commit feed can wake the enumerator.
+          .pollInterval(Duration.ofMinutes(30)).build();
       Map<Long, String> rows = new HashMap<>();
       List<String> failures = new ArrayList<>();
       AtomicBoolean writing = new AtomicBoolean(true);

@@ -149,9 +149,23 @@ public final class SkadeSplitEnumerator
 
   @Override
   public void start() {
-    if (catalog.pushesCommits()) {
-      feed = catalog.feed().subscribeCommits();
-      feed.onAvailable(() -> context.runInCoordinatorThread(this::onFeed));
+    if (catalog.pushesCommits() && !catalog.isRemote()) {
+      listen(catalog.feed().subscribeCommits());
+    } else if (catalog.pushesCommits()) {
+      // Subscribing to a server asks it for its cursor: off the coordinator thread, and on the
+      // worker before the start below, which reads the table after the subscription began.
+      context.callAsync(() -> riding(() -> catalog.feed().subscribeCommits()),
+          (subscription, error) -> {
+            if (error != null) {
+              LOG.warn("skade source on {}: could not follow the server's commit feed; polling"
+                  + " every {} instead", settings.table(), settings.pollInterval(), error);
+            } else if (closed) {
+              subscription.close();
+            } else {
+              listen(subscription);
+              onFeed(); // what it buffered before it was followed
+            }
+          });
     }
     long poll = settings.pollInterval().toMillis();
     context.callAsync(catalog.feed()::commitSeq, (seq, error) -> {
@@ -191,6 +205,12 @@ public final class SkadeSplitEnumerator
         cursor.commitSeq(), end == WindowPlanner.UNBOUNDED ? "" : ", ending at snapshot " + end);
     accept(start.splits());
     plan();
+  }
+
+  /** Follows {@code subscription}, on the coordinator thread. */
+  private void listen(CommitSubscription subscription) {
+    feed = subscription;
+    feed.onAvailable(() -> context.runInCoordinatorThread(this::onFeed));
   }
 
   /** The feed's wake-up, on the coordinator thread: plan when a commit of this table came. */
