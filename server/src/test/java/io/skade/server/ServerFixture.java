@@ -31,7 +31,11 @@ import org.apache.iceberg.rest.RESTCatalog;
  */
 final class ServerFixture implements AutoCloseable {
   static final String TOKEN = "test-token";
-  private static final HttpClient HTTP = HttpClient.newHttpClient();
+  /**
+   * This server's own client: a client shared by tests keeps connections to an earlier test's
+   * server, and a new server on the same port then sees a POST on a connection it never had.
+   */
+  private HttpClient http = HttpClient.newHttpClient();
   private final List<AutoCloseable> opened = new ArrayList<>();
   private final Path root;
   SkadeServer server;
@@ -51,6 +55,7 @@ final class ServerFixture implements AutoCloseable {
   void restart() throws Exception {
     server.close();
     server = start();
+    http = HttpClient.newHttpClient(); // none of the old server's connections
   }
 
   /** Iceberg's REST catalog client of the server, with the token. */
@@ -86,7 +91,7 @@ final class ServerFixture implements AutoCloseable {
     }
     headers.forEach(request::header);
     try {
-      HttpResponse<String> response = HTTP.send(request.build(),
+      HttpResponse<String> response = http.send(request.build(),
           HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
       return new Answer(response.statusCode(), response.body(), response.headers().map());
     } catch (IOException e) {
