@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Function;
 import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
@@ -78,12 +79,7 @@ public interface CatalogConnection extends AutoCloseable {
    * another process owns it; see {@link SharedCatalogs#acquireOrFollow}).
    */
   static CatalogConnection open(Map<String, String> properties) {
-    String uri = properties.get(URI);
-    if (uri == null || uri.isBlank()) {
-      SharedCatalogs.Handle handle = SharedCatalogs.acquireOrFollow(properties);
-      return new Embedded(handle.catalog(), handle);
-    }
-    return Remote.open(uri, properties);
+    return open(properties, SharedCatalogs::acquireOrFollow);
   }
 
   /**
@@ -92,9 +88,14 @@ public interface CatalogConnection extends AutoCloseable {
    * ({@link CatalogLockedException}) rather than a failed commit later.
    */
   static CatalogConnection forWriting(Map<String, String> properties) {
+    return open(properties, SharedCatalogs::acquire);
+  }
+
+  private static CatalogConnection open(Map<String, String> properties,
+      Function<Map<String, String>, SharedCatalogs.Handle> embedded) {
     String uri = properties.get(URI);
     if (uri == null || uri.isBlank()) {
-      SharedCatalogs.Handle handle = SharedCatalogs.acquire(properties);
+      SharedCatalogs.Handle handle = embedded.apply(properties);
       return new Embedded(handle.catalog(), handle);
     }
     return Remote.open(uri, properties);

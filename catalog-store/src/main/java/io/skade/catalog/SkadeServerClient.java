@@ -4,13 +4,11 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.skade.catalog.SkadeProtocol.CommitPage;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.ConnectException;
 import java.net.URI;
 import java.net.URLEncoder;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.net.http.HttpTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -161,16 +159,11 @@ public final class SkadeServerClient implements ConsumerStore {
           throw refused(method, path, status, response.body());
         }
         transientFailure = "answered " + status + ": " + message(response.body());
-      } catch (ConnectException | HttpTimeoutException e) {
-        transientFailure = e.toString();
-        cause = e;
-      } catch (IOException e) { // a connection reset or closed under the request
+      } catch (IOException e) { // refused, timed out, reset or closed under the request
         transientFailure = e.toString();
         cause = e;
       } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new UncheckedIOException(new IOException("interrupted calling the skade server at "
-            + uri, e));
+        throw interrupted(e);
       }
       if (System.nanoTime() + backoff * 1_000_000 > deadline) {
         throw new UncheckedIOException(new IOException("the skade server at " + uri + " did not"
@@ -183,12 +176,16 @@ public final class SkadeServerClient implements ConsumerStore {
       try {
         Thread.sleep(backoff);
       } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new UncheckedIOException(new IOException("interrupted calling the skade server at "
-            + uri, e));
+        throw interrupted(e);
       }
       backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
     }
+  }
+
+  private UncheckedIOException interrupted(InterruptedException e) {
+    Thread.currentThread().interrupt();
+    return new UncheckedIOException(new IOException("interrupted calling the skade server at "
+        + uri, e));
   }
 
   private RuntimeException refused(String method, String path, int status, String body) {

@@ -29,7 +29,7 @@ final class ConsumerRoutes {
   }
 
   /** Handles the consumers' routes; false for any other path. */
-  boolean handle(Exchange exchange) throws InterruptedException {
+  boolean handle(Exchange exchange) throws Exception {
     if (exchange.pathIs("skade", "v1", "consumers")) {
       exchange.route("GET " + SkadeProtocol.CONSUMERS);
       CommitFeedRoutes.requireGet(exchange);
@@ -65,8 +65,6 @@ final class ConsumerRoutes {
               : catalog.withIdempotencyKey(key, () -> catalog.dropConsumer(consumerId));
         } catch (IdempotencyKeyUsedException e) {
           dropped = true; // a racing retry of the same request dropped it
-        } catch (Exception e) {
-          throw e instanceof RuntimeException runtime ? runtime : new IllegalStateException(e);
         }
         if (!dropped) {
           throw unknown(consumerId);

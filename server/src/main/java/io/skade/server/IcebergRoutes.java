@@ -190,10 +190,9 @@ final class IcebergRoutes {
   private void replay(Exchange exchange, Route route, Map<String, String> vars,
       IdempotencyRecord record) throws Exception {
     exchange.header(REPLAY_HEADER, "true");
-    String template = route.method().equals("POST") ? route.template() : "";
-    if (template.equals(ResourcePaths.V1_TABLES.replace("/{prefix}", ""))
-        || template.equals(ResourcePaths.V1_TABLE_REGISTER.replace("/{prefix}", ""))
-        || template.equals(ResourcePaths.V1_TABLE.replace("/{prefix}", ""))) {
+    String path = route.method().equals("POST") ? route.specPath() : "";
+    if (path.equals(ResourcePaths.V1_TABLES) || path.equals(ResourcePaths.V1_TABLE_REGISTER)
+        || path.equals(ResourcePaths.V1_TABLE)) {
       List<String> locations = record.metadataLocations();
       if (locations.isEmpty()) { // committed nothing of a table: the table as it is
         answerTable(exchange, 200, CatalogHandlers.loadTable(catalog, replayedTable(exchange,
@@ -204,12 +203,12 @@ final class IcebergRoutes {
       answerTable(exchange, 200, LoadTableResponse.builder()
           .withTableMetadata(TableMetadataParser.read(catalog.io(), location)).build(),
           RESTCatalogProperties.SnapshotMode.ALL);
-    } else if (template.equals(ResourcePaths.V1_NAMESPACES.replace("/{prefix}", ""))) {
+    } else if (path.equals(ResourcePaths.V1_NAMESPACES)) {
       Namespace namespace = body(exchange, CreateNamespaceRequest.class).namespace();
       exchange.json(200, IcebergJson.write(CreateNamespaceResponse.builder()
           .withNamespace(namespace)
           .setProperties(catalog.loadNamespaceMetadata(namespace)).build()));
-    } else if (template.equals(ResourcePaths.V1_NAMESPACE_PROPERTIES.replace("/{prefix}", ""))) {
+    } else if (path.equals(ResourcePaths.V1_NAMESPACE_PROPERTIES)) {
       UpdateNamespacePropertiesRequest request =
           body(exchange, UpdateNamespacePropertiesRequest.class);
       exchange.json(200, IcebergJson.write(UpdateNamespacePropertiesResponse.builder()
