@@ -241,11 +241,19 @@ public interface CatalogConnection extends AutoCloseable {
 
     @Override
     public boolean isTransient(Throwable failure) {
+      return transientFailure(failure);
+    }
+
+    /**
+     * An I/O failure anywhere in the chain (Iceberg's client and skade's wrap theirs), or a
+     * 500 / 503 answer. Not any {@code RESTException}: 400, 401 and 403 are ones too, and no
+     * retry mends them.
+     */
+    static boolean transientFailure(Throwable failure) {
       for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
-        if (cause instanceof java.io.IOException || cause instanceof java.io.UncheckedIOException
+        if (cause instanceof java.io.IOException
             || cause instanceof org.apache.iceberg.exceptions.ServiceFailureException
-            || cause instanceof org.apache.iceberg.exceptions.ServiceUnavailableException
-            || cause instanceof org.apache.iceberg.exceptions.RESTException) {
+            || cause instanceof org.apache.iceberg.exceptions.ServiceUnavailableException) {
           return true;
         }
       }
