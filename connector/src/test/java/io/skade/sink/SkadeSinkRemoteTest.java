@@ -2,10 +2,10 @@ package io.skade.sink;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.skade.ServerProcess;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.RemoteCommitFeed;
 import io.skade.catalog.SkadeServerClient;
+import io.skade.server.ServerProcess;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;

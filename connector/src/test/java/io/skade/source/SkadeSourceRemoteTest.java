@@ -3,8 +3,8 @@ package io.skade.source;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.skade.ServerProcess;
 import io.skade.catalog.SkadeServerClient;
+import io.skade.server.ServerProcess;
 import io.skade.write.TableWriter;
 import java.net.URI;
 import java.nio.file.Path;

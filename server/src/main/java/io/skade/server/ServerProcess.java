@@ -1,6 +1,5 @@
-package io.skade;
+package io.skade.server;
 
-import io.skade.server.ServerMain;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -12,10 +11,13 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * A skade server as its own process (a child JVM running {@link ServerMain}) on a warehouse,
- * with one bearer token: what a Flink job reaches with the {@code uri} option.
+ * A skade server as its own process: a child JVM running {@link ServerMain} on the caller's
+ * class path, on a warehouse, with one bearer token ({@link #TOKEN}). What a Flink job reaches
+ * with the {@code uri} option, for tests and benchmarks that need the catalog in another JVM
+ * (and killed with SIGKILL, see {@link #killAndRestart}).
  */
 public final class ServerProcess implements AutoCloseable {
+  /** The one bearer token the server accepts. */
   public static final String TOKEN = "remote-token";
   private static final Pattern LISTENING =
       Pattern.compile("skade server listening on (http://[^:]+:(\\d+))");
@@ -78,6 +80,7 @@ public final class ServerProcess implements AutoCloseable {
     }
   }
 
+  /** Kills it (SIGKILL). */
   @Override
   public void close() {
     process.destroyForcibly();
