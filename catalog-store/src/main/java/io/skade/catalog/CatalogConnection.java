@@ -5,12 +5,16 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.Callable;
 import java.util.function.Function;
 import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.catalog.SupportsNamespaces;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.rest.RESTCatalog;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A skade catalog as a component uses it, wherever the catalog lives: its tables ({@link
@@ -29,6 +33,11 @@ public interface CatalogConnection extends AutoCloseable {
 
   /** The catalog's tables and namespaces. */
   Catalog catalog();
+
+  /** The catalog's namespaces (both kinds of catalog support them). */
+  default SupportsNamespaces namespaces() {
+    return (SupportsNamespaces) catalog();
+  }
 
   /** The catalog's commit feed. */
   CommitFeed feed();
@@ -56,6 +65,17 @@ public interface CatalogConnection extends AutoCloseable {
     return ExpiryGuard.requireUsable(catalog(), cursor);
   }
 
+  /**
+   * A number that changes when this process learns of a commit of {@code table}, cheap to read:
+   * embedded, the catalog's commit sequence (an owner knows a commit the moment it
+   * is durable; a follower when it reads the log); through a server, the newest commit of the
+   * table its commit feed took ({@link RemoteCommitFeed#newestCommitOf}), which the feed notes
+   * before any subscriber hears of it.
+   */
+  default long commitsSeen(TableIdentifier table) {
+    return feed().commitSeq();
+  }
+
   /** Whether the catalog is reached over the network (a skade server), not in this JVM. */
   default boolean isRemote() {
     return false;
@@ -67,6 +87,16 @@ public interface CatalogConnection extends AutoCloseable {
    */
   default boolean isTransient(Throwable failure) {
     return false;
+  }
+
+  /**
+   * What {@code call} returns, calling it again through failures that can heal ({@link
+   * #isTransient}: the server restarting) with a backoff from 100 ms to 5 s, for up to the
+   * retry timeout ({@link #RETRY_TIMEOUT}); for an embedded catalog, just the call. Interrupting
+   * the thread ends the retries.
+   */
+  default <T> T riding(Callable<T> call) throws Exception {
+    return call.call();
   }
 
   /** Releases the connection (the catalog's hold, or the client's threads). */
@@ -169,14 +199,17 @@ public interface CatalogConnection extends AutoCloseable {
 
   /** A catalog a skade server owns. */
   final class Remote implements CatalogConnection {
+    private static final Logger LOG = LoggerFactory.getLogger(Remote.class);
     private final RESTCatalog catalog;
     private final SkadeServerClient client;
     private final RemoteCommitFeed feed;
+    private final Duration retryFor;
 
-    private Remote(RESTCatalog catalog, SkadeServerClient client) {
+    private Remote(RESTCatalog catalog, SkadeServerClient client, Duration retryFor) {
       this.catalog = catalog;
       this.client = client;
       this.feed = new RemoteCommitFeed(client);
+      this.retryFor = retryFor;
     }
 
     static Remote open(String uri, Map<String, String> properties) {
@@ -195,13 +228,18 @@ public interface CatalogConnection extends AutoCloseable {
       String retryValue = properties.get(RETRY_TIMEOUT);
       if (retryValue != null) {
         retry = ExpiryGuard.parse(retryValue);
+        if (retry == null) {
+          throw new IllegalArgumentException("catalog property '" + RETRY_TIMEOUT + "' = '"
+              + retryValue + "' is not a positive duration; give one such as '30 s' or"
+              + " '10 min'");
+        }
       }
       Map<String, String> rest = new HashMap<>(properties);
       rest.keySet().removeIf(key -> key.startsWith("catalog.") || key.equals(RETRY_TIMEOUT));
       RESTCatalog catalog = new RESTCatalog();
       catalog.initialize("skade", rest);
       return new Remote(catalog,
-          new SkadeServerClient(server, properties.get(TOKEN), retry));
+          new SkadeServerClient(server, properties.get(TOKEN), retry), retry);
     }
 
     @Override
@@ -235,6 +273,12 @@ public interface CatalogConnection extends AutoCloseable {
     }
 
     @Override
+    public long commitsSeen(TableIdentifier table) {
+      feed.follow();
+      return feed.newestCommitOf(table);
+    }
+
+    @Override
     public boolean isRemote() {
       return true;
     }
@@ -242,6 +286,25 @@ public interface CatalogConnection extends AutoCloseable {
     @Override
     public boolean isTransient(Throwable failure) {
       return transientFailure(failure);
+    }
+
+    @Override
+    public <T> T riding(Callable<T> call) throws Exception {
+      long deadline = System.nanoTime() + retryFor.toNanos();
+      long backoff = 100;
+      while (true) {
+        try {
+          return call.call();
+        } catch (Exception e) {
+          if (!isTransient(e) || System.nanoTime() + backoff * 1_000_000 > deadline) {
+            throw e;
+          }
+          LOG.warn("skade server at {} did not answer ({}); trying again in {} ms",
+              client.uri(), e.toString(), backoff);
+          Thread.sleep(backoff);
+          backoff = Math.min(5_000, backoff * 2);
+        }
+      }
     }
 
     /**

@@ -4,6 +4,7 @@ import io.skade.catalog.SkadeProtocol.CommitPage;
 import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.iceberg.catalog.TableIdentifier;
@@ -30,7 +31,9 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
 
   private final SkadeServerClient client;
   private final Set<CommitSubscription> subscriptions = ConcurrentHashMap.newKeySet();
-  private Thread poller; // guarded by this
+  /** Per table key, the newest commit the poller took, noted before any subscriber hears it. */
+  private final Map<String, Long> newestByTable = new ConcurrentHashMap<>();
+  private volatile Thread poller; // set under this
   /** The newest commit the poller delivered; guarded by this. */
   private long delivered;
   private volatile boolean closed;
@@ -45,15 +48,41 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
       throw new IllegalStateException("the commit feed of " + client.uri() + " is closed");
     }
     CommitSubscription subscription = new CommitSubscription(bufferSize, subscriptions::remove);
+    startPolling();
+    subscription.startAt(delivered); // under the lock: the poller delivers what comes after
+    subscriptions.add(subscription);
+    return subscription;
+  }
+
+  /**
+   * Starts the long-poll (once): from now on every commit is taken from the server one round
+   * trip after it is durable, for the subscriptions and for {@link #newestCommitOf}.
+   */
+  public void follow() {
+    if (poller == null) {
+      startPolling();
+    }
+  }
+
+  private synchronized void startPolling() {
+    if (closed) {
+      throw new IllegalStateException("the commit feed of " + client.uri() + " is closed");
+    }
     if (poller == null) {
       delivered = client.commitSeq();
       poller = new Thread(this::poll, "skade-remote-feed " + client.uri());
       poller.setDaemon(true);
       poller.start();
     }
-    subscription.startAt(delivered); // under the lock: the poller delivers what comes after
-    subscriptions.add(subscription);
-    return subscription;
+  }
+
+  /**
+   * The {@code commit_seq} of the newest commit of {@code table} the long-poll took since it was
+   * {@link #follow() started}, 0 when none. It is noted before any subscriber hears of the
+   * commit: a caller that learnt of a commit from this feed finds it here.
+   */
+  public long newestCommitOf(TableIdentifier table) {
+    return newestByTable.getOrDefault(TableKeys.tableKey(table), 0L);
   }
 
   private void poll() {
@@ -81,6 +110,7 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
       long now = System.nanoTime();
       synchronized (this) {
         for (CommitEvent event : page.commits()) {
+          newestByTable.merge(event.tableKey(), event.commitSeq(), Math::max);
           for (CommitSubscription subscription : subscriptions) {
             subscription.deliver(event, now);
           }

@@ -1,48 +1,81 @@
 package io.skade.lookup;
 
-import io.skade.catalog.SkadeCatalog;
+import io.skade.catalog.CatalogConnection;
+import java.io.InterruptedIOException;
+import java.io.UncheckedIOException;
 import java.time.Duration;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 
 /**
- * A table kept at its latest committed version for lookups. In the JVM that owns the catalog a
- * commit is known the moment it is durable (the catalog's commit sequence is read from memory),
- * so a probe that starts after a commit was acknowledged sees it; a read-only follower checks
- * the log at most once per poll interval.
+ * A table kept at its latest committed version for lookups, so that a probe that starts after
+ * this process learnt of a commit sees it ({@link CatalogConnection#commitsSeen}):
+ *
+ * <ul>
+ *   <li>in the JVM that owns the catalog, a commit is known the moment it is durable (the
+ *       catalog's commit sequence is read from memory);
+ *   <li>through a skade server, a commit is known when the server's commit feed takes it (one
+ *       round trip after it is durable), and the table is then loaded again: a probe after that
+ *       sees the commit, and no probe pays a round trip to ask whether one happened;
+ *   <li>a read-only follower checks the log at most once per poll interval.
+ * </ul>
  */
 public final class LatestTable {
-  private final SkadeCatalog catalog;
+  private final CatalogConnection connection;
   private final TableIdentifier identifier;
   private final long pollNanos;
   private volatile Table table;
   private volatile long seenSeq;
   private volatile long checkedNanos;
 
-  public LatestTable(SkadeCatalog catalog, TableIdentifier identifier, Duration pollInterval) {
-    this.catalog = catalog;
+  /**
+   * The table {@code identifier} of {@code connection}, loaded now.
+   *
+   * @param pollInterval for a read-only follower, how often the log is checked
+   */
+  public LatestTable(CatalogConnection connection, TableIdentifier identifier,
+      Duration pollInterval) {
+    this.connection = connection;
     this.identifier = identifier;
     this.pollNanos = pollInterval.toNanos();
-    this.seenSeq = catalog.commitSeq();
-    this.table = catalog.loadTable(identifier);
+    // Read before the load: a commit racing it shows as a change, and at worst loads again.
+    this.seenSeq = connection.commitsSeen(identifier);
+    this.table = load();
     this.checkedNanos = System.nanoTime();
   }
 
-  /** The table as of the latest commit this process knows of. */
+  /**
+   * The table as of the latest commit this process knows of. Through a server, a load that
+   * fails while the server restarts is tried again until it answers (see {@link
+   * CatalogConnection#riding}): a probe waits rather than see a table older than a commit the
+   * process knows of.
+   */
   public Table table() {
-    if (catalog.isFollower() && System.nanoTime() - checkedNanos < pollNanos) {
+    if (!connection.pushesCommits() && System.nanoTime() - checkedNanos < pollNanos) {
       return table;
     }
-    long seq = catalog.commitSeq();
+    long seq = connection.commitsSeen(identifier);
     if (seq != seenSeq) {
       synchronized (this) {
         if (seq != seenSeq) {
-          table = catalog.loadTable(identifier);
-          seenSeq = seq;
+          table = load();
+          seenSeq = seq; // only once loaded: a failed load is tried again by the next probe
         }
       }
     }
     checkedNanos = System.nanoTime();
     return table;
+  }
+
+  private Table load() {
+    try {
+      return connection.riding(() -> connection.catalog().loadTable(identifier));
+    } catch (RuntimeException e) {
+      throw e;
+    } catch (Exception e) {
+      Thread.currentThread().interrupt(); // only an interrupt ends the retries so
+      throw new UncheckedIOException(new InterruptedIOException("interrupted loading table "
+          + identifier + " for lookups"));
+    }
   }
 }

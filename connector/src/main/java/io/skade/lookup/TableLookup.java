@@ -2,7 +2,7 @@ package io.skade.lookup;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
-import io.skade.catalog.SkadeCatalog;
+import io.skade.catalog.CatalogConnection;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
@@ -107,12 +107,13 @@ public final class TableLookup<R> {
   private record RowKey(long snapshot, Object key) {}
 
   /**
-   * Lookups of {@code table} in {@code catalog}, probing with {@code caches}.
+   * Lookups of {@code table} of the catalog {@code connection} reaches, probing with {@code
+   * caches}.
    *
    * @throws IllegalArgumentException when a key column, the filter or the pinned snapshot does
    *     not fit the table
    */
-  public TableLookup(SkadeCatalog catalog, TableIdentifier table, Settings settings,
+  public TableLookup(CatalogConnection connection, TableIdentifier table, Settings settings,
       LookupCaches caches, RowMapper<R> mapper) {
     this.name = table.toString();
     this.settings = settings;
@@ -120,7 +121,7 @@ public final class TableLookup<R> {
     this.mapper = mapper;
     this.rowCache = settings.caching() == Caching.ROWS
         ? Caffeine.newBuilder().maximumSize(settings.rowCacheMaxRows()).build() : null;
-    this.latest = new LatestTable(catalog, table, settings.pollInterval());
+    this.latest = new LatestTable(connection, table, settings.pollInterval());
     if (settings.snapshotId() != null
         && latest.table().snapshot(settings.snapshotId()) == null) {
       throw new IllegalArgumentException("table " + name + " has no snapshot "

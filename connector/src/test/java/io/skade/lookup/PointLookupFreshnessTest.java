@@ -3,6 +3,7 @@ package io.skade.lookup;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.skade.TestCatalog;
+import io.skade.catalog.CatalogConnection;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -47,7 +48,7 @@ class PointLookupFreshnessTest {
     catalog.get().buildTable(ID, SCHEMA).withProperty("format-version", "2").create();
     writer = new TableWriter(catalog.get().loadTable(ID));
     writer.append(List.of(row(1, "Oslo", 0), row(2, "Oslo", 0)));
-    latest = new LatestTable(catalog.get(), ID, Duration.ofHours(1));
+    latest = new LatestTable(CatalogConnection.of(catalog.get()), ID, Duration.ofHours(1));
   }
 
   @AfterEach

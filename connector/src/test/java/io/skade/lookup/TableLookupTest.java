@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.skade.TestCatalog;
+import io.skade.catalog.CatalogConnection;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -144,7 +145,7 @@ class TableLookupTest {
     }
     new TableWriter(table).append(rows.subList(0, 3));
     new TableWriter(table).append(rows.subList(3, 6)); // two files
-    TableLookup<Record> lookup = new TableLookup<>(catalog.get(), id,
+    TableLookup<Record> lookup = new TableLookup<>(CatalogConnection.of(catalog.get()), id,
         new TableLookup.Settings(List.of("ratio"), null, Duration.ofHours(1), caching,
             caching == TableLookup.Caching.ROWS ? 100 : 0, Expressions.alwaysTrue(), 0),
         caches.caches(), t -> Function.identity());
@@ -185,7 +186,7 @@ class TableLookupTest {
     }
     for (int round = 0; round < 3; round++) {
       // Caches of its own: every page is decoded anew.
-      TableLookup<Record> lookup = new TableLookup<>(catalog.get(), ID,
+      TableLookup<Record> lookup = new TableLookup<>(CatalogConnection.of(catalog.get()), ID,
           settings(TableLookup.Caching.PROBE, Expressions.alwaysTrue(), 0),
           new LookupCaches(LookupCaches.DEFAULT_MAX_BYTES), t -> Function.identity());
       ExecutorService pool = Executors.newFixedThreadPool(4);
@@ -278,7 +279,7 @@ class TableLookupTest {
   }
 
   private TableLookup<Record> lookup(TableLookup.Settings settings) {
-    return new TableLookup<>(catalog.get(), ID, settings, caches.caches(),
+    return new TableLookup<>(CatalogConnection.of(catalog.get()), ID, settings, caches.caches(),
         table -> Function.identity());
   }
 

@@ -21,8 +21,11 @@ import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_COMMIT_SEQ;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_MODE;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_SNAPSHOT_ID;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_TIMESTAMP_MILLIS;
+import static io.skade.table.SkadeConnectorOptions.SERVER_RETRY_TIMEOUT;
 import static io.skade.table.SkadeConnectorOptions.SINK_PARALLELISM;
 import static io.skade.table.SkadeConnectorOptions.TABLE;
+import static io.skade.table.SkadeConnectorOptions.TOKEN;
+import static io.skade.table.SkadeConnectorOptions.URI;
 import static io.skade.table.SkadeConnectorOptions.WAREHOUSE;
 import static java.util.Map.entry;
 import static org.apache.flink.table.connector.source.lookup.LookupOptions.CACHE_TYPE;
@@ -32,6 +35,7 @@ import static org.apache.flink.table.connector.source.lookup.LookupOptions.PARTI
 import static org.apache.flink.table.connector.source.lookup.LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_WRITE;
 import static org.apache.flink.table.connector.source.lookup.LookupOptions.PARTIAL_CACHE_MAX_ROWS;
 
+import io.skade.catalog.CatalogConnection;
 import io.skade.changelog.ChangelogOptions.BeforeImage;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.lineage.CatalogLineage;
@@ -138,12 +142,14 @@ final class CheckedOptions {
       entry(SINK_PARALLELISM.key(), "a positive integer"),
       entry(LINEAGE_SINK.key(), quoted(CatalogLineage.SINKS)),
       entry(LINEAGE_OPENLINEAGE_URL.key(), OPENLINEAGE_URLS),
-      entry(WAREHOUSE.key(), "a local path or a URI"));
+      entry(WAREHOUSE.key(), "a local path or a URI"),
+      entry(SERVER_RETRY_TIMEOUT.key(), DURATION));
 
   /** Where a declaration's table is: the skade catalog's properties and the Iceberg table. */
   record Location(Map<String, String> catalogProperties, TableIdentifier table) {
-    String warehouse() {
-      return catalogProperties.get(WAREHOUSE.key());
+    /** Where the catalog is, as errors and lineage name it: its server or its warehouse. */
+    String where() {
+      return CatalogConnection.location(table.toString(), catalogProperties);
     }
   }
 
@@ -370,6 +376,7 @@ final class CheckedOptions {
       atLeast(SCAN_STARTUP_TIMESTAMP_MILLIS, 0);
       atLeast(SCAN_STARTUP_COMMIT_SEQ, 0);
       positive(SCAN_POLL_INTERVAL);
+      positive(SERVER_RETRY_TIMEOUT);
       positive(LOOKUP_POLL_INTERVAL);
       positive(PARTIAL_CACHE_EXPIRE_AFTER_WRITE);
       positive(PARTIAL_CACHE_EXPIRE_AFTER_ACCESS);
@@ -385,11 +392,29 @@ final class CheckedOptions {
      * skade} catalog opens: warehouse, catalog path and the lineage sink.
      */
     Map<String, String> catalogProperties() {
-      String warehouse = config.get(WAREHOUSE);
+      Map<String, String> properties = new HashMap<>();
+      String uri = config.getOptional(URI).orElse(null);
+      if (uri != null) {
+        remote(uri, properties);
+        return properties;
+      }
+      for (ConfigOption<?> remoteOnly : List.of(TOKEN, SERVER_RETRY_TIMEOUT)) {
+        if (config.getOptional(remoteOnly).isPresent()) {
+          throw new ValidationException("option '" + remoteOnly.key() + "' applies only to a"
+              + " catalog reached through a skade server ('" + URI.key() + "'), but none is"
+              + " set: remove it, or set '" + URI.key() + "'");
+        }
+      }
+      String warehouse = config.getOptional(WAREHOUSE).orElse(null);
+      if (warehouse == null) {
+        throw new ValidationException("a skade table or catalog needs option '"
+            + WAREHOUSE.key() + "' (a local path or a URI: the catalog is opened in this JVM)"
+            + " or option '" + URI.key() + "' (a skade server's http:// address: the catalog"
+            + " is reached through it); set one of them");
+      }
       if (warehouse.isBlank()) {
         throw invalid(WAREHOUSE, "is empty", null);
       }
-      Map<String, String> properties = new HashMap<>();
       properties.put(WAREHOUSE.key(), warehouse);
       config.getOptional(CATALOG_PATH).ifPresent(path -> properties.put(CATALOG_PATH.key(),
           path));
@@ -416,6 +441,33 @@ final class CheckedOptions {
         properties.put(LINEAGE_SINK.key(), sink);
       }
       return properties;
+    }
+
+    /**
+     * The properties of a catalog reached through the skade server {@code uri}: its address,
+     * token and retry time, checked here. The server owns the warehouse, the store and the
+     * commit lineage, so the options that set them for a catalog of this JVM are refused.
+     */
+    private void remote(String uri, Map<String, String> properties) {
+      String scheme = uri.trim().toLowerCase(Locale.ROOT);
+      if (!(scheme.startsWith("http://") || scheme.startsWith("https://"))
+          || uri.trim().length() <= "https://".length()) {
+        throw invalid(URI, "is not the http:// or https:// address of a skade server (such as"
+            + " 'http://catalog-host:8181')", null);
+      }
+      for (ConfigOption<?> local : List.of(WAREHOUSE, CATALOG_PATH, LINEAGE_SINK,
+          LINEAGE_OPENLINEAGE_URL)) {
+        if (config.getOptional(local).isPresent()) {
+          throw new ValidationException("option '" + local.key() + "' sets up a catalog"
+              + " opened in this JVM, but option '" + URI.key() + "' = '" + uri + "' names a"
+              + " skade server, which owns the catalog's warehouse, store and lineage: remove '"
+              + local.key() + "' (the server's own flags set it)");
+        }
+      }
+      properties.put(URI.key(), uri.trim());
+      config.getOptional(TOKEN).ifPresent(token -> properties.put(TOKEN.key(), token));
+      properties.put(SERVER_RETRY_TIMEOUT.key(),
+          config.get(SERVER_RETRY_TIMEOUT).toMillis() + " ms");
     }
 
     SkadeTableSource.Scan scan(Location location, boolean batch, ResolvedSchema physical) {

@@ -5,6 +5,9 @@ import static io.skade.table.SkadeConnectorOptions.DEFAULT_DATABASE;
 import static io.skade.table.SkadeConnectorOptions.LINEAGE_ACTOR;
 import static io.skade.table.SkadeConnectorOptions.LINEAGE_OPENLINEAGE_URL;
 import static io.skade.table.SkadeConnectorOptions.LINEAGE_SINK;
+import static io.skade.table.SkadeConnectorOptions.SERVER_RETRY_TIMEOUT;
+import static io.skade.table.SkadeConnectorOptions.TOKEN;
+import static io.skade.table.SkadeConnectorOptions.URI;
 import static io.skade.table.SkadeConnectorOptions.WAREHOUSE;
 
 import java.util.Set;
@@ -14,8 +17,10 @@ import org.apache.flink.table.factories.CatalogFactory;
 
 /**
  * The {@code skade} catalog type: {@code CREATE CATALOG c WITH ('type' = 'skade', 'warehouse' =
- * '/data/warehouse')}. Its databases are the warehouse's namespaces; its tables persist in the
- * warehouse's RocksDB catalog and are read and written with the {@code skade} connector.
+ * '/data/warehouse')}, or {@code 'uri' = 'http://catalog-host:8181'} for the catalog a skade
+ * server owns. Its databases are the catalog's namespaces; its tables persist in the RocksDB
+ * catalog (this JVM's, or the server's) and are read and written with the {@code skade}
+ * connector.
  */
 public final class SkadeCatalogFactory implements CatalogFactory {
 
@@ -26,13 +31,13 @@ public final class SkadeCatalogFactory implements CatalogFactory {
 
   @Override
   public Set<ConfigOption<?>> requiredOptions() {
-    return Set.of(WAREHOUSE);
+    return Set.of(); // 'warehouse' or 'uri', checked with the other options
   }
 
   @Override
   public Set<ConfigOption<?>> optionalOptions() {
-    return Set.of(CATALOG_PATH, DEFAULT_DATABASE, LINEAGE_SINK, LINEAGE_OPENLINEAGE_URL,
-        LINEAGE_ACTOR);
+    return Set.of(WAREHOUSE, URI, TOKEN, SERVER_RETRY_TIMEOUT, CATALOG_PATH, DEFAULT_DATABASE,
+        LINEAGE_SINK, LINEAGE_OPENLINEAGE_URL, LINEAGE_ACTOR);
   }
 
   /** Checks every option before the catalog is opened, then opens it (shared in this JVM). */

@@ -1,5 +1,6 @@
 package io.skade.table;
 
+import io.skade.catalog.CatalogConnection;
 import io.skade.lineage.CatalogLineage;
 import io.skade.source.SkadeSourceBuilder;
 import java.time.Duration;
@@ -13,7 +14,22 @@ public final class SkadeConnectorOptions {
 
   public static final ConfigOption<String> WAREHOUSE = ConfigOptions.key("warehouse")
       .stringType().noDefaultValue()
-      .withDescription("Warehouse root (a local path or a URI) holding the tables' files.");
+      .withDescription("Warehouse root (a local path or a URI) holding the tables' files, for a"
+          + " catalog opened in this JVM; not with 'uri'.");
+
+  public static final ConfigOption<String> URI = ConfigOptions.key(CatalogConnection.URI)
+      .stringType().noDefaultValue()
+      .withDescription("The skade server that owns the catalog (http:// or https://); the"
+          + " catalog's tables are then reached through it, not in this JVM.");
+
+  public static final ConfigOption<String> TOKEN = ConfigOptions.key(CatalogConnection.TOKEN)
+      .stringType().noDefaultValue()
+      .withDescription("With 'uri': the bearer token the server accepts.");
+
+  public static final ConfigOption<Duration> SERVER_RETRY_TIMEOUT = ConfigOptions
+      .key(CatalogConnection.RETRY_TIMEOUT).durationType().defaultValue(Duration.ofMinutes(10))
+      .withDescription("With 'uri': how long a call to the server is retried through failures"
+          + " that can heal (connection refused, 5xx, time-outs) before the job fails.");
 
   public static final ConfigOption<String> CATALOG_PATH = ConfigOptions.key("catalog.path")
       .stringType().noDefaultValue()

@@ -20,12 +20,14 @@ import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_COMMIT_SEQ;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_MODE;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_SNAPSHOT_ID;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_TIMESTAMP_MILLIS;
+import static io.skade.table.SkadeConnectorOptions.SERVER_RETRY_TIMEOUT;
 import static io.skade.table.SkadeConnectorOptions.SINK_PARALLELISM;
 import static io.skade.table.SkadeConnectorOptions.TABLE;
+import static io.skade.table.SkadeConnectorOptions.TOKEN;
+import static io.skade.table.SkadeConnectorOptions.URI;
 import static io.skade.table.SkadeConnectorOptions.WAREHOUSE;
 
-import io.skade.catalog.SharedCatalogs;
-import io.skade.catalog.SkadeCatalog;
+import io.skade.catalog.CatalogConnection;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -42,8 +44,9 @@ import org.apache.iceberg.Table;
 
 /**
  * The {@code skade} connector of Flink SQL: {@code CREATE TABLE t (...) WITH ('connector' =
- * 'skade', 'warehouse' = '/data/warehouse')} reads the table's changelog and writes upserts,
- * deletes and overwrites through the skade catalog in the warehouse. Tables of a {@code skade}
+ * 'skade', 'warehouse' = '/data/warehouse')} (or {@code 'uri' = 'http://catalog-host:8181'}, a skade
+ * server) reads the table's changelog and writes upserts, deletes and overwrites through the
+ * skade catalog of the warehouse (or the server's). Tables of a {@code skade}
  * catalog ({@link SkadeCatalogFactory}) use it too, with the catalog's warehouse.
  */
 public final class SkadeDynamicTableFactory
@@ -70,15 +73,15 @@ public final class SkadeDynamicTableFactory
 
   @Override
   public Set<ConfigOption<?>> requiredOptions() {
-    return catalogProperties == null ? Set.of(WAREHOUSE) : Set.of();
+    return Set.of(); // 'warehouse' or 'uri', checked with the other options
   }
 
   @Override
   public Set<ConfigOption<?>> optionalOptions() {
     Set<ConfigOption<?>> options = new LinkedHashSet<>();
     if (catalogProperties == null) {
-      options.addAll(List.of(CATALOG_PATH, DATABASE, TABLE, LINEAGE_SINK,
-          LINEAGE_OPENLINEAGE_URL));
+      options.addAll(List.of(WAREHOUSE, URI, TOKEN, SERVER_RETRY_TIMEOUT, CATALOG_PATH,
+          DATABASE, TABLE, LINEAGE_SINK, LINEAGE_OPENLINEAGE_URL));
     }
     options.addAll(List.of(SCAN_STARTUP_MODE, SCAN_STARTUP_SNAPSHOT_ID,
         SCAN_STARTUP_TIMESTAMP_MILLIS, SCAN_STARTUP_COMMIT_SEQ, SCAN_BOUNDED,
@@ -99,10 +102,8 @@ public final class SkadeDynamicTableFactory
     ResolvedSchema physical = TableResolution.physical(context.getCatalogTable()
         .getResolvedSchema());
     Schema schema;
-    try (SharedCatalogs.Handle handle =
-        SharedCatalogs.acquireOrFollow(location.catalogProperties())) {
-      Table table = TableResolution.load(handle.catalog(), location.table(),
-          location.warehouse());
+    try (CatalogConnection connection = CatalogConnection.open(location.catalogProperties())) {
+      Table table = TableResolution.load(connection, location.table(), location.where());
       source.keys().afterLoading(table);
       TableResolution.requireCompatible(table, location.table(), physical, false);
       schema = table.schema();
@@ -118,8 +119,9 @@ public final class SkadeDynamicTableFactory
     ResolvedSchema physical = TableResolution.physical(context.getCatalogTable()
         .getResolvedSchema());
     Schema schema;
-    try (SharedCatalogs.Handle handle = SharedCatalogs.acquire(location.catalogProperties())) {
-      Table table = TableResolution.loadOrCreate(handle.catalog(), location.table(), physical,
+    try (CatalogConnection connection =
+        CatalogConnection.forWriting(location.catalogProperties())) {
+      Table table = TableResolution.loadOrCreate(connection, location.table(), physical,
           context.getCatalogTable().getPartitionKeys());
       sink.keys().afterLoading(table);
       TableResolution.requireCompatible(table, location.table(), physical, true);
@@ -133,8 +135,7 @@ public final class SkadeDynamicTableFactory
   private static CheckedOptions.Location planned(Context context,
       CheckedOptions.Location location) {
     SkadeJobListenerFactory.planned(context.getObjectIdentifier().asSummaryString(),
-        SkadeCatalog.warehouse(location.table().toString(), location.catalogProperties()),
-        location.table().toString());
+        location.where(), location.table().toString());
     return location;
   }
 }

@@ -25,18 +25,19 @@ import org.apache.iceberg.flink.FlinkCatalog;
  * namespaces, its tables are Iceberg tables read and written by skade's source and sink. Iceberg's
  * {@link FlinkCatalog} maps databases, tables, keys and schema changes on a skade catalog that
  * shares the JVM's open store of the directory (with the user's own catalogs, sources, sinks and
- * lookups), and this class serves tables with skade's connector.
+ * lookups) or, with {@code uri}, on the catalog of a skade server through Iceberg's REST client;
+ * this class serves tables with skade's connector.
  */
 final class SkadeFlinkCatalog extends FlinkCatalog {
-  private final SharedCatalogLoader loader;
+  private final ConnectionCatalogLoader loader;
   private final Map<String, String> catalogProperties;
 
   SkadeFlinkCatalog(String name, String defaultDatabase, Map<String, String> catalogProperties) {
-    this(name, defaultDatabase, catalogProperties, new SharedCatalogLoader(catalogProperties));
+    this(name, defaultDatabase, catalogProperties, new ConnectionCatalogLoader(catalogProperties));
   }
 
   private SkadeFlinkCatalog(String name, String defaultDatabase,
-      Map<String, String> catalogProperties, SharedCatalogLoader loader) {
+      Map<String, String> catalogProperties, ConnectionCatalogLoader loader) {
     super(name, defaultDatabase, Namespace.empty(), loader, catalogProperties, false, -1);
     this.loader = loader;
     this.catalogProperties = Map.copyOf(catalogProperties);

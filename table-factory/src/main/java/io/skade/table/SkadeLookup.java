@@ -1,6 +1,6 @@
 package io.skade.table;
 
-import io.skade.catalog.SharedCatalogs;
+import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.lookup.LookupCaches;
 import io.skade.lookup.TableLookup;
@@ -45,7 +45,7 @@ final class SkadeLookup implements Serializable {
   private final Settings settings;
   private final RowType keyType;
 
-  private transient SharedCatalogs.Handle catalog;
+  private transient CatalogConnection catalog;
   private transient LookupCaches.Handle caches;
   private transient TableLookup<RowData> lookup;
   /** Per thread, a view of Flink's key rows as Iceberg values (building one is costly). */
@@ -58,9 +58,9 @@ final class SkadeLookup implements Serializable {
   }
 
   void open(MetricGroup metrics) {
-    catalog = SharedCatalogs.acquireOrFollow(SkadeCatalog.inTask(settings.catalogProperties()));
+    catalog = CatalogConnection.open(SkadeCatalog.inTask(settings.catalogProperties()));
     caches = LookupCaches.acquire();
-    lookup = new TableLookup<>(catalog.catalog(), TableIdentifier.parse(settings.table()),
+    lookup = new TableLookup<>(catalog, TableIdentifier.parse(settings.table()),
         settings.lookup(), caches.caches(), this::rows); // fails here on a bad key or snapshot
     Types.StructType key = Types.StructType.of(lookup.keyColumns());
     keys = ThreadLocal.withInitial(() -> new RowDataWrapper(keyType, key));

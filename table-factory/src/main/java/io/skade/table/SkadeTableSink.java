@@ -1,6 +1,6 @@
 package io.skade.table;
 
-import io.skade.catalog.SharedCatalogs;
+import io.skade.catalog.CatalogConnection;
 import io.skade.sink.SkadeSink;
 import io.skade.sink.SkadeSinkBuilder;
 import io.skade.write.TableWriter;
@@ -134,8 +134,8 @@ final class SkadeTableSink implements DynamicTableSink, SupportsPartitioning, Su
 
   @Override
   public Optional<Long> executeDeletion() {
-    try (SharedCatalogs.Handle handle = SharedCatalogs.acquire(catalogProperties)) {
-      Table loaded = handle.catalog().loadTable(table);
+    try (CatalogConnection connection = CatalogConnection.forWriting(catalogProperties)) {
+      Table loaded = connection.catalog().loadTable(table);
       Snapshot before = loaded.currentSnapshot();
       Snapshot after = new TableWriter(loaded).overwrite(deleteFilter, List.of());
       if (after == null || after == before) {

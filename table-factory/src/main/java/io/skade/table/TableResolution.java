@@ -1,6 +1,6 @@
 package io.skade.table;
 
-import io.skade.catalog.SkadeCatalog;
+import io.skade.catalog.CatalogConnection;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -21,6 +21,7 @@ import org.apache.iceberg.Schema;
 import org.apache.iceberg.SortOrder;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableProperties;
+import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.AlreadyExistsException;
@@ -43,23 +44,28 @@ final class TableResolution {
     return new ResolvedSchema(columns, List.of(), schema.getPrimaryKey().orElse(null));
   }
 
-  /** The table {@code id}; an error listing the namespace's tables when it does not exist. */
-  static Table load(SkadeCatalog catalog, TableIdentifier id, String warehouse) {
+  /**
+   * The table {@code id}; an error listing the namespace's tables when it does not exist.
+   *
+   * @param where the catalog, as the error names it (its warehouse or server)
+   */
+  static Table load(CatalogConnection connection, TableIdentifier id, String where) {
     try {
-      return catalog.loadTable(id);
+      return connection.catalog().loadTable(id);
     } catch (NoSuchTableException e) {
       String existing;
-      if (catalog.namespaceExists(id.namespace())) {
-        List<String> names = catalog.listTables(id.namespace()).stream()
+      if (connection.namespaces().namespaceExists(id.namespace())) {
+        List<String> names = connection.catalog().listTables(id.namespace()).stream()
             .map(TableIdentifier::name).sorted().toList();
         existing = "tables in namespace '" + id.namespace() + "': "
             + (names.isEmpty() ? "none" : String.join(", ", names));
       } else {
         existing = "namespace '" + id.namespace() + "' does not exist either; namespaces: "
-            + catalog.listNamespaces().stream().map(Namespace::toString).sorted().toList();
+            + connection.namespaces().listNamespaces().stream().map(Namespace::toString)
+                .sorted().toList();
       }
-      throw new ValidationException("skade table " + id + " does not exist in warehouse "
-          + warehouse + "; " + existing + ". Check the options 'database' and 'table' (they"
+      throw new ValidationException("skade table " + id + " does not exist in the catalog of "
+          + where + "; " + existing + ". Check the options 'database' and 'table' (they"
           + " default to the Flink database and table name), or write to the table first: a"
           + " skade sink creates it from its DDL", e);
     }
@@ -70,17 +76,18 @@ final class TableResolution {
    * partition keys when missing: format v2, the key as identifier fields and sort order, Parquet
    * bloom filters on the key columns.
    */
-  static Table loadOrCreate(SkadeCatalog catalog, TableIdentifier id, ResolvedSchema schema,
-      List<String> partitionKeys) {
+  static Table loadOrCreate(CatalogConnection connection, TableIdentifier id,
+      ResolvedSchema schema, List<String> partitionKeys) {
+    Catalog catalog = connection.catalog();
     if (catalog.tableExists(id)) {
       return catalog.loadTable(id);
     }
     Schema icebergSchema = FlinkSchemaUtil.convert(schema);
     PartitionSpec.Builder spec = PartitionSpec.builderFor(icebergSchema);
     partitionKeys.forEach(spec::identity);
-    if (!catalog.namespaceExists(id.namespace())) {
+    if (!connection.namespaces().namespaceExists(id.namespace())) {
       try {
-        catalog.createNamespace(id.namespace());
+        connection.namespaces().createNamespace(id.namespace());
       } catch (AlreadyExistsException e) {
         // created meanwhile: fine
       }

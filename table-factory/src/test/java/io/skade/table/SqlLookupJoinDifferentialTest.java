@@ -17,6 +17,7 @@ import static org.apache.flink.table.api.DataTypes.TIMESTAMP;
 import static org.apache.flink.table.api.DataTypes.TIMESTAMP_LTZ;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.skade.catalog.CatalogConnection;
 import io.skade.write.TableWriter;
 import java.math.BigDecimal;
 import java.nio.ByteBuffer;
@@ -387,7 +388,7 @@ class SqlLookupJoinDifferentialTest extends SqlTestBase {
         .map(c -> (org.apache.flink.table.catalog.Column)
             org.apache.flink.table.catalog.Column.physical(c.name(), c.type())).toList(),
         List.of(), UniqueConstraint.primaryKey("pk_dim", List.of("id")));
-    org.apache.iceberg.Table table = TableResolution.loadOrCreate(catalog.catalog(),
+    org.apache.iceberg.Table table = TableResolution.loadOrCreate(CatalogConnection.of(catalog.catalog()),
         TableIdentifier.of("default_database", "dim"), ddl, List.of());
     TableWriter writer = new TableWriter(table);
     Map<Long, Row> rows = new HashMap<>();

@@ -61,6 +61,14 @@ class SqlOptionsBeforeIoTest {
 
   static Stream<Bad> badTableOptions() {
     return Stream.of(
+        bad("a server's uri must be an http address", with("uri", "ftp://catalog:21"),
+            "'uri'", "'ftp://catalog:21'", "http://catalog-host:8181"),
+        bad("a server's uri excludes a local warehouse", with("uri", "http://catalog:8181"),
+            "'warehouse'", "'uri' = 'http://catalog:8181'", "remove 'warehouse'"),
+        bad("a token needs a server", with("token", "secret"),
+            "'token'", "skade server ('uri')"),
+        bad("a retry timeout needs a server", with("server.retry-timeout", "1 min"),
+            "'server.retry-timeout'", "skade server ('uri')"),
         bad("an unknown key names the closest known key", with("scan.startup.mood", "latest"),
             "'scan.startup.mood'", "did you mean 'scan.startup.mode'?", "Supported options"),
         bad("a known key without its prefix is recognised", with("startup.mode", "latest"),
@@ -191,7 +199,7 @@ class SqlOptionsBeforeIoTest {
     TableEnvironment missing = SqlTestBase.streaming();
     missing.executeSql("CREATE TABLE q (" + COLUMNS + ") WITH ('connector' = 'skade')");
     assertThat(skadeMessage(catchThrowable(() -> missing.executeSql("SELECT * FROM q"))))
-        .contains("Missing required options", "warehouse");
+        .contains("needs option 'warehouse'", "or option 'uri'");
 
     TableEnvironment env = SqlTestBase.streaming();
     env.executeSql("CREATE TABLE q (" + COLUMNS + ") WITH ('connector' = 'skade',"
@@ -202,6 +210,14 @@ class SqlOptionsBeforeIoTest {
 
   static Stream<Bad> badCatalogOptions() {
     return Stream.of(
+        bad("a server's uri must be an http address", with("uri", "ftp://catalog:21"),
+            "'uri'", "'ftp://catalog:21'", "http://catalog-host:8181"),
+        bad("a server's uri excludes a local warehouse", with("uri", "http://catalog:8181"),
+            "'warehouse'", "'uri' = 'http://catalog:8181'", "remove 'warehouse'"),
+        bad("a token needs a server", with("token", "secret"),
+            "'token'", "skade server ('uri')"),
+        bad("a retry timeout needs a server", with("server.retry-timeout", "1 min"),
+            "'server.retry-timeout'", "skade server ('uri')"),
         bad("an unknown key names the closest known key", with("default-databse", "shop"),
             "'default-databse'", "did you mean 'default-database'?", "Supported options"),
         bad("an unknown lineage sink lists the sinks", with("lineage.sink", "kafka"),

@@ -2,6 +2,7 @@ package io.skade.table;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.SharedCatalogs;
 import io.skade.write.TableWriter;
@@ -657,9 +658,9 @@ class SqlScanDifferentialTest {
     logRows.add(logRows.get(3).clone());
     // Created as a skade sink creates a missing table from its DDL (key, sort order, bloom
     // filters, partitions); the first rows are appended by the engine, not by a slower SQL job.
-    TableResolution.loadOrCreate(catalog.catalog(), id(TableName.PK), resolvedSchema(true),
+    TableResolution.loadOrCreate(CatalogConnection.of(catalog.catalog()), id(TableName.PK), resolvedSchema(true),
         List.of());
-    TableResolution.loadOrCreate(catalog.catalog(), id(TableName.LOG), resolvedSchema(false),
+    TableResolution.loadOrCreate(CatalogConnection.of(catalog.catalog()), id(TableName.LOG), resolvedSchema(false),
         List.of("c_bool"));
     new TableWriter(icebergTable(TableName.PK)).append(
         pkRows.stream().map(r -> record(icebergTable(TableName.PK), r)).toList());

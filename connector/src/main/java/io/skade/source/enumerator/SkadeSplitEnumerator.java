@@ -247,24 +247,16 @@ public final class SkadeSplitEnumerator
 
   /**
    * Runs {@code call} (on the enumerator's worker, never the coordinator thread), riding through
-   * the failures the connection calls transient — a skade server restarting — with a backoff
-   * from 100 ms to 5 s, so that they never fail the job; any other failure is the call's.
+   * the failures the connection calls transient — a skade server restarting — so that they
+   * never fail the job while the server comes back; any other failure is the call's.
    */
   private <T> T riding(Callable<T> call) throws Exception {
-    long backoff = 100;
-    while (true) {
-      try {
-        return call.call();
-      } catch (Exception e) {
-        if (!catalog.isTransient(e) || closed) {
-          throw e;
-        }
-        LOG.warn("skade source on {}: the catalog did not answer ({}); trying again in {} ms",
-            settings.table(), e.toString(), backoff);
-        Thread.sleep(backoff);
-        backoff = Math.min(5_000, backoff * 2);
+    return catalog.riding(() -> {
+      if (closed) {
+        throw new IllegalStateException("skade source on " + settings.table() + " closed");
       }
-    }
+      return call.call();
+    });
   }
 
   private void planned(WindowPlanner.Plan plan, Throwable error) {

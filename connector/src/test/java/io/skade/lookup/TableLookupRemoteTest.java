@@ -1,0 +1,145 @@
+package io.skade.lookup;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.skade.catalog.CatalogConnection;
+import io.skade.catalog.CommitEvent;
+import io.skade.catalog.CommitSubscription;
+import io.skade.server.ServerProcess;
+import io.skade.write.TableWriter;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Function;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.exceptions.NoSuchTableException;
+import org.apache.iceberg.rest.RESTCatalog;
+import org.apache.iceberg.types.Types;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * Lookups of a table a skade server owns (a child JVM), from a process that is its client: a
+ * writer commits through Iceberg's REST client, and every probe made after this process's commit
+ * feed delivered a commit sees that commit, in every caching mode, with no poll interval to wait
+ * out (it is an hour). Killed with SIGKILL and restarted, the server is ridden through: the
+ * probes after it see the commits made after it.
+ */
+class TableLookupRemoteTest {
+  private static final Schema SCHEMA = new Schema(
+      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
+          Types.NestedField.optional(2, "name", Types.StringType.get())),
+      Set.of(1));
+  private static final TableIdentifier TABLE = TableIdentifier.of("db", "dim");
+  private static final TableIdentifier OTHER = TableIdentifier.of("db", "other");
+
+  @TempDir Path root;
+
+  @ParameterizedTest
+  @EnumSource(TableLookup.Caching.class)
+  @Timeout(180)
+  void aProbeAfterTheFeedDeliveredACommitSeesIt(TableLookup.Caching caching) throws Exception {
+    try (ServerProcess server = new ServerProcess(root); RESTCatalog rest = new RESTCatalog();
+        LookupCaches.Handle caches = LookupCaches.acquire()) {
+      Map<String, String> props = Map.of("uri", server.uri(), "token", ServerProcess.TOKEN);
+      rest.initialize("writer", new HashMap<>(props));
+      rest.createNamespace(Namespace.of("db"));
+      TableWriter writer = new TableWriter(rest.createTable(TABLE, SCHEMA));
+      TableWriter other = new TableWriter(rest.createTable(OTHER, SCHEMA));
+      writer.append(List.of(row(1, "v0"), row(2, "w")));
+
+      try (CatalogConnection connection = CatalogConnection.open(props)) {
+        TableLookup<Record> lookup = new TableLookup<>(connection, TABLE, settings(caching),
+            caches.caches(), table -> Function.identity());
+        assertThat(names(lookup, 1)).containsExactly("v0");
+        try (CommitSubscription feed = connection.feed().subscribeCommits()) {
+          String key = connection.feed().commitTableKey(TABLE);
+          for (int i = 1; i <= 12; i++) {
+            other.upsert(List.of(row(1, "elsewhere" + i))); // another table's commits too
+            long seq = commitSeq(writer.upsert(List.of(row(1, "v" + i))).snapshotId(),
+                connection);
+            awaitDelivered(feed, key, seq);
+            assertThat(names(lookup, 1)).as("the probe after commit %d was delivered", i)
+                .containsExactly("v" + i);
+            assertThat(names(lookup, 2)).containsExactly("w");
+          }
+          writer.deleteKeys(List.of(row(2, null)));
+          awaitDelivered(feed, key, connection.feed().commitSeq());
+          assertThat(names(lookup, 2)).as("a deleted key").isEmpty();
+
+          server.killAndRestart(1_000); // SIGKILL; the same directory and port
+          assertThat(names(lookup, 1)).as("a probe after the restart, before any commit")
+              .containsExactly("v12");
+          Table reloaded = rest.loadTable(TABLE);
+          long seq = commitSeq(new TableWriter(reloaded).upsert(List.of(row(1, "after")))
+              .snapshotId(), connection);
+          awaitDelivered(feed, key, seq);
+          assertThat(names(lookup, 1)).as("the first commit after the restart")
+              .containsExactly("after");
+        }
+      }
+    }
+  }
+
+  @Test
+  @Timeout(120)
+  void aLookupOfATableTheServerLacksFailsNamingIt() throws Exception {
+    try (ServerProcess server = new ServerProcess(root);
+        LookupCaches.Handle caches = LookupCaches.acquire();
+        CatalogConnection connection = CatalogConnection.open(
+            Map.of("uri", server.uri(), "token", ServerProcess.TOKEN))) {
+      assertThatThrownBy(() -> new TableLookup<>(connection,
+          TABLE, settings(TableLookup.Caching.PROBE), caches.caches(),
+          table -> Function.identity()))
+          .isInstanceOf(NoSuchTableException.class)
+          .hasMessageContaining("db.dim");
+    }
+  }
+
+  /** The commit_seq the server gave the snapshot (asked of the server, not of the feed). */
+  private static long commitSeq(long snapshotId, CatalogConnection connection) {
+    return connection.commitOf(TABLE, snapshotId).orElseThrow().commitSeq();
+  }
+
+  /** Waits until this process's feed has delivered the table's commit {@code seq}. */
+  private static void awaitDelivered(CommitSubscription feed, String tableKey, long seq)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    while (System.nanoTime() < deadline) {
+      CommitEvent event = feed.poll(Duration.ofSeconds(1));
+      if (event != null && event.commitSeq() >= seq && event.tableKey().equals(tableKey)) {
+        return;
+      }
+    }
+    throw new AssertionError("the feed did not deliver commit " + seq + " in 60 s");
+  }
+
+  private static List<String> names(TableLookup<Record> lookup, long id) throws Exception {
+    return lookup.lookup(List.of(id)).stream().map(r -> (String) r.getField("name")).toList();
+  }
+
+  private static TableLookup.Settings settings(TableLookup.Caching caching) {
+    return new TableLookup.Settings(List.of("id"), null, Duration.ofHours(1), caching,
+        caching == TableLookup.Caching.ROWS ? 100 : 0, Expressions.alwaysTrue(), 0);
+  }
+
+  private static Record row(long id, String name) {
+    GenericRecord record = GenericRecord.create(SCHEMA);
+    record.setField("id", id);
+    record.setField("name", name);
+    return record;
+  }
+}
