@@ -585,6 +585,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
           throw new CommitFailedException(e, "Validation failed, please retry: %s", e.getMessage());
         }
         TableMetadata updated = builder.build();
+        FlinkCheckpointGuard.check(ops.tableName(), base, updated, io);
         boolean changed = !updated.changes().isEmpty();
         prepared.add(new Prepared(ops, base, changed ? ops.writeMetadata(updated) : null,
             SkadeTableOperations.addedSnapshots(updated),

@@ -49,6 +49,7 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
   @Override
   protected void doCommit(TableMetadata base, TableMetadata metadata) {
     Committer committer = catalog.committer(); // a follower fails here, before writing any file
+    FlinkCheckpointGuard.check(fullName, base, metadata, io());
     boolean register = base == null && metadata.metadataFileLocation() != null;
     String newLocation = writeNewMetadataIfRequired(base == null, metadata);
     if (!register) {
