@@ -50,6 +50,30 @@ final class ChangeLines {
     return rows;
   }
 
+  /**
+   * Applies one change line to {@code rows} (guarded by {@code rows}' monitor), strictly: an
+   * insert ({@code +I}, {@code +U}) must meet no row with its id, a retraction ({@code -U},
+   * {@code -D}) exactly the row it retracts; a change that does not is added to {@code failures}
+   * (and applied all the same, so one slip is not reported again by every later change).
+   */
+  static void applyStrictly(String change, Map<Long, String> rows, List<String> failures) {
+    String[] parts = change.split(" ", 3);
+    long id = Long.parseLong(parts[1]);
+    String value = parts[2];
+    synchronized (rows) {
+      boolean inserts = parts[0].equals("+I") || parts[0].equals("+U");
+      String there = rows.get(id);
+      if (inserts ? there != null : !value.equals(there)) {
+        failures.add(change + " (the row there: " + there + ")");
+      }
+      if (inserts) {
+        rows.put(id, value);
+      } else {
+        rows.remove(id);
+      }
+    }
+  }
+
   static String text(RowData row) {
     return row.getRowKind().shortString() + " " + row.getLong(0) + " "
         + (row.isNullAt(1) ? "null" : row.getString(1).toString());

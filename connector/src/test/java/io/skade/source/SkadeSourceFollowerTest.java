@@ -6,12 +6,6 @@ import static org.assertj.core.api.Assertions.fail;
 
 import io.skade.catalog.CatalogLockedException;
 import io.skade.catalog.SharedCatalogs;
-import java.io.BufferedReader;
-import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.OutputStream;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -43,7 +37,8 @@ class SkadeSourceFollowerTest {
   @Timeout(180)
   void aSourceFollowingACatalogOwnedByAnotherProcessDeliversEveryCommitOnceInOrder() throws Exception {
     Map<String, String> properties = Map.of("warehouse", root.resolve("wh").toString());
-    try (Owner owner = Owner.start(root, ROWS)) {
+    try (ChildJvm owner = ChildJvm.start(OwnerProcess.class, root.resolve("owner.err"),
+        Duration.ofMillis(WAIT_MS), root.resolve("wh").toString(), String.valueOf(ROWS), "50")) {
       owner.await("ACK " + (ROWS / 2 - 1)); // the first half is committed before the job starts
 
       assertThatThrownBy(() -> SharedCatalogs.acquire(properties).close())
@@ -63,7 +58,7 @@ class SkadeSourceFollowerTest {
       try (Rows rows = new Rows(
           env.fromSource(source, WatermarkStrategy.noWatermarks(), "skade").executeAndCollect())) {
         rows.take(ROWS / 2, seen, owner); // replayed from the log at startup
-        owner.go(); // the second half is committed while the job runs: only polling finds it
+        owner.send("GO"); // the second half is committed while the job runs: only polling finds it
         rows.take(ROWS - ROWS / 2, seen, owner);
       }
 
@@ -99,7 +94,7 @@ class SkadeSourceFollowerTest {
     }
 
     /** Waits (bounded) for {@code count} more rows and appends them to {@code seen}. */
-    void take(int count, List<String> seen, Owner owner) throws Exception {
+    void take(int count, List<String> seen, ChildJvm owner) throws Exception {
       long deadline = System.currentTimeMillis() + WAIT_MS;
       for (int i = 0; i < count; i++) {
         Object next = queue.poll(deadline - System.currentTimeMillis(), TimeUnit.MILLISECONDS);
@@ -118,88 +113,6 @@ class SkadeSourceFollowerTest {
     public void close() throws Exception {
       iterator.close(); // cancels the job
       collector.join(WAIT_MS);
-    }
-  }
-
-  /** The {@link OwnerProcess} child and its stdout, line by line. */
-  private static final class Owner implements AutoCloseable {
-    private final Process process;
-    private final Path stderr;
-    private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
-
-    private Owner(Process process, Path stderr) {
-      this.process = process;
-      this.stderr = stderr;
-      Thread reader = new Thread(this::readStdout, "owner-stdout-" + process.pid());
-      reader.setDaemon(true);
-      reader.start();
-    }
-
-    static Owner start(Path root, int rows) throws IOException {
-      Path java = Path.of(System.getProperty("java.home"), "bin", "java");
-      Path stderr = root.resolve("owner.err");
-      Process process = new ProcessBuilder(java.toString(), "-cp",
-          System.getProperty("java.class.path"), OwnerProcess.class.getName(),
-          root.resolve("wh").toString(), String.valueOf(rows), "50")
-          .redirectError(stderr.toFile())
-          .start();
-      return new Owner(process, stderr);
-    }
-
-    private void readStdout() {
-      try (BufferedReader in = new BufferedReader(
-          new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-        for (String line = in.readLine(); line != null; line = in.readLine()) {
-          lines.add(line);
-        }
-      } catch (IOException e) {
-        lines.add("stdout failed: " + e);
-      } finally {
-        lines.add("EOF");
-      }
-    }
-
-    /** Waits (bounded) for the line {@code expected}, skipping the lines before it. */
-    void await(String expected) throws InterruptedException {
-      long deadline = System.currentTimeMillis() + WAIT_MS;
-      String line;
-      do {
-        line = lines.poll(deadline - System.currentTimeMillis(), TimeUnit.MILLISECONDS);
-        if (line == null || line.equals("EOF") || line.startsWith("stdout failed")) {
-          fail("the owner process did not print '" + expected + "' within " + WAIT_MS + " ms ("
-              + (line == null ? "timed out" : line) + "); its stderr:\n" + stderr());
-        }
-      } while (!line.equals(expected));
-    }
-
-    /** Lets the owner commit its second half. */
-    void go() throws IOException {
-      OutputStream in = process.getOutputStream();
-      in.write("GO\n".getBytes(StandardCharsets.UTF_8));
-      in.flush();
-    }
-
-    String stderr() {
-      try {
-        return Files.exists(stderr) ? Files.readString(stderr) : "";
-      } catch (IOException e) {
-        return "(unreadable: " + e + ")";
-      }
-    }
-
-    @Override
-    public void close() throws Exception {
-      try {
-        process.getOutputStream().close(); // the owner closes its catalog and exits
-        if (!process.waitFor(WAIT_MS, TimeUnit.MILLISECONDS)) {
-          fail("the owner process did not exit within " + WAIT_MS + " ms of its stdin closing");
-        }
-        assertThat(process.exitValue()).as("owner's exit code; its stderr:\n%s", stderr())
-            .isZero();
-      } finally {
-        process.destroyForcibly(); // a no-op once it exited; never leave it holding the lock
-        process.waitFor(WAIT_MS, TimeUnit.MILLISECONDS);
-      }
     }
   }
 }

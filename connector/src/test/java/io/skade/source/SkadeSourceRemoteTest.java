@@ -98,7 +98,7 @@ class SkadeSourceRemoteTest {
         });
         CompletableFuture<Void> reading = CompletableFuture.runAsync(() -> {
           while (changes.hasNext()) {
-            apply(ChangeLines.text(changes.next()), rows, failures);
+            ChangeLines.applyStrictly(ChangeLines.text(changes.next()), rows, failures);
           }
         });
 
@@ -126,24 +126,6 @@ class SkadeSourceRemoteTest {
             .until(() -> client.consumer("remote-job").isPresent());
         assertThat(client.consumer("remote-job").orElseThrow().cursor().table()).isEqualTo(TABLE);
         reading.cancel(true);
-      }
-    }
-  }
-
-  private static void apply(String change, Map<Long, String> rows, List<String> failures) {
-    String[] parts = change.split(" ", 3);
-    long id = Long.parseLong(parts[1]);
-    String value = parts[2];
-    synchronized (rows) {
-      boolean inserts = parts[0].equals("+I") || parts[0].equals("+U");
-      String there = rows.get(id);
-      if (inserts ? there != null : !value.equals(there)) {
-        failures.add(change + " (the row there: " + there + ")");
-      }
-      if (inserts) {
-        rows.put(id, value);
-      } else {
-        rows.remove(id);
       }
     }
   }
