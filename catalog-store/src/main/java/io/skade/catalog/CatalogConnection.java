@@ -30,6 +30,11 @@ public interface CatalogConnection extends AutoCloseable {
   String TOKEN = "token";
   /** How long a call to the server is retried through transient failures (default 10 min). */
   String RETRY_TIMEOUT = "server.retry-timeout";
+  /**
+   * The property in which a skade server's {@code /v1/config} names its warehouse, so that its
+   * clients name its tables as it does (in lineage).
+   */
+  String SERVER_WAREHOUSE = "skade.warehouse";
 
   /** The catalog's tables and namespaces. */
   Catalog catalog();
@@ -38,6 +43,12 @@ public interface CatalogConnection extends AutoCloseable {
   default SupportsNamespaces namespaces() {
     return (SupportsNamespaces) catalog();
   }
+
+  /**
+   * Where the catalog is, to name its tables by in lineage: its warehouse (a server announces
+   * its own), so a table has one name whichever process names it.
+   */
+  String location();
 
   /** The catalog's commit feed. */
   CommitFeed feed();
@@ -132,14 +143,19 @@ public interface CatalogConnection extends AutoCloseable {
   }
 
   /**
-   * Where the catalog {@code properties} name is, to name its tables by in lineage: the
-   * server's {@code uri}, or the {@code warehouse}.
+   * The {@link #location()} of the catalog {@code properties} name: the {@code warehouse}, or
+   * the one the server at {@code uri} announces (asked of it now).
    *
    * @param what what needs it, for the error when neither is given
    */
   static String location(String what, Map<String, String> properties) {
     String uri = properties.get(URI);
-    return uri != null && !uri.isBlank() ? uri : SkadeCatalog.warehouse(what, properties);
+    if (uri == null || uri.isBlank()) {
+      return SkadeCatalog.warehouse(what, properties);
+    }
+    try (Remote remote = Remote.open(uri, properties)) {
+      return remote.location();
+    }
   }
 
   /** A connection to a catalog the caller opened and closes itself. */
@@ -160,6 +176,11 @@ public interface CatalogConnection extends AutoCloseable {
     @Override
     public SkadeCatalog catalog() {
       return catalog;
+    }
+
+    @Override
+    public String location() {
+      return catalog.warehouse();
     }
 
     @Override
@@ -245,6 +266,13 @@ public interface CatalogConnection extends AutoCloseable {
     @Override
     public RESTCatalog catalog() {
       return catalog;
+    }
+
+    /** The warehouse the server announces; its {@code uri} if it announces none. */
+    @Override
+    public String location() {
+      String warehouse = catalog.properties().get(SERVER_WAREHOUSE);
+      return warehouse != null ? warehouse : client.uri().toString();
     }
 
     @Override

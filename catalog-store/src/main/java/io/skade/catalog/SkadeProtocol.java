@@ -35,6 +35,7 @@ public final class SkadeProtocol {
   public static final String COMMITS = PREFIX + "/commits";
   public static final String COMMIT_OF = COMMITS + "/of";
   public static final String CONSUMERS = PREFIX + "/consumers";
+  public static final String JOB_RUNS = PREFIX + "/lineage/job-runs";
   /** Longest wait a commits request may ask for, in milliseconds. */
   public static final long MAX_WAIT_MS = 60_000;
   /** Most commits one page holds. */

@@ -113,6 +113,15 @@ public final class SkadeServerClient implements ConsumerStore {
     return call("DELETE", consumerPath(consumerId), null, Duration.ZERO, 404).status() != 404;
   }
 
+  /**
+   * Hands a Flink job run's lineage event ({@code json}, as skade's lineage writes it) to the
+   * lineage the server runs for its catalog: it names the job in the descriptions of the job's
+   * commits, and reaches the server's lineage sink.
+   */
+  public void reportJobRun(String json) {
+    call("POST", SkadeProtocol.JOB_RUNS, json, Duration.ZERO);
+  }
+
   private static String consumerPath(String consumerId) {
     return SkadeProtocol.CONSUMERS + "/" + encode(consumerId);
   }

@@ -63,6 +63,16 @@ public final class CatalogLineage implements CatalogService {
     }
 
     /**
+     * {@code dataset} as this lineage names it: one in this catalog's warehouse becomes the
+     * table with its location and columns (another process named it by namespace and name
+     * only); any other is returned as it is.
+     */
+    public LineageDataset resolve(LineageDataset dataset) {
+      return dataset.namespace().equals(catalog.warehouse())
+          ? CommitLineage.table(catalog, TableIdentifier.parse(dataset.name())) : dataset;
+    }
+
+    /**
      * The running lineage of {@code catalog}'s store, if it has one: the lineage of every
      * catalog sharing that store (it runs once per store, on the store's own catalog).
      */

@@ -48,10 +48,14 @@ public final class SkadeSource<T>
   private final ChangelogOptions options;
   private final int batchRows;
   private final ChangeDeserializer<T> deserializer;
+  /** The catalog's {@link CatalogConnection#location()}, naming the table in lineage. */
+  private final String location;
 
-  SkadeSource(Map<String, String> catalogProperties, SkadeSplitEnumerator.Settings settings,
-      ChangelogOptions options, int batchRows, ChangeDeserializer<T> deserializer) {
+  SkadeSource(Map<String, String> catalogProperties, String location,
+      SkadeSplitEnumerator.Settings settings, ChangelogOptions options, int batchRows,
+      ChangeDeserializer<T> deserializer) {
     this.catalogProperties = new HashMap<>(catalogProperties);
+    this.location = location;
     this.settings = settings;
     this.options = options;
     this.batchRows = batchRows;
@@ -67,8 +71,7 @@ public final class SkadeSource<T>
   @Override
   public LineageVertex getLineageVertex() {
     return new FlinkLineage.SourceVertex(getBoundedness(), List.of(FlinkLineage.dataset(
-        CatalogConnection.location(settings.table().toString(), catalogProperties),
-        settings.table())));
+        location, settings.table())));
   }
 
   @Override

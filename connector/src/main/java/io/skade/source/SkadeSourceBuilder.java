@@ -204,7 +204,9 @@ public final class SkadeSourceBuilder<T> {
         startupMode, startupValue, bounded, endSnapshotId, options.mode(), pollInterval,
         consumerId);
     Schema projected;
+    String location;
     try (CatalogConnection connection = CatalogConnection.open(catalogProperties)) {
+      location = connection.location();
       Table loaded = loadTable(connection.catalog(), table);
       new ChangelogReader(loaded, options); // checks the projection against the table
       projected = options.columns() == null ? loaded.schema()
@@ -217,7 +219,8 @@ public final class SkadeSourceBuilder<T> {
     RowType rowType = FlinkSchemaUtil.convert(projected);
     ChangeDeserializer<T> mapping = deserializer != null ? deserializer
         : (ChangeDeserializer<T>) ChangeDeserializer.rowData(rowType);
-    return new SkadeSource<>(catalogProperties, settings, pinned, batchRows, mapping);
+    return new SkadeSource<>(catalogProperties, location, settings, pinned, batchRows,
+        mapping);
   }
 
   private static List<String> path(TableIdentifier identifier) {

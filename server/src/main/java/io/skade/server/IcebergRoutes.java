@@ -1,6 +1,7 @@
 package io.skade.server;
 
 import io.micrometer.core.instrument.Timer;
+import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.IdempotencyKeyUsedException;
 import io.skade.catalog.IdempotencyRecord;
 import io.skade.catalog.SkadeCatalog;
@@ -239,6 +240,7 @@ final class IcebergRoutes {
 
   private void config(Exchange exchange, Map<String, String> vars) {
     exchange.json(200, IcebergJson.write(ConfigResponse.builder()
+        .withOverride(CatalogConnection.SERVER_WAREHOUSE, catalog.warehouse())
         .withEndpoints(endpoints())
         .withIdempotencyKeyLifetime(IDEMPOTENCY_LIFETIME.toString())
         .build()));

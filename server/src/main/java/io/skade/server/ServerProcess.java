@@ -5,6 +5,8 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
@@ -22,24 +24,31 @@ public final class ServerProcess implements AutoCloseable {
   private static final Pattern LISTENING =
       Pattern.compile("skade server listening on (http://[^:]+:(\\d+))");
   private final Path root;
+  private final List<String> flags;
   private Process process;
   private String uri;
 
-  /** Starts a server on {@code root}/warehouse, on a free port. */
-  public ServerProcess(Path root) throws Exception {
+  /**
+   * Starts a server on {@code root}/warehouse, on a free port.
+   *
+   * @param flags further flags of {@link ServerMain}, e.g. {@code "-P", "lineage.sink=table"}
+   */
+  public ServerProcess(Path root, String... flags) throws Exception {
     this.root = root;
+    this.flags = List.of(flags);
     Files.writeString(root.resolve("tokens"), TOKEN + "\n");
     start(0);
   }
 
   private void start(int port) throws Exception {
-    process = new ProcessBuilder(
+    List<String> command = new ArrayList<>(List.of(
         Path.of(System.getProperty("java.home"), "bin", "java").toString(),
         // Surefire's java.class.path is a manifest-only jar whose Class-Path the child inherits.
         "-cp", System.getProperty("java.class.path"), ServerMain.class.getName(),
         "--warehouse", root.resolve("warehouse").toString(), "--port", String.valueOf(port),
-        "--token-file", root.resolve("tokens").toString())
-        .redirectErrorStream(true).start();
+        "--token-file", root.resolve("tokens").toString()));
+    command.addAll(flags);
+    process = new ProcessBuilder(command).redirectErrorStream(true).start();
     Process started = process;
     CompletableFuture<String> listening = new CompletableFuture<>();
     Thread reader = new Thread(() -> {

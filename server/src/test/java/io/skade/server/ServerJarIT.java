@@ -2,6 +2,10 @@ package io.skade.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.skade.catalog.SkadeServerClient;
+import io.skade.lineage.JobRunEvent;
+import io.skade.lineage.JobRunJson;
+import io.skade.lineage.LineageDataset;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.net.URI;
@@ -11,12 +15,24 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.IcebergGenerics;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.rest.RESTCatalog;
+import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -116,5 +132,55 @@ class ServerJarIT {
     assertThat(new String(missing.getInputStream().readAllBytes(), StandardCharsets.UTF_8))
         .contains("--warehouse");
     assertThat(missing.waitFor()).isEqualTo(2);
+  }
+
+  /**
+   * With {@code -P lineage.sink=table} the jar runs skade's commit lineage beside its catalog: a
+   * commit made over REST by a Flink sink (its snapshot names the job's id) is recorded naming
+   * the job and its inputs, which a job listener in another process reported to the server.
+   */
+  @Test
+  @Timeout(120)
+  void theJarRecordsTheLineageOfCommitsNamingTheJobsReportedToIt() throws Exception {
+    Path tokens = Files.writeString(root.resolve("tokens"), "jar-token\n");
+    Process server = jar("--warehouse", root.resolve("warehouse").toString(), "--port", "0",
+        "--token-file", tokens.toString(), "-P", "lineage.sink=table");
+    StringBuilder output = new StringBuilder();
+    String uri = listening(server, output).get(60, TimeUnit.SECONDS);
+    new SkadeServerClient(URI.create(uri), "jar-token", Duration.ofSeconds(30))
+        .reportJobRun(JobRunJson.write(new JobRunEvent("job-7", "nightly-load",
+            JobRunEvent.State.START, List.of(LineageDataset.external("kafka",
+                "kafka://broker:9092", "orders-topic")), List.of(), 1L, null)));
+    try (RESTCatalog rest = new RESTCatalog()) {
+      rest.initialize("jar", Map.of("uri", uri, "token", "jar-token"));
+      rest.createNamespace(Namespace.of("shop"));
+      Table orders = rest.createTable(TableIdentifier.of("shop", "orders"),
+          new Schema(Types.NestedField.required(1, "id", Types.LongType.get())));
+      GenericRecord row = GenericRecord.create(orders.schema());
+      row.setField("id", 1L);
+      orders.newAppend().appendFile(ServerFixture.parquetFile(orders, List.of(row)))
+          .set("flink.job-id", "job-7").commit();
+
+      TableIdentifier lineage = TableIdentifier.of("skade_system", "lineage_events");
+      List<String> appends = new ArrayList<>();
+      List<String> all = new ArrayList<>();
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+      while (appends.isEmpty() && System.nanoTime() < deadline) {
+        all.clear();
+        try (CloseableIterable<Record> events = IcebergGenerics.read(rest.loadTable(lineage))
+            .build()) {
+          for (Record event : events) {
+            all.add(event.toString());
+            if (event.getField("output_table").toString().contains("shop.orders")
+                && event.getField("operation").equals("APPEND")) {
+              appends.add(event.getField("actor") + " " + event.getField("inputs"));
+            }
+          }
+        }
+        Thread.sleep(200);
+      }
+      assertThat(appends).as("the append's lineage among %s; the server said:%n%s", all, output).singleElement().asString()
+          .startsWith("nightly-load (job-7)").contains("orders-topic");
+    }
   }
 }

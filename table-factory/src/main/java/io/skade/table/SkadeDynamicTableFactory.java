@@ -98,11 +98,12 @@ public final class SkadeDynamicTableFactory
   @Override
   public DynamicTableSource createDynamicTableSource(Context context) {
     CheckedOptions.Source source = CheckedOptions.source(this, context, catalogProperties);
-    CheckedOptions.Location location = planned(context, source.location());
+    CheckedOptions.Location location = source.location();
     ResolvedSchema physical = TableResolution.physical(context.getCatalogTable()
         .getResolvedSchema());
     Schema schema;
     try (CatalogConnection connection = CatalogConnection.open(location.catalogProperties())) {
+      planned(context, location, connection);
       Table table = TableResolution.load(connection, location.table(), location.where());
       source.keys().afterLoading(table);
       TableResolution.requireCompatible(table, location.table(), physical, false);
@@ -115,12 +116,13 @@ public final class SkadeDynamicTableFactory
   @Override
   public DynamicTableSink createDynamicTableSink(Context context) {
     CheckedOptions.Sink sink = CheckedOptions.sink(this, context, catalogProperties);
-    CheckedOptions.Location location = planned(context, sink.location());
+    CheckedOptions.Location location = sink.location();
     ResolvedSchema physical = TableResolution.physical(context.getCatalogTable()
         .getResolvedSchema());
     Schema schema;
     try (CatalogConnection connection =
         CatalogConnection.forWriting(location.catalogProperties())) {
+      planned(context, location, connection);
       Table table = TableResolution.loadOrCreate(connection, location.table(), physical,
           context.getCatalogTable().getPartitionKeys());
       sink.keys().afterLoading(table);
@@ -132,10 +134,10 @@ public final class SkadeDynamicTableFactory
   }
 
   /** Tells the job listener which skade table the Flink table is, for lineage. */
-  private static CheckedOptions.Location planned(Context context,
-      CheckedOptions.Location location) {
+  private static void planned(Context context, CheckedOptions.Location location,
+      CatalogConnection connection) {
     SkadeJobListenerFactory.planned(context.getObjectIdentifier().asSummaryString(),
-        location.where(), location.table().toString());
-    return location;
+        connection.location(), location.table().toString(),
+        connection.isRemote() ? location.catalogProperties() : null);
   }
 }

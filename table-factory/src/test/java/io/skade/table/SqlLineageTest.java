@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.skade.catalog.SharedCatalogs;
 import io.skade.lineage.CatalogLineage;
+import io.skade.server.ServerProcess;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -146,6 +147,54 @@ class SqlLineageTest {
       assertThat(symlinkNames(commit.path("inputs"))).containsExactly("db.src");
       awaitHolds(1);
       assertThat(commit.path("job").path("name").asText()).endsWith("(" + jobId + ")");
+    }
+  }
+
+  /**
+   * On a catalog a skade server owns ({@code uri}), the commit lineage runs in the server (here
+   * to an OpenLineage file the server writes), and the job listener of the process that submits
+   * the job reports its runs there: the server's events name the job's START and COMPLETE, its
+   * commit with the job's name and inputs, and each table by one name (the server's warehouse).
+   */
+  @Test
+  void aJobOnAServersCatalogIsReportedToTheLineageTheServerRuns() throws Exception {
+    Path events = dir.resolve("server-lineage.jsonl");
+    Path serverDir = Files.createDirectories(dir.resolve("server"));
+    try (ServerProcess server = new ServerProcess(serverDir, "-P", "lineage.sink=openlineage",
+        "-P", "lineage.openlineage.url=file:" + events)) {
+      Configuration conf = new Configuration();
+      conf.set(DeploymentOptions.JOB_STATUS_CHANGED_LISTENERS,
+          List.of(SkadeJobListenerFactory.class.getName()));
+      TableEnvironment env = TableEnvironment.create(EnvironmentSettings.newInstance()
+          .inBatchMode().withConfiguration(conf).build());
+      env.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'uri' = '" + server.uri()
+          + "', 'token' = '" + ServerProcess.TOKEN + "')");
+      env.executeSql("CREATE DATABASE lake.db");
+      env.executeSql("CREATE TABLE lake.db.src (id INT, v STRING)");
+      env.executeSql("CREATE TABLE lake.db.dst (id INT, v STRING)");
+      SqlTestBase.run(env, "INSERT INTO lake.db.src VALUES (1, 'a')");
+      TableResult copy = env.executeSql("INSERT INTO lake.db.dst SELECT * FROM lake.db.src");
+      copy.await();
+      String jobId = copy.getJobClient().orElseThrow().getJobID().toHexString();
+
+      List<JsonNode> all = readUntil(events, jobId, 60_000);
+      List<JsonNode> runs = all.stream().filter(e -> jobId.equals(
+          e.path("run").path("facets").path("flink_job").path("jobId").asText())).toList();
+      assertThat(runs).extracting(e -> e.path("eventType").asText())
+          .containsExactly("START", "COMPLETE");
+      for (JsonNode run : runs) {
+        assertThat(symlinkNames(run.path("inputs"))).containsExactly("db.src");
+        assertThat(symlinkNames(run.path("outputs"))).containsExactly("db.dst");
+      }
+      JsonNode commit = all.stream().filter(e -> e.path("run").path("facets")
+              .path("skade_commit").path("operation").asText().equals("APPEND")
+              && symlinkNames(e.path("outputs")).equals(List.of("db.dst")))
+          .findFirst().orElseThrow();
+      assertThat(symlinkNames(commit.path("inputs"))).containsExactly("db.src");
+      assertThat(commit.path("job").path("name").asText()).endsWith("(" + jobId + ")");
+      assertThat(runs.get(1).path("outputs").get(0).path("namespace").asText())
+          .as("the table's name in the job's run and in its commit")
+          .isEqualTo(commit.path("outputs").get(0).path("namespace").asText());
     }
   }
 
