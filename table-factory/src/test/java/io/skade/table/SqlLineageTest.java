@@ -131,22 +131,8 @@ class SqlLineageTest {
       String jobId = copy.getJobClient().orElseThrow().getJobID().toHexString();
       assertThat(CatalogLineage.Running.of(handle.catalog()).orElseThrow()
           .awaitCaughtUp(Duration.ofSeconds(30))).isTrue(); // every commit described
-      List<JsonNode> all = readUntil(events, jobId, 30_000);
-      List<JsonNode> runs = all.stream().filter(e -> jobId.equals(
-          e.path("run").path("facets").path("flink_job").path("jobId").asText())).toList();
-      assertThat(runs).extracting(e -> e.path("eventType").asText())
-          .containsExactly("START", "COMPLETE");
-      for (JsonNode run : runs) {
-        assertThat(symlinkNames(run.path("inputs"))).containsExactly("db.src");
-        assertThat(symlinkNames(run.path("outputs"))).containsExactly("db.dst");
-      }
-      JsonNode commit = all.stream().filter(e -> e.path("run").path("facets")
-              .path("skade_commit").path("operation").asText().equals("APPEND")
-              && symlinkNames(e.path("outputs")).equals(List.of("db.dst")))
-          .findFirst().orElseThrow();
-      assertThat(symlinkNames(commit.path("inputs"))).containsExactly("db.src");
+      assertCopyJobRecorded(readUntil(events, jobId, 30_000), jobId);
       awaitHolds(1);
-      assertThat(commit.path("job").path("name").asText()).endsWith("(" + jobId + ")");
     }
   }
 
@@ -177,24 +163,7 @@ class SqlLineageTest {
       copy.await();
       String jobId = copy.getJobClient().orElseThrow().getJobID().toHexString();
 
-      List<JsonNode> all = readUntil(events, jobId, 60_000);
-      List<JsonNode> runs = all.stream().filter(e -> jobId.equals(
-          e.path("run").path("facets").path("flink_job").path("jobId").asText())).toList();
-      assertThat(runs).extracting(e -> e.path("eventType").asText())
-          .containsExactly("START", "COMPLETE");
-      for (JsonNode run : runs) {
-        assertThat(symlinkNames(run.path("inputs"))).containsExactly("db.src");
-        assertThat(symlinkNames(run.path("outputs"))).containsExactly("db.dst");
-      }
-      JsonNode commit = all.stream().filter(e -> e.path("run").path("facets")
-              .path("skade_commit").path("operation").asText().equals("APPEND")
-              && symlinkNames(e.path("outputs")).equals(List.of("db.dst")))
-          .findFirst().orElseThrow();
-      assertThat(symlinkNames(commit.path("inputs"))).containsExactly("db.src");
-      assertThat(commit.path("job").path("name").asText()).endsWith("(" + jobId + ")");
-      assertThat(runs.get(1).path("outputs").get(0).path("namespace").asText())
-          .as("the table's name in the job's run and in its commit")
-          .isEqualTo(commit.path("outputs").get(0).path("namespace").asText());
+      assertCopyJobRecorded(readUntil(events, jobId, 60_000), jobId);
     }
   }
 
@@ -383,6 +352,31 @@ class SqlLineageTest {
     env.executeSql("USE CATALOG lake");
     env.executeSql("CREATE DATABASE db");
     return env;
+  }
+
+  /**
+   * The OpenLineage events of a job {@code jobId} copying {@code db.src} into {@code db.dst}: its
+   * START and COMPLETE naming both, and its commit naming the job and its input, each table by
+   * the same name in both.
+   */
+  private static void assertCopyJobRecorded(List<JsonNode> all, String jobId) {
+    List<JsonNode> runs = all.stream().filter(e -> jobId.equals(
+        e.path("run").path("facets").path("flink_job").path("jobId").asText())).toList();
+    assertThat(runs).extracting(e -> e.path("eventType").asText())
+        .containsExactly("START", "COMPLETE");
+    for (JsonNode run : runs) {
+      assertThat(symlinkNames(run.path("inputs"))).containsExactly("db.src");
+      assertThat(symlinkNames(run.path("outputs"))).containsExactly("db.dst");
+    }
+    JsonNode commit = all.stream().filter(e -> e.path("run").path("facets")
+            .path("skade_commit").path("operation").asText().equals("APPEND")
+            && symlinkNames(e.path("outputs")).equals(List.of("db.dst")))
+        .findFirst().orElseThrow();
+    assertThat(symlinkNames(commit.path("inputs"))).containsExactly("db.src");
+    assertThat(commit.path("job").path("name").asText()).endsWith("(" + jobId + ")");
+    assertThat(runs.get(1).path("outputs").get(0).path("namespace").asText())
+        .as("the table's name in the job's run and in its commit")
+        .isEqualTo(commit.path("outputs").get(0).path("namespace").asText());
   }
 
   /** The events in {@code file} once it holds the COMPLETE event of job {@code jobId}. */

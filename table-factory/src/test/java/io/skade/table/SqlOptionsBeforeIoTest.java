@@ -59,7 +59,8 @@ class SqlOptionsBeforeIoTest {
     return options;
   }
 
-  static Stream<Bad> badTableOptions() {
+  /** Options of a catalog reached through a server, which tables and catalogs share. */
+  static Stream<Bad> badServerOptions() {
     return Stream.of(
         bad("a server's uri must be an http address", with("uri", "ftp://catalog:21"),
             "'uri'", "'ftp://catalog:21'", "http://catalog-host:8181"),
@@ -68,7 +69,11 @@ class SqlOptionsBeforeIoTest {
         bad("a token needs a server", with("token", "secret"),
             "'token'", "skade server ('uri')"),
         bad("a retry timeout needs a server", with("server.retry-timeout", "1 min"),
-            "'server.retry-timeout'", "skade server ('uri')"),
+            "'server.retry-timeout'", "skade server ('uri')"));
+  }
+
+  static Stream<Bad> badTableOptions() {
+    return Stream.concat(badServerOptions(), Stream.of(
         bad("an unknown key names the closest known key", with("scan.startup.mood", "latest"),
             "'scan.startup.mood'", "did you mean 'scan.startup.mode'?", "Supported options"),
         bad("a known key without its prefix is recognised", with("startup.mode", "latest"),
@@ -126,7 +131,7 @@ class SqlOptionsBeforeIoTest {
             "'lookup.partial-cache.max-rows'", "'0'", "a positive number of rows"),
         bad("a PARTIAL cache expiry that is no duration", with("lookup.cache", "PARTIAL",
             "lookup.partial-cache.expire-after-write", "later"),
-            "'lookup.partial-cache.expire-after-write'", "'later'", "a positive duration"));
+            "'lookup.partial-cache.expire-after-write'", "'later'", "a positive duration")));
   }
 
   /** Combinations that only a read rejects: a write ignores startup and lookup settings. */
@@ -209,15 +214,7 @@ class SqlOptionsBeforeIoTest {
   }
 
   static Stream<Bad> badCatalogOptions() {
-    return Stream.of(
-        bad("a server's uri must be an http address", with("uri", "ftp://catalog:21"),
-            "'uri'", "'ftp://catalog:21'", "http://catalog-host:8181"),
-        bad("a server's uri excludes a local warehouse", with("uri", "http://catalog:8181"),
-            "'warehouse'", "'uri' = 'http://catalog:8181'", "remove 'warehouse'"),
-        bad("a token needs a server", with("token", "secret"),
-            "'token'", "skade server ('uri')"),
-        bad("a retry timeout needs a server", with("server.retry-timeout", "1 min"),
-            "'server.retry-timeout'", "skade server ('uri')"),
+    return Stream.concat(badServerOptions(), Stream.of(
         bad("an unknown key names the closest known key", with("default-databse", "shop"),
             "'default-databse'", "did you mean 'default-database'?", "Supported options"),
         bad("an unknown lineage sink lists the sinks", with("lineage.sink", "kafka"),
@@ -231,7 +228,7 @@ class SqlOptionsBeforeIoTest {
             "lineage.openlineage.url", "console"),
             "'lineage.openlineage.url'", "'console'", "the sink is 'table'"),
         bad("a table option is not a catalog option", with("scan.startup.mode", "latest"),
-            "'scan.startup.mode'", "Supported options"));
+            "'scan.startup.mode'", "Supported options")));
   }
 
   @ParameterizedTest(name = "{0}")
