@@ -4,6 +4,7 @@ import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitSubscription;
 import io.skade.write.TableWriter;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
@@ -34,10 +35,12 @@ import org.apache.iceberg.types.Types;
  * one-row appends to it through {@code TableWriter}, spaced {@code skade.bench.pauseMillis} to
  * 2.5 times it apart; the job's last step before its sink notes when it sees each row.
  *
- * <p>Two moments start the clock for each commit: when the commit call returned (the commit
- * acknowledged, whichever process committed it), and the stamp a commit feed of this JVM puts on
- * the commit — the moment its batch became durable when the catalog is embedded here, the moment
- * this JVM's long-poll received it when a skade server owns the catalog. Probe commits (until
+ * <p>Three moments of each commit can start the clock: when the catalog's committer stamped it
+ * ({@code CommitEvent.tsMicros}, the wall clock at the start of its group, before the fsync;
+ * whichever process owns the catalog, the same machine's clock), when a commit feed
+ * subscriber of this JVM heard of it (the moment its batch became durable when the catalog is
+ * embedded here, the moment this JVM's long-poll was answered when a skade server owns it), and
+ * when the commit call returned (the commit acknowledged to the committer). Probe commits (until
  * the job emits a row) and warm-up commits are not counted.
  */
 final class SourceLatencyRun {
@@ -58,34 +61,53 @@ final class SourceLatencyRun {
   }
 
   /**
-   * The figures of one source, over the measured rows it saw.
+   * The figures of one source, over the measured rows it saw: per row, nanoseconds after the
+   * catalog's committer stamped its commit.
    *
-   * @param fromStamp per row seen, nanoseconds from the feed's stamp of its commit to the row
-   * @param fromAck per row seen, nanoseconds from its commit call's return to the row
+   * @param row when the job saw the row
+   * @param feed when this JVM's feed subscriber heard of the commit
+   * @param ack when the commit call returned
    * @param commitCallNanos per measured commit, how long the commit call took
    */
-  record Latency(String source, int commits, int missed, long[] fromStamp, long[] fromAck,
+  record Latency(String source, int commits, int missed, long[] row, long[] feed, long[] ack,
       long[] commitCallNanos) {
 
-    /** From the feed's stamp, milliseconds at {@code quantile} (1.0 = the max). */
+    /** Feed heard → row, milliseconds at {@code quantile} (1.0 = the max). */
     double millis(double quantile) {
-      return quantile(fromStamp, quantile) / 1e6;
+      return millis(row, feed, quantile);
     }
 
-    /** From the commit's acknowledgement, milliseconds at {@code quantile}. */
+    /** Commit stamped by the catalog's committer → row, milliseconds. */
+    double committedMillis(double quantile) {
+      return millis(row, null, quantile);
+    }
+
+    /** Commit call returned → row, milliseconds (negative: the row came first). */
     double ackMillis(double quantile) {
-      return quantile(fromAck, quantile) / 1e6;
+      return millis(row, ack, quantile);
     }
 
-    /** How long after its acknowledgement the feed stamped a commit, milliseconds. */
-    double stampAfterAckMillis(double quantile) {
-      long[] gaps = new long[fromAck.length];
-      for (int i = 0; i < gaps.length; i++) {
-        gaps[i] = fromAck[i] - fromStamp[i];
+    /** Commit stamped → this JVM's feed subscriber heard of it, milliseconds. */
+    double feedAfterCommittedMillis(double quantile) {
+      return millis(feed, null, quantile);
+    }
+
+    /** Commit stamped → the commit call returned, milliseconds. */
+    double ackAfterCommittedMillis(double quantile) {
+      return millis(ack, null, quantile);
+    }
+
+    private static double millis(long[] to, long[] from, double quantile) {
+      long[] gaps = to.clone();
+      for (int i = 0; from != null && i < gaps.length; i++) {
+        gaps[i] -= from[i];
       }
       return quantile(gaps, quantile) / 1e6;
     }
   }
+
+  /** One commit's moments, in this JVM's nanoTime. */
+  private record Stamps(long committed, long feed) {}
 
   private SourceLatencyRun() {}
 
@@ -105,7 +127,7 @@ final class SourceLatencyRun {
       StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
       env.setParallelism(1);
       reading.of(env, name).map(new MarkSeen()).sinkTo(new DiscardingSink<>());
-      long[] stamped = new long[commits];
+      Stamps[] stamped = new Stamps[commits];
       long[] acknowledged = new long[commits];
       long[] callNanos = new long[commits];
       JobClient job = env.executeAsync(source);
@@ -139,18 +161,21 @@ final class SourceLatencyRun {
       } finally {
         job.cancel().get();
       }
-      long[] fromStamp = new long[commits];
-      long[] fromAck = new long[commits];
+      long[] row = new long[commits];
+      long[] feed = new long[commits];
+      long[] ack = new long[commits];
       int seen = 0;
       for (int i = 0; i < commits; i++) {
         Long at = SEEN.get((long) i);
         if (at != null) {
-          fromStamp[seen] = at - stamped[i];
-          fromAck[seen++] = at - acknowledged[i];
+          long committed = stamped[i].committed();
+          row[seen] = at - committed;
+          feed[seen] = stamped[i].feed() - committed;
+          ack[seen++] = acknowledged[i] - committed;
         }
       }
-      return new Latency(source, commits, commits - seen, Arrays.copyOf(fromStamp, seen),
-          Arrays.copyOf(fromAck, seen), callNanos);
+      return new Latency(source, commits, commits - seen, Arrays.copyOf(row, seen),
+          Arrays.copyOf(feed, seen), Arrays.copyOf(ack, seen), callNanos);
     }
   }
 
@@ -164,10 +189,10 @@ final class SourceLatencyRun {
   }
 
   /**
-   * The {@code System.nanoTime()} at which the feed stamped the commit of {@code snapshotId}
-   * (any snapshot when null: the table's first), for the commit of row {@code id}.
+   * When the catalog's committer stamped the commit of {@code snapshotId} (any snapshot when
+   * null: the table's first) and when {@code feed} heard of it, for the commit of row {@code id}.
    */
-  private static long stampOf(CommitSubscription feed, long id, Long snapshotId)
+  private static Stamps stampOf(CommitSubscription feed, long id, Long snapshotId)
       throws InterruptedException {
     while (true) {
       CommitEvent event = feed.poll(Duration.ofSeconds(10));
@@ -177,7 +202,13 @@ final class SourceLatencyRun {
       }
       if (snapshotId == null ? !event.addedSnapshotIds().isEmpty()
           : event.addedSnapshotIds().contains(snapshotId)) {
-        return feed.lastDurableNanos();
+        // The stamp is wall-clock microseconds, maybe of another process: brought onto this
+        // JVM's nanoTime here, where both clocks are read together.
+        long now = System.nanoTime();
+        Instant wall = Instant.now();
+        long ago = (wall.getEpochSecond() * 1_000_000L + wall.getNano() / 1_000)
+            - event.tsMicros();
+        return new Stamps(now - ago * 1_000, feed.lastDurableNanos());
       }
     }
   }
