@@ -167,7 +167,7 @@ public final class RemoteSourceLatencyBenchmark {
     Latency remote = latencies.get(0);
     System.out.println();
     String format = "%-36s %7s %6s | %8s %8s %8s %9s %9s | %8s %8s %8s%n";
-    System.out.printf(format, "", "", "", "from commit", "", "", "", "", "from ack", "", "");
+    System.out.printf("%52s| %-47s| %s%n", "", "from commit", "from ack");
     System.out.printf(format, "commit -> row (ms)", "commits", "missed", "p50", "p99", "max",
         "p50 ratio", "p99 ratio", "p50", "p99", "max");
     System.out.println("-".repeat(129));
@@ -185,11 +185,10 @@ public final class RemoteSourceLatencyBenchmark {
         + " not seen within %d s of the last commit.%n", SEEN_TIMEOUT.toSeconds());
 
     System.out.println();
-    format = "%-36s %9s %9s %9s %9s | %9s %9s | %9s %9s%n";
-    System.out.printf(format, "", "feed", "", "ack", "", "feed", "", "commit", "");
-    System.out.printf(format, "breakdown (ms)", "p50", "p99", "p50", "p99", "->row p50",
-        "->row p99", "call p50", "call p99");
-    System.out.println("-".repeat(119));
+    format = "%-36s %10s %10s %10s %10s | %11s %11s | %10s %10s%n";
+    System.out.printf(format, "breakdown (ms)", "feed p50", "feed p99", "ack p50", "ack p99",
+        "feed->row50", "feed->row99", "call p50", "call p99");
+    System.out.println("-".repeat(127));
     for (Latency l : latencies) {
       System.out.printf(format, l.source(),
           ms(l.feedAfterCommittedMillis(0.50)), ms(l.feedAfterCommittedMillis(0.99)),
