@@ -45,8 +45,8 @@ import org.apache.iceberg.rest.RESTCatalog;
  *
  * <p>The server is a child JVM ({@link ServerProcess}) owning a RocksDB catalog on a temporary
  * warehouse. The committer is this JVM's main thread, an Iceberg {@link RESTCatalog} client of
- * the server, appending one row (a small Parquet file) per commit through {@code TableWriter} on
- * the table it loaded over REST. The jobs run in a local MiniCluster of this JVM, at
+ * the server ({@link ServerClients#committer}), appending one row (a small Parquet file) per
+ * commit through {@code TableWriter} on the table it loaded over REST. The jobs run in a local MiniCluster of this JVM, at
  * parallelism 1, with only the server's {@code uri} and token: enumerator and reader reach the
  * catalog over HTTP, not in process. The remote source's poll interval is 10 minutes, longer
  * than the run, so only the feed wakes it. Each configuration has a fresh table.
