@@ -135,7 +135,7 @@ public final class CommitBenchmark {
           switch (r.design()) {
             case FSYNC_PER_COMMIT -> "1.00x";
             case GROUP_COMMIT -> fmt("%.2fx", r.commitsPerSecond() / baseline.commitsPerSecond());
-            case GROUP_COMMIT_HADOOP_LOCAL_FS -> "-";
+            case GROUP_COMMIT_HADOOP_LOCAL_FS, SERVER -> "-";
           },
           Long.toString(r.walSyncs()),
           fmt("%.3f", (double) r.walSyncs() / r.commits()),
@@ -144,7 +144,19 @@ public final class CommitBenchmark {
           fmt("%.0f", r.latencyMicros(99)),
       });
     }
-    int[] widths = new int[header.length];
+    printAligned(rows);
+    if (missed > 0) {
+      System.out.printf("Note: %d feed events were dropped by subscriber lag and are not in the"
+          + " latency percentiles.%n", missed);
+    }
+  }
+
+  /**
+   * Prints {@code rows} (the first the header, underlined) in columns, the first left-aligned,
+   * the others right-aligned so their digits line up.
+   */
+  static void printAligned(List<String[]> rows) {
+    int[] widths = new int[rows.get(0).length];
     for (String[] row : rows) {
       for (int c = 0; c < row.length; c++) {
         widths[c] = Math.max(widths[c], row[c].length());
@@ -163,13 +175,9 @@ public final class CommitBenchmark {
         System.out.println("-".repeat(line.toString().stripTrailing().length()));
       }
     }
-    if (missed > 0) {
-      System.out.printf("Note: %d feed events were dropped by subscriber lag and are not in the"
-          + " latency percentiles.%n", missed);
-    }
   }
 
-  private static String fmt(String format, double value) {
+  static String fmt(String format, double value) {
     return String.format(Locale.ROOT, format, value);
   }
 

@@ -1,29 +1,39 @@
 package io.skade.benchmarks;
 
+import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitFeedLaggedException;
 import io.skade.catalog.CommitSubscription;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.catalog.SkadeCatalog.StoreStatistics;
+import io.skade.server.ServerProcess;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.IntConsumer;
 import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.SupportsNamespaces;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.rest.RESTCatalog;
 
-/** One cell of the benchmark: a fresh catalog, one table per committer, a fixed commit count. */
+/**
+ * One cell of the commit benchmarks: fresh tables, one per committer thread, a fixed commit
+ * count; in a fresh catalog of this JVM, or through a skade server's REST protocol.
+ */
 final class CommitRun {
   private static final Namespace NAMESPACE = Namespace.of("bench");
 
@@ -37,7 +47,13 @@ final class CommitRun {
      * skade's defaults but files written through Hadoop's own local file system, which starts a
      * {@code chmod} process per file: the design before {@code SkadeLocalFileSystem}.
      */
-    GROUP_COMMIT_HADOOP_LOCAL_FS("group, Hadoop FS");
+    GROUP_COMMIT_HADOOP_LOCAL_FS("group, Hadoop FS"),
+    /**
+     * skade's defaults in a skade server (a child JVM); the committers and the feed subscriber
+     * are its clients in this JVM, over HTTP: Iceberg's {@code RESTCatalog}, skade's {@code
+     * RemoteCommitFeed}.
+     */
+    SERVER("server, REST");
 
     final String label;
 
@@ -46,9 +62,16 @@ final class CommitRun {
     }
   }
 
-  /** Figures of one cell; the store counters cover the timed commits only. */
+  /**
+   * Figures of one cell; the store counters cover the timed commits only (-1 where the store is
+   * in another process). Feed latencies, sorted, per commit the subscriber received: from its
+   * batch becoming durable (only where the feed stamps that: a catalog in this JVM), from the
+   * committer stamping it (its group's start, before the fsync; wall clock), and from the
+   * commit call returning (negative: the subscriber heard of it first).
+   */
   record Result(Workload workload, Design design, int committers, int commits, long elapsedNanos,
-      long walSyncs, long batches, long[] sortedLatencyNanos, long feedEventsMissed) {
+      long walSyncs, long batches, long[] sortedLatencyNanos, long[] sortedStampLatencyNanos,
+      long[] sortedAckLatencyNanos, long feedEventsMissed) {
 
     double seconds() {
       return elapsedNanos / 1e9;
@@ -58,116 +81,265 @@ final class CommitRun {
       return commits / seconds();
     }
 
-    /** Nearest-rank percentile of the feed latency in microseconds; NaN when nothing arrived. */
+    /** Feed latency from durable, microseconds at {@code percentile}; NaN when not measured. */
     double latencyMicros(double percentile) {
-      if (sortedLatencyNanos.length == 0) {
+      return micros(sortedLatencyNanos, percentile);
+    }
+
+    /** Feed latency from the committer's stamp, microseconds. */
+    double stampLatencyMicros(double percentile) {
+      return micros(sortedStampLatencyNanos, percentile);
+    }
+
+    /** Feed latency from the commit call's return, microseconds. */
+    double ackLatencyMicros(double percentile) {
+      return micros(sortedAckLatencyNanos, percentile);
+    }
+
+    /** Nearest-rank percentile in microseconds; NaN when nothing arrived. */
+    private static double micros(long[] sorted, double percentile) {
+      if (sorted.length == 0) {
         return Double.NaN;
       }
-      int rank = (int) Math.ceil(percentile / 100 * sortedLatencyNanos.length);
-      return sortedLatencyNanos[Math.max(rank, 1) - 1] / 1e3;
+      int rank = (int) Math.ceil(percentile / 100 * sorted.length);
+      return sorted[Math.max(rank, 1) - 1] / 1e3;
     }
+  }
+
+  /** Where a cell's catalog is, and how its committers and its feed subscriber reach it. */
+  private interface Cell extends AutoCloseable {
+    /** Creates committer {@code t}'s table (untimed); returns what its commit {@code i} does. */
+    IntConsumer committer(Workload workload, int t);
+
+    /** Committer {@code t}'s table, as the feed's events name it. */
+    String tableKey(int t);
+
+    /** A subscription to the catalog's commits, buffering up to {@code size}. */
+    CommitSubscription subscribe(int size);
+
+    /** Whether the subscription's stamps tell when a batch became durable. */
+    boolean stampsDurability();
+
+    /** The store's counters now; null when the store is in another process. */
+    StoreStatistics statistics();
   }
 
   private CommitRun() {}
 
-  /** Runs one cell of the given design. */
+  /** Runs one cell of the given design, on a fresh catalog embedded in this JVM. */
   static Result run(Workload workload, Design design, int committers, int commits)
       throws Exception {
+    if (design == Design.SERVER) {
+      throw new IllegalArgumentException("a server's cell runs on a server: run(.., server, ..)");
+    }
     Path warehouse = Files.createTempDirectory("skade-bench-");
-    try {
-      return runIn(warehouse, workload, design, committers, commits);
+    try (Embedded cell = new Embedded(warehouse, design)) {
+      return measure(cell, workload, design, committers, commits);
     } finally {
       deleteTree(warehouse);
     }
   }
 
-  private static Result runIn(Path warehouse, Workload workload, Design design, int committers,
-      int commits) throws Exception {
-    SkadeCatalog catalog = new SkadeCatalog();
-    if (design == Design.GROUP_COMMIT_HADOOP_LOCAL_FS) {
-      catalog.setConf(new Configuration()); // Hadoop's defaults: its own local file system
+  /**
+   * Runs one cell through {@code server}'s REST protocol: fresh tables in a namespace of their
+   * own, one {@code RESTCatalog} per committer, the feed subscriber a client of its own. The
+   * server is the caller's, so that its JIT is warm from the cells before.
+   */
+  static Result run(Workload workload, ServerProcess server, int committers, int commits)
+      throws Exception {
+    try (Served cell = new Served(server)) {
+      return measure(cell, workload, Design.SERVER, committers, commits);
     }
-    catalog.initialize("bench", Map.of("warehouse", warehouse.toString(),
-        SkadeCatalog.MAX_BATCH_SIZE, design == Design.FSYNC_PER_COMMIT ? "1" : "4096"));
-    try {
-      // Setup is untimed: each committer gets its own table, so no commit ever loses a CAS.
-      catalog.createNamespace(NAMESPACE);
-      List<IntConsumer> actions = new ArrayList<>();
-      for (int t = 0; t < committers; t++) {
-        TableIdentifier id = TableIdentifier.of(NAMESPACE, "t" + t);
-        var table = catalog.createTable(id, Workload.SCHEMA);
-        actions.add(workload.committerFor(catalog, id, table, t));
-      }
+  }
 
-      // Subscribed after setup, so the feed carries exactly the timed commits. The buffer holds
-      // the whole run, so it cannot lag; lag is still counted, should it ever happen.
-      CommitSubscription subscription = catalog.subscribeCommits(commits + 1024);
-      FeedProbe probe = new FeedProbe(subscription, commits);
-      probe.start();
+  private static Result measure(Cell cell, Workload workload, Design design, int committers,
+      int commits) throws Exception {
+    // Setup is untimed: each committer gets its own table, so no commit ever loses a CAS.
+    List<IntConsumer> actions = new ArrayList<>();
+    String[] tableKeys = new String[committers];
+    for (int t = 0; t < committers; t++) {
+      actions.add(cell.committer(workload, t));
+      tableKeys[t] = cell.tableKey(t);
+    }
 
-      CountDownLatch go = new CountDownLatch(1);
-      AtomicReference<Throwable> failure = new AtomicReference<>();
-      List<Thread> threads = new ArrayList<>();
-      for (int t = 0; t < committers; t++) {
-        // Spread the remainder so the cell makes exactly `commits` commits.
-        int share = commits / committers + (t < commits % committers ? 1 : 0);
-        IntConsumer action = actions.get(t);
-        Thread thread = new Thread(() -> {
-          try {
-            go.await();
-            for (int i = 0; i < share; i++) {
-              action.accept(i);
-            }
-          } catch (Throwable e) {
-            failure.compareAndSet(null, e);
+    // Subscribed after setup, so the feed carries exactly the timed commits. The buffer holds
+    // the whole run, so it cannot lag; lag is still counted, should it ever happen.
+    CommitSubscription subscription = cell.subscribe(commits + 1024);
+    FeedProbe probe = new FeedProbe(subscription, commits, cell.stampsDurability());
+    probe.start();
+
+    CountDownLatch go = new CountDownLatch(1);
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    List<Thread> threads = new ArrayList<>();
+    long[][] acknowledged = new long[committers][];
+    for (int t = 0; t < committers; t++) {
+      // Spread the remainder so the cell makes exactly `commits` commits.
+      int share = commits / committers + (t < commits % committers ? 1 : 0);
+      IntConsumer action = actions.get(t);
+      long[] acks = acknowledged[t] = new long[share];
+      Thread thread = new Thread(() -> {
+        try {
+          go.await();
+          for (int i = 0; i < share; i++) {
+            action.accept(i);
+            acks[i] = System.nanoTime();
           }
-        }, "bench-committer-" + t);
-        thread.start();
-        threads.add(thread);
-      }
+        } catch (Throwable e) {
+          failure.compareAndSet(null, e);
+        }
+      }, "bench-committer-" + t);
+      thread.start();
+      threads.add(thread);
+    }
 
-      StoreStatistics before = catalog.statistics();
-      long start = System.nanoTime();
-      go.countDown();
-      for (Thread thread : threads) {
-        thread.join();
-      }
-      long elapsed = System.nanoTime() - start;
-      StoreStatistics after = catalog.statistics();
+    StoreStatistics before = cell.statistics();
+    long start = System.nanoTime();
+    go.countDown();
+    for (Thread thread : threads) {
+      thread.join();
+    }
+    long elapsed = System.nanoTime() - start;
+    StoreStatistics after = cell.statistics();
 
-      probe.finish(Duration.ofSeconds(30));
-      subscription.close();
-      if (failure.get() != null) {
-        throw new IllegalStateException(
-            workload.label() + " with " + committers + " committers failed", failure.get());
+    probe.finish(Duration.ofSeconds(30));
+    subscription.close();
+    if (failure.get() != null) {
+      throw new IllegalStateException(
+          workload.label() + " with " + committers + " committers failed", failure.get());
+    }
+    return new Result(workload, design, committers, commits, elapsed,
+        after == null ? -1 : after.walSyncs() - before.walSyncs(),
+        after == null ? -1 : after.batchesWritten() - before.batchesWritten(),
+        probe.sortedLatencies(), probe.sortedStampLatencies(),
+        probe.sortedAckLatencies(tableKeys, acknowledged), probe.missed());
+  }
+
+  /** A fresh catalog in this JVM, configured as the design says. */
+  private static final class Embedded implements Cell {
+    private final SkadeCatalog catalog = new SkadeCatalog();
+
+    Embedded(Path warehouse, Design design) {
+      if (design == Design.GROUP_COMMIT_HADOOP_LOCAL_FS) {
+        catalog.setConf(new Configuration()); // Hadoop's defaults: its own local file system
       }
-      return new Result(workload, design, committers, commits, elapsed,
-          after.walSyncs() - before.walSyncs(), after.batchesWritten() - before.batchesWritten(),
-          probe.sortedLatencies(), probe.missed());
-    } finally {
+      catalog.initialize("bench", Map.of("warehouse", warehouse.toString(),
+          SkadeCatalog.MAX_BATCH_SIZE, design == Design.FSYNC_PER_COMMIT ? "1" : "4096"));
+      catalog.createNamespace(NAMESPACE);
+    }
+
+    @Override
+    public IntConsumer committer(Workload workload, int t) {
+      TableIdentifier id = TableIdentifier.of(NAMESPACE, "t" + t);
+      return workload.committerFor(catalog, id, catalog.createTable(id, Workload.SCHEMA), t);
+    }
+
+    @Override
+    public String tableKey(int t) {
+      return catalog.commitTableKey(TableIdentifier.of(NAMESPACE, "t" + t));
+    }
+
+    @Override
+    public CommitSubscription subscribe(int size) {
+      return catalog.subscribeCommits(size);
+    }
+
+    @Override
+    public boolean stampsDurability() {
+      return true;
+    }
+
+    @Override
+    public StoreStatistics statistics() {
+      return catalog.statistics();
+    }
+
+    @Override
+    public void close() throws IOException {
       catalog.close();
     }
   }
 
+  /** Fresh tables of a skade server, reached over HTTP as other processes reach it. */
+  private static final class Served implements Cell {
+    private static final AtomicInteger CELLS = new AtomicInteger();
+    private final ServerProcess server;
+    private final Namespace namespace = Namespace.of("bench_" + CELLS.incrementAndGet());
+    private final List<RESTCatalog> clients = new ArrayList<>();
+    private final CatalogConnection subscriber;
+
+    Served(ServerProcess server) {
+      this.server = server;
+      this.subscriber = CatalogConnection.open(ServerClients.properties(server));
+      ((SupportsNamespaces) subscriber.catalog()).createNamespace(namespace);
+    }
+
+    @Override
+    public IntConsumer committer(Workload workload, int t) {
+      // A client per committer, as committers in processes of their own would have.
+      RESTCatalog client = ServerClients.committer("committer-" + t, server);
+      clients.add(client);
+      TableIdentifier id = TableIdentifier.of(namespace, "t" + t);
+      return workload.committerFor(client, id, client.createTable(id, Workload.SCHEMA), t);
+    }
+
+    @Override
+    public String tableKey(int t) {
+      return subscriber.feed().commitTableKey(TableIdentifier.of(namespace, "t" + t));
+    }
+
+    @Override
+    public CommitSubscription subscribe(int size) {
+      return subscriber.feed().subscribeCommits(size);
+    }
+
+    @Override
+    public boolean stampsDurability() {
+      return false; // a remote feed stamps when its long-poll was answered
+    }
+
+    @Override
+    public StoreStatistics statistics() {
+      return null;
+    }
+
+    @Override
+    public void close() {
+      for (RESTCatalog client : clients) {
+        try {
+          client.close();
+        } catch (IOException e) {
+          throw new UncheckedIOException("closing a REST client of " + server.uri(), e);
+        }
+      }
+      subscriber.close();
+    }
+  }
+
   /**
-   * Polls the commit feed on its own thread and records, per event, how long after its batch
-   * became durable the event was received.
+   * Polls the commit feed on its own thread and records, per event, when it was received: how
+   * long after its batch became durable (where the feed stamps that) and after the committer
+   * stamped it, and, per table, the moment of each receipt, to set against the commit calls.
    */
   private static final class FeedProbe extends Thread {
     private final CommitSubscription subscription;
+    private final boolean stampsDurability;
     private final long lastExpectedSeq;
     private final long[] latencies;
+    private final long[] stampLatencies;
+    private final Map<String, List<Long>> receivedByTable = new HashMap<>();
     private int received;
     private long lastSeq;
     private long missed;
     private volatile boolean stop;
 
-    FeedProbe(CommitSubscription subscription, int expected) {
+    FeedProbe(CommitSubscription subscription, int expected, boolean stampsDurability) {
       super("bench-feed-probe");
       setDaemon(true);
       this.subscription = subscription;
+      this.stampsDurability = stampsDurability;
       this.lastExpectedSeq = subscription.startCursor() + expected;
       this.latencies = new long[expected];
+      this.stampLatencies = new long[expected];
       this.lastSeq = subscription.startCursor();
     }
 
@@ -182,8 +354,9 @@ final class CommitRun {
         } catch (InterruptedException | IllegalStateException closed) {
           return;
         }
-        // Read the clock first: lastDurableNanos() takes the subscription's lock.
+        // Read the clocks first: lastDurableNanos() takes the subscription's lock.
         long now = System.nanoTime();
+        Instant wall = Instant.now();
         if (event == null) {
           if (stop) {
             return;
@@ -191,8 +364,11 @@ final class CommitRun {
           continue;
         }
         if (received < latencies.length) {
-          latencies[received++] = now - subscription.lastDurableNanos();
+          latencies[received] = now - subscription.lastDurableNanos();
+          stampLatencies[received++] = (wall.getEpochSecond() * 1_000_000L
+              + wall.getNano() / 1_000 - event.tsMicros()) * 1_000;
         }
+        receivedByTable.computeIfAbsent(event.tableKey(), k -> new ArrayList<>()).add(now);
         missed += event.commitSeq() - lastSeq - 1;
         lastSeq = event.commitSeq();
       }
@@ -206,8 +382,38 @@ final class CommitRun {
       missed += Math.max(0, lastExpectedSeq - lastSeq);
     }
 
+    /** From durable to received; empty where the feed does not stamp durability. */
     long[] sortedLatencies() {
-      long[] sorted = Arrays.copyOf(latencies, received);
+      return stampsDurability ? sorted(latencies, received) : new long[0];
+    }
+
+    long[] sortedStampLatencies() {
+      return sorted(stampLatencies, received);
+    }
+
+    /**
+     * From each commit call's return to the receipt of its event: committer {@code t} alone
+     * commits to table {@code tableKeys[t]}, so its i-th event is its i-th commit. Nothing
+     * when events were missed, which would shift that pairing.
+     */
+    long[] sortedAckLatencies(String[] tableKeys, long[][] acknowledged) {
+      if (missed > 0) {
+        return new long[0];
+      }
+      long[] gaps = new long[received];
+      int n = 0;
+      for (int t = 0; t < tableKeys.length; t++) {
+        List<Long> receipts = receivedByTable.getOrDefault(tableKeys[t], List.of());
+        for (int i = 0; i < Math.min(receipts.size(), acknowledged[t].length) && n < gaps.length;
+            i++) {
+          gaps[n++] = receipts.get(i) - acknowledged[t][i];
+        }
+      }
+      return sorted(gaps, n);
+    }
+
+    private static long[] sorted(long[] values, int count) {
+      long[] sorted = Arrays.copyOf(values, count);
       Arrays.sort(sorted);
       return sorted;
     }

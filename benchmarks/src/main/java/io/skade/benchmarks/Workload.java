@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.function.IntConsumer;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
@@ -19,15 +20,19 @@ enum Workload {
   /** The commit path alone: a pointer compare-and-swap, no Iceberg metadata file. */
   POINTER_ONLY("pointer-only") {
     @Override
-    IntConsumer committerFor(SkadeCatalog catalog, TableIdentifier id, Table table, int thread) {
-      return PointerCommits.committer(catalog, id);
+    IntConsumer committerFor(Catalog catalog, TableIdentifier id, Table table, int thread) {
+      if (!(catalog instanceof SkadeCatalog skade)) {
+        throw new IllegalArgumentException("pointer-only commits go to the committer of a"
+            + " catalog embedded in this JVM; " + catalog.name() + " is not one");
+      }
+      return PointerCommits.committer(skade, id);
     }
   },
 
   /** A snapshot-less pointer change: new metadata file, no manifests. */
   METADATA_ONLY("metadata-only") {
     @Override
-    IntConsumer committerFor(SkadeCatalog catalog, TableIdentifier id, Table table, int thread) {
+    IntConsumer committerFor(Catalog catalog, TableIdentifier id, Table table, int thread) {
       return i -> table.updateProperties().set("k", String.valueOf(i)).commit();
     }
   },
@@ -38,7 +43,7 @@ enum Workload {
    */
   APPEND("append (small Parquet file)") {
     @Override
-    IntConsumer committerFor(SkadeCatalog catalog, TableIdentifier id, Table table, int thread) {
+    IntConsumer committerFor(Catalog catalog, TableIdentifier id, Table table, int thread) {
       TableWriter tableWriter = new TableWriter(table);
       GenericRecord template = GenericRecord.create(SCHEMA);
       return i -> {
@@ -72,8 +77,8 @@ enum Workload {
   }
 
   /**
-   * Prepares thread {@code thread}'s commits to {@code table} (untimed) and returns the action
-   * that makes commit number {@code i}.
+   * Prepares thread {@code thread}'s commits to {@code table} of {@code catalog} (untimed) and
+   * returns the action that makes commit number {@code i}, one commit of the table.
    */
-  abstract IntConsumer committerFor(SkadeCatalog catalog, TableIdentifier id, Table table, int thread);
+  abstract IntConsumer committerFor(Catalog catalog, TableIdentifier id, Table table, int thread);
 }

@@ -1,0 +1,37 @@
+package io.skade.benchmarks;
+
+import io.skade.catalog.CatalogConnection;
+import io.skade.catalog.SkadeLocalFileSystem;
+import io.skade.server.ServerProcess;
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.iceberg.rest.RESTCatalog;
+
+/** How the benchmarks reach a skade server in a child JVM: its properties, its REST clients. */
+final class ServerClients {
+  private ServerClients() {}
+
+  /** The catalog properties of a client of {@code server}: its {@code uri} and token. */
+  static Map<String, String> properties(ServerProcess server) {
+    return Map.of(CatalogConnection.URI, server.uri(), CatalogConnection.TOKEN,
+        ServerProcess.TOKEN);
+  }
+
+  /**
+   * An Iceberg {@link RESTCatalog} of {@code server} for a committer. Its data and manifest
+   * files go through {@link SkadeLocalFileSystem}, as an embedded catalog's do (Hadoop's own
+   * local file system starts a {@code chmod} process per file), so that figures beside the
+   * embedded catalog's compare the commit paths, not two local file systems.
+   */
+  static RESTCatalog committer(String name, ServerProcess server) {
+    Configuration conf = new Configuration();
+    conf.setClass("fs.file.impl", SkadeLocalFileSystem.class, FileSystem.class);
+    conf.setBoolean("fs.file.impl.disable.cache", true);
+    RESTCatalog catalog = new RESTCatalog();
+    catalog.setConf(conf);
+    catalog.initialize(name, new HashMap<>(properties(server)));
+    return catalog;
+  }
+}

@@ -1,0 +1,286 @@
+package io.skade.benchmarks;
+
+import io.skade.catalog.CommitEvent;
+import io.skade.catalog.CommitSubscription;
+import io.skade.write.TableWriter;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.runtime.typeutils.InternalTypeInfo;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.flink.FlinkSchemaUtil;
+import org.apache.iceberg.flink.TableLoader;
+import org.apache.iceberg.flink.source.IcebergSource;
+import org.apache.iceberg.flink.source.StreamingStartingStrategy;
+import org.apache.iceberg.types.Types;
+
+/**
+ * One source's commit → row latency, as the source-latency benchmarks measure it: an unbounded
+ * job (parallelism 1, a local MiniCluster of this JVM) reads a table while this thread commits
+ * one-row appends to it through {@code TableWriter}, spaced {@code skade.bench.pauseMillis} to
+ * 2.5 times it apart; the job's last step before its sink notes when it sees each row.
+ *
+ * <p>Three moments of each commit can start the clock: when the catalog's committer stamped it
+ * ({@code CommitEvent.tsMicros}, the wall clock at the start of its group, before the fsync;
+ * whichever process owns the catalog, the same machine's clock), when a commit feed
+ * subscriber of this JVM heard of it (the moment its batch became durable when the catalog is
+ * embedded here, the moment this JVM's long-poll was answered when a skade server owns it), and
+ * when the commit call returned (the commit acknowledged to the committer). Probe commits (until
+ * the job emits a row) and warm-up commits are not counted.
+ */
+final class SourceLatencyRun {
+  /** Every latency table's schema: an append-only table, no identifier fields. */
+  static final Schema SCHEMA = new Schema(
+      Types.NestedField.required(1, "id", Types.LongType.get()),
+      Types.NestedField.required(2, "ts_nanos", Types.LongType.get()),
+      Types.NestedField.optional(3, "payload", Types.StringType.get()));
+  /** How long after the last measured commit its rows may still come. */
+  static final Duration SEEN_TIMEOUT = Duration.ofSeconds(30);
+
+  /** When the job saw each row id, in this JVM's nanoTime (the MiniCluster runs in process). */
+  private static final Map<Long, Long> SEEN = new ConcurrentHashMap<>();
+
+  /** The stream of a table's rows that one source gives. */
+  interface Reading {
+    DataStream<RowData> of(StreamExecutionEnvironment env, String table);
+  }
+
+  /**
+   * The figures of one source, over the measured rows it saw: per row, nanoseconds after the
+   * catalog's committer stamped its commit.
+   *
+   * @param row when the job saw the row
+   * @param feed when this JVM's feed subscriber heard of the commit
+   * @param ack when the commit call returned
+   * @param commitCallNanos per measured commit, how long the commit call took
+   */
+  record Latency(String source, int commits, int missed, long[] row, long[] feed, long[] ack,
+      long[] commitCallNanos) {
+
+    /** Feed heard → row, milliseconds at {@code quantile} (1.0 = the max). */
+    double millis(double quantile) {
+      return millis(row, feed, quantile);
+    }
+
+    /** Commit stamped by the catalog's committer → row, milliseconds. */
+    double committedMillis(double quantile) {
+      return millis(row, null, quantile);
+    }
+
+    /** Commit call returned → row, milliseconds (negative: the row came first). */
+    double ackMillis(double quantile) {
+      return millis(row, ack, quantile);
+    }
+
+    /** Commit stamped → this JVM's feed subscriber heard of it, milliseconds. */
+    double feedAfterCommittedMillis(double quantile) {
+      return millis(feed, null, quantile);
+    }
+
+    /** Commit stamped → the commit call returned, milliseconds. */
+    double ackAfterCommittedMillis(double quantile) {
+      return millis(ack, null, quantile);
+    }
+
+    private static double millis(long[] to, long[] from, double quantile) {
+      long[] gaps = to.clone();
+      for (int i = 0; from != null && i < gaps.length; i++) {
+        gaps[i] -= from[i];
+      }
+      return quantile(gaps, quantile) / 1e6;
+    }
+  }
+
+  /** One commit's moments, in this JVM's nanoTime. */
+  private record Stamps(long committed, long feed) {}
+
+  private SourceLatencyRun() {}
+
+  /**
+   * Runs {@code reading}'s unbounded job on {@code table} (named {@code name} in its catalog)
+   * while this thread commits to it through {@code writer}, and returns the latencies of the
+   * measured commits. {@code stamps} is a subscription to the table's catalog taken by the
+   * caller; only this thread commits to that catalog while it runs, so its events come in the
+   * order of the commits. It is closed here.
+   */
+  static Latency measure(String source, TableWriter writer, String name,
+      CommitSubscription stamps, int warmup, int commits, Reading reading) throws Exception {
+    try (stamps) {
+      commit(writer, Long.MIN_VALUE); // a first snapshot: every source starts on a non-empty table
+      stampOf(stamps, Long.MIN_VALUE, null);
+      SEEN.clear();
+      StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+      env.setParallelism(1);
+      reading.of(env, name).map(new MarkSeen()).sinkTo(new DiscardingSink<>());
+      Stamps[] stamped = new Stamps[commits];
+      long[] acknowledged = new long[commits];
+      long[] callNanos = new long[commits];
+      JobClient job = env.executeAsync(source);
+      try {
+        // Until the job emits a row it may still be starting: probe (ids below -1,000,000).
+        long probe = -1_000_000;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (SEEN.isEmpty()) {
+          if (System.nanoTime() > deadline) {
+            throw new IllegalStateException(source + ": the job emitted nothing in 60 s");
+          }
+          stampOf(stamps, probe, commit(writer, probe--));
+          Thread.sleep(200);
+        }
+        for (int i = 1; i <= warmup; i++) {
+          stampOf(stamps, -i, commit(writer, -i));
+          pause();
+        }
+        for (int i = 0; i < commits; i++) {
+          long started = System.nanoTime();
+          long snapshotId = commit(writer, i);
+          acknowledged[i] = System.nanoTime();
+          callNanos[i] = acknowledged[i] - started;
+          stamped[i] = stampOf(stamps, i, snapshotId);
+          pause();
+        }
+        long until = System.nanoTime() + SEEN_TIMEOUT.toNanos();
+        while (System.nanoTime() < until && !seenAll(commits)) {
+          Thread.sleep(20);
+        }
+      } finally {
+        job.cancel().get();
+      }
+      long[] row = new long[commits];
+      long[] feed = new long[commits];
+      long[] ack = new long[commits];
+      int seen = 0;
+      for (int i = 0; i < commits; i++) {
+        Long at = SEEN.get((long) i);
+        if (at != null) {
+          long committed = stamped[i].committed();
+          row[seen] = at - committed;
+          feed[seen] = stamped[i].feed() - committed;
+          ack[seen++] = acknowledged[i] - committed;
+        }
+      }
+      return new Latency(source, commits, commits - seen, Arrays.copyOf(row, seen),
+          Arrays.copyOf(feed, seen), Arrays.copyOf(ack, seen), callNanos);
+    }
+  }
+
+  /** Appends one row and returns the snapshot it committed. */
+  private static long commit(TableWriter writer, long id) {
+    GenericRecord row = GenericRecord.create(SCHEMA);
+    row.setField("id", id);
+    row.setField("ts_nanos", System.nanoTime());
+    row.setField("payload", "row-" + id);
+    return writer.append(List.of(row)).snapshotId();
+  }
+
+  /**
+   * When the catalog's committer stamped the commit of {@code snapshotId} (any snapshot when
+   * null: the table's first) and when {@code feed} heard of it, for the commit of row {@code id}.
+   */
+  private static Stamps stampOf(CommitSubscription feed, long id, Long snapshotId)
+      throws InterruptedException {
+    while (true) {
+      CommitEvent event = feed.poll(Duration.ofSeconds(10));
+      if (event == null) {
+        throw new IllegalStateException("the commit of row " + id + " (snapshot " + snapshotId
+            + ") never reached the commit feed");
+      }
+      if (snapshotId == null ? !event.addedSnapshotIds().isEmpty()
+          : event.addedSnapshotIds().contains(snapshotId)) {
+        // The stamp is wall-clock microseconds, maybe of another process: brought onto this
+        // JVM's nanoTime here, where both clocks are read together.
+        long now = System.nanoTime();
+        Instant wall = Instant.now();
+        long ago = (wall.getEpochSecond() * 1_000_000L + wall.getNano() / 1_000)
+            - event.tsMicros();
+        return new Stamps(now - ago * 1_000, feed.lastDurableNanos());
+      }
+    }
+  }
+
+  private static boolean seenAll(int commits) {
+    for (long i = commits - 1; i >= 0; i--) {
+      if (!SEEN.containsKey(i)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** The gap between two measured commits: {@code skade.bench.pauseMillis} up to 2.5x it. */
+  private static void pause() throws InterruptedException {
+    long min = pauseMillis();
+    Thread.sleep(ThreadLocalRandom.current().nextLong(min, min * 5 / 2 + 1));
+  }
+
+  /** The least gap between two commits, {@code skade.bench.pauseMillis} [20]. */
+  static long pauseMillis() {
+    return Long.getLong("skade.bench.pauseMillis", 20);
+  }
+
+  /** Iceberg's source over {@code loader}'s table: streaming every {@code interval}, or bounded if null. */
+  static DataStream<RowData> icebergStream(StreamExecutionEnvironment env, TableLoader loader,
+      Duration interval) {
+    IcebergSource.Builder<RowData> builder = IcebergSource.forRowData().tableLoader(loader);
+    if (interval == null) {
+      builder.streaming(false);
+    } else {
+      builder.streaming(true).monitorInterval(interval)
+          .streamingStartingStrategy(StreamingStartingStrategy.INCREMENTAL_FROM_LATEST_SNAPSHOT);
+    }
+    return env.fromSource(builder.build(), WatermarkStrategy.noWatermarks(), "iceberg",
+        InternalTypeInfo.of(FlinkSchemaUtil.convert(SCHEMA)));
+  }
+
+  /** Notes when the job first sees each row id. */
+  private static final class MarkSeen implements MapFunction<RowData, Long> {
+    @Override
+    public Long map(RowData row) {
+      long now = System.nanoTime();
+      long id = row.getLong(0);
+      SEEN.putIfAbsent(id, now);
+      return id;
+    }
+  }
+
+  /** Nearest-rank quantile of {@code values}; 0 when there are none. */
+  static long quantile(long[] values, double quantile) {
+    if (values.length == 0) {
+      return 0;
+    }
+    long[] sorted = values.clone();
+    Arrays.sort(sorted);
+    int rank = (int) Math.ceil(quantile * sorted.length);
+    return sorted[Math.max(0, Math.min(sorted.length, rank) - 1)];
+  }
+
+  /** {@code 1 s}, {@code 100 ms}. */
+  static String label(Duration interval) {
+    return interval.toMillis() % 1000 == 0 ? interval.toSeconds() + " s"
+        : interval.toMillis() + " ms";
+  }
+
+  /** Milliseconds, two decimals below 10. */
+  static String ms(double millis) {
+    return fmt(Math.abs(millis) < 10 ? "%.2f" : "%.1f", millis);
+  }
+
+  static String fmt(String format, double value) {
+    return String.format(Locale.ROOT, format, value);
+  }
+}
