@@ -258,6 +258,9 @@ public interface CatalogConnection extends AutoCloseable {
       Map<String, String> rest = new HashMap<>(properties);
       rest.keySet().removeIf(key -> key.startsWith("catalog.") || key.equals(RETRY_TIMEOUT));
       RESTCatalog catalog = new RESTCatalog();
+      // Files it writes go through skade's local file system too, as an embedded catalog's do
+      // (Hadoop's own starts a chmod process per file).
+      catalog.setConf(SkadeCatalog.defaultHadoopConf());
       catalog.initialize("skade", rest);
       return new Remote(catalog,
           new SkadeServerClient(server, properties.get(TOKEN), retry), retry);

@@ -238,7 +238,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
    * the creating thread's: a file IO outlives the Flink job whose thread made it (a shared
    * catalog, the metadata cache), and a job's class loader is closed when the job ends.
    */
-  private static Configuration defaultHadoopConf() {
+  static Configuration defaultHadoopConf() {
     // A copy of one loaded configuration: parsing Hadoop's default XML resources for each
     // catalog made opening one (open, load a table, close) take 25-32 ms instead of 17-19 ms.
     return new Configuration(DefaultHadoopConf.LOADED);
