@@ -13,6 +13,7 @@ import io.skade.source.StartupMode;
 import io.skade.source.split.ChangelogSplit;
 import java.io.Serializable;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -60,6 +61,8 @@ import org.slf4j.LoggerFactory;
 public final class SkadeSplitEnumerator
     implements SplitEnumerator<ChangelogSplit, SkadeEnumeratorState> {
   private static final Logger LOG = LoggerFactory.getLogger(SkadeSplitEnumerator.class);
+  /** Most delivered commits kept for planning; beyond them the log is read. */
+  private static final int MAX_DELIVERED = 4 * WindowPlanner.ROUND_COMMITS;
 
   /**
    * What the source asks of its enumerator.
@@ -107,6 +110,11 @@ public final class SkadeSplitEnumerator
   private boolean planning;
   private boolean replan;
   private CommitSubscription feed;
+  /**
+   * Through a server, the commits the feed delivered after the cursor, in order and gapless
+   * (cleared when it lagged): planned from here, a wake-up costs no round trip to read the log.
+   */
+  private final ArrayDeque<CommitEvent> delivered = new ArrayDeque<>();
   private volatile boolean closed;
 
   public SkadeSplitEnumerator(SplitEnumeratorContext<ChangelogSplit> context,
@@ -219,9 +227,16 @@ public final class SkadeSplitEnumerator
     try {
       for (CommitEvent event = feed.poll(); event != null; event = feed.poll()) {
         mine |= event.tableKey().equals(planner.tableKey());
+        if (catalog.isRemote()) {
+          if (delivered.size() == MAX_DELIVERED) {
+            delivered.clear(); // so many unplanned: the log has them
+          }
+          delivered.add(event);
+        }
       }
     } catch (CommitFeedLaggedException e) {
       mine = true; // commits were dropped from the feed: the log has them
+      delivered.clear();
     } catch (IllegalStateException closed) {
       return; // the enumerator is closing
     }
@@ -242,7 +257,24 @@ public final class SkadeSplitEnumerator
     planning = true;
     ConsumerCursor from = cursor;
     long until = end;
-    context.callAsync(() -> riding(() -> planner.next(from, until)), this::planned);
+    List<CommitEvent> page = deliveredAfter(from);
+    context.callAsync(() -> riding(() -> page == null ? planner.next(from, until)
+        : planner.next(from, until, page)), this::planned);
+  }
+
+  /**
+   * The delivered commits right after {@code from} (at most a round's), or null when the feed
+   * did not deliver them all (a restored cursor older than the subscription, a lag): then the
+   * log is read.
+   */
+  private List<CommitEvent> deliveredAfter(ConsumerCursor from) {
+    while (!delivered.isEmpty() && delivered.peekFirst().commitSeq() <= from.commitSeq()) {
+      delivered.pollFirst();
+    }
+    if (delivered.isEmpty() || delivered.peekFirst().commitSeq() != from.commitSeq() + 1) {
+      return null;
+    }
+    return delivered.stream().limit(WindowPlanner.ROUND_COMMITS).toList();
   }
 
   /**
@@ -266,7 +298,7 @@ public final class SkadeSplitEnumerator
     }
     cursor = plan.cursor();
     accept(plan.splits());
-    if (plan.more() || replan) {
+    if (plan.more() || replan || deliveredAfter(cursor) != null) {
       replan = false;
       plan();
     }

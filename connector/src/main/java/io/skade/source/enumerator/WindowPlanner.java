@@ -136,7 +136,14 @@ final class WindowPlanner {
    * none beyond {@code end}.
    */
   Plan next(ConsumerCursor cursor, long end) {
-    List<CommitEvent> page = catalog.feed().commitsSince(cursor.commitSeq(), ROUND_COMMITS);
+    return next(cursor, end, catalog.feed().commitsSince(cursor.commitSeq(), ROUND_COMMITS));
+  }
+
+  /**
+   * As {@link #next(ConsumerCursor, long)}, over {@code page}: the log's rows right after the
+   * cursor, gapless, at most {@link #ROUND_COMMITS} (as the commit feed delivered them).
+   */
+  Plan next(ConsumerCursor cursor, long end, List<CommitEvent> page) {
     boolean more = page.size() == ROUND_COMMITS;
     List<CommitEvent> mine = new ArrayList<>();
     for (CommitEvent event : page) {
