@@ -115,6 +115,8 @@ public final class SkadeSplitEnumerator
    * (cleared when it lagged): planned from here, a wake-up costs no round trip to read the log.
    */
   private final ArrayDeque<CommitEvent> delivered = new ArrayDeque<>();
+  /** The newest commit the feed delivered. */
+  private volatile long feedSeq;
   private volatile boolean closed;
 
   public SkadeSplitEnumerator(SplitEnumeratorContext<ChangelogSplit> context,
@@ -135,7 +137,9 @@ public final class SkadeSplitEnumerator
     this.windowsPlanned = context.metricGroup().counter("windowsPlanned");
     context.metricGroup().gauge("commitSeqLag", () -> {
       ConsumerCursor at = cursor;
-      return at == null ? 0L : Math.max(0L, catalog.feed().commitSeq() - at.commitSeq());
+      // Through a server, the newest commit the feed delivered: a metric never waits on I/O.
+      long newest = catalog.isRemote() ? feedSeq : catalog.feed().commitSeq();
+      return at == null ? 0L : Math.max(0L, newest - at.commitSeq());
     });
     context.metricGroup().gauge("pendingSplits", () -> pendingCount);
   }
@@ -227,6 +231,7 @@ public final class SkadeSplitEnumerator
     try {
       for (CommitEvent event = feed.poll(); event != null; event = feed.poll()) {
         mine |= event.tableKey().equals(planner.tableKey());
+        feedSeq = event.commitSeq();
         if (catalog.isRemote()) {
           if (delivered.size() == MAX_DELIVERED) {
             delivered.clear(); // so many unplanned: the log has them
