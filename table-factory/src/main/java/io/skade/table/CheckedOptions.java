@@ -449,9 +449,14 @@ final class CheckedOptions {
      * commit lineage, so the options that set them for a catalog of this JVM are refused.
      */
     private void remote(String uri, Map<String, String> properties) {
-      String scheme = uri.trim().toLowerCase(Locale.ROOT);
-      if (!(scheme.startsWith("http://") || scheme.startsWith("https://"))
-          || uri.trim().length() <= "https://".length()) {
+      java.net.URI parsed; // not imported: URI is the option here
+      try {
+        parsed = java.net.URI.create(uri.trim());
+      } catch (IllegalArgumentException e) {
+        parsed = null;
+      }
+      if (parsed == null || parsed.getHost() == null || !("http".equalsIgnoreCase(
+          parsed.getScheme()) || "https".equalsIgnoreCase(parsed.getScheme()))) {
         throw invalid(URI, "is not the http:// or https:// address of a skade server (such as"
             + " 'http://catalog-host:8181')", null);
       }
