@@ -1,5 +1,8 @@
 package io.skade.catalog;
 
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.io.UncheckedIOException;
 import java.net.URI;
 import java.time.Duration;
 import java.util.HashMap;
@@ -104,10 +107,27 @@ public interface CatalogConnection extends AutoCloseable {
    * What {@code call} returns, calling it again through failures that can heal ({@link
    * #isTransient}: the server restarting) with a backoff from 100 ms to 5 s, for up to the
    * retry timeout ({@link #RETRY_TIMEOUT}); for an embedded catalog, just the call. Interrupting
-   * the thread ends the retries.
+   * the thread ends the retries (an {@link UncheckedIOException} of an {@link
+   * InterruptedIOException}, the interrupt kept); a checked failure of the call comes wrapped.
    */
-  default <T> T riding(Callable<T> call) throws Exception {
-    return call.call();
+  default <T> T riding(Callable<T> call) {
+    return unchecked(call);
+  }
+
+  private static <T> T unchecked(Callable<T> call) {
+    try {
+      return call.call();
+    } catch (RuntimeException e) {
+      throw e;
+    } catch (InterruptedException | InterruptedIOException e) {
+      Thread.currentThread().interrupt();
+      throw new UncheckedIOException(new InterruptedIOException(
+          "interrupted waiting for the skade catalog"));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
   }
 
   /** Releases the connection (the catalog's hold, or the client's threads). */
@@ -257,14 +277,40 @@ public interface CatalogConnection extends AutoCloseable {
       }
       Map<String, String> rest = new HashMap<>(properties);
       rest.keySet().removeIf(key -> key.startsWith("catalog.") || key.equals(RETRY_TIMEOUT));
-      RESTCatalog catalog = new RESTCatalog();
-      // Files it writes go through skade's local file system too, as an embedded catalog's do
-      // (Hadoop's own starts a chmod process per file).
-      catalog.setConf(SkadeCatalog.defaultHadoopConf());
-      catalog.initialize("skade", rest);
+      // A task that starts while the server restarts waits for it (the client asks for the
+      // server's configuration first).
+      Duration retryFor = retry;
+      RESTCatalog catalog = unchecked(() -> ride(server, retryFor, () -> {
+        RESTCatalog client = new RESTCatalog();
+        // Files it writes go through skade's local file system too, as an embedded catalog's
+        // do (Hadoop's own starts a chmod process per file).
+        client.setConf(SkadeCatalog.defaultHadoopConf());
+        client.initialize("skade", rest);
+        return client;
+      }));
       return new Remote(catalog,
           new SkadeServerClient(server, properties.get(TOKEN), retry), retry);
     }
+
+    /** {@code call} ridden through transient failures, for up to {@code retryFor}. */
+    private static <T> T ride(URI server, Duration retryFor, Callable<T> call) throws Exception {
+      long deadline = System.nanoTime() + retryFor.toNanos();
+      long backoff = 100;
+      while (true) {
+        try {
+          return call.call();
+        } catch (Exception e) {
+          if (!transientFailure(e) || System.nanoTime() + backoff * 1_000_000 > deadline) {
+            throw e;
+          }
+          LOG.warn("skade server at {} did not answer ({}); trying again in {} ms", server,
+              e.toString(), backoff);
+          Thread.sleep(backoff);
+          backoff = Math.min(5_000, backoff * 2);
+        }
+      }
+    }
+
 
     @Override
     public RESTCatalog catalog() {
@@ -320,22 +366,8 @@ public interface CatalogConnection extends AutoCloseable {
     }
 
     @Override
-    public <T> T riding(Callable<T> call) throws Exception {
-      long deadline = System.nanoTime() + retryFor.toNanos();
-      long backoff = 100;
-      while (true) {
-        try {
-          return call.call();
-        } catch (Exception e) {
-          if (!isTransient(e) || System.nanoTime() + backoff * 1_000_000 > deadline) {
-            throw e;
-          }
-          LOG.warn("skade server at {} did not answer ({}); trying again in {} ms",
-              client.uri(), e.toString(), backoff);
-          Thread.sleep(backoff);
-          backoff = Math.min(5_000, backoff * 2);
-        }
-      }
+    public <T> T riding(Callable<T> call) {
+      return unchecked(() -> ride(client.uri(), retryFor, call));
     }
 
     /**
@@ -345,7 +377,7 @@ public interface CatalogConnection extends AutoCloseable {
      */
     static boolean transientFailure(Throwable failure) {
       for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
-        if (cause instanceof java.io.IOException
+        if (cause instanceof IOException
             || cause instanceof org.apache.iceberg.exceptions.ServiceFailureException
             || cause instanceof org.apache.iceberg.exceptions.ServiceUnavailableException) {
           return true;
@@ -359,8 +391,8 @@ public interface CatalogConnection extends AutoCloseable {
       feed.close();
       try {
         catalog.close();
-      } catch (java.io.IOException e) {
-        throw new java.io.UncheckedIOException("closing the REST catalog of " + client.uri(), e);
+      } catch (IOException e) {
+        throw new UncheckedIOException("closing the REST catalog of " + client.uri(), e);
       }
     }
   }

@@ -1,8 +1,6 @@
 package io.skade.lookup;
 
 import io.skade.catalog.CatalogConnection;
-import java.io.InterruptedIOException;
-import java.io.UncheckedIOException;
 import java.time.Duration;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
@@ -68,14 +66,6 @@ public final class LatestTable {
   }
 
   private Table load() {
-    try {
-      return connection.riding(() -> connection.catalog().loadTable(identifier));
-    } catch (RuntimeException e) {
-      throw e;
-    } catch (Exception e) {
-      Thread.currentThread().interrupt(); // only an interrupt ends the retries so
-      throw new UncheckedIOException(new InterruptedIOException("interrupted loading table "
-          + identifier + " for lookups"));
-    }
+    return connection.riding(() -> connection.catalog().loadTable(identifier));
   }
 }

@@ -4,6 +4,7 @@ import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.SkadeCatalog;
 import java.util.HashMap;
 import java.util.Map;
+import org.apache.iceberg.BaseTable;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.flink.TableLoader;
@@ -47,7 +48,15 @@ public final class SkadeTableLoader implements TableLoader {
     if (connection == null) {
       throw new IllegalStateException("skade table loader for " + table + " is not open");
     }
-    return connection.catalog().loadTable(TableIdentifier.parse(table));
+    TableIdentifier identifier = TableIdentifier.parse(table);
+    if (!connection.isRemote()) {
+      return connection.catalog().loadTable(identifier);
+    }
+    // Through a server, the committer rides through its restarts (see RidingTableOperations).
+    BaseTable base = (BaseTable) connection.riding(() -> connection.catalog()
+        .loadTable(identifier));
+    return new BaseTable(new RidingTableOperations(base.operations(), connection), base.name(),
+        base.reporter());
   }
 
   @Override

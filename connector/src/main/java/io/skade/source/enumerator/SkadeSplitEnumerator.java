@@ -287,7 +287,7 @@ public final class SkadeSplitEnumerator
    * the failures the connection calls transient — a skade server restarting — so that they
    * never fail the job while the server comes back; any other failure is the call's.
    */
-  private <T> T riding(Callable<T> call) throws Exception {
+  private <T> T riding(Callable<T> call) {
     return catalog.riding(() -> {
       if (closed) {
         throw new IllegalStateException("skade source on " + settings.table() + " closed");

@@ -1,0 +1,93 @@
+package io.skade.sink;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.skade.server.ServerProcess;
+import io.skade.write.TableWriter;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.apache.iceberg.AppendFiles;
+import org.apache.iceberg.DataFile;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.IcebergGenerics;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.rest.RESTCatalog;
+import org.apache.iceberg.types.Types;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The table a remote sink's committer commits to rides through a skade server's restart: killed
+ * with SIGKILL, the server is down when the committer refreshes the table and commits, and both
+ * wait for it instead of failing (a connection refused proves the server never saw the commit,
+ * so sending it again is safe); the commit lands once.
+ */
+class SkadeTableLoaderRemoteTest {
+  private static final Schema SCHEMA = new Schema(
+      Types.NestedField.required(1, "id", Types.LongType.get()));
+  private static final TableIdentifier TABLE = TableIdentifier.of("db", "events");
+
+  @TempDir Path root;
+
+  @Test
+  @Timeout(120)
+  void aRefreshAndACommitWhileTheServerIsDownWaitForItAndCommitOnce() throws Exception {
+    try (ServerProcess server = new ServerProcess(root); RESTCatalog rest = new RESTCatalog()) {
+      Map<String, String> props = Map.of("uri", server.uri(), "token", ServerProcess.TOKEN,
+          "server.retry-timeout", "1 min");
+      rest.initialize("check", new HashMap<>(props));
+      rest.createNamespace(Namespace.of("db"));
+      rest.createTable(TABLE, SCHEMA);
+      SkadeTableLoader loader = new SkadeTableLoader(props, TABLE);
+      loader.open();
+      try {
+        Table table = loader.loadTable();
+        DataFile file = new TableWriter(table).writeDataFiles(List.of(row(1), row(2))).get(0);
+
+        CompletableFuture<Void> restarted = CompletableFuture.runAsync(() -> {
+          try {
+            server.killAndRestart(5_000);
+          } catch (Exception e) {
+            throw new IllegalStateException(e);
+          }
+        });
+        Thread.sleep(2_500); // the server is dead, and the client's connections idle
+        long start = System.nanoTime();
+        table.refresh();
+        AppendFiles append = table.newAppend().appendFile(file);
+        append.commit();
+        long waitedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        restarted.get(60, TimeUnit.SECONDS);
+        assertThat(waitedMillis).as("the refresh and the commit waited for the server")
+            .isGreaterThan(1_000);
+      } finally {
+        loader.close();
+      }
+
+      Table read = rest.loadTable(TABLE);
+      assertThat(read.snapshots()).as("one commit").hasSize(1);
+      List<Long> ids = new ArrayList<>();
+      try (CloseableIterable<Record> records = IcebergGenerics.read(read).build()) {
+        records.forEach(r -> ids.add((Long) r.getField("id")));
+      }
+      assertThat(ids).containsExactlyInAnyOrder(1L, 2L);
+    }
+  }
+
+  private static Record row(long id) {
+    GenericRecord record = GenericRecord.create(SCHEMA);
+    record.setField("id", id);
+    return record;
+  }
+}
