@@ -265,21 +265,11 @@ public interface CatalogConnection extends AutoCloseable {
         throw new IllegalArgumentException("catalog property 'uri' = '" + uri + "' must be an"
             + " http:// or https:// address of a skade server, e.g. http://catalog-host:8181");
       }
-      Duration retry = Duration.ofMinutes(10);
-      String retryValue = properties.get(RETRY_TIMEOUT);
-      if (retryValue != null) {
-        retry = ExpiryGuard.parse(retryValue);
-        if (retry == null) {
-          throw new IllegalArgumentException("catalog property '" + RETRY_TIMEOUT + "' = '"
-              + retryValue + "' is not a positive duration; give one such as '30 s' or"
-              + " '10 min'");
-        }
-      }
+      Duration retryFor = retryTimeout(properties);
       Map<String, String> rest = new HashMap<>(properties);
       rest.keySet().removeIf(key -> key.startsWith("catalog.") || key.equals(RETRY_TIMEOUT));
       // A task that starts while the server restarts waits for it (the client asks for the
       // server's configuration first).
-      Duration retryFor = retry;
       RESTCatalog catalog = unchecked(() -> ride(server, retryFor, () -> {
         RESTCatalog client = new RESTCatalog();
         // Files it writes go through skade's local file system too, as an embedded catalog's
@@ -289,7 +279,21 @@ public interface CatalogConnection extends AutoCloseable {
         return client;
       }));
       return new Remote(catalog,
-          new SkadeServerClient(server, properties.get(TOKEN), retry), retry);
+          new SkadeServerClient(server, properties.get(TOKEN), retryFor), retryFor);
+    }
+
+    /** {@link #RETRY_TIMEOUT} as {@code properties} set it; 10 min by default. */
+    private static Duration retryTimeout(Map<String, String> properties) {
+      String value = properties.get(RETRY_TIMEOUT);
+      if (value == null) {
+        return Duration.ofMinutes(10);
+      }
+      Duration retry = ExpiryGuard.parse(value);
+      if (retry == null) {
+        throw new IllegalArgumentException("catalog property '" + RETRY_TIMEOUT + "' = '"
+            + value + "' is not a positive duration; give one such as '30 s' or '10 min'");
+      }
+      return retry;
     }
 
     /** {@code call} ridden through transient failures, for up to {@code retryFor}. */
@@ -310,7 +314,6 @@ public interface CatalogConnection extends AutoCloseable {
         }
       }
     }
-
 
     @Override
     public RESTCatalog catalog() {

@@ -16,6 +16,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.hadoop.conf.Configuration;
@@ -730,7 +731,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
    * @throws IllegalArgumentException for an empty key, one over 256 characters, or one with
    *     control characters
    */
-  public <T> T withIdempotencyKey(String key, java.util.concurrent.Callable<T> action)
+  public <T> T withIdempotencyKey(String key, Callable<T> action)
       throws Exception {
     checkIdempotencyKey(key);
     Committer.IDEMPOTENCY_KEY.set(key);

@@ -46,10 +46,12 @@ public final class SkadeSink
   record Settings(ResolvedSchema schema, ReadableConfig flinkConf, List<String> upsertKey,
       boolean overwrite, Integer writeParallelism, String actor, String uidPrefix) {}
 
-  SkadeSink(Map<String, String> catalogProperties, TableIdentifier table, Settings settings) {
+  /** {@code location}: the catalog's {@link CatalogConnection#location()}, for lineage. */
+  SkadeSink(Map<String, String> catalogProperties, String location, TableIdentifier table,
+      Settings settings) {
     this.catalogProperties = new HashMap<>(catalogProperties);
     this.table = table.toString();
-    this.warehouse = CatalogConnection.location(this.table, catalogProperties);
+    this.warehouse = location;
     this.settings = settings;
   }
 

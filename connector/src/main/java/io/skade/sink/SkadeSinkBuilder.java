@@ -132,7 +132,17 @@ public final class SkadeSinkBuilder {
       throw new IllegalArgumentException("skade sink for " + table + ": the write parallelism"
           + " must be positive, got " + writeParallelism);
     }
-    Schema columns = tableSchema != null ? tableSchema : loadSchema();
+    Schema columns;
+    String location;
+    if (tableSchema != null) {
+      columns = tableSchema;
+      location = CatalogConnection.location(table.toString(), catalogProperties);
+    } else {
+      try (CatalogConnection connection = CatalogConnection.forWriting(catalogProperties)) {
+        columns = loadSchema(connection);
+        location = connection.location();
+      }
+    }
     List<String> unknown = upsertKey.stream()
         .filter(name -> columns.caseInsensitiveFindField(name) == null).toList();
     if (!unknown.isEmpty()) {
@@ -140,12 +150,12 @@ public final class SkadeSinkBuilder {
           + unknown + " are not columns of the table; its columns: "
           + columns.columns().stream().map(field -> field.name()).toList());
     }
-    return new SkadeSink(catalogProperties, table, new SkadeSink.Settings(schema, flinkConf,
-        upsertKey, overwrite, writeParallelism, actor, uidPrefix));
+    return new SkadeSink(catalogProperties, location, table, new SkadeSink.Settings(schema,
+        flinkConf, upsertKey, overwrite, writeParallelism, actor, uidPrefix));
   }
 
-  private Schema loadSchema() {
-    try (CatalogConnection connection = CatalogConnection.forWriting(catalogProperties)) {
+  private Schema loadSchema(CatalogConnection connection) {
+    try {
       return connection.catalog().loadTable(table).schema();
     } catch (NoSuchTableException e) {
       throw new IllegalArgumentException("skade sink: table " + table + " does not exist;"

@@ -16,8 +16,6 @@ import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.types.logical.RowType;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.catalog.Catalog;
-import org.apache.iceberg.catalog.SupportsNamespaces;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.NoSuchTableException;
 import org.apache.iceberg.expressions.Expression;
@@ -207,7 +205,7 @@ public final class SkadeSourceBuilder<T> {
     String location;
     try (CatalogConnection connection = CatalogConnection.open(catalogProperties)) {
       location = connection.location();
-      Table loaded = loadTable(connection.catalog(), table);
+      Table loaded = loadTable(connection, table);
       new ChangelogReader(loaded, options); // checks the projection against the table
       projected = options.columns() == null ? loaded.schema()
           : loaded.schema().select(options.columns());
@@ -229,13 +227,12 @@ public final class SkadeSourceBuilder<T> {
     return path;
   }
 
-  private static Table loadTable(Catalog catalog, TableIdentifier identifier) {
+  private static Table loadTable(CatalogConnection connection, TableIdentifier identifier) {
     try {
-      return catalog.loadTable(identifier);
+      return connection.catalog().loadTable(identifier);
     } catch (NoSuchTableException e) {
-      List<String> existing = ((SupportsNamespaces) catalog).namespaceExists(
-          identifier.namespace())
-          ? catalog.listTables(identifier.namespace()).stream()
+      List<String> existing = connection.namespaces().namespaceExists(identifier.namespace())
+          ? connection.catalog().listTables(identifier.namespace()).stream()
               .map(TableIdentifier::toString).toList()
           : List.of();
       throw new IllegalArgumentException("skade source: table " + identifier + " does not exist;"

@@ -35,7 +35,6 @@ import static org.apache.flink.table.connector.source.lookup.LookupOptions.PARTI
 import static org.apache.flink.table.connector.source.lookup.LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_WRITE;
 import static org.apache.flink.table.connector.source.lookup.LookupOptions.PARTIAL_CACHE_MAX_ROWS;
 
-import io.skade.catalog.CatalogConnection;
 import io.skade.changelog.ChangelogOptions.BeforeImage;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.lineage.CatalogLineage;
@@ -146,12 +145,7 @@ final class CheckedOptions {
       entry(SERVER_RETRY_TIMEOUT.key(), DURATION));
 
   /** Where a declaration's table is: the skade catalog's properties and the Iceberg table. */
-  record Location(Map<String, String> catalogProperties, TableIdentifier table) {
-    /** Where the catalog is, as errors and lineage name it: its server or its warehouse. */
-    String where() {
-      return CatalogConnection.location(table.toString(), catalogProperties);
-    }
-  }
+  record Location(Map<String, String> catalogProperties, TableIdentifier table) {}
 
   /**
    * The unknown-key check of a declaration. A skade catalog's table carries its Iceberg table

@@ -104,7 +104,7 @@ public final class SkadeDynamicTableFactory
     Schema schema;
     try (CatalogConnection connection = CatalogConnection.open(location.catalogProperties())) {
       planned(context, location, connection);
-      Table table = TableResolution.load(connection, location.table(), location.where());
+      Table table = TableResolution.load(connection, location.table());
       source.keys().afterLoading(table);
       TableResolution.requireCompatible(table, location.table(), physical, false);
       schema = table.schema();

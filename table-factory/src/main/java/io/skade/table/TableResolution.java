@@ -46,10 +46,8 @@ final class TableResolution {
 
   /**
    * The table {@code id}; an error listing the namespace's tables when it does not exist.
-   *
-   * @param where the catalog, as the error names it (its warehouse or server)
    */
-  static Table load(CatalogConnection connection, TableIdentifier id, String where) {
+  static Table load(CatalogConnection connection, TableIdentifier id) {
     try {
       return connection.catalog().loadTable(id);
     } catch (NoSuchTableException e) {
@@ -65,9 +63,9 @@ final class TableResolution {
                 .sorted().toList();
       }
       throw new ValidationException("skade table " + id + " does not exist in the catalog of "
-          + where + "; " + existing + ". Check the options 'database' and 'table' (they"
-          + " default to the Flink database and table name), or write to the table first: a"
-          + " skade sink creates it from its DDL", e);
+          + connection.location() + "; " + existing + ". Check the options 'database' and"
+          + " 'table' (they default to the Flink database and table name), or write to the"
+          + " table first: a skade sink creates it from its DDL", e);
     }
   }
 
