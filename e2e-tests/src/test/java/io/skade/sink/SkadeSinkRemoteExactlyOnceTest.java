@@ -1,6 +1,7 @@
 package io.skade.sink;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.CommitEvent;
@@ -93,7 +94,9 @@ class SkadeSinkRemoteExactlyOnceTest {
         }
       });
 
-      Thread.sleep(4_000);
+      // Killed once the job commits, long before its last row.
+      await().atMost(Duration.ofSeconds(120))
+          .until(() -> rest.loadTable(TABLE).currentSnapshot() != null);
       server.killAndRestart(2_000); // SIGKILL, down 2 s, the same directory and port
       job.get(240, TimeUnit.SECONDS);
       assertThat(FAILED).as("the injected failure happened").isTrue();

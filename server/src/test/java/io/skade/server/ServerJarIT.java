@@ -1,6 +1,7 @@
 package io.skade.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import io.skade.catalog.SkadeServerClient;
 import io.skade.lineage.JobRunEvent;
@@ -33,6 +34,7 @@ import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.rest.RESTCatalog;
 import org.apache.iceberg.types.Types;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -85,6 +87,25 @@ class ServerJarIT {
     reader.setDaemon(true);
     reader.start();
     return uri;
+  }
+
+  /**
+   * The actor and inputs of each lineage event of an append to {@code shop.orders}; every event
+   * read goes into {@code all}, anew.
+   */
+  private static List<String> appends(Table lineage, List<String> all) throws Exception {
+    List<String> appends = new ArrayList<>();
+    all.clear();
+    try (CloseableIterable<Record> events = IcebergGenerics.read(lineage).build()) {
+      for (Record event : events) {
+        all.add(event.toString());
+        if (event.getField("output_table").toString().contains("shop.orders")
+            && event.getField("operation").equals("APPEND")) {
+          appends.add(event.getField("actor") + " " + event.getField("inputs"));
+        }
+      }
+    }
+    return appends;
   }
 
   private static int get(String uri, String token) throws Exception {
@@ -162,24 +183,16 @@ class ServerJarIT {
           .set("flink.job-id", "job-7").commit();
 
       TableIdentifier lineage = TableIdentifier.of("skade_system", "lineage_events");
-      List<String> appends = new ArrayList<>();
       List<String> all = new ArrayList<>();
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-      while (appends.isEmpty() && System.nanoTime() < deadline) {
-        all.clear();
-        try (CloseableIterable<Record> events = IcebergGenerics.read(rest.loadTable(lineage))
-            .build()) {
-          for (Record event : events) {
-            all.add(event.toString());
-            if (event.getField("output_table").toString().contains("shop.orders")
-                && event.getField("operation").equals("APPEND")) {
-              appends.add(event.getField("actor") + " " + event.getField("inputs"));
-            }
-          }
-        }
-        Thread.sleep(200);
+      try {
+        await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200))
+            .ignoreExceptions().until(() -> !appends(rest.loadTable(lineage), all).isEmpty());
+      } catch (ConditionTimeoutException e) {
+        // the assertion says what was recorded, and what the server said
       }
-      assertThat(appends).as("the append's lineage among %s; the server said:%n%s", all, output).singleElement().asString()
+      assertThat(appends(rest.loadTable(lineage), all))
+          .as("the append's lineage among %s; the server said:%n%s", all, output)
+          .singleElement().asString()
           .startsWith("nightly-load (job-7)").contains("orders-topic");
     }
   }
