@@ -5,6 +5,7 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -40,6 +41,11 @@ public final class ServerProcess implements AutoCloseable {
     start(0);
   }
 
+  /** Where the server's output goes (each start appends to it). */
+  public Path log() {
+    return root.resolve("server.log");
+  }
+
   private void start(int port) throws Exception {
     List<String> command = new ArrayList<>(List.of(
         Path.of(System.getProperty("java.home"), "bin", "java").toString(),
@@ -55,6 +61,8 @@ public final class ServerProcess implements AutoCloseable {
       try (BufferedReader lines = new BufferedReader(
           new InputStreamReader(started.getInputStream(), StandardCharsets.UTF_8))) {
         for (String line; (line = lines.readLine()) != null; ) {
+          Files.writeString(log(), line + System.lineSeparator(), StandardCharsets.UTF_8,
+              StandardOpenOption.CREATE, StandardOpenOption.APPEND);
           Matcher matcher = LISTENING.matcher(line);
           if (matcher.find()) {
             listening.complete(matcher.group(1));
@@ -63,7 +71,8 @@ public final class ServerProcess implements AutoCloseable {
       } catch (Exception e) {
         listening.completeExceptionally(e);
       }
-      listening.completeExceptionally(new IllegalStateException("the server process ended"));
+      listening.completeExceptionally(new IllegalStateException("the server process ended;"
+          + " its output is in " + log()));
     }, "server-output");
     reader.setDaemon(true);
     reader.start();

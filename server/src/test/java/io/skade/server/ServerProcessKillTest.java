@@ -8,10 +8,6 @@ import io.skade.catalog.CommitFeedLaggedException;
 import io.skade.catalog.CommitSubscription;
 import io.skade.catalog.RemoteCommitFeed;
 import io.skade.catalog.SkadeServerClient;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -24,8 +20,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import java.util.stream.LongStream;
 import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.HasTableOperations;
@@ -35,7 +29,6 @@ import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.rest.RESTCatalog;
 import org.apache.iceberg.types.Types;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -47,64 +40,21 @@ import org.junit.jupiter.api.io.TempDir;
  * order and gapless, and every commit acknowledged before the kill is in the log after it.
  */
 class ServerProcessKillTest {
-  private static final Pattern LISTENING =
-      Pattern.compile("skade server listening on (http://[^:]+:(\\d+))");
   private static final TableIdentifier TABLE = TableIdentifier.of("db", "t");
   @TempDir Path root;
-  private final List<Process> children = new ArrayList<>();
-
-  @AfterEach
-  void killChildren() {
-    children.forEach(Process::destroyForcibly);
-  }
-
-  /** Starts the server process; its URI once it prints that it listens. */
-  private String startServer(int port) throws Exception {
-    Path log = root.resolve("server-" + children.size() + ".log");
-    Process process = new ProcessBuilder(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        // Surefire's java.class.path is a manifest-only jar whose Class-Path the child inherits.
-        "-cp", System.getProperty("java.class.path"), ServerMain.class.getName(),
-        "--warehouse", root.resolve("warehouse").toString(),
-        "--port", String.valueOf(port),
-        "--token-file", root.resolve("tokens").toString())
-        .redirectErrorStream(true).start();
-    children.add(process);
-    CompletableFuture<String> uri = new CompletableFuture<>();
-    Thread reader = new Thread(() -> {
-      try (BufferedReader lines = new BufferedReader(
-          new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-        for (String line; (line = lines.readLine()) != null; ) {
-          Files.writeString(log, line + System.lineSeparator(), StandardCharsets.UTF_8,
-              java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
-          Matcher matcher = LISTENING.matcher(line);
-          if (matcher.find()) {
-            uri.complete(matcher.group(1));
-          }
-        }
-      } catch (Exception e) {
-        uri.completeExceptionally(e);
-      }
-      uri.completeExceptionally(new IllegalStateException("the server process ended; its output"
-          + " is in " + log));
-    }, "server-output");
-    reader.setDaemon(true);
-    reader.start();
-    return uri.get(60, TimeUnit.SECONDS);
-  }
 
   @Test
   @Timeout(240)
   void aRemoteSubscriberRidesThroughAServerKilledAndRestartedAndMissesNoCommit()
       throws Exception {
-    Files.writeString(root.resolve("tokens"), ServerFixture.TOKEN + "\n");
-    String uri = startServer(0);
-    int port = Integer.parseInt(uri.substring(uri.lastIndexOf(':') + 1));
+    ServerProcess server = new ServerProcess(root);
+    String uri = server.uri();
     Map<String, String> props = new HashMap<>(Map.of(CatalogProperties.URI, uri,
-        "token", ServerFixture.TOKEN));
+        "token", ServerProcess.TOKEN));
     SkadeServerClient client = new SkadeServerClient(java.net.URI.create(uri),
-        ServerFixture.TOKEN, Duration.ofSeconds(60));
-    try (RESTCatalog rest = new RESTCatalog(); RemoteCommitFeed feed = new RemoteCommitFeed(client)) {
+        ServerProcess.TOKEN, Duration.ofSeconds(60));
+    try (server; RESTCatalog rest = new RESTCatalog();
+        RemoteCommitFeed feed = new RemoteCommitFeed(client)) {
       rest.initialize("rest", props);
       rest.createNamespace(Namespace.of("db"));
       rest.createTable(TABLE, new Schema(Types.NestedField.required(1, "id",
@@ -159,13 +109,8 @@ class ServerProcessKillTest {
       });
 
       await().atMost(Duration.ofSeconds(60)).until(() -> acknowledged.size() >= 40);
-      Process first = children.get(0);
-      first.destroyForcibly(); // SIGKILL
-      assertThat(first.waitFor(30, TimeUnit.SECONDS)).isTrue();
       int beforeKill = acknowledged.size();
-      sleep(2000);
-      String again = startServer(port);
-      assertThat(again).isEqualTo(uri);
+      server.killAndRestart(2000); // SIGKILL, down 2 s, the same directory and port
       await().atMost(Duration.ofSeconds(60)).until(() -> acknowledged.size() >= beforeKill + 40);
       committing.set(false);
       int failures = commits.get(60, TimeUnit.SECONDS);
