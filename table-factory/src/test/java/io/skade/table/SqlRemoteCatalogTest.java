@@ -97,8 +97,8 @@ class SqlRemoteCatalogTest {
     }
     try (Stream<Path> files = Files.list(root)) {
       assertThat(files.map(path -> path.getFileName().toString()))
-          .as("the server's token file and warehouse, and nothing else")
-          .containsExactlyInAnyOrder("tokens", "warehouse");
+          .as("the server's token file, warehouse and log, and nothing else")
+          .containsExactlyInAnyOrder("tokens", "warehouse", "server.log");
     }
   }
 
