@@ -27,6 +27,8 @@ public final class ServerProcess implements AutoCloseable {
   private final Path root;
   private final List<String> flags;
   private Process process;
+  /** Copies the process's output into the log. */
+  private Thread reader;
   private String uri;
 
   /**
@@ -57,7 +59,7 @@ public final class ServerProcess implements AutoCloseable {
     process = new ProcessBuilder(command).redirectErrorStream(true).start();
     Process started = process;
     CompletableFuture<String> listening = new CompletableFuture<>();
-    Thread reader = new Thread(() -> {
+    reader = new Thread(() -> {
       try (BufferedReader lines = new BufferedReader(
           new InputStreamReader(started.getInputStream(), StandardCharsets.UTF_8))) {
         for (String line; (line = lines.readLine()) != null; ) {
@@ -86,10 +88,7 @@ public final class ServerProcess implements AutoCloseable {
 
   /** Kills it with SIGKILL, waits {@code downMillis}, and starts it again on the same port. */
   public void killAndRestart(long downMillis) throws Exception {
-    process.destroyForcibly();
-    if (!process.waitFor(30, TimeUnit.SECONDS)) {
-      throw new IllegalStateException("the server process did not die");
-    }
+    kill();
     Thread.sleep(downMillis);
     String before = uri;
     start(Integer.parseInt(uri.substring(uri.lastIndexOf(':') + 1)));
@@ -98,9 +97,17 @@ public final class ServerProcess implements AutoCloseable {
     }
   }
 
-  /** Kills it (SIGKILL). */
+  /** Kills it (SIGKILL), and waits until its output is in the log. */
   @Override
-  public void close() {
+  public void close() throws Exception {
+    kill();
+  }
+
+  private void kill() throws Exception {
     process.destroyForcibly();
+    if (!process.waitFor(30, TimeUnit.SECONDS)) {
+      throw new IllegalStateException("the server process did not die");
+    }
+    reader.join(TimeUnit.SECONDS.toMillis(10)); // no line is written after this
   }
 }
