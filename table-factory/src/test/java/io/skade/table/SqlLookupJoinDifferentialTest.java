@@ -31,11 +31,13 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -102,7 +104,12 @@ import org.junit.jupiter.api.Timeout;
  * seconds. The generator keeps out of shapes Flink itself gets wrong or cannot run, whatever the
  * table: a key predicate that pins {@code d.id} to one value, a one-value range whose literal
  * has another type than its column, {@code IN} of several binary values (never TRUE in Flink),
- * zero as a FLOAT or DOUBLE literal (Flink disagrees with itself on {@code -0.0 = 0.0}).
+ * zero as a FLOAT or DOUBLE literal (Flink disagrees with itself on {@code -0.0 = 0.0}), and
+ * two comparisons of one FLOAT or DOUBLE column in one predicate: Calcite folds them as if NaN
+ * were ordered, and does so in a WHERE but not in a CASE, so Flink's own plans disagree (it
+ * simplifies {@code (r >= -1.0E300 OR (0.25E0 >= r AND n IS NULL))} to {@code (n IS NULL OR r >=
+ * -1.0E300) AND r IS NOT NULL}, which keeps a NaN {@code r} with a NULL {@code n}, in a batch
+ * {@code SELECT} too).
  *
  * <p>The seed is printed; a failure names it with each differing query and its rows, or, when a
  * job fails, the query that fails alone. Replay or run more queries with
@@ -675,6 +682,8 @@ class SqlLookupJoinDifferentialTest extends SqlTestBase {
     private final Random random;
     /** Whether the predicate being generated already bounds the key on one side. */
     private boolean keyBounded;
+    /** The FLOAT and DOUBLE columns the predicate being generated already compares. */
+    private final Set<String> comparedFloats = new HashSet<>();
 
     Predicates(Random random) {
       this.random = random;
@@ -683,6 +692,7 @@ class SqlLookupJoinDifferentialTest extends SqlTestBase {
     /** A predicate of up to three levels whose first atom is on {@code first}. */
     String generate(Column first) {
       keyBounded = false;
+      comparedFloats.clear();
       return tree(first, random.nextInt(4));
     }
 
@@ -710,8 +720,9 @@ class SqlLookupJoinDifferentialTest extends SqlTestBase {
         return keyAtom(ref);
       }
       int choice = random.nextInt(10);
-      if (choice == 0) {
-        return ref + " IS NULL";
+      boolean floating = column.kind() == Kind.FLOAT || column.kind() == Kind.DOUBLE;
+      if (choice == 0 || choice >= 2 && floating && !comparedFloats.add(column.name())) {
+        return ref + " IS NULL"; // a second comparison of a FLOAT or DOUBLE: see the class doc
       } else if (choice == 1) {
         return ref + " IS NOT NULL";
       }
