@@ -166,6 +166,7 @@ final class Exchange {
     if (answered.compareAndSet(false, true)) {
       this.status = status;
       response.setStatus(status);
+      closeIfBodyUnread();
       response.write(true, null, callback);
     }
   }
@@ -177,12 +178,26 @@ final class Exchange {
     json(status, IcebergJson.write(error));
   }
 
+  /**
+   * Says {@code Connection: close} when the request's body was not read (a replayed commit, a
+   * refusal before the body): Jetty then closes the connection once the answer is sent, unless
+   * the whole body happened to arrive already, and a client that was not told reuses a closed
+   * connection for its next request.
+   */
+  private void closeIfBodyUnread() {
+    if (body == null && (request.getLength() > 0
+        || request.getHeaders().contains(HttpHeader.TRANSFER_ENCODING))) {
+      response.getHeaders().put(HttpHeader.CONNECTION, "close");
+    }
+  }
+
   private void answer(int status, String contentType, String body) {
     if (!answered.compareAndSet(false, true)) {
       return; // a long-poll answered by its timer and by a commit at once: the first wins
     }
     this.status = status;
     response.setStatus(status);
+    closeIfBodyUnread();
     response.getHeaders().put(HttpHeader.CONTENT_TYPE, contentType + "; charset=utf-8");
     if (method().equals("HEAD")) {
       response.write(true, null, callback);

@@ -190,6 +190,9 @@ final class IcebergRoutes {
   /** The answer a mutation gave, rebuilt from what it committed. */
   private void replay(Exchange exchange, Route route, Map<String, String> vars,
       IdempotencyRecord record) throws Exception {
+    // Read the body as the first try did: answering while the client still sends it resets the
+    // connection under the answer, and Jetty closes a connection whose body is left unread.
+    exchange.body();
     exchange.header(REPLAY_HEADER, "true");
     String path = route.method().equals("POST") ? route.specPath() : "";
     if (path.equals(ResourcePaths.V1_TABLES) || path.equals(ResourcePaths.V1_TABLE_REGISTER)
