@@ -121,7 +121,7 @@ class ShadedConnectorSqlTest {
   }
 
   /** Flink's lib/ as built by the dependency plugin, checked to hold nothing of skade's own. */
-  private static List<String> flinkLib() throws Exception {
+  static List<String> flinkLib() throws Exception {
     String property = System.getProperty("skade.flinkLibClasspath");
     assertThat(property).as("system property skade.flinkLibClasspath (set by surefire)").isNotNull();
     String content = Files.readString(Path.of(property), StandardCharsets.UTF_8).trim();

@@ -25,6 +25,7 @@ public final class ServerProcess implements AutoCloseable {
   private static final Pattern LISTENING =
       Pattern.compile("skade server listening on (http://[^:]+:(\\d+))");
   private final Path root;
+  private final String classpath;
   private final List<String> flags;
   private Process process;
   /** Copies the process's output into the log. */
@@ -37,8 +38,22 @@ public final class ServerProcess implements AutoCloseable {
    * @param flags further flags of {@link ServerMain}, e.g. {@code "-P", "lineage.sink=table"}
    */
   public ServerProcess(Path root, String... flags) throws Exception {
+    // Surefire's java.class.path is a manifest-only jar whose Class-Path the child inherits.
+    this(root, System.getProperty("java.class.path"), List.of(flags));
+  }
+
+  /**
+   * Starts a server on {@code root}/warehouse, on a free port, from the server's shaded jar, as
+   * a user runs it.
+   */
+  public static ServerProcess fromJar(Path root, Path jar, String... flags) throws Exception {
+    return new ServerProcess(root, jar.toString(), List.of(flags));
+  }
+
+  private ServerProcess(Path root, String classpath, List<String> flags) throws Exception {
     this.root = root;
-    this.flags = List.of(flags);
+    this.classpath = classpath;
+    this.flags = flags;
     Files.writeString(root.resolve("tokens"), TOKEN + "\n");
     start(0);
   }
@@ -51,8 +66,7 @@ public final class ServerProcess implements AutoCloseable {
   private void start(int port) throws Exception {
     List<String> command = new ArrayList<>(List.of(
         Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        // Surefire's java.class.path is a manifest-only jar whose Class-Path the child inherits.
-        "-cp", System.getProperty("java.class.path"), ServerMain.class.getName(),
+        "-cp", classpath, ServerMain.class.getName(),
         "--warehouse", root.resolve("warehouse").toString(), "--port", String.valueOf(port),
         "--token-file", root.resolve("tokens").toString()));
     command.addAll(flags);

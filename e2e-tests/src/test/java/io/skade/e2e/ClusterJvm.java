@@ -1,0 +1,99 @@
+package io.skade.e2e;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One process of a test cluster: a JVM on a class path of jars (Flink's lib/, the connector
+ * jar), its output, stdout and stderr together, appended to a log file of its own.
+ */
+final class ClusterJvm implements AutoCloseable {
+  /**
+   * The module openings Flink's own {@code config.yaml} passes on Java 17
+   * ({@code env.java.opts.all}): Flink's serializers (Kryo), its memory and network stacks reach
+   * into these packages.
+   */
+  static final List<String> JAVA_17_OPTIONS = List.of(
+      "--add-exports=java.base/sun.net.util=ALL-UNNAMED",
+      "--add-exports=java.rmi/sun.rmi.registry=ALL-UNNAMED",
+      "--add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED",
+      "--add-opens=java.base/java.lang=ALL-UNNAMED",
+      "--add-opens=java.base/java.net=ALL-UNNAMED",
+      "--add-opens=java.base/java.io=ALL-UNNAMED",
+      "--add-opens=java.base/java.nio=ALL-UNNAMED",
+      "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+      "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+      "--add-opens=java.base/java.text=ALL-UNNAMED",
+      "--add-opens=java.base/java.time=ALL-UNNAMED",
+      "--add-opens=java.base/java.util=ALL-UNNAMED",
+      "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+      "--add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED",
+      "--add-opens=java.base/java.util.concurrent.locks=ALL-UNNAMED");
+
+  private final String name;
+  private final Process process;
+  private final Path log;
+
+  private ClusterJvm(String name, Process process, Path log) {
+    this.name = name;
+    this.process = process;
+    this.log = log;
+  }
+
+  /**
+   * Starts {@code main} with {@code jvmOptions} (besides {@link #JAVA_17_OPTIONS}) and {@code
+   * args} on {@code classpath}, its output appended to {@code log}.
+   */
+  static ClusterJvm start(String name, List<String> classpath, List<String> jvmOptions,
+      String main, List<String> args, Path log) throws IOException {
+    List<String> command = new ArrayList<>();
+    command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    command.addAll(JAVA_17_OPTIONS);
+    command.addAll(jvmOptions);
+    command.add("-cp");
+    command.add(String.join(java.io.File.pathSeparator, classpath));
+    command.add(main);
+    command.addAll(args);
+    Process process = new ProcessBuilder(command).redirectErrorStream(true)
+        .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+    return new ClusterJvm(name, process, log);
+  }
+
+  String name() {
+    return name;
+  }
+
+  Path log() {
+    return log;
+  }
+
+  boolean alive() {
+    return process.isAlive();
+  }
+
+  /** Waits for it to end on its own; its exit code. */
+  int waitFor(long seconds) throws InterruptedException {
+    if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
+      kill();
+      throw new IllegalStateException(name + " did not end within " + seconds + " s; its log: "
+          + log);
+    }
+    return process.exitValue();
+  }
+
+  /** SIGKILL, as a machine failure would end it; returns once it is gone. */
+  void kill() throws InterruptedException {
+    process.destroyForcibly();
+    if (!process.waitFor(30, TimeUnit.SECONDS)) {
+      throw new IllegalStateException(name + " (pid " + process.pid() + ") did not die");
+    }
+  }
+
+  @Override
+  public void close() throws InterruptedException {
+    kill();
+  }
+}

@@ -1,0 +1,254 @@
+package io.skade.e2e;
+
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+import java.util.stream.StreamSupport;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.GlobalConfiguration;
+import org.apache.flink.runtime.clusterframework.TaskExecutorProcessSpec;
+import org.apache.flink.runtime.clusterframework.TaskExecutorProcessUtils;
+import org.apache.flink.runtime.jobmanager.JobManagerProcessSpec;
+import org.apache.flink.runtime.jobmanager.JobManagerProcessUtils;
+import org.apache.flink.runtime.util.config.memory.ProcessMemoryUtils;
+
+/**
+ * A Flink standalone session cluster of child JVMs, set up as Flink's own scripts set one up,
+ * from Maven Central jars (there is no Flink distribution here): a {@code conf/config.yaml}, a
+ * JobManager ({@code StandaloneSessionClusterEntrypoint}) and TaskManagers ({@code
+ * TaskManagerRunner}), each with the JVM memory options and dynamic properties Flink's
+ * {@code BashJavaUtils} derives from the configured process sizes, and Java 17's module
+ * openings. Its {@code lib/} is a class path: Flink's jars and whatever the test adds (skade's
+ * {@code skade-sql-connector} jar, as a user drops it into {@code lib/}).
+ */
+final class FlinkCluster implements AutoCloseable {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final Duration START_TIMEOUT = Duration.ofSeconds(120);
+
+  private final Path dir;
+  private final List<String> lib;
+  private final Path conf;
+  private final int restPort;
+  private final List<ClusterJvm> taskManagers = new ArrayList<>();
+  private final HttpClient http = HttpClient.newHttpClient();
+  private ClusterJvm jobManager;
+
+  /**
+   * Writes {@code dir}/conf/config.yaml with {@code settings} and the ports, memory sizes and
+   * slots of this cluster, and starts a JobManager and {@code taskManagers} TaskManagers.
+   */
+  static FlinkCluster start(Path dir, List<String> lib, int taskManagers, int slots,
+      Map<String, String> settings) throws Exception {
+    FlinkCluster cluster = new FlinkCluster(dir, lib, slots, settings);
+    try {
+      cluster.startJobManager();
+      for (int i = 0; i < taskManagers; i++) {
+        cluster.startTaskManager();
+      }
+      cluster.awaitTaskManagers(taskManagers);
+      return cluster;
+    } catch (Exception | AssertionError e) {
+      cluster.close();
+      throw e;
+    }
+  }
+
+  private FlinkCluster(Path dir, List<String> lib, int slots, Map<String, String> settings)
+      throws IOException {
+    this.dir = Files.createDirectories(dir);
+    this.lib = lib;
+    this.conf = Files.createDirectories(dir.resolve("conf"));
+    this.restPort = freePort();
+    Map<String, String> yaml = new LinkedHashMap<>();
+    yaml.put("jobmanager.rpc.address", "localhost");
+    yaml.put("jobmanager.rpc.port", String.valueOf(freePort()));
+    yaml.put("jobmanager.bind-host", "localhost");
+    yaml.put("jobmanager.memory.process.size", "1024m");
+    yaml.put("taskmanager.bind-host", "localhost");
+    yaml.put("taskmanager.host", "localhost");
+    yaml.put("taskmanager.numberOfTaskSlots", String.valueOf(slots));
+    yaml.put("taskmanager.memory.process.size", "1280m");
+    yaml.put("taskmanager.memory.managed.size", "64m"); // no RocksDB state: heap instead
+    yaml.put("rest.address", "localhost");
+    yaml.put("rest.bind-address", "localhost");
+    yaml.put("rest.port", String.valueOf(restPort));
+    // A TaskManager that dies is noticed within seconds, not Flink's default 50.
+    yaml.put("heartbeat.interval", "1000");
+    yaml.put("heartbeat.timeout", "5000");
+    yaml.put("execution.checkpointing.dir", dir.resolve("checkpoints").toUri().toString());
+    yaml.put("io.tmp.dirs", Files.createDirectories(dir.resolve("tmp")).toString());
+    yaml.putAll(settings);
+    Files.writeString(conf.resolve("config.yaml"), yaml.entrySet().stream()
+        .map(e -> e.getKey() + ": " + e.getValue()).collect(Collectors.joining("\n", "", "\n")));
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket socket = new ServerSocket(0)) {
+      return socket.getLocalPort();
+    }
+  }
+
+  private Configuration configuration() {
+    return GlobalConfiguration.loadConfiguration(conf.toString());
+  }
+
+  private void startJobManager() throws Exception {
+    Configuration config = configuration();
+    JobManagerProcessSpec spec = JobManagerProcessUtils.processSpecFromConfig(config);
+    List<String> args = new ArrayList<>(List.of("--configDir", conf.toString()));
+    args.addAll(words(JobManagerProcessUtils.generateDynamicConfigsStr(spec)));
+    jobManager = ClusterJvm.start("jobmanager", lib,
+        words(JobManagerProcessUtils.generateJvmParametersStr(spec, config)),
+        "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint", args,
+        dir.resolve("jobmanager.log"));
+    await("the JobManager's REST endpoint on port " + restPort).atMost(START_TIMEOUT)
+        .pollInterval(Duration.ofMillis(500)).ignoreExceptions()
+        .until(() -> get("/overview").has("taskmanagers"));
+  }
+
+  /** Starts one more TaskManager (e.g. after one was killed); returns its index. */
+  int startTaskManager() throws Exception {
+    TaskExecutorProcessSpec spec = TaskExecutorProcessUtils.processSpecFromConfig(configuration());
+    int index = taskManagers.size();
+    List<String> args = new ArrayList<>(List.of("--configDir", conf.toString()));
+    args.addAll(words(TaskExecutorProcessUtils.generateDynamicConfigsStr(spec)));
+    args.addAll(List.of("-D", "taskmanager.resource-id=taskmanager-" + index));
+    taskManagers.add(ClusterJvm.start("taskmanager-" + index, lib,
+        words(ProcessMemoryUtils.generateJvmParametersStr(spec)),
+        "org.apache.flink.runtime.taskexecutor.TaskManagerRunner", args,
+        dir.resolve("taskmanager-" + index + ".log")));
+    return index;
+  }
+
+  private static List<String> words(String text) {
+    return Arrays.stream(text.trim().split("\\s+")).filter(w -> !w.isEmpty()).toList();
+  }
+
+  /** Waits until the JobManager has {@code count} TaskManagers registered. */
+  void awaitTaskManagers(int count) {
+    await(count + " TaskManagers registered").atMost(START_TIMEOUT)
+        .pollInterval(Duration.ofMillis(500)).ignoreExceptions()
+        .until(() -> get("/overview").get("taskmanagers").asInt() == count);
+  }
+
+  /** Kills TaskManager {@code index} with SIGKILL. */
+  void killTaskManager(int index) throws InterruptedException {
+    taskManagers.get(index).kill();
+  }
+
+  /** Kills the JobManager with SIGKILL. */
+  void killJobManager() throws InterruptedException {
+    jobManager.kill();
+  }
+
+  String restAddress() {
+    return "localhost";
+  }
+
+  int restPort() {
+    return restPort;
+  }
+
+  Path conf() {
+    return conf;
+  }
+
+  /** The logs of every process of the cluster. */
+  List<Path> logs() {
+    List<Path> logs = new ArrayList<>();
+    logs.add(jobManager.log());
+    taskManagers.forEach(tm -> logs.add(tm.log()));
+    return logs;
+  }
+
+  /** A job's state, e.g. RUNNING, FINISHED, FAILED. */
+  String jobState(String jobId) throws Exception {
+    return get("/jobs/" + jobId).get("state").asText();
+  }
+
+  /** Whether the job runs with every task of it running (or finished). */
+  boolean allTasksRunning(String jobId) throws Exception {
+    JsonNode job = get("/jobs/" + jobId);
+    return job.get("state").asText().equals("RUNNING")
+        && StreamSupport.stream(job.get("vertices").spliterator(), false)
+            .allMatch(v -> v.get("status").asText().equals("RUNNING")
+                || v.get("status").asText().equals("FINISHED"));
+  }
+
+  /** The indexes of the TaskManagers running tasks of the job. */
+  Set<Integer> taskManagersOf(String jobId) throws Exception {
+    Set<Integer> hosts = new TreeSet<>();
+    for (JsonNode vertex : get("/jobs/" + jobId).get("vertices")) {
+      for (JsonNode host : get("/jobs/" + jobId + "/vertices/" + vertex.get("id").asText()
+          + "/taskmanagers").get("taskmanagers")) {
+        String id = host.get("taskmanager-id").asText();
+        hosts.add(Integer.parseInt(id.substring(id.lastIndexOf('-') + 1)));
+      }
+    }
+    return hosts;
+  }
+
+  /** How often the job was restarted (Flink's {@code numRestarts} metric). */
+  long restarts(String jobId) throws Exception {
+    JsonNode metrics = get("/jobs/" + jobId + "/metrics?get=numRestarts");
+    return metrics.size() == 0 ? 0 : metrics.get(0).get("value").asLong();
+  }
+
+  /** The causes of the job's failures so far, for a message. */
+  String exceptions(String jobId) throws Exception {
+    return get("/jobs/" + jobId + "/exceptions").toPrettyString();
+  }
+
+  /** Cancels the job. */
+  void cancel(String jobId) throws Exception {
+    HttpResponse<String> response = http.send(HttpRequest.newBuilder(
+            URI.create("http://localhost:" + restPort + "/jobs/" + jobId + "?mode=cancel"))
+        .method("PATCH", HttpRequest.BodyPublishers.noBody()).build(),
+        HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+    if (response.statusCode() != 202) {
+      throw new IllegalStateException("cancelling " + jobId + ": " + response.statusCode() + " "
+          + response.body());
+    }
+  }
+
+  JsonNode get(String path) throws Exception {
+    HttpResponse<String> response = http.send(HttpRequest.newBuilder(
+            URI.create("http://localhost:" + restPort + path)).timeout(Duration.ofSeconds(10))
+        .build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+    if (response.statusCode() != 200) {
+      throw new IllegalStateException("GET " + path + ": " + response.statusCode() + " "
+          + response.body());
+    }
+    return JSON.readTree(response.body());
+  }
+
+  /** Kills every process of the cluster. */
+  @Override
+  public void close() throws InterruptedException {
+    for (ClusterJvm tm : taskManagers) {
+      tm.kill();
+    }
+    if (jobManager != null) {
+      jobManager.kill();
+    }
+  }
+}
