@@ -180,7 +180,7 @@ final class SourceLatencyRun {
   }
 
   /** Appends one row and returns the snapshot it committed. */
-  private static long commit(TableWriter writer, long id) {
+  static long commit(TableWriter writer, long id) {
     GenericRecord row = GenericRecord.create(SCHEMA);
     row.setField("id", id);
     row.setField("ts_nanos", System.nanoTime());
@@ -223,7 +223,7 @@ final class SourceLatencyRun {
   }
 
   /** The gap between two measured commits: {@code skade.bench.pauseMillis} up to 2.5x it. */
-  private static void pause() throws InterruptedException {
+  static void pause() throws InterruptedException {
     long min = pauseMillis();
     Thread.sleep(ThreadLocalRandom.current().nextLong(min, min * 5 / 2 + 1));
   }

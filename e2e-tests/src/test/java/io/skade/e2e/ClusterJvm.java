@@ -10,7 +10,7 @@ import java.util.concurrent.TimeUnit;
  * One process of a test cluster: a JVM on a class path of jars (Flink's lib/, the connector
  * jar), its output, stdout and stderr together, appended to a log file of its own.
  */
-final class ClusterJvm implements AutoCloseable {
+public final class ClusterJvm implements AutoCloseable {
   /**
    * The module openings Flink's own {@code config.yaml} passes on Java 17
    * ({@code env.java.opts.all}): Flink's serializers (Kryo), its memory and network stacks reach
@@ -47,7 +47,7 @@ final class ClusterJvm implements AutoCloseable {
    * Starts {@code main} with {@code jvmOptions} (besides {@link #JAVA_17_OPTIONS}) and {@code
    * args} on {@code classpath}, its output appended to {@code log}.
    */
-  static ClusterJvm start(String name, List<String> classpath, List<String> jvmOptions,
+  public static ClusterJvm start(String name, List<String> classpath, List<String> jvmOptions,
       String main, List<String> args, Path log) throws IOException {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
@@ -62,20 +62,12 @@ final class ClusterJvm implements AutoCloseable {
     return new ClusterJvm(name, process, log);
   }
 
-  String name() {
-    return name;
-  }
-
-  Path log() {
+  public Path log() {
     return log;
   }
 
-  boolean alive() {
-    return process.isAlive();
-  }
-
   /** Waits for it to end on its own; its exit code. */
-  int waitFor(long seconds) throws InterruptedException {
+  public int waitFor(long seconds) throws InterruptedException {
     if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
       kill();
       throw new IllegalStateException(name + " did not end within " + seconds + " s; its log: "
@@ -85,7 +77,7 @@ final class ClusterJvm implements AutoCloseable {
   }
 
   /** SIGKILL, as a machine failure would end it; returns once it is gone. */
-  void kill() throws InterruptedException {
+  public void kill() throws InterruptedException {
     process.destroyForcibly();
     if (!process.waitFor(30, TimeUnit.SECONDS)) {
       throw new IllegalStateException(name + " (pid " + process.pid() + ") did not die");

@@ -40,7 +40,7 @@ import org.apache.flink.runtime.util.config.memory.ProcessMemoryUtils;
  * openings. Its {@code lib/} is a class path: Flink's jars and whatever the test adds (skade's
  * {@code skade-sql-connector} jar, as a user drops it into {@code lib/}).
  */
-final class FlinkCluster implements AutoCloseable {
+public final class FlinkCluster implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final Duration START_TIMEOUT = Duration.ofSeconds(120);
 
@@ -56,7 +56,7 @@ final class FlinkCluster implements AutoCloseable {
    * Writes {@code dir}/conf/config.yaml with {@code settings} and the ports, memory sizes and
    * slots of this cluster, and starts a JobManager and {@code taskManagers} TaskManagers.
    */
-  static FlinkCluster start(Path dir, List<String> lib, int taskManagers, int slots,
+  public static FlinkCluster start(Path dir, List<String> lib, int taskManagers, int slots,
       Map<String, String> settings) throws Exception {
     FlinkCluster cluster = new FlinkCluster(dir, lib, slots, settings);
     try {
@@ -93,7 +93,7 @@ final class FlinkCluster implements AutoCloseable {
     yaml.put("rest.port", String.valueOf(restPort));
     // A TaskManager that dies is noticed within seconds, not Flink's default 50.
     yaml.put("heartbeat.interval", "1000");
-    yaml.put("heartbeat.timeout", "5000");
+    yaml.put("heartbeat.timeout", "10000");
     yaml.put("execution.checkpointing.dir", dir.resolve("checkpoints").toUri().toString());
     yaml.put("io.tmp.dirs", Files.createDirectories(dir.resolve("tmp")).toString());
     yaml.putAll(settings);
@@ -125,8 +125,7 @@ final class FlinkCluster implements AutoCloseable {
         .until(() -> get("/overview").has("taskmanagers"));
   }
 
-  /** Starts one more TaskManager (e.g. after one was killed); returns its index. */
-  int startTaskManager() throws Exception {
+  private void startTaskManager() throws Exception {
     TaskExecutorProcessSpec spec = TaskExecutorProcessUtils.processSpecFromConfig(configuration());
     int index = taskManagers.size();
     List<String> args = new ArrayList<>(List.of("--configDir", conf.toString()));
@@ -136,7 +135,6 @@ final class FlinkCluster implements AutoCloseable {
         words(ProcessMemoryUtils.generateJvmParametersStr(spec)),
         "org.apache.flink.runtime.taskexecutor.TaskManagerRunner", args,
         dir.resolve("taskmanager-" + index + ".log")));
-    return index;
   }
 
   private static List<String> words(String text) {
@@ -144,36 +142,27 @@ final class FlinkCluster implements AutoCloseable {
   }
 
   /** Waits until the JobManager has {@code count} TaskManagers registered. */
-  void awaitTaskManagers(int count) {
+  public void awaitTaskManagers(int count) {
     await(count + " TaskManagers registered").atMost(START_TIMEOUT)
         .pollInterval(Duration.ofMillis(500)).ignoreExceptions()
         .until(() -> get("/overview").get("taskmanagers").asInt() == count);
   }
 
   /** Kills TaskManager {@code index} with SIGKILL. */
-  void killTaskManager(int index) throws InterruptedException {
+  public void killTaskManager(int index) throws InterruptedException {
     taskManagers.get(index).kill();
   }
 
-  /** Kills the JobManager with SIGKILL. */
-  void killJobManager() throws InterruptedException {
-    jobManager.kill();
-  }
-
-  String restAddress() {
+  public String restAddress() {
     return "localhost";
   }
 
-  int restPort() {
+  public int restPort() {
     return restPort;
   }
 
-  Path conf() {
-    return conf;
-  }
-
   /** The logs of every process of the cluster. */
-  List<Path> logs() {
+  public List<Path> logs() {
     List<Path> logs = new ArrayList<>();
     logs.add(jobManager.log());
     taskManagers.forEach(tm -> logs.add(tm.log()));
@@ -181,12 +170,12 @@ final class FlinkCluster implements AutoCloseable {
   }
 
   /** A job's state, e.g. RUNNING, FINISHED, FAILED. */
-  String jobState(String jobId) throws Exception {
+  public String jobState(String jobId) throws Exception {
     return get("/jobs/" + jobId).get("state").asText();
   }
 
   /** Whether the job runs with every task of it running (or finished). */
-  boolean allTasksRunning(String jobId) throws Exception {
+  public boolean allTasksRunning(String jobId) throws Exception {
     JsonNode job = get("/jobs/" + jobId);
     return job.get("state").asText().equals("RUNNING")
         && StreamSupport.stream(job.get("vertices").spliterator(), false)
@@ -195,7 +184,7 @@ final class FlinkCluster implements AutoCloseable {
   }
 
   /** The indexes of the TaskManagers running tasks of the job. */
-  Set<Integer> taskManagersOf(String jobId) throws Exception {
+  public Set<Integer> taskManagersOf(String jobId) throws Exception {
     Set<Integer> hosts = new TreeSet<>();
     for (JsonNode vertex : get("/jobs/" + jobId).get("vertices")) {
       for (JsonNode host : get("/jobs/" + jobId + "/vertices/" + vertex.get("id").asText()
@@ -207,19 +196,29 @@ final class FlinkCluster implements AutoCloseable {
     return hosts;
   }
 
-  /** How often the job was restarted (Flink's {@code numRestarts} metric). */
-  long restarts(String jobId) throws Exception {
-    JsonNode metrics = get("/jobs/" + jobId + "/metrics?get=numRestarts");
-    return metrics.size() == 0 ? 0 : metrics.get(0).get("value").asLong();
+  /**
+   * How often the job's tasks were started again: the sum of their attempt numbers, read from
+   * the job's execution graph (Flink's {@code numRestarts} metric reaches the REST API up to
+   * {@code metrics.fetcher.update-interval} late).
+   */
+  public long restarts(String jobId) throws Exception {
+    long attempts = 0;
+    for (JsonNode vertex : get("/jobs/" + jobId).get("vertices")) {
+      for (JsonNode subtask : get("/jobs/" + jobId + "/vertices/" + vertex.get("id").asText())
+          .get("subtasks")) {
+        attempts += subtask.get("attempt").asLong();
+      }
+    }
+    return attempts;
   }
 
   /** The causes of the job's failures so far, for a message. */
-  String exceptions(String jobId) throws Exception {
+  public String exceptions(String jobId) throws Exception {
     return get("/jobs/" + jobId + "/exceptions").toPrettyString();
   }
 
   /** Cancels the job. */
-  void cancel(String jobId) throws Exception {
+  public void cancel(String jobId) throws Exception {
     HttpResponse<String> response = http.send(HttpRequest.newBuilder(
             URI.create("http://localhost:" + restPort + "/jobs/" + jobId + "?mode=cancel"))
         .method("PATCH", HttpRequest.BodyPublishers.noBody()).build(),
@@ -230,7 +229,7 @@ final class FlinkCluster implements AutoCloseable {
     }
   }
 
-  JsonNode get(String path) throws Exception {
+  private JsonNode get(String path) throws Exception {
     HttpResponse<String> response = http.send(HttpRequest.newBuilder(
             URI.create("http://localhost:" + restPort + path)).timeout(Duration.ofSeconds(10))
         .build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));

@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.table.api.EnvironmentSettings;
 import org.apache.flink.table.api.TableEnvironment;
 import org.apache.flink.table.api.TableResult;
@@ -21,8 +22,10 @@ import org.apache.flink.util.CloseableIterator;
  * a {@code ;} at the end of a line) against the cluster named by the options of the other
  * arguments ({@code key=value}, e.g. {@code execution.target=remote}, {@code rest.port=...}).
  * {@code SET 'key' = 'value'} sets an option for the statements after it; an {@code INSERT}
- * is submitted without waiting and prints {@code JOB <id>}; a {@code SELECT} prints {@code ROW
- * <row>} per row and then {@code END}.
+ * is submitted without waiting and prints {@code JOB <id>} (with {@code -Dskade.submit.await=true}
+ * it is then awaited and prints {@code DONE <id> <net runtime ms>}: a job of an embedded
+ * MiniCluster, without {@code execution.target}, lives only as long as this JVM); a {@code
+ * SELECT} prints {@code ROW <row>} per row and then {@code END}.
  */
 public final class SubmitSql {
   private static final Pattern SET = Pattern.compile(
@@ -50,7 +53,13 @@ public final class SubmitSql {
         env.getConfig().getConfiguration().setString(set.group(1), set.group(2));
       } else if (verb.equals("INSERT")) {
         TableResult result = env.executeSql(sql);
-        System.out.println("JOB " + result.getJobClient().orElseThrow().getJobID());
+        JobClient job = result.getJobClient().orElseThrow();
+        System.out.println("JOB " + job.getJobID());
+        System.out.flush();
+        if (Boolean.getBoolean("skade.submit.await")) {
+          long runtime = job.getJobExecutionResult().get().getNetRuntime();
+          System.out.println("DONE " + job.getJobID() + " " + runtime);
+        }
       } else if (verb.equals("SELECT")) {
         try (CloseableIterator<Row> rows = env.executeSql(sql).collect()) {
           rows.forEachRemaining(row -> System.out.println("ROW " + row));

@@ -31,12 +31,18 @@ import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The table a remote sink's committer commits to rides through a skade server's restart: killed
  * with SIGKILL, the server is down (its port refuses connections) when the committer refreshes
- * the table and commits, and both wait for it instead of failing (a connection refused proves the server never saw the commit,
- * so sending it again is safe); the commit lands once.
+ * the table and commits, and both wait for it instead of failing (a connection refused proves
+ * the server never saw the commit, so sending it again is safe); the commit lands once. And a
+ * commit whose HTTP exchange is lost (the connection closed under it, as when the server dies
+ * mid-commit) neither fails nor commits twice: lost before the server saw it, the commit is made
+ * once by Iceberg's retry; lost after the server made it (its answer lost), the committer finds
+ * its snapshot in the table and is done.
  */
 class SkadeTableLoaderRemoteTest {
   private static final Schema SCHEMA = new Schema(
@@ -80,14 +86,47 @@ class SkadeTableLoaderRemoteTest {
         loader.close();
       }
 
-      Table read = rest.loadTable(TABLE);
-      assertThat(read.snapshots()).as("one commit").hasSize(1);
-      List<Long> ids = new ArrayList<>();
-      try (CloseableIterable<Record> records = IcebergGenerics.read(read).build()) {
-        records.forEach(r -> ids.add((Long) r.getField("id")));
-      }
-      assertThat(ids).containsExactlyInAnyOrder(1L, 2L);
+      assertCommittedOnce(rest);
     }
+  }
+
+  @ParameterizedTest
+  @EnumSource(FaultProxy.Fault.class)
+  @Timeout(120)
+  void aCommitWhoseExchangeIsLostLandsOnce(FaultProxy.Fault fault) throws Exception {
+    try (ServerProcess server = new ServerProcess(root); RESTCatalog rest = new RESTCatalog();
+        FaultProxy proxy = new FaultProxy(URI.create(server.uri()),
+            "POST /v1/namespaces/db/tables/events ", fault)) {
+      rest.initialize("check", new HashMap<>(Map.of("uri", server.uri(),
+          "token", ServerProcess.TOKEN)));
+      rest.createNamespace(Namespace.of("db"));
+      rest.createTable(TABLE, SCHEMA);
+      SkadeTableLoader loader = new SkadeTableLoader(Map.of("uri", proxy.uri(),
+          "token", ServerProcess.TOKEN, "server.retry-timeout", "1 min"), TABLE);
+      loader.open();
+      try {
+        Table table = loader.loadTable();
+        DataFile file = new TableWriter(table).writeDataFiles(List.of(row(1), row(2))).get(0);
+        table.newAppend().appendFile(file).commit();
+        assertThat(table.currentSnapshot()).as("the committer's table after its commit")
+            .isNotNull();
+      } finally {
+        loader.close();
+      }
+      assertThat(proxy.lost()).as("exchanges the proxy lost").isEqualTo(1);
+      assertCommittedOnce(rest);
+    }
+  }
+
+  /** The table holds one snapshot, with rows 1 and 2. */
+  private static void assertCommittedOnce(RESTCatalog rest) throws Exception {
+    Table read = rest.loadTable(TABLE);
+    assertThat(read.snapshots()).as("one commit").hasSize(1);
+    List<Long> ids = new ArrayList<>();
+    try (CloseableIterable<Record> records = IcebergGenerics.read(read).build()) {
+      records.forEach(r -> ids.add((Long) r.getField("id")));
+    }
+    assertThat(ids).containsExactlyInAnyOrder(1L, 2L);
   }
 
   /** Whether a connection to the server's address is refused: nothing listens there. */
