@@ -82,11 +82,14 @@ class SkadeOnFlinkClusterTest {
         "  'fields.k.max' = '" + (KEYS - 1) + "');",
         "SET 'execution.checkpointing.interval' = '1s';",
         "SET 'parallelism.default' = '2';",
+        "-- (a) a streaming upsert",
         "INSERT INTO lake.shop.orders SELECT seq % " + KEYS + ", seq, seq * 7 % 1000"
             + " FROM order_feed;",
         "SET 'parallelism.default' = '1';",
+        "-- (b) its exact changelog into a second table, the cursor stored on the server",
         "INSERT INTO lake.shop.orders_copy SELECT * FROM lake.shop.orders"
             + " /*+ OPTIONS('scan.consumer-id' = 'orders-mirror') */;",
+        "-- (c) a lookup join against it",
         "INSERT INTO lake.shop.lookups SELECT p.probe_id, o.order_id, o.version, o.amount,",
         "  CAST(p.pt AS TIMESTAMP_LTZ(6)) FROM probe_feed AS p",
         "  JOIN lake.shop.orders FOR SYSTEM_TIME AS OF p.pt AS o ON p.k = o.order_id;",
