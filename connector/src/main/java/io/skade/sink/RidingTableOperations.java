@@ -53,10 +53,8 @@ final class RidingTableOperations implements TableOperations {
         delegate.commit(base, metadata);
         return null;
       }, RidingTableOperations::refused);
-    } catch (CommitStateUnknownException e) {
-      settle(base, metadata, e);
     } catch (RuntimeException e) {
-      if (!connection.isTransient(e)) {
+      if (!(e instanceof CommitStateUnknownException) && !connection.isTransient(e)) {
         throw e;
       }
       settle(base, metadata, e);

@@ -1,5 +1,6 @@
 package io.skade.e2e;
 
+import java.io.File;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -54,7 +55,7 @@ public final class ClusterJvm implements AutoCloseable {
     command.addAll(JAVA_17_OPTIONS);
     command.addAll(jvmOptions);
     command.add("-cp");
-    command.add(String.join(java.io.File.pathSeparator, classpath));
+    command.add(String.join(File.pathSeparator, classpath));
     command.add(main);
     command.addAll(args);
     Process process = new ProcessBuilder(command).redirectErrorStream(true)

@@ -27,6 +27,7 @@ import org.apache.iceberg.DataFile;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.data.parquet.GenericParquetReaders;
@@ -109,8 +110,7 @@ class SkadeOnFlinkClusterTest {
                 "restart-strategy.fixed-delay.attempts", "1000",
                 "restart-strategy.fixed-delay.delay", "1 s"));
         RESTCatalog rest = rest(server)) {
-      List<String> jobIds = submit(cluster, root, jobs(server.uri()), List.of()).stream()
-          .filter(line -> line.startsWith("JOB ")).map(line -> line.substring(4)).toList();
+      List<String> jobIds = jobIds(submit(cluster, root, jobs(server.uri()), List.of()));
       assertThat(jobIds).hasSize(3);
       String writer = jobIds.get(0);
       String mirror = jobIds.get(1);
@@ -280,9 +280,8 @@ class SkadeOnFlinkClusterTest {
           "INSERT INTO lake.shop.events SELECT * FROM feed;",
           "INSERT INTO lake.shop.events_copy SELECT * FROM lake.shop.events;",
           "");
-      List<String> jobIds = submit(cluster, root, script, List.of("pipeline.jars=" + jar))
-          .stream().filter(line -> line.startsWith("JOB ")).map(line -> line.substring(4))
-          .toList();
+      List<String> jobIds = jobIds(submit(cluster, root, script,
+          List.of("pipeline.jars=" + jar)));
       assertThat(jobIds).hasSize(2);
       await("the writing job finished").atMost(Duration.ofMinutes(2))
           .pollInterval(Duration.ofSeconds(1))
@@ -344,6 +343,12 @@ class SkadeOnFlinkClusterTest {
     return output.lines().toList();
   }
 
+  /** The ids of the jobs {@link SubmitSql} printed it submitted, in order. */
+  private static List<String> jobIds(List<String> output) {
+    return output.stream().filter(line -> line.startsWith("JOB ")).map(line -> line.substring(4))
+        .toList();
+  }
+
   private static long snapshots(RESTCatalog rest, TableIdentifier table) {
     Table loaded = rest.loadTable(table);
     long count = 0;
@@ -391,7 +396,7 @@ class SkadeOnFlinkClusterTest {
   private static Map<Long, Record> expectedOrders(Table table) {
     Map<Long, Record> expected = new HashMap<>();
     for (long version = ROWS - KEYS + 1; version <= ROWS; version++) {
-      Record row = org.apache.iceberg.data.GenericRecord.create(table.schema());
+      Record row = GenericRecord.create(table.schema());
       row.setField("order_id", version % KEYS);
       row.setField("version", version);
       row.setField("amount", version * 7 % 1000);
