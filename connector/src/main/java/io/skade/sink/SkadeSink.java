@@ -3,37 +3,78 @@ package io.skade.sink;
 import io.skade.catalog.CatalogConnection;
 import io.skade.lineage.CommitLineage;
 import io.skade.lineage.FlinkLineage;
+import java.io.IOException;
+import java.lang.reflect.Field;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
+import java.io.UncheckedIOException;
+import org.apache.flink.api.common.eventtime.Watermark;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.connector.sink2.CommitterInitContext;
+import org.apache.flink.api.connector.sink2.CommittingSinkWriter;
+import org.apache.flink.api.connector.sink2.Committer;
 import org.apache.flink.api.connector.sink2.Sink;
 import org.apache.flink.api.connector.sink2.SinkWriter;
+import org.apache.flink.api.connector.sink2.SupportsCommitter;
 import org.apache.flink.api.connector.sink2.WriterInitContext;
 import org.apache.flink.api.dag.Transformation;
 import org.apache.flink.configuration.ReadableConfig;
+import org.apache.flink.core.io.SimpleVersionedSerializer;
+import org.apache.flink.metrics.groups.SinkWriterMetricGroup;
+import org.apache.flink.streaming.api.connector.sink2.CommittableMessage;
+import org.apache.flink.streaming.api.connector.sink2.SupportsPostCommitTopology;
+import org.apache.flink.streaming.api.connector.sink2.SupportsPreCommitTopology;
 import org.apache.flink.streaming.api.connector.sink2.SupportsPreWriteTopology;
 import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.operators.SimpleOperatorFactory;
+import org.apache.flink.streaming.api.transformations.OneInputTransformation;
+import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.streaming.api.lineage.LineageVertex;
 import org.apache.flink.streaming.api.lineage.LineageVertexProvider;
 import org.apache.flink.table.catalog.ResolvedSchema;
 import org.apache.flink.table.data.RowData;
-import org.apache.flink.util.Collector;
+import org.apache.iceberg.ContentFile;
+import org.apache.iceberg.BaseTable;
+import org.apache.iceberg.HasTableOperations;
+import org.apache.iceberg.LocationProviders;
+import org.apache.iceberg.TableMetadata;
+import org.apache.iceberg.TableMetadataParser;
+import org.apache.iceberg.TableOperations;
+import org.apache.iceberg.TableProperties;
+import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.flink.sink.FlinkSink;
+import org.apache.iceberg.flink.FlinkWriteOptions;
+import org.apache.iceberg.flink.TableLoader;
+import org.apache.iceberg.flink.maintenance.operator.TableChange;
+import org.apache.iceberg.flink.sink.CommittableToTableChangeConverter;
+import org.apache.iceberg.flink.sink.IcebergSink;
+import org.apache.iceberg.io.FileIO;
+import org.apache.iceberg.io.LocationProvider;
+import org.apache.iceberg.io.WriteResult;
 
 /**
  * Writes {@link RowData} into a skade table: inserts, or upserts and deletes by key (equality
  * deletes), committed through the skade catalog once per checkpoint and at the end of a bounded
- * input, exactly once. Built with {@link #builder()}; used by {@code rows.sinkTo(sink)} and by
- * skade's SQL sink.
+ * input, exactly once; optionally followed by the table's maintenance (compaction, snapshot
+ * expiry, orphan cleanup; see {@link SkadeSinkBuilder#maintenance}). Built with
+ * {@link #builder()}; used by {@code rows.sinkTo(sink)} and by skade's SQL sink.
  *
- * <p>The rows are written and committed by Iceberg's Flink sink operators (writers, one
- * committer), which this sink adds as its pre-write topology; its own writer, after the
- * committer, receives no rows. The sink exists so that Flink sees one skade sink, with the table
- * it writes as its lineage dataset (FLIP-314).
+ * <p>A Flink Sink V2 over Iceberg's own {@link IcebergSink}: Iceberg's writers, one pre-commit
+ * aggregator, its committer and its post-commit table maintenance do the work, so the sink's
+ * parallelism ({@code sinkTo(sink).setParallelism(n)}, SQL's {@code sink.parallelism}) is the
+ * writers'. This class adds what Iceberg's sink leaves out: Flink's standard sink metrics
+ * ({@code numRecordsSend}, {@code numBytesSend}, {@code numRecordsSendErrors}), the table as its
+ * lineage dataset (FLIP-314), and skade's catalog as the committer's and maintenance's catalog.
  */
 public final class SkadeSink
-    implements Sink<RowData>, SupportsPreWriteTopology<RowData>, LineageVertexProvider {
+    implements Sink<RowData>, SupportsPreWriteTopology<RowData>, SupportsCommitter<Object>,
+    SupportsPreCommitTopology<WriteResult, Object>, SupportsPostCommitTopology<Object>,
+    LineageVertexProvider {
   private static final long serialVersionUID = 1L;
 
   private final HashMap<String, String> catalogProperties;
@@ -41,10 +82,15 @@ public final class SkadeSink
   private final String warehouse;
   // The write settings are used only while the job is planned (addPreWriteTopology).
   private final transient Settings settings;
+  // Iceberg's sink, built when the job is planned; its committables are Iceberg's own
+  // (package-private) type, hence Object in this class's signature.
+  private IcebergSink iceberg;
+  // The table as the job is planned, for the maintenance's reading of the committed files.
+  private transient Table planned;
 
   /** How the rows are written; see {@link SkadeSinkBuilder}. */
   record Settings(ResolvedSchema schema, ReadableConfig flinkConf, List<String> upsertKey,
-      boolean overwrite, Integer writeParallelism, String actor, String uidPrefix) {}
+      boolean overwrite, String actor, String uidSuffix, SinkMaintenance maintenance) {}
 
   /** {@code location}: the catalog's {@link CatalogConnection#location()}, for lineage. */
   SkadeSink(Map<String, String> catalogProperties, String location, TableIdentifier table,
@@ -71,8 +117,10 @@ public final class SkadeSink
       throw new IllegalStateException("skade sink for " + table + " was deserialized before its"
           + " job was planned; add it to a job with sinkTo");
     }
-    FlinkSink.Builder writer = FlinkSink.forRowData(rows)
+    planned = loadTable();
+    IcebergSink.Builder writer = IcebergSink.forRowData(rows)
         .tableLoader(new SkadeTableLoader(catalogProperties, table()))
+        .table(planned)
         .overwrite(settings.overwrite());
     if (settings.schema() != null) {
       writer.resolvedSchema(settings.schema());
@@ -83,42 +131,237 @@ public final class SkadeSink
     if (!settings.upsertKey().isEmpty()) {
       writer.equalityFieldColumns(settings.upsertKey()).upsert(true);
     }
-    if (settings.writeParallelism() != null) {
-      writer.writeParallelism(settings.writeParallelism());
-    }
     if (settings.actor() != null) {
       writer.setSnapshotProperty(CommitLineage.ACTOR, settings.actor());
     }
-    if (settings.uidPrefix() != null) {
-      writer.uidPrefix(settings.uidPrefix());
+    if (settings.uidSuffix() != null) {
+      writer.uidSuffix(settings.uidSuffix());
     }
-    // Iceberg ends its operators with a discarding sink; this sink takes its place, after the
-    // committer (a sink added while Flink expands this one is not supported by the expansion).
-    Transformation<?> discarding = writer.append().getTransformation();
-    rows.getExecutionEnvironment().getTransformations().removeIf(t -> t == discarding);
-    @SuppressWarnings("unchecked")
-    DataStream<Void> committed = new DataStream<>(rows.getExecutionEnvironment(),
-        (Transformation<Void>) discarding.getInputs().get(0));
-    // The committer emits nothing, so nothing reaches this sink's own writer.
-    return committed.flatMap((Void none, Collector<RowData> out) -> { }, rows.getType())
-        .name("skade sink " + table);
+    SinkMaintenance maintenance = settings.maintenance();
+    if (maintenance.enabled()) {
+      // Iceberg's committer then keeps each checkpoint's manifests for the post-commit topology.
+      writer.set(FlinkWriteOptions.COMPACTION_ENABLE.key(), "true");
+    }
+    iceberg = build(writer);
+    // Iceberg's distribution: rows keyed by the upsert key, so one key's changes meet one writer.
+    return iceberg.addPreWriteTopology(rows);
+  }
+
+  /**
+   * Iceberg's builder builds its sink only inside {@code append()}, which also adds it to the
+   * job; this sink wraps Iceberg's instead, so it calls the builder's (package-private) build.
+   */
+  private IcebergSink build(IcebergSink.Builder builder) {
+    try {
+      Method build = IcebergSink.Builder.class.getDeclaredMethod("build");
+      build.setAccessible(true);
+      return (IcebergSink) build.invoke(builder);
+    } catch (InvocationTargetException e) {
+      if (e.getCause() instanceof RuntimeException failure) {
+        throw failure;
+      }
+      throw new IllegalStateException("skade sink for " + table + ": Iceberg's sink could not"
+          + " be built", e.getCause());
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("skade sink for " + table + " needs IcebergSink.Builder"
+          + ".build() of iceberg-flink 1.11; is another Iceberg version on the class path?", e);
+    }
+  }
+
+  private IcebergSink iceberg() {
+    if (iceberg == null) {
+      throw new IllegalStateException("skade sink for " + table + " is used before its job was"
+          + " planned; add it to a job with sinkTo");
+    }
+    return iceberg;
   }
 
   @Override
-  public SinkWriter<RowData> createWriter(WriterInitContext context) {
-    return new SinkWriter<>() {
-      @Override
-      public void write(RowData row, Context rowContext) {
-        throw new IllegalStateException("skade sink for " + table + " writes through its"
-            + " Iceberg operators; its own writer takes no rows");
+  public SinkWriter<RowData> createWriter(WriterInitContext context) throws IOException {
+    @SuppressWarnings("unchecked")
+    CommittingSinkWriter<RowData, WriteResult> writer =
+        (CommittingSinkWriter<RowData, WriteResult>) iceberg().createWriter(context);
+    return new CountingWriter(writer, context.metricGroup());
+  }
+
+  @Override
+  @SuppressWarnings({"unchecked", "rawtypes"})
+  public Committer<Object> createCommitter(CommitterInitContext context) throws IOException {
+    return (Committer) ((SupportsCommitter) iceberg()).createCommitter(context);
+  }
+
+  @Override
+  @SuppressWarnings({"unchecked", "rawtypes"})
+  public SimpleVersionedSerializer<Object> getCommittableSerializer() {
+    return (SimpleVersionedSerializer) ((SupportsCommitter) iceberg()).getCommittableSerializer();
+  }
+
+  @Override
+  @SuppressWarnings({"unchecked", "rawtypes"})
+  public DataStream<CommittableMessage<Object>> addPreCommitTopology(
+      DataStream<CommittableMessage<WriteResult>> written) {
+    DataStream<CommittableMessage<Object>> aggregated = withUids(written,
+        () -> (DataStream) iceberg().addPreCommitTopology(written));
+    plannedTableForTheAggregator(aggregated);
+    return aggregated;
+  }
+
+  /**
+   * Gives Iceberg's pre-commit aggregator the table as planned instead of the catalog's loader.
+   * Why: the aggregator opens its loader and never closes it, which on a TaskManager would hold
+   * the skade catalog open after the job ends; it reads only the table's FileIO, spec and
+   * properties, to write each checkpoint's manifest.
+   */
+  private void plannedTableForTheAggregator(DataStream<?> aggregated) {
+    Transformation<?> global = aggregated.getTransformation();
+    if (global.getInputs().size() == 1
+        && global.getInputs().get(0) instanceof OneInputTransformation<?, ?> aggregator
+        && aggregator.getOperatorFactory() instanceof SimpleOperatorFactory<?> factory) {
+      Object operator = factory.getOperator();
+      try {
+        Field loader = operator.getClass().getDeclaredField("tableLoader");
+        loader.setAccessible(true);
+        loader.set(operator, new PlannedTableLoader(planned));
+        return;
+      } catch (ReflectiveOperationException e) {
+        throw new IllegalStateException("skade sink for " + table + " needs the pre-commit"
+            + " aggregator of iceberg-flink 1.11; is another Iceberg version on the class path?",
+            e);
       }
+    }
+    throw new IllegalStateException("skade sink for " + table + " found no pre-commit"
+        + " aggregator of iceberg-flink 1.11 in Iceberg's topology; is another Iceberg version on"
+        + " the class path?");
+  }
 
-      @Override
-      public void flush(boolean endOfInput) {}
+  /**
+   * A table loader of the table as the job was planned: its metadata and FileIO, no catalog.
+   * It writes files where the table's operations would put them and commits nothing.
+   */
+  private static final class PlannedTableLoader implements TableLoader {
+    private static final long serialVersionUID = 1L;
+    private final String name;
+    private final String metadataJson; // TableMetadata itself does not serialize whole
+    private final FileIO io;
+    private transient TableMetadata metadata;
 
-      @Override
-      public void close() {}
-    };
+    PlannedTableLoader(Table table) {
+      this.name = table.name();
+      this.metadataJson = TableMetadataParser.toJson(
+          ((HasTableOperations) table).operations().current());
+      this.io = table.io();
+    }
+
+    @Override
+    public void open() {}
+
+    @Override
+    public boolean isOpen() {
+      return true;
+    }
+
+    @Override
+    public Table loadTable() {
+      if (metadata == null) {
+        metadata = TableMetadataParser.fromJson(metadataJson);
+      }
+      return new BaseTable(new TableOperations() {
+        @Override
+        public TableMetadata current() {
+          return metadata;
+        }
+
+        @Override
+        public TableMetadata refresh() {
+          return metadata;
+        }
+
+        @Override
+        public void commit(TableMetadata base, TableMetadata updated) {
+          throw new UnsupportedOperationException("the table as planned commits nothing");
+        }
+
+        @Override
+        public FileIO io() {
+          return io;
+        }
+
+        @Override
+        public String metadataFileLocation(String fileName) {
+          String dir = metadata.properties().get(TableProperties.WRITE_METADATA_LOCATION);
+          return (dir == null ? metadata.location() + "/metadata" : dir) + "/" + fileName;
+        }
+
+        @Override
+        public LocationProvider locationProvider() {
+          return LocationProviders.locationsFor(metadata.location(), metadata.properties());
+        }
+      }, name);
+    }
+
+    @Override
+    @SuppressWarnings({"checkstyle:NoClone", "checkstyle:SuperClone"})
+    public TableLoader clone() {
+      return this;
+    }
+
+    @Override
+    public void close() {}
+  }
+
+  /**
+   * Runs {@code expansion}, and without a {@link SkadeSinkBuilder#uidSuffix} clears the uids
+   * Iceberg gives the operators it adds: Flink refuses operators with uids in the topology of a
+   * sink without one, and a sink without a uid is what {@code rows.sinkTo(sink)} gives.
+   */
+  private <T> T withUids(DataStream<?> stream, Supplier<T> expansion) {
+    List<Transformation<?>> all = stream.getExecutionEnvironment().getTransformations();
+    int before = all.size();
+    T result = expansion.get();
+    if (settings != null && settings.uidSuffix() == null) {
+      all.subList(before, all.size()).forEach(added -> added.setUid(null));
+    }
+    return result;
+  }
+
+  @Override
+  public SimpleVersionedSerializer<WriteResult> getWriteResultSerializer() {
+    return iceberg().getWriteResultSerializer();
+  }
+
+  /**
+   * The table's maintenance, when it is enabled: Iceberg's, fed by the committed files as
+   * Iceberg's sink feeds it, on a loader whose compactions fold the deletes they leave dangling.
+   */
+  @Override
+  @SuppressWarnings({"unchecked", "rawtypes"})
+  public void addPostCommitTopology(DataStream<CommittableMessage<Object>> committed) {
+    SinkMaintenance maintenance = settings == null ? SinkMaintenance.NONE : settings.maintenance();
+    if (!maintenance.enabled()) {
+      return;
+    }
+    iceberg();
+    String suffix = settings.uidSuffix() == null ? table : settings.uidSuffix();
+    withUids(committed, () -> {
+      DataStream<TableChange> changes = committed.global()
+          .process((ProcessFunction) new CommittableToTableChangeConverter(planned.io(),
+              planned.name(), planned.specs()), TypeInformation.of(TableChange.class))
+          .uid("skade post-commit " + suffix)
+          .name("skade post-commit " + table)
+          .forceNonParallel();
+      maintenance.appendTo(changes, SkadeTableLoader.forMaintenance(catalogProperties, table()),
+          suffix);
+      return null;
+    });
+  }
+
+  private Table loadTable() {
+    try (TableLoader loader = new SkadeTableLoader(catalogProperties, table())) {
+      loader.open();
+      return loader.loadTable();
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot load " + table, e);
+    }
   }
 
   /** The table this sink writes, named in its catalog's warehouse (or server). */
@@ -130,5 +373,66 @@ public final class SkadeSink
   @Override
   public String toString() {
     return "skade sink " + table;
+  }
+
+  /**
+   * Iceberg's writer, counted in Flink's standard sink metrics: rows handed to it, rows it
+   * failed on, and the bytes of the files it wrote for each checkpoint.
+   */
+  private static final class CountingWriter implements CommittingSinkWriter<RowData, WriteResult> {
+    private final CommittingSinkWriter<RowData, WriteResult> writer;
+    private final SinkWriterMetricGroup metrics;
+
+    CountingWriter(CommittingSinkWriter<RowData, WriteResult> writer,
+        SinkWriterMetricGroup metrics) {
+      this.writer = writer;
+      this.metrics = metrics;
+    }
+
+    @Override
+    public void write(RowData row, Context context) throws IOException, InterruptedException {
+      try {
+        writer.write(row, context);
+      } catch (IOException | RuntimeException e) {
+        metrics.getNumRecordsSendErrorsCounter().inc();
+        throw e;
+      }
+      metrics.getNumRecordsSendCounter().inc();
+    }
+
+    @Override
+    public Collection<WriteResult> prepareCommit() throws IOException, InterruptedException {
+      Collection<WriteResult> results = writer.prepareCommit();
+      long bytes = 0;
+      for (WriteResult result : results) {
+        bytes += size(result.dataFiles()) + size(result.deleteFiles());
+      }
+      metrics.getNumBytesSendCounter().inc(bytes);
+      return results;
+    }
+
+    private static long size(ContentFile<?>[] files) {
+      long bytes = 0;
+      for (ContentFile<?> file : files) {
+        bytes += file.fileSizeInBytes();
+      }
+      return bytes;
+    }
+
+    @Override
+    public void flush(boolean endOfInput) throws IOException, InterruptedException {
+      writer.flush(endOfInput);
+    }
+
+    @Override
+    public void writeWatermark(Watermark watermark)
+        throws IOException, InterruptedException {
+      writer.writeWatermark(watermark);
+    }
+
+    @Override
+    public void close() throws Exception {
+      writer.close();
+    }
   }
 }

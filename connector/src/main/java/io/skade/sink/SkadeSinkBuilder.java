@@ -21,6 +21,8 @@ import org.apache.iceberg.exceptions.NoSuchTableException;
  *     .build());
  * }</pre>
  *
+ * <p>The writers run at the sink's parallelism: {@code rows.sinkTo(sink).setParallelism(4)}.
+ *
  * <p>{@link #build()} opens the catalog once to check the table and the key, and fails with an
  * error naming what is wrong.
  */
@@ -32,9 +34,9 @@ public final class SkadeSinkBuilder {
   private ReadableConfig flinkConf;
   private List<String> upsertKey = List.of();
   private boolean overwrite;
-  private Integer writeParallelism;
   private String actor;
-  private String uidPrefix;
+  private String uidSuffix;
+  private SinkMaintenance maintenance = SinkMaintenance.NONE;
 
   SkadeSinkBuilder() {}
 
@@ -81,12 +83,6 @@ public final class SkadeSinkBuilder {
     return this;
   }
 
-  /** The writers' parallelism; by default the input's. */
-  public SkadeSinkBuilder writeParallelism(int parallelism) {
-    this.writeParallelism = parallelism;
-    return this;
-  }
-
   /** Who lineage names as the writer of the commits; by default the Flink job. */
   public SkadeSinkBuilder lineageActor(String name) {
     this.actor = name;
@@ -94,11 +90,22 @@ public final class SkadeSinkBuilder {
   }
 
   /**
-   * A prefix of the uids of the writer and committer operators, for stateful upgrades; the
-   * sink itself then needs a uid too ({@code rows.sinkTo(sink).uid(...)}).
+   * A suffix of the uids of Iceberg's operators around the writers (the pre-commit aggregator,
+   * the maintenance operators), for stateful upgrades; the writer and committer take their uids
+   * from the sink's ({@code rows.sinkTo(sink).uid(...)}).
    */
-  public SkadeSinkBuilder uidPrefix(String prefix) {
-    this.uidPrefix = prefix;
+  public SkadeSinkBuilder uidSuffix(String suffix) {
+    this.uidSuffix = suffix;
+    return this;
+  }
+
+  /**
+   * Maintains the table after the sink's commits: compaction that folds deletes into the data
+   * files, snapshot expiry (kept back by live consumers) and orphan cleanup; see
+   * {@link SinkMaintenance}. Off by default.
+   */
+  public SkadeSinkBuilder maintenance(SinkMaintenance settings) {
+    this.maintenance = settings;
     return this;
   }
 
@@ -128,10 +135,6 @@ public final class SkadeSinkBuilder {
           + " whole partitions and cannot upsert by key " + upsertKey + "; drop upsertKey or"
           + " overwrite");
     }
-    if (writeParallelism != null && writeParallelism <= 0) {
-      throw new IllegalArgumentException("skade sink for " + table + ": the write parallelism"
-          + " must be positive, got " + writeParallelism);
-    }
     Schema columns;
     String location;
     if (tableSchema != null) {
@@ -151,7 +154,7 @@ public final class SkadeSinkBuilder {
           + columns.columns().stream().map(field -> field.name()).toList());
     }
     return new SkadeSink(catalogProperties, location, table, new SkadeSink.Settings(schema,
-        flinkConf, upsertKey, overwrite, writeParallelism, actor, uidPrefix));
+        flinkConf, upsertKey, overwrite, actor, uidSuffix, maintenance));
   }
 
   private Schema loadSchema(CatalogConnection connection) {

@@ -2,6 +2,7 @@ package io.skade.sink;
 
 import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.SkadeCatalog;
+import io.skade.maintenance.FoldingTable;
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.iceberg.BaseTable;
@@ -22,12 +23,28 @@ public final class SkadeTableLoader implements TableLoader {
 
   private final HashMap<String, String> catalogProperties;
   private final String table;
+  private final boolean folding;
   private transient CatalogConnection connection;
 
   /** Loads {@code table} of the catalog {@code catalogProperties} name. */
   public SkadeTableLoader(Map<String, String> catalogProperties, TableIdentifier table) {
+    this(catalogProperties, table, false);
+  }
+
+  private SkadeTableLoader(Map<String, String> catalogProperties, TableIdentifier table,
+      boolean folding) {
     this.catalogProperties = new HashMap<>(catalogProperties);
     this.table = table.toString();
+    this.folding = folding;
+  }
+
+  /**
+   * Loads the table for Iceberg's maintenance: its compactions also remove the delete files
+   * they leave dangling ({@link FoldingTable}).
+   */
+  public static SkadeTableLoader forMaintenance(Map<String, String> catalogProperties,
+      TableIdentifier table) {
+    return new SkadeTableLoader(catalogProperties, table, true);
   }
 
   @Override
@@ -48,7 +65,11 @@ public final class SkadeTableLoader implements TableLoader {
     if (connection == null) {
       throw new IllegalStateException("skade table loader for " + table + " is not open");
     }
-    TableIdentifier identifier = TableIdentifier.parse(table);
+    Table loaded = load(TableIdentifier.parse(table));
+    return folding ? FoldingTable.of(loaded) : loaded;
+  }
+
+  private Table load(TableIdentifier identifier) {
     if (!connection.isRemote()) {
       return connection.catalog().loadTable(identifier);
     }
@@ -61,8 +82,8 @@ public final class SkadeTableLoader implements TableLoader {
 
   @Override
   @SuppressWarnings({"checkstyle:NoClone", "checkstyle:SuperClone"})
-  public TableLoader clone() {
-    return new SkadeTableLoader(catalogProperties, TableIdentifier.parse(table));
+  public SkadeTableLoader clone() {
+    return new SkadeTableLoader(catalogProperties, TableIdentifier.parse(table), folding);
   }
 
   @Override

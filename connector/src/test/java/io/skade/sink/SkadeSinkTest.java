@@ -99,16 +99,16 @@ class SkadeSinkTest {
   }
 
   @Test
-  void aUidPrefixNamesTheWriterAndCommitterForStatefulUpgrades() throws Exception {
+  void theSinksUidAndSuffixNameItsOperatorsForStatefulUpgrades() throws Exception {
     catalog.get().createTable(CUSTOMERS, SCHEMA);
     StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
     input(env, row(RowKind.INSERT, 1, "ada")).sinkTo(SkadeSink.builder()
         .catalogProperties(catalog.properties()).table("db.customers").upsertKey(List.of("id"))
-        .uidPrefix("customers").build()).uid("customers-sink");
+        .uidSuffix("customers").build()).uid("customers-sink");
     List<String> uids = env.getStreamGraph(false).getStreamNodes().stream()
         .map(node -> node.getTransformationUID()).filter(uid -> uid != null).toList();
-    assertThat(uids).anyMatch(uid -> uid.endsWith("customers-writer"))
-        .anyMatch(uid -> uid.endsWith("customers-committer"));
+    assertThat(uids).containsExactlyInAnyOrder("customers-sink", "Sink Committer: customers-sink",
+        "customers-sink: Sink pre-commit aggregator: customers");
 
     env.execute("write with uids");
     Table table = catalog.get().loadTable(CUSTOMERS);

@@ -22,6 +22,13 @@ import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_MODE;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_SNAPSHOT_ID;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_TIMESTAMP_MILLIS;
 import static io.skade.table.SkadeConnectorOptions.SERVER_RETRY_TIMEOUT;
+import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_COMPACT_DATA_FILES;
+import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_COMPACT_DELETE_FILES;
+import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_ENABLED;
+import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_INTERVAL;
+import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_ORPHAN_MIN_AGE;
+import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_SNAPSHOT_MAX_AGE;
+import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_SNAPSHOT_RETAIN_LAST;
 import static io.skade.table.SkadeConnectorOptions.SINK_PARALLELISM;
 import static io.skade.table.SkadeConnectorOptions.TABLE;
 import static io.skade.table.SkadeConnectorOptions.TOKEN;
@@ -38,6 +45,7 @@ import static org.apache.flink.table.connector.source.lookup.LookupOptions.PARTI
 import io.skade.changelog.ChangelogOptions.BeforeImage;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.lineage.CatalogLineage;
+import io.skade.sink.SinkMaintenance;
 import io.skade.source.StartupMode;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -139,6 +147,13 @@ final class CheckedOptions {
       entry(PARTIAL_CACHE_EXPIRE_AFTER_ACCESS.key(), DURATION),
       entry(PARTIAL_CACHE_CACHE_MISSING_KEY.key(), BOOLEAN),
       entry(SINK_PARALLELISM.key(), "a positive integer"),
+      entry(MAINTENANCE_ENABLED.key(), BOOLEAN),
+      entry(MAINTENANCE_COMPACT_DATA_FILES.key(), "a positive integer"),
+      entry(MAINTENANCE_COMPACT_DELETE_FILES.key(), "a positive integer"),
+      entry(MAINTENANCE_SNAPSHOT_MAX_AGE.key(), DURATION),
+      entry(MAINTENANCE_SNAPSHOT_RETAIN_LAST.key(), "a positive integer"),
+      entry(MAINTENANCE_ORPHAN_MIN_AGE.key(), DURATION),
+      entry(MAINTENANCE_INTERVAL.key(), DURATION),
       entry(LINEAGE_SINK.key(), quoted(CatalogLineage.SINKS)),
       entry(LINEAGE_OPENLINEAGE_URL.key(), OPENLINEAGE_URLS),
       entry(WAREHOUSE.key(), "a local path or a URI"),
@@ -161,7 +176,8 @@ final class CheckedOptions {
       KeyCheck keys) {}
 
   /** A table sink's checked options; {@code parallelism} and {@code actor} may be null. */
-  record Sink(Location location, Integer parallelism, String actor, KeyCheck keys) {}
+  record Sink(Location location, Integer parallelism, String actor, SinkMaintenance maintenance,
+      KeyCheck keys) {}
 
   /** A {@code skade} catalog's checked options. */
   record CatalogSettings(String defaultDatabase, Map<String, String> properties) {}
@@ -189,7 +205,8 @@ final class CheckedOptions {
     Location location = declaration.location(context.getObjectIdentifier());
     Values options = declaration.options;
     return new Sink(location, options.config.getOptional(SINK_PARALLELISM).orElse(null),
-        options.config.getOptional(LINEAGE_ACTOR).orElse(null), declaration.keyCheck());
+        options.config.getOptional(LINEAGE_ACTOR).orElse(null), options.maintenance(),
+        declaration.keyCheck());
   }
 
   /** The options of a {@code CREATE CATALOG ... WITH ('type' = 'skade', ...)}. */
@@ -379,6 +396,14 @@ final class CheckedOptions {
       atLeast(LOOKUP_ROW_CACHE_MAX_ROWS, 0);
       atLeast(PARTIAL_CACHE_MAX_ROWS, 1);
       atLeast(SINK_PARALLELISM, 1);
+    }
+
+    /** The sink's maintenance; its own checks name the option that is wrong. */
+    SinkMaintenance maintenance() {
+      return new SinkMaintenance(config.get(MAINTENANCE_ENABLED),
+          config.get(MAINTENANCE_COMPACT_DATA_FILES), config.get(MAINTENANCE_COMPACT_DELETE_FILES),
+          config.get(MAINTENANCE_SNAPSHOT_MAX_AGE), config.get(MAINTENANCE_SNAPSHOT_RETAIN_LAST),
+          config.get(MAINTENANCE_ORPHAN_MIN_AGE), config.get(MAINTENANCE_INTERVAL));
     }
 
     /**

@@ -4,6 +4,7 @@ import io.skade.catalog.CatalogConnection;
 import io.skade.lineage.CatalogLineage;
 import io.skade.source.SkadeSourceBuilder;
 import java.time.Duration;
+import io.skade.sink.SinkMaintenance;
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.ConfigOptions;
 import org.apache.flink.table.factories.FactoryUtil;
@@ -126,6 +127,44 @@ public final class SkadeConnectorOptions {
 
   /** Flink's own {@code sink.parallelism}. */
   public static final ConfigOption<Integer> SINK_PARALLELISM = FactoryUtil.SINK_PARALLELISM;
+
+  public static final ConfigOption<Boolean> MAINTENANCE_ENABLED = ConfigOptions
+      .key("maintenance.enabled").booleanType().defaultValue(false)
+      .withDescription("Whether the sink maintains the table after its commits, on Iceberg's"
+          + " Flink table maintenance: compaction folding deletes into the data files, snapshot"
+          + " expiry (kept back by live consumers) and orphan cleanup.");
+
+  public static final ConfigOption<Integer> MAINTENANCE_COMPACT_DATA_FILES = ConfigOptions
+      .key("maintenance.compact.data-files").intType()
+      .defaultValue(SinkMaintenance.NONE.compactDataFiles())
+      .withDescription("Compact once this many data files were added since the last compaction.");
+
+  public static final ConfigOption<Integer> MAINTENANCE_COMPACT_DELETE_FILES = ConfigOptions
+      .key("maintenance.compact.delete-files").intType()
+      .defaultValue(SinkMaintenance.NONE.compactDeleteFiles())
+      .withDescription("Compact once this many delete files were added since the last"
+          + " compaction; a data file is rewritten when this many delete files apply to it.");
+
+  public static final ConfigOption<Duration> MAINTENANCE_SNAPSHOT_MAX_AGE = ConfigOptions
+      .key("maintenance.snapshot.max-age").durationType()
+      .defaultValue(SinkMaintenance.NONE.snapshotMaxAge())
+      .withDescription("Expire snapshots older than this (a consumer's snapshots are kept).");
+
+  public static final ConfigOption<Integer> MAINTENANCE_SNAPSHOT_RETAIN_LAST = ConfigOptions
+      .key("maintenance.snapshot.retain-last").intType()
+      .defaultValue(SinkMaintenance.NONE.retainLast())
+      .withDescription("The newest snapshots kept whatever their age.");
+
+  public static final ConfigOption<Duration> MAINTENANCE_ORPHAN_MIN_AGE = ConfigOptions
+      .key("maintenance.orphan.min-age").durationType()
+      .defaultValue(SinkMaintenance.NONE.orphanMinAge())
+      .withDescription("Delete files no snapshot references once they are this old (1 h at"
+          + " least, so no file of a commit in flight is taken for an orphan).");
+
+  public static final ConfigOption<Duration> MAINTENANCE_INTERVAL = ConfigOptions
+      .key("maintenance.interval").durationType()
+      .defaultValue(SinkMaintenance.NONE.interval())
+      .withDescription("The least time between two maintenance tasks.");
 
   /** The catalog's default database ({@code default}). */
   public static final ConfigOption<String> LINEAGE_SINK = ConfigOptions

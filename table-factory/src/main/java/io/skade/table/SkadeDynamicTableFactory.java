@@ -21,6 +21,13 @@ import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_MODE;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_SNAPSHOT_ID;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_TIMESTAMP_MILLIS;
 import static io.skade.table.SkadeConnectorOptions.SERVER_RETRY_TIMEOUT;
+import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_COMPACT_DATA_FILES;
+import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_COMPACT_DELETE_FILES;
+import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_ENABLED;
+import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_INTERVAL;
+import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_ORPHAN_MIN_AGE;
+import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_SNAPSHOT_MAX_AGE;
+import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_SNAPSHOT_RETAIN_LAST;
 import static io.skade.table.SkadeConnectorOptions.SINK_PARALLELISM;
 import static io.skade.table.SkadeConnectorOptions.TABLE;
 import static io.skade.table.SkadeConnectorOptions.TOKEN;
@@ -91,7 +98,10 @@ public final class SkadeDynamicTableFactory
         LookupOptions.CACHE_TYPE, LookupOptions.MAX_RETRIES,
         LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_ACCESS,
         LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_WRITE, LookupOptions.PARTIAL_CACHE_MAX_ROWS,
-        LookupOptions.PARTIAL_CACHE_CACHE_MISSING_KEY, LINEAGE_ACTOR));
+        LookupOptions.PARTIAL_CACHE_CACHE_MISSING_KEY, LINEAGE_ACTOR, MAINTENANCE_ENABLED,
+        MAINTENANCE_COMPACT_DATA_FILES, MAINTENANCE_COMPACT_DELETE_FILES,
+        MAINTENANCE_SNAPSHOT_MAX_AGE, MAINTENANCE_SNAPSHOT_RETAIN_LAST,
+        MAINTENANCE_ORPHAN_MIN_AGE, MAINTENANCE_INTERVAL));
     return options;
   }
 
@@ -130,7 +140,7 @@ public final class SkadeDynamicTableFactory
       schema = table.schema();
     }
     return new SkadeTableSink(location.catalogProperties(), location.table(), schema, physical,
-        context.getConfiguration(), sink.parallelism(), sink.actor());
+        context.getConfiguration(), sink.parallelism(), sink.actor(), sink.maintenance());
   }
 
   /** Tells the job listener which skade table the Flink table is, for lineage. */

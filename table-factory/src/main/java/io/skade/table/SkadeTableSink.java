@@ -1,6 +1,7 @@
 package io.skade.table;
 
 import io.skade.catalog.CatalogConnection;
+import io.skade.sink.SinkMaintenance;
 import io.skade.sink.SkadeSink;
 import io.skade.sink.SkadeSinkBuilder;
 import io.skade.write.TableWriter;
@@ -53,11 +54,13 @@ final class SkadeTableSink implements DynamicTableSink, SupportsPartitioning, Su
   private final Integer parallelism;
   /** Who lineage names as the writer of this sink's commits; null: the Flink job. */
   private final String lineageActor;
+  private final SinkMaintenance maintenance;
   private boolean overwrite;
   private Expression deleteFilter;
 
   SkadeTableSink(Map<String, String> catalogProperties, TableIdentifier table, Schema tableSchema,
-      ResolvedSchema physical, ReadableConfig config, Integer parallelism, String lineageActor) {
+      ResolvedSchema physical, ReadableConfig config, Integer parallelism, String lineageActor,
+      SinkMaintenance maintenance) {
     this.catalogProperties = Map.copyOf(catalogProperties);
     this.table = table;
     this.tableSchema = tableSchema;
@@ -65,6 +68,7 @@ final class SkadeTableSink implements DynamicTableSink, SupportsPartitioning, Su
     this.config = config;
     this.parallelism = parallelism;
     this.lineageActor = lineageActor;
+    this.maintenance = maintenance;
   }
 
   private List<String> primaryKey() {
@@ -95,13 +99,11 @@ final class SkadeTableSink implements DynamicTableSink, SupportsPartitioning, Su
         .schema(physical)
         .flinkConf(config)
         .overwrite(overwrite)
-        .lineageActor(lineageActor);
+        .lineageActor(lineageActor)
+        .maintenance(maintenance);
     // An overwrite replaces whole partitions and may not carry deletes: plain inserts.
     if (!overwrite) {
       sink.upsertKey(primaryKey());
-    }
-    if (parallelism != null) {
-      sink.writeParallelism(parallelism);
     }
     return SinkV2Provider.of(sink.build(), parallelism);
   }
@@ -190,7 +192,7 @@ final class SkadeTableSink implements DynamicTableSink, SupportsPartitioning, Su
   @Override
   public DynamicTableSink copy() {
     SkadeTableSink copy = new SkadeTableSink(catalogProperties, table, tableSchema, physical,
-        config, parallelism, lineageActor);
+        config, parallelism, lineageActor, maintenance);
     copy.overwrite = overwrite;
     copy.deleteFilter = deleteFilter;
     return copy;

@@ -1,0 +1,115 @@
+package io.skade.sink;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.SnapshotRef;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.actions.BinPackRewriteFilePlanner;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.flink.maintenance.api.Trigger;
+import org.apache.iceberg.flink.maintenance.operator.DataFileRewriteCommitter;
+import org.apache.iceberg.flink.maintenance.operator.DataFileRewritePlanner;
+import org.apache.iceberg.flink.maintenance.operator.DataFileRewriteRunner;
+import org.apache.iceberg.flink.maintenance.operator.TaskResultAggregator;
+
+/**
+ * Compacts a skade table once, now, in a bounded Flink job of Iceberg's own rewrite operators
+ * (the planner, rewriters and committer of {@code RewriteDataFiles}): small data files and data
+ * files with deletes are rewritten, and the delete files left dangling are removed in the same
+ * {@code replace} snapshot ({@link io.skade.maintenance.FoldingTable}). A {@code replace}
+ * snapshot changes no row, so no changelog reader emits anything for it.
+ *
+ * <p>For a table written by a streaming job, prefer the sink's own maintenance
+ * ({@link SkadeSinkBuilder#maintenance}), which compacts as the job commits.
+ */
+public final class TableCompaction {
+  private static final String TASK = "compact";
+
+  private TableCompaction() {}
+
+  /** What a compaction did; {@code snapshotId} is null when there was nothing to compact. */
+  public record Result(Long snapshotId, int rewrittenDataFiles, int addedDataFiles,
+      int removedDeleteFiles) {}
+
+  /**
+   * Compacts {@code table} of the skade catalog {@code catalogProperties} name, with the job
+   * run on {@code env}; returns when the compaction is committed.
+   *
+   * @throws IllegalStateException naming the table and the failure when the rewrite failed
+   */
+  public static Result run(StreamExecutionEnvironment env, Map<String, String> catalogProperties,
+      TableIdentifier table) throws Exception {
+    SkadeTableLoader loader = SkadeTableLoader.forMaintenance(catalogProperties, table);
+    Long before = currentSnapshotId(loader);
+    // Every file with a delete is rewritten, so all of its deletes are folded.
+    Map<String, String> options = Map.of(BinPackRewriteFilePlanner.DELETE_FILE_THRESHOLD, "1");
+    DataStream<Trigger> trigger = env.fromData(TypeInformation.of(Trigger.class),
+        Trigger.create(System.currentTimeMillis(), 0)).name("compact " + table);
+    SingleOutputStreamOperator<DataFileRewritePlanner.PlannedGroup> planned = trigger
+        .process(new DataFileRewritePlanner(table.toString(), TASK, 0, loader, 1,
+            Long.MAX_VALUE, options, Expressions::alwaysTrue, SnapshotRef.MAIN_BRANCH))
+        .name("plan compaction of " + table).forceNonParallel();
+    SingleOutputStreamOperator<DataFileRewriteRunner.ExecutedGroup> rewritten = planned
+        .rebalance()
+        .process(new DataFileRewriteRunner(table.toString(), TASK, 0))
+        .name("rewrite " + table);
+    SingleOutputStreamOperator<Trigger> committed = rewritten
+        .transform("commit compaction of " + table, TypeInformation.of(Trigger.class),
+            new DataFileRewriteCommitter(table.toString(), TASK, 0, loader,
+                SnapshotRef.MAIN_BRANCH))
+        .forceNonParallel();
+    List<Exception> errors = new ArrayList<>();
+    planned.getSideOutput(TaskResultAggregator.ERROR_STREAM)
+        .union(rewritten.getSideOutput(TaskResultAggregator.ERROR_STREAM),
+            committed.getSideOutput(TaskResultAggregator.ERROR_STREAM))
+        .executeAndCollect("compact " + table)
+        .forEachRemaining(errors::add);
+    if (!errors.isEmpty()) {
+      IllegalStateException failure = new IllegalStateException("compaction of " + table
+          + " failed: " + errors.get(0).getMessage() + "; nothing of it was committed, and the"
+          + " table is as it was", errors.get(0));
+      errors.subList(1, errors.size()).forEach(failure::addSuppressed);
+      throw failure;
+    }
+    return result(loader, before);
+  }
+
+  private static Long currentSnapshotId(SkadeTableLoader loader) throws Exception {
+    try (SkadeTableLoader open = loader.clone()) {
+      open.open();
+      Snapshot current = open.loadTable().currentSnapshot();
+      return current == null ? null : current.snapshotId();
+    }
+  }
+
+  private static Result result(SkadeTableLoader loader, Long before) throws Exception {
+    try (SkadeTableLoader open = loader.clone()) {
+      open.open();
+      Table table = open.loadTable();
+      // The newest replace snapshot after the one we started from is ours (the in-job lock of
+      // a sink's maintenance does not reach this job, but its compactions are its own).
+      for (Snapshot snapshot = table.currentSnapshot(); snapshot != null
+          && !Long.valueOf(snapshot.snapshotId()).equals(before);
+          snapshot = snapshot.parentId() == null ? null : table.snapshot(snapshot.parentId())) {
+        if ("replace".equals(snapshot.operation())) {
+          Map<String, String> summary = snapshot.summary();
+          return new Result(snapshot.snapshotId(), count(summary, "deleted-data-files"),
+              count(summary, "added-data-files"), count(summary, "removed-delete-files"));
+        }
+      }
+      return new Result(null, 0, 0, 0);
+    }
+  }
+
+  private static int count(Map<String, String> summary, String key) {
+    String value = summary.get(key);
+    return value == null ? 0 : Integer.parseInt(value);
+  }
+}
