@@ -18,7 +18,11 @@ import org.apache.iceberg.flink.maintenance.operator.TableChange;
  * are folded into the data files), snapshot expiry ({@link ExpireSnapshots}, through the
  * catalog, which keeps the snapshots a live consumer still needs) and orphan cleanup
  * ({@link DeleteOrphanFiles}). Iceberg's maintenance runs at most one task at a time per job and
- * at most once per {@link #interval()}.
+ * at most once per {@link #interval()}; expiry runs every 10 commits or 10 intervals, orphan
+ * cleanup hourly.
+ *
+ * <p>Expiry stops short of the oldest snapshot a stored consumer of the table still needs, so it
+ * goes on expiring what may go while a consumer lags (the catalog would refuse it whole).
  *
  * @param enabled whether the sink maintains the table at all
  * @param compactDataFiles compact once this many data files were added since the last time
@@ -42,7 +46,7 @@ public record SinkMaintenance(boolean enabled, int compactDataFiles, int compact
       Duration.ofDays(1), 100, Duration.ofDays(3), Duration.ofMinutes(1));
 
   // Expiry runs after this many commits; orphan cleanup once in this long.
-  private static final int EXPIRE_EVERY_COMMITS = 20;
+  private static final int EXPIRE_EVERY_COMMITS = 10;
   private static final Duration ORPHAN_EVERY = Duration.ofHours(1);
 
   public SinkMaintenance {
@@ -111,6 +115,7 @@ public record SinkMaintenance(boolean enabled, int compactDataFiles, int compact
           .add(compaction(compactDataFiles, compactDeleteFiles))
           .add(ExpireSnapshots.builder()
               .scheduleOnCommitCount(EXPIRE_EVERY_COMMITS)
+              .scheduleOnInterval(interval.multipliedBy(EXPIRE_EVERY_COMMITS))
               .maxSnapshotAge(snapshotMaxAge)
               .retainLast(retainLast))
           .add(DeleteOrphanFiles.builder()

@@ -2,7 +2,7 @@ package io.skade.sink;
 
 import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.SkadeCatalog;
-import io.skade.maintenance.FoldingTable;
+import io.skade.maintenance.MaintainedTable;
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.iceberg.BaseTable;
@@ -23,7 +23,7 @@ public final class SkadeTableLoader implements TableLoader {
 
   private final HashMap<String, String> catalogProperties;
   private final String table;
-  private final boolean folding;
+  private final boolean maintained;
   private transient CatalogConnection connection;
 
   /** Loads {@code table} of the catalog {@code catalogProperties} name. */
@@ -32,15 +32,16 @@ public final class SkadeTableLoader implements TableLoader {
   }
 
   private SkadeTableLoader(Map<String, String> catalogProperties, TableIdentifier table,
-      boolean folding) {
+      boolean maintained) {
     this.catalogProperties = new HashMap<>(catalogProperties);
     this.table = table.toString();
-    this.folding = folding;
+    this.maintained = maintained;
   }
 
   /**
    * Loads the table for Iceberg's maintenance: its compactions also remove the delete files
-   * they leave dangling ({@link FoldingTable}).
+   * they leave dangling, and its expiries keep what the table's consumers need
+   * ({@link MaintainedTable}).
    */
   public static SkadeTableLoader forMaintenance(Map<String, String> catalogProperties,
       TableIdentifier table) {
@@ -65,8 +66,10 @@ public final class SkadeTableLoader implements TableLoader {
     if (connection == null) {
       throw new IllegalStateException("skade table loader for " + table + " is not open");
     }
-    Table loaded = load(TableIdentifier.parse(table));
-    return folding ? FoldingTable.of(loaded) : loaded;
+    TableIdentifier identifier = TableIdentifier.parse(table);
+    Table loaded = load(identifier);
+    return maintained ? MaintainedTable.of(loaded, () -> connection.consumers()
+        .consumers(identifier)) : loaded;
   }
 
   private Table load(TableIdentifier identifier) {
@@ -83,7 +86,7 @@ public final class SkadeTableLoader implements TableLoader {
   @Override
   @SuppressWarnings({"checkstyle:NoClone", "checkstyle:SuperClone"})
   public SkadeTableLoader clone() {
-    return new SkadeTableLoader(catalogProperties, TableIdentifier.parse(table), folding);
+    return new SkadeTableLoader(catalogProperties, TableIdentifier.parse(table), maintained);
   }
 
   @Override

@@ -23,7 +23,7 @@ import org.apache.iceberg.flink.maintenance.operator.TaskResultAggregator;
  * Compacts a skade table once, now, in a bounded Flink job of Iceberg's own rewrite operators
  * (the planner, rewriters and committer of {@code RewriteDataFiles}): small data files and data
  * files with deletes are rewritten, and the delete files left dangling are removed in the same
- * {@code replace} snapshot ({@link io.skade.maintenance.FoldingTable}). A {@code replace}
+ * {@code replace} snapshot ({@link io.skade.maintenance.MaintainedTable}). A {@code replace}
  * snapshot changes no row, so no changelog reader emits anything for it.
  *
  * <p>For a table written by a streaming job, prefer the sink's own maintenance

@@ -41,7 +41,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Compaction by Iceberg's own Flink rewrite operators ({@link TableCompaction}) on a folding
- * table ({@link FoldingTable}): Iceberg's read of the table is the same before and after, the
+ * table ({@link MaintainedTable}): Iceberg's read of the table is the same before and after, the
  * compaction is a {@code replace} snapshot with no changelog rows, the delete files it leaves
  * dangling are gone, and the changelog of later commits stays exact. A commit of deletes that
  * lands while a rewrite is under way still deletes the rows it deletes, from the rewritten files.
@@ -133,7 +133,7 @@ class TableCompactionTest {
     deleteFiles(table).stream().filter(d -> d.dataSequenceNumber() > start.sequenceNumber())
         .forEach(d -> deletesSinceStart.add(d.location()));
 
-    RewriteFiles rewrite = FoldingTable.of(table).newRewrite()
+    RewriteFiles rewrite = MaintainedTable.of(table, List::of).newRewrite()
         .validateFromSnapshot(start.snapshotId())
         .dataSequenceNumber(start.sequenceNumber());
     old.forEach(rewrite::deleteFile);

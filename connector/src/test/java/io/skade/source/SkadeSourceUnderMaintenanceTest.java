@@ -1,0 +1,188 @@
+package io.skade.source;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.skade.TestCatalog;
+import io.skade.catalog.ConsumerCursor;
+import io.skade.sink.SinkMaintenance;
+import io.skade.sink.SkadeSink;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.flink.api.common.JobExecutionResult;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.configuration.CheckpointingOptions;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.RestartStrategyOptions;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.table.data.GenericRowData;
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.data.StringData;
+import org.apache.flink.table.runtime.typeutils.InternalTypeInfo;
+import org.apache.flink.types.RowKind;
+import org.apache.flink.util.CloseableIterator;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.flink.FlinkSchemaUtil;
+import org.apache.iceberg.types.Types;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * A streaming upsert job whose sink maintains its table as it goes (compactions folding the
+ * deletes, snapshot expiry), read meanwhile by an exactly-once CDC job at parallelism 2 that
+ * fails and restarts several times: the changes the reader emitted, applied strictly, equal the
+ * table (so no compaction emitted a change and no window lost or repeated one), compactions and
+ * expiries really ran, and a stalled consumer's snapshot outlived every expiry.
+ */
+class SkadeSourceUnderMaintenanceTest {
+  private static final Schema SCHEMA = new Schema(
+      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
+          Types.NestedField.optional(2, "v", Types.StringType.get())),
+      Set.of(1));
+  private static final TableIdentifier ORDERS = TableIdentifier.of("db", "orders");
+  private static final int CHANGES = 3000;
+  private static final int KEYS = 40;
+
+  private static final AtomicInteger FAILURES = new AtomicInteger();
+  private static final AtomicLong RECORDS = new AtomicLong();
+  private static final long[] FAIL_AT = {40, 120, 200, 280};
+
+  @RegisterExtension final TestCatalog catalog = new TestCatalog();
+
+  @Test
+  @Timeout(300)
+  void aCdcReadStaysExactWhileTheSinksMaintenanceCompactsAndExpires() throws Exception {
+    FAILURES.set(0);
+    RECORDS.set(0);
+    Table orders = catalog.get().createTable(ORDERS, SCHEMA);
+    Map<Long, String> mirror = new HashMap<>();
+    List<String> failures = new ArrayList<>();
+    Map<Long, Snapshot> seen = new ConcurrentHashMap<>();
+
+    CloseableIterator<String> changes = startReader();
+    Thread applier = new Thread(() -> {
+      try {
+        while (changes.hasNext()) {
+          ChangeLines.applyStrictly(changes.next(), mirror, failures);
+        }
+      } catch (RuntimeException closed) {
+        // the iterator closed at the end of the test
+      }
+    }, "applier");
+    applier.start();
+    try {
+      // Each job runs on a MiniCluster of its own, gone when the job ends: wait on its result.
+      CompletableFuture<JobExecutionResult> writer = startWriter().getJobExecutionResult();
+      Snapshot stalled = null;
+      while (!writer.isDone()) {
+        orders.refresh();
+        orders.snapshots().forEach(s -> seen.put(s.snapshotId(), s));
+        if (stalled == null && seen.size() >= 6) {
+          // A consumer that stops here: expiry must keep this snapshot and every newer one.
+          stalled = orders.currentSnapshot();
+          catalog.get().storeConsumer("stalled", new ConsumerCursor(ORDERS,
+              orders.uuid().toString(), stalled.snapshotId(), 0));
+        }
+        Thread.sleep(50);
+      }
+      writer.get(); // fails the test if the writer failed
+      Map<Long, String> expected = ChangeLines.rows(orders);
+      await("the reader's changes, applied, equal the table").atMost(Duration.ofSeconds(60))
+          .until(() -> {
+            synchronized (mirror) {
+              return mirror.equals(expected) || !failures.isEmpty();
+            }
+          });
+      synchronized (mirror) {
+        assertThat(failures).as("changes that met the wrong row").isEmpty();
+        assertThat(mirror).isEqualTo(expected);
+      }
+      assertThat(FAILURES.get()).as("reader failures injected").isEqualTo(FAIL_AT.length);
+
+      orders.refresh();
+      orders.snapshots().forEach(s -> seen.put(s.snapshotId(), s));
+      assertThat(seen.values().stream().filter(s -> "replace".equals(s.operation())).count())
+          .as("compactions the sink's maintenance committed").isGreaterThanOrEqualTo(2);
+      assertThat(stalled).as("a consumer stalled mid-way").isNotNull();
+      long from = stalled.sequenceNumber();
+      assertThat(seen.values().stream().filter(s -> orders.snapshot(s.snapshotId()) == null))
+          .as("snapshots expired: some, all older than the stalled consumer's").isNotEmpty()
+          .allMatch(s -> s.sequenceNumber() < from);
+    } finally {
+      changes.close();
+      applier.join(10_000);
+    }
+  }
+
+  /** The CDC job: parallelism 2, checkpoints every 200 ms, failures at the set record counts. */
+  private CloseableIterator<String> startReader() throws Exception {
+    StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(
+        restarting(Duration.ofMillis(200)));
+    env.setParallelism(2);
+    DataStream<String> changes = env.fromSource(SkadeSource.builder()
+            .catalogProperties(catalog.properties()).table("db.orders").consumerId("mirror")
+            .pollInterval(Duration.ofMillis(50)).batchRows(32)
+            .deserializer(new ChangeLines.Deserializer()).build(),
+        WatermarkStrategy.noWatermarks(), "orders").uid("orders")
+        .map(SkadeSourceUnderMaintenanceTest::failSometimes).uid("fail");
+    CloseableIterator<String> rows = changes.collectAsync();
+    env.executeAsync("mirror");
+    return rows;
+  }
+
+  /** The writer: upserts and deletes over few keys at parallelism 2, its sink maintaining. */
+  private JobClient startWriter() throws Exception {
+    StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(
+        restarting(Duration.ofMillis(150)));
+    env.setParallelism(2);
+    DataStream<RowData> rows = env.fromSequence(1, CHANGES)
+        .map(SkadeSourceUnderMaintenanceTest::change,
+            InternalTypeInfo.of(FlinkSchemaUtil.convert(SCHEMA)));
+    rows.sinkTo(SkadeSink.builder().catalogProperties(catalog.properties()).table("db.orders")
+        .upsertKey(List.of("id"))
+        .maintenance(SinkMaintenance.defaults().withCompaction(4, 4)
+            .withSnapshotExpiry(Duration.ZERO, 3).withInterval(Duration.ofMillis(300)))
+        .build());
+    return env.executeAsync("orders writer");
+  }
+
+  private static Configuration restarting(Duration checkpoints) {
+    Configuration conf = new Configuration();
+    conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
+    conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 100);
+    conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(20));
+    conf.set(CheckpointingOptions.CHECKPOINTING_INTERVAL, checkpoints);
+    return conf;
+  }
+
+  /** Change {@code n}: an upsert of key {@code n % KEYS}, or every ninth a delete of it. */
+  private static RowData change(long n) throws InterruptedException {
+    Thread.sleep(6); // spread the changes over many checkpoints
+    long key = n % KEYS;
+    return n % 9 == 0 ? GenericRowData.ofKind(RowKind.DELETE, key, null)
+        : GenericRowData.ofKind(RowKind.INSERT, key, StringData.fromString("v" + n));
+  }
+
+  private static String failSometimes(String line) {
+    long n = RECORDS.incrementAndGet();
+    int done = FAILURES.get();
+    if (done < FAIL_AT.length && n >= FAIL_AT[done] && FAILURES.compareAndSet(done, done + 1)) {
+      throw new IllegalStateException("injected failure " + (done + 1) + " at record " + n);
+    }
+    return line;
+  }
+}
