@@ -22,6 +22,7 @@ import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_MODE;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_SNAPSHOT_ID;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_TIMESTAMP_MILLIS;
 import static io.skade.table.SkadeConnectorOptions.SERVER_RETRY_TIMEOUT;
+import static io.skade.table.SkadeConnectorOptions.BUCKET;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_COMPACT_DATA_FILES;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_COMPACT_DELETE_FILES;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_ENABLED;
@@ -147,6 +148,7 @@ final class CheckedOptions {
       entry(PARTIAL_CACHE_EXPIRE_AFTER_ACCESS.key(), DURATION),
       entry(PARTIAL_CACHE_CACHE_MISSING_KEY.key(), BOOLEAN),
       entry(SINK_PARALLELISM.key(), "a positive integer"),
+      entry(BUCKET.key(), "a whole number of buckets, 1 or more, e.g. '8'"),
       entry(MAINTENANCE_ENABLED.key(), BOOLEAN),
       entry(MAINTENANCE_COMPACT_DATA_FILES.key(), "a positive integer"),
       entry(MAINTENANCE_COMPACT_DELETE_FILES.key(), "a positive integer"),
@@ -396,6 +398,7 @@ final class CheckedOptions {
       atLeast(LOOKUP_ROW_CACHE_MAX_ROWS, 0);
       atLeast(PARTIAL_CACHE_MAX_ROWS, 1);
       atLeast(SINK_PARALLELISM, 1);
+      atLeast(BUCKET, 1);
     }
 
     /** The sink's maintenance; its own checks name the option that is wrong. */

@@ -128,6 +128,18 @@ public final class SkadeConnectorOptions {
   /** Flink's own {@code sink.parallelism}. */
   public static final ConfigOption<Integer> SINK_PARALLELISM = FactoryUtil.SINK_PARALLELISM;
 
+  public static final ConfigOption<Integer> BUCKET = ConfigOptions.key(TableBuckets.BUCKET)
+      .intType().noDefaultValue()
+      .withDescription("A new table's number of buckets: Iceberg's bucket(key, N) partitioning,"
+          + " so CDC reads run in parallel with each key's changes in order, writers own whole"
+          + " buckets and a lookup reads one bucket. Without it a new table is not bucketed.");
+
+  public static final ConfigOption<String> BUCKET_KEY = ConfigOptions
+      .key(TableBuckets.BUCKET_KEY).stringType().noDefaultValue()
+      .withDescription("The column a new table is bucketed by: by default its primary key (of"
+          + " one column); a primary key column of a composite key, or any column of a table"
+          + " without a key.");
+
   public static final ConfigOption<Boolean> MAINTENANCE_ENABLED = ConfigOptions
       .key("maintenance.enabled").booleanType().defaultValue(false)
       .withDescription("Whether the sink maintains the table after its commits, on Iceberg's"

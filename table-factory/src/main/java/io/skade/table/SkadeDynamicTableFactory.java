@@ -21,6 +21,8 @@ import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_MODE;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_SNAPSHOT_ID;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_TIMESTAMP_MILLIS;
 import static io.skade.table.SkadeConnectorOptions.SERVER_RETRY_TIMEOUT;
+import static io.skade.table.SkadeConnectorOptions.BUCKET;
+import static io.skade.table.SkadeConnectorOptions.BUCKET_KEY;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_COMPACT_DATA_FILES;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_COMPACT_DELETE_FILES;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_ENABLED;
@@ -38,6 +40,7 @@ import io.skade.catalog.CatalogConnection;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.table.catalog.ResolvedSchema;
@@ -48,6 +51,7 @@ import org.apache.flink.table.factories.DynamicTableSinkFactory;
 import org.apache.flink.table.factories.DynamicTableSourceFactory;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.flink.FlinkSchemaUtil;
 
 /**
  * The {@code skade} connector of Flink SQL: {@code CREATE TABLE t (...) WITH ('connector' =
@@ -101,7 +105,7 @@ public final class SkadeDynamicTableFactory
         LookupOptions.PARTIAL_CACHE_CACHE_MISSING_KEY, LINEAGE_ACTOR, MAINTENANCE_ENABLED,
         MAINTENANCE_COMPACT_DATA_FILES, MAINTENANCE_COMPACT_DELETE_FILES,
         MAINTENANCE_SNAPSHOT_MAX_AGE, MAINTENANCE_SNAPSHOT_RETAIN_LAST,
-        MAINTENANCE_ORPHAN_MIN_AGE, MAINTENANCE_INTERVAL));
+        MAINTENANCE_ORPHAN_MIN_AGE, MAINTENANCE_INTERVAL, BUCKET, BUCKET_KEY));
     return options;
   }
 
@@ -129,12 +133,15 @@ public final class SkadeDynamicTableFactory
     CheckedOptions.Location location = sink.location();
     ResolvedSchema physical = TableResolution.physical(context.getCatalogTable()
         .getResolvedSchema());
+    // Checked before the catalog is opened; used only if the table is created.
+    Optional<TableBuckets> buckets = TableBuckets.of(location.table().toString(),
+        context.getCatalogTable().getOptions(), FlinkSchemaUtil.convert(physical));
     Schema schema;
     try (CatalogConnection connection =
         CatalogConnection.forWriting(location.catalogProperties())) {
       planned(context, location, connection);
       Table table = TableResolution.loadOrCreate(connection, location.table(), physical,
-          context.getCatalogTable().getPartitionKeys());
+          context.getCatalogTable().getPartitionKeys(), buckets);
       sink.keys().afterLoading(table);
       TableResolution.requireCompatible(table, location.table(), physical, true);
       schema = table.schema();

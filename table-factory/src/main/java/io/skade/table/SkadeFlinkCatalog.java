@@ -15,10 +15,13 @@ import org.apache.flink.table.catalog.exceptions.TableAlreadyExistException;
 import org.apache.flink.table.catalog.exceptions.TableNotExistException;
 import org.apache.flink.table.factories.Factory;
 import org.apache.iceberg.ReplaceSortOrder;
+import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.exceptions.AlreadyExistsException;
 import org.apache.iceberg.flink.FlinkCatalog;
+import org.apache.iceberg.flink.FlinkSchemaUtil;
 
 /**
  * The {@code skade} Flink catalog: the databases of a warehouse's skade catalog are its Iceberg
@@ -78,11 +81,31 @@ final class SkadeFlinkCatalog extends FlinkCatalog {
 
   /**
    * Creates the table as a skade sink would: format v2, bloom filters on the key columns, sorted
-   * by the key.
+   * by the key; bucketed by {@code 'bucket'} / {@code 'bucket-key'} ({@link TableBuckets}),
+   * which Iceberg's own table creation (identity partitions only) cannot do.
    */
   @Override
   public void createTable(ObjectPath tablePath, CatalogBaseTable table, boolean ignoreIfExists)
       throws CatalogException, TableAlreadyExistException {
+    TableIdentifier id = TableIdentifier.of(Namespace.of(tablePath.getDatabaseName()),
+        tablePath.getObjectName());
+    if (table instanceof ResolvedCatalogTable resolved
+        && resolved.getOptions().containsKey(TableBuckets.BUCKET)) {
+      Map<String, String> options = TableBuckets.without(resolved.getOptions());
+      options.remove("connector"); // the catalog's tables are skade's
+      Schema schema = FlinkSchemaUtil.convert(resolved.getResolvedSchema());
+      Optional<TableBuckets> buckets = TableBuckets.of(id.toString(), resolved.getOptions(),
+          schema);
+      try {
+        TableResolution.create(catalog(), id, schema, resolved.getPartitionKeys(), buckets,
+            options);
+      } catch (AlreadyExistsException e) {
+        if (!ignoreIfExists) {
+          throw new TableAlreadyExistException(getName(), tablePath, e);
+        }
+      }
+      return;
+    }
     if (table instanceof ResolvedCatalogTable resolved) {
       Map<String, String> options = new HashMap<>(TableResolution.newTableProperties(
           resolved.getResolvedSchema().getPrimaryKey()
@@ -91,8 +114,6 @@ final class SkadeFlinkCatalog extends FlinkCatalog {
       options.remove("connector"); // the catalog's tables are skade's
       table = resolved.copy(options);
     }
-    TableIdentifier id = TableIdentifier.of(Namespace.of(tablePath.getDatabaseName()),
-        tablePath.getObjectName());
     boolean existed = catalog().tableExists(id);
     super.createTable(tablePath, table, ignoreIfExists);
     Table created = catalog().loadTable(id);

@@ -7,6 +7,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
@@ -70,19 +71,15 @@ final class TableResolution {
   }
 
   /**
-   * The table {@code id}, created from {@code schema} (physical columns, primary key) and the
-   * partition keys when missing: format v2, the key as identifier fields and sort order, Parquet
-   * bloom filters on the key columns.
+   * The table {@code id}, created from {@code schema} (physical columns, primary key), the
+   * partition keys and the buckets when missing: see {@link #create}.
    */
   static Table loadOrCreate(CatalogConnection connection, TableIdentifier id,
-      ResolvedSchema schema, List<String> partitionKeys) {
+      ResolvedSchema schema, List<String> partitionKeys, Optional<TableBuckets> buckets) {
     Catalog catalog = connection.catalog();
     if (catalog.tableExists(id)) {
       return catalog.loadTable(id);
     }
-    Schema icebergSchema = FlinkSchemaUtil.convert(schema);
-    PartitionSpec.Builder spec = PartitionSpec.builderFor(icebergSchema);
-    partitionKeys.forEach(spec::identity);
     if (!connection.namespaces().namespaceExists(id.namespace())) {
       try {
         connection.namespaces().createNamespace(id.namespace());
@@ -91,12 +88,31 @@ final class TableResolution {
       }
     }
     try {
-      return catalog.buildTable(id, icebergSchema).withPartitionSpec(spec.build())
-          .withSortOrder(keyOrder(icebergSchema))
-          .withProperties(newTableProperties(icebergSchema.identifierFieldNames())).create();
+      return create(catalog, id, FlinkSchemaUtil.convert(schema), partitionKeys, buckets,
+          Map.of());
     } catch (AlreadyExistsException e) {
       return catalog.loadTable(id);
     }
+  }
+
+  /**
+   * Creates {@code id}: format v2, the key as identifier fields and sort order, Parquet bloom
+   * filters on the key columns, partitioned by identity of {@code partitionKeys} and by the
+   * buckets, with {@code properties} besides.
+   */
+  static Table create(Catalog catalog, TableIdentifier id, Schema icebergSchema,
+      List<String> partitionKeys, Optional<TableBuckets> buckets, Map<String, String> properties) {
+    PartitionSpec.Builder spec = PartitionSpec.builderFor(icebergSchema);
+    partitionKeys.forEach(spec::identity);
+    Map<String, String> all = new HashMap<>(newTableProperties(
+        icebergSchema.identifierFieldNames()));
+    buckets.ifPresent(bucketing -> {
+      bucketing.addTo(spec);
+      all.putAll(bucketing.properties());
+    });
+    all.putAll(properties);
+    return catalog.buildTable(id, icebergSchema).withPartitionSpec(spec.build())
+        .withSortOrder(keyOrder(icebergSchema)).withProperties(all).create();
   }
 
   /** Ascending by the identifier fields (unsorted without them): files sorted by key. */

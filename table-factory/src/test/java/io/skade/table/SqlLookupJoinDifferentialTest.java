@@ -35,6 +35,7 @@ import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Optional;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
@@ -396,7 +397,7 @@ class SqlLookupJoinDifferentialTest extends SqlTestBase {
             org.apache.flink.table.catalog.Column.physical(c.name(), c.type())).toList(),
         List.of(), UniqueConstraint.primaryKey("pk_dim", List.of("id")));
     org.apache.iceberg.Table table = TableResolution.loadOrCreate(CatalogConnection.of(catalog.catalog()),
-        TableIdentifier.of("default_database", "dim"), ddl, List.of());
+        TableIdentifier.of("default_database", "dim"), ddl, List.of(), Optional.empty());
     TableWriter writer = new TableWriter(table);
     Map<Long, Row> rows = new HashMap<>();
     int third = IDS / 3;

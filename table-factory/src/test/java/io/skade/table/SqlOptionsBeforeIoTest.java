@@ -175,8 +175,23 @@ class SqlOptionsBeforeIoTest {
     assertSkadeError(() -> env.executeSql("SELECT * FROM q"), bad);
   }
 
+  /** Options of a table written, checked when the sink is planned. */
+  static Stream<Bad> badSinkOptions() {
+    return Stream.of(
+        bad("an orphan age below an hour could take a commit in flight",
+            with("maintenance.enabled", "true", "maintenance.orphan.min-age", "10 min"),
+            "maintenance.orphan.min-age", "at least 60 min", "in flight"),
+        bad("a compaction threshold is positive", with("maintenance.compact.data-files", "0"),
+            "maintenance.compact.data-files", "positive, got 0"),
+        bad("a bucket count is a number", with("bucket", "many"),
+            "'bucket'", "'many'", "a whole number of buckets, 1 or more"),
+        bad("a bucket count is positive", with("bucket", "0"), "'bucket'", "'0'"),
+        bad("the bucket key is a key column", with("bucket", "4", "bucket-key", "v"),
+            "'bucket-key' = 'v'", "not a primary key column", "[id]"));
+  }
+
   @ParameterizedTest(name = "{0}")
-  @MethodSource("badTableOptions")
+  @MethodSource({"badTableOptions", "badSinkOptions"})
   void aBadOptionFailsAnInsertBeforeTheWarehouseIsCreated(Bad bad) {
     TableEnvironment env = SqlTestBase.batch();
     declare(env, "q", COLUMNS, bad.options());

@@ -26,6 +26,7 @@ import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Optional;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Random;
@@ -659,9 +660,9 @@ class SqlScanDifferentialTest {
     // Created as a skade sink creates a missing table from its DDL (key, sort order, bloom
     // filters, partitions); the first rows are appended by the engine, not by a slower SQL job.
     TableResolution.loadOrCreate(CatalogConnection.of(catalog.catalog()), id(TableName.PK), resolvedSchema(true),
-        List.of());
+        List.of(), Optional.empty());
     TableResolution.loadOrCreate(CatalogConnection.of(catalog.catalog()), id(TableName.LOG), resolvedSchema(false),
-        List.of("c_bool"));
+        List.of("c_bool"), Optional.empty());
     new TableWriter(icebergTable(TableName.PK)).append(
         pkRows.stream().map(r -> record(icebergTable(TableName.PK), r)).toList());
     new TableWriter(icebergTable(TableName.LOG)).append(
