@@ -38,12 +38,13 @@ import org.apache.iceberg.types.Types;
  * folded) every {@code compactEvery} commits and its snapshots expired (keeping 10) every 10.
  * At commit 100 and every {@code every} commits after: lookup p50 / p99 and probes/s (one
  * thread, warm caches, random keys), commit → rows read p50 / p99 (the changelog engine planning
- * and reading each of the last 20 commits, as a CDC reader does after a commit), live data and
- * delete files, and the metadata a reader loads (metadata file and manifests). Asserts nothing.
+ * and reading each of the last {@code timed} commits, as a CDC reader does after a commit), live
+ * data and delete files, the metadata a reader loads (metadata file and manifests), and the
+ * minutes since the start. Asserts nothing.
  *
  * <p>System properties: {@code skade.bench.ageing.rows} (1,000,000), {@code .share} (0.01 of
  * the keys per commit), {@code .commits} (3,000), {@code .every} (500), {@code .compactEvery}
- * (20).
+ * (20), {@code .timed} (10).
  */
 public final class AgeingBenchmark {
   private static final Schema SCHEMA = new Schema(
@@ -52,7 +53,6 @@ public final class AgeingBenchmark {
           Types.NestedField.optional(3, "note", Types.StringType.get())),
       Set.of(1));
   private static final int PROBES = 3_000;
-  private static final int TIMED_COMMITS = 20;
 
   private AgeingBenchmark() {}
 
@@ -62,6 +62,7 @@ public final class AgeingBenchmark {
     int commits = Integer.getInteger("skade.bench.ageing.commits", 3_000);
     int every = Integer.getInteger("skade.bench.ageing.every", 500);
     int compactEvery = Integer.getInteger("skade.bench.ageing.compactEvery", 20);
+    int timedCommits = Integer.getInteger("skade.bench.ageing.timed", 10);
     int perCommit = (int) Math.max(1, rows * share);
     Path warehouse = Files.createTempDirectory("skade-ageing-");
     Map<String, String> properties = Map.of("warehouse", warehouse.toString());
@@ -76,14 +77,15 @@ public final class AgeingBenchmark {
       StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
       env.setParallelism(2);
       SplittableRandom random = new SplittableRandom(7);
-      System.out.printf("%-10s %6s %9s %9s %9s %10s %10s %7s %7s %10s%n", "table", "commit",
+      System.out.printf("%-10s %6s %9s %9s %9s %10s %10s %7s %7s %10s %6s%n", "table", "commit",
           "lookupP50", "lookupP99", "probes/s", "readP50ms", "readP99ms", "data", "deletes",
-          "metaKB");
+          "metaKB", "min");
+      long started = System.nanoTime();
       for (int commit = 1; commit <= commits; commit++) {
         List<Record> batch = batch(random, rows, perCommit, commit);
         boolean report = commit == 100 || commit % every == 0 || commit == commits;
-        boolean timed = report || (commit % every) > every - TIMED_COMMITS
-            || (commit > 100 - TIMED_COMMITS && commit < 100);
+        boolean timed = report || (commit % every) > every - timedCommits
+            || (commit > 100 - timedCommits && commit < 100);
         plain.commit(batch, timed);
         maintained.commit(batch, timed);
         if (commit % compactEvery == 0) {
@@ -95,8 +97,8 @@ public final class AgeingBenchmark {
               .expireOlderThan(System.currentTimeMillis()).commit();
         }
         if (report) {
-          plain.report(commit, random, rows);
-          maintained.report(commit, random, rows);
+          plain.report(commit, random, rows, started);
+          maintained.report(commit, random, rows, started);
         }
       }
     }
@@ -153,7 +155,7 @@ public final class AgeingBenchmark {
       }
     }
 
-    void report(int commit, SplittableRandom random, long rows) {
+    void report(int commit, SplittableRandom random, long rows, long started) {
       table.refresh();
       long[] probes = new long[PROBES];
       double probesPerSecond;
@@ -163,7 +165,7 @@ public final class AgeingBenchmark {
         for (int i = 0; i < PROBES; i++) { // warm the caches and the code
           lookup.lookup(null, List.of(random.nextLong(rows)));
         }
-        long started = System.nanoTime();
+        long probing = System.nanoTime();
         for (int i = 0; i < PROBES; i++) {
           long start = System.nanoTime();
           if (lookup.lookup(null, List.of(random.nextLong(rows))).size() != 1) {
@@ -171,7 +173,7 @@ public final class AgeingBenchmark {
           }
           probes[i] = System.nanoTime() - start;
         }
-        probesPerSecond = PROBES / ((System.nanoTime() - started) / 1e9);
+        probesPerSecond = PROBES / ((System.nanoTime() - probing) / 1e9);
       }
       Arrays.sort(probes);
       long[] reads = readNanos.stream().mapToLong(Long::longValue).sorted().toArray();
@@ -190,11 +192,11 @@ public final class AgeingBenchmark {
           deleteFiles += manifest.addedFilesCount() + manifest.existingFilesCount();
         }
       }
-      System.out.printf("%-10s %6d %8.1fus %8.1fus %9.0f %10.2f %10.2f %7d %7d %10.1f%n",
+      System.out.printf("%-10s %6d %8.1fus %8.1fus %9.0f %10.2f %10.2f %7d %7d %10.1f %6.1f%n",
           id.name(), commit, probes[PROBES / 2] / 1e3, probes[(int) (PROBES * 0.99)] / 1e3,
           probesPerSecond, reads[reads.length / 2] / 1e6,
           reads[Math.min(reads.length - 1, (int) (reads.length * 0.99))] / 1e6, dataFiles,
-          deleteFiles, metadataBytes / 1024.0);
+          deleteFiles, metadataBytes / 1024.0, (System.nanoTime() - started) / 6e10);
     }
   }
 }

@@ -82,7 +82,7 @@ class SkadeSourceRescaleTest {
    */
   private static final int KEYS = 64;
   private static final long BASE_SEED = Long.getLong("skade.rescale.seed", System.nanoTime());
-  private static final int SEEDS = Integer.getInteger("skade.rescale.seeds", 5);
+  private static final int SEEDS = Integer.getInteger("skade.rescale.seeds", 3);
   /** The parallelism of each run: the first, then each restore. */
   private static final int[] PARALLELISM = {2, 3, 1};
   /** What the slow operator takes per change before a savepoint. */

@@ -1,6 +1,7 @@
 package io.skade.table;
 
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -11,9 +12,12 @@ import org.apache.flink.table.catalog.ObjectPath;
 import org.apache.flink.table.catalog.ResolvedCatalogTable;
 import org.apache.flink.table.catalog.exceptions.CatalogException;
 import org.apache.flink.table.catalog.exceptions.DatabaseAlreadyExistException;
+import org.apache.flink.table.catalog.exceptions.DatabaseNotExistException;
+import org.apache.flink.table.catalog.exceptions.ProcedureNotExistException;
 import org.apache.flink.table.catalog.exceptions.TableAlreadyExistException;
 import org.apache.flink.table.catalog.exceptions.TableNotExistException;
 import org.apache.flink.table.factories.Factory;
+import org.apache.flink.table.procedures.Procedure;
 import org.apache.iceberg.ReplaceSortOrder;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
@@ -66,6 +70,28 @@ final class SkadeFlinkCatalog extends FlinkCatalog {
   @Override
   public Optional<Factory> getFactory() {
     return Optional.of(new SkadeDynamicTableFactory(catalogProperties));
+  }
+
+  /** skade's procedures, in the database {@code sys} ({@link SkadeProcedures}). */
+  @Override
+  public List<String> listProcedures(String database) throws DatabaseNotExistException {
+    if (!SkadeProcedures.DATABASE.equals(database)) {
+      if (!databaseExists(database)) {
+        throw new DatabaseNotExistException(getName(), database);
+      }
+      return List.of();
+    }
+    return SkadeProcedures.NAMES;
+  }
+
+  @Override
+  public Procedure getProcedure(ObjectPath path) throws ProcedureNotExistException {
+    Procedure procedure = SkadeProcedures.DATABASE.equals(path.getDatabaseName())
+        ? SkadeProcedures.named(path.getObjectName(), getName(), catalogProperties) : null;
+    if (procedure == null) {
+      throw new ProcedureNotExistException(getName(), path);
+    }
+    return procedure;
   }
 
   /** The table, with its Iceberg properties as options (skade's factory serves it). */

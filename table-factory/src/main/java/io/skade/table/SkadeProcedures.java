@@ -1,0 +1,150 @@
+package io.skade.table;
+
+import io.skade.catalog.CatalogConnection;
+import io.skade.sink.TableCompaction;
+import java.time.LocalDateTime;
+import java.time.ZoneOffset;
+import java.util.List;
+import java.util.Map;
+import org.apache.flink.table.annotation.ArgumentHint;
+import org.apache.flink.table.annotation.DataTypeHint;
+import org.apache.flink.table.annotation.ProcedureHint;
+import org.apache.flink.table.api.ValidationException;
+import org.apache.flink.table.procedure.ProcedureContext;
+import org.apache.flink.table.procedures.Procedure;
+import org.apache.flink.types.Row;
+import org.apache.iceberg.ExpireSnapshots;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.exceptions.NoSuchTableException;
+
+/**
+ * The procedures of a {@code skade} catalog's {@code sys} database:
+ *
+ * <pre>{@code
+ * CALL lake.sys.compact('shop.orders');
+ * CALL lake.sys.expire_snapshots('shop.orders', TIMESTAMP '2026-12-01 00:00:00');
+ * CALL lake.sys.expire_snapshots('shop.orders', TIMESTAMP '2026-12-01 00:00:00', 10);
+ * }</pre>
+ *
+ * <p>{@code compact} runs Iceberg's rewrite in a bounded Flink job ({@link TableCompaction}):
+ * a {@code replace} snapshot with the deletes folded in. {@code expire_snapshots} expires, through
+ * the catalog, the snapshots older than the time (UTC) but the newest {@code retain_last} (1 by
+ * default); the catalog refuses it, naming the consumer, while a live consumer still needs one of
+ * them.
+ */
+public final class SkadeProcedures {
+  /** The database the procedures are in: {@code CALL <catalog>.sys.<procedure>(...)}. */
+  static final String DATABASE = "sys";
+  static final List<String> NAMES = List.of("compact", "expire_snapshots");
+
+  private SkadeProcedures() {}
+
+  /** The procedure {@code name}, or null. */
+  static Procedure named(String name, String catalogName, Map<String, String> properties) {
+    return switch (name) {
+      case "compact" -> new CompactProcedure(catalogName, properties);
+      case "expire_snapshots" -> new ExpireSnapshotsProcedure(catalogName, properties);
+      default -> null;
+    };
+  }
+
+  /** The table a procedure's {@code table} argument names, loaded; a clear error otherwise. */
+  private static Table table(String procedure, String catalogName, String argument,
+      CatalogConnection connection) {
+    if (argument == null || argument.isBlank() || !argument.contains(".")) {
+      throw new ValidationException("CALL " + catalogName + ".sys." + procedure + ": argument"
+          + " 'table' = '" + argument + "' must name a table as 'database.table', e.g."
+          + " 'shop.orders'");
+    }
+    TableIdentifier id = TableIdentifier.parse(argument);
+    try {
+      return connection.catalog().loadTable(id);
+    } catch (NoSuchTableException missing) {
+      throw new ValidationException("CALL " + catalogName + ".sys." + procedure + ": argument"
+          + " 'table' = '" + argument + "' is not a table of catalog " + catalogName + "; its"
+          + " tables in '" + id.namespace() + "': " + (connection.namespaces()
+              .namespaceExists(id.namespace()) ? connection.catalog().listTables(id.namespace())
+              .stream().map(TableIdentifier::name).sorted().toList() : "none (no such database)"));
+    }
+  }
+
+  /** {@code compact(table)}: rewrites small files and files with deletes, deletes folded. */
+  public static final class CompactProcedure implements Procedure {
+    private final String catalogName;
+    private final Map<String, String> properties;
+
+    CompactProcedure(String catalogName, Map<String, String> properties) {
+      this.catalogName = catalogName;
+      this.properties = properties;
+    }
+
+    @ProcedureHint(argument = {@ArgumentHint(name = "table", type = @DataTypeHint("STRING"))},
+        output = @DataTypeHint("ROW<snapshot_id BIGINT, rewritten_data_files INT,"
+            + " added_data_files INT, removed_delete_files INT>"))
+    public Row[] call(ProcedureContext context, String table)
+        throws Exception {
+      try (CatalogConnection connection = CatalogConnection.forWriting(properties)) {
+        table("compact", catalogName, table, connection); // it exists
+      }
+      TableIdentifier id = TableIdentifier.parse(table);
+      TableCompaction.Result result = TableCompaction.run(context.getExecutionEnvironment(),
+          properties, id);
+      return new Row[] {Row.of(
+          result.snapshotId(), result.rewrittenDataFiles(), result.addedDataFiles(),
+          result.removedDeleteFiles())};
+    }
+  }
+
+  /** {@code expire_snapshots(table, older_than[, retain_last])}, through the expiry guard. */
+  public static final class ExpireSnapshotsProcedure implements Procedure {
+    private final String catalogName;
+    private final Map<String, String> properties;
+
+    ExpireSnapshotsProcedure(String catalogName, Map<String, String> properties) {
+      this.catalogName = catalogName;
+      this.properties = properties;
+    }
+
+    @ProcedureHint(argument = {
+        @ArgumentHint(name = "table", type = @DataTypeHint("STRING")),
+        @ArgumentHint(name = "older_than", type = @DataTypeHint("TIMESTAMP(3)")),
+        @ArgumentHint(name = "retain_last", type = @DataTypeHint("INT"), isOptional = true)},
+        output = @DataTypeHint("ROW<expired_snapshots INT, kept_snapshots INT>"))
+    public Row[] call(ProcedureContext context, String table,
+        LocalDateTime olderThan, Integer retainLast) {
+      if (olderThan == null) {
+        throw new ValidationException("CALL " + catalogName + ".sys.expire_snapshots: argument"
+            + " 'older_than' is missing; give a time, e.g. TIMESTAMP '2026-12-01 00:00:00' (UTC)");
+      }
+      if (retainLast != null && retainLast < 1) {
+        throw new ValidationException("CALL " + catalogName + ".sys.expire_snapshots: argument"
+            + " 'retain_last' = " + retainLast + " must be 1 or more (the current snapshot is"
+            + " always kept)");
+      }
+      try (CatalogConnection connection = CatalogConnection.forWriting(properties)) {
+        Table loaded = table("expire_snapshots", catalogName, table, connection);
+        int before = size(loaded.snapshots());
+        ExpireSnapshots expiry = loaded.expireSnapshots()
+            .expireOlderThan(olderThan.toInstant(ZoneOffset.UTC).toEpochMilli());
+        if (retainLast != null) {
+          expiry.retainLast(retainLast);
+        }
+        expiry.commit();
+        loaded.refresh();
+        int after = size(loaded.snapshots());
+        return new Row[] {Row.of(before - after,
+            after)};
+      }
+    }
+
+    private static int size(Iterable<Snapshot> snapshots) {
+      int count = 0;
+      for (Snapshot ignored : snapshots) {
+        count++;
+      }
+      return count;
+    }
+  }
+}

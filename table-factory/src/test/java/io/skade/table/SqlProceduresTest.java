@@ -1,0 +1,108 @@
+package io.skade.table;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.skade.catalog.ConsumerCursor;
+import io.skade.write.TableWriter;
+import java.util.List;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.apache.flink.table.api.TableEnvironment;
+import org.apache.flink.types.Row;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.Record;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The {@code sys} procedures of a {@code skade} catalog, called from Flink SQL: {@code compact}
+ * folds the deletes into a {@code replace} snapshot without changing a row, {@code
+ * expire_snapshots} is refused while a consumer needs a snapshot and expires once it is gone,
+ * and bad arguments are named.
+ */
+class SqlProceduresTest extends SqlTestBase {
+  private static final TableIdentifier ORDERS = TableIdentifier.of("shop", "orders");
+  private TableEnvironment sql;
+
+  @BeforeEach
+  void ordersWithUpserts() throws Exception {
+    sql = batch();
+    sql.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '" + warehouse
+        + "')");
+    sql.executeSql("CREATE DATABASE lake.shop");
+    sql.executeSql("CREATE TABLE lake.shop.orders (id BIGINT, v STRING,"
+        + " PRIMARY KEY (id) NOT ENFORCED)");
+    // Four upserts, as four checkpoints of a streaming job would commit them.
+    Table orders = catalog.catalog().loadTable(ORDERS);
+    TableWriter writer = new TableWriter(orders);
+    for (int round = 0; round < 4; round++) {
+      writer.upsert(List.of(row(orders, 1, "a" + round), row(orders, 2, "b" + round),
+          row(orders, 10 + round, "c")));
+    }
+  }
+
+  @Test
+  void compactFoldsTheDeletesAndKeepsEveryRow() throws Exception {
+    Set<Row> before = rows();
+    List<Row> result = collect(sql, "CALL lake.sys.compact('shop.orders')");
+
+    Table orders = catalog.catalog().loadTable(ORDERS);
+    Snapshot replace = orders.currentSnapshot();
+    assertThat(replace.operation()).isEqualTo("replace");
+    assertThat(result).hasSize(1);
+    assertThat(result.get(0).getField(0)).isEqualTo(replace.snapshotId());
+    assertThat((Integer) result.get(0).getField(1)).as("rewritten").isEqualTo(4);
+    assertThat((Integer) result.get(0).getField(2)).as("added").isEqualTo(1);
+    assertThat((Integer) result.get(0).getField(3)).as("delete files removed").isPositive();
+    assertThat(replace.deleteManifests(orders.io())).allMatch(m -> !m.hasAddedFiles()
+        && !m.hasExistingFiles());
+    assertThat(rows()).isEqualTo(before);
+  }
+
+  @Test
+  void expireSnapshotsIsRefusedWhileAConsumerNeedsThemAndRunsOnceItIsGone() throws Exception {
+    Table orders = catalog.catalog().loadTable(ORDERS);
+    Snapshot first = orders.snapshots().iterator().next();
+    catalog.catalog().storeConsumer("reporting", new ConsumerCursor(ORDERS,
+        orders.uuid().toString(), first.snapshotId(), 0));
+    String call = "CALL lake.sys.expire_snapshots('shop.orders', TIMESTAMP '2999-01-01"
+        + " 00:00:00')";
+    assertThatThrownBy(() -> collect(sql, call)).rootCause()
+        .hasMessageContaining("consumer 'reporting'").hasMessageContaining("Nothing was changed");
+    orders.refresh();
+    assertThat(orders.snapshots()).hasSize(4);
+
+    catalog.catalog().dropConsumer("reporting");
+    assertThat(collect(sql, call)).containsExactly(Row.of(3, 1));
+    orders.refresh();
+    assertThat(orders.snapshots()).hasSize(1);
+  }
+
+  @Test
+  void badArgumentsAreNamed() {
+    assertThatThrownBy(() -> collect(sql, "CALL lake.sys.compact('orders')")).rootCause()
+        .hasMessageContaining("argument 'table' = 'orders'").hasMessageContaining("'shop.orders'");
+    assertThatThrownBy(() -> collect(sql, "CALL lake.sys.compact('shop.nope')")).rootCause()
+        .hasMessageContaining("'shop.nope' is not a table").hasMessageContaining("[orders]");
+    assertThatThrownBy(() -> collect(sql, "CALL lake.sys.expire_snapshots('shop.orders',"
+        + " TIMESTAMP '2999-01-01 00:00:00', 0)")).rootCause()
+        .hasMessageContaining("'retain_last' = 0");
+    assertThatThrownBy(() -> collect(sql, "CALL lake.sys.vacuum('shop.orders')"))
+        .hasMessageContaining("vacuum");
+  }
+
+  private static Record row(Table table, long id, String v) {
+    GenericRecord row = GenericRecord.create(table.schema());
+    row.set(0, id);
+    row.set(1, v);
+    return row;
+  }
+
+  private Set<Row> rows() throws Exception {
+    return collect(sql, "SELECT * FROM lake.shop.orders").stream().collect(Collectors.toSet());
+  }
+}
