@@ -127,7 +127,7 @@ public record SinkMaintenance(boolean enabled, int compactDataFiles, int compact
     }
   }
 
-  /** Iceberg's compaction, started by these counts, rewriting small files and files with deletes. */
+  /** Iceberg's compaction, started by these counts: small files and files with deletes. */
   static RewriteDataFiles.Builder compaction(int dataFiles, int deleteFiles) {
     return RewriteDataFiles.builder()
         .scheduleOnDataFileCount(dataFiles)

@@ -4,20 +4,18 @@ import io.skade.catalog.CatalogConnection;
 import io.skade.lineage.CommitLineage;
 import io.skade.lineage.FlinkLineage;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.reflect.Field;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
-import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
-import java.io.UncheckedIOException;
-import org.apache.flink.api.common.eventtime.Watermark;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.connector.sink2.Committer;
 import org.apache.flink.api.connector.sink2.CommitterInitContext;
 import org.apache.flink.api.connector.sink2.CommittingSinkWriter;
-import org.apache.flink.api.connector.sink2.Committer;
 import org.apache.flink.api.connector.sink2.Sink;
 import org.apache.flink.api.connector.sink2.SinkWriter;
 import org.apache.flink.api.connector.sink2.SupportsCommitter;
@@ -25,27 +23,18 @@ import org.apache.flink.api.connector.sink2.WriterInitContext;
 import org.apache.flink.api.dag.Transformation;
 import org.apache.flink.configuration.ReadableConfig;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
-import org.apache.flink.metrics.groups.SinkWriterMetricGroup;
 import org.apache.flink.streaming.api.connector.sink2.CommittableMessage;
 import org.apache.flink.streaming.api.connector.sink2.SupportsPostCommitTopology;
 import org.apache.flink.streaming.api.connector.sink2.SupportsPreCommitTopology;
 import org.apache.flink.streaming.api.connector.sink2.SupportsPreWriteTopology;
 import org.apache.flink.streaming.api.datastream.DataStream;
-import org.apache.flink.streaming.api.operators.SimpleOperatorFactory;
-import org.apache.flink.streaming.api.transformations.OneInputTransformation;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.streaming.api.lineage.LineageVertex;
 import org.apache.flink.streaming.api.lineage.LineageVertexProvider;
+import org.apache.flink.streaming.api.operators.SimpleOperatorFactory;
+import org.apache.flink.streaming.api.transformations.OneInputTransformation;
 import org.apache.flink.table.catalog.ResolvedSchema;
 import org.apache.flink.table.data.RowData;
-import org.apache.iceberg.ContentFile;
-import org.apache.iceberg.BaseTable;
-import org.apache.iceberg.HasTableOperations;
-import org.apache.iceberg.LocationProviders;
-import org.apache.iceberg.TableMetadata;
-import org.apache.iceberg.TableMetadataParser;
-import org.apache.iceberg.TableOperations;
-import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.flink.FlinkWriteOptions;
@@ -53,8 +42,6 @@ import org.apache.iceberg.flink.TableLoader;
 import org.apache.iceberg.flink.maintenance.operator.TableChange;
 import org.apache.iceberg.flink.sink.CommittableToTableChangeConverter;
 import org.apache.iceberg.flink.sink.IcebergSink;
-import org.apache.iceberg.io.FileIO;
-import org.apache.iceberg.io.LocationProvider;
 import org.apache.iceberg.io.WriteResult;
 
 /**
@@ -181,7 +168,7 @@ public final class SkadeSink
     @SuppressWarnings("unchecked")
     CommittingSinkWriter<RowData, WriteResult> writer =
         (CommittingSinkWriter<RowData, WriteResult>) iceberg().createWriter(context);
-    return new CountingWriter(writer, context.metricGroup());
+    return new CountingSinkWriter(writer, context.metricGroup());
   }
 
   @Override
@@ -234,80 +221,6 @@ public final class SkadeSink
         + " the class path?");
   }
 
-  /**
-   * A table loader of the table as the job was planned: its metadata and FileIO, no catalog.
-   * It writes files where the table's operations would put them and commits nothing.
-   */
-  private static final class PlannedTableLoader implements TableLoader {
-    private static final long serialVersionUID = 1L;
-    private final String name;
-    private final String metadataJson; // TableMetadata itself does not serialize whole
-    private final FileIO io;
-    private transient TableMetadata metadata;
-
-    PlannedTableLoader(Table table) {
-      this.name = table.name();
-      this.metadataJson = TableMetadataParser.toJson(
-          ((HasTableOperations) table).operations().current());
-      this.io = table.io();
-    }
-
-    @Override
-    public void open() {}
-
-    @Override
-    public boolean isOpen() {
-      return true;
-    }
-
-    @Override
-    public Table loadTable() {
-      if (metadata == null) {
-        metadata = TableMetadataParser.fromJson(metadataJson);
-      }
-      return new BaseTable(new TableOperations() {
-        @Override
-        public TableMetadata current() {
-          return metadata;
-        }
-
-        @Override
-        public TableMetadata refresh() {
-          return metadata;
-        }
-
-        @Override
-        public void commit(TableMetadata base, TableMetadata updated) {
-          throw new UnsupportedOperationException("the table as planned commits nothing");
-        }
-
-        @Override
-        public FileIO io() {
-          return io;
-        }
-
-        @Override
-        public String metadataFileLocation(String fileName) {
-          String dir = metadata.properties().get(TableProperties.WRITE_METADATA_LOCATION);
-          return (dir == null ? metadata.location() + "/metadata" : dir) + "/" + fileName;
-        }
-
-        @Override
-        public LocationProvider locationProvider() {
-          return LocationProviders.locationsFor(metadata.location(), metadata.properties());
-        }
-      }, name);
-    }
-
-    @Override
-    @SuppressWarnings({"checkstyle:NoClone", "checkstyle:SuperClone"})
-    public TableLoader clone() {
-      return this;
-    }
-
-    @Override
-    public void close() {}
-  }
 
   /**
    * Runs {@code expansion}, and without a {@link SkadeSinkBuilder#uidSuffix} clears the uids
@@ -373,66 +286,5 @@ public final class SkadeSink
   @Override
   public String toString() {
     return "skade sink " + table;
-  }
-
-  /**
-   * Iceberg's writer, counted in Flink's standard sink metrics: rows handed to it, rows it
-   * failed on, and the bytes of the files it wrote for each checkpoint.
-   */
-  private static final class CountingWriter implements CommittingSinkWriter<RowData, WriteResult> {
-    private final CommittingSinkWriter<RowData, WriteResult> writer;
-    private final SinkWriterMetricGroup metrics;
-
-    CountingWriter(CommittingSinkWriter<RowData, WriteResult> writer,
-        SinkWriterMetricGroup metrics) {
-      this.writer = writer;
-      this.metrics = metrics;
-    }
-
-    @Override
-    public void write(RowData row, Context context) throws IOException, InterruptedException {
-      try {
-        writer.write(row, context);
-      } catch (IOException | RuntimeException e) {
-        metrics.getNumRecordsSendErrorsCounter().inc();
-        throw e;
-      }
-      metrics.getNumRecordsSendCounter().inc();
-    }
-
-    @Override
-    public Collection<WriteResult> prepareCommit() throws IOException, InterruptedException {
-      Collection<WriteResult> results = writer.prepareCommit();
-      long bytes = 0;
-      for (WriteResult result : results) {
-        bytes += size(result.dataFiles()) + size(result.deleteFiles());
-      }
-      metrics.getNumBytesSendCounter().inc(bytes);
-      return results;
-    }
-
-    private static long size(ContentFile<?>[] files) {
-      long bytes = 0;
-      for (ContentFile<?> file : files) {
-        bytes += file.fileSizeInBytes();
-      }
-      return bytes;
-    }
-
-    @Override
-    public void flush(boolean endOfInput) throws IOException, InterruptedException {
-      writer.flush(endOfInput);
-    }
-
-    @Override
-    public void writeWatermark(Watermark watermark)
-        throws IOException, InterruptedException {
-      writer.writeWatermark(watermark);
-    }
-
-    @Override
-    public void close() throws Exception {
-      writer.close();
-    }
   }
 }

@@ -50,7 +50,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * A failure names its seed; replay it with {@code -Dskade.law.seed=<seed>}.
  */
 class ChangelogLawTest {
-  static final int QUICK_HISTORIES = 12;
+  static final int QUICK_HISTORIES = 8;
   private static final int SNAPSHOTS = 30;
   private static final int WINDOWS_PER_HISTORY = 12;
   private static final int SLOTS = 3;

@@ -24,7 +24,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.Function;
 import java.util.stream.IntStream;
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
@@ -82,7 +81,7 @@ class SkadeSourceRescaleTest {
    */
   private static final int KEYS = 64;
   private static final long BASE_SEED = Long.getLong("skade.rescale.seed", System.nanoTime());
-  private static final int SEEDS = Integer.getInteger("skade.rescale.seeds", 3);
+  private static final int SEEDS = Integer.getInteger("skade.rescale.seeds", 2);
   /** The parallelism of each run: the first, then each restore. */
   private static final int[] PARALLELISM = {2, 3, 1};
   /** What the slow operator takes per change before a savepoint. */

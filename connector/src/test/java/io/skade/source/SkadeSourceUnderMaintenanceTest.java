@@ -5,13 +5,17 @@ import static org.awaitility.Awaitility.await;
 
 import io.skade.TestCatalog;
 import io.skade.catalog.ConsumerCursor;
+import io.skade.lookup.LookupCaches;
+import io.skade.lookup.PointLookup;
 import io.skade.sink.SinkMaintenance;
 import io.skade.sink.SkadeSink;
+import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -35,6 +39,9 @@ import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.IcebergGenerics;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.flink.FlinkSchemaUtil;
 import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
@@ -46,7 +53,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * deletes, snapshot expiry), read meanwhile by an exactly-once CDC job at parallelism 2 that
  * fails and restarts several times: the changes the reader emitted, applied strictly, equal the
  * table (so no compaction emitted a change and no window lost or repeated one), compactions and
- * expiries really ran, and a stalled consumer's snapshot outlived every expiry.
+ * expiries really ran, a stalled consumer's snapshot outlived every expiry, and point lookups of
+ * every key, made all along, answer what Iceberg's own read of their snapshot holds.
  */
 class SkadeSourceUnderMaintenanceTest {
   private static final Schema SCHEMA = new Schema(
@@ -73,6 +81,11 @@ class SkadeSourceUnderMaintenanceTest {
     List<String> failures = new ArrayList<>();
     Map<Long, Snapshot> seen = new ConcurrentHashMap<>();
 
+    List<String> wrongLookups = new ArrayList<>();
+    int lookups = 0;
+    LookupCaches.Handle caches = LookupCaches.acquire();
+    PointLookup lookup = new PointLookup(orders, List.of("id"), caches.caches(),
+        new PointLookup.Counters());
     CloseableIterator<String> changes = startReader();
     Thread applier = new Thread(() -> {
       try {
@@ -91,6 +104,7 @@ class SkadeSourceUnderMaintenanceTest {
       while (!writer.isDone()) {
         orders.refresh();
         orders.snapshots().forEach(s -> seen.put(s.snapshotId(), s));
+        lookups += lookUp(orders, lookup, wrongLookups);
         if (stalled == null && seen.size() >= 6) {
           // A consumer that stops here: expiry must keep this snapshot and every newer one.
           stalled = orders.currentSnapshot();
@@ -112,6 +126,9 @@ class SkadeSourceUnderMaintenanceTest {
         assertThat(mirror).isEqualTo(expected);
       }
       assertThat(FAILURES.get()).as("reader failures injected").isEqualTo(FAIL_AT.length);
+      lookups += lookUp(orders, lookup, wrongLookups);
+      assertThat(wrongLookups).as("lookups that differ from Iceberg's read of their snapshot,"
+          + " of %s, before, during and after compactions", lookups).isEmpty();
 
       orders.refresh();
       orders.snapshots().forEach(s -> seen.put(s.snapshotId(), s));
@@ -125,7 +142,35 @@ class SkadeSourceUnderMaintenanceTest {
     } finally {
       changes.close();
       applier.join(10_000);
+      caches.close();
     }
+  }
+
+  /**
+   * Looks up every key at the table's current snapshot and compares each answer with Iceberg's
+   * own read of that snapshot; returns how many lookups it made.
+   */
+  private static int lookUp(Table orders, PointLookup lookup, List<String> wrong)
+      throws IOException {
+    orders.refresh();
+    Snapshot at = orders.currentSnapshot();
+    if (at == null) {
+      return 0;
+    }
+    Map<Long, String> expected = new HashMap<>();
+    try (CloseableIterable<Record> rows = IcebergGenerics.read(orders)
+        .useSnapshot(at.snapshotId()).build()) {
+      rows.forEach(r -> expected.put(r.get(0, Long.class), r.get(1, String.class)));
+    }
+    for (long key = 0; key < KEYS; key++) {
+      List<Record> found = lookup.lookup(at.snapshotId(), List.of(key));
+      String value = found.isEmpty() ? null : found.get(0).get(1, String.class);
+      if (found.size() > 1 || !Objects.equals(value, expected.get(key))) {
+        wrong.add("key " + key + " at snapshot " + at.snapshotId() + " (" + at.operation()
+            + "): " + found + ", Iceberg: " + expected.get(key));
+      }
+    }
+    return KEYS;
   }
 
   /** The CDC job: parallelism 2, checkpoints every 200 ms, failures at the set record counts. */

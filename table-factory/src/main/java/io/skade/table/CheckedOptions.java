@@ -30,6 +30,7 @@ import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_INTERVAL;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_ORPHAN_MIN_AGE;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_SNAPSHOT_MAX_AGE;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_SNAPSHOT_RETAIN_LAST;
+import static io.skade.table.SkadeConnectorOptions.SCAN_PARALLELISM;
 import static io.skade.table.SkadeConnectorOptions.SINK_PARALLELISM;
 import static io.skade.table.SkadeConnectorOptions.TABLE;
 import static io.skade.table.SkadeConnectorOptions.TOKEN;
@@ -148,6 +149,7 @@ final class CheckedOptions {
       entry(PARTIAL_CACHE_EXPIRE_AFTER_ACCESS.key(), DURATION),
       entry(PARTIAL_CACHE_CACHE_MISSING_KEY.key(), BOOLEAN),
       entry(SINK_PARALLELISM.key(), "a positive integer"),
+      entry(SCAN_PARALLELISM.key(), "a positive integer"),
       entry(BUCKET.key(), "a whole number of buckets, 1 or more, e.g. '8'"),
       entry(MAINTENANCE_ENABLED.key(), BOOLEAN),
       entry(MAINTENANCE_COMPACT_DATA_FILES.key(), "a positive integer"),
@@ -398,6 +400,7 @@ final class CheckedOptions {
       atLeast(LOOKUP_ROW_CACHE_MAX_ROWS, 0);
       atLeast(PARTIAL_CACHE_MAX_ROWS, 1);
       atLeast(SINK_PARALLELISM, 1);
+      atLeast(SCAN_PARALLELISM, 1);
       atLeast(BUCKET, 1);
     }
 
@@ -528,7 +531,8 @@ final class CheckedOptions {
       return new SkadeTableSource.Scan(location.catalogProperties(), location.table(), mode,
           value, config.get(SCAN_BOUNDED), config.getOptional(SCAN_END_SNAPSHOT_ID).orElse(null),
           choice(CHANGELOG_MODE, CHANGELOG_MODES), beforeImage, config.get(SCAN_POLL_INTERVAL),
-          config.getOptional(SCAN_CONSUMER_ID).orElse(null), batch);
+          config.getOptional(SCAN_CONSUMER_ID).orElse(null), batch,
+          config.getOptional(SCAN_PARALLELISM).orElse(null));
     }
 
     SkadeTableSource.Lookup lookup() {

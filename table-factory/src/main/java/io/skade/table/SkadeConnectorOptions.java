@@ -125,6 +125,9 @@ public final class SkadeConnectorOptions {
           + " off). Probes already keep the decoded Parquet pages they read, which is cheaper for"
           + " keys spread over the table; the row cache pays off for a few hot keys.");
 
+  /** Flink's own {@code scan.parallelism}: the readers' parallelism. */
+  public static final ConfigOption<Integer> SCAN_PARALLELISM = FactoryUtil.SOURCE_PARALLELISM;
+
   /** Flink's own {@code sink.parallelism}. */
   public static final ConfigOption<Integer> SINK_PARALLELISM = FactoryUtil.SINK_PARALLELISM;
 

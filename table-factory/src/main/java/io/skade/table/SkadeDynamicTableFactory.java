@@ -30,6 +30,7 @@ import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_INTERVAL;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_ORPHAN_MIN_AGE;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_SNAPSHOT_MAX_AGE;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_SNAPSHOT_RETAIN_LAST;
+import static io.skade.table.SkadeConnectorOptions.SCAN_PARALLELISM;
 import static io.skade.table.SkadeConnectorOptions.SINK_PARALLELISM;
 import static io.skade.table.SkadeConnectorOptions.TABLE;
 import static io.skade.table.SkadeConnectorOptions.TOKEN;
@@ -95,22 +96,26 @@ public final class SkadeDynamicTableFactory
           DATABASE, TABLE, LINEAGE_SINK, LINEAGE_OPENLINEAGE_URL));
     }
     options.addAll(List.of(SCAN_STARTUP_MODE, SCAN_STARTUP_SNAPSHOT_ID,
-        SCAN_STARTUP_TIMESTAMP_MILLIS, SCAN_STARTUP_COMMIT_SEQ, SCAN_BOUNDED,
-        SCAN_END_SNAPSHOT_ID, SCAN_POLL_INTERVAL, SCAN_CONSUMER_ID, CHANGELOG_MODE,
-        CHANGELOG_BEFORE_IMAGE, SINK_PARALLELISM, LOOKUP_ASYNC, LOOKUP_ASYNC_THREADS,
-        LOOKUP_SNAPSHOT_ID, LOOKUP_POLL_INTERVAL, LOOKUP_ROW_CACHE_MAX_ROWS,
-        LookupOptions.CACHE_TYPE, LookupOptions.MAX_RETRIES,
-        LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_ACCESS,
+        SCAN_STARTUP_TIMESTAMP_MILLIS, SCAN_STARTUP_COMMIT_SEQ, SCAN_BOUNDED, SCAN_END_SNAPSHOT_ID,
+        SCAN_POLL_INTERVAL, SCAN_CONSUMER_ID, CHANGELOG_MODE, CHANGELOG_BEFORE_IMAGE,
+        SCAN_PARALLELISM, SINK_PARALLELISM, LOOKUP_ASYNC, LOOKUP_ASYNC_THREADS, LOOKUP_SNAPSHOT_ID,
+        LOOKUP_POLL_INTERVAL, LOOKUP_ROW_CACHE_MAX_ROWS, LookupOptions.CACHE_TYPE,
+        LookupOptions.MAX_RETRIES, LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_ACCESS,
         LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_WRITE, LookupOptions.PARTIAL_CACHE_MAX_ROWS,
         LookupOptions.PARTIAL_CACHE_CACHE_MISSING_KEY, LINEAGE_ACTOR, MAINTENANCE_ENABLED,
         MAINTENANCE_COMPACT_DATA_FILES, MAINTENANCE_COMPACT_DELETE_FILES,
-        MAINTENANCE_SNAPSHOT_MAX_AGE, MAINTENANCE_SNAPSHOT_RETAIN_LAST,
-        MAINTENANCE_ORPHAN_MIN_AGE, MAINTENANCE_INTERVAL, BUCKET, BUCKET_KEY));
+        MAINTENANCE_SNAPSHOT_MAX_AGE, MAINTENANCE_SNAPSHOT_RETAIN_LAST, MAINTENANCE_ORPHAN_MIN_AGE,
+        MAINTENANCE_INTERVAL, BUCKET, BUCKET_KEY));
     return options;
   }
 
   @Override
   public DynamicTableSource createDynamicTableSource(Context context) {
+    String name = context.getObjectIdentifier().getObjectName();
+    if (catalogProperties != null && name.contains("$")) {
+      return SkadeMetadataTables.source(catalogProperties,
+          context.getObjectIdentifier().toObjectPath(), context);
+    }
     CheckedOptions.Source source = CheckedOptions.source(this, context, catalogProperties);
     CheckedOptions.Location location = source.location();
     ResolvedSchema physical = TableResolution.physical(context.getCatalogTable()

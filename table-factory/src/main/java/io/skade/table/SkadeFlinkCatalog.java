@@ -1,5 +1,6 @@
 package io.skade.table;
 
+import java.time.Instant;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -10,6 +11,7 @@ import org.apache.flink.table.catalog.CatalogDatabaseImpl;
 import org.apache.flink.table.catalog.CatalogTable;
 import org.apache.flink.table.catalog.ObjectPath;
 import org.apache.flink.table.catalog.ResolvedCatalogTable;
+import org.apache.flink.table.api.ValidationException;
 import org.apache.flink.table.catalog.exceptions.CatalogException;
 import org.apache.flink.table.catalog.exceptions.DatabaseAlreadyExistException;
 import org.apache.flink.table.catalog.exceptions.DatabaseNotExistException;
@@ -19,6 +21,7 @@ import org.apache.flink.table.catalog.exceptions.TableNotExistException;
 import org.apache.flink.table.factories.Factory;
 import org.apache.flink.table.procedures.Procedure;
 import org.apache.iceberg.ReplaceSortOrder;
+import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Namespace;
@@ -26,6 +29,7 @@ import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.AlreadyExistsException;
 import org.apache.iceberg.flink.FlinkCatalog;
 import org.apache.iceberg.flink.FlinkSchemaUtil;
+import org.apache.iceberg.util.SnapshotUtil;
 
 /**
  * The {@code skade} Flink catalog: the databases of a warehouse's skade catalog are its Iceberg
@@ -94,14 +98,56 @@ final class SkadeFlinkCatalog extends FlinkCatalog {
     return procedure;
   }
 
-  /** The table, with its Iceberg properties as options (skade's factory serves it). */
+  /**
+   * The table, with its Iceberg properties as options (skade's factory serves it); {@code
+   * t$commits} and {@code t$consumers} are skade's metadata tables ({@link SkadeMetadataTables}),
+   * {@code t$snapshots} and the other {@code $} names Iceberg's.
+   */
   @Override
   public CatalogTable getTable(ObjectPath tablePath)
       throws TableNotExistException, CatalogException {
+    Optional<SkadeMetadataTables.Kind> skade = SkadeMetadataTables.Kind.of(
+        tablePath.getObjectName());
+    if (skade.isPresent()) {
+      if (!catalog().tableExists(SkadeMetadataTables.baseTable(tablePath))) {
+        throw new TableNotExistException(getName(), tablePath);
+      }
+      return SkadeMetadataTables.table(skade.get());
+    }
     CatalogTable table = super.getTable(tablePath);
     Map<String, String> options = new HashMap<>(table.getOptions());
     options.remove("connector");
     options.remove("src-catalog");
+    return table.copy(options);
+  }
+
+  /**
+   * The table as of {@code timestamp} ({@code FOR SYSTEM_TIME AS OF TIMESTAMP '...'}): read as
+   * of the snapshot current then ({@code scan.end.snapshot-id}), bounded.
+   */
+  @Override
+  public CatalogBaseTable getTable(ObjectPath tablePath, long timestamp)
+      throws TableNotExistException, CatalogException {
+    CatalogTable table = getTable(tablePath);
+    if (SkadeMetadataTables.Kind.of(tablePath.getObjectName()).isPresent()
+        || tablePath.getObjectName().contains("$")) {
+      throw new ValidationException("FOR SYSTEM_TIME AS OF on " + tablePath + ": metadata"
+          + " tables have no history; query the table itself as of a time");
+    }
+    Table loaded = catalog().loadTable(TableIdentifier.of(
+        Namespace.of(tablePath.getDatabaseName()), tablePath.getObjectName()));
+    long snapshotId;
+    try {
+      snapshotId = SnapshotUtil.snapshotIdAsOfTime(loaded, timestamp);
+    } catch (IllegalArgumentException e) {
+      Snapshot oldest = SnapshotUtil.oldestAncestor(loaded);
+      throw new ValidationException("FOR SYSTEM_TIME AS OF " + Instant.ofEpochMilli(timestamp)
+          + " on " + getName() + "." + tablePath + ": the table had no snapshot then; "
+          + (oldest == null ? "it has none yet" : "its oldest is from "
+              + Instant.ofEpochMilli(oldest.timestampMillis())) + ". Query a later time");
+    }
+    Map<String, String> options = new HashMap<>(table.getOptions());
+    options.put(SkadeConnectorOptions.SCAN_END_SNAPSHOT_ID.key(), Long.toString(snapshotId));
     return table.copy(options);
   }
 

@@ -50,34 +50,47 @@ public final class SkadeProcedures {
     };
   }
 
-  /** The table a procedure's {@code table} argument names, loaded; a clear error otherwise. */
-  private static Table table(String procedure, String catalogName, String argument,
-      CatalogConnection connection) {
-    if (argument == null || argument.isBlank() || !argument.contains(".")) {
-      throw new ValidationException("CALL " + catalogName + ".sys." + procedure + ": argument"
-          + " 'table' = '" + argument + "' must name a table as 'database.table', e.g."
-          + " 'shop.orders'");
+  /** A procedure of one catalog, named {@code procedure} in {@code CALL}. */
+  private abstract static class SysProcedure implements Procedure {
+    final String catalogName;
+    final Map<String, String> properties;
+    private final String procedure;
+
+    SysProcedure(String procedure, String catalogName, Map<String, String> properties) {
+      this.procedure = procedure;
+      this.catalogName = catalogName;
+      this.properties = properties;
     }
-    TableIdentifier id = TableIdentifier.parse(argument);
-    try {
-      return connection.catalog().loadTable(id);
-    } catch (NoSuchTableException missing) {
-      throw new ValidationException("CALL " + catalogName + ".sys." + procedure + ": argument"
-          + " 'table' = '" + argument + "' is not a table of catalog " + catalogName + "; its"
-          + " tables in '" + id.namespace() + "': " + (connection.namespaces()
-              .namespaceExists(id.namespace()) ? connection.catalog().listTables(id.namespace())
-              .stream().map(TableIdentifier::name).sorted().toList() : "none (no such database)"));
+
+    /** An error of the call: {@code CALL lake.sys.compact: <what>}. */
+    ValidationException invalid(String what) {
+      return new ValidationException("CALL " + catalogName + ".sys." + procedure + ": " + what);
+    }
+
+    /** The table the {@code table} argument names, loaded; a clear error otherwise. */
+    Table table(String argument, CatalogConnection connection) {
+      if (argument == null || argument.isBlank() || !argument.contains(".")) {
+        throw invalid("argument 'table' = '" + argument + "' must name a table as"
+            + " 'database.table', e.g. 'shop.orders'");
+      }
+      TableIdentifier id = TableIdentifier.parse(argument);
+      try {
+        return connection.catalog().loadTable(id);
+      } catch (NoSuchTableException missing) {
+        throw invalid("argument 'table' = '" + argument + "' is not a table of catalog "
+            + catalogName + "; its tables in '" + id.namespace() + "': "
+            + (connection.namespaces().namespaceExists(id.namespace())
+                ? connection.catalog().listTables(id.namespace()).stream()
+                    .map(TableIdentifier::name).sorted().toList()
+                : "none (no such database)"));
+      }
     }
   }
 
   /** {@code compact(table)}: rewrites small files and files with deletes, deletes folded. */
-  public static final class CompactProcedure implements Procedure {
-    private final String catalogName;
-    private final Map<String, String> properties;
-
+  public static final class CompactProcedure extends SysProcedure {
     CompactProcedure(String catalogName, Map<String, String> properties) {
-      this.catalogName = catalogName;
-      this.properties = properties;
+      super("compact", catalogName, properties);
     }
 
     @ProcedureHint(argument = {@ArgumentHint(name = "table", type = @DataTypeHint("STRING"))},
@@ -86,7 +99,7 @@ public final class SkadeProcedures {
     public Row[] call(ProcedureContext context, String table)
         throws Exception {
       try (CatalogConnection connection = CatalogConnection.forWriting(properties)) {
-        table("compact", catalogName, table, connection); // it exists
+        table(table, connection); // it exists
       }
       TableIdentifier id = TableIdentifier.parse(table);
       TableCompaction.Result result = TableCompaction.run(context.getExecutionEnvironment(),
@@ -98,13 +111,9 @@ public final class SkadeProcedures {
   }
 
   /** {@code expire_snapshots(table, older_than[, retain_last])}, through the expiry guard. */
-  public static final class ExpireSnapshotsProcedure implements Procedure {
-    private final String catalogName;
-    private final Map<String, String> properties;
-
+  public static final class ExpireSnapshotsProcedure extends SysProcedure {
     ExpireSnapshotsProcedure(String catalogName, Map<String, String> properties) {
-      this.catalogName = catalogName;
-      this.properties = properties;
+      super("expire_snapshots", catalogName, properties);
     }
 
     @ProcedureHint(argument = {
@@ -115,16 +124,15 @@ public final class SkadeProcedures {
     public Row[] call(ProcedureContext context, String table,
         LocalDateTime olderThan, Integer retainLast) {
       if (olderThan == null) {
-        throw new ValidationException("CALL " + catalogName + ".sys.expire_snapshots: argument"
-            + " 'older_than' is missing; give a time, e.g. TIMESTAMP '2026-12-01 00:00:00' (UTC)");
+        throw invalid("argument 'older_than' is missing; give a time, e.g. TIMESTAMP"
+            + " '2026-12-01 00:00:00' (UTC)");
       }
       if (retainLast != null && retainLast < 1) {
-        throw new ValidationException("CALL " + catalogName + ".sys.expire_snapshots: argument"
-            + " 'retain_last' = " + retainLast + " must be 1 or more (the current snapshot is"
-            + " always kept)");
+        throw invalid("argument 'retain_last' = " + retainLast + " must be 1 or more (the"
+            + " current snapshot is always kept)");
       }
       try (CatalogConnection connection = CatalogConnection.forWriting(properties)) {
-        Table loaded = table("expire_snapshots", catalogName, table, connection);
+        Table loaded = table(table, connection);
         int before = size(loaded.snapshots());
         ExpireSnapshots expiry = loaded.expireSnapshots()
             .expireOlderThan(olderThan.toInstant(ZoneOffset.UTC).toEpochMilli());

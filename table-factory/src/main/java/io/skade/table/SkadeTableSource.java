@@ -56,7 +56,7 @@ final class SkadeTableSource implements ScanTableSource, LookupTableSource,
   record Scan(Map<String, String> catalogProperties, TableIdentifier table,
       StartupMode startupMode, Long startupValue, boolean bounded, Long endSnapshotId,
       Mode mode, BeforeImage beforeImage, Duration pollInterval, String consumerId,
-      boolean batch) {
+      boolean batch, Integer parallelism) {
 
     boolean upsert() {
       return !batch && beforeImage == BeforeImage.KEY_ONLY;
@@ -170,7 +170,7 @@ final class SkadeTableSource implements ScanTableSource, LookupTableSource,
     SkadeSource<RowData> source = builder
         .deserializer(new SqlChangeDeserializer(type, positions, metadata, scan.upsert()))
         .build();
-    return SourceProvider.of(source);
+    return SourceProvider.of(source, scan.parallelism());
   }
 
   @Override

@@ -12,9 +12,12 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.table.api.ExplainDetail;
 import org.apache.flink.table.api.TableEnvironment;
 import org.apache.flink.table.api.ValidationException;
 import org.apache.flink.table.data.RowData;
@@ -105,6 +108,22 @@ class SqlBucketTest extends SqlTestBase {
       assertThat(counters.stats().fileOpens()).as("files one lookup opens: only its bucket's")
           .isPositive().isLessThanOrEqualTo(inItsBucket);
     }
+  }
+
+  @Test
+  void scanParallelismSetsTheReaders() {
+    TableEnvironment sql = streaming();
+    sql.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '" + warehouse
+        + "')");
+    sql.executeSql("CREATE DATABASE lake.shop");
+    sql.executeSql("CREATE TABLE lake.shop.orders (id BIGINT, v STRING,"
+        + " PRIMARY KEY (id) NOT ENFORCED) WITH ('bucket' = '8')");
+    String plan = sql.explainSql("SELECT * FROM lake.shop.orders /*+ OPTIONS("
+        + "'scan.parallelism' = '3') */", ExplainDetail.JSON_EXECUTION_PLAN);
+    Matcher source = Pattern.compile("\"type\" : \"Source: orders.*?\"parallelism\" : (\\d+)",
+        Pattern.DOTALL).matcher(plan);
+    assertThat(source.find()).as("the source in %s", plan).isTrue();
+    assertThat(source.group(1)).isEqualTo("3");
   }
 
   @Test

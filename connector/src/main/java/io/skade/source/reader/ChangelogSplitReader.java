@@ -5,18 +5,32 @@ import io.skade.changelog.ChangeType;
 import io.skade.changelog.ChangelogBatch;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.changelog.ChangelogReader;
+import io.skade.changelog.FileSlice;
 import io.skade.changelog.MetadataCache;
 import io.skade.source.split.ChangelogSplit;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.ArrayDeque;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Queue;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import org.apache.flink.connector.base.source.reader.RecordsBySplits;
 import org.apache.flink.connector.base.source.reader.RecordsWithSplitIds;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitReader;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitsAddition;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitsChange;
+import org.apache.iceberg.ContentFile;
+import org.apache.iceberg.DataOperations;
+import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.flink.data.StructRowData;
+import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.io.CloseableIterator;
 import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.types.Types;
@@ -35,15 +49,23 @@ import org.apache.iceberg.types.Types;
 public final class ChangelogSplitReader implements SplitReader<ChangeRecord, ChangelogSplit> {
   /** How many queued windows' metadata is read ahead. */
   private static final int PREFETCH_SPLITS = 2;
+  /** How long a fetch waits while the split to read is paused. */
+  private static final long PAUSED_WAIT_MILLIS = 10;
   private final FileIO io;
   private final ChangelogOptions options;
   private final int batchRows;
   private final Queue<ChangelogSplit> assigned = new ArrayDeque<>();
+  // Splits Flink's watermark alignment paused (set from the task thread, read by the fetcher).
+  private final Set<String> paused = ConcurrentHashMap.newKeySet();
+  private final Object wake = new Object();
   private ChangelogSplit current;
   private Table table;
   private Types.StructType rowType;
   private CloseableIterator<ChangeRow> changes;
   private long emitted;
+  private final ReaderMetrics metrics;
+  // Estimated changes of each assigned split not yet finished, by split id.
+  private final Map<String, Long> estimates = new HashMap<>();
 
   /**
    * @param io the table's file IO
@@ -51,14 +73,33 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
    * @param batchRows the most changes one fetch returns (one more to keep an update pair whole)
    */
   public ChangelogSplitReader(FileIO io, ChangelogOptions options, int batchRows) {
+    this(io, options, batchRows, new ReaderMetrics());
+  }
+
+  /** As above, reporting into {@code metrics} (which the source reader registers with Flink). */
+  ChangelogSplitReader(FileIO io, ChangelogOptions options, int batchRows,
+      ReaderMetrics metrics) {
     this.io = io;
     this.options = options;
     this.batchRows = batchRows;
+    this.metrics = metrics;
   }
 
   @Override
   public RecordsWithSplitIds<ChangeRecord> fetch() throws IOException {
     RecordsBySplits.Builder<ChangeRecord> records = new RecordsBySplits.Builder<>();
+    if (isPaused(current != null ? current : assigned.peek())) {
+      // Splits are read one at a time, in order, so a paused split holds back those after it
+      // (each key's changes stay in commit order); wait a little rather than spin.
+      synchronized (wake) {
+        try {
+          wake.wait(PAUSED_WAIT_MILLIS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      return records.build();
+    }
     if (current == null && !open()) {
       return records.build(); // nothing assigned
     }
@@ -79,10 +120,16 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
           new StructRowData(rowType, ChangelogBatch.rowKind(last)).setStruct(change.row()),
           snapshotId, commitMillis, emitted));
     }
+    if (commitMillis > 0) {
+      metrics.fetched(commitMillis);
+    }
     if (!changes.hasNext()) {
       records.addFinishedSplit(splitId);
+      paused.remove(splitId);
+      estimates.remove(splitId);
       closeCurrent();
     }
+    updatePending();
     return records.build();
   }
 
@@ -126,11 +173,86 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
           + change.getClass().getSimpleName());
     }
     assigned.addAll(change.splits());
+    for (ChangelogSplit split : change.splits()) {
+      estimates.put(split.splitId(), estimate(split));
+    }
+    updatePending();
+  }
+
+  /**
+   * The changes a split holds, estimated from the record counts of its slot's files, as the
+   * manifests list them: the rows of the data files its commits added or removed and of the
+   * delete files they added (the live data files' rows for a full snapshot). A compaction
+   * changes no row and counts nothing.
+   */
+  private long estimate(ChangelogSplit split) {
+    Table at = MetadataCache.shared().table(split.metadataLocation(), io, split.tableKey());
+    Snapshot to = at.snapshot(split.toSnapshotId());
+    if (to == null) {
+      return 0;
+    }
+    Map<Integer, PartitionSpec> specs = at.specs();
+    FileSlice slice = split.slice();
+    long changes = 0;
+    if (split.fullSnapshot()) {
+      try (CloseableIterable<FileScanTask> tasks = at.newScan().useSnapshot(to.snapshotId())
+          .planFiles()) {
+        for (FileScanTask task : tasks) {
+          changes += slice.keeps(task.file(), specs) ? task.file().recordCount() : 0;
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+      return changes;
+    }
+    for (Snapshot snapshot = to; snapshot != null
+        && snapshot.snapshotId() != split.fromSnapshotId();
+        snapshot = snapshot.parentId() == null ? null : at.snapshot(snapshot.parentId())) {
+      if (DataOperations.REPLACE.equals(snapshot.operation())) {
+        continue;
+      }
+      List<Iterable<? extends ContentFile<?>>> files = List.of(snapshot.addedDataFiles(io),
+          snapshot.removedDataFiles(io), snapshot.addedDeleteFiles(io));
+      for (Iterable<? extends ContentFile<?>> kind : files) {
+        for (ContentFile<?> file : kind) {
+          changes += slice.keeps(file, specs) ? file.recordCount() : 0;
+        }
+      }
+    }
+    return changes;
+  }
+
+  private void updatePending() {
+    long pending = 0;
+    for (Map.Entry<String, Long> entry : estimates.entrySet()) {
+      pending += current != null && current.splitId().equals(entry.getKey())
+          ? Math.max(0, entry.getValue() - emitted) : entry.getValue();
+    }
+    metrics.pending(pending);
+  }
+
+  private boolean isPaused(ChangelogSplit split) {
+    return split != null && paused.contains(split.splitId());
+  }
+
+  /**
+   * Pauses or resumes splits for Flink's watermark alignment. A paused split is not read, nor
+   * (as splits are read in order) any split after it; resuming it goes on where it stood.
+   */
+  @Override
+  public void pauseOrResumeSplits(Collection<ChangelogSplit> toPause,
+      Collection<ChangelogSplit> toResume) {
+    toPause.forEach(split -> paused.add(split.splitId()));
+    toResume.forEach(split -> paused.remove(split.splitId()));
+    wakeUp();
   }
 
   @Override
   public void wakeUp() {
-    // A fetch reads at most one bounded batch and never blocks waiting: nothing to interrupt.
+    // A fetch reads at most one bounded batch; only a paused one waits, briefly.
+    synchronized (wake) {
+      wake.notifyAll();
+    }
   }
 
   @Override

@@ -40,9 +40,15 @@ public final class SkadeSourceReader<T>
   /** A reader that owns {@code io} and closes it with itself. */
   public SkadeSourceReader(FileIO io, ChangelogOptions options, int batchRows,
       ChangeDeserializer<T> deserializer, SourceReaderContext context) {
-    super(() -> new ChangelogSplitReader(io, options, batchRows),
+    this(io, options, batchRows, deserializer, context, new ReaderMetrics());
+  }
+
+  private SkadeSourceReader(FileIO io, ChangelogOptions options, int batchRows,
+      ChangeDeserializer<T> deserializer, SourceReaderContext context, ReaderMetrics metrics) {
+    super(() -> new ChangelogSplitReader(io, options, batchRows, metrics),
         new ChangeRecordEmitter<>(deserializer), context.getConfiguration(), context);
     this.io = io;
+    metrics.register(context.metricGroup());
   }
 
   @Override

@@ -78,6 +78,37 @@ class ChangelogSplitReaderTest {
   }
 
   @Test
+  void aPausedSplitIsNotReadNorAnySplitAfterItUntilItIsResumed() throws Exception {
+    ChangelogSplit later = ChangelogSplit.window(split.tableKey(), split.metadataLocation(),
+        table.currentSnapshot().snapshotId(), table.currentSnapshot().snapshotId(),
+        split.commitSeq() + 1);
+    try (ChangelogSplitReader reader =
+        new ChangelogSplitReader(table.io(), ChangelogOptions.defaults(), 2)) {
+      reader.handleSplitsChanges(new SplitsAddition<>(List.of(split, later)));
+      assertThat(reader.fetch().nextSplit()).isEqualTo(split.splitId());
+      reader.pauseOrResumeSplits(List.of(split), List.of());
+      for (int i = 0; i < 3; i++) {
+        assertThat(reader.fetch().nextSplit()).as("a fetch while the split is paused").isNull();
+      }
+      reader.pauseOrResumeSplits(List.of(), List.of(split));
+      List<String> kinds = new ArrayList<>();
+      RecordsWithSplitIds<ChangeRecord> fetched;
+      do {
+        fetched = reader.fetch();
+        for (String id = fetched.nextSplit(); id != null; id = fetched.nextSplit()) {
+          assertThat(id).isEqualTo(split.splitId());
+          for (ChangeRecord r = fetched.nextRecordFromSplit(); r != null;
+              r = fetched.nextRecordFromSplit()) {
+            kinds.add(r.row().getRowKind().shortString() + " " + r.row().getLong(0));
+          }
+        }
+      } while (!fetched.finishedSplits().contains(split.splitId()));
+      assertThat(kinds).as("the rest of the split, where it stood")
+          .containsExactly("+I 3", "-U 2", "+U 2", "-D 3");
+    }
+  }
+
+  @Test
   void aRestoredSplitResumesAfterWhatItHadEmitted() throws Exception {
     List<ChangeRecord> rest = readAll(split.withEmitted(4), 100);
     assertThat(rest).extracting(r -> r.row().getRowKind().shortString() + " " + r.row().getLong(0))
