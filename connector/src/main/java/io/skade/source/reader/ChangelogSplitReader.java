@@ -174,7 +174,15 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     }
     assigned.addAll(change.splits());
     for (ChangelogSplit split : change.splits()) {
-      estimates.put(split.splitId(), estimate(split));
+      long estimate;
+      try {
+        estimate = estimate(split);
+      } catch (RuntimeException e) {
+        // Only a metric: a split whose files cannot be read fails when it is read, with the
+        // error that explains it.
+        estimate = 0;
+      }
+      estimates.put(split.splitId(), estimate);
     }
     updatePending();
   }
