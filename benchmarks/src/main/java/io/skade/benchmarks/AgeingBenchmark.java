@@ -44,7 +44,7 @@ import org.apache.iceberg.types.Types;
  *
  * <p>System properties: {@code skade.bench.ageing.rows} (1,000,000), {@code .share} (0.01 of
  * the keys per commit), {@code .commits} (3,000), {@code .every} (500), {@code .compactEvery}
- * (20), {@code .timed} (10).
+ * (20), {@code .timed} (5).
  */
 public final class AgeingBenchmark {
   private static final Schema SCHEMA = new Schema(
@@ -62,7 +62,7 @@ public final class AgeingBenchmark {
     int commits = Integer.getInteger("skade.bench.ageing.commits", 3_000);
     int every = Integer.getInteger("skade.bench.ageing.every", 500);
     int compactEvery = Integer.getInteger("skade.bench.ageing.compactEvery", 20);
-    int timedCommits = Integer.getInteger("skade.bench.ageing.timed", 10);
+    int timedCommits = Integer.getInteger("skade.bench.ageing.timed", 5);
     int perCommit = (int) Math.max(1, rows * share);
     Path warehouse = Files.createTempDirectory("skade-ageing-");
     Map<String, String> properties = Map.of("warehouse", warehouse.toString());

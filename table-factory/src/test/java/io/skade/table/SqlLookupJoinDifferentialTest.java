@@ -119,13 +119,13 @@ import org.junit.jupiter.api.Timeout;
  *     -Dsurefire.failIfNoSpecifiedTests=false \
  *     -Dskade.lookupdiff.seed=<seed> -Dskade.lookupdiff.queries=2000 test
  * }</pre>
- * (default: a new seed per run, 100 generated queries, which CI runs; 200 take about 2 minutes
+ * (default: a new seed per run, 60 generated queries, which CI runs; 200 take about 2 minutes
  * on a loaded 2-core machine, 1000 queries about 5).
  */
 class SqlLookupJoinDifferentialTest extends SqlTestBase {
   private static final String SEED_PROPERTY = "skade.lookupdiff.seed";
   private static final String QUERIES_PROPERTY = "skade.lookupdiff.queries";
-  private static final int DEFAULT_QUERIES = 100;
+  private static final int DEFAULT_QUERIES = 60;
   /** Lookup joins per Flink job: planning time grows with the size of one union. */
   private static final int LOOKUPS_PER_JOB = 50;
   /** Queries per reference job (one Calc of theirs evaluates every predicate). */

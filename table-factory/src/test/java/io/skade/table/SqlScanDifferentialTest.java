@@ -125,7 +125,7 @@ class SqlScanDifferentialTest {
   private static final String SEED_PROPERTY = "skade.scandiff.seed";
   private static final String QUERIES_PROPERTY = "skade.scandiff.queries";
   private static final String PATHS_PROPERTY = "skade.scandiff.paths";
-  private static final int DEFAULT_QUERIES = 12;
+  private static final int DEFAULT_QUERIES = 8;
   private static final int TAGS_PER_TABLE = 1_000_000;
   /** How long one statement may take to plan; planning takes at most seconds. */
   private static final Duration PLANNING_LIMIT = Duration.ofSeconds(30);
