@@ -1,19 +1,17 @@
 package io.skade.source.reader;
 
+import io.skade.changelog.ChangeEstimate;
 import io.skade.changelog.ChangeRow;
 import io.skade.changelog.ChangeType;
 import io.skade.changelog.ChangelogBatch;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.changelog.ChangelogReader;
-import io.skade.changelog.FileSlice;
 import io.skade.changelog.MetadataCache;
 import io.skade.source.split.ChangelogSplit;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.ArrayDeque;
 import java.util.Collection;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Queue;
 import java.util.Set;
@@ -23,14 +21,8 @@ import org.apache.flink.connector.base.source.reader.RecordsWithSplitIds;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitReader;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitsAddition;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitsChange;
-import org.apache.iceberg.ContentFile;
-import org.apache.iceberg.DataOperations;
-import org.apache.iceberg.FileScanTask;
-import org.apache.iceberg.PartitionSpec;
-import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.flink.data.StructRowData;
-import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.io.CloseableIterator;
 import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.types.Types;
@@ -187,47 +179,12 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     updatePending();
   }
 
-  /**
-   * The changes a split holds, estimated from the record counts of its slot's files, as the
-   * manifests list them: the rows of the data files its commits added or removed and of the
-   * delete files they added (the live data files' rows for a full snapshot). A compaction
-   * changes no row and counts nothing.
-   */
+  /** The changes a split holds, estimated from its files' record counts. */
   private long estimate(ChangelogSplit split) {
     Table at = MetadataCache.shared().table(split.metadataLocation(), io, split.tableKey());
-    Snapshot to = at.snapshot(split.toSnapshotId());
-    if (to == null) {
-      return 0;
-    }
-    Map<Integer, PartitionSpec> specs = at.specs();
-    FileSlice slice = split.slice();
-    long changes = 0;
-    if (split.fullSnapshot()) {
-      try (CloseableIterable<FileScanTask> tasks = at.newScan().useSnapshot(to.snapshotId())
-          .planFiles()) {
-        for (FileScanTask task : tasks) {
-          changes += slice.keeps(task.file(), specs) ? task.file().recordCount() : 0;
-        }
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-      return changes;
-    }
-    for (Snapshot snapshot = to; snapshot != null
-        && snapshot.snapshotId() != split.fromSnapshotId();
-        snapshot = snapshot.parentId() == null ? null : at.snapshot(snapshot.parentId())) {
-      if (DataOperations.REPLACE.equals(snapshot.operation())) {
-        continue;
-      }
-      List<Iterable<? extends ContentFile<?>>> files = List.of(snapshot.addedDataFiles(io),
-          snapshot.removedDataFiles(io), snapshot.addedDeleteFiles(io));
-      for (Iterable<? extends ContentFile<?>> kind : files) {
-        for (ContentFile<?> file : kind) {
-          changes += slice.keeps(file, specs) ? file.recordCount() : 0;
-        }
-      }
-    }
-    return changes;
+    return split.fullSnapshot()
+        ? ChangeEstimate.fullSnapshot(at, split.toSnapshotId(), split.slice())
+        : ChangeEstimate.window(at, split.fromExclusive(), split.toSnapshotId(), split.slice());
   }
 
   private void updatePending() {
