@@ -59,9 +59,9 @@ public final class DanglingDeletes {
         throw new UncheckedIOException("cannot read manifest " + manifest.path(), e);
       }
     }
-    long added0 = addedSequence == null ? Long.MAX_VALUE : addedSequence;
+    long newSequence = addedSequence == null ? Long.MAX_VALUE : addedSequence;
     for (DataFile file : added) {
-      live.add(file.specId(), file.partition(), added0);
+      live.add(file.specId(), file.partition(), newSequence);
     }
     List<DeleteFile> dangling = new ArrayList<>();
     for (ManifestFile manifest : snapshot.deleteManifests(io)) {

@@ -305,8 +305,8 @@ public final class MaintainedTable extends BaseTable {
     public void commit() {
       if (!removed.isEmpty()) {
         TableMetadata current = operations.refresh();
-        Snapshot head = current.snapshot(current.ref(branch) == null ? -1
-            : current.ref(branch).snapshotId());
+        SnapshotRef ref = current.ref(branch);
+        Snapshot head = ref == null ? null : current.snapshot(ref.snapshotId());
         DanglingDeletes.after(current, head, operations.io(), removed, added, dataSequence)
             .forEach(rewrite::deleteFile);
       }

@@ -221,7 +221,6 @@ public final class SkadeSink
         + " the class path?");
   }
 
-
   /**
    * Runs {@code expansion}, and without a {@link SkadeSinkBuilder#uidSuffix} clears the uids
    * Iceberg gives the operators it adds: Flink refuses operators with uids in the topology of a

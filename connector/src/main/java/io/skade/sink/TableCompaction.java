@@ -7,8 +7,10 @@ import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.iceberg.DataOperations;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.SnapshotRef;
+import org.apache.iceberg.SnapshotSummary;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.actions.BinPackRewriteFilePlanner;
 import org.apache.iceberg.catalog.TableIdentifier;
@@ -18,6 +20,7 @@ import org.apache.iceberg.flink.maintenance.operator.DataFileRewriteCommitter;
 import org.apache.iceberg.flink.maintenance.operator.DataFileRewritePlanner;
 import org.apache.iceberg.flink.maintenance.operator.DataFileRewriteRunner;
 import org.apache.iceberg.flink.maintenance.operator.TaskResultAggregator;
+import org.apache.iceberg.util.SnapshotUtil;
 
 /**
  * Compacts a skade table once, now, in a bounded Flink job of Iceberg's own rewrite operators
@@ -93,15 +96,16 @@ public final class TableCompaction {
     try (SkadeTableLoader open = loader.clone()) {
       open.open();
       Table table = open.loadTable();
-      // The newest replace snapshot after the one we started from is ours (the in-job lock of
-      // a sink's maintenance does not reach this job, but its compactions are its own).
-      for (Snapshot snapshot = table.currentSnapshot(); snapshot != null
-          && !Long.valueOf(snapshot.snapshotId()).equals(before);
-          snapshot = snapshot.parentId() == null ? null : table.snapshot(snapshot.parentId())) {
-        if ("replace".equals(snapshot.operation())) {
+      // The newest replace snapshot since the start: this compaction's (a compaction another
+      // job's maintenance committed meanwhile would be taken for it).
+      long current = table.currentSnapshot() == null ? -1 : table.currentSnapshot().snapshotId();
+      for (Snapshot snapshot : SnapshotUtil.ancestorsBetween(current, before, table::snapshot)) {
+        if (DataOperations.REPLACE.equals(snapshot.operation())) {
           Map<String, String> summary = snapshot.summary();
-          return new Result(snapshot.snapshotId(), count(summary, "deleted-data-files"),
-              count(summary, "added-data-files"), count(summary, "removed-delete-files"));
+          return new Result(snapshot.snapshotId(),
+              count(summary, SnapshotSummary.DELETED_FILES_PROP),
+              count(summary, SnapshotSummary.ADDED_FILES_PROP),
+              count(summary, SnapshotSummary.REMOVED_DELETE_FILES_PROP));
         }
       }
       return new Result(null, 0, 0, 0);

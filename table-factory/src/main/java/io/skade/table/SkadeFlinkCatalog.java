@@ -129,8 +129,7 @@ final class SkadeFlinkCatalog extends FlinkCatalog {
   public CatalogBaseTable getTable(ObjectPath tablePath, long timestamp)
       throws TableNotExistException, CatalogException {
     CatalogTable table = getTable(tablePath);
-    if (SkadeMetadataTables.Kind.of(tablePath.getObjectName()).isPresent()
-        || tablePath.getObjectName().contains("$")) {
+    if (tablePath.getObjectName().contains("$")) {
       throw new ValidationException("FOR SYSTEM_TIME AS OF on " + tablePath + ": metadata"
           + " tables have no history; query the table itself as of a time");
     }

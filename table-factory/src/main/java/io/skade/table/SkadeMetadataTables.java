@@ -134,35 +134,41 @@ final class SkadeMetadataTables {
   }
 
   private static List<RowData> commits(CommitFeed feed, TableIdentifier table) {
-    String key = feed.commitTableKey(table);
     List<RowData> rows = new ArrayList<>();
-    for (CommitEvent commit : feed.commitsSince(0)) {
-      if (commit.tableKey().equals(key)) {
-        rows.add(GenericRowData.of(commit.commitSeq(),
-            StringData.fromString(commit.operation().name().toLowerCase(Locale.ROOT)),
-            new GenericArrayData(commit.addedSnapshotIds().toArray()),
-            TimestampData.fromEpochMillis(commit.tsMicros() / 1000,
-                (int) (commit.tsMicros() % 1000) * 1000),
-            StringData.fromString(commit.metadataLocation()), commit.transactionSeq()));
-      }
+    for (CommitEvent commit : commitsOf(feed, table)) {
+      rows.add(GenericRowData.of(commit.commitSeq(),
+          StringData.fromString(commit.operation().name().toLowerCase(Locale.ROOT)),
+          new GenericArrayData(commit.addedSnapshotIds().toArray()),
+          TimestampData.fromEpochMillis(commit.tsMicros() / 1000,
+              (int) (commit.tsMicros() % 1000) * 1000),
+          StringData.fromString(commit.metadataLocation()), commit.transactionSeq()));
     }
     return rows;
   }
 
+  /** The table's commits, in log order: one pass over the catalog's log. */
+  private static List<CommitEvent> commitsOf(CommitFeed feed, TableIdentifier table) {
+    String key = feed.commitTableKey(table);
+    List<CommitEvent> commits = new ArrayList<>();
+    for (CommitEvent commit : feed.commitsSince(0)) {
+      if (commit.tableKey().equals(key)) {
+        commits.add(commit);
+      }
+    }
+    return commits;
+  }
+
   private static List<RowData> consumers(CatalogConnection connection, CommitFeed feed,
       TableIdentifier table, Table loaded) {
-    String key = feed.commitTableKey(table);
     List<StoredConsumer> stored = connection.consumers().consumers(table);
+    List<CommitEvent> commits = stored.isEmpty() ? List.of() : commitsOf(feed, table);
     List<RowData> rows = new ArrayList<>();
     for (StoredConsumer consumer : stored) {
       if (!consumer.cursor().tableUuid().equals(loaded.uuid().toString())) {
         continue; // a cursor of a table dropped and created again under this name
       }
       long seq = consumer.cursor().commitSeq();
-      long lagCommits = 0;
-      for (CommitEvent commit : feed.commitsSince(seq)) {
-        lagCommits += commit.tableKey().equals(key) ? 1 : 0;
-      }
+      long lagCommits = commits.stream().filter(commit -> commit.commitSeq() > seq).count();
       long snapshot = consumer.cursor().snapshotId();
       rows.add(GenericRowData.of(StringData.fromString(consumer.consumerId()),
           snapshot < 0 ? null : snapshot, seq,

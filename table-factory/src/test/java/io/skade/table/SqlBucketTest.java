@@ -50,9 +50,7 @@ class SqlBucketTest extends SqlTestBase {
   @Test
   void aBucketedTableIsWrittenReadAndLookedUpByBucket() throws Exception {
     TableEnvironment sql = batch();
-    sql.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '" + warehouse
-        + "')");
-    sql.executeSql("CREATE DATABASE lake.shop");
+    createLake(sql);
     sql.executeSql("CREATE TABLE lake.shop.orders (id BIGINT, amount BIGINT, note STRING,"
         + " PRIMARY KEY (id) NOT ENFORCED) WITH ('bucket' = '8')");
     Table orders = catalog.catalog().loadTable(TableIdentifier.of("shop", "orders"));
@@ -113,9 +111,7 @@ class SqlBucketTest extends SqlTestBase {
   @Test
   void scanParallelismSetsTheReaders() {
     TableEnvironment sql = streaming();
-    sql.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '" + warehouse
-        + "')");
-    sql.executeSql("CREATE DATABASE lake.shop");
+    createLake(sql);
     sql.executeSql("CREATE TABLE lake.shop.orders (id BIGINT, v STRING,"
         + " PRIMARY KEY (id) NOT ENFORCED) WITH ('bucket' = '8')");
     String plan = sql.explainSql("SELECT * FROM lake.shop.orders /*+ OPTIONS("
@@ -129,9 +125,7 @@ class SqlBucketTest extends SqlTestBase {
   @Test
   void badBucketOptionsAreNamed() {
     TableEnvironment sql = batch();
-    sql.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '" + warehouse
-        + "')");
-    sql.executeSql("CREATE DATABASE lake.shop");
+    createLake(sql);
     assertThatThrownBy(() -> sql.executeSql("CREATE TABLE lake.shop.a (id BIGINT, PRIMARY KEY"
         + " (id) NOT ENFORCED) WITH ('bucket' = '0')")).rootCause()
         .isInstanceOf(ValidationException.class).hasMessageContaining("'bucket' = '0'");

@@ -22,8 +22,6 @@ import org.apache.iceberg.HistoryEntry;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
-import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
 import org.junit.jupiter.api.Test;
 
@@ -39,16 +37,14 @@ class SqlMetadataTablesTest extends SqlTestBase {
   @Test
   void metadataTablesAnswerFromTheTablesOwnState() throws Exception {
     TableEnvironment sql = batch();
-    sql.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '" + warehouse
-        + "')");
-    sql.executeSql("CREATE DATABASE lake.shop");
+    createLake(sql);
     sql.executeSql("CREATE TABLE lake.shop.orders (id BIGINT, v STRING,"
         + " PRIMARY KEY (id) NOT ENFORCED)");
     SkadeCatalog skade = catalog.catalog();
     Table orders = skade.loadTable(ORDERS);
     TableWriter writer = new TableWriter(orders);
     for (int round = 0; round < 3; round++) {
-      writer.upsert(List.of(row(orders, 1, "a" + round), row(orders, 10 + round, "b")));
+      writer.upsert(List.of(record(orders, 1L, "a" + round), record(orders, 10L + round, "b")));
     }
     orders.refresh();
     List<Snapshot> snapshots = new ArrayList<>();
@@ -96,16 +92,16 @@ class SqlMetadataTablesTest extends SqlTestBase {
   @Test
   void forSystemTimeAsOfReadsTheSnapshotCurrentThen() throws Exception {
     TableEnvironment sql = batch();
-    sql.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '" + warehouse
-        + "')");
-    sql.executeSql("CREATE DATABASE lake.shop");
+    createLake(sql);
     sql.executeSql("CREATE TABLE lake.shop.orders (id BIGINT, v STRING,"
         + " PRIMARY KEY (id) NOT ENFORCED)");
     Table orders = catalog.catalog().loadTable(ORDERS);
     TableWriter writer = new TableWriter(orders);
-    Snapshot first = writer.upsert(List.of(row(orders, 1, "a"), row(orders, 2, "b")));
-    Thread.sleep(5); // a later commit time
-    writer.upsert(List.of(row(orders, 1, "a2"), row(orders, 3, "c")));
+    Snapshot first = writer.upsert(List.of(record(orders, 1L, "a"), record(orders, 2L, "b")));
+    while (System.currentTimeMillis() <= first.timestampMillis()) {
+      Thread.onSpinWait(); // the next commit must be stamped later than the first
+    }
+    writer.upsert(List.of(record(orders, 1L, "a2"), record(orders, 3L, "c")));
 
     sql.getConfig().setLocalTimeZone(ZoneOffset.UTC);
     sql.executeSql("USE CATALOG lake"); // Flink 2.1 time-travels in the current catalog only
@@ -126,10 +122,4 @@ class SqlMetadataTablesTest extends SqlTestBase {
         .format(Instant.ofEpochMilli(millis).atOffset(ZoneOffset.UTC));
   }
 
-  private static Record row(Table table, long id, String v) {
-    GenericRecord row = GenericRecord.create(table.schema());
-    row.set(0, id);
-    row.set(1, v);
-    return row;
-  }
 }

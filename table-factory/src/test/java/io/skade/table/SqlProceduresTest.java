@@ -13,8 +13,6 @@ import org.apache.flink.types.Row;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
-import org.apache.iceberg.data.Record;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -31,17 +29,15 @@ class SqlProceduresTest extends SqlTestBase {
   @BeforeEach
   void ordersWithUpserts() throws Exception {
     sql = batch();
-    sql.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '" + warehouse
-        + "')");
-    sql.executeSql("CREATE DATABASE lake.shop");
+    createLake(sql);
     sql.executeSql("CREATE TABLE lake.shop.orders (id BIGINT, v STRING,"
         + " PRIMARY KEY (id) NOT ENFORCED)");
     // Four upserts, as four checkpoints of a streaming job would commit them.
     Table orders = catalog.catalog().loadTable(ORDERS);
     TableWriter writer = new TableWriter(orders);
     for (int round = 0; round < 4; round++) {
-      writer.upsert(List.of(row(orders, 1, "a" + round), row(orders, 2, "b" + round),
-          row(orders, 10 + round, "c")));
+      writer.upsert(List.of(record(orders, 1L, "a" + round), record(orders, 2L, "b" + round),
+          record(orders, 10L + round, "c")));
     }
   }
 
@@ -95,12 +91,6 @@ class SqlProceduresTest extends SqlTestBase {
         .hasMessageContaining("vacuum");
   }
 
-  private static Record row(Table table, long id, String v) {
-    GenericRecord row = GenericRecord.create(table.schema());
-    row.set(0, id);
-    row.set(1, v);
-    return row;
-  }
 
   private Set<Row> rows() throws Exception {
     return collect(sql, "SELECT * FROM lake.shop.orders").stream().collect(Collectors.toSet());

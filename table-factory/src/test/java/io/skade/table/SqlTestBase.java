@@ -12,6 +12,7 @@ import org.apache.flink.types.Row;
 import org.apache.flink.util.CloseableIterator;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
@@ -47,6 +48,22 @@ abstract class SqlTestBase {
   /** Streaming, without checkpoints: collected rows arrive as soon as they are produced. */
   static TableEnvironment streaming() {
     return TableEnvironment.create(EnvironmentSettings.inStreamingMode());
+  }
+
+  /** Creates the {@code skade} catalog {@code lake} of this warehouse and its database shop. */
+  void createLake(TableEnvironment env) {
+    env.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '" + warehouse
+        + "')");
+    env.executeSql("CREATE DATABASE lake.shop");
+  }
+
+  /** A row of {@code table}, its columns' values in order. */
+  static Record record(Table table, Object... values) {
+    GenericRecord row = GenericRecord.create(table.schema());
+    for (int i = 0; i < values.length; i++) {
+      row.set(i, values[i]);
+    }
+    return row;
   }
 
   /** {@code CREATE TABLE name (columns) WITH (connector skade on this warehouse, options)}. */
