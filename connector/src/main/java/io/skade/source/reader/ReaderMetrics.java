@@ -6,8 +6,8 @@ import org.apache.flink.runtime.metrics.MetricNames;
 
 /**
  * What a reader's split reader reports to Flink: {@code pendingRecords} (the changes of its
- * assigned splits not read yet, estimated from their snapshots' record counts; the Flink
- * autoscaler scales sources on it) and {@code currentFetchEventTimeLag} (now less the commit time
+ * assigned splits not read yet, estimated from their files' record counts ({@link
+ * io.skade.changelog.ChangeEstimate}); the Flink autoscaler scales sources on it) and {@code currentFetchEventTimeLag} (now less the commit time
  * of the last change fetched). Written by the fetcher thread, read by Flink's metric reporters.
  */
 final class ReaderMetrics {
