@@ -4,6 +4,9 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
 import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.environment.CheckpointConfig;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.flink.TableLoader;
 import org.apache.iceberg.flink.maintenance.api.DeleteOrphanFiles;
 import org.apache.iceberg.flink.maintenance.api.ExpireSnapshots;
@@ -16,8 +19,8 @@ import org.apache.iceberg.flink.maintenance.operator.TableChange;
  * maintenance ({@link TableMaintenance}): compaction ({@link RewriteDataFiles}, a
  * {@code replace} snapshot that also removes the delete files it leaves dangling, so deletes
  * are folded into the data files), snapshot expiry ({@link ExpireSnapshots}, through the
- * catalog, which keeps the snapshots a live consumer still needs) and orphan cleanup
- * ({@link DeleteOrphanFiles}). Iceberg's maintenance runs at most one task at a time per job and
+ * catalog, which keeps the snapshots a live consumer still needs) and orphan cleanup of the
+ * data location ({@link DeleteOrphanFiles}). Iceberg's maintenance runs at most one task at a time per job and
  * at most once per {@link #interval()}; expiry runs every 10 commits or 10 intervals, orphan
  * cleanup hourly.
  *
@@ -57,14 +60,19 @@ public record SinkMaintenance(boolean enabled, int compactDataFiles, int compact
       throw new IllegalArgumentException("maintenance.snapshot.max-age must be a duration of 0"
           + " or more, got " + snapshotMaxAge);
     }
-    if (orphanMinAge == null || orphanMinAge.compareTo(MIN_ORPHAN_AGE) < 0) {
-      throw new IllegalArgumentException("maintenance.orphan.min-age must be at least "
-          + MIN_ORPHAN_AGE.toMinutes() + " min, got " + orphanMinAge + ": a younger file may"
-          + " belong to a commit still in flight");
-    }
+    requireOrphanAge("maintenance.orphan.min-age", orphanMinAge);
     if (interval == null || interval.isNegative() || interval.isZero()) {
       throw new IllegalArgumentException("maintenance.interval must be a positive duration,"
           + " got " + interval);
+    }
+  }
+
+  /** Refuses an orphan age below {@link #MIN_ORPHAN_AGE}, naming {@code what}. */
+  static void requireOrphanAge(String what, Duration age) {
+    if (age == null || age.compareTo(MIN_ORPHAN_AGE) < 0) {
+      throw new IllegalArgumentException(what + " must be at least "
+          + MIN_ORPHAN_AGE.toMinutes() + " min, got " + age + ": a younger file may"
+          + " belong to a commit still in flight");
     }
   }
 
@@ -104,8 +112,27 @@ public record SinkMaintenance(boolean enabled, int compactDataFiles, int compact
         retainLast, orphanMinAge, least);
   }
 
-  /** Adds Iceberg's maintenance of the table {@code loader} loads, fed by its commits. */
+  /**
+   * Adds Iceberg's maintenance of the table {@code loader} loads, fed by its commits.
+   *
+   * <p>Orphan cleanup here looks only under the table's data location: the metadata files the
+   * catalog's commit log references, which a lagging changelog reader still reads, are known
+   * only to a one-shot {@link OrphanFileRemoval}, which also removes orphan metadata.
+   *
+   * @throws IllegalArgumentException when the orphan age is not above the job's checkpoint
+   *     interval plus its checkpoint timeout, the longest a file of a commit can be in flight
+   */
   void appendTo(DataStream<TableChange> commits, TableLoader loader, String uidSuffix) {
+    CheckpointConfig checkpoints = commits.getExecutionEnvironment().getCheckpointConfig();
+    if (checkpoints.isCheckpointingEnabled()) {
+      Duration inFlight = Duration.ofMillis(checkpoints.getCheckpointInterval()
+          + checkpoints.getCheckpointTimeout());
+      if (orphanMinAge.compareTo(inFlight) <= 0) {
+        throw new IllegalArgumentException("maintenance.orphan.min-age = " + orphanMinAge
+            + " must be above the checkpoint interval plus the checkpoint timeout ("
+            + inFlight + "), the longest a written file waits for its commit; raise it");
+      }
+    }
     try {
       TableMaintenance.forChangeStream(commits, loader)
           .uidSuffix("skade maintenance " + uidSuffix)
@@ -119,11 +146,21 @@ public record SinkMaintenance(boolean enabled, int compactDataFiles, int compact
               .maxSnapshotAge(snapshotMaxAge)
               .retainLast(retainLast))
           .add(DeleteOrphanFiles.builder()
+              .location(dataLocation(loader))
               .scheduleOnInterval(ORPHAN_EVERY)
               .minAge(orphanMinAge))
           .append();
     } catch (IOException e) {
       throw new UncheckedIOException("cannot add the maintenance of " + loader, e);
+    }
+  }
+
+  private static String dataLocation(TableLoader loader) throws IOException {
+    try (TableLoader open = loader.clone()) {
+      open.open();
+      Table table = open.loadTable();
+      return table.properties().getOrDefault(TableProperties.WRITE_DATA_LOCATION,
+          table.location() + "/data");
     }
   }
 

@@ -8,6 +8,7 @@ import io.skade.TestCatalog;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.SkadeCatalog;
 import java.util.ArrayList;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -131,6 +132,23 @@ class SkadeSinkTest {
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("overwrite");
     assertThatThrownBy(() -> SkadeSink.builder().table("db.customers").build())
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'warehouse'");
+  }
+
+  @Test
+  void anOrphanAgeACommitInFlightCouldReachIsRefusedWhenTheJobIsBuilt() {
+    catalog.get().createTable(CUSTOMERS, SCHEMA);
+    StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+    env.enableCheckpointing(Duration.ofMinutes(50).toMillis());
+    env.getCheckpointConfig().setCheckpointTimeout(Duration.ofMinutes(20).toMillis());
+    SkadeSink sink = SkadeSink.builder().catalogProperties(catalog.properties())
+        .table("db.customers").upsertKey(List.of("id"))
+        .maintenance(SinkMaintenance.defaults().withOrphanMinAge(Duration.ofHours(1))).build();
+
+    input(env, row(RowKind.INSERT, 1, "ada")).sinkTo(sink);
+    assertThatThrownBy(() -> env.getStreamGraph(false))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("maintenance.orphan.min-age = PT1H")
+        .hasMessageContaining("checkpoint interval plus the checkpoint timeout (PT1H10M)");
   }
 
   private SkadeSink upserting() {

@@ -1,7 +1,11 @@
 package io.skade.table;
 
 import io.skade.catalog.CatalogConnection;
+import io.skade.sink.OrphanFileRemoval;
+import io.skade.sink.SinkMaintenance;
 import io.skade.sink.TableCompaction;
+import java.time.Duration;
+import java.time.Instant;
 import java.time.LocalDateTime;
 import java.time.ZoneOffset;
 import java.util.List;
@@ -26,18 +30,24 @@ import org.apache.iceberg.exceptions.NoSuchTableException;
  * CALL lake.sys.compact('shop.orders');
  * CALL lake.sys.expire_snapshots('shop.orders', TIMESTAMP '2026-12-01 00:00:00');
  * CALL lake.sys.expire_snapshots('shop.orders', TIMESTAMP '2026-12-01 00:00:00', 10);
+ * CALL lake.sys.remove_orphan_files('shop.orders');
+ * CALL lake.sys.remove_orphan_files('shop.orders', TIMESTAMP '2026-12-01 00:00:00', true);
  * }</pre>
  *
  * <p>{@code compact} runs Iceberg's rewrite in a bounded Flink job ({@link TableCompaction}):
  * a {@code replace} snapshot with the deletes folded in. {@code expire_snapshots} expires, through
  * the catalog, the snapshots older than the time (UTC) but the newest {@code retain_last} (1 by
  * default); the catalog refuses it, naming the consumer, while a live consumer still needs one of
- * them.
+ * them. {@code remove_orphan_files} deletes, in a bounded Flink job of Iceberg's orphan-file
+ * operators ({@link OrphanFileRemoval}), the files under the table's location older than the time
+ * (3 days ago by default, at least an hour ago) that neither a live snapshot nor the catalog's
+ * commit log references; with {@code dry_run} it only lists them.
  */
 public final class SkadeProcedures {
   /** The database the procedures are in: {@code CALL <catalog>.sys.<procedure>(...)}. */
   static final String DATABASE = "sys";
-  static final List<String> NAMES = List.of("compact", "expire_snapshots");
+  static final List<String> NAMES = List.of("compact", "expire_snapshots",
+      "remove_orphan_files");
 
   private SkadeProcedures() {}
 
@@ -46,6 +56,7 @@ public final class SkadeProcedures {
     return switch (name) {
       case "compact" -> new CompactProcedure(catalogName, properties);
       case "expire_snapshots" -> new ExpireSnapshotsProcedure(catalogName, properties);
+      case "remove_orphan_files" -> new RemoveOrphanFilesProcedure(catalogName, properties);
       default -> null;
     };
   }
@@ -153,6 +164,39 @@ public final class SkadeProcedures {
         count++;
       }
       return count;
+    }
+  }
+
+  /** {@code remove_orphan_files(table[, older_than[, dry_run]])}: Iceberg's orphan cleanup. */
+  public static final class RemoveOrphanFilesProcedure extends SysProcedure {
+    private static final Duration DEFAULT_AGE = Duration.ofDays(3);
+
+    RemoveOrphanFilesProcedure(String catalogName, Map<String, String> properties) {
+      super("remove_orphan_files", catalogName, properties);
+    }
+
+    @ProcedureHint(argument = {
+        @ArgumentHint(name = "table", type = @DataTypeHint("STRING")),
+        @ArgumentHint(name = "older_than", type = @DataTypeHint("TIMESTAMP(3)"),
+            isOptional = true),
+        @ArgumentHint(name = "dry_run", type = @DataTypeHint("BOOLEAN"), isOptional = true)},
+        output = @DataTypeHint("ROW<orphan_file_location STRING>"))
+    public Row[] call(ProcedureContext context, String table, LocalDateTime olderThan,
+        Boolean dryRun) throws Exception {
+      Instant now = Instant.now();
+      Duration age = olderThan == null ? DEFAULT_AGE
+          : Duration.between(olderThan.toInstant(ZoneOffset.UTC), now);
+      if (age.compareTo(SinkMaintenance.MIN_ORPHAN_AGE) < 0) {
+        throw invalid("argument 'older_than' = " + olderThan + " must be at least "
+            + SinkMaintenance.MIN_ORPHAN_AGE.toMinutes() + " min ago (UTC): a younger file may"
+            + " belong to a commit still in flight; give an earlier time");
+      }
+      try (CatalogConnection connection = CatalogConnection.forWriting(properties)) {
+        table(table, connection); // it exists
+      }
+      OrphanFileRemoval.Result result = OrphanFileRemoval.run(context.getExecutionEnvironment(),
+          properties, TableIdentifier.parse(table), age, Boolean.TRUE.equals(dryRun));
+      return result.orphans().stream().map(Row::of).toArray(Row[]::new);
     }
   }
 }

@@ -5,11 +5,22 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.skade.catalog.ConsumerCursor;
 import io.skade.write.TableWriter;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.attribute.FileTime;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalDateTime;
+import java.time.ZoneOffset;
 import java.util.List;
 import java.util.Set;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 import org.apache.flink.table.api.TableEnvironment;
 import org.apache.flink.types.Row;
+import org.apache.iceberg.DataFile;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
@@ -20,7 +31,8 @@ import org.junit.jupiter.api.Test;
  * The {@code sys} procedures of a {@code skade} catalog, called from Flink SQL: {@code compact}
  * folds the deletes into a {@code replace} snapshot without changing a row, {@code
  * expire_snapshots} is refused while a consumer needs a snapshot and expires once it is gone,
- * and bad arguments are named.
+ * {@code remove_orphan_files} deletes an old file nothing references and nothing else, and bad
+ * arguments are named.
  */
 class SqlProceduresTest extends SqlTestBase {
   private static final TableIdentifier ORDERS = TableIdentifier.of("shop", "orders");
@@ -79,6 +91,37 @@ class SqlProceduresTest extends SqlTestBase {
   }
 
   @Test
+  void removeOrphanFilesTakesOnlyOldFilesNothingReferences() throws Exception {
+    Table orders = catalog.catalog().loadTable(ORDERS);
+    TableWriter writer = new TableWriter(orders);
+    DataFile abandoned = writer.writeDataFiles(List.of(record(orders, 7L, "lost"))).get(0);
+    Path abandonedPath = Paths.get(URI.create(abandoned.location().startsWith("file:")
+        ? abandoned.location() : "file:" + abandoned.location()));
+    FileTime twoHoursAgo = FileTime.from(Instant.now().minus(Duration.ofHours(2)));
+    try (Stream<Path> files = Files.walk(abandonedPath.getParent().getParent())) {
+      for (Path file : files.filter(Files::isRegularFile).toList()) {
+        Files.setLastModifiedTime(file, twoHoursAgo); // the whole table is old
+      }
+    }
+    Set<Row> before = rows();
+    String anHourAgo = LocalDateTime.now(ZoneOffset.UTC).minusMinutes(61).withNano(0).toString()
+        .replace('T', ' ');
+
+    List<Row> dry = collect(sql, "CALL lake.sys.remove_orphan_files('shop.orders', TIMESTAMP '"
+        + anHourAgo + "', true)");
+    assertThat(dry).extracting(row -> Paths.get(URI.create((String) row.getField(0))))
+        .containsExactly(abandonedPath);
+    assertThat(Files.exists(abandonedPath)).as("a dry run deletes nothing").isTrue();
+
+    assertThat(collect(sql, "CALL lake.sys.remove_orphan_files('shop.orders', TIMESTAMP '"
+        + anHourAgo + "')")).hasSize(1);
+    assertThat(Files.exists(abandonedPath)).isFalse();
+    assertThat(rows()).isEqualTo(before);
+    assertThat(collect(sql, "CALL lake.sys.remove_orphan_files('shop.orders')"))
+        .as("by default only files 3 days old are taken").isEmpty();
+  }
+
+  @Test
   void badArgumentsAreNamed() {
     assertThatThrownBy(() -> collect(sql, "CALL lake.sys.compact('orders')")).rootCause()
         .hasMessageContaining("argument 'table' = 'orders'").hasMessageContaining("'shop.orders'");
@@ -87,6 +130,12 @@ class SqlProceduresTest extends SqlTestBase {
     assertThatThrownBy(() -> collect(sql, "CALL lake.sys.expire_snapshots('shop.orders',"
         + " TIMESTAMP '2999-01-01 00:00:00', 0)")).rootCause()
         .hasMessageContaining("'retain_last' = 0");
+    assertThatThrownBy(() -> collect(sql, "CALL lake.sys.remove_orphan_files('shop.orders',"
+        + " TIMESTAMP '2999-01-01 00:00:00')")).rootCause()
+        .hasMessageContaining("argument 'older_than' = 2999-01-01T00:00")
+        .hasMessageContaining("at least 60 min ago");
+    assertThatThrownBy(() -> collect(sql, "CALL lake.sys.remove_orphan_files('shop')"))
+        .rootCause().hasMessageContaining("argument 'table' = 'shop'");
     assertThatThrownBy(() -> collect(sql, "CALL lake.sys.vacuum('shop.orders')"))
         .hasMessageContaining("vacuum");
   }
