@@ -59,6 +59,9 @@ public interface CatalogConnection extends AutoCloseable {
   /** Where consumers store their cursors. */
   ConsumerStore consumers();
 
+  /** The catalog's table locks, which table maintenance takes. */
+  MaintenanceLocks locks();
+
   /**
    * Whether commits are pushed to {@link CommitFeed#subscribeCommits subscribers}; false for a
    * read-only follower, which learns of commits only by polling {@link CommitFeed#commitSeq}.
@@ -214,6 +217,11 @@ public interface CatalogConnection extends AutoCloseable {
     }
 
     @Override
+    public MaintenanceLocks locks() {
+      return catalog;
+    }
+
+    @Override
     public boolean pushesCommits() {
       return !catalog.isFollower();
     }
@@ -334,6 +342,11 @@ public interface CatalogConnection extends AutoCloseable {
 
     @Override
     public ConsumerStore consumers() {
+      return client;
+    }
+
+    @Override
+    public MaintenanceLocks locks() {
       return client;
     }
 

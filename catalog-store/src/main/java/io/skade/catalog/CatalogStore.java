@@ -23,6 +23,7 @@ import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Function;
 import java.util.stream.Stream;
+import org.apache.iceberg.catalog.TableIdentifier;
 import org.rocksdb.ColumnFamilyDescriptor;
 import org.rocksdb.ColumnFamilyHandle;
 import org.rocksdb.ColumnFamilyOptions;
@@ -41,7 +42,9 @@ import org.rocksdb.WriteOptions;
  *
  * <p>Column families: {@code tables} (table key → pointer), {@code commits} ((table key, snapshot
  * id) → the {@code commitSeq} that added the snapshot), {@code commit_log} (8-byte big-endian
- * {@code commitSeq} → commit record), {@code meta} (format version, current {@code commitSeq}),
+ * {@code commitSeq} → commit record), {@code meta} (format version, current {@code commitSeq},
+ * and the table locks, {@code lock/<table key>\0<name>} → holder and time: written with the
+ * group, but no log row),
  * {@code namespaces} (namespace key → properties), {@code consumers} (consumer id → cursor and
  * last-seen time; written with the group, but no log row and no {@code commitSeq}), {@code
  * idempotency_keys} (a client's idempotency key → what the commit made under it; written in the
@@ -69,6 +72,7 @@ final class CatalogStore implements AutoCloseable {
 
   private static final byte[] META_FORMAT = TableKeys.bytes("format_version");
   private static final byte[] META_COMMIT_SEQ = TableKeys.bytes("commit_seq");
+  private static final String META_LOCK_PREFIX = "lock/";
 
   static {
     RocksDB.loadLibrary();
@@ -461,10 +465,12 @@ final class CatalogStore implements AutoCloseable {
     final Map<String, StoredConsumer> consumers = new LinkedHashMap<>();
     /** Idempotency keys to write; a null value removes the key. */
     final Map<String, IdempotencyRecord> idempotency = new LinkedHashMap<>();
+    /** Table locks to write (keyed by {@link #lockKey}); a null value releases the lock. */
+    final Map<String, MaintenanceLock> locks = new LinkedHashMap<>();
 
     boolean isEmpty() {
       return pointers.isEmpty() && namespaces.isEmpty() && commits.isEmpty()
-          && consumers.isEmpty() && idempotency.isEmpty();
+          && consumers.isEmpty() && idempotency.isEmpty() && locks.isEmpty();
     }
   }
 
@@ -484,6 +490,7 @@ final class CatalogStore implements AutoCloseable {
         putOrDelete(batch, namespaces, group.namespaces, CatalogStore::encodeProperties);
         putOrDelete(batch, consumers, group.consumers, CatalogStore::encodeConsumer);
         putOrDelete(batch, idempotency, group.idempotency, CatalogStore::encodeIdempotency);
+        putOrDelete(batch, meta, group.locks, CatalogStore::encodeLock);
         SnapshotIndex index = new SnapshotIndex(batch);
         for (CommitEvent commit : group.commits) {
           batch.put(commitLog, longBytes(commit.commitSeq()), encodeEvent(commit));
@@ -644,6 +651,25 @@ final class CatalogStore implements AutoCloseable {
             in.readLong(), in.readInt());
       }
       return new CommitEvent(seq, tableKey, operation, snapshots, location, previous, tsMicros);
+    });
+  }
+
+  /** The key of the lock {@code name} of {@code table} in the {@code meta} family. */
+  static String lockKey(TableIdentifier table, String name) {
+    return META_LOCK_PREFIX + TableKeys.tableKey(table) + "\0" + name;
+  }
+
+  /** The lock {@code name} of {@code table}, or null when no one holds it. */
+  MaintenanceLock lock(TableIdentifier table, String name) {
+    byte[] value = get(meta, TableKeys.bytes(lockKey(table, name)));
+    return value == null ? null : decode(value, in -> new MaintenanceLock(table, name,
+        readString(in), Instant.ofEpochMilli(in.readLong())));
+  }
+
+  private static byte[] encodeLock(MaintenanceLock lock) {
+    return encode(out -> {
+      writeString(out, lock.holder());
+      out.writeLong(lock.since().toEpochMilli());
     });
   }
 

@@ -13,6 +13,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.CommitStateUnknownException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -384,6 +385,17 @@ final class Committer implements AutoCloseable {
       pending.consumers.put(consumerId, null);
     }
 
+    /** The lock {@code name} of {@code table} as this mutation would see it, or null. */
+    MaintenanceLock lock(TableIdentifier table, String name) {
+      return lookup(CatalogStore.lockKey(table, name), pending.locks, group.locks,
+          key -> store.lock(table, name));
+    }
+
+    /** Stores a table lock's row (null {@code lock}: releases it); no log row, no event. */
+    void putLock(TableIdentifier table, String name, MaintenanceLock lock) {
+      pending.locks.put(CatalogStore.lockKey(table, name), lock);
+    }
+
     /** What was committed under {@code key}, as this mutation would see it stored, or null. */
     IdempotencyRecord idempotency(String key) {
       return lookup(key, pending.idempotency, group.idempotency, store::idempotency);
@@ -408,6 +420,7 @@ final class Committer implements AutoCloseable {
       group.renamedFrom.putAll(pending.renamedFrom);
       group.consumers.putAll(pending.consumers);
       group.idempotency.putAll(pending.idempotency);
+      group.locks.putAll(pending.locks);
       lastSeq = pendingSeq;
       pending = new CatalogStore.Batch();
     }

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -101,7 +102,8 @@ import org.slf4j.LoggerFactory;
  * ExpiryGuard}).
  */
 public class SkadeCatalog extends BaseMetastoreCatalog
-    implements SupportsNamespaces, CommitFeed, ConsumerStore, Configurable<Object> {
+    implements SupportsNamespaces, CommitFeed, ConsumerStore, MaintenanceLocks,
+    Configurable<Object> {
   private static final Logger LOG = LoggerFactory.getLogger(SkadeCatalog.class);
 
   public static final String CATALOG_PATH = "catalog.path";
@@ -706,6 +708,54 @@ public class SkadeCatalog extends BaseMetastoreCatalog
         return false;
       }
       stage.removeConsumer(key);
+      return true;
+    });
+  }
+
+  /**
+   * {@inheritDoc} Written durably through the one commit path, as a consumer's cursor is: no
+   * {@code commitSeq}, no event.
+   *
+   * @throws UnsupportedOperationException in a read-only follower
+   */
+  @Override
+  public boolean tryLock(TableIdentifier table, String name, String holder, Duration lease) {
+    TableKeys.validate(table); // before the committer thread, which must not fail
+    Objects.requireNonNull(holder, "holder");
+    return committer().submit(stage -> {
+      Instant now = Instant.now();
+      MaintenanceLock held = stage.lock(table, name);
+      if (held != null && held.holder().equals(holder)) {
+        return true;
+      }
+      if (held != null && !held.staleAt(now, lease)) {
+        return false;
+      }
+      if (held != null) {
+        LOG.warn("taking the {} lock of {} from {}, who took it at {} and never released it",
+            name, table, held.holder(), held.since());
+      }
+      stage.putLock(table, name, new MaintenanceLock(table, name, holder, now));
+      return true;
+    });
+  }
+
+  @Override
+  public Optional<MaintenanceLock> lock(TableIdentifier table, String name) {
+    TableKeys.validate(table);
+    store().catchUp();
+    return Optional.ofNullable(store().lock(table, name));
+  }
+
+  @Override
+  public boolean unlock(TableIdentifier table, String name, String holder) {
+    TableKeys.validate(table);
+    return committer().submit(stage -> {
+      MaintenanceLock held = stage.lock(table, name);
+      if (held == null || !held.holder().equals(holder)) {
+        return false;
+      }
+      stage.putLock(table, name, null);
       return true;
     });
   }

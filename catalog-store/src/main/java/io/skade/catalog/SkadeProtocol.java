@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -24,6 +25,10 @@ import org.apache.iceberg.catalog.TableIdentifier;
  *       added a snapshot ({@link SkadeCatalog#commitOf}); 404 when none is recorded.
  *   <li>{@code GET /skade/v1/consumers[?namespace=NS&table=T]}: stored consumers;
  *       {@code GET, PUT, DELETE /skade/v1/consumers/{id}}: one, stored with a cursor body.
+ *   <li>{@code /skade/v1/locks?namespace=NS&table=T&name=N}: a table's lock ({@link
+ *       MaintenanceLocks}): {@code POST} with {@code {"holder", "lease-ms"}} tries to take it,
+ *       answering {@code {"held": true|false}}; {@code GET} answers the lock, 404 when free;
+ *       {@code DELETE} with {@code &holder=H} releases it, answering {@code {"released": ..}}.
  * </ul>
  *
  * <p>Namespaces go in query parameters as the REST protocol writes them in paths (levels joined
@@ -36,6 +41,7 @@ public final class SkadeProtocol {
   public static final String COMMIT_OF = COMMITS + "/of";
   public static final String CONSUMERS = PREFIX + "/consumers";
   public static final String JOB_RUNS = PREFIX + "/lineage/job-runs";
+  public static final String LOCKS = PREFIX + "/locks";
   /** Longest wait a commits request may ask for, in milliseconds. */
   public static final long MAX_WAIT_MS = 60_000;
   /** Most commits one page holds. */
@@ -197,6 +203,60 @@ public final class SkadeProtocol {
       consumers.add(consumer(node));
     }
     return consumers;
+  }
+
+  /** The JSON of a request to take a lock. */
+  public static String lockRequest(String holder, Duration lease) {
+    ObjectNode root = JSON.createObjectNode();
+    root.put("holder", holder);
+    root.put("lease-ms", lease.toMillis());
+    return write(root);
+  }
+
+  /** The holder of a request to take a lock. */
+  public static String lockHolder(String json) {
+    return text(read(json, "lock request"), "holder", "lock request");
+  }
+
+  /** The lease of a request to take a lock. */
+  public static Duration lockLease(String json) {
+    return Duration.ofMillis(number(read(json, "lock request"), "lease-ms", "lock request"));
+  }
+
+  /** The JSON of a held lock. */
+  public static String lock(MaintenanceLock lock) {
+    ObjectNode root = JSON.createObjectNode();
+    namespace(root.putArray("namespace"), lock.table().namespace());
+    root.put("table", lock.table().name());
+    root.put("name", lock.name());
+    root.put("holder", lock.holder());
+    root.put("since-ms", lock.since().toEpochMilli());
+    return write(root);
+  }
+
+  /** A held lock read from its JSON. */
+  public static MaintenanceLock lock(String json) {
+    JsonNode node = read(json, "lock");
+    return new MaintenanceLock(TableIdentifier.of(namespace(required(node, "namespace", "lock")),
+        text(node, "table", "lock")), text(node, "name", "lock"), text(node, "holder", "lock"),
+        Instant.ofEpochMilli(number(node, "since-ms", "lock")));
+  }
+
+  /** {@code {"<field>": value}}: the answer of a lock route. */
+  public static String flag(String field, boolean value) {
+    ObjectNode root = JSON.createObjectNode();
+    root.put(field, value);
+    return write(root);
+  }
+
+  /** The value of {@link #flag}'s answer. */
+  public static boolean flag(String json, String field) {
+    JsonNode value = required(read(json, "lock answer"), field, "lock answer");
+    if (!value.isBoolean()) {
+      throw new IllegalArgumentException("in a lock answer, '" + field + "' must be true or"
+          + " false, got " + value);
+    }
+    return value.asBoolean();
   }
 
   private static void namespace(ArrayNode levels, Namespace namespace) {

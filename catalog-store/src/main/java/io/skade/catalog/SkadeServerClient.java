@@ -28,7 +28,7 @@ import org.slf4j.LoggerFactory;
  * server restarts) is retried with a backoff from 100 ms to 5 s for up to {@code retryFor};
  * a request the server refused (4xx) fails at once with the server's message.
  */
-public final class SkadeServerClient implements ConsumerStore {
+public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks {
   private static final Logger LOG = LoggerFactory.getLogger(SkadeServerClient.class);
   private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
   /** What a request may take beyond the wait it asks the server for. */
@@ -111,6 +111,30 @@ public final class SkadeServerClient implements ConsumerStore {
   @Override
   public boolean dropConsumer(String consumerId) {
     return call("DELETE", consumerPath(consumerId), null, Duration.ZERO, 404).status() != 404;
+  }
+
+  @Override
+  public boolean tryLock(TableIdentifier table, String name, String holder, Duration lease) {
+    // Retrying is safe: a holder that already holds the lock is answered that it holds it.
+    return SkadeProtocol.flag(call("POST", lockPath(table, name),
+        SkadeProtocol.lockRequest(holder, lease), Duration.ZERO).body(), "held");
+  }
+
+  @Override
+  public Optional<MaintenanceLock> lock(TableIdentifier table, String name) {
+    Answer answer = call("GET", lockPath(table, name), null, Duration.ZERO, 404);
+    return answer.status() == 404 ? Optional.empty()
+        : Optional.of(SkadeProtocol.lock(answer.body()));
+  }
+
+  @Override
+  public boolean unlock(TableIdentifier table, String name, String holder) {
+    return SkadeProtocol.flag(call("DELETE", lockPath(table, name) + "&holder="
+        + encode(holder), null, Duration.ZERO).body(), "released");
+  }
+
+  private static String lockPath(TableIdentifier table, String name) {
+    return SkadeProtocol.LOCKS + "?" + tableQuery(table) + "&name=" + encode(name);
   }
 
   /**

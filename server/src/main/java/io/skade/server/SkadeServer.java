@@ -34,7 +34,8 @@ import org.slf4j.LoggerFactory;
  * The skade server: the one process that owns a skade catalog (its RocksDB store, its commit
  * path, unchanged) and serves it to every other process over HTTP, on Jetty: the Iceberg REST
  * catalog protocol ({@link IcebergRoutes}), the commit feed as a long-poll ({@link
- * CommitFeedRoutes}), consumer cursors ({@link ConsumerRoutes}), Flink job runs for the lineage
+ * CommitFeedRoutes}), consumer cursors ({@link ConsumerRoutes}), table locks ({@link
+ * LockRoutes}), Flink job runs for the lineage
  * ({@link LineageRoutes}), {@code /healthz} and Prometheus {@code /metrics}. Every route needs a
  * bearer token unless the server was started without authentication on purpose.
  *
@@ -141,7 +142,8 @@ public final class SkadeServer implements AutoCloseable {
       jetty.addConnector(connector);
       GracefulHandler graceful = new GracefulHandler();
       graceful.setHandler(new Routes(tokens, metrics, feed, new ConsumerRoutes(catalog),
-          new LineageRoutes(catalog), new IcebergRoutes(catalog, metrics), catalog));
+          new LockRoutes(catalog), new LineageRoutes(catalog),
+          new IcebergRoutes(catalog, metrics), catalog));
       jetty.setHandler(graceful);
       jetty.setStopTimeout(STOP_TIMEOUT_MS);
       jetty.start();
@@ -243,17 +245,19 @@ public final class SkadeServer implements AutoCloseable {
     private final ServerMetrics metrics;
     private final CommitFeedRoutes feed;
     private final ConsumerRoutes consumers;
+    private final LockRoutes locks;
     private final LineageRoutes lineage;
     private final IcebergRoutes iceberg;
     private final SkadeCatalog catalog;
 
     Routes(BearerTokens tokens, ServerMetrics metrics, CommitFeedRoutes feed,
-        ConsumerRoutes consumers, LineageRoutes lineage, IcebergRoutes iceberg,
+        ConsumerRoutes consumers, LockRoutes locks, LineageRoutes lineage, IcebergRoutes iceberg,
         SkadeCatalog catalog) {
       this.tokens = tokens;
       this.metrics = metrics;
       this.feed = feed;
       this.consumers = consumers;
+      this.locks = locks;
       this.lineage = lineage;
       this.iceberg = iceberg;
       this.catalog = catalog;
@@ -281,10 +285,10 @@ public final class SkadeServer implements AutoCloseable {
           CommitFeedRoutes.requireGet(exchange);
           exchange.text(200, "text/plain; version=0.0.4", metrics.scrape());
         } else if (!feed.handle(exchange) && !consumers.handle(exchange)
-            && !lineage.handle(exchange) && !iceberg.handle(exchange)) {
+            && !locks.handle(exchange) && !lineage.handle(exchange) && !iceberg.handle(exchange)) {
           exchange.error(400, "BadRequestException", "no route for " + exchange.method() + " "
               + request.getHttpURI().getPath() + "; the server serves the Iceberg REST catalog"
-              + " protocol under /v1 and skade's commit feed, consumers and lineage under /skade/v1");
+              + " protocol under /v1 and skade's commit feed, consumers, locks and lineage under /skade/v1");
         }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();

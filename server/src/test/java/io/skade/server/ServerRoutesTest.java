@@ -7,6 +7,8 @@ import static org.awaitility.Awaitility.await;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.skade.catalog.ConsumerCursor;
+import io.skade.catalog.MaintenanceLock;
+import io.skade.catalog.SkadeCatalog;
 import io.skade.catalog.SkadeProtocol;
 import io.skade.catalog.SkadeServerClient;
 import io.skade.catalog.StoredConsumer;
@@ -278,6 +280,31 @@ class ServerRoutesTest {
         "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
         "POST /v1/{prefix}/namespaces/{namespace}/register",
         "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics");
+  }
+
+  @Test
+  void aTableLockTakenThroughTheServerIsTheCatalogsOne() {
+    SkadeServerClient client = new SkadeServerClient(fixture.server.uri(), ServerFixture.TOKEN,
+        Duration.ofSeconds(5));
+    SkadeCatalog owner = fixture.server.catalog();
+    String lock = MaintenanceLock.MAINTENANCE;
+    Duration hour = Duration.ofHours(1);
+
+    assertThat(client.tryLock(ORDERS, lock, "remote job", hour)).isTrue();
+    assertThat(client.tryLock(ORDERS, lock, "remote job", hour)).as("a retry").isTrue();
+    assertThat(owner.tryLock(ORDERS, lock, "local job", hour)).isFalse();
+    assertThat(owner.lock(ORDERS, lock)).map(MaintenanceLock::holder).hasValue("remote job");
+    assertThat(client.lock(ORDERS, lock)).isEqualTo(owner.lock(ORDERS, lock));
+    assertThat(client.unlock(ORDERS, lock, "local job")).as("not its holder").isFalse();
+    assertThat(client.unlock(ORDERS, lock, "remote job")).isTrue();
+    assertThat(client.lock(ORDERS, lock)).isEmpty();
+    assertThat(owner.tryLock(ORDERS, lock, "local job", hour)).isTrue();
+    assertThat(client.tryLock(ORDERS, lock, "remote job", hour)).isFalse();
+
+    ServerFixture.Answer missing = fixture.call("GET", SkadeProtocol.LOCKS + "?namespace=shop"
+        + "&table=orders", null);
+    assertThat(missing.status()).isEqualTo(400);
+    assertThat(missing.body()).contains("query parameter 'name' is missing");
   }
 
   @Test
