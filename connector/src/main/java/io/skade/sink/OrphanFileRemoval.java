@@ -3,6 +3,7 @@ package io.skade.sink;
 import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitFeed;
+import io.skade.maintenance.CatalogLockFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -71,15 +72,24 @@ public final class OrphanFileRemoval {
   /**
    * Removes the orphan files of {@code table} of the skade catalog {@code catalogProperties}
    * name older than {@code minAge}, with the job run on {@code env}; or with {@code dryRun} only
-   * lists them. Nothing is deleted when any part of the listing failed.
+   * lists them, holding the table's maintenance lock. Nothing is deleted when any part of the
+   * listing failed.
    *
    * @throws IllegalArgumentException naming the minimum age when it is below {@link
    *     SinkMaintenance#MIN_ORPHAN_AGE}, before any I/O
-   * @throws IllegalStateException naming the table and the failure when the listing failed
+   * @throws IllegalStateException naming the table and the failure when the listing failed, or
+   *     the holder when other maintenance holds the table's lock
    */
   public static Result run(StreamExecutionEnvironment env, Map<String, String> catalogProperties,
       TableIdentifier table, Duration minAge, boolean dryRun) throws Exception {
     SinkMaintenance.requireOrphanAge("minimum age", minAge);
+    return CatalogLockFactory.whileHolding(catalogProperties, table, "an orphan-file call",
+        () -> remove(env, catalogProperties, table, minAge, dryRun));
+  }
+
+  private static Result remove(StreamExecutionEnvironment env,
+      Map<String, String> catalogProperties, TableIdentifier table, Duration minAge,
+      boolean dryRun) throws Exception {
     SkadeTableLoader loader = SkadeTableLoader.forMaintenance(catalogProperties, table);
     List<String> logged = loggedMetadataFiles(catalogProperties, table);
     long now = System.currentTimeMillis();

@@ -12,6 +12,7 @@ import org.apache.iceberg.flink.maintenance.api.DeleteOrphanFiles;
 import org.apache.iceberg.flink.maintenance.api.ExpireSnapshots;
 import org.apache.iceberg.flink.maintenance.api.RewriteDataFiles;
 import org.apache.iceberg.flink.maintenance.api.TableMaintenance;
+import org.apache.iceberg.flink.maintenance.api.TriggerLockFactory;
 import org.apache.iceberg.flink.maintenance.operator.TableChange;
 
 /**
@@ -20,9 +21,10 @@ import org.apache.iceberg.flink.maintenance.operator.TableChange;
  * {@code replace} snapshot that also removes the delete files it leaves dangling, so deletes
  * are folded into the data files), snapshot expiry ({@link ExpireSnapshots}, through the
  * catalog, which keeps the snapshots a live consumer still needs) and orphan cleanup of the
- * data location ({@link DeleteOrphanFiles}). Iceberg's maintenance runs at most one task at a time per job and
- * at most once per {@link #interval()}; expiry runs every 10 commits or 10 intervals, orphan
- * cleanup hourly.
+ * data location ({@link DeleteOrphanFiles}). Iceberg's maintenance runs at most one task at a
+ * time and at most once per {@link #interval()}; expiry runs every 10 commits or 10 intervals,
+ * orphan cleanup hourly. Each task takes the table's lock in the catalog ({@link
+ * io.skade.maintenance.CatalogLockFactory}), so no two jobs maintain one table at once.
  *
  * <p>Expiry stops short of the oldest snapshot a stored consumer of the table still needs, so it
  * goes on expiring what may go while a consumer lags (the catalog would refuse it whole).
@@ -122,7 +124,9 @@ public record SinkMaintenance(boolean enabled, int compactDataFiles, int compact
    * @throws IllegalArgumentException when the orphan age is not above the job's checkpoint
    *     interval plus its checkpoint timeout, the longest a file of a commit can be in flight
    */
-  void appendTo(DataStream<TableChange> commits, TableLoader loader, String uidSuffix) {
+  @SuppressWarnings("deprecation") // Iceberg 1.11's only hook for a lock shared across jobs
+  void appendTo(DataStream<TableChange> commits, TableLoader loader,
+      TriggerLockFactory lock, String uidSuffix) {
     CheckpointConfig checkpoints = commits.getExecutionEnvironment().getCheckpointConfig();
     if (checkpoints.isCheckpointingEnabled()) {
       Duration inFlight = Duration.ofMillis(checkpoints.getCheckpointInterval()
@@ -134,7 +138,7 @@ public record SinkMaintenance(boolean enabled, int compactDataFiles, int compact
       }
     }
     try {
-      TableMaintenance.forChangeStream(commits, loader)
+      TableMaintenance.forChangeStream(commits, loader, lock)
           .uidSuffix("skade maintenance " + uidSuffix)
           .rateLimit(interval)
           .lockCheckDelay(interval)

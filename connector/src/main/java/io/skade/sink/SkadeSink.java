@@ -3,6 +3,7 @@ package io.skade.sink;
 import io.skade.catalog.CatalogConnection;
 import io.skade.lineage.CommitLineage;
 import io.skade.lineage.FlinkLineage;
+import io.skade.maintenance.CatalogLockFactory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.reflect.Field;
@@ -262,6 +263,7 @@ public final class SkadeSink
           .name("skade post-commit " + table)
           .forceNonParallel();
       maintenance.appendTo(changes, SkadeTableLoader.forMaintenance(catalogProperties, table()),
+          new CatalogLockFactory(catalogProperties, table(), "the maintenance of sink " + suffix),
           suffix);
       return null;
     });

@@ -1,5 +1,6 @@
 package io.skade.sink;
 
+import io.skade.maintenance.CatalogLockFactory;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -43,12 +44,20 @@ public final class TableCompaction {
 
   /**
    * Compacts {@code table} of the skade catalog {@code catalogProperties} name, with the job
-   * run on {@code env}; returns when the compaction is committed.
+   * run on {@code env}, holding the table's maintenance lock; returns when the compaction is
+   * committed.
    *
-   * @throws IllegalStateException naming the table and the failure when the rewrite failed
+   * @throws IllegalStateException naming the table and the failure when the rewrite failed, or
+   *     the holder when other maintenance holds the table's lock
    */
   public static Result run(StreamExecutionEnvironment env, Map<String, String> catalogProperties,
       TableIdentifier table) throws Exception {
+    return CatalogLockFactory.whileHolding(catalogProperties, table, "a compaction call",
+        () -> compact(env, catalogProperties, table));
+  }
+
+  private static Result compact(StreamExecutionEnvironment env,
+      Map<String, String> catalogProperties, TableIdentifier table) throws Exception {
     SkadeTableLoader loader = SkadeTableLoader.forMaintenance(catalogProperties, table);
     Long before = currentSnapshotId(loader);
     // Every file with a delete is rewritten, so all of its deletes are folded.

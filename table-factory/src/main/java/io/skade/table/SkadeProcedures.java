@@ -1,6 +1,7 @@
 package io.skade.table;
 
 import io.skade.catalog.CatalogConnection;
+import io.skade.maintenance.CatalogLockFactory;
 import io.skade.sink.OrphanFileRemoval;
 import io.skade.sink.SinkMaintenance;
 import io.skade.sink.TableCompaction;
@@ -41,7 +42,9 @@ import org.apache.iceberg.exceptions.NoSuchTableException;
  * them. {@code remove_orphan_files} deletes, in a bounded Flink job of Iceberg's orphan-file
  * operators ({@link OrphanFileRemoval}), the files under the table's location older than the time
  * (3 days ago by default, at least an hour ago) that neither a live snapshot nor the catalog's
- * commit log references; with {@code dry_run} it only lists them.
+ * commit log references; with {@code dry_run} it only lists them. Each takes the table's
+ * maintenance lock in the catalog, so it is refused, naming the holder, while a job's maintenance
+ * or another call works on the table.
  */
 public final class SkadeProcedures {
   /** The database the procedures are in: {@code CALL <catalog>.sys.<procedure>(...)}. */
@@ -133,7 +136,7 @@ public final class SkadeProcedures {
         @ArgumentHint(name = "retain_last", type = @DataTypeHint("INT"), isOptional = true)},
         output = @DataTypeHint("ROW<expired_snapshots INT, kept_snapshots INT>"))
     public Row[] call(ProcedureContext context, String table,
-        LocalDateTime olderThan, Integer retainLast) {
+        LocalDateTime olderThan, Integer retainLast) throws Exception {
       if (olderThan == null) {
         throw invalid("argument 'older_than' is missing; give a time, e.g. TIMESTAMP"
             + " '2026-12-01 00:00:00' (UTC)");
@@ -144,17 +147,19 @@ public final class SkadeProcedures {
       }
       try (CatalogConnection connection = CatalogConnection.forWriting(properties)) {
         Table loaded = table(table, connection);
-        int before = size(loaded.snapshots());
-        ExpireSnapshots expiry = loaded.expireSnapshots()
-            .expireOlderThan(olderThan.toInstant(ZoneOffset.UTC).toEpochMilli());
-        if (retainLast != null) {
-          expiry.retainLast(retainLast);
-        }
-        expiry.commit();
-        loaded.refresh();
-        int after = size(loaded.snapshots());
-        return new Row[] {Row.of(before - after,
-            after)};
+        return CatalogLockFactory.whileHolding(properties, TableIdentifier.parse(table),
+            "an expiry call", () -> {
+              int before = size(loaded.snapshots());
+              ExpireSnapshots expiry = loaded.expireSnapshots()
+                  .expireOlderThan(olderThan.toInstant(ZoneOffset.UTC).toEpochMilli());
+              if (retainLast != null) {
+                expiry.retainLast(retainLast);
+              }
+              expiry.commit();
+              loaded.refresh();
+              int after = size(loaded.snapshots());
+              return new Row[] {Row.of(before - after, after)};
+            });
       }
     }
 
