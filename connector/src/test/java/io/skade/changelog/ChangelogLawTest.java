@@ -1,10 +1,12 @@
 package io.skade.changelog;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.skade.TestCatalog;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangelogOptions.Mode;
+import io.skade.maintenance.MaintainedTable;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -18,6 +20,7 @@ import java.util.TreeMap;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.apache.iceberg.DataFile;
+import org.apache.iceberg.DataOperations;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.MetadataColumns;
@@ -25,12 +28,17 @@ import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.actions.BinPackRewriteFilePlanner;
+import org.apache.iceberg.actions.RewriteDataFilesCommitManager;
+import org.apache.iceberg.actions.RewriteFileGroup;
+import org.apache.iceberg.actions.SizeBasedFileRewritePlanner;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.relocated.com.google.common.collect.Iterables;
 import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -40,9 +48,11 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The changelog law as a property test: over seeded random histories (appends, upserts, key
- * deletes, position deletes, overwrites, compactions, an added column) on log and primary-key
- * tables, for random windows, applying the emitted changes to the rows at {@code from} gives the
- * rows at {@code to}. Reference states come from Iceberg's own reader at each snapshot. Every
+ * deletes, position deletes, overwrites, an added column, a new partitioning, whole-table
+ * compactions, and compactions and snapshot expiries by Iceberg's maintenance machinery) on log
+ * and primary-key tables, for random windows, applying the emitted changes to the rows at {@code
+ * from} gives the rows at {@code to}, and no change comes from a {@code replace} snapshot. A
+ * window from before the first snapshot of an expired history is refused, never read short. Reference states come from Iceberg's own reader at each snapshot. Every
  * removed row must be present when removed, so before-images are checked to be the exact old rows.
  *
  * <p>CI runs {@value #QUICK_HISTORIES} histories; the full run of 200 is {@code mvn -pl connector
@@ -99,8 +109,19 @@ class ChangelogLawTest {
       for (Mode mode : Mode.values()) {
         String context = "seed " + seed + " (replay with -Dskade.law.seed=" + seed + "), "
             + mode + " window (" + from + ", " + to + "]";
-        List<ChangeRow> changes = new ChangelogReader(table,
-            ChangelogOptions.defaults().withMode(mode)).read(from, to);
+        ChangelogReader reader = new ChangelogReader(table,
+            ChangelogOptions.defaults().withMode(mode));
+        if (from == null && history.expired) {
+          assertThatThrownBy(() -> reader.read(null, to)).as(context)
+              .isInstanceOf(MissingHistoryException.class);
+          continue;
+        }
+        List<ChangeRow> changes = reader.read(from, to);
+        // (A collapsed window names its last snapshot on every change, whatever it is.)
+        assertThat(mode == Mode.COLLAPSED ? List.<ChangeRow>of() : changes)
+            .as("%s: a replace snapshot changes no row", context)
+            .noneMatch(change -> DataOperations.REPLACE.equals(
+                table.snapshot(change.snapshotId()).operation()));
         Map<String, Integer> rows = new HashMap<>(from == null ? Map.of() : states.get(from));
         int lastIndex = -1;
         for (int c = 0; c < changes.size(); c++) {
@@ -163,6 +184,9 @@ class ChangelogLawTest {
       int b = Math.min(ids.size() - 1, a + 1 + windows.nextInt(ids.size()));
       Long from = a < 0 ? null : ids.get(a);
       long to = ids.get(b);
+      if (from == null && history.expired) {
+        continue; // the history before it is gone (the window test checks the refusal)
+      }
       for (Mode mode : Mode.values()) {
         for (FileSlice slice : slices) {
           String context = "seed " + seed + " (replay with -Dskade.law.seed=" + seed + "), "
@@ -328,6 +352,8 @@ class ChangelogLawTest {
     private final Set<Long> keys = new HashSet<>();
     private boolean extraColumn;
     private long nextId;
+    /** Whether some history was expired, so the windows from before it cannot be read. */
+    boolean expired;
 
     History(SkadeCatalog catalog, long seed, boolean primaryKey) {
       this.random = new Random(seed);
@@ -369,8 +395,12 @@ class ChangelogLawTest {
           deleteSomePositions();
         } else if (op < 78) {
           overwrite();
-        } else if (op < 88) {
+        } else if (op < 82) {
           compact();
+        } else if (op < 92) {
+          icebergCompaction();
+        } else if (op < 95 && i > 5) {
+          expire();
         } else {
           writer.append(newRows(1 + random.nextInt(4)));
         }
@@ -495,6 +525,72 @@ class ChangelogLawTest {
           .validateFromSnapshot(base)
           .rewriteFiles(dataFiles, deleteFiles, new HashSet<>(rewritten), Set.of())
           .commit();
+    }
+
+    /**
+     * A compaction as Iceberg's maintenance makes it: Iceberg's planner picks file groups
+     * (small files, files with deletes; small groups, so a partition is often rewritten only in
+     * part), a random share of them is rewritten with their live rows, and Iceberg's commit
+     * manager commits them at the starting sequence number through {@link MaintainedTable},
+     * which removes the delete files left dangling.
+     */
+    private void icebergCompaction() throws IOException {
+      Snapshot start = table.currentSnapshot();
+      Table maintained = MaintainedTable.of(table, List::of);
+      BinPackRewriteFilePlanner planner = new BinPackRewriteFilePlanner(maintained);
+      planner.init(Map.of(
+          BinPackRewriteFilePlanner.DELETE_FILE_THRESHOLD, String.valueOf(1 + random.nextInt(2)),
+          SizeBasedFileRewritePlanner.MIN_INPUT_FILES, String.valueOf(1 + random.nextInt(3)),
+          SizeBasedFileRewritePlanner.MAX_FILE_GROUP_SIZE_BYTES,
+          String.valueOf(1500 + random.nextInt(4000))));
+      Set<RewriteFileGroup> chosen = new HashSet<>();
+      try (CloseableIterable<RewriteFileGroup> groups = planner.plan().groups()) {
+        for (RewriteFileGroup group : groups) {
+          if (random.nextInt(10) < 6) {
+            chosen.add(group);
+          }
+        }
+      }
+      if (chosen.isEmpty()) {
+        writer.append(newRows(2));
+        return;
+      }
+      Map<String, List<Record>> liveRowsByFile = liveRowsByFile(start.snapshotId());
+      for (RewriteFileGroup group : chosen) {
+        List<Record> rows = new ArrayList<>();
+        group.rewrittenFiles().forEach(file ->
+            rows.addAll(liveRowsByFile.getOrDefault(file.location(), List.of())));
+        group.setOutputFiles(new HashSet<>(writer.writeDataFiles(rows)));
+      }
+      new RewriteDataFilesCommitManager(maintained, start.snapshotId(), true)
+          .commitFileGroups(chosen);
+    }
+
+    /** Iceberg's expiry of every snapshot older than a random one (no consumer holds any). */
+    private void expire() {
+      List<Snapshot> live = new ArrayList<>();
+      table.snapshots().forEach(live::add);
+      Snapshot oldestKept = live.get(random.nextInt(live.size()));
+      table.expireSnapshots().expireOlderThan(oldestKept.timestampMillis()).retainLast(1)
+          .commit();
+      table.refresh();
+      expired |= Iterables.size(table.snapshots()) < live.size();
+    }
+
+    /** The live rows at a snapshot by Iceberg's reader, by the data file they are read from. */
+    private Map<String, List<Record>> liveRowsByFile(long snapshotId) throws IOException {
+      Map<String, List<Record>> rows = new HashMap<>();
+      Schema withFile = TypeUtil.join(table.schema(), new Schema(MetadataColumns.FILE_PATH));
+      try (CloseableIterable<Record> records =
+          IcebergGenerics.read(table).useSnapshot(snapshotId).project(withFile).build()) {
+        for (Record record : records) {
+          Record row = GenericRecord.create(table.schema());
+          table.schema().columns().forEach(c -> row.setField(c.name(), record.getField(c.name())));
+          rows.computeIfAbsent(record.getField(MetadataColumns.FILE_PATH.name()).toString(),
+              f -> new ArrayList<>()).add(row);
+        }
+      }
+      return rows;
     }
 
     private List<Record> currentRows() throws IOException {
