@@ -1,6 +1,9 @@
 package io.skade.maintenance;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static io.skade.maintenance.KeyValue.SCHEMA;
+import static io.skade.maintenance.KeyValue.env;
+import static io.skade.maintenance.KeyValue.row;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
@@ -12,7 +15,6 @@ import io.skade.sink.TableCompaction;
 import io.skade.write.TableWriter;
 import java.time.Duration;
 import java.util.List;
-import java.util.Set;
 import java.util.stream.StreamSupport;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
@@ -23,14 +25,10 @@ import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.data.StringData;
 import org.apache.flink.table.runtime.typeutils.InternalTypeInfo;
 import org.apache.iceberg.DataOperations;
-import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
-import org.apache.iceberg.data.Record;
 import org.apache.iceberg.flink.FlinkSchemaUtil;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -40,10 +38,6 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * table; once it is released, both do.
  */
 class MaintenanceLockTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "v", Types.StringType.get())),
-      Set.of(1));
   private static final TableIdentifier ORDERS = TableIdentifier.of("db", "orders");
   private static final String LOCK = MaintenanceLock.MAINTENANCE;
 
@@ -118,16 +112,4 @@ class MaintenanceLockTest {
     return StreamSupport.stream(table.snapshots().spliterator(), false).toList();
   }
 
-  private static StreamExecutionEnvironment env() {
-    StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-    env.setParallelism(2);
-    return env;
-  }
-
-  private static Record row(long id, String v) {
-    GenericRecord row = GenericRecord.create(SCHEMA);
-    row.set(0, id);
-    row.set(1, v);
-    return row;
-  }
 }

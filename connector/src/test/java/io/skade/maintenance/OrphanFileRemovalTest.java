@@ -1,6 +1,9 @@
 package io.skade.maintenance;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static io.skade.maintenance.KeyValue.SCHEMA;
+import static io.skade.maintenance.KeyValue.env;
+import static io.skade.maintenance.KeyValue.row;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.skade.TestCatalog;
@@ -26,20 +29,16 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Stream;
-import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.iceberg.BaseTable;
 import org.apache.iceberg.DataFile;
-import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.StaticTableOperations;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -52,10 +51,6 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * may still plan from, although Iceberg's metadata log (here 2 long) has forgotten it.
  */
 class OrphanFileRemovalTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "v", Types.StringType.get())),
-      Set.of(1));
   private static final TableIdentifier TABLE = TableIdentifier.of("db", "aged");
   private static final int COMMITS = 10;
   private static final int EXPIRED = 3;
@@ -186,18 +181,7 @@ class OrphanFileRemovalTest {
     return rows;
   }
 
-  private static Record row(long id, String v) {
-    GenericRecord row = GenericRecord.create(SCHEMA);
-    row.set(0, id);
-    row.set(1, v);
-    return row;
-  }
 
-  private static StreamExecutionEnvironment env() {
-    StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-    env.setParallelism(2);
-    return env;
-  }
 
   /** The table's files as Iceberg lists them (hidden ones, such as checksums, left out). */
   private static Set<String> files(Path root) throws IOException {
