@@ -44,7 +44,9 @@ import org.apache.iceberg.types.Types;
  *
  * <p>System properties: {@code skade.bench.ageing.rows} (1,000,000), {@code .share} (0.01 of
  * the keys per commit), {@code .commits} (3,000), {@code .every} (500), {@code .compactEvery}
- * (20), {@code .timed} (5).
+ * (20), {@code .timed} (5), and for the table without maintenance, whose reads of a commit take
+ * minutes at full scale, {@code .plainCommits} (its last commit; default {@code .commits}) and
+ * {@code .plainTimed} (its commits timed per report; default {@code .timed}).
  */
 public final class AgeingBenchmark {
   private static final Schema SCHEMA = new Schema(
@@ -63,12 +65,14 @@ public final class AgeingBenchmark {
     int every = Integer.getInteger("skade.bench.ageing.every", 500);
     int compactEvery = Integer.getInteger("skade.bench.ageing.compactEvery", 20);
     int timedCommits = Integer.getInteger("skade.bench.ageing.timed", 5);
+    int plainCommits = Integer.getInteger("skade.bench.ageing.plainCommits", commits);
+    int plainTimed = Integer.getInteger("skade.bench.ageing.plainTimed", timedCommits);
     int perCommit = (int) Math.max(1, rows * share);
     Path warehouse = Files.createTempDirectory("skade-ageing-");
     Map<String, String> properties = Map.of("warehouse", warehouse.toString());
-    System.out.printf("ageing: %,d rows, %,d upserted per commit, %,d commits; maintained:"
-        + " compacted every %d commits, snapshots expired (10 kept) every 10%n", rows, perCommit,
-        commits, compactEvery);
+    System.out.printf("ageing: %,d rows, %,d upserted per commit, %,d commits (without"
+        + " maintenance: %,d); maintained: compacted every %d commits, snapshots expired (10 kept)"
+        + " every 10%n", rows, perCommit, commits, plainCommits, compactEvery);
     try (SkadeCatalog catalog = new SkadeCatalog()) {
       catalog.initialize("bench", properties);
       catalog.createNamespace(Namespace.of("db"));
@@ -84,10 +88,11 @@ public final class AgeingBenchmark {
       for (int commit = 1; commit <= commits; commit++) {
         List<Record> batch = batch(random, rows, perCommit, commit);
         boolean report = commit == 100 || commit % every == 0 || commit == commits;
-        boolean timed = report || (commit % every) > every - timedCommits
-            || (commit > 100 - timedCommits && commit < 100);
-        plain.commit(batch, timed);
-        maintained.commit(batch, timed);
+        boolean plainToo = commit <= plainCommits;
+        if (plainToo) {
+          plain.commit(batch, report || timed(commit, every, plainTimed));
+        }
+        maintained.commit(batch, report || timed(commit, every, timedCommits));
         if (commit % compactEvery == 0) {
           TableCompaction.run(env, properties, maintained.id);
           maintained.table.refresh();
@@ -97,11 +102,19 @@ public final class AgeingBenchmark {
               .expireOlderThan(System.currentTimeMillis()).commit();
         }
         if (report) {
-          plain.report(commit, random, rows, started);
+          if (plainToo) {
+            plain.report(commit, random, rows, started);
+          }
           maintained.report(commit, random, rows, started);
         }
       }
     }
+  }
+
+  /** Whether a commit is one of the {@code count} timed before a report (or the report's). */
+  private static boolean timed(int commit, int every, int count) {
+    int untilReport = commit <= 100 ? 100 - commit : (every - commit % every) % every;
+    return untilReport < count;
   }
 
   private static List<Record> batch(SplittableRandom random, long rows, int count, int commit) {

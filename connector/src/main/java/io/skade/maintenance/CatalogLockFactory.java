@@ -72,11 +72,6 @@ public final class CatalogLockFactory implements TriggerLockFactory {
     }
   }
 
-  /** Who holds the lock when this factory's job does. */
-  public String holder() {
-    return holder;
-  }
-
   @Override
   public void open() {
     if (connection == null) {
