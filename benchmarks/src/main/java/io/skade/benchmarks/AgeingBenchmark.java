@@ -168,8 +168,13 @@ public final class AgeingBenchmark {
       }
     }
 
-    void report(int commit, SplittableRandom random, long rows, long started) {
+    void report(int commit, SplittableRandom random, long rows, long started)
+        throws InterruptedException {
       table.refresh();
+      // The compaction job just before a report leaves threads winding down and garbage: let
+      // them settle, so the probes time the lookups rather than the job's teardown.
+      System.gc();
+      Thread.sleep(2_000);
       long[] probes = new long[PROBES];
       double probesPerSecond;
       try (LookupCaches.Handle caches = LookupCaches.acquire()) {
