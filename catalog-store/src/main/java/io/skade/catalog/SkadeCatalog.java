@@ -725,13 +725,13 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     return committer().submit(stage -> {
       Instant now = Instant.now();
       MaintenanceLock held = stage.lock(table, name);
-      if (held != null && held.holder().equals(holder)) {
-        return true;
-      }
-      if (held != null && !held.staleAt(now, lease)) {
-        return false;
-      }
       if (held != null) {
+        if (held.holder().equals(holder)) {
+          return true;
+        }
+        if (!held.staleAt(now, lease)) {
+          return false;
+        }
         LOG.warn("taking the {} lock of {} from {}, who took it at {} and never released it",
             name, table, held.holder(), held.since());
       }

@@ -91,7 +91,12 @@ public final class OrphanFileRemoval {
       Map<String, String> catalogProperties, TableIdentifier table, Duration minAge,
       boolean dryRun) throws Exception {
     SkadeTableLoader loader = SkadeTableLoader.forMaintenance(catalogProperties, table);
-    List<String> logged = loggedMetadataFiles(catalogProperties, table);
+    Table loaded;
+    List<String> logged;
+    try (CatalogConnection connection = CatalogConnection.open(catalogProperties)) {
+      loaded = connection.catalog().loadTable(table);
+      logged = loggedMetadataFiles(loaded, connection.feed(), table);
+    }
     long now = System.currentTimeMillis();
     WatermarkStrategy<Trigger> atTrigger = WatermarkStrategy.<Trigger>noWatermarks()
         .withTimestampAssigner((trigger, previous) -> trigger.timestamp());
@@ -139,12 +144,9 @@ public final class OrphanFileRemoval {
         .transform("skip all on an error", Types.STRING, new SkipOnError())
         .forceNonParallel();
     if (!dryRun) {
-      try (SkadeTableLoader open = loader.clone()) {
-        open.open();
-        safe.transform("delete the orphans of " + table, Types.VOID,
-                new DeleteFilesProcessor(open.loadTable(), TASK, 0, 1000))
-            .forceNonParallel();
-      }
+      safe.transform("delete the orphans of " + table, Types.VOID,
+              new DeleteFilesProcessor(loaded, TASK, 0, 1000))
+          .forceNonParallel();
     }
 
     TypeInformation<Tuple2<Boolean, String>> outcome = Types.TUPLE(Types.BOOLEAN, Types.STRING);
@@ -166,28 +168,21 @@ public final class OrphanFileRemoval {
    * The metadata files of the table's logged commits from the one that added its oldest live
    * snapshot on (all of them while it has none); always at least the current one.
    */
-  static List<String> loggedMetadataFiles(Map<String, String> catalogProperties,
+  private static List<String> loggedMetadataFiles(Table table, CommitFeed feed,
       TableIdentifier id) {
-    try (CatalogConnection connection = CatalogConnection.open(catalogProperties)) {
-      Table table = connection.catalog().loadTable(id);
-      CommitFeed feed = connection.feed();
-      String key = feed.commitTableKey(id);
-      boolean anyLive = table.currentSnapshot() != null;
-      Set<String> kept = new LinkedHashSet<>();
-      boolean reached = !anyLive;
-      for (CommitEvent commit : feed.commitsSince(0)) {
-        if (!commit.tableKey().equals(key)) {
-          continue;
-        }
-        reached = reached
-            || commit.addedSnapshotIds().stream().anyMatch(snapshot -> table.snapshot(snapshot) != null);
+    String key = feed.commitTableKey(id);
+    Set<String> kept = new LinkedHashSet<>();
+    boolean reached = table.currentSnapshot() == null;
+    for (CommitEvent commit : feed.commitsSince(0)) {
+      if (commit.tableKey().equals(key)) {
+        reached = reached || commit.addedSnapshotIds().stream()
+            .anyMatch(snapshot -> table.snapshot(snapshot) != null);
         if (reached) {
           kept.add(commit.metadataLocation());
         }
       }
-      kept.add(((HasTableOperations) table).operations().current()
-          .metadataFileLocation());
-      return List.copyOf(kept);
     }
+    kept.add(((HasTableOperations) table).operations().current().metadataFileLocation());
+    return List.copyOf(kept);
   }
 }
