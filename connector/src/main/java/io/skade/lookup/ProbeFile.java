@@ -564,6 +564,15 @@ final class ProbeFile implements Closeable {
         continue;
       }
       index(g);
+      // The bloom filters first: in a file not sorted by the key every row group's bounds admit
+      // it, and a filter's answer (one cache line) is the cheapest way past all but one.
+      boolean bloomed = hasBlooms(g, keyColumns);
+      if (bloomed) {
+        hashes = hashes == null ? bloomHashes(storedKey) : hashes;
+        if (!bloomsAdmit(g, keyColumns, hashes)) {
+          continue;
+        }
+      }
       // The key column whose page index leaves the fewest pages leads: its candidate pages
       // are decoded, the other key columns only at the rows that match it.
       int lead = 0;
@@ -578,19 +587,12 @@ final class ProbeFile implements Closeable {
       if (candidates.length == 0) {
         continue;
       }
-      // The bloom filters spare reading pages; pages already decoded answer by themselves.
-      if (!allDecoded(g, keyColumns[lead], candidates)) {
-        hashes = hashes == null ? bloomHashes(storedKey) : hashes;
-        if (!bloomsAdmit(g, keyColumns, hashes)) {
-          continue;
-        }
-      }
       OffsetIndex pages = offsets[g][keyColumns[lead]];
       for (int p : candidates) {
         long from = pages.getFirstRowIndex(p);
         long to = pages.getLastRowIndex(p, groups.get(g).getRowCount()) + 1;
-        decoded += readRows(g, plan, storedKey, lead, from, to, constants, rows, positions,
-            listener);
+        decoded += readRows(g, plan, storedKey, lead, from, to, bloomed, constants, rows,
+            positions, listener);
       }
     }
     return decoded;
@@ -622,13 +624,14 @@ final class ProbeFile implements Closeable {
     return true;
   }
 
-  private boolean allDecoded(int g, int c, int[] pages) {
-    for (int p : pages) {
-      if (decoded[g][c][p] == null) {
-        return false;
+  /** Whether row group {@code g} has a bloom filter on some key column. */
+  private boolean hasBlooms(int g, int[] keyColumns) {
+    for (int c : keyColumns) {
+      if (blooms[g][c] != null) {
+        return true;
       }
     }
-    return true;
+    return false;
   }
 
   private static long[] bloomHashes(Object[] storedKey) {
@@ -767,12 +770,15 @@ final class ProbeFile implements Closeable {
    * the matching rows.
    */
   private long readRows(int g, Plan plan, Object[] storedKey, int lead, long from, long to,
-      Map<Integer, ?> constants, List<Record> rows, List<Long> positions,
+      boolean bloomed, Map<Integer, ?> constants, List<Record> rows, List<Long> positions,
       DataFileRows.ReadListener listener) throws IOException {
     int[] keyColumns = plan.keyColumns();
     int[] fieldColumns = plan.fieldColumns();
+    // A bloom filter that admitted the key makes a match likely: every column is read at once.
+    // Without one most row groups hold no match, so only the key's pages are read up front and
+    // the other columns' pages on a match.
     List<long[]> ranges = new ArrayList<>(0);
-    for (int c : fieldColumns) {
+    for (int c : bloomed ? fieldColumns : keyColumns) {
       if (c >= 0) {
         pageRanges(g, c, from, to, ranges);
       }
