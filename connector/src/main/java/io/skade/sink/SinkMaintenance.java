@@ -10,16 +10,17 @@ import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.flink.TableLoader;
 import org.apache.iceberg.flink.maintenance.api.DeleteOrphanFiles;
 import org.apache.iceberg.flink.maintenance.api.ExpireSnapshots;
-import org.apache.iceberg.flink.maintenance.api.RewriteDataFiles;
+import org.apache.iceberg.flink.maintenance.api.SortedRewriteDataFiles;
 import org.apache.iceberg.flink.maintenance.api.TableMaintenance;
 import org.apache.iceberg.flink.maintenance.api.TriggerLockFactory;
 import org.apache.iceberg.flink.maintenance.operator.TableChange;
 
 /**
  * The table maintenance a {@link SkadeSink} runs after its commits, on Iceberg's own Flink
- * maintenance ({@link TableMaintenance}): compaction ({@link RewriteDataFiles}, a
- * {@code replace} snapshot that also removes the delete files it leaves dangling, so deletes
- * are folded into the data files), snapshot expiry ({@link ExpireSnapshots}, through the
+ * maintenance ({@link TableMaintenance}): compaction (Iceberg's {@code RewriteDataFiles} with
+ * rows written in the table's order, {@link SortedRewriteDataFiles}; a {@code replace} snapshot
+ * that also removes the delete files it leaves dangling, so deletes are folded into the data
+ * files), snapshot expiry ({@link ExpireSnapshots}, through the
  * catalog, which keeps the snapshots a live consumer still needs) and orphan cleanup of the
  * data location ({@link DeleteOrphanFiles}). Iceberg's maintenance runs at most one task at a
  * time and at most once per {@link #interval()}; expiry runs every 10 commits or 10 intervals,
@@ -169,8 +170,8 @@ public record SinkMaintenance(boolean enabled, int compactDataFiles, int compact
   }
 
   /** Iceberg's compaction, started by these counts: small files and files with deletes. */
-  static RewriteDataFiles.Builder compaction(int dataFiles, int deleteFiles) {
-    return RewriteDataFiles.builder()
+  static SortedRewriteDataFiles compaction(int dataFiles, int deleteFiles) {
+    return SortedRewriteDataFiles.builder()
         .scheduleOnDataFileCount(dataFiles)
         .scheduleOnEqDeleteFileCount(deleteFiles)
         .scheduleOnPosDeleteFileCount(deleteFiles)

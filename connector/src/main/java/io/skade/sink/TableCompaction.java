@@ -1,33 +1,29 @@
 package io.skade.sink;
 
 import io.skade.maintenance.CatalogLockFactory;
+import io.skade.maintenance.CompactionStages;
+import io.skade.maintenance.SortingRewriteRunner;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.streaming.api.datastream.DataStream;
-import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.iceberg.DataOperations;
 import org.apache.iceberg.Snapshot;
-import org.apache.iceberg.SnapshotRef;
 import org.apache.iceberg.SnapshotSummary;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.actions.BinPackRewriteFilePlanner;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.flink.maintenance.api.Trigger;
-import org.apache.iceberg.flink.maintenance.operator.DataFileRewriteCommitter;
-import org.apache.iceberg.flink.maintenance.operator.DataFileRewritePlanner;
-import org.apache.iceberg.flink.maintenance.operator.DataFileRewriteRunner;
-import org.apache.iceberg.flink.maintenance.operator.TaskResultAggregator;
 import org.apache.iceberg.util.SnapshotUtil;
 
 /**
  * Compacts a skade table once, now, in a bounded Flink job of Iceberg's own rewrite operators
- * (the planner, rewriters and committer of {@code RewriteDataFiles}): small data files and data
- * files with deletes are rewritten, and the delete files left dangling are removed in the same
- * {@code replace} snapshot ({@link io.skade.maintenance.MaintainedTable}). A {@code replace}
+ * (the planner and committer of {@code RewriteDataFiles}, with rewriters that write the rows in
+ * the table's order, {@link CompactionStages}): small data files and data files with deletes
+ * are rewritten, and the delete files left dangling are removed in the same {@code replace}
+ * snapshot ({@link io.skade.maintenance.MaintainedTable}). A {@code replace}
  * snapshot changes no row, so no changelog reader emits anything for it.
  *
  * <p>For a table written by a streaming job, prefer the sink's own maintenance
@@ -64,23 +60,13 @@ public final class TableCompaction {
     Map<String, String> options = Map.of(BinPackRewriteFilePlanner.DELETE_FILE_THRESHOLD, "1");
     DataStream<Trigger> trigger = env.fromData(TypeInformation.of(Trigger.class),
         Trigger.create(System.currentTimeMillis(), 0)).name("compact " + table);
-    SingleOutputStreamOperator<DataFileRewritePlanner.PlannedGroup> planned = trigger
-        .process(new DataFileRewritePlanner(table.toString(), TASK, 0, loader, 1,
-            Long.MAX_VALUE, options, Expressions::alwaysTrue, SnapshotRef.MAIN_BRANCH))
-        .name("plan compaction of " + table).forceNonParallel();
-    SingleOutputStreamOperator<DataFileRewriteRunner.ExecutedGroup> rewritten = planned
-        .rebalance()
-        .process(new DataFileRewriteRunner(table.toString(), TASK, 0))
-        .name("rewrite " + table);
-    SingleOutputStreamOperator<Trigger> committed = rewritten
-        .transform("commit compaction of " + table, TypeInformation.of(Trigger.class),
-            new DataFileRewriteCommitter(table.toString(), TASK, 0, loader,
-                SnapshotRef.MAIN_BRANCH))
-        .forceNonParallel();
+    CompactionStages stages = CompactionStages.append(trigger, table.toString(), TASK, 0, loader,
+        options, SortingRewriteRunner.DEFAULT_SORT_BUFFER_BYTES);
+    stages.planned().name("plan compaction of " + table);
+    stages.rewritten().name("rewrite " + table);
+    stages.committed().name("commit compaction of " + table);
     List<Exception> errors = new ArrayList<>();
-    planned.getSideOutput(TaskResultAggregator.ERROR_STREAM)
-        .union(rewritten.getSideOutput(TaskResultAggregator.ERROR_STREAM),
-            committed.getSideOutput(TaskResultAggregator.ERROR_STREAM))
+    stages.errors()
         .executeAndCollect("compact " + table)
         .forEachRemaining(errors::add);
     if (!errors.isEmpty()) {

@@ -39,7 +39,6 @@ import org.apache.iceberg.SortOrder;
 import org.apache.iceberg.SortOrderComparators;
 import org.apache.iceberg.StructLike;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.data.BaseDeleteLoader;
 import org.apache.iceberg.data.GenericDeleteFilter;
 import org.apache.iceberg.data.GenericFileWriterFactory;
@@ -79,16 +78,14 @@ import org.apache.iceberg.util.StructLikeMap;
  * An overwrite by filter replaces exactly the rows matching the filter: files holding only
  * matching rows are removed, matching rows of other files deleted by position (rewritten on
  * format v1).
- * Files written here carry the table's field ids; on a table with identifier fields, Parquet
- * bloom filters on those columns are on unless the table sets them itself.
+ * Files written here carry the table's field ids and are laid out as {@link FileLayout} says:
+ * rows in the table's sort order (by its key when it declares none), Parquet bloom filters on
+ * the key columns unless the table sets them itself.
  *
  * <p>Not thread-safe: give each writing thread its own writer.
  */
 public final class TableWriter {
   private static final AtomicInteger WRITER_IDS = new AtomicInteger();
-  private static final String BLOOM_PREFIX =
-      TableProperties.PARQUET_BLOOM_FILTER_COLUMN_ENABLED_PREFIX;
-  private static final String NDV_PREFIX = TableProperties.PARQUET_BLOOM_FILTER_COLUMN_NDV_PREFIX;
 
   private final Table table;
   private final int writerId = WRITER_IDS.incrementAndGet();
@@ -411,7 +408,7 @@ public final class TableWriter {
   public List<DataFile> writeDataFiles(Iterable<Record> rows) {
     PartitionSpec spec = table.spec();
     Map<PartitionKey, List<Record>> groups = byPartition(rows, table.schema(), spec);
-    SortOrder order = table.sortOrder();
+    SortOrder order = FileLayout.order(table);
     if (order.isSorted()) { // sorted files keep key ranges of pages narrow: lookups read less
       Comparator<StructLike> byOrder = SortOrderComparators.forSchema(table.schema(), order);
       InternalRecordWrapper left = new InternalRecordWrapper(table.schema().asStruct());
@@ -576,17 +573,10 @@ public final class TableWriter {
    * would dwarf small files).
    */
   private GenericFileWriterFactory.Builder factory(int rowsPerFile) {
-    Map<String, String> bloomFilters = new HashMap<>();
-    for (String column : table.schema().identifierFieldNames()) {
-      if (!table.properties().containsKey(BLOOM_PREFIX + column)) {
-        bloomFilters.put(BLOOM_PREFIX + column, "true");
-        bloomFilters.putIfAbsent(NDV_PREFIX + column, String.valueOf(Math.max(rowsPerFile, 1)));
-      }
-    }
     return new GenericFileWriterFactory.Builder(table)
         .dataFileFormat(FileFormat.PARQUET)
         .deleteFileFormat(FileFormat.PARQUET)
-        .writerProperties(bloomFilters);
+        .writerProperties(FileLayout.keyBloomFilters(table, rowsPerFile));
   }
 
   private Schema requireKeySchema(String operation) {

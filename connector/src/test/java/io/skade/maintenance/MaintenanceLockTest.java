@@ -24,6 +24,7 @@ import org.apache.flink.table.data.GenericRowData;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.data.StringData;
 import org.apache.flink.table.runtime.typeutils.InternalTypeInfo;
+import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DataOperations;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
@@ -81,6 +82,13 @@ class MaintenanceLockTest {
       await("a compaction once the lock is free").atMost(Duration.ofSeconds(60))
           .until(() -> snapshots(orders).stream()
               .anyMatch(s -> DataOperations.REPLACE.equals(s.operation())));
+      Snapshot compaction = snapshots(orders).stream()
+          .filter(s -> DataOperations.REPLACE.equals(s.operation())).findFirst().orElseThrow();
+      for (DataFile file : compaction.addedDataFiles(orders.io())) {
+        assertThat(KeyValue.fileKeys(orders, file))
+            .as("%s, written by the sink's compaction, is in key order", file.location())
+            .isSorted();
+      }
     } finally {
       job.cancel().get();
     }

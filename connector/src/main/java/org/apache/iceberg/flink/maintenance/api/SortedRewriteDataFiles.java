@@ -1,0 +1,74 @@
+package org.apache.iceberg.flink.maintenance.api;
+
+import io.skade.maintenance.CompactionStages;
+import io.skade.maintenance.SortingRewriteRunner;
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.iceberg.actions.BinPackRewriteFilePlanner;
+import org.apache.iceberg.flink.maintenance.operator.TaskResultAggregator;
+
+/**
+ * Part of skade, not of Iceberg: Iceberg's {@link RewriteDataFiles} maintenance task, scheduled
+ * and planned and committed by Iceberg's own operators, whose rewriter writes each group in the
+ * table's order ({@link SortingRewriteRunner}), which Iceberg's Flink rewriter does not. It lives
+ * in Iceberg's package because {@link TableMaintenance} takes only tasks of this package (their
+ * {@code append} is package-private in Iceberg 1.11); it must therefore be loaded by the class
+ * loader of Iceberg's Flink classes, as it is when both come from one jar or one class path. Its
+ * operators have the names and uids of {@link RewriteDataFiles}', so a job's savepoint of
+ * Iceberg's task restores into this one.
+ */
+public final class SortedRewriteDataFiles
+    extends MaintenanceTaskBuilder<SortedRewriteDataFiles> {
+  private final Map<String, String> planOptions = new HashMap<>();
+  private long sortBufferBytes = SortingRewriteRunner.DEFAULT_SORT_BUFFER_BYTES;
+
+  private SortedRewriteDataFiles() {}
+
+  /** A new task; schedule it with the {@code scheduleOn...} methods. */
+  public static SortedRewriteDataFiles builder() {
+    return new SortedRewriteDataFiles();
+  }
+
+  /** A data file is rewritten once this many delete files apply to it (as in Iceberg's). */
+  public SortedRewriteDataFiles deleteFileThreshold(int deleteFiles) {
+    planOptions.put(BinPackRewriteFilePlanner.DELETE_FILE_THRESHOLD, String.valueOf(deleteFiles));
+    return this;
+  }
+
+  /** The rows each rewriter sorts in memory at a time, in bytes of binary rows. */
+  public SortedRewriteDataFiles sortBufferBytes(long bytes) {
+    this.sortBufferBytes = bytes;
+    return this;
+  }
+
+  @Override
+  String maintenanceTaskName() {
+    return "RewriteDataFiles";
+  }
+
+  @Override
+  DataStream<TaskResult> append(DataStream<Trigger> trigger) {
+    CompactionStages stages = CompactionStages.append(trigger, tableName(), taskName(), index(),
+        tableLoader(), planOptions, sortBufferBytes);
+    setSlotSharingGroup(stages.planned()
+        .name(operatorName(RewriteDataFiles.PLANNER_TASK_NAME))
+        .uid(RewriteDataFiles.PLANNER_TASK_NAME + uidSuffix()));
+    setSlotSharingGroup(stages.rewritten()
+        .name(operatorName(RewriteDataFiles.REWRITE_TASK_NAME))
+        .uid(RewriteDataFiles.REWRITE_TASK_NAME + uidSuffix())
+        .setParallelism(parallelism()));
+    setSlotSharingGroup(stages.committed()
+        .name(operatorName(RewriteDataFiles.COMMIT_TASK_NAME))
+        .uid(RewriteDataFiles.COMMIT_TASK_NAME + uidSuffix()));
+    return setSlotSharingGroup(trigger
+        .union(stages.committed())
+        .connect(stages.errors())
+        .transform(operatorName(RewriteDataFiles.AGGREGATOR_TASK_NAME),
+            TypeInformation.of(TaskResult.class),
+            new TaskResultAggregator(tableName(), taskName(), index()))
+        .uid(RewriteDataFiles.AGGREGATOR_TASK_NAME + uidSuffix())
+        .forceNonParallel());
+  }
+}
