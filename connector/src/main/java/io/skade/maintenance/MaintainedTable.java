@@ -36,6 +36,10 @@ import org.apache.iceberg.util.PropertyUtil;
  *   <li>Its snapshot expiries stop short of the oldest snapshot a stored consumer still needs,
  *       instead of being refused whole by the catalog's expiry guard: maintenance keeps expiring
  *       what may go while a consumer lags. (The guard still refuses anything else.)
+ *   <li>Its snapshot expiries never delete a file a live snapshot's deletes are in: on format v3
+ *       one Puffin file holds the deletion vectors of several data files, and Iceberg's
+ *       incremental cleanup deletes it once an expired snapshot removed one of them (see {@link
+ *       LiveDeletionVectors}).
  * </ul>
  */
 public final class MaintainedTable extends BaseTable {
@@ -78,6 +82,7 @@ public final class MaintainedTable extends BaseTable {
     private final TableOperations operations;
     private final Supplier<List<StoredConsumer>> consumers;
     private Long olderThan;
+    private Consumer<String> delete;
 
     ConsumerBoundExpiry(ExpireSnapshots expiry, TableOperations operations,
         Supplier<List<StoredConsumer>> consumers) {
@@ -106,7 +111,7 @@ public final class MaintainedTable extends BaseTable {
 
     @Override
     public ExpireSnapshots deleteWith(Consumer<String> delete) {
-      expiry.deleteWith(delete);
+      this.delete = delete;
       return this;
     }
 
@@ -149,6 +154,10 @@ public final class MaintainedTable extends BaseTable {
     @Override
     public void commit() {
       if (bound()) {
+        Consumer<String> keeping = LiveDeletionVectors.keeping(operations, delete);
+        if (keeping != null) {
+          expiry.deleteWith(keeping);
+        }
         expiry.commit();
       }
     }
