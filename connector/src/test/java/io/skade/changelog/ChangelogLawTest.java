@@ -23,7 +23,6 @@ import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DataOperations;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileScanTask;
-import org.apache.iceberg.HasTableOperations;
 import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
@@ -567,19 +566,16 @@ class ChangelogLawTest {
           .commitFileGroups(chosen);
     }
 
-    /** Iceberg's expiry of every snapshot older than a random one (no consumer holds any). */
+    /**
+     * Iceberg's expiry of every snapshot older than a random one, through {@link
+     * MaintainedTable} as maintenance expires (no consumer holds any), expired files deleted.
+     */
     private void expire() {
       List<Snapshot> live = new ArrayList<>();
       table.snapshots().forEach(live::add);
       Snapshot oldestKept = live.get(random.nextInt(live.size()));
-      // On format v3, an expiry after a partial rewrite once deleted a Puffin file a live
-      // snapshot's deletion vectors still point into (seed 20261131, one run in four; under
-      // investigation): there the expired files are left in place. The law is about the
-      // changelog of the live snapshots, which a metadata-only expiry still cuts short.
-      boolean deletionVectors = ((HasTableOperations) table).operations().current()
-          .formatVersion() >= 3;
-      table.expireSnapshots().expireOlderThan(oldestKept.timestampMillis()).retainLast(1)
-          .cleanExpiredFiles(!deletionVectors).commit();
+      MaintainedTable.of(table, List::of).expireSnapshots()
+          .expireOlderThan(oldestKept.timestampMillis()).retainLast(1).commit();
       table.refresh();
       expired |= Iterables.size(table.snapshots()) < live.size();
     }
