@@ -20,7 +20,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A delete function for Iceberg's snapshot expiry ({@code ExpireSnapshots.deleteWith}) that keeps
- * every file a live delete entry of the table still names.
+ * every file a live delete entry of the table still names. A {@link MaintainedTable}'s expiry
+ * deletes through it, and so does the {@code expire_snapshots} procedure.
  *
  * <p>Why: on format v3 one Puffin file holds the deletion vectors of several data files, each a
  * delete entry with the file's path and its own offset. A commit that replaces one of them (a
@@ -39,7 +40,7 @@ import org.slf4j.LoggerFactory;
  * manifests cannot be read, each delete fails and Iceberg stops deleting (it logs and goes on):
  * files are left, never lost. Deletes go one by one through the function, not as a bulk delete.
  */
-final class LiveDeletionVectors implements Consumer<String> {
+public final class LiveDeletionVectors implements Consumer<String> {
   private static final Logger LOG = LoggerFactory.getLogger(LiveDeletionVectors.class);
 
   private final TableOperations operations;
@@ -55,7 +56,7 @@ final class LiveDeletionVectors implements Consumer<String> {
    * {@code delete} (null: the table's {@code FileIO}), keeping the files live delete entries of
    * the table name; on format v2 and below, which have no deletion vectors, {@code delete} itself.
    */
-  static Consumer<String> keeping(TableOperations operations, Consumer<String> delete) {
+  public static Consumer<String> keeping(TableOperations operations, Consumer<String> delete) {
     if (operations.current().formatVersion() < 3) {
       return delete;
     }

@@ -2,6 +2,7 @@ package io.skade.table;
 
 import io.skade.catalog.CatalogConnection;
 import io.skade.maintenance.CatalogLockFactory;
+import io.skade.maintenance.LiveDeletionVectors;
 import io.skade.sink.OrphanFileRemoval;
 import io.skade.sink.SinkMaintenance;
 import io.skade.sink.TableCompaction;
@@ -11,6 +12,7 @@ import java.time.LocalDateTime;
 import java.time.ZoneOffset;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import org.apache.flink.table.annotation.ArgumentHint;
 import org.apache.flink.table.annotation.DataTypeHint;
 import org.apache.flink.table.annotation.ProcedureHint;
@@ -19,6 +21,7 @@ import org.apache.flink.table.procedure.ProcedureContext;
 import org.apache.flink.table.procedures.Procedure;
 import org.apache.flink.types.Row;
 import org.apache.iceberg.ExpireSnapshots;
+import org.apache.iceberg.HasTableOperations;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
@@ -154,6 +157,12 @@ public final class SkadeProcedures {
                   .expireOlderThan(olderThan.toInstant(ZoneOffset.UTC).toEpochMilli());
               if (retainLast != null) {
                 expiry.retainLast(retainLast);
+              }
+              // Never a Puffin file a live snapshot's deletion vectors are in.
+              Consumer<String> delete = loaded instanceof HasTableOperations ops
+                  ? LiveDeletionVectors.keeping(ops.operations(), null) : null;
+              if (delete != null) {
+                expiry.deleteWith(delete);
               }
               expiry.commit();
               loaded.refresh();

@@ -14,16 +14,20 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDateTime;
 import java.time.ZoneOffset;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.apache.flink.table.api.TableEnvironment;
 import org.apache.flink.types.Row;
 import org.apache.iceberg.DataFile;
+import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -31,8 +35,8 @@ import org.junit.jupiter.api.Test;
  * The {@code sys} procedures of a {@code skade} catalog, called from Flink SQL: {@code compact}
  * folds the deletes into a {@code replace} snapshot without changing a row, {@code
  * expire_snapshots} is refused while a consumer needs a snapshot and expires once it is gone,
- * {@code remove_orphan_files} deletes an old file nothing references and nothing else, and bad
- * arguments are named.
+ * and on format v3 keeps a Puffin file a live deletion vector is in, {@code remove_orphan_files}
+ * deletes an old file nothing references and nothing else, and bad arguments are named.
  */
 class SqlProceduresTest extends SqlTestBase {
   private static final TableIdentifier ORDERS = TableIdentifier.of("shop", "orders");
@@ -88,6 +92,35 @@ class SqlProceduresTest extends SqlTestBase {
     assertThat(collect(sql, call)).containsExactly(Row.of(3, 1));
     orders.refresh();
     assertThat(orders.snapshots()).hasSize(1);
+  }
+
+  @Test
+  void expireSnapshotsKeepsAPuffinFileALiveDeletionVectorIsIn() throws Exception {
+    Table events = catalog.catalog().buildTable(TableIdentifier.of("shop", "events"),
+            new Schema(Types.NestedField.required(1, "id", Types.LongType.get())))
+        .withProperty("format-version", "3")
+        .create();
+    TableWriter writer = new TableWriter(events);
+    DataFile a = writer.append(List.of(record(events, 1L), record(events, 2L)))
+        .addedDataFiles(events.io()).iterator().next();
+    DataFile b = writer.append(List.of(record(events, 3L), record(events, 4L)))
+        .addedDataFiles(events.io()).iterator().next();
+    Map<String, List<Long>> positions = new LinkedHashMap<>();
+    positions.put(a.location(), List.of(0L));
+    positions.put(b.location(), List.of(0L));
+    // One Puffin file with the vectors of a and b; then a's vector is merged into a new one.
+    String shared = writer.deletePositions(positions).addedDeleteFiles(events.io()).iterator()
+        .next().location();
+    writer.deletePositions(Map.of(a.location(), List.of(1L)));
+    writer.append(List.of(record(events, 5L)));
+
+    assertThat(collect(sql, "CALL lake.sys.expire_snapshots('shop.events', TIMESTAMP"
+        + " '2999-01-01 00:00:00')")).containsExactly(Row.of(4, 1));
+
+    assertThat(Files.exists(Paths.get(URI.create(shared.startsWith("file:") ? shared
+        : "file:" + shared)))).as("the Puffin file of b's live vector").isTrue();
+    assertThat(collect(sql, "SELECT id FROM lake.shop.events"))
+        .containsExactlyInAnyOrder(Row.of(4L), Row.of(5L));
   }
 
   @Test
