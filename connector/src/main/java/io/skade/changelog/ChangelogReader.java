@@ -596,6 +596,11 @@ public final class ChangelogReader {
       Schema requested = keysOnly ? keyReadSchema : readSchema;
       GenericDeleteFilter before = deleteCache.filter(task(file, old), schema, requested);
       GenericDeleteFilter later = deleteCache.filter(task(file, now), schema, requested);
+      List<DeleteFile> added = addedEqualityDeletes(old, now);
+      if (added != null) {
+        leaveByAddedKeys(file, old, before, later, added, keysOnly);
+        return;
+      }
       Schema required = before.requiredSchema();
       if (!required.sameSchema(later.requiredSchema())) {
         Map<Long, Record> oldRows = positions(task(file, old), requested);
@@ -617,8 +622,7 @@ public final class ChangelogReader {
       PositionDeleteIndex positionsBefore = before.deletedRowPositions();
       PositionDeleteIndex positionsAfter = later.deletedRowPositions();
       TableRows toTable = new TableRows(required);
-      Expression mayChange = onlyNewKeysDeleted(old, now);
-      try (CloseableIterable<Record> records = open(task(file, now), required, mayChange)) {
+      try (CloseableIterable<Record> records = open(task(file, now), required)) {
         for (Record record : records) {
           long position = (Long) record.getField(MetadataColumns.ROW_POSITION.name());
           boolean liveBefore = (positionsBefore == null || !positionsBefore.isDeleted(position))
@@ -629,6 +633,38 @@ public final class ChangelogReader {
             remove(toTable.apply(record), !keysOnly);
           } else if (liveAfter && !liveBefore) {
             revived.add(toTable.apply(record));
+          }
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot read " + file.location(), e);
+      }
+    }
+
+    /**
+     * {@link #compare} when the later state only adds equality deletes ({@code added}): a row
+     * leaves when it was live before and an added delete holds its key, and no row arrives. Each
+     * delete file's keys are tested as a set of their own, loaded once per window, where
+     * Iceberg's filter builds for every data file the union of all its deletes: reading a commit
+     * then grew with the square of the files written since the last compaction.
+     */
+    private void leaveByAddedKeys(DataFile file, List<DeleteFile> old,
+        GenericDeleteFilter before, GenericDeleteFilter later, List<DeleteFile> added,
+        boolean keysOnly) {
+      Schema required = later.requiredSchema(); // the columns of both states' deletes
+      Predicate<Record> deletedBefore = deleteCache.anyHoldsKey(old, required);
+      Predicate<Record> deletedNow = deleteCache.anyHoldsKey(added, required);
+      PositionDeleteIndex positionsBefore = before.deletedRowPositions();
+      TableRows toTable = new TableRows(required);
+      try (CloseableIterable<Record> records = open(task(file, old), required,
+          keysOf(file, added))) {
+        for (Record record : records) {
+          if (!deletedNow.test(record)) {
+            continue;
+          }
+          long position = (Long) record.getField(MetadataColumns.ROW_POSITION.name());
+          if ((positionsBefore == null || !positionsBefore.isDeleted(position))
+              && !deletedBefore.test(record)) {
+            remove(toTable.apply(record), !keysOnly);
           }
         }
       } catch (IOException e) {
@@ -724,22 +760,33 @@ public final class ChangelogReader {
   }
 
   /**
-   * Rows a file whose deletes changed can change in, as an expression for row-group pruning:
-   * when the only difference is equality deletes added, of at most {@link #PRUNE_UP_TO_KEYS}
-   * keys of integer or string columns, a row that changes holds one of those keys. Otherwise
-   * (position deletes changed, deletes removed, or many keys, which most row groups hold anyway)
-   * every row group is read.
+   * The delete files {@code now} adds to {@code old} when they are all equality deletes and
+   * {@code now} keeps every file of {@code old}; otherwise null.
    */
-  private Expression onlyNewKeysDeleted(List<DeleteFile> old, List<DeleteFile> now) {
+  private static List<DeleteFile> addedEqualityDeletes(List<DeleteFile> old,
+      List<DeleteFile> now) {
     Set<String> before = new HashSet<>(keys(old));
+    if (!new HashSet<>(keys(now)).containsAll(before)) {
+      return null;
+    }
     List<DeleteFile> added =
         now.stream().filter(d -> !before.contains(WindowFiles.key(d))).toList();
-    if (!keys(now).containsAll(before)
-        || added.stream().anyMatch(d -> d.content() != FileContent.EQUALITY_DELETES)) {
-      return Expressions.alwaysTrue();
-    }
+    return added.stream().allMatch(d -> d.content() == FileContent.EQUALITY_DELETES)
+        ? added : null;
+  }
+
+  /**
+   * The rows of {@code file} that the equality deletes {@code added} can delete, as an
+   * expression for row-group pruning: those holding one of their keys, when they are at most
+   * {@link #PRUNE_UP_TO_KEYS} keys of integer or string columns and at most twice the file's
+   * row groups. Otherwise every row group is read: of row groups holding random keys, twice as
+   * many keys as row groups miss only about one in seven, and pruning would test every key
+   * against every row group's statistics and bloom filter.
+   */
+  private Expression keysOf(DataFile file, List<DeleteFile> added) {
     long keys = added.stream().mapToLong(DeleteFile::recordCount).sum();
-    if (keys > PRUNE_UP_TO_KEYS) {
+    List<Long> rowGroups = file.splitOffsets();
+    if (keys > PRUNE_UP_TO_KEYS || keys > 2L * (rowGroups == null ? 1 : rowGroups.size())) {
       return Expressions.alwaysTrue();
     }
     Expression any = Expressions.alwaysFalse();

@@ -1,16 +1,26 @@
 package io.skade.changelog;
 
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileContent;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.Schema;
+import org.apache.iceberg.StructLike;
 import org.apache.iceberg.data.BaseDeleteLoader;
 import org.apache.iceberg.data.DeleteLoader;
 import org.apache.iceberg.data.GenericDeleteFilter;
+import org.apache.iceberg.data.InternalRecordWrapper;
+import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.FileIO;
+import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.util.StructLikeSet;
+import org.apache.iceberg.util.StructProjection;
 
 /**
  * The delete files of one changelog window, each loaded once. Iceberg's generic delete filter
@@ -29,6 +39,36 @@ final class DeleteCache {
   DeleteCache(FileIO io) {
     this.io = io;
     this.budgetBytes = Runtime.getRuntime().maxMemory() / 8;
+  }
+
+  /**
+   * Whether one of the equality delete files among {@code deletes} holds the key of a row read
+   * in {@code rowSchema} (which has every such file's equality columns). Each file's keys are a
+   * set of their own, loaded once; Iceberg's filter tests a row against the union of a data
+   * file's equality deletes, a set built anew for each data file whose deletes differ.
+   */
+  Predicate<Record> anyHoldsKey(List<DeleteFile> deletes, Schema rowSchema) {
+    List<Predicate<StructLike>> holds = new ArrayList<>();
+    Loader loader = new Loader();
+    for (DeleteFile file : deletes) {
+      if (file.content() != FileContent.EQUALITY_DELETES) {
+        continue;
+      }
+      Schema keySchema = TypeUtil.select(rowSchema, new HashSet<>(file.equalityFieldIds()));
+      StructLikeSet keys = loader.loadEqualityDeletes(List.of(file), keySchema);
+      StructProjection key = StructProjection.create(rowSchema, keySchema);
+      holds.add(row -> keys.contains(key.wrap(row)));
+    }
+    InternalRecordWrapper internal = new InternalRecordWrapper(rowSchema.asStruct());
+    return record -> {
+      StructLike row = internal.wrap(record); // as the sets hold keys: Iceberg's internal values
+      for (Predicate<StructLike> hold : holds) {
+        if (hold.test(row)) {
+          return true;
+        }
+      }
+      return false;
+    };
   }
 
   /** A delete filter for {@code task} whose delete files come through this cache. */
