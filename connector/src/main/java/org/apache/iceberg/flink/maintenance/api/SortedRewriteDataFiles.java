@@ -16,13 +16,12 @@ import org.apache.iceberg.flink.maintenance.operator.TaskResultAggregator;
  * in Iceberg's package because {@link TableMaintenance} takes only tasks of this package (their
  * {@code append} is package-private in Iceberg 1.11); it must therefore be loaded by the class
  * loader of Iceberg's Flink classes, as it is when both come from one jar or one class path. Its
- * operators have the names and uids of {@link RewriteDataFiles}', so a job's savepoint of
- * Iceberg's task restores into this one.
+ * operators take the names and uids of {@link RewriteDataFiles}' operators, so that what a
+ * savepoint holds of Iceberg's planner and committer maps onto the same operators here.
  */
 public final class SortedRewriteDataFiles
     extends MaintenanceTaskBuilder<SortedRewriteDataFiles> {
   private final Map<String, String> planOptions = new HashMap<>();
-  private long sortBufferBytes = SortingRewriteRunner.DEFAULT_SORT_BUFFER_BYTES;
 
   private SortedRewriteDataFiles() {}
 
@@ -37,12 +36,6 @@ public final class SortedRewriteDataFiles
     return this;
   }
 
-  /** The rows each rewriter sorts in memory at a time, in bytes of binary rows. */
-  public SortedRewriteDataFiles sortBufferBytes(long bytes) {
-    this.sortBufferBytes = bytes;
-    return this;
-  }
-
   @Override
   String maintenanceTaskName() {
     return "RewriteDataFiles";
@@ -51,7 +44,7 @@ public final class SortedRewriteDataFiles
   @Override
   DataStream<TaskResult> append(DataStream<Trigger> trigger) {
     CompactionStages stages = CompactionStages.append(trigger, tableName(), taskName(), index(),
-        tableLoader(), planOptions, sortBufferBytes);
+        tableLoader(), planOptions, SortingRewriteRunner.DEFAULT_SORT_BUFFER_BYTES);
     setSlotSharingGroup(stages.planned()
         .name(operatorName(RewriteDataFiles.PLANNER_TASK_NAME))
         .uid(RewriteDataFiles.PLANNER_TASK_NAME + uidSuffix()));
