@@ -656,7 +656,7 @@ public final class ChangelogReader {
       PositionDeleteIndex positionsBefore = before.deletedRowPositions();
       TableRows toTable = new TableRows(required);
       try (CloseableIterable<Record> records = open(task(file, old), required,
-          keysOf(file, added))) {
+          keysOf(added))) {
         for (Record record : records) {
           if (!deletedNow.test(record)) {
             continue;
@@ -776,17 +776,15 @@ public final class ChangelogReader {
   }
 
   /**
-   * The rows of {@code file} that the equality deletes {@code added} can delete, as an
-   * expression for row-group pruning: those holding one of their keys, when they are at most
-   * {@link #PRUNE_UP_TO_KEYS} keys of integer or string columns and at most twice the file's
-   * row groups. Otherwise every row group is read: of row groups holding random keys, twice as
-   * many keys as row groups miss only about one in seven, and pruning would test every key
-   * against every row group's statistics and bloom filter.
+   * The rows the equality deletes {@code added} can delete, as an expression for row-group
+   * pruning: those holding one of their keys, when they are at most {@link #PRUNE_UP_TO_KEYS}
+   * keys of integer or string columns. Otherwise every row group is read. (Keys an upsert
+   * deletes before inserting them anew are in no older file, and the bloom filters skip nearly
+   * every row group.)
    */
-  private Expression keysOf(DataFile file, List<DeleteFile> added) {
+  private Expression keysOf(List<DeleteFile> added) {
     long keys = added.stream().mapToLong(DeleteFile::recordCount).sum();
-    List<Long> rowGroups = file.splitOffsets();
-    if (keys > PRUNE_UP_TO_KEYS || keys > 2L * (rowGroups == null ? 1 : rowGroups.size())) {
+    if (keys > PRUNE_UP_TO_KEYS) {
       return Expressions.alwaysTrue();
     }
     Expression any = Expressions.alwaysFalse();
