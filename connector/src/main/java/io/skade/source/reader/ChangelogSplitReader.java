@@ -58,6 +58,8 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
   private final ReaderMetrics metrics;
   // Estimated changes of each assigned split not yet finished, by split id.
   private final Map<String, Long> estimates = new HashMap<>();
+  /** The sum of {@link #estimates}, kept so that a fetch does not walk every assigned split. */
+  private long estimated;
 
   /**
    * @param io the table's file IO
@@ -118,7 +120,8 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     if (!changes.hasNext()) {
       records.addFinishedSplit(splitId);
       paused.remove(splitId);
-      estimates.remove(splitId);
+      Long estimate = estimates.remove(splitId);
+      estimated -= estimate == null ? 0 : estimate;
       closeCurrent();
     }
     updatePending();
@@ -174,7 +177,8 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
         // error that explains it.
         estimate = 0;
       }
-      estimates.put(split.splitId(), estimate);
+      Long replaced = estimates.put(split.splitId(), estimate);
+      estimated += estimate - (replaced == null ? 0 : replaced);
     }
     updatePending();
   }
@@ -188,10 +192,10 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
   }
 
   private void updatePending() {
-    long pending = 0;
-    for (Map.Entry<String, Long> entry : estimates.entrySet()) {
-      pending += current != null && current.splitId().equals(entry.getKey())
-          ? Math.max(0, entry.getValue() - emitted) : entry.getValue();
+    long pending = estimated;
+    Long reading = current == null ? null : estimates.get(current.splitId());
+    if (reading != null) {
+      pending -= Math.min(reading, emitted); // the current split's changes already emitted
     }
     metrics.pending(pending);
   }
