@@ -1,9 +1,12 @@
 package io.skade.changelog;
 
+import java.io.File;
 import java.io.IOException;
 import java.util.Map;
+import org.apache.hadoop.fs.CommonConfigurationKeysPublic;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.Files;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableProperties;
@@ -11,7 +14,9 @@ import org.apache.iceberg.data.IdentityPartitionConverters;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.data.parquet.GenericParquetReaders;
 import org.apache.iceberg.expressions.Expression;
+import org.apache.iceberg.hadoop.HadoopFileIO;
 import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.io.InputFile;
 import org.apache.iceberg.io.SeekableInputStream;
 import org.apache.iceberg.mapping.NameMappingParser;
@@ -55,8 +60,7 @@ public final class DataFileRows {
     }
     Map<Integer, ?> constants =
         PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant);
-    InputFile file = table.io().newInputFile(task.file().location(),
-        task.file().fileSizeInBytes());
+    InputFile file = inputFile(table.io(), task.file().location(), task.file().fileSizeInBytes());
     Parquet.ReadBuilder read = Parquet.read(new PlainInputFile(file, io))
         .project(required)
         .createReaderFunc(fileSchema ->
@@ -69,6 +73,54 @@ public final class DataFileRows {
       read.withNameMapping(NameMappingParser.fromJson(mapping));
     }
     return read.build();
+  }
+
+  /**
+   * The file at {@code location} as {@code io} gives it; but a local file, when {@code io} is
+   * skade's default (Hadoop's file IO, not a subclass), is read directly: Hadoop's local file
+   * system parses the path, looks up the file system, opens a checksum file and merges I/O
+   * statistics on every open, costs that rival reading the few rows of a streaming commit's
+   * file. (Iceberg's other file IOs keep no checksum files either.)
+   */
+  private static InputFile inputFile(FileIO io, String location, long length) {
+    if (io.getClass() == HadoopFileIO.class) {
+      String path = location.startsWith("file://") ? location.substring("file://".length())
+          : location.startsWith("file:") ? location.substring("file:".length())
+          : isLocalByDefault((HadoopFileIO) io) ? location : null;
+      if (path != null && path.startsWith("/")) {
+        return new KnownLength(Files.localInput(new File(path)), length);
+      }
+    }
+    return io.newInputFile(location, length);
+  }
+
+  /** Whether a path without a scheme names a local file under {@code io}'s Hadoop settings. */
+  private static boolean isLocalByDefault(HadoopFileIO io) {
+    return io.conf().get(CommonConfigurationKeysPublic.FS_DEFAULT_NAME_KEY, "file:///")
+        .startsWith("file:");
+  }
+
+  /** A local file whose length the manifest gives: no file status asked for. */
+  private record KnownLength(InputFile file, long length) implements InputFile {
+    @Override
+    public long getLength() {
+      return length;
+    }
+
+    @Override
+    public SeekableInputStream newStream() {
+      return file.newStream();
+    }
+
+    @Override
+    public String location() {
+      return file.location();
+    }
+
+    @Override
+    public boolean exists() {
+      return file.exists();
+    }
   }
 
   /**
