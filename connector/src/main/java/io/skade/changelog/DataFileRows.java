@@ -60,8 +60,9 @@ public final class DataFileRows {
     }
     Map<Integer, ?> constants =
         PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant);
-    InputFile file = inputFile(table.io(), task.file().location(), task.file().fileSizeInBytes());
-    Parquet.ReadBuilder read = Parquet.read(new PlainInputFile(file, io))
+    long length = task.file().fileSizeInBytes();
+    InputFile file = inputFile(table.io(), task.file().location(), length);
+    Parquet.ReadBuilder read = Parquet.read(new PlainInputFile(file, length, io))
         .project(required)
         .createReaderFunc(fileSchema ->
             GenericParquetReaders.buildReader(required, fileSchema, constants));
@@ -88,7 +89,7 @@ public final class DataFileRows {
           : location.startsWith("file:") ? location.substring("file:".length())
           : isLocalByDefault((HadoopFileIO) io) ? location : null;
       if (path != null && path.startsWith("/")) {
-        return new KnownLength(Files.localInput(new File(path)), length);
+        return Files.localInput(new File(path));
       }
     }
     return io.newInputFile(location, length);
@@ -100,38 +101,17 @@ public final class DataFileRows {
         .startsWith("file:");
   }
 
-  /** A local file whose length the manifest gives: no file status asked for. */
-  private record KnownLength(InputFile file, long length) implements InputFile {
-    @Override
-    public long getLength() {
-      return length;
-    }
-
-    @Override
-    public SeekableInputStream newStream() {
-      return file.newStream();
-    }
-
-    @Override
-    public String location() {
-      return file.location();
-    }
-
-    @Override
-    public boolean exists() {
-      return file.exists();
-    }
-  }
-
   /**
    * A file IO's input file under a type of its own. Given Hadoop's, Iceberg's Parquet reader
    * copies the whole Hadoop configuration and asks the file system for the file's status on
    * every open: fixed costs that dominate reading the one small file a streaming commit adds.
+   * Its length is the manifest's, so no file status is asked for.
    */
-  private record PlainInputFile(InputFile file, ReadListener io) implements InputFile {
+  private record PlainInputFile(InputFile file, long length, ReadListener io)
+      implements InputFile {
     @Override
     public long getLength() {
-      return file.getLength();
+      return length;
     }
 
     @Override
