@@ -116,6 +116,8 @@ public final class AgeingBenchmark {
           maintained.report(commit, random, rows, started);
         }
       }
+    } finally {
+      CommitRun.deleteTree(warehouse);
     }
   }
 

@@ -91,6 +91,8 @@ public final class BacklogBenchmark {
             iceberg);
         print("IcebergSource bounded read", parallelism, expected, iceberg, iceberg);
       }
+    } finally {
+      CommitRun.deleteTree(warehouse);
     }
   }
 

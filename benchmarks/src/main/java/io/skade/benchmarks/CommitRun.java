@@ -423,7 +423,8 @@ final class CommitRun {
     }
   }
 
-  private static void deleteTree(Path root) {
+  /** Deletes a benchmark's warehouse {@code root}, so that runs do not fill the disk. */
+  static void deleteTree(Path root) {
     try (Stream<Path> paths = Files.walk(root)) {
       for (Path path : paths.sorted(Comparator.reverseOrder()).toList()) {
         Files.deleteIfExists(path);
