@@ -3,12 +3,12 @@ package io.skade.changelog;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.skade.catalog.SkadeCatalog;
+import io.skade.changelog.ChangelogPartitionFilterTest.CountingFileIO;
 import io.skade.write.TableWriter;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Collectors;
 import java.util.stream.StreamSupport;
 import org.apache.iceberg.DataFile;
@@ -19,16 +19,15 @@ import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.hadoop.HadoopFileIO;
 import org.apache.iceberg.io.CloseableIterable;
-import org.apache.iceberg.io.InputFile;
 import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * skade reads local data files past Hadoop only under its default file IO: a file IO a user
- * configured, even one extending Hadoop's, sees every data file a changelog window reads.
+ * configured, even one extending Hadoop's ({@link CountingFileIO}), sees every data file a
+ * changelog window reads.
  */
 class DataFileRowsTest {
   private static final Schema SCHEMA = new Schema(
@@ -36,30 +35,13 @@ class DataFileRowsTest {
           Types.NestedField.optional(2, "name", Types.StringType.get())),
       Set.of(1));
 
-  /** The real Hadoop file IO under a class of a user's own, recording the files it opens. */
-  public static final class RecordingFileIO extends HadoopFileIO {
-    static final Set<String> OPENED = ConcurrentHashMap.newKeySet();
-
-    @Override
-    public InputFile newInputFile(String path) {
-      OPENED.add(path);
-      return super.newInputFile(path);
-    }
-
-    @Override
-    public InputFile newInputFile(String path, long length) {
-      OPENED.add(path);
-      return super.newInputFile(path, length);
-    }
-  }
-
   @TempDir Path warehouse;
 
   @Test
   void aFileIoOfTheUsersOwnOpensEveryDataFileAWindowReads() throws Exception {
     SkadeCatalog catalog = new SkadeCatalog();
-    catalog.initialize("recording", Map.of("warehouse", warehouse.toString(),
-        "io-impl", RecordingFileIO.class.getName()));
+    catalog.initialize("counting", Map.of("warehouse", warehouse.toString(),
+        "io-impl", CountingFileIO.class.getName()));
     try (catalog) {
       catalog.createNamespace(Namespace.of("db"));
       Table table = catalog.createTable(TableIdentifier.of("db", "t"), SCHEMA);
@@ -75,7 +57,7 @@ class DataFileRowsTest {
       }
       assertThat(dataFiles).hasSize(3);
 
-      RecordingFileIO.OPENED.clear();
+      CountingFileIO.OPENED.clear();
       List<ChangeRow> changes = new ChangelogReader(table, ChangelogOptions.defaults())
           .read(null, table.currentSnapshot().snapshotId());
 
@@ -83,7 +65,7 @@ class DataFileRowsTest {
           + " " + change.row().getField("name"))
           .containsExactly("INSERT 1 a", "INSERT 2 b", "INSERT 3 c", "UPDATE_BEFORE 2 b",
               "UPDATE_AFTER 2 b2");
-      assertThat(RecordingFileIO.OPENED).as("files opened through the configured file IO")
+      assertThat(CountingFileIO.OPENED).as("files opened through the configured file IO")
           .containsAll(dataFiles);
     }
   }
