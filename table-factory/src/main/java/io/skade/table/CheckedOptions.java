@@ -13,6 +13,7 @@ import static io.skade.table.SkadeConnectorOptions.LOOKUP_ASYNC_THREADS;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_POLL_INTERVAL;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_ROW_CACHE_MAX_ROWS;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_SNAPSHOT_ID;
+import static io.skade.table.SkadeConnectorOptions.SCAN_APPEND_ONLY;
 import static io.skade.table.SkadeConnectorOptions.SCAN_BOUNDED;
 import static io.skade.table.SkadeConnectorOptions.SCAN_CONSUMER_ID;
 import static io.skade.table.SkadeConnectorOptions.SCAN_END_SNAPSHOT_ID;
@@ -132,6 +133,7 @@ final class CheckedOptions {
       entry(SCAN_STARTUP_TIMESTAMP_MILLIS.key(), "epoch milliseconds, 0 or more"),
       entry(SCAN_STARTUP_COMMIT_SEQ.key(), "a catalog commit_seq, 0 or more"),
       entry(SCAN_BOUNDED.key(), BOOLEAN),
+      entry(SCAN_APPEND_ONLY.key(), BOOLEAN),
       entry(SCAN_END_SNAPSHOT_ID.key(), SNAPSHOT_ID),
       entry(SCAN_POLL_INTERVAL.key(), DURATION),
       entry(CHANGELOG_MODE.key(), quoted(CHANGELOG_MODES.keySet())),
@@ -528,10 +530,16 @@ final class CheckedOptions {
             + " 'key-only' emits upserts, which need a primary key: declare PRIMARY KEY (...)"
             + " NOT ENFORCED (the table's identifier fields), or use 'full'");
       }
+      boolean appendOnly = config.get(SCAN_APPEND_ONLY);
+      if (appendOnly && beforeImage == BeforeImage.KEY_ONLY) {
+        throw new ValidationException("option '" + SCAN_APPEND_ONLY.key() + "' = 'true' reads"
+            + " inserts only, but '" + CHANGELOG_BEFORE_IMAGE.key() + "' = 'key-only' asks for"
+            + " upserts: remove one of them");
+      }
       return new SkadeTableSource.Scan(location.catalogProperties(), location.table(), mode,
           value, config.get(SCAN_BOUNDED), config.getOptional(SCAN_END_SNAPSHOT_ID).orElse(null),
           choice(CHANGELOG_MODE, CHANGELOG_MODES), beforeImage, config.get(SCAN_POLL_INTERVAL),
-          config.getOptional(SCAN_CONSUMER_ID).orElse(null), batch,
+          config.getOptional(SCAN_CONSUMER_ID).orElse(null), batch, appendOnly,
           config.getOptional(SCAN_PARALLELISM).orElse(null));
     }
 

@@ -72,6 +72,12 @@ public final class SkadeConnectorOptions {
       .withDescription("Stop at the snapshot current when the job starts. Batch runtime mode"
           + " is always bounded.");
 
+  public static final ConfigOption<Boolean> SCAN_APPEND_ONLY = ConfigOptions
+      .key("scan.append-only").booleanType().defaultValue(false)
+      .withDescription("Read inserts only: the source declares an insert-only changelog, which"
+          + " Flink's delta join needs, and a commit that updates or deletes rows fails the job"
+          + " naming the commit.");
+
   public static final ConfigOption<Long> SCAN_END_SNAPSHOT_ID = ConfigOptions
       .key("scan.end.snapshot-id").longType().noDefaultValue()
       .withDescription("The last snapshot read (implies scan.bounded); with 'full', the rows as"

@@ -12,6 +12,7 @@ import static io.skade.table.SkadeConnectorOptions.LOOKUP_ASYNC_THREADS;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_POLL_INTERVAL;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_ROW_CACHE_MAX_ROWS;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_SNAPSHOT_ID;
+import static io.skade.table.SkadeConnectorOptions.SCAN_APPEND_ONLY;
 import static io.skade.table.SkadeConnectorOptions.SCAN_BOUNDED;
 import static io.skade.table.SkadeConnectorOptions.SCAN_CONSUMER_ID;
 import static io.skade.table.SkadeConnectorOptions.SCAN_END_SNAPSHOT_ID;
@@ -96,7 +97,8 @@ public final class SkadeDynamicTableFactory
           DATABASE, TABLE, LINEAGE_SINK, LINEAGE_OPENLINEAGE_URL));
     }
     options.addAll(List.of(SCAN_STARTUP_MODE, SCAN_STARTUP_SNAPSHOT_ID,
-        SCAN_STARTUP_TIMESTAMP_MILLIS, SCAN_STARTUP_COMMIT_SEQ, SCAN_BOUNDED, SCAN_END_SNAPSHOT_ID,
+        SCAN_STARTUP_TIMESTAMP_MILLIS, SCAN_STARTUP_COMMIT_SEQ, SCAN_BOUNDED, SCAN_APPEND_ONLY,
+        SCAN_END_SNAPSHOT_ID,
         SCAN_POLL_INTERVAL, SCAN_CONSUMER_ID, CHANGELOG_MODE, CHANGELOG_BEFORE_IMAGE,
         SCAN_PARALLELISM, SINK_PARALLELISM, LOOKUP_ASYNC, LOOKUP_ASYNC_THREADS, LOOKUP_SNAPSHOT_ID,
         LOOKUP_POLL_INTERVAL, LOOKUP_ROW_CACHE_MAX_ROWS, LookupOptions.CACHE_TYPE,

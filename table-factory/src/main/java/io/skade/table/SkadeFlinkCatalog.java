@@ -1,7 +1,9 @@
 package io.skade.table;
 
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -20,6 +22,7 @@ import org.apache.flink.table.catalog.exceptions.TableAlreadyExistException;
 import org.apache.flink.table.catalog.exceptions.TableNotExistException;
 import org.apache.flink.table.factories.Factory;
 import org.apache.flink.table.procedures.Procedure;
+import org.apache.iceberg.PartitionField;
 import org.apache.iceberg.ReplaceSortOrder;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Schema;
@@ -99,9 +102,10 @@ final class SkadeFlinkCatalog extends FlinkCatalog {
   }
 
   /**
-   * The table, with its Iceberg properties as options (skade's factory serves it); {@code
-   * t$commits} and {@code t$consumers} are skade's metadata tables ({@link SkadeMetadataTables}),
-   * {@code t$snapshots} and the other {@code $} names Iceberg's.
+   * The table, with its Iceberg properties as options (skade's factory serves it) and its
+   * {@linkplain #indexes indexes}; {@code t$commits} and {@code t$consumers} are skade's metadata
+   * tables ({@link SkadeMetadataTables}), {@code t$snapshots} and the other {@code $} names
+   * Iceberg's.
    */
   @Override
   public CatalogTable getTable(ObjectPath tablePath)
@@ -118,7 +122,51 @@ final class SkadeFlinkCatalog extends FlinkCatalog {
     Map<String, String> options = new HashMap<>(table.getOptions());
     options.remove("connector");
     options.remove("src-catalog");
-    return table.copy(options);
+    List<List<String>> indexes = indexes(catalog().loadTable(TableIdentifier.of(
+        Namespace.of(tablePath.getDatabaseName()), tablePath.getObjectName())));
+    if (indexes.isEmpty()) {
+      return table.copy(options);
+    }
+    org.apache.flink.table.api.Schema.Builder schema =
+        org.apache.flink.table.api.Schema.newBuilder().fromSchema(table.getUnresolvedSchema());
+    indexes.forEach(schema::index);
+    return CatalogTable.newBuilder().schema(schema.build()).comment(table.getComment())
+        .partitionKeys(table.getPartitionKeys()).options(options).build();
+  }
+
+  /**
+   * The columns a lookup of {@code table} finds rows by cheaply, as Flink indexes (what the
+   * planner's delta join probes a table by): the primary key (identifier fields), whose probe
+   * finds one row, and the source columns of its identity and bucket partitions, whose probe
+   * reads one partition or bucket — on a table with a key only when they are key columns, on a
+   * table without one (a log table, whose bucket key is its only key) in any case.
+   */
+  static List<List<String>> indexes(Table table) {
+    Schema schema = table.schema();
+    Set<List<String>> indexes = new LinkedHashSet<>();
+    List<String> key = schema.identifierFieldIds().stream()
+        .map(schema::findColumnName).sorted().toList();
+    if (!key.isEmpty()) {
+      indexes.add(key);
+    }
+    List<String> partitioning = new ArrayList<>();
+    for (PartitionField field : table.spec().fields()) {
+      // Iceberg names a bucket transform "bucket[N]" (its spec's form, which it parses too).
+      boolean byValue = field.transform().isIdentity()
+          || field.transform().toString().startsWith("bucket[");
+      String column = schema.findColumnName(field.sourceId());
+      if (!byValue || !key.isEmpty() && !key.contains(column)) {
+        partitioning.clear();
+        break;
+      }
+      if (!partitioning.contains(column)) {
+        partitioning.add(column);
+      }
+    }
+    if (!partitioning.isEmpty()) {
+      indexes.add(List.copyOf(partitioning));
+    }
+    return List.copyOf(indexes);
   }
 
   /**

@@ -56,7 +56,7 @@ final class SkadeTableSource implements ScanTableSource, LookupTableSource,
   record Scan(Map<String, String> catalogProperties, TableIdentifier table,
       StartupMode startupMode, Long startupValue, boolean bounded, Long endSnapshotId,
       Mode mode, BeforeImage beforeImage, Duration pollInterval, String consumerId,
-      boolean batch, Integer parallelism) {
+      boolean batch, boolean appendOnly, Integer parallelism) {
 
     boolean upsert() {
       return !batch && beforeImage == BeforeImage.KEY_ONLY;
@@ -115,7 +115,7 @@ final class SkadeTableSource implements ScanTableSource, LookupTableSource,
 
   @Override
   public ChangelogMode getChangelogMode() {
-    if (scan.batch()) {
+    if (scan.batch() || scan.appendOnly()) {
       return ChangelogMode.insertOnly();
     }
     return scan.upsert() ? ChangelogMode.upsert(true) : ChangelogMode.all();
@@ -168,7 +168,8 @@ final class SkadeTableSource implements ScanTableSource, LookupTableSource,
     InternalTypeInfo<RowData> type =
         InternalTypeInfo.of((RowType) producedDataType.getLogicalType());
     SkadeSource<RowData> source = builder
-        .deserializer(new SqlChangeDeserializer(type, positions, metadata, scan.upsert()))
+        .deserializer(new SqlChangeDeserializer(type, positions, metadata, scan.upsert(),
+            scan.appendOnly() ? scan.table().toString() : null))
         .build();
     return SourceProvider.of(source, scan.parallelism());
   }
