@@ -104,15 +104,20 @@ final class TableResolution {
       List<String> partitionKeys, Optional<TableBuckets> buckets, Map<String, String> properties) {
     PartitionSpec.Builder spec = PartitionSpec.builderFor(icebergSchema);
     partitionKeys.forEach(spec::identity);
-    Map<String, String> all = new HashMap<>(newTableProperties(
-        icebergSchema.identifierFieldNames()));
+    // A log table bucketed by a column is looked up by it (the catalog declares it an index, a
+    // delta join probes it): laid out for that as a keyed table is for its key.
+    Set<String> lookupKey = icebergSchema.identifierFieldNames().isEmpty() && buckets.isPresent()
+        ? Set.of(buckets.get().column()) : icebergSchema.identifierFieldNames();
+    Map<String, String> all = new HashMap<>(newTableProperties(lookupKey));
     buckets.ifPresent(bucketing -> {
       bucketing.addTo(spec);
       all.putAll(bucketing.properties());
     });
     all.putAll(properties);
+    SortOrder.Builder order = SortOrder.builderFor(icebergSchema);
+    lookupKey.stream().sorted().forEach(order::asc);
     return catalog.buildTable(id, icebergSchema).withPartitionSpec(spec.build())
-        .withSortOrder(keyOrder(icebergSchema)).withProperties(all).create();
+        .withSortOrder(order.build()).withProperties(all).create();
   }
 
   /** Ascending by the identifier fields (unsorted without them): files sorted by key. */
@@ -123,8 +128,9 @@ final class TableResolution {
   }
 
   /**
-   * The properties skade gives a new table: format v2; with a key, bloom filters on its columns
-   * and Parquet pages small enough for a point lookup to read only what it needs.
+   * The properties skade gives a new table: format v2; with a key (or a log table's bucket key),
+   * bloom filters on its columns and Parquet pages small enough for a point lookup to read only
+   * what it needs.
    */
   static Map<String, String> newTableProperties(Set<String> keyColumns) {
     Map<String, String> properties = new HashMap<>();
