@@ -2,8 +2,13 @@ package io.skade.benchmarks;
 
 import io.skade.catalog.SharedCatalogs;
 import io.skade.write.TableWriter;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
 import java.lang.management.ManagementFactory;
 import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -12,6 +17,8 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.CoreOptions;
@@ -57,7 +64,7 @@ public final class DeltaJoinBenchmark {
       "/*+ OPTIONS('scan.append-only' = 'true', 'lookup.async' = 'true'"
           + System.getProperty("skade.bench.delta.options", "") + ") */";
 
-  private static final java.net.http.HttpClient HTTP = java.net.http.HttpClient.newHttpClient();
+  private static final HttpClient HTTP = HttpClient.newHttpClient();
 
   private DeltaJoinBenchmark() {}
 
@@ -116,8 +123,8 @@ public final class DeltaJoinBenchmark {
         DeltaJoinBenchmark.class.getName(), join));
     Process child = new ProcessBuilder(command).redirectErrorStream(true).start();
     Figures figures = null;
-    try (java.io.BufferedReader lines = new java.io.BufferedReader(
-        new java.io.InputStreamReader(child.getInputStream()))) {
+    try (BufferedReader lines = new BufferedReader(
+        new InputStreamReader(child.getInputStream()))) {
       for (String line = lines.readLine(); line != null; line = lines.readLine()) {
         if (line.startsWith("FIGURES ")) {
           String[] v = line.split(" ");
@@ -333,10 +340,9 @@ public final class DeltaJoinBenchmark {
         if (vertex.getName().startsWith("Source:")) {
           URI uri = cluster.getRestAddress().get().resolve("/jobs/" + job + "/vertices/"
               + vertex.getJobVertexId() + "/subtasks/metrics?get=numRecordsOut&agg=sum");
-          String body = HTTP.send(java.net.http.HttpRequest.newBuilder(uri).build(),
-              java.net.http.HttpResponse.BodyHandlers.ofString()).body();
-          java.util.regex.Matcher value = java.util.regex.Pattern
-              .compile("\"sum\":([0-9.E]+)").matcher(body);
+          String body = HTTP.send(HttpRequest.newBuilder(uri).build(),
+              HttpResponse.BodyHandlers.ofString()).body();
+          Matcher value = Pattern.compile("\"sum\":([0-9.E]+)").matcher(body);
           sum += value.find() ? (long) Double.parseDouble(value.group(1)) : 0;
         }
       }
