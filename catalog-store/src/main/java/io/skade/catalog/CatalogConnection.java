@@ -93,6 +93,14 @@ public interface CatalogConnection extends AutoCloseable {
     return feed().commitSeq();
   }
 
+  /**
+   * Returns once this process knows of every commit that was durable when the call began, so
+   * that {@link #commitsSeen} shows them: at once embedded (the owner knows each commit the
+   * moment it is durable; a follower reads the log in {@link #commitsSeen}); through a server,
+   * after a round trip to it, which concurrent callers share ({@link RemoteCommitFeed#catchUp}).
+   */
+  default void catchUp() {}
+
   /** Whether the catalog is reached over the network (a skade server), not in this JVM. */
   default boolean isRemote() {
     return false;
@@ -363,6 +371,11 @@ public interface CatalogConnection extends AutoCloseable {
     @Override
     public Optional<CommitEvent> commitOf(TableIdentifier table, long snapshotId) {
       return client.commitOf(table, snapshotId);
+    }
+
+    @Override
+    public void catchUp() {
+      feed.catchUp();
     }
 
     @Override

@@ -1,6 +1,7 @@
 package io.skade.catalog;
 
 import io.skade.catalog.SkadeProtocol.CommitPage;
+import java.io.InterruptedIOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.List;
@@ -34,9 +35,16 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
   /** Per table key, the newest commit the poller took, noted before any subscriber hears it. */
   private final Map<String, Long> newestByTable = new ConcurrentHashMap<>();
   private volatile Thread poller; // set under this
-  /** The newest commit the poller delivered; guarded by this. */
+  /** The newest commit the poller delivered; guarded by this, which is notified as it grows. */
   private long delivered;
   private volatile boolean closed;
+  /** Guards the {@link #catchUp} checks, and is notified as each ends. */
+  private final Object checks = new Object();
+  private boolean checking;
+  /** Whether a check completed; when the newest began ({@link System#nanoTime}), what it found. */
+  private boolean checked;
+  private long checkedAtNanos;
+  private long checkedSeq;
 
   public RemoteCommitFeed(SkadeServerClient client) {
     this.client = client;
@@ -85,6 +93,62 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
     return newestByTable.getOrDefault(TableKeys.tableKey(table), 0L);
   }
 
+  /**
+   * Returns once this feed has taken every commit that was durable on the server when the call
+   * began: it asks the server for its newest {@code commit_seq} (one round trip) and waits for
+   * the long-poll to take it. Concurrent callers share a check that began after they did, so a
+   * burst of callers costs about one round trip, not one each.
+   *
+   * @throws UncheckedIOException when the server cannot be reached, or the thread is interrupted
+   */
+  public void catchUp() {
+    follow();
+    long begun = System.nanoTime();
+    long seq;
+    while (true) {
+      synchronized (checks) {
+        while (checking && !(checked && checkedAtNanos - begun >= 0)) {
+          awaitOn(checks); // a check in flight, which may have begun before this call
+        }
+        if (checked && checkedAtNanos - begun >= 0) {
+          seq = checkedSeq;
+          break;
+        }
+        checking = true; // none in flight, none begun since this call: make one
+      }
+      long start = System.nanoTime();
+      long found = -1;
+      try {
+        found = client.commitSeq();
+      } finally {
+        synchronized (checks) {
+          checking = false;
+          if (found >= 0 && (!checked || start - checkedAtNanos > 0)) {
+            checked = true;
+            checkedAtNanos = start;
+            checkedSeq = found;
+          }
+          checks.notifyAll();
+        }
+      }
+    }
+    synchronized (this) {
+      while (delivered < seq && !closed) {
+        awaitOn(this);
+      }
+    }
+  }
+
+  private static void awaitOn(Object monitor) {
+    try {
+      monitor.wait(1_000);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new UncheckedIOException(new InterruptedIOException(
+          "interrupted while catching up with the skade server's commits"));
+    }
+  }
+
   private void poll() {
     long after;
     synchronized (this) {
@@ -117,6 +181,7 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
           delivered = event.commitSeq();
         }
         after = delivered;
+        notifyAll(); // callers of catchUp wait for delivered to grow
       }
     }
   }
@@ -158,6 +223,7 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
     synchronized (this) {
       closed = true;
       thread = poller;
+      notifyAll();
     }
     subscriptions.forEach(CommitSubscription::catalogClosed);
     subscriptions.clear();

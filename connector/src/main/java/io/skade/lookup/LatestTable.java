@@ -17,6 +17,12 @@ import org.apache.iceberg.catalog.TableIdentifier;
  *       sees the commit, and no probe pays a round trip to ask whether one happened;
  *   <li>a read-only follower checks the log at most once per poll interval.
  * </ul>
+ *
+ * <p>With a poll interval of zero a probe sees every commit that was durable when it began,
+ * wherever the catalog is: a follower reads the log at each probe, and through a server each
+ * probe first learns the server's newest commit ({@link CatalogConnection#catchUp}, a round trip
+ * that concurrent probes share). A delta join needs that: a row one source emitted must be found
+ * by the next probe of its table, from any process.
  */
 public final class LatestTable {
   private final CatalogConnection connection;
@@ -29,7 +35,8 @@ public final class LatestTable {
   /**
    * The table {@code identifier} of {@code connection}, loaded now.
    *
-   * @param pollInterval for a read-only follower, how often the log is checked
+   * @param pollInterval for a read-only follower, how often the log is checked; zero for every
+   *     probe to see every commit durable when it began, in any process
    */
   public LatestTable(CatalogConnection connection, TableIdentifier identifier,
       Duration pollInterval) {
@@ -49,7 +56,9 @@ public final class LatestTable {
    * process knows of.
    */
   public Table table() {
-    if (!connection.pushesCommits() && System.nanoTime() - checkedNanos < pollNanos) {
+    if (pollNanos == 0) {
+      connection.catchUp();
+    } else if (!connection.pushesCommits() && System.nanoTime() - checkedNanos < pollNanos) {
       return table;
     }
     long seq = connection.commitsSeen(identifier);

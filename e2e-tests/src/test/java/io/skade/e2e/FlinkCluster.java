@@ -183,6 +183,12 @@ public final class FlinkCluster implements AutoCloseable {
                 || v.get("status").asText().equals("FINISHED"));
   }
 
+  /** The names of the job's vertices, e.g. {@code DeltaJoin[12]}. */
+  public List<String> vertexNames(String jobId) throws Exception {
+    return StreamSupport.stream(get("/jobs/" + jobId).get("vertices").spliterator(), false)
+        .map(vertex -> vertex.get("name").asText()).toList();
+  }
+
   /** The indexes of the TaskManagers running tasks of the job. */
   public Set<Integer> taskManagersOf(String jobId) throws Exception {
     Set<Integer> hosts = new TreeSet<>();

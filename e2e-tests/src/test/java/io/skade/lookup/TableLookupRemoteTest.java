@@ -94,6 +94,49 @@ class TableLookupRemoteTest {
     }
   }
 
+  /**
+   * With a poll interval of zero, a probe made right after another client's commit returned sees
+   * it, without waiting for this process's feed to deliver it (what a delta join relies on: the
+   * row a source in another process emitted is found by the next probe). A probe at once after
+   * a commit races the feed's long-poll, and loses it after the server was away (the long-poll
+   * backs off) unless it catches up with the server first.
+   */
+  @ParameterizedTest
+  @EnumSource(TableLookup.Caching.class)
+  @Timeout(180)
+  void aProbeWithAZeroPollIntervalSeesEveryCommitDurableBeforeIt(TableLookup.Caching caching)
+      throws Exception {
+    try (ServerProcess server = new ServerProcess(root); RESTCatalog rest = new RESTCatalog();
+        LookupCaches.Handle caches = LookupCaches.acquire()) {
+      Map<String, String> props = Map.of("uri", server.uri(), "token", ServerProcess.TOKEN);
+      rest.initialize("writer", new HashMap<>(props));
+      rest.createNamespace(Namespace.of("db"));
+      TableWriter writer = new TableWriter(rest.createTable(TABLE, SCHEMA));
+      writer.append(List.of(row(0, "v0")));
+
+      try (CatalogConnection connection = CatalogConnection.open(props)) {
+        TableLookup<Record> fresh = new TableLookup<>(connection, TABLE,
+            new TableLookup.Settings(List.of("id"), null, Duration.ZERO, caching,
+                caching == TableLookup.Caching.ROWS ? 100 : 0, Expressions.alwaysTrue(), 0),
+            caches.caches(), table -> Function.identity());
+        for (int i = 1; i <= 40; i++) {
+          writer.upsert(List.of(row(i, "v" + i))); // returns once durable on the server
+          assertThat(names(fresh, i)).as("the probe right after commit %d returned", i)
+              .containsExactly("v" + i);
+        }
+        // The feed's long-poll backs off while the server is away (SIGKILL): a commit made as
+        // soon as it is back reaches this process only when the long-poll resumes.
+        server.killAndRestart(1_000);
+        TableWriter afterRestart = new TableWriter(rest.loadTable(TABLE));
+        for (int i = 41; i <= 45; i++) {
+          afterRestart.upsert(List.of(row(i, "v" + i)));
+          assertThat(names(fresh, i)).as("the probe right after commit %d, after the restart",
+              i).containsExactly("v" + i);
+        }
+      }
+    }
+  }
+
   @Test
   @Timeout(120)
   void aLookupOfATableTheServerLacksFailsNamingIt() throws Exception {

@@ -141,7 +141,8 @@ final class CheckedOptions {
       entry(LOOKUP_ASYNC.key(), BOOLEAN),
       entry(LOOKUP_ASYNC_THREADS.key(), "a positive integer"),
       entry(LOOKUP_SNAPSHOT_ID.key(), SNAPSHOT_ID),
-      entry(LOOKUP_POLL_INTERVAL.key(), DURATION),
+      entry(LOOKUP_POLL_INTERVAL.key(), "'0 s' (every probe sees every commit durable when it"
+          + " began) or " + DURATION),
       entry(LOOKUP_ROW_CACHE_MAX_ROWS.key(), "0 (off) or a positive number of rows"),
       entry(CACHE_TYPE.key(), quoted(Arrays.stream(LookupCacheType.values())
           .map(Enum::name).toList())),
@@ -394,7 +395,11 @@ final class CheckedOptions {
       atLeast(SCAN_STARTUP_COMMIT_SEQ, 0);
       positive(SCAN_POLL_INTERVAL);
       positive(SERVER_RETRY_TIMEOUT);
-      positive(LOOKUP_POLL_INTERVAL);
+      config.getOptional(LOOKUP_POLL_INTERVAL).ifPresent(value -> {
+        if (value.isNegative()) {
+          throw invalid(LOOKUP_POLL_INTERVAL, "is negative", null);
+        }
+      });
       positive(PARTIAL_CACHE_EXPIRE_AFTER_WRITE);
       positive(PARTIAL_CACHE_EXPIRE_AFTER_ACCESS);
       atLeast(LOOKUP_ASYNC_THREADS, 1);
@@ -574,7 +579,10 @@ final class CheckedOptions {
       }
       return new SkadeTableSource.Lookup(config.get(LOOKUP_ASYNC),
           config.get(LOOKUP_ASYNC_THREADS), config.getOptional(LOOKUP_SNAPSHOT_ID).orElse(null),
-          config.get(LOOKUP_POLL_INTERVAL), config.get(MAX_RETRIES), cacheType,
+          // A delta join reads append-only, and needs each probe to see every row emitted.
+          config.getOptional(LOOKUP_POLL_INTERVAL).orElse(config.get(SCAN_APPEND_ONLY)
+              ? Duration.ZERO : LOOKUP_POLL_INTERVAL.defaultValue()),
+          config.get(MAX_RETRIES), cacheType,
           rowCacheRows, flinkCache);
     }
 

@@ -122,7 +122,10 @@ public final class SkadeConnectorOptions {
   public static final ConfigOption<Duration> LOOKUP_POLL_INTERVAL = ConfigOptions
       .key("lookup.poll-interval").durationType().defaultValue(Duration.ofSeconds(1))
       .withDescription("In a process that does not own the catalog, how often lookups check the"
-          + " commit log for a new snapshot. In the owner, a commit is seen by the next probe.");
+          + " commit log for a new snapshot. In the owner, a commit is seen by the next probe."
+          + " 0 s: every probe sees every commit durable when it began, in any process (through"
+          + " a server at the cost of a round trip, shared by concurrent probes); the default"
+          + " with scan.append-only, which a delta join relies on.");
 
   public static final ConfigOption<Long> LOOKUP_ROW_CACHE_MAX_ROWS = ConfigOptions
       .key("lookup.row-cache.max-rows").longType().defaultValue(0L)

@@ -122,8 +122,9 @@ final class SkadeFlinkCatalog extends FlinkCatalog {
     Map<String, String> options = new HashMap<>(table.getOptions());
     options.remove("connector");
     options.remove("src-catalog");
-    List<List<String>> indexes = indexes(catalog().loadTable(TableIdentifier.of(
-        Namespace.of(tablePath.getDatabaseName()), tablePath.getObjectName())));
+    List<List<String>> indexes = tablePath.getObjectName().contains("$") ? List.of() // Iceberg's
+        : indexes(catalog().loadTable(TableIdentifier.of(Namespace.of(tablePath.getDatabaseName()),
+            tablePath.getObjectName())));
     if (indexes.isEmpty()) {
       return table.copy(options);
     }

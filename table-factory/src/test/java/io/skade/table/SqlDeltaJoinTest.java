@@ -13,7 +13,7 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.api.common.JobStatus;
@@ -21,6 +21,8 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.CoreOptions;
 import org.apache.flink.configuration.DeploymentOptions;
 import org.apache.flink.configuration.RestOptions;
+import org.apache.flink.core.execution.SavepointFormatType;
+import org.apache.flink.runtime.execution.ExecutionState;
 import org.apache.flink.runtime.checkpoint.CompletedCheckpointStats;
 import org.apache.flink.runtime.executiongraph.AccessExecutionGraph;
 import org.apache.flink.runtime.executiongraph.AccessExecutionJobVertex;
@@ -47,7 +49,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * the other table, so a row must be visible to lookups of its table once its source emitted it
  * (in the JVM that owns the catalog, the next probe after a commit sees it). Its output, through
  * an upsert sink, is compared with Flink's regular join of the final tables, through a task
- * failure and a restore from a checkpoint; and its checkpointed state with the regular join's.
+ * failure (restored from a checkpoint) and a stop with a savepoint resumed at another
+ * parallelism; and its checkpointed state with the regular join's.
  */
 class SqlDeltaJoinTest extends SqlTestBase {
   private static final String HINT =
@@ -90,7 +93,7 @@ class SqlDeltaJoinTest extends SqlTestBase {
   @ParameterizedTest(name = "parallelism {0}")
   @ValueSource(ints = {1, 2})
   @Timeout(300)
-  void theDeltaJoinsOutputIsTheJoinOfTheFinalTablesThroughAFailureAndARestore(int parallelism)
+  void theDeltaJoinsOutputIsTheJoinOfTheFinalTablesThroughAFailureAndARescale(int parallelism)
       throws Exception {
     TableEnvironment env = environment(parallelism, Map.of());
     createLake(env);
@@ -98,14 +101,26 @@ class SqlDeltaJoinTest extends SqlTestBase {
     Histories histories = new Histories(new Random(20261202L + parallelism), 600);
     histories.seed(); // rows before the job starts: read as its first inserts
 
-    env.createTemporarySystemFunction("fail_once", FailOnce.class);
-    FailOnce.arm(histories.joinedRows() / 3); // while the writers still commit
+    FailOnce.arm(Long.MAX_VALUE); // armed once the job resumed
     String statement = SqlDeltaJoinPlanTest.join("lake.shop", HINT)
         .replace("s.carrier", "fail_once(s.carrier)");
-    assertThat(env.explainSql(statement)).contains("DeltaJoin(");
-    JobID job = env.executeSql(statement).getJobClient().orElseThrow().getJobID();
+    JobID first = submit(env, statement);
+    JobID job = first;
     try {
-      histories.writeConcurrently();
+      CompletableFuture<Void> writers = histories.writeConcurrently();
+      // Halfway, the job stops with a savepoint and resumes from it at the other parallelism;
+      // the writers go on meanwhile.
+      await().atMost(Duration.ofSeconds(60)).until(() -> histories.commits() >= 8
+          && allTasksRunning(first));
+      String savepoint = cluster.stopWithSavepoint(job, dir.resolve("savepoints").toUri()
+          .toString(), false, SavepointFormatType.CANONICAL).get(60, TimeUnit.SECONDS);
+      cluster.requestJobResult(job).get(60, TimeUnit.SECONDS);
+      TableEnvironment resumed = environment(3 - parallelism,
+          Map.of("execution.state-recovery.path", savepoint));
+      openLake(resumed);
+      job = submit(resumed, statement);
+      FailOnce.arm(50); // a task of the resumed job fails at its 50th joined row
+      writers.join();
 
       List<String> expected = regularJoinOfTheFinalTables();
       assertThat(expected).hasSize(histories.joinedRows());
@@ -116,6 +131,19 @@ class SqlDeltaJoinTest extends SqlTestBase {
     } finally {
       cancel(job);
     }
+  }
+
+  private static boolean allTasksRunning(JobID job) throws Exception {
+    AccessExecutionGraph graph = cluster.getExecutionGraph(job).get();
+    return graph.getState() == JobStatus.RUNNING && graph.getAllVertices().values().stream()
+        .allMatch(vertex -> vertex.getAggregateState() == ExecutionState.RUNNING);
+  }
+
+  /** Submits the delta join {@code statement} from {@code env}, checking that it is one. */
+  private static JobID submit(TableEnvironment env, String statement) {
+    env.createTemporarySystemFunction("fail_once", FailOnce.class);
+    assertThat(env.explainSql(statement)).contains("DeltaJoin(");
+    return env.executeSql(statement).getJobClient().orElseThrow().getJobID();
   }
 
   @Test
@@ -272,6 +300,7 @@ class SqlDeltaJoinTest extends SqlTestBase {
     private final int orders;
     private final List<Record> orderRows = new ArrayList<>();
     private final List<Record> shipmentRows = new ArrayList<>();
+    private final AtomicInteger commits = new AtomicInteger();
     private int joined;
 
     Histories(Random random, int orders) {
@@ -310,15 +339,19 @@ class SqlDeltaJoinTest extends SqlTestBase {
           shipmentRows.size() / 10));
     }
 
-    /** The rest of each side in 8 commits, by two writers at once. */
-    void writeConcurrently() {
-      CompletableFuture<Void> orderWriter = CompletableFuture.runAsync(() ->
-          commitInSteps("orders", orderRows.subList(orders / 10, orderRows.size()), 1));
-      CompletableFuture<Void> shipmentWriter = CompletableFuture.runAsync(() ->
-          commitInSteps("shipments", shipmentRows.subList(shipmentRows.size() / 10,
-              shipmentRows.size()), 2));
-      orderWriter.join();
-      shipmentWriter.join();
+    /** The rest of each side in 8 commits, by two writers at once; done when both are. */
+    CompletableFuture<Void> writeConcurrently() {
+      return CompletableFuture.allOf(
+          CompletableFuture.runAsync(() ->
+              commitInSteps("orders", orderRows.subList(orders / 10, orderRows.size()), 1)),
+          CompletableFuture.runAsync(() ->
+              commitInSteps("shipments", shipmentRows.subList(shipmentRows.size() / 10,
+                  shipmentRows.size()), 2)));
+    }
+
+    /** The commits the writers made so far. */
+    int commits() {
+      return commits.get();
     }
 
     private void commitInSteps(String name, List<Record> rows, int seed) {
@@ -328,6 +361,7 @@ class SqlDeltaJoinTest extends SqlTestBase {
         List<Record> part = rows.subList(rows.size() * step / steps,
             rows.size() * (step + 1) / steps);
         new TableWriter(table(name)).append(part);
+        commits.incrementAndGet();
         try {
           Thread.sleep(pause.nextInt(400));
         } catch (InterruptedException e) {
