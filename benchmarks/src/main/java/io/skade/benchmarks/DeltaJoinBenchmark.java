@@ -1,6 +1,7 @@
 package io.skade.benchmarks;
 
 import io.skade.catalog.SharedCatalogs;
+import io.skade.server.ServerProcess;
 import io.skade.write.TableWriter;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -12,6 +13,7 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -32,9 +34,11 @@ import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.table.api.EnvironmentSettings;
 import org.apache.flink.table.api.TableEnvironment;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
+import org.apache.iceberg.rest.RESTCatalog;
 
 /**
  * Flink's regular streaming join of two skade tables beside its delta join, the same query in
@@ -50,13 +54,15 @@ import org.apache.iceberg.data.Record;
  * everything is joined (after a full GC, less the heap before it started). Each join runs in a
  * JVM of its own, on tables loaded alike. System properties: {@code skade.bench.delta.orders} (1,000,000),
  * {@code skade.bench.delta.shipments} (100,000), {@code skade.bench.delta.appended} (200,000),
- * {@code skade.bench.delta.parallelism} (2).
+ * {@code skade.bench.delta.parallelism} (2), {@code skade.bench.delta.remote} (false: the
+ * catalog embedded in this JVM; true: a skade server in a child JVM, reached by its uri).
  */
 public final class DeltaJoinBenchmark {
   private static final long ORDERS = Long.getLong("skade.bench.delta.orders", 1_000_000);
   private static final long SHIPMENTS = Long.getLong("skade.bench.delta.shipments", 100_000);
   private static final long APPENDED = Long.getLong("skade.bench.delta.appended", 200_000);
   private static final int PARALLELISM = Integer.getInteger("skade.bench.delta.parallelism", 2);
+  private static final boolean REMOTE = Boolean.getBoolean("skade.bench.delta.remote");
   private static final int COMMIT_ROWS = 2_000;
   private static final long COMMIT_EVERY_MILLIS = 100;
   private static final String[] CARRIERS = {"post", "bring", "dhl", "ups"};
@@ -88,8 +94,9 @@ public final class DeltaJoinBenchmark {
     System.out.printf("delta join vs regular join: orders %,d rows (key order_id), shipments %,d"
         + " (log table, bucket(order_id, 4)); then %,d appended to each side in commits of %,d"
         + " every %d ms; parallelism %d, checkpoints every 2 s, heap state backend; each join"
-        + " in a JVM of its own%n", ORDERS, SHIPMENTS, APPENDED, COMMIT_ROWS,
-        COMMIT_EVERY_MILLIS, PARALLELISM);
+        + " in a JVM of its own; catalog %s%n", ORDERS, SHIPMENTS, APPENDED, COMMIT_ROWS,
+        COMMIT_EVERY_MILLIS, PARALLELISM,
+        REMOTE ? "through a skade server (a child JVM)" : "embedded");
     List<Figures> figures = new ArrayList<>();
     for (String join : List.of("regular", "delta")) {
       figures.add(inChildJvm(join));
@@ -144,7 +151,11 @@ public final class DeltaJoinBenchmark {
     return figures;
   }
 
-  /** One join on a cluster of its own, in a warehouse of its own. */
+  /**
+   * One join on a cluster of its own, in a warehouse of its own: owned by this JVM, or with
+   * {@code skade.bench.delta.remote} by a skade server in a child JVM that the job and the
+   * writers reach by its {@code uri}.
+   */
   private static Figures runAlone(String join) throws Exception {
     Path warehouse = Files.createTempDirectory("skade-delta-join-bench");
     Configuration clusterConf = new Configuration();
@@ -153,30 +164,45 @@ public final class DeltaJoinBenchmark {
     MiniCluster cluster = new MiniCluster(new MiniClusterConfiguration.Builder()
         .setConfiguration(clusterConf).setNumTaskManagers(1)
         .setNumSlotsPerTaskManager(4).build());
-    try (SharedCatalogs.Handle catalog = SharedCatalogs.acquire(
-        Map.of("warehouse", warehouse.toString()))) {
+    try {
       cluster.start();
-      return run(cluster, catalog, warehouse, join);
+      if (REMOTE) {
+        try (ServerProcess server = new ServerProcess(warehouse);
+            RESTCatalog rest = new RESTCatalog()) {
+          rest.initialize("bench", new HashMap<>(Map.of("uri", server.uri(),
+              "token", ServerProcess.TOKEN)));
+          return run(cluster, rest, "'uri' = '" + server.uri() + "', 'token' = '"
+              + ServerProcess.TOKEN + "'", warehouse, join);
+        }
+      }
+      try (SharedCatalogs.Handle catalog = SharedCatalogs.acquire(
+          Map.of("warehouse", warehouse.toString()))) {
+        return run(cluster, catalog.catalog(), "'warehouse' = '" + warehouse + "'", warehouse,
+            join);
+      }
     } finally {
       cluster.close();
       CommitRun.deleteTree(warehouse);
     }
   }
 
-  private static Figures run(MiniCluster cluster, SharedCatalogs.Handle catalog, Path warehouse,
-      String join) throws Exception {
+  /**
+   * {@code join} of tables of {@code catalog}, which the job's {@code skade} catalog reaches
+   * with {@code catalogOptions}.
+   */
+  private static Figures run(MiniCluster cluster, Catalog catalog, String catalogOptions,
+      Path warehouse, String join) throws Exception {
     TableEnvironment env = environment(cluster, join.equals("regular") ? "NONE" : "AUTO",
         warehouse.resolve("_checkpoints"));
-    env.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '" + warehouse
-        + "')");
+    env.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', " + catalogOptions + ")");
     env.executeSql("CREATE DATABASE IF NOT EXISTS lake." + join);
     env.executeSql("CREATE TABLE lake." + join + ".orders (order_id BIGINT, customer STRING,"
         + " amount INT, ts BIGINT, PRIMARY KEY (order_id) NOT ENFORCED) WITH ('bucket' = '4')");
     env.executeSql("CREATE TABLE lake." + join + ".shipments (shipment_id BIGINT,"
         + " order_id BIGINT, carrier STRING, ts BIGINT) WITH ('bucket' = '4',"
         + " 'bucket-key' = 'order_id')");
-    Table orders = catalog.catalog().loadTable(TableIdentifier.of(join, "orders"));
-    Table shipments = catalog.catalog().loadTable(TableIdentifier.of(join, "shipments"));
+    Table orders = catalog.loadTable(TableIdentifier.of(join, "orders"));
+    Table shipments = catalog.loadTable(TableIdentifier.of(join, "shipments"));
     for (long first = 0; first < ORDERS; first += 100_000) {
       append(orders, orders(orders, first, Math.min(100_000, ORDERS - first), 0));
     }
