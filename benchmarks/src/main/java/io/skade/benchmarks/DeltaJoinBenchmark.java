@@ -48,11 +48,12 @@ import org.apache.iceberg.rest.RESTCatalog;
  * writers at once, in commits of 2,000 every 100 ms (half the new shipments belong to new
  * orders, committed about when they are, half to old ones).
  *
- * <p>Per join: catch-up throughput (the tables' 1,100,000 rows over the time to their last joined
- * row), latency from the later of a joined row's two commits to its arrival (p50, p99), the join
- * operator's and the whole job's state in the last checkpoint, and the heap the job holds once
- * everything is joined (after a full GC, less the heap before it started). Each join runs in a
- * JVM of its own, on tables loaded alike. System properties: {@code skade.bench.delta.orders} (1,000,000),
+ * <p>Per join: catch-up throughput (the tables' 1,100,000 rows over the time until the sources
+ * emitted them all and every initial pair was joined), latency from the later of a joined row's
+ * two commits to its arrival (p50, p99), the join operator's and the whole job's state in the
+ * last checkpoint, and the heap the job holds once everything is joined (after a full GC, less
+ * the heap before it started). Each join runs in a JVM of its own, on tables loaded alike.
+ * System properties: {@code skade.bench.delta.orders} (1,000,000),
  * {@code skade.bench.delta.shipments} (100,000), {@code skade.bench.delta.appended} (200,000),
  * {@code skade.bench.delta.parallelism} (2), {@code skade.bench.delta.remote} (false: the
  * catalog embedded in this JVM; true: a skade server in a child JVM, reached by its uri).
@@ -71,6 +72,7 @@ public final class DeltaJoinBenchmark {
           + System.getProperty("skade.bench.delta.options", "") + ") */";
 
   private static final HttpClient HTTP = HttpClient.newHttpClient();
+  private static final Pattern METRIC_SUM = Pattern.compile("\"sum\":([0-9.E]+)");
 
   private DeltaJoinBenchmark() {}
 
@@ -368,7 +370,7 @@ public final class DeltaJoinBenchmark {
               + vertex.getJobVertexId() + "/subtasks/metrics?get=numRecordsOut&agg=sum");
           String body = HTTP.send(HttpRequest.newBuilder(uri).build(),
               HttpResponse.BodyHandlers.ofString()).body();
-          Matcher value = Pattern.compile("\"sum\":([0-9.E]+)").matcher(body);
+          Matcher value = METRIC_SUM.matcher(body);
           sum += value.find() ? (long) Double.parseDouble(value.group(1)) : 0;
         }
       }

@@ -116,9 +116,7 @@ class TableLookupRemoteTest {
 
       try (CatalogConnection connection = CatalogConnection.open(props)) {
         TableLookup<Record> fresh = new TableLookup<>(connection, TABLE,
-            new TableLookup.Settings(List.of("id"), null, Duration.ZERO, caching,
-                caching == TableLookup.Caching.ROWS ? 100 : 0, Expressions.alwaysTrue(), 0),
-            caches.caches(), table -> Function.identity());
+            settings(caching, Duration.ZERO), caches.caches(), table -> Function.identity());
         for (int i = 1; i <= 40; i++) {
           writer.upsert(List.of(row(i, "v" + i))); // returns once durable on the server
           assertThat(names(fresh, i)).as("the probe right after commit %d returned", i)
@@ -175,7 +173,12 @@ class TableLookupRemoteTest {
   }
 
   private static TableLookup.Settings settings(TableLookup.Caching caching) {
-    return new TableLookup.Settings(List.of("id"), null, Duration.ofHours(1), caching,
+    return settings(caching, Duration.ofHours(1));
+  }
+
+  private static TableLookup.Settings settings(TableLookup.Caching caching,
+      Duration pollInterval) {
+    return new TableLookup.Settings(List.of("id"), null, pollInterval, caching,
         caching == TableLookup.Caching.ROWS ? 100 : 0, Expressions.alwaysTrue(), 0);
   }
 

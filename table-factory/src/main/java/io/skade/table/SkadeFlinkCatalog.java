@@ -239,7 +239,8 @@ final class SkadeFlinkCatalog extends FlinkCatalog {
     Table created = catalog().loadTable(id);
     if (!existed && !created.schema().identifierFieldIds().isEmpty()) {
       ReplaceSortOrder replace = created.replaceSortOrder();
-      TableResolution.keyOrder(created.schema()).fields().forEach(field ->
+      TableResolution.keyOrder(created.schema(), created.schema().identifierFieldNames())
+          .fields().forEach(field ->
           replace.asc(created.schema().findColumnName(field.sourceId())));
       replace.commit();
     }

@@ -114,16 +114,14 @@ final class TableResolution {
       all.putAll(bucketing.properties());
     });
     all.putAll(properties);
-    SortOrder.Builder order = SortOrder.builderFor(icebergSchema);
-    lookupKey.stream().sorted().forEach(order::asc);
     return catalog.buildTable(id, icebergSchema).withPartitionSpec(spec.build())
-        .withSortOrder(order.build()).withProperties(all).create();
+        .withSortOrder(keyOrder(icebergSchema, lookupKey)).withProperties(all).create();
   }
 
-  /** Ascending by the identifier fields (unsorted without them): files sorted by key. */
-  static SortOrder keyOrder(Schema schema) {
+  /** Ascending by {@code keyColumns} (unsorted without them): files sorted by key. */
+  static SortOrder keyOrder(Schema schema, Set<String> keyColumns) {
     SortOrder.Builder order = SortOrder.builderFor(schema);
-    schema.identifierFieldNames().stream().sorted().forEach(order::asc);
+    keyColumns.stream().sorted().forEach(order::asc);
     return order.build();
   }
 

@@ -235,12 +235,6 @@ class SqlDeltaJoinTest extends SqlTestBase {
     cluster.requestJobResult(job).get(30, TimeUnit.SECONDS);
   }
 
-  /** The {@code skade} catalog {@code lake} of this warehouse, whose tables exist. */
-  private void openLake(TableEnvironment env) {
-    env.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '" + warehouse
-        + "')");
-  }
-
   private static long checkpointCount(JobID job) throws Exception {
     return cluster.getExecutionGraph(job).get().getCheckpointStatsSnapshot().getCounts()
         .getNumberOfCompletedCheckpoints();

@@ -52,9 +52,14 @@ abstract class SqlTestBase {
 
   /** Creates the {@code skade} catalog {@code lake} of this warehouse and its database shop. */
   void createLake(TableEnvironment env) {
+    openLake(env);
+    env.executeSql("CREATE DATABASE lake.shop");
+  }
+
+  /** The {@code skade} catalog {@code lake} of this warehouse, whose database exists already. */
+  void openLake(TableEnvironment env) {
     env.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '" + warehouse
         + "')");
-    env.executeSql("CREATE DATABASE lake.shop");
   }
 
   /** A row of {@code table}, its columns' values in order. */
