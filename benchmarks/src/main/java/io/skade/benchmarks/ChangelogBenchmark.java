@@ -3,6 +3,7 @@ package io.skade.benchmarks;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangeRow;
 import io.skade.changelog.ChangelogBatch;
+import io.skade.source.reader.FlinkChanges;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.changelog.ChangelogOptions.BeforeImage;
 import io.skade.changelog.ChangelogOptions.Mode;
@@ -166,8 +167,8 @@ public final class ChangelogBenchmark {
       while (batches.hasNext()) {
         try (ChangelogBatch batch = batches.next()) {
           for (int i = 0; i < batch.rowCount(); i++) {
-            RowData row = batch.rowData(i);
-            if (batch.rowKind(i) != null && row.getArity() > 0) {
+            RowData row = FlinkChanges.rowData(batch, i);
+            if (row.getRowKind() != null && row.getArity() > 0) {
               changes++;
             }
           }

@@ -33,12 +33,6 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
-import org.apache.flink.table.data.DecimalData;
-import org.apache.flink.table.data.GenericRowData;
-import org.apache.flink.table.data.RowData;
-import org.apache.flink.table.data.StringData;
-import org.apache.flink.table.data.TimestampData;
-import org.apache.flink.types.RowKind;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.arrow.ArrowSchemaUtil;
@@ -48,9 +42,9 @@ import org.apache.iceberg.types.Types;
 /**
  * Change rows in Arrow columns: the data columns (Iceberg's Arrow mapping) plus {@value
  * #CHANGE_TYPE} holding the exact strings {@code INSERT}, {@code UPDATE_BEFORE}, {@code
- * UPDATE_AFTER}, {@code DELETE}. Each row also has its Flink {@link RowKind}, and converts to Flink
- * {@link RowData} straight from the vectors (strings as UTF-8 bytes, never through {@code
- * String}).
+ * UPDATE_AFTER}, {@code DELETE}. Flink's view of a row (its row kind and its values read straight
+ * from the vectors) is {@code io.skade.source.reader.FlinkChanges}: this engine class knows no
+ * Flink.
  *
  * <p>Identity keys for matching rows are built once per batch into one buffer: per key column a
  * null marker, then the value's fixed-width bytes or its length and bytes. The encoding can be
@@ -162,20 +156,6 @@ public final class ChangelogBatch implements AutoCloseable {
     return snapshotIds[row];
   }
 
-  public RowKind rowKind(int row) {
-    return rowKind(types[row]);
-  }
-
-  /** The Flink row kind of a change type. */
-  public static RowKind rowKind(ChangeType type) {
-    return switch (type) {
-      case INSERT -> RowKind.INSERT;
-      case UPDATE_BEFORE -> RowKind.UPDATE_BEFORE;
-      case UPDATE_AFTER -> RowKind.UPDATE_AFTER;
-      case DELETE -> RowKind.DELETE;
-    };
-  }
-
   /** The identity key of a row: a read-only view of its bytes in the batch's key buffer. */
   public ByteBuffer key(int row) {
     return ByteBuffer.wrap(keys, keyOffsets[row], keyOffsets[row + 1] - keyOffsets[row])
@@ -187,14 +167,19 @@ public final class ChangelogBatch implements AutoCloseable {
         keyOffsets[b + 1]);
   }
 
-  /** Row {@code row} as Flink internal data with its row kind, read from the vectors. */
-  public RowData rowData(int row) {
-    GenericRowData data = new GenericRowData(rowKind(row), vectors.length);
-    for (int c = 0; c < vectors.length; c++) {
-      FieldVector vector = vectors[c];
-      data.setField(c, vector.isNull(row) ? null : flinkValue(vector, columnTypes[c], row));
-    }
-    return data;
+  /** How many data columns a row has (the vectors before {@value #CHANGE_TYPE}). */
+  public int columnCount() {
+    return vectors.length;
+  }
+
+  /** The vector of data column {@code column}. */
+  public FieldVector vector(int column) {
+    return vectors[column];
+  }
+
+  /** The Iceberg type of data column {@code column}. */
+  public Type columnType(int column) {
+    return columnTypes[column];
   }
 
   @Override
@@ -236,36 +221,8 @@ public final class ChangelogBatch implements AutoCloseable {
     }
   }
 
-  private static Object flinkValue(FieldVector vector, Type type, int row) {
-    return switch (type.typeId()) {
-      case BOOLEAN -> ((BitVector) vector).get(row) == 1;
-      case INTEGER -> ((IntVector) vector).get(row);
-      case LONG -> ((BigIntVector) vector).get(row);
-      case FLOAT -> ((Float4Vector) vector).get(row);
-      case DOUBLE -> ((Float8Vector) vector).get(row);
-      case DATE -> ((DateDayVector) vector).get(row);
-      case TIME -> (int) (((TimeMicroVector) vector).get(row) / 1000); // Flink TIME: millis
-      case TIMESTAMP -> timestamp(vector instanceof TimeStampMicroTZVector tz
-          ? tz.get(row) : ((TimeStampMicroVector) vector).get(row));
-      case STRING -> StringData.fromBytes(((VarCharVector) vector).get(row));
-      case UUID, FIXED -> ((FixedSizeBinaryVector) vector).get(row);
-      case BINARY -> ((VarBinaryVector) vector).get(row);
-      case DECIMAL -> {
-        Types.DecimalType decimal = (Types.DecimalType) type;
-        yield DecimalData.fromBigDecimal(((DecimalVector) vector).getObject(row),
-            decimal.precision(), decimal.scale());
-      }
-      default -> throw new UnsupportedOperationException("type " + type);
-    };
-  }
-
   private static long micros(LocalDateTime value) {
     return ChronoUnit.MICROS.between(LocalDateTime.ofEpochSecond(0, 0, ZoneOffset.UTC), value);
-  }
-
-  private static TimestampData timestamp(long micros) {
-    return TimestampData.fromEpochMillis(Math.floorDiv(micros, 1000),
-        (int) Math.floorMod(micros, 1000) * 1000);
   }
 
   private static byte[] uuidBytes(UUID uuid) {

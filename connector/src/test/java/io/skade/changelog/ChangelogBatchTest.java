@@ -1,5 +1,6 @@
 package io.skade.changelog;
 
+import io.skade.source.reader.FlinkChanges;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.math.BigDecimal;
@@ -9,6 +10,7 @@ import java.time.LocalDateTime;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.stream.IntStream;
 import java.util.Set;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
@@ -55,11 +57,11 @@ class ChangelogBatchTest {
         names.add(types.getObject(i).toString());
       }
       assertThat(names).containsExactly("INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE");
-      assertThat(List.of(batch.rowKind(0), batch.rowKind(1), batch.rowKind(2), batch.rowKind(3)))
+      assertThat(IntStream.range(0, 4).mapToObj(i -> FlinkChanges.rowKind(batch.changeType(i))))
           .containsExactly(RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER,
               RowKind.DELETE);
 
-      RowData first = batch.rowData(0);
+      RowData first = FlinkChanges.rowData(batch, 0);
       assertThat(first.getRowKind()).isEqualTo(RowKind.INSERT);
       assertThat(first.getString(0)).isEqualTo(StringData.fromString("x"));
       assertThat(first.getLong(2)).isEqualTo(1L);
@@ -70,7 +72,7 @@ class ChangelogBatchTest {
           DecimalData.fromBigDecimal(new BigDecimal("12.34"), 9, 2));
       assertThat(first.getBoolean(6)).isTrue();
 
-      RowData last = batch.rowData(3);
+      RowData last = FlinkChanges.rowData(batch, 3);
       assertThat(last.getRowKind()).isEqualTo(RowKind.DELETE);
       assertThat(last.isNullAt(0)).isTrue();
       assertThat(last.getString(1)).isEqualTo(StringData.fromString(""));

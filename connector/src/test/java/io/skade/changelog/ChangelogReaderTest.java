@@ -1,5 +1,6 @@
 package io.skade.changelog;
 
+import io.skade.source.reader.FlinkChanges;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.skade.TestCatalog;
@@ -102,9 +103,9 @@ class ChangelogReaderTest {
       while (batch.changeType(before) != ChangeType.UPDATE_BEFORE) {
         before++;
       }
-      assertThat(batch.rowKind(before + 1)).isEqualTo(RowKind.UPDATE_AFTER);
+      assertThat(FlinkChanges.rowKind(batch.changeType(before + 1))).isEqualTo(RowKind.UPDATE_AFTER);
       assertThat(batch.sameKey(before, before + 1)).isTrue();
-      assertThat(batch.rowData(before + 1).getString(2).toString()).isEqualTo("Tromsø");
+      assertThat(FlinkChanges.rowData(batch, before + 1).getString(2).toString()).isEqualTo("Tromsø");
     }
   }
 
@@ -119,7 +120,7 @@ class ChangelogReaderTest {
         try (ChangelogBatch batch = batches.next()) {
           sizes.add(batch.rowCount());
           for (int i = 0; i < batch.rowCount(); i++) {
-            streamed.add(batch.changeType(i).symbol() + " " + batch.rowData(i).getLong(0));
+            streamed.add(batch.changeType(i).symbol() + " " + FlinkChanges.rowData(batch, i).getLong(0));
           }
         }
       }

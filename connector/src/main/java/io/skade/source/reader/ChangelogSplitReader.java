@@ -3,10 +3,9 @@ package io.skade.source.reader;
 import io.skade.changelog.ChangeEstimate;
 import io.skade.changelog.ChangeRow;
 import io.skade.changelog.ChangeType;
-import io.skade.changelog.ChangelogBatch;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.changelog.ChangelogReader;
-import io.skade.changelog.MetadataCache;
+import io.skade.scan.MetadataCache;
 import io.skade.source.split.ChangelogSplit;
 import java.io.IOException;
 import java.util.ArrayDeque;
@@ -111,7 +110,7 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
       last = change.type();
       emitted++;
       records.add(splitId, new ChangeRecord(
-          new StructRowData(rowType, ChangelogBatch.rowKind(last)).setStruct(change.row()),
+          new StructRowData(rowType, FlinkChanges.rowKind(last)).setStruct(change.row()),
           snapshotId, commitMillis, emitted));
     }
     if (commitMillis > 0) {
