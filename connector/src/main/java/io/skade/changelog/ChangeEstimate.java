@@ -1,5 +1,7 @@
 package io.skade.changelog;
 
+import io.skade.scan.FileSlice;
+import io.skade.scan.MetadataCache;
 import java.util.List;
 import java.util.Map;
 import org.apache.iceberg.ContentFile;

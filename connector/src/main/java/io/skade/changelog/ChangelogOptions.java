@@ -1,5 +1,6 @@
 package io.skade.changelog;
 
+import io.skade.scan.FileSlice;
 import java.io.Serializable;
 import java.util.List;
 import java.util.Objects;

@@ -1,5 +1,9 @@
 package io.skade.changelog;
 
+import io.skade.scan.FileSlice;
+import io.skade.scan.PartitionFilter;
+import io.skade.scan.WindowFiles;
+import io.skade.scan.DataFileRows;
 import io.skade.changelog.ChangelogOptions.BeforeImage;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.changelog.ChangelogOptions.OnMissingHistory;

@@ -2,7 +2,7 @@ package io.skade.lookup;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
-import io.skade.changelog.WindowFiles;
+import io.skade.scan.WindowFiles;
 import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -38,6 +38,7 @@ public final class LookupCaches {
   private static final int OPEN_FILES = 1024;
 
   private static final Object LOCK = new Object();
+  // A JVM-wide registry: why it must be one is in README.md, "Process-wide state".
   private static LookupCaches shared; // guarded by LOCK
   private static int users; // guarded by LOCK
 
@@ -93,7 +94,7 @@ public final class LookupCaches {
    * stream held), or empty when it cannot be probed directly and goes through Iceberg's reader.
    */
   java.util.Optional<ProbeFile> probeFile(FileIO io, org.apache.iceberg.DataFile file,
-      io.skade.changelog.DataFileRows.ReadListener listener) {
+      io.skade.scan.DataFileRows.ReadListener listener) {
     java.util.Optional<ProbeFile> open = files.getIfPresent(file.location());
     if (open != null) {
       return open; // a read of the cache, cheaper than its compute on every probe

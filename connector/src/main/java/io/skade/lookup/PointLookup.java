@@ -1,6 +1,6 @@
 package io.skade.lookup;
 
-import io.skade.changelog.DataFileRows;
+import io.skade.scan.DataFileRows;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;

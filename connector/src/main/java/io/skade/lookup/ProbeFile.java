@@ -4,7 +4,7 @@ import io.airlift.compress.Decompressor;
 import io.airlift.compress.lz4.Lz4Decompressor;
 import io.airlift.compress.snappy.SnappyDecompressor;
 import io.airlift.compress.zstd.ZstdDecompressor;
-import io.skade.changelog.DataFileRows;
+import io.skade.scan.DataFileRows;
 import java.io.ByteArrayInputStream;
 import java.io.Closeable;
 import java.io.IOException;

@@ -1,4 +1,4 @@
-package io.skade.changelog;
+package io.skade.scan;
 
 import java.io.Serializable;
 import java.util.Map;

@@ -1,4 +1,4 @@
-package io.skade.changelog;
+package io.skade.scan;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
@@ -25,8 +25,8 @@ import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.io.FileIO;
 
 /**
- * Parsed table metadata files, manifest lists and manifests, shared by every changelog read of
- * this JVM and bounded by an estimate of their heap. All three are immutable files whose paths
+ * Parsed table metadata files, manifest lists and manifests, shared by every changelog read,
+ * lookup and lineage of this JVM, and bounded by an estimate of their heap. All three are immutable files whose paths
  * are never reused, so they are keyed by path and never go stale.
  *
  * <p>Consecutive windows of a table share nearly all manifests: without this cache each window
@@ -38,6 +38,7 @@ import org.apache.iceberg.io.FileIO;
 public final class MetadataCache {
   /** A rough heap cost of one parsed file entry or manifest-list entry with its statistics. */
   private static final int ENTRY_BYTES = 1024;
+  // A JVM-wide registry: why it must be one is in README.md, "Process-wide state".
   private static final MetadataCache SHARED =
       new MetadataCache(Math.min(256L << 20, Runtime.getRuntime().maxMemory() / 16));
 
@@ -68,7 +69,7 @@ public final class MetadataCache {
         .build();
   }
 
-  /** The cache every changelog read of this JVM uses. */
+  /** The cache every read of this JVM uses. */
   public static MetadataCache shared() {
     return SHARED;
   }
@@ -106,7 +107,7 @@ public final class MetadataCache {
 
   /** The manifests of {@code snapshot}, data and deletes. */
   @SuppressWarnings("unchecked")
-  List<ManifestFile> manifests(Snapshot snapshot, Table table) {
+  public List<ManifestFile> manifests(Snapshot snapshot, Table table) {
     String list = snapshot.manifestListLocation();
     if (list == null) { // a v1 snapshot may list its manifests inline
       return snapshot.allManifests(table.io());
@@ -117,7 +118,7 @@ public final class MetadataCache {
 
   /** The live data files of a data manifest. */
   @SuppressWarnings("unchecked")
-  List<DataFile> dataFiles(ManifestFile manifest, Table table) {
+  public List<DataFile> dataFiles(ManifestFile manifest, Table table) {
     return (List<DataFile>) entries.get(key(manifest), key -> {
       try (ManifestReader<DataFile> reader =
           ManifestFiles.read(manifest, table.io(), table.specs())) {
@@ -130,7 +131,7 @@ public final class MetadataCache {
 
   /** The live delete files of a delete manifest. */
   @SuppressWarnings("unchecked")
-  List<DeleteFile> deleteFiles(ManifestFile manifest, Table table) {
+  public List<DeleteFile> deleteFiles(ManifestFile manifest, Table table) {
     return (List<DeleteFile>) entries.get(key(manifest), key -> {
       try (ManifestReader<DeleteFile> reader =
           ManifestFiles.readDeleteManifest(manifest, table.io(), table.specs())) {
@@ -142,7 +143,7 @@ public final class MetadataCache {
   }
 
   /** Whether the manifest's entries are cached already (so reading it costs nothing). */
-  boolean holds(ManifestFile manifest) {
+  public boolean holds(ManifestFile manifest) {
     return entries.getIfPresent(key(manifest)) != null;
   }
 

@@ -1,4 +1,4 @@
-package io.skade.changelog;
+package io.skade.scan;
 
 import java.util.Map;
 import java.util.Optional;
@@ -29,7 +29,7 @@ import org.apache.iceberg.expressions.UnboundPredicate;
  *
  * <p>Thread-safe: manifests are judged from several threads.
  */
-final class PartitionFilter {
+public final class PartitionFilter {
   private final Map<Integer, PartitionSpec> specs;
   private final Schema schema;
   private final Expression filter;
@@ -40,7 +40,7 @@ final class PartitionFilter {
 
   private record SpecFilter(Evaluator files, ManifestEvaluator manifests) {}
 
-  PartitionFilter(Map<Integer, PartitionSpec> specs, Schema schema, Expression filter,
+  public PartitionFilter(Map<Integer, PartitionSpec> specs, Schema schema, Expression filter,
       boolean caseSensitive) {
     this.specs = specs;
     this.schema = schema;
@@ -50,12 +50,12 @@ final class PartitionFilter {
   }
 
   /** Whether this filter keeps every file (there is nothing to prune). */
-  boolean keepsAll() {
+  public boolean keepsAll() {
     return keepsAll;
   }
 
   /** False when no file the manifest lists can hold a matching row. */
-  boolean mayMatch(ManifestFile manifest) {
+  public boolean mayMatch(ManifestFile manifest) {
     if (keepsAll) {
       return true;
     }
@@ -63,7 +63,7 @@ final class PartitionFilter {
   }
 
   /** False when the file's partition holds no row matching the filter. */
-  boolean mayMatch(ContentFile<?> file) {
+  public boolean mayMatch(ContentFile<?> file) {
     if (keepsAll) {
       return true;
     }

@@ -1,4 +1,4 @@
-package io.skade.changelog;
+package io.skade.scan;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -72,7 +72,7 @@ public final class WindowFiles {
   private final Map<String, List<DataFile>> dataManifests = new ConcurrentHashMap<>();
   private final Map<String, List<DeleteFile>> deleteManifests = new ConcurrentHashMap<>();
 
-  WindowFiles(Table table, PartitionFilter partitions, FileSlice slice) {
+  public WindowFiles(Table table, PartitionFilter partitions, FileSlice slice) {
     this.table = table;
     this.partitions = partitions;
     this.slice = slice;
@@ -83,7 +83,7 @@ public final class WindowFiles {
    * {@link MetadataCache}, so {@link #at} can assemble their states; a gone manifest throws
    * Iceberg's NotFoundException.
    */
-  void load(Collection<Snapshot> snapshots) {
+  public void load(Collection<Snapshot> snapshots) {
     Map<String, ManifestFile> manifests = new HashMap<>();
     for (Snapshot snapshot : snapshots) {
       for (ManifestFile manifest : CACHE.manifests(snapshot, table)) {
@@ -121,7 +121,7 @@ public final class WindowFiles {
    * older than a data file applies to it. Only the manifests the snapshots wrote are read, so
    * the cost follows the commit's size, not the table's.
    */
-  Live appended(List<Snapshot> snapshots) {
+  public Live appended(List<Snapshot> snapshots) {
     Live live = new Live();
     for (Snapshot snapshot : snapshots) {
       List<ManifestFile> written = writtenBy(snapshot);
@@ -227,7 +227,7 @@ public final class WindowFiles {
   }
 
   /** The state at {@code snapshot}, whose manifests {@link #load} read. */
-  Live at(Snapshot snapshot) {
+  public Live at(Snapshot snapshot) {
     Live live = new Live();
     for (ManifestFile manifest : CACHE.manifests(snapshot, table)) {
       if (manifest.content() == ManifestContent.DATA) {
@@ -264,7 +264,7 @@ public final class WindowFiles {
    * A scan task of {@code file} and its {@code deletes}, every row kept; {@code specs} caches
    * the table's partition specs as JSON by id.
    */
-  static FileScanTask task(Table table, DataFile file, List<DeleteFile> deletes,
+  public static FileScanTask task(Table table, DataFile file, List<DeleteFile> deletes,
       String schemaJson, Map<Integer, String> specs) {
     String spec = specs.computeIfAbsent(file.specId(),
         id -> PartitionSpecParser.toJson(table.specs().get(id)));
@@ -273,14 +273,14 @@ public final class WindowFiles {
   }
 
   /** The state before the first snapshot: nothing. */
-  Live empty() {
+  public Live empty() {
     return new Live();
   }
 
   /** One snapshot's live files, and the delete files that apply to each data file. */
-  final class Live {
+  public final class Live {
     /** Live data files by location, in location order. */
-    final Map<String, DataFile> data = new TreeMap<>();
+    public final Map<String, DataFile> data = new TreeMap<>();
     /** Live delete files by {@link #key}. */
     private final Map<String, DeleteFile> deletes = new HashMap<>();
     private final List<DeleteFile> globalEquality = new ArrayList<>();
@@ -314,7 +314,7 @@ public final class WindowFiles {
     }
 
     /** The delete files that apply to {@code file} in this state, in {@link #key} order. */
-    List<DeleteFile> deletesFor(DataFile file) {
+    public List<DeleteFile> deletesFor(DataFile file) {
       long sequence = file.dataSequenceNumber();
       List<DeleteFile> applying = new ArrayList<>();
       for (DeleteFile delete : globalEquality) {
@@ -358,7 +358,7 @@ public final class WindowFiles {
      * The data files of {@code before} or this state whose applicable deletes may differ between
      * the two: those in a partition or path where a delete file appeared or went away.
      */
-    Set<String> deletesMayDiffer(Live before) {
+    public Set<String> deletesMayDiffer(Live before) {
       Set<String> touchedPaths = new HashSet<>();
       PartitionSet touchedPartitions = PartitionSet.create(table.specs());
       boolean global = false;
@@ -391,7 +391,7 @@ public final class WindowFiles {
    * A delete file's identity: its location, and for a deletion vector its offset too, since one
    * Puffin file holds the vectors of several data files.
    */
-  static String key(DeleteFile file) {
+  public static String key(DeleteFile file) {
     return file.contentOffset() == null ? file.location()
         : file.location() + '@' + file.contentOffset();
   }

@@ -3,7 +3,7 @@ package io.skade.source;
 import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangelogOptions;
-import io.skade.lineage.FlinkLineage;
+import io.skade.lineage.flink.FlinkLineage;
 import io.skade.source.enumerator.SkadeEnumeratorState;
 import io.skade.source.enumerator.SkadeEnumeratorStateSerializer;
 import io.skade.source.enumerator.SkadeSplitEnumerator;

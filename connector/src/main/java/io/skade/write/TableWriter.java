@@ -1,6 +1,6 @@
 package io.skade.write;
 
-import io.skade.changelog.DataFileRows;
+import io.skade.scan.DataFileRows;
 import io.skade.lineage.CommitLineage;
 import io.skade.lineage.LineageDataset;
 import java.io.IOException;
@@ -58,7 +58,6 @@ import org.apache.iceberg.io.DeleteWriteResult;
 import org.apache.iceberg.io.FileWriter;
 import org.apache.iceberg.io.OutputFileFactory;
 import org.apache.iceberg.io.PartitioningDVWriter;
-import org.apache.iceberg.parquet.Parquet;
 import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.CharSequenceSet;

@@ -1,5 +1,6 @@
 package io.skade.changelog;
 
+import io.skade.scan.FileSlice;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

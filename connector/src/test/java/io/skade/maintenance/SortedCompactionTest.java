@@ -3,7 +3,7 @@ package io.skade.maintenance;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.skade.TestCatalog;
-import io.skade.changelog.DataFileRows;
+import io.skade.scan.DataFileRows;
 import io.skade.sink.SkadeTableLoader;
 import io.skade.write.TableWriter;
 import java.io.IOException;

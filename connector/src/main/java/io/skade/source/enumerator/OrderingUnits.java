@@ -1,8 +1,8 @@
 package io.skade.source.enumerator;
 
-import io.skade.changelog.FileSlice;
+import io.skade.scan.FileSlice;
 import io.skade.changelog.TableKind;
-import io.skade.changelog.WindowFiles;
+import io.skade.scan.WindowFiles;
 import io.skade.source.split.ChangelogSplit;
 import java.util.ArrayList;
 import java.util.List;
@@ -14,7 +14,6 @@ import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileContent;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.PartitionField;
-import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.SnapshotChanges;
 import org.apache.iceberg.Table;

@@ -5,7 +5,7 @@ import io.skade.catalog.CommitOperation;
 import io.skade.catalog.ConsumerCursor;
 import io.skade.catalog.CatalogConnection;
 import io.skade.changelog.ChangelogOptions.Mode;
-import io.skade.changelog.MetadataCache;
+import io.skade.scan.MetadataCache;
 import io.skade.source.StartupMode;
 import io.skade.source.split.ChangelogSplit;
 import java.util.ArrayList;

@@ -1,6 +1,6 @@
 package io.skade.source.split;
 
-import io.skade.changelog.FileSlice;
+import io.skade.scan.FileSlice;
 import java.io.Serializable;
 import java.util.Comparator;
 import java.util.Objects;

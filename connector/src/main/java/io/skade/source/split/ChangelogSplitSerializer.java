@@ -4,7 +4,7 @@ import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
-import io.skade.changelog.FileSlice;
+import io.skade.scan.FileSlice;
 import java.io.IOException;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
 

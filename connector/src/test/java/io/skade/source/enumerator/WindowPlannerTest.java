@@ -7,7 +7,7 @@ import io.skade.TestCatalog;
 import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.ConsumerCursor;
 import io.skade.changelog.ChangelogOptions.Mode;
-import io.skade.changelog.FileSlice;
+import io.skade.scan.FileSlice;
 import io.skade.source.StartupMode;
 import io.skade.source.split.ChangelogSplit;
 import io.skade.write.TableWriter;

@@ -3,7 +3,7 @@ package io.skade.source.split;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.skade.changelog.FileSlice;
+import io.skade.scan.FileSlice;
 import java.io.IOException;
 import java.util.HashSet;
 import java.util.Set;
