@@ -37,6 +37,7 @@ import org.slf4j.LoggerFactory;
 final class SharedStore {
   private static final Logger LOG = LoggerFactory.getLogger(SharedStore.class);
   /** The open stores by real directory; opens and the last close run under its lock. */
+  // A JVM-wide registry: why it must be one is in README.md, "Process-wide state".
   private static final Map<Path, SharedStore> OPEN = new HashMap<>();
 
   /**

@@ -4,7 +4,7 @@ import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitFeedLaggedException;
 import io.skade.catalog.CommitSubscription;
 import io.skade.catalog.SkadeCatalog;
-import io.skade.changelog.MetadataCache;
+import io.skade.scan.MetadataCache;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -270,7 +270,7 @@ public final class CommitLineage implements AutoCloseable {
    * Table {@code id} of {@code catalog} as a dataset at no particular snapshot, with its location
    * and columns; only named when it cannot be loaded (dropped since).
    */
-  static LineageDataset table(SkadeCatalog catalog, TableIdentifier id) {
+  public static LineageDataset table(SkadeCatalog catalog, TableIdentifier id) {
     try {
       return dataset(catalog.warehouse(), id, catalog.loadTable(id), null);
     } catch (RuntimeException e) {

@@ -2,7 +2,7 @@ package io.skade.sink;
 
 import io.skade.catalog.CatalogConnection;
 import io.skade.lineage.CommitLineage;
-import io.skade.lineage.FlinkLineage;
+import io.skade.lineage.flink.FlinkLineage;
 import io.skade.maintenance.CatalogLockFactory;
 import java.io.IOException;
 import java.io.UncheckedIOException;

@@ -6,7 +6,7 @@ import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.SkadeServerClient;
 import io.skade.lineage.CatalogLineage;
 import io.skade.lineage.FlinkJobs;
-import io.skade.lineage.FlinkLineage;
+import io.skade.lineage.flink.FlinkLineage;
 import io.skade.lineage.JobRunEvent;
 import io.skade.lineage.JobRunJson;
 import io.skade.lineage.LineageDataset;
@@ -43,6 +43,7 @@ public final class SkadeJobListenerFactory implements JobStatusChangedListenerFa
   /** How long a report of a job run to a server rides through its failures. */
   private static final Duration REPORT_RETRY = Duration.ofSeconds(30);
   /** The skade tables this JVM planned, by the name Flink's lineage gives them. */
+  // A JVM-wide registry: why it must be one is in README.md, "Process-wide state".
   private static final Cache<String, Planned> PLANNED =
       Caffeine.newBuilder().maximumSize(10_000).build();
 

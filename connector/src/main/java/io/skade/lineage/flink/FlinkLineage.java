@@ -1,6 +1,9 @@
-package io.skade.lineage;
+package io.skade.lineage.flink;
 
 import io.skade.catalog.SkadeCatalog;
+import io.skade.lineage.CatalogLineage;
+import io.skade.lineage.CommitLineage;
+import io.skade.lineage.LineageDataset;
 import java.util.List;
 import java.util.Map;
 import org.apache.flink.api.connector.source.Boundedness;
