@@ -13,8 +13,8 @@ import java.util.Locale;
  *
  * <p>Each cell opens a fresh catalog in a temporary warehouse (deleted afterwards), gives every
  * committer thread its own table (so no commit ever conflicts), and makes a fixed number of
- * commits of one workload: pointer-only (the committer's compare-and-swap alone, no Iceberg
- * files), metadata-only ({@code updateProperties}) or a fast append of a small Parquet file. The
+ * commits of one workload: pointer-only (a table rename: the committer's compare-and-swap alone,
+ * no Iceberg files), metadata-only ({@code updateProperties}) or a fast append of a small Parquet file. The
  * two workloads that write files also run with Hadoop's own local file system, beside skade's
  * ({@code SkadeLocalFileSystem}). A subscriber thread measures, for every commit, the time from
  * its batch becoming durable to the subscriber receiving it. One warm-up pass of each workload
