@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.tuple;
 
 import io.skade.catalog.SkadeCatalog;
 import io.skade.write.TableWriter;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
