@@ -3,8 +3,8 @@ package io.skade.changelog;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.skade.TestCatalog;
 import io.skade.changelog.ChangelogOptions.OnMissingHistory;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.nio.file.Files;

@@ -3,10 +3,10 @@ package io.skade.changelog;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.skade.TestCatalog;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.maintenance.MaintainedTable;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.util.ArrayList;

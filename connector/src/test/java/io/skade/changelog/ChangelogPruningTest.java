@@ -2,8 +2,8 @@ package io.skade.changelog;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.skade.TestCatalog;
 import io.skade.changelog.ChangelogOptions.Mode;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.util.ArrayList;
 import java.util.List;

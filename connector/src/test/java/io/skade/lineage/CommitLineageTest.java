@@ -3,8 +3,8 @@ package io.skade.lineage;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.tuple;
 
-import io.skade.TestCatalog;
 import io.skade.catalog.CommitEvent;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.time.Duration;
 import java.util.List;

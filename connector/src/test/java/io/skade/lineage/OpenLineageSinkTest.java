@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.sun.net.httpserver.HttpServer;
-import io.skade.TestCatalog;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.net.InetAddress;

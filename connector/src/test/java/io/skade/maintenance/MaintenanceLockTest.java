@@ -7,11 +7,11 @@ import static io.skade.maintenance.KeyValue.row;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-import io.skade.TestCatalog;
 import io.skade.catalog.MaintenanceLock;
 import io.skade.sink.SinkMaintenance;
 import io.skade.sink.SkadeSink;
 import io.skade.sink.TableCompaction;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.time.Duration;
 import java.util.List;

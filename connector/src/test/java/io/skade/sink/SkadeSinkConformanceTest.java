@@ -1,6 +1,6 @@
 package io.skade.sink;
 
-import io.skade.TestCatalog;
+import io.skade.testing.TestCatalog;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;

@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.tuple;
 
-import io.skade.TestCatalog;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.SkadeCatalog;
+import io.skade.testing.TestCatalog;
 import java.util.ArrayList;
 import java.time.Duration;
 import java.util.List;

@@ -3,8 +3,11 @@ package io.skade.source;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.skade.TestCatalog;
-import io.skade.source.ChangeTap.Received;
+import io.skade.testing.ChangeTap.Received;
+import io.skade.testing.ChangeTap;
+import io.skade.testing.IcebergWorkers;
+import io.skade.testing.LocalCluster;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.io.UncheckedIOException;

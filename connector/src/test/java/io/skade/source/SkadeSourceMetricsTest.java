@@ -2,7 +2,8 @@ package io.skade.source;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.skade.TestCatalog;
+import io.skade.testing.ChangeLines;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.util.ArrayList;
 import java.util.List;

@@ -3,12 +3,13 @@ package io.skade.source;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.skade.TestCatalog;
 import io.skade.catalog.ConsumerCursor;
 import io.skade.lookup.LookupCaches;
 import io.skade.lookup.PointLookup;
 import io.skade.sink.SinkMaintenance;
 import io.skade.sink.SkadeSink;
+import io.skade.testing.ChangeLines;
+import io.skade.testing.TestCatalog;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -6,6 +6,8 @@ import static org.awaitility.Awaitility.await;
 import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.CommitEvent;
 import io.skade.server.ServerProcess;
+import io.skade.testing.ChangeLines;
+import io.skade.testing.ChildJvm;
 import io.skade.write.TableWriter;
 import java.nio.file.Path;
 import java.time.Duration;

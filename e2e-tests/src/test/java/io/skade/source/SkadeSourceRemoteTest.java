@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.skade.catalog.SkadeServerClient;
 import io.skade.server.ServerProcess;
+import io.skade.testing.ChangeLines;
 import io.skade.write.TableWriter;
 import java.net.URI;
 import java.nio.file.Path;

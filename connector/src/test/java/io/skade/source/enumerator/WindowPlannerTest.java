@@ -3,13 +3,13 @@ package io.skade.source.enumerator;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.skade.TestCatalog;
 import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.ConsumerCursor;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.changelog.FileSlice;
 import io.skade.source.StartupMode;
 import io.skade.source.split.ChangelogSplit;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.util.ArrayList;
 import java.util.HashSet;

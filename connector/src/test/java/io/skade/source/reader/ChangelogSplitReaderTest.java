@@ -2,9 +2,9 @@ package io.skade.source.reader;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.skade.TestCatalog;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.source.split.ChangelogSplit;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.math.BigDecimal;
 import java.nio.ByteBuffer;

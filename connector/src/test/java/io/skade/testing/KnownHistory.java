@@ -1,4 +1,4 @@
-package io.skade.source;
+package io.skade.testing;
 
 import io.skade.catalog.SkadeCatalog;
 import io.skade.write.TableWriter;
@@ -18,36 +18,36 @@ import org.apache.iceberg.types.Types;
  * each commit changes is written out by hand as change lines ({@code "-U 2 b"}), never computed
  * by the code under test.
  */
-final class KnownHistory {
-  static final Schema SCHEMA = new Schema(
+public final class KnownHistory {
+  public static final Schema SCHEMA = new Schema(
       List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
           Types.NestedField.optional(2, "name", Types.StringType.get())),
       Set.of(1));
 
   /** {@code append (1 a), (2 b)}. */
-  static final List<String> S1 = List.of("+I 1 a", "+I 2 b");
+  public static final List<String> S1 = List.of("+I 1 a", "+I 2 b");
   /** {@code upsert (2 b2), (3 c)}: one update, one new key. */
-  static final List<String> S2 = List.of("-U 2 b", "+U 2 b2", "+I 3 c");
+  public static final List<String> S2 = List.of("-U 2 b", "+U 2 b2", "+I 3 c");
   /** {@code delete key 1}. */
-  static final List<String> S3 = List.of("-D 1 a");
+  public static final List<String> S3 = List.of("-D 1 a");
   /** {@code append (4 d)}. */
-  static final List<String> S4 = List.of("+I 4 d");
+  public static final List<String> S4 = List.of("+I 4 d");
   /** {@code upsert (3 c2)}, made while a job runs. */
-  static final List<String> S5 = List.of("-U 3 c", "+U 3 c2");
+  public static final List<String> S5 = List.of("-U 3 c", "+U 3 c2");
   /** {@code delete key 4}, made while a job runs. */
-  static final List<String> S6 = List.of("-D 4 d");
+  public static final List<String> S6 = List.of("-D 4 d");
   /** The table's rows after S4, as inserts. */
-  static final List<String> ROWS_AT_S4 = List.of("+I 2 b2", "+I 3 c", "+I 4 d");
+  public static final List<String> ROWS_AT_S4 = List.of("+I 2 b2", "+I 3 c", "+I 4 d");
 
-  final Table table;
-  final Snapshot s1;
-  final Snapshot s2;
-  final Snapshot s3;
-  final Snapshot s4;
+  public final Table table;
+  public final Snapshot s1;
+  public final Snapshot s2;
+  public final Snapshot s3;
+  public final Snapshot s4;
   /** A time after S2's commit and not after S3's. */
-  final long beforeS3Millis;
+  public final long beforeS3Millis;
   /** The catalog's commit_seq right after S2. */
-  final long seqAfterS2;
+  public final long seqAfterS2;
   private final TableWriter writer;
 
   private KnownHistory(SkadeCatalog catalog) {
@@ -65,19 +65,19 @@ final class KnownHistory {
   }
 
   /** Creates {@code db.t} and commits S1 to S4. */
-  static KnownHistory write(SkadeCatalog catalog) {
+  public static KnownHistory write(SkadeCatalog catalog) {
     return new KnownHistory(catalog);
   }
 
-  Snapshot commitS5() {
+  public Snapshot commitS5() {
     return writer.upsert(List.of(row(3, "c2")));
   }
 
-  Snapshot commitS6() {
+  public Snapshot commitS6() {
     return writer.deleteKeys(List.of(row(4, null)));
   }
 
-  static Record row(long id, String name) {
+  public static Record row(long id, String name) {
     GenericRecord record = GenericRecord.create(SCHEMA);
     record.setField("id", id);
     record.setField("name", name);

@@ -1,4 +1,4 @@
-package io.skade.source;
+package io.skade.testing;
 
 import java.nio.file.Path;
 import java.time.Duration;
@@ -25,12 +25,12 @@ import org.apache.flink.streaming.api.graph.StreamGraph;
  * class, since starting a cluster costs more than a short job. Jobs never restart: the first
  * failure fails the job, and {@link #requireNotFailed} reports it.
  */
-final class LocalCluster implements AutoCloseable {
+public final class LocalCluster implements AutoCloseable {
   private static final Duration TIMEOUT = Duration.ofSeconds(120);
   private final MiniCluster cluster;
 
   /** A started cluster of one task manager with {@code slots} slots. */
-  LocalCluster(int slots) throws Exception {
+  public LocalCluster(int slots) throws Exception {
     Configuration conf = new Configuration();
     conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
     conf.set(RestOptions.BIND_PORT, "0"); // any free port: other JVMs on the machine run tests
@@ -40,7 +40,7 @@ final class LocalCluster implements AutoCloseable {
   }
 
   /** A new environment to build one job in, at {@code parallelism}, without restarts. */
-  static StreamExecutionEnvironment environment(int parallelism) {
+  public static StreamExecutionEnvironment environment(int parallelism) {
     Configuration conf = new Configuration();
     conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
     StreamExecutionEnvironment env = new StreamExecutionEnvironment(conf);
@@ -53,7 +53,8 @@ final class LocalCluster implements AutoCloseable {
    * Submits the job built in {@code env}, restored from {@code savepoint} unless it is null
    * (every operator's state must be claimed); returns its id.
    */
-  JobID submit(StreamExecutionEnvironment env, String name, String savepoint) throws Exception {
+  public JobID submit(StreamExecutionEnvironment env, String name, String savepoint)
+      throws Exception {
     StreamGraph graph = env.getStreamGraph();
     graph.setJobName(name);
     if (savepoint != null) {
@@ -64,7 +65,7 @@ final class LocalCluster implements AutoCloseable {
   }
 
   /** Stops the job with a savepoint in {@code directory} and waits for its end; the path. */
-  String stopWithSavepoint(JobID job, Path directory) throws Exception {
+  public String stopWithSavepoint(JobID job, Path directory) throws Exception {
     String path = cluster.stopWithSavepoint(job, directory.toUri().toString(), false,
         SavepointFormatType.CANONICAL).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
     cluster.requestJobResult(job).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
@@ -72,7 +73,7 @@ final class LocalCluster implements AutoCloseable {
   }
 
   /** Cancels the job, if it still runs, and waits until it ended. */
-  void cancel(JobID job) throws Exception {
+  public void cancel(JobID job) throws Exception {
     if (!cluster.getJobStatus(job).get().isGloballyTerminalState()) {
       cluster.cancelJob(job).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
     }
@@ -80,7 +81,7 @@ final class LocalCluster implements AutoCloseable {
   }
 
   /** Whether every task of the job is running (its sources' enumerators started before). */
-  boolean allTasksRunning(JobID job) throws Exception {
+  public boolean allTasksRunning(JobID job) throws Exception {
     AccessExecutionGraph graph = cluster.getExecutionGraph(job).get();
     return graph.getState() == JobStatus.RUNNING
         && StreamSupport.stream(graph.getAllExecutionVertices().spliterator(), false)
@@ -88,7 +89,7 @@ final class LocalCluster implements AutoCloseable {
   }
 
   /** Throws, with the job's own error as the cause, when the job failed. */
-  void requireNotFailed(JobID job) throws Exception {
+  public void requireNotFailed(JobID job) throws Exception {
     JobStatus status = cluster.getJobStatus(job).get();
     if (status == JobStatus.FAILED) {
       JobResult result = cluster.requestJobResult(job).get();
