@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangelogOptions.Mode;
+import io.skade.testing.IdRows;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -56,10 +57,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * in is computed here from the Iceberg spec's definition of the transform, not by the reader.
  */
 class ChangelogPartitionFilterTest {
-  private static final Schema BY_ID = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema BY_ID = IdRows.SCHEMA;
   private static final Schema BY_REGION = new Schema(
       List.of(Types.NestedField.required(1, "region", Types.StringType.get()),
           Types.NestedField.required(2, "id", Types.LongType.get()),

@@ -1,10 +1,12 @@
 package io.skade.lineage;
 
+import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.sun.net.httpserver.HttpServer;
+import io.skade.testing.IdRows;
 import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.io.IOException;
@@ -25,9 +27,6 @@ import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
-import org.apache.iceberg.data.Record;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -39,10 +38,7 @@ import org.junit.jupiter.api.io.TempDir;
  * refuses connections or hangs never fails or holds up a commit.
  */
 class OpenLineageSinkTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.SCHEMA;
   private static final TableIdentifier A = TableIdentifier.of("db", "a");
   private static final TableIdentifier C = TableIdentifier.of("db", "c");
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -220,12 +216,5 @@ class OpenLineageSinkTest {
       Thread.sleep(20);
     }
     assertThat(counter.getAsLong()).isEqualTo(count);
-  }
-
-  private static Record row(long id, String name) {
-    GenericRecord record = GenericRecord.create(SCHEMA);
-    record.setField("id", id);
-    record.setField("name", name);
-    return record;
   }
 }

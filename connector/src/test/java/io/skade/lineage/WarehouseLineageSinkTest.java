@@ -1,29 +1,28 @@
 package io.skade.lineage;
 
+import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.tuple;
 
 import io.skade.catalog.SharedCatalogs;
 import io.skade.catalog.SkadeCatalog;
+import io.skade.testing.IdRows;
 import io.skade.write.TableWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -33,10 +32,7 @@ import org.junit.jupiter.api.io.TempDir;
  * the commits made while lineage was off are recorded from the log, and none twice.
  */
 class WarehouseLineageSinkTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.SCHEMA;
   private static final TableIdentifier C = TableIdentifier.of("db", "c");
 
   @TempDir Path warehouse;
@@ -156,12 +152,5 @@ class WarehouseLineageSinkTest {
       Thread.sleep(20);
     }
     assertThat(running.cursor()).isEqualTo(catalog.commitSeq());
-  }
-
-  private static Record row(long id, String name) {
-    GenericRecord record = GenericRecord.create(SCHEMA);
-    record.setField("id", id);
-    record.setField("name", name);
-    return record;
   }
 }

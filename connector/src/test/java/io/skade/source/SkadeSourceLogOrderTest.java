@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import io.skade.testing.ChangeTap.Received;
 import io.skade.testing.ChangeTap;
 import io.skade.testing.IcebergWorkers;
+import io.skade.testing.IdRows;
 import io.skade.testing.LocalCluster;
 import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
@@ -40,14 +41,12 @@ import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expression;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.TypeUtil;
-import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.ContentFileUtil;
 import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterAll;
@@ -84,9 +83,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * }</pre>
  */
 class SkadeSourceLogOrderTest {
-  private static final Schema SCHEMA = new Schema(
-      Types.NestedField.required(1, "id", Types.LongType.get()),
-      Types.NestedField.optional(2, "v", Types.StringType.get()));
+  private static final Schema SCHEMA = IdRows.log("v");
   private static final long BASE_SEED = Long.getLong("skade.logorder.seed", System.nanoTime());
   /** How many times every case runs, each with its own seed. */
   private static final int ROUNDS = Integer.getInteger("skade.logorder.rounds", 1);
@@ -470,10 +467,7 @@ class SkadeSourceLogOrderTest {
     }
 
     private static Record row(long id, String v) {
-      GenericRecord record = GenericRecord.create(SCHEMA);
-      record.setField("id", id);
-      record.setField("v", v);
-      return record;
+      return IdRows.row(SCHEMA, id, v);
     }
   }
 

@@ -7,6 +7,7 @@ import io.skade.testing.ChangeTap.Received;
 import io.skade.testing.ChangeLines;
 import io.skade.testing.ChangeTap;
 import io.skade.testing.IcebergWorkers;
+import io.skade.testing.IdRows;
 import io.skade.testing.LocalCluster;
 import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
@@ -36,7 +37,6 @@ import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.transforms.Transforms;
 import org.apache.iceberg.types.Types;
@@ -73,10 +73,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * -Dskade.rescale.seeds=25 test}.
  */
 class SkadeSourceRescaleTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "v", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.keyed("v");
   private static final int BUCKETS = 8;
   /**
    * Keys, and keys per commit: about 20 keys of 8 buckets per commit, so most of a commit's
@@ -424,10 +421,7 @@ class SkadeSourceRescaleTest {
     }
 
     private static Record row(long id, String v) {
-      GenericRecord record = GenericRecord.create(SCHEMA);
-      record.setField("id", id);
-      record.setField("v", v);
-      return record;
+      return IdRows.row(SCHEMA, id, v);
     }
   }
 }

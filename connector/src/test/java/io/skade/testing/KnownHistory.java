@@ -3,14 +3,11 @@ package io.skade.testing;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.write.TableWriter;
 import java.util.List;
-import java.util.Set;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.types.Types;
 
 /**
  * Primary-key table {@code db.t (id bigint key, name string)} with a known history of four
@@ -19,10 +16,7 @@ import org.apache.iceberg.types.Types;
  * by the code under test.
  */
 public final class KnownHistory {
-  public static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+  public static final Schema SCHEMA = IdRows.SCHEMA;
 
   /** {@code append (1 a), (2 b)}. */
   public static final List<String> S1 = List.of("+I 1 a", "+I 2 b");
@@ -78,9 +72,6 @@ public final class KnownHistory {
   }
 
   public static Record row(long id, String name) {
-    GenericRecord record = GenericRecord.create(SCHEMA);
-    record.setField("id", id);
-    record.setField("name", name);
-    return record;
+    return IdRows.row(id, name);
   }
 }

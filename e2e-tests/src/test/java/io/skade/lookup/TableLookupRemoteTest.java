@@ -1,5 +1,6 @@
 package io.skade.lookup;
 
+import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -7,24 +8,22 @@ import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitSubscription;
 import io.skade.server.ServerProcess;
+import io.skade.testing.IdRows;
 import io.skade.write.TableWriter;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.function.Function;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.exceptions.NoSuchTableException;
 import org.apache.iceberg.rest.RESTCatalog;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -39,10 +38,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * probes after it see the commits made after it.
  */
 class TableLookupRemoteTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.SCHEMA;
   private static final TableIdentifier TABLE = TableIdentifier.of("db", "dim");
   private static final TableIdentifier OTHER = TableIdentifier.of("db", "other");
 
@@ -180,12 +176,5 @@ class TableLookupRemoteTest {
       Duration pollInterval) {
     return new TableLookup.Settings(List.of("id"), null, pollInterval, caching,
         caching == TableLookup.Caching.ROWS ? 100 : 0, Expressions.alwaysTrue(), 0);
-  }
-
-  private static Record row(long id, String name) {
-    GenericRecord record = GenericRecord.create(SCHEMA);
-    record.setField("id", id);
-    record.setField("name", name);
-    return record;
   }
 }

@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.CommitEvent;
 import io.skade.server.ServerProcess;
+import io.skade.testing.IdRows;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -37,7 +38,6 @@ import org.apache.iceberg.data.Record;
 import org.apache.iceberg.flink.FlinkSchemaUtil;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.rest.RESTCatalog;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -51,9 +51,7 @@ import org.junit.jupiter.api.io.TempDir;
  * every snapshot took one commit_seq on the server's log.
  */
 class SkadeSinkRemoteExactlyOnceTest {
-  private static final Schema SCHEMA = new Schema(
-      Types.NestedField.required(1, "id", Types.LongType.get()),
-      Types.NestedField.optional(2, "name", Types.StringType.get()));
+  private static final Schema SCHEMA = IdRows.log("name");
   private static final TableIdentifier TABLE = TableIdentifier.of("db", "events");
   private static final long ROWS = 2_400;
   /** Set once the injected failure happened (the failing task runs in this JVM). */

@@ -6,6 +6,7 @@ import io.skade.catalog.CommitEvent;
 import io.skade.catalog.RemoteCommitFeed;
 import io.skade.catalog.SkadeServerClient;
 import io.skade.server.ServerProcess;
+import io.skade.testing.IdRows;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -13,7 +14,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.table.data.GenericRowData;
 import org.apache.flink.table.data.RowData;
@@ -29,7 +29,6 @@ import org.apache.iceberg.data.Record;
 import org.apache.iceberg.flink.FlinkSchemaUtil;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.rest.RESTCatalog;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -39,10 +38,7 @@ import org.junit.jupiter.api.io.TempDir;
  * in the server's log, and the upserted rows are the table's.
  */
 class SkadeSinkRemoteTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.SCHEMA;
   private static final TableIdentifier TABLE = TableIdentifier.of("db", "customers");
 
   @TempDir Path root;

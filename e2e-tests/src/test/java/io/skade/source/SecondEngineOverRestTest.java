@@ -1,5 +1,6 @@
 package io.skade.source;
 
+import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -8,6 +9,7 @@ import io.skade.catalog.CommitEvent;
 import io.skade.server.ServerProcess;
 import io.skade.testing.ChangeLines;
 import io.skade.testing.ChildJvm;
+import io.skade.testing.IdRows;
 import io.skade.write.TableWriter;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -16,7 +18,6 @@ import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.stream.LongStream;
 import java.util.stream.StreamSupport;
@@ -33,10 +34,7 @@ import org.apache.iceberg.SnapshotSummary;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
-import org.apache.iceberg.data.Record;
 import org.apache.iceberg.rest.RESTCatalog;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -53,10 +51,7 @@ import org.junit.jupiter.api.io.TempDir;
  * the rows of a table skade wrote (upserts, key deletes and position deletes).
  */
 class SecondEngineOverRestTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.SCHEMA;
   private static final TableIdentifier ORDERS = TableIdentifier.of("db", "orders");
   private static final TableIdentifier SKADE_WRITTEN = TableIdentifier.of("db", "skade_written");
   private static final Duration WAIT = Duration.ofSeconds(60);
@@ -202,12 +197,5 @@ class SecondEngineOverRestTest {
   private static List<Long> snapshotIds(Table table) {
     return StreamSupport.stream(table.snapshots().spliterator(), false)
         .map(Snapshot::snapshotId).toList();
-  }
-
-  private static Record row(long id, String name) {
-    GenericRecord record = GenericRecord.create(SCHEMA);
-    record.setField("id", id);
-    record.setField("name", name);
-    return record;
   }
 }

@@ -1,11 +1,13 @@
 package io.skade.source;
 
+import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.skade.catalog.SkadeServerClient;
 import io.skade.server.ServerProcess;
 import io.skade.testing.ChangeLines;
+import io.skade.testing.IdRows;
 import io.skade.write.TableWriter;
 import java.net.URI;
 import java.nio.file.Path;
@@ -15,7 +17,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -27,10 +28,7 @@ import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
-import org.apache.iceberg.data.Record;
 import org.apache.iceberg.rest.RESTCatalog;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -45,10 +43,7 @@ import org.junit.jupiter.api.io.TempDir;
  * as Iceberg reads it at the end; the job's consumer cursor is stored through the server.
  */
 class SkadeSourceRemoteTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.SCHEMA;
   private static final TableIdentifier TABLE = TableIdentifier.of("db", "t");
   private static final String TOKEN = ServerProcess.TOKEN;
 
@@ -129,13 +124,6 @@ class SkadeSourceRemoteTest {
         reading.cancel(true);
       }
     }
-  }
-
-  private static Record row(long id, String name) {
-    GenericRecord record = GenericRecord.create(SCHEMA);
-    record.setField("id", id);
-    record.setField("name", name);
-    return record;
   }
 
   private static void sleep(long ms) {
