@@ -9,16 +9,15 @@ import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitSubscription;
 import io.skade.server.ServerProcess;
 import io.skade.testing.IdRows;
+import io.skade.testing.RemoteCatalog;
 import io.skade.write.TableWriter;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expressions;
@@ -48,16 +47,14 @@ class TableLookupRemoteTest {
   @EnumSource(TableLookup.Caching.class)
   @Timeout(180)
   void aProbeAfterTheFeedDeliveredACommitSeesIt(TableLookup.Caching caching) throws Exception {
-    try (ServerProcess server = new ServerProcess(root); RESTCatalog rest = new RESTCatalog();
+    try (RemoteCatalog remote = RemoteCatalog.start(root);
         LookupCaches.Handle caches = LookupCaches.acquire()) {
-      Map<String, String> props = Map.of("uri", server.uri(), "token", ServerProcess.TOKEN);
-      rest.initialize("writer", new HashMap<>(props));
-      rest.createNamespace(Namespace.of("db"));
+      RESTCatalog rest = remote.rest();
       TableWriter writer = new TableWriter(rest.createTable(TABLE, SCHEMA));
       TableWriter other = new TableWriter(rest.createTable(OTHER, SCHEMA));
       writer.append(List.of(row(1, "v0"), row(2, "w")));
 
-      try (CatalogConnection connection = CatalogConnection.open(props)) {
+      try (CatalogConnection connection = CatalogConnection.open(remote.properties())) {
         TableLookup<Record> lookup = new TableLookup<>(connection, TABLE, settings(caching),
             caches.caches(), table -> Function.identity());
         assertThat(names(lookup, 1)).containsExactly("v0");
@@ -76,7 +73,7 @@ class TableLookupRemoteTest {
           awaitDelivered(feed, key, connection.feed().commitSeq());
           assertThat(names(lookup, 2)).as("a deleted key").isEmpty();
 
-          server.killAndRestart(1_000); // SIGKILL; the same directory and port
+          remote.server().killAndRestart(1_000); // SIGKILL; the same directory and port
           assertThat(names(lookup, 1)).as("a probe after the restart, before any commit")
               .containsExactly("v12");
           Table reloaded = rest.loadTable(TABLE);
@@ -102,15 +99,13 @@ class TableLookupRemoteTest {
   @Timeout(180)
   void aProbeWithAZeroPollIntervalSeesEveryCommitDurableBeforeIt(TableLookup.Caching caching)
       throws Exception {
-    try (ServerProcess server = new ServerProcess(root); RESTCatalog rest = new RESTCatalog();
+    try (RemoteCatalog remote = RemoteCatalog.start(root);
         LookupCaches.Handle caches = LookupCaches.acquire()) {
-      Map<String, String> props = Map.of("uri", server.uri(), "token", ServerProcess.TOKEN);
-      rest.initialize("writer", new HashMap<>(props));
-      rest.createNamespace(Namespace.of("db"));
+      RESTCatalog rest = remote.rest();
       TableWriter writer = new TableWriter(rest.createTable(TABLE, SCHEMA));
       writer.append(List.of(row(0, "v0")));
 
-      try (CatalogConnection connection = CatalogConnection.open(props)) {
+      try (CatalogConnection connection = CatalogConnection.open(remote.properties())) {
         TableLookup<Record> fresh = new TableLookup<>(connection, TABLE,
             settings(caching, Duration.ZERO), caches.caches(), table -> Function.identity());
         for (int i = 1; i <= 40; i++) {
@@ -120,7 +115,7 @@ class TableLookupRemoteTest {
         }
         // The feed's long-poll backs off while the server is away (SIGKILL): a commit made as
         // soon as it is back reaches this process only when the long-poll resumes.
-        server.killAndRestart(1_000);
+        remote.server().killAndRestart(1_000);
         TableWriter afterRestart = new TableWriter(rest.loadTable(TABLE));
         for (int i = 41; i <= 45; i++) {
           afterRestart.upsert(List.of(row(i, "v" + i)));

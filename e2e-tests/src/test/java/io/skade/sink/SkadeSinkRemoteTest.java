@@ -7,6 +7,7 @@ import io.skade.catalog.RemoteCommitFeed;
 import io.skade.catalog.SkadeServerClient;
 import io.skade.server.ServerProcess;
 import io.skade.testing.IdRows;
+import io.skade.testing.RemoteCatalog;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -22,7 +23,6 @@ import org.apache.flink.table.runtime.typeutils.InternalTypeInfo;
 import org.apache.flink.types.RowKind;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
@@ -45,12 +45,10 @@ class SkadeSinkRemoteTest {
 
   @Test
   void aRemoteSinkCommitsThroughTheServerAndItsCommitIsOnTheFeed() throws Exception {
-    try (ServerProcess server = new ServerProcess(root); RESTCatalog rest = new RESTCatalog()) {
-      Map<String, String> props = Map.of("uri", server.uri(), "token", ServerProcess.TOKEN);
-      rest.initialize("rest", new HashMap<>(props));
-      rest.createNamespace(Namespace.of("db"));
+    try (RemoteCatalog remote = RemoteCatalog.start(root)) {
+      RESTCatalog rest = remote.rest();
       rest.createTable(TABLE, SCHEMA);
-      SkadeServerClient client = new SkadeServerClient(URI.create(server.uri()),
+      SkadeServerClient client = new SkadeServerClient(URI.create(remote.server().uri()),
           ServerProcess.TOKEN, Duration.ofSeconds(30));
       long before = client.commitSeq();
 
@@ -60,7 +58,7 @@ class SkadeSinkRemoteTest {
           row(RowKind.UPDATE_AFTER, 1, "ada2"), row(RowKind.DELETE, 2, "bo"));
       env.fromData(rows, InternalTypeInfo.of(FlinkSchemaUtil.convert(SCHEMA)))
           .setParallelism(1)
-          .sinkTo(SkadeSink.builder().catalogProperties(props).table("db.customers")
+          .sinkTo(SkadeSink.builder().catalogProperties(remote.properties()).table("db.customers")
               .upsertKey(List.of("id")).build());
       env.execute("remote sink");
 

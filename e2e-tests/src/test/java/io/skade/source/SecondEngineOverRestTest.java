@@ -10,6 +10,7 @@ import io.skade.server.ServerProcess;
 import io.skade.testing.ChangeLines;
 import io.skade.testing.ChildJvm;
 import io.skade.testing.IdRows;
+import io.skade.testing.RemoteCatalog;
 import io.skade.write.TableWriter;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -32,7 +33,6 @@ import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.SnapshotSummary;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.rest.RESTCatalog;
 import org.junit.jupiter.api.Test;
@@ -71,12 +71,10 @@ class SecondEngineOverRestTest {
   @Timeout(180)
   void icebergsFlinkConnectorWritesThroughTheServerAndARemoteSkadeSourceEmitsItsExactChangelog()
       throws Exception {
-    try (ServerProcess server = new ServerProcess(root); RESTCatalog rest = new RESTCatalog()) {
-      Map<String, String> props = Map.of("uri", server.uri(), "token", ServerProcess.TOKEN);
-      rest.initialize("rest", new HashMap<>(props));
-      rest.createNamespace(Namespace.of("db"));
+    try (RemoteCatalog remote = RemoteCatalog.start(root)) {
+      RESTCatalog rest = remote.rest();
       try (ChildJvm engine = ChildJvm.start(IcebergFlinkEngine.class,
-          root.resolve("engine.err"), WAIT, server.uri(), ServerProcess.TOKEN)) {
+          root.resolve("engine.err"), WAIT, remote.server().uri(), ServerProcess.TOKEN)) {
         // While the engine's JVM starts (it reads this table at its end).
         writeWithSkade(rest.buildTable(SKADE_WRITTEN, SCHEMA)
             .withProperty("format-version", "2").create());
@@ -84,7 +82,7 @@ class SecondEngineOverRestTest {
 
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         env.setParallelism(2);
-        SkadeSource<RowData> source = SkadeSource.builder().catalogProperties(props)
+        SkadeSource<RowData> source = SkadeSource.builder().catalogProperties(remote.properties())
             .table("db.orders").startupMode(StartupMode.EARLIEST)
             // Longer than the test: only the server's commit feed can wake the enumerator.
             .pollInterval(Duration.ofMinutes(30)).build();
@@ -156,7 +154,7 @@ class SecondEngineOverRestTest {
               .containsExactlyInAnyOrderElementsOf(expectedChanges);
           reading.cancel(true);
 
-          try (CatalogConnection connection = CatalogConnection.open(props)) {
+          try (CatalogConnection connection = CatalogConnection.open(remote.properties())) {
             List<CommitEvent> log = new ArrayList<>();
             connection.feed().commitsSince(0).forEach(log::add);
             assertThat(log).extracting(CommitEvent::commitSeq).as("the server's log, gapless")

@@ -8,6 +8,7 @@ import io.skade.catalog.SkadeServerClient;
 import io.skade.server.ServerProcess;
 import io.skade.testing.ChangeLines;
 import io.skade.testing.IdRows;
+import io.skade.testing.RemoteCatalog;
 import io.skade.write.TableWriter;
 import java.net.URI;
 import java.nio.file.Path;
@@ -26,7 +27,6 @@ import org.apache.flink.table.data.RowData;
 import org.apache.flink.util.CloseableIterator;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.rest.RESTCatalog;
 import org.junit.jupiter.api.Test;
@@ -53,11 +53,9 @@ class SkadeSourceRemoteTest {
   @Timeout(300)
   void aRemoteSourceRidesThroughAServerKilledAndRestartedAndEmitsAnExactChangelog()
       throws Exception {
-    try (ServerProcess server = new ServerProcess(root); RESTCatalog rest = new RESTCatalog()) {
-      String uri = server.uri();
-      Map<String, String> props = Map.of("uri", uri, "token", TOKEN);
-      rest.initialize("rest", new HashMap<>(props));
-      rest.createNamespace(Namespace.of("db"));
+    try (RemoteCatalog remote = RemoteCatalog.start(root)) {
+      RESTCatalog rest = remote.rest();
+      String uri = remote.server().uri();
       Table table = rest.createTable(TABLE, SCHEMA);
       TableWriter writer = new TableWriter(table);
       writer.append(List.of(row(1, "a"), row(2, "b")));
@@ -65,7 +63,7 @@ class SkadeSourceRemoteTest {
       StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
       env.setParallelism(2);
       env.enableCheckpointing(300);
-      SkadeSource<RowData> source = SkadeSource.builder().catalogProperties(props)
+      SkadeSource<RowData> source = SkadeSource.builder().catalogProperties(remote.properties())
           .table("db.t").consumerId("remote-job")
           // Longer than the test: only the server's commit feed can wake the enumerator.
           .pollInterval(Duration.ofMinutes(30)).build();
@@ -99,7 +97,7 @@ class SkadeSourceRemoteTest {
         });
 
         sleep(3000);
-        server.killAndRestart(2000); // SIGKILL, down for 2 s, the same directory and port
+        remote.server().killAndRestart(2000); // SIGKILL, down for 2 s, the same directory and port
         sleep(4000);
         writing.set(false);
         int commits = writes.get(60, TimeUnit.SECONDS);
