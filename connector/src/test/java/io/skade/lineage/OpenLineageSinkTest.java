@@ -2,6 +2,7 @@ package io.skade.lineage;
 
 import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -182,7 +183,6 @@ class OpenLineageSinkTest {
       byte[] body = exchange.getRequestBody().readAllBytes();
       synchronized (received) {
         received.add(JSON.readTree(new String(body, StandardCharsets.UTF_8)));
-        received.notifyAll();
       }
       try {
         if (hold != null) {
@@ -199,22 +199,18 @@ class OpenLineageSinkTest {
     return URI.create("http://127.0.0.1:" + collector.getAddress().getPort());
   }
 
-  private void awaitReceived(int count) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    synchronized (received) {
-      while (received.size() < count && System.nanoTime() < deadline) {
-        received.wait(100);
+  private void awaitReceived(int count) {
+    await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> {
+      synchronized (received) {
+        assertThat(received).hasSizeGreaterThanOrEqualTo(count);
       }
-      assertThat(received).hasSizeGreaterThanOrEqualTo(count);
-    }
+    });
   }
 
-  private static void awaitCount(java.util.function.LongSupplier counter, long count)
-      throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    while (counter.getAsLong() < count && System.nanoTime() < deadline) {
-      Thread.sleep(20);
-    }
+  /** Waits until {@code counter} reached {@code count}, then asserts it went no further. */
+  private static void awaitCount(java.util.function.LongSupplier counter, long count) {
+    await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+        .until(() -> counter.getAsLong() >= count);
     assertThat(counter.getAsLong()).isEqualTo(count);
   }
 }

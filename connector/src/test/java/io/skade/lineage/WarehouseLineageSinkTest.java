@@ -4,17 +4,18 @@ import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.tuple;
+import static org.awaitility.Awaitility.await;
 
 import io.skade.catalog.SharedCatalogs;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.testing.IdRows;
 import io.skade.write.TableWriter;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
@@ -118,18 +119,11 @@ class WarehouseLineageSinkTest {
   }
 
   /** The lineage rows in commit_seq order, once there are {@code count} of them. */
-  private static List<Record> awaitRows(SkadeCatalog catalog, int count) throws Exception {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    List<Record> rows = List.of();
-    while (System.nanoTime() < deadline) {
-      if (catalog.tableExists(WarehouseLineageSink.TABLE)) {
-        rows = read(catalog);
-        if (rows.size() >= count) {
-          break;
-        }
-      }
-      Thread.sleep(20);
-    }
+  private static List<Record> awaitRows(SkadeCatalog catalog, int count) {
+    List<Record> rows = await().atMost(Duration.ofSeconds(30))
+        .pollInterval(Duration.ofMillis(20))
+        .until(() -> catalog.tableExists(WarehouseLineageSink.TABLE) ? read(catalog)
+            : List.<Record>of(), read -> read.size() >= count);
     assertThat(rows).hasSize(count);
     return rows;
   }
@@ -145,12 +139,10 @@ class WarehouseLineageSinkTest {
   }
 
   /** Waits until lineage has described every commit of the catalog. */
-  private static void awaitQuiet(SkadeCatalog catalog) throws InterruptedException {
+  private static void awaitQuiet(SkadeCatalog catalog) {
     CatalogLineage.Running running = CatalogLineage.Running.of(catalog).orElseThrow();
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    while (running.cursor() < catalog.commitSeq() && System.nanoTime() < deadline) {
-      Thread.sleep(20);
-    }
+    await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+        .until(() -> running.cursor() >= catalog.commitSeq());
     assertThat(running.cursor()).isEqualTo(catalog.commitSeq());
   }
 }

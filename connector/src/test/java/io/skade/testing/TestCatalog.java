@@ -1,10 +1,13 @@
 package io.skade.testing;
 
+import static org.awaitility.Awaitility.await;
+
 import io.skade.catalog.SharedCatalogs;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.catalog.StoredConsumer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.Map;
@@ -61,15 +64,12 @@ public class TestCatalog implements BeforeEachCallback, AfterEachCallback {
 
   /**
    * Waits until a consumer {@code id} is stored (a source stores one on a completed checkpoint)
-   * and returns it; polls the catalog, bounded by the test's timeout.
+   * and returns it; polls the catalog for at most a minute, the source tests' own timeout.
    */
-  public StoredConsumer awaitConsumer(String id) throws InterruptedException {
-    Optional<StoredConsumer> consumer = get().consumer(id);
-    while (consumer.isEmpty()) {
-      Thread.sleep(20);
-      consumer = get().consumer(id);
-    }
-    return consumer.get();
+  public StoredConsumer awaitConsumer(String id) {
+    return await("consumer " + id + " stored").atMost(Duration.ofMinutes(1))
+        .pollInterval(Duration.ofMillis(20)).until(() -> get().consumer(id), Optional::isPresent)
+        .get();
   }
 
   /** The catalog's properties, for components that open it themselves (a source). */

@@ -3,6 +3,7 @@ package io.skade.lookup;
 import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.CommitEvent;
@@ -147,16 +148,14 @@ class TableLookupRemoteTest {
   }
 
   /** Waits until this process's feed has delivered the table's commit {@code seq}. */
-  private static void awaitDelivered(CommitSubscription feed, String tableKey, long seq)
-      throws InterruptedException {
-    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-    while (System.nanoTime() < deadline) {
-      CommitEvent event = feed.poll(Duration.ofSeconds(1));
-      if (event != null && event.commitSeq() >= seq && event.tableKey().equals(tableKey)) {
-        return;
-      }
-    }
-    throw new AssertionError("the feed did not deliver commit " + seq + " in 60 s");
+  /** Takes the feed's events until one of {@code tableKey} at or after {@code seq}. */
+  private static void awaitDelivered(CommitSubscription feed, String tableKey, long seq) {
+    // In this thread, with no pause between polls: each poll waits on the feed itself.
+    await("the feed delivering commit " + seq).atMost(Duration.ofSeconds(60))
+        .pollInSameThread().pollInterval(Duration.ZERO).until(() -> {
+          CommitEvent event = feed.poll(Duration.ofSeconds(1));
+          return event != null && event.commitSeq() >= seq && event.tableKey().equals(tableKey);
+        });
   }
 
   private static List<String> names(TableLookup<Record> lookup, long id) throws Exception {
