@@ -111,7 +111,7 @@ class MaintenanceLockTest {
   }
 
   private static RowData upsert(long n) throws InterruptedException {
-    Thread.sleep(5);
+    Thread.sleep(5); // paces the unbounded writer: about 200 rows a second per subtask
     return GenericRowData.of(n % 20, StringData.fromString("v" + n));
   }
 

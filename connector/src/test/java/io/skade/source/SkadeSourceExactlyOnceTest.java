@@ -214,7 +214,7 @@ class SkadeSourceExactlyOnceTest {
         }
         logWriter.append(appends);
         changes += appends.size();
-        Thread.sleep(random.nextInt(15));
+        Thread.sleep(random.nextInt(15)); // paces the writer at random
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();

@@ -70,6 +70,8 @@ class SkadeSourceMetricsTest {
     JobID id = job.getJobID();
     List<Long> pending = new ArrayList<>();
     List<Long> lags = new ArrayList<>();
+    // Samples the gauges every 20 ms while the job runs: the samples are what the test checks,
+    // so this loop is a sampler, not a wait for a condition.
     while (!job.getJobExecutionResult().isDone()) {
       gauge(reporter, id, "pendingRecords").ifPresent(pending::add);
       gauge(reporter, id, "currentFetchEventTimeLag").ifPresent(lags::add);

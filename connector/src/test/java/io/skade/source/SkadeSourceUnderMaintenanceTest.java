@@ -108,7 +108,7 @@ class SkadeSourceUnderMaintenanceTest {
           catalog.get().storeConsumer("stalled", new ConsumerCursor(ORDERS,
               orders.uuid().toString(), stalled.snapshotId(), 0));
         }
-        Thread.sleep(50);
+        Thread.sleep(50); // the checks above run every 50 ms for as long as the writer runs
       }
       writer.get(); // fails the test if the writer failed
       Map<Long, String> expected = ChangeLines.rows(orders);

@@ -96,7 +96,7 @@ class SkadeSourceRemoteTest {
           }
         });
 
-        sleep(3000);
+        sleep(3000); // the writer commits for a while before the kill, and after the restart
         remote.server().killAndRestart(2000); // SIGKILL, down for 2 s, the same directory and port
         sleep(4000);
         writing.set(false);
