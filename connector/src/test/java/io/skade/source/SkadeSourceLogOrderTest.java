@@ -49,8 +49,6 @@ import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.util.ContentFileUtil;
 import org.awaitility.core.ConditionTimeoutException;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -91,21 +89,9 @@ class SkadeSourceLogOrderTest {
   private static final int COMMITS = Integer.getInteger("skade.logorder.commits", 45);
   /** Longer than any commit takes, even on a loaded machine. */
   private static final long STUCK_NANOS = TimeUnit.SECONDS.toNanos(30);
-  private static LocalCluster cluster;
+  @RegisterExtension static final LocalCluster cluster = new LocalCluster(4);
 
   @RegisterExtension final TestCatalog catalog = new TestCatalog();
-
-  @BeforeAll
-  static void startCluster() throws Exception {
-    cluster = new LocalCluster(4);
-  }
-
-  @AfterAll
-  static void stopCluster() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
 
   static Stream<Arguments> cases() {
     List<Arguments> cases = new ArrayList<>();

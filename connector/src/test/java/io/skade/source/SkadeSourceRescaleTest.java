@@ -41,8 +41,6 @@ import org.apache.iceberg.data.Record;
 import org.apache.iceberg.transforms.Transforms;
 import org.apache.iceberg.types.Types;
 import org.assertj.core.api.SoftAssertions;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -92,22 +90,10 @@ class SkadeSourceRescaleTest {
   private static final int BACKLOG_COMMITS = 10;
   /** Commits the last run reads while they are written. */
   private static final int LAST_RUN_COMMITS = 15;
-  private static LocalCluster cluster;
+  @RegisterExtension static final LocalCluster cluster = new LocalCluster(3);
 
   @RegisterExtension final TestCatalog catalog = new TestCatalog();
   @TempDir Path savepoints;
-
-  @BeforeAll
-  static void startCluster() throws Exception {
-    cluster = new LocalCluster(3);
-  }
-
-  @AfterAll
-  static void stopCluster() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
 
   static IntStream seeds() {
     return IntStream.range(0, SEEDS);

@@ -18,25 +18,43 @@ import org.apache.flink.runtime.minicluster.MiniCluster;
 import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamGraph;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
  * A Flink MiniCluster in the test's JVM that several jobs run on one after another: submitted
  * (restored from a savepoint or not), stopped with a savepoint, cancelled. Started once per test
  * class, since starting a cluster costs more than a short job. Jobs never restart: the first
  * failure fails the job, and {@link #requireNotFailed} reports it.
+ *
+ * <p>A test class registers it as a static extension, {@code @RegisterExtension static final
+ * LocalCluster cluster = new LocalCluster(4);}: it starts before the class's first test and
+ * closes after its last.
  */
-public final class LocalCluster implements AutoCloseable {
+public final class LocalCluster implements BeforeAllCallback, AfterAllCallback, AutoCloseable {
   private static final Duration TIMEOUT = Duration.ofSeconds(120);
-  private final MiniCluster cluster;
+  private final int slots;
+  private MiniCluster cluster;
 
-  /** A started cluster of one task manager with {@code slots} slots. */
-  public LocalCluster(int slots) throws Exception {
+  /** A cluster of one task manager with {@code slots} slots, not started yet. */
+  public LocalCluster(int slots) {
+    this.slots = slots;
+  }
+
+  @Override
+  public void beforeAll(ExtensionContext context) throws Exception {
     Configuration conf = new Configuration();
     conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
     conf.set(RestOptions.BIND_PORT, "0"); // any free port: other JVMs on the machine run tests
     cluster = new MiniCluster(new MiniClusterConfiguration.Builder().setConfiguration(conf)
         .setNumTaskManagers(1).setNumSlotsPerTaskManager(slots).build());
     cluster.start();
+  }
+
+  @Override
+  public void afterAll(ExtensionContext context) throws Exception {
+    close();
   }
 
   /** A new environment to build one job in, at {@code parallelism}, without restarts. */
@@ -101,6 +119,9 @@ public final class LocalCluster implements AutoCloseable {
 
   @Override
   public void close() throws Exception {
-    cluster.close();
+    if (cluster != null) {
+      cluster.close();
+      cluster = null;
+    }
   }
 }
