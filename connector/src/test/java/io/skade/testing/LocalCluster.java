@@ -1,5 +1,6 @@
 package io.skade.testing;
 
+import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
@@ -25,8 +26,10 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 /**
  * A Flink MiniCluster in the test's JVM that several jobs run on one after another: submitted
  * (restored from a savepoint or not), stopped with a savepoint, cancelled. Started once per test
- * class, since starting a cluster costs more than a short job. Jobs never restart: the first
- * failure fails the job, and {@link #requireNotFailed} reports it.
+ * class, since starting a cluster costs more than a short job. Jobs never restart unless they
+ * configure a restart strategy of their own: the first failure fails the job, and {@link
+ * #requireNotFailed} reports it. A job may also be submitted as a client submits it, through
+ * {@link #restAddress}.
  *
  * <p>A test class registers it as a static extension, {@code @RegisterExtension static final
  * LocalCluster cluster = new LocalCluster(4);}: it starts before the class's first test and
@@ -96,6 +99,29 @@ public final class LocalCluster implements BeforeAllCallback, AfterAllCallback, 
       cluster.cancelJob(job).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
     }
     cluster.requestJobResult(job).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+  }
+
+  /** The address of the cluster's REST endpoint, where a remote environment submits jobs. */
+  public URI restAddress() throws Exception {
+    return cluster.getRestAddress().get();
+  }
+
+  /** The job's status now. */
+  public JobStatus status(JobID job) throws Exception {
+    return cluster.getJobStatus(job).get();
+  }
+
+  /** The job's execution graph now: its tasks' states, its checkpoint statistics. */
+  public AccessExecutionGraph executionGraph(JobID job) throws Exception {
+    return cluster.getExecutionGraph(job).get();
+  }
+
+  /** The error a failed job ended with; waits for its end. */
+  public Throwable failure(JobID job) throws Exception {
+    JobResult result = cluster.requestJobResult(job).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+    return result.getSerializedThrowable()
+        .map(t -> t.deserializeError(getClass().getClassLoader()))
+        .orElseThrow(() -> new AssertionError("job " + job + " ended without an error"));
   }
 
   /** Whether every task of the job is running (its sources' enumerators started before). */
