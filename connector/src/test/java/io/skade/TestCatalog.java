@@ -1,79 +1,18 @@
 package io.skade;
 
-import io.skade.catalog.SharedCatalogs;
-import io.skade.catalog.SkadeCatalog;
-import io.skade.catalog.StoredConsumer;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.Comparator;
-import java.util.HashMap;
 import java.util.Map;
-import java.util.Optional;
-import java.util.stream.Stream;
-import org.apache.iceberg.catalog.Namespace;
-import org.junit.jupiter.api.extension.AfterEachCallback;
-import org.junit.jupiter.api.extension.BeforeEachCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * A real skade catalog on a fresh local warehouse with namespace {@code db}, opened before each
- * test and closed (and deleted) after it: {@code @RegisterExtension final TestCatalog catalog =
- * new TestCatalog();} (or {@code new TestCatalog(Map.of(...))} with more catalog properties). It
- * is acquired through {@link SharedCatalogs}, so a source or sink of a MiniCluster job in the
- * test's JVM shares it.
+ * The shared {@link io.skade.testing.TestCatalog} under its old name, for the tests that still
+ * import it from here while other changes edit them; remove once they import the shared one.
  */
-public final class TestCatalog implements BeforeEachCallback, AfterEachCallback {
-  private final Map<String, String> extraProperties;
-  private Path warehouse;
-  private Map<String, String> properties;
-  private SharedCatalogs.Handle handle;
-
+@Deprecated
+public final class TestCatalog extends io.skade.testing.TestCatalog {
   public TestCatalog() {
-    this(Map.of());
+    super();
   }
 
-  /** A catalog opened with {@code extraProperties} besides its warehouse. */
   public TestCatalog(Map<String, String> extraProperties) {
-    this.extraProperties = Map.copyOf(extraProperties);
-  }
-
-  @Override
-  public void beforeEach(ExtensionContext context) throws Exception {
-    warehouse = Files.createTempDirectory("skade-test-");
-    Map<String, String> props = new HashMap<>(extraProperties);
-    props.put("warehouse", warehouse.toString());
-    properties = Map.copyOf(props);
-    handle = SharedCatalogs.acquire("test", properties);
-    handle.catalog().createNamespace(Namespace.of("db"));
-  }
-
-  @Override
-  public void afterEach(ExtensionContext context) throws Exception {
-    handle.close();
-    try (Stream<Path> paths = Files.walk(warehouse)) {
-      paths.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
-    }
-  }
-
-  public SkadeCatalog get() {
-    return handle.catalog();
-  }
-
-  /**
-   * Waits until a consumer {@code id} is stored (a source stores one on a completed checkpoint)
-   * and returns it; polls the catalog, bounded by the test's timeout.
-   */
-  public StoredConsumer awaitConsumer(String id) throws InterruptedException {
-    Optional<StoredConsumer> consumer = get().consumer(id);
-    while (consumer.isEmpty()) {
-      Thread.sleep(20);
-      consumer = get().consumer(id);
-    }
-    return consumer.get();
-  }
-
-  /** The catalog's properties, for components that open it themselves (a source). */
-  public Map<String, String> properties() {
-    return properties;
+    super(extraProperties);
   }
 }

@@ -388,15 +388,17 @@ class CatalogSharingTest {
   }
 
   /** Polls {@code feed} until it delivered {@code upTo}; returns the seqs taken. */
-  private static List<Long> drain(CommitSubscription feed, long upTo) throws InterruptedException {
+  private static List<Long> drain(CommitSubscription feed, long upTo) {
     List<Long> seqs = new ArrayList<>();
-    long deadline = System.nanoTime() + WAIT.toNanos();
-    while ((seqs.isEmpty() || seqs.get(seqs.size() - 1) < upTo) && System.nanoTime() < deadline) {
-      CommitEvent event = feed.poll(Duration.ofMillis(100));
-      if (event != null) {
-        seqs.add(event.commitSeq());
-      }
-    }
+    // In this thread, with no pause between polls: each poll waits on the feed itself.
+    await("the feed delivering commit " + upTo).atMost(WAIT).pollInSameThread()
+        .pollInterval(Duration.ZERO).until(() -> {
+          CommitEvent event = feed.poll(Duration.ofMillis(100));
+          if (event != null) {
+            seqs.add(event.commitSeq());
+          }
+          return !seqs.isEmpty() && seqs.get(seqs.size() - 1) >= upTo;
+        });
     return seqs;
   }
 

@@ -2,6 +2,7 @@ package io.skade.catalog;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import java.nio.file.Path;
 import java.time.Duration;
@@ -359,17 +360,17 @@ class CommitFeedTest {
     }
 
     List<CommitEvent> awaitUpTo(long seq) throws InterruptedException {
-      long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-      while (System.nanoTime() < deadline) {
-        synchronized (events) {
-          if (!events.isEmpty() && events.get(events.size() - 1).commitSeq() >= seq) {
-            break;
-          }
-        }
-        Thread.sleep(10);
+      try {
+        await("commit " + seq + " delivered").atMost(Duration.ofSeconds(30))
+            .pollInterval(Duration.ofMillis(10)).until(() -> {
+              synchronized (events) {
+                return !events.isEmpty() && events.get(events.size() - 1).commitSeq() >= seq;
+              }
+            });
+      } finally {
+        subscription.close();
+        thread.join();
       }
-      subscription.close();
-      thread.join();
       return new ArrayList<>(events);
     }
   }

@@ -63,7 +63,7 @@ class ConsumersTest {
       Catalogs.append(t, "first");
       StoredConsumer first = catalog.storeConsumer("job", Catalogs.cursorAtCurrent(catalog, T));
       Catalogs.append(t, "second");
-      Thread.sleep(5);
+      Thread.sleep(5); // time passes, so the second store's last-seen time is a later one
       ConsumerCursor advanced = Catalogs.cursorAtCurrent(catalog, T);
       catalog.storeConsumer("job", advanced);
 

@@ -3,6 +3,7 @@ package io.skade.catalog;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.fail;
+import static org.awaitility.Awaitility.await;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -12,6 +13,7 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -99,14 +101,14 @@ class CrashRecoveryTest {
         assertThat(seenAtOpen).as("the owner's CREATE commits, seen by the follower").isPositive();
 
         long target = child.awaitAckAbove(seenAtOpen, "follower test");
-        long deadline = System.currentTimeMillis() + FOLLOWER_TIMEOUT_MS;
-        List<CommitEvent> log = readLog(follower);
-        while (lastSeq(log) < target && System.currentTimeMillis() < deadline) {
-          assertGapless(log, "follower's log while the owner commits");
-          Thread.sleep(10); // poll interval; the loop is bounded by the deadline
-          log = readLog(follower);
-        }
-        assertGapless(log, "follower's log while the owner commits");
+        // Every read of the log, not only the last, must be gapless: a gap fails at once.
+        List<CommitEvent> log = await("the follower's log reaching commit " + target)
+            .atMost(Duration.ofMillis(FOLLOWER_TIMEOUT_MS)).pollInterval(Duration.ofMillis(10))
+            .until(() -> {
+              List<CommitEvent> read = readLog(follower);
+              assertGapless(read, "follower's log while the owner commits");
+              return read;
+            }, read -> lastSeq(read) >= target);
         assertThat(lastSeq(log))
             .as("the follower's log reaches commit %d the owner acknowledged after it opened",
                 target)

@@ -98,7 +98,7 @@ class ExpiryGuardTest {
       catalog.storeConsumer("job", Catalogs.cursorAt(catalog, T, s.get(0)));
       assertRefusedAndNothingChanged(catalog, () -> expire(catalog, s.get(0)));
     }
-    Thread.sleep(50);
+    Thread.sleep(50); // time passes: the consumer is now unseen longer than the 20 ms below
     try (SkadeCatalog catalog =
         Catalogs.open(warehouse, Map.of(SkadeCatalog.CONSUMER_EXPIRY_TIMEOUT, "20ms"))) {
       expire(catalog, s.get(0));

@@ -58,7 +58,7 @@ class MaintenanceLocksTest {
   void aLockOlderThanTheTakersLeaseIsTakenOver() throws Exception {
     try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
       assertThat(catalog.tryLock(T, LOCK, "a job cancelled mid-task", HOUR)).isTrue();
-      Thread.sleep(20);
+      Thread.sleep(20); // time passes: the lock is now older than the 10 ms lease below
       assertThat(catalog.tryLock(T, LOCK, "job b", HOUR)).isFalse();
       assertThat(catalog.tryLock(T, LOCK, "job b", Duration.ofMillis(10))).isTrue();
       assertThat(catalog.lock(T, LOCK)).map(MaintenanceLock::holder).hasValue("job b");

@@ -1,32 +1,28 @@
 package io.skade.changelog;
 
+import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.skade.TestCatalog;
 import io.skade.changelog.ChangelogOptions.OnMissingHistory;
+import io.skade.testing.IdRows;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Set;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Windows that cannot be read exactly fail with errors naming the snapshot or file and a way out. */
 class ChangelogErrorsTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.SCHEMA;
 
   @RegisterExtension final TestCatalog catalog = new TestCatalog();
   private Table table;
@@ -110,12 +106,5 @@ class ChangelogErrorsTest {
   private ChangelogReader reader() {
     table.refresh();
     return new ChangelogReader(table, ChangelogOptions.defaults());
-  }
-
-  private Record row(long id, String name) {
-    GenericRecord record = GenericRecord.create(table.schema());
-    record.setField("id", id);
-    record.setField("name", name);
-    return record;
   }
 }

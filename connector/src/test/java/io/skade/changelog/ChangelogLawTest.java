@@ -4,10 +4,11 @@ import io.skade.scan.FileSlice;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.skade.TestCatalog;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.maintenance.MaintainedTable;
+import io.skade.testing.FullCompaction;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -23,7 +24,6 @@ import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DataOperations;
-import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.PartitionSpec;
@@ -499,7 +499,7 @@ class ChangelogLawTest {
       writer.deletePositions(positions);
       if (primaryKey) {
         keys.clear();
-        currentRows().forEach(r -> keys.add((Long) r.getField("id")));
+        FullCompaction.liveRows(table).forEach(r -> keys.add((Long) r.getField("id")));
       }
     }
 
@@ -518,24 +518,9 @@ class ChangelogLawTest {
 
     /** A compaction: every data and delete file rewritten into files of the live rows. */
     private void compact() throws IOException {
-      Set<DataFile> dataFiles = new HashSet<>();
-      Set<DeleteFile> deleteFiles = new HashSet<>();
-      try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
-        for (FileScanTask task : tasks) {
-          dataFiles.add(task.file());
-          deleteFiles.addAll(task.deletes());
-        }
-      }
-      if (dataFiles.isEmpty()) {
+      if (!FullCompaction.rewrite(table, writer)) {
         writer.append(newRows(2));
-        return;
       }
-      long base = table.currentSnapshot().snapshotId();
-      List<DataFile> rewritten = writer.writeDataFiles(currentRows());
-      table.newRewrite()
-          .validateFromSnapshot(base)
-          .rewriteFiles(dataFiles, deleteFiles, new HashSet<>(rewritten), Set.of())
-          .commit();
     }
 
     /**
@@ -615,15 +600,6 @@ class ChangelogLawTest {
           rows.computeIfAbsent(record.getField(MetadataColumns.FILE_PATH.name()).toString(),
               f -> new ArrayList<>()).add(row);
         }
-      }
-      return rows;
-    }
-
-    private List<Record> currentRows() throws IOException {
-      List<Record> rows = new ArrayList<>();
-      table.refresh();
-      try (CloseableIterable<Record> records = IcebergGenerics.read(table).build()) {
-        records.forEach(rows::add);
       }
       return rows;
     }

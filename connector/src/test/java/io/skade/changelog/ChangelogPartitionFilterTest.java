@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangelogOptions.Mode;
+import io.skade.testing.FullCompaction;
+import io.skade.testing.IdRows;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -32,7 +34,6 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
-import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expression;
 import org.apache.iceberg.expressions.Expressions;
@@ -56,10 +57,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * in is computed here from the Iceberg spec's definition of the transform, not by the reader.
  */
 class ChangelogPartitionFilterTest {
-  private static final Schema BY_ID = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema BY_ID = IdRows.SCHEMA;
   private static final Schema BY_REGION = new Schema(
       List.of(Types.NestedField.required(1, "region", Types.StringType.get()),
           Types.NestedField.required(2, "id", Types.LongType.get()),
@@ -384,7 +382,7 @@ class ChangelogPartitionFilterTest {
     /** Some live rows: of {@code region} on the table by region, of any bucket otherwise. */
     private List<Record> pick(String region, int count) throws IOException {
       List<Record> live = new ArrayList<>();
-      for (Record row : currentRows()) {
+      for (Record row : FullCompaction.liveRows(table)) {
         if (!byRegion || row.getField("region").equals(region)) {
           live.add(row);
         }
@@ -430,32 +428,9 @@ class ChangelogPartitionFilterTest {
 
     /** Every data and delete file rewritten into files of the live rows, under the current spec. */
     private void compact() throws IOException {
-      Set<DataFile> dataFiles = new HashSet<>();
-      Set<DeleteFile> deleteFiles = new HashSet<>();
-      try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
-        for (FileScanTask task : tasks) {
-          dataFiles.add(task.file());
-          deleteFiles.addAll(task.deletes());
-        }
-      }
-      if (dataFiles.isEmpty()) {
+      if (!FullCompaction.rewrite(table, writer)) {
         writer.append(newRows(REGIONS.get(0), 2));
-        return;
       }
-      long base = table.currentSnapshot().snapshotId();
-      List<DataFile> rewritten = writer.writeDataFiles(currentRows());
-      table.newRewrite()
-          .validateFromSnapshot(base)
-          .rewriteFiles(dataFiles, deleteFiles, new HashSet<>(rewritten), Set.of())
-          .commit();
-    }
-
-    private List<Record> currentRows() throws IOException {
-      List<Record> rows = new ArrayList<>();
-      try (CloseableIterable<Record> records = IcebergGenerics.read(table).build()) {
-        records.forEach(row -> rows.add(row.copy()));
-      }
-      return rows;
     }
   }
 }

@@ -1,20 +1,19 @@
 package io.skade.changelog;
 
+import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.skade.TestCatalog;
 import io.skade.changelog.ChangelogOptions.Mode;
+import io.skade.testing.IdRows;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
 import java.util.function.LongUnaryOperator;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -23,10 +22,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * of other key ranges, and bloom filters rule out files whose ranges overlap but lack the key.
  */
 class ChangelogPruningTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.SCHEMA;
   private static final int FILES = 8;
   private static final int ROWS_PER_FILE = 1000;
 
@@ -67,12 +63,5 @@ class ChangelogPruningTest {
         .containsExactly("-U " + key + " v1", "+U " + key + " v2");
     // The file holding the key, and the one new row; the seven other files are not decoded.
     assertThat(reader.rowsScanned()).isEqualTo(ROWS_PER_FILE + 1);
-  }
-
-  private static Record row(long id, String name) {
-    GenericRecord record = GenericRecord.create(SCHEMA);
-    record.setField("id", id);
-    record.setField("name", name);
-    return record;
   }
 }

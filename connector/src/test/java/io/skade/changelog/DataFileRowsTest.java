@@ -1,9 +1,11 @@
 package io.skade.changelog;
 
+import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangelogPartitionFilterTest.CountingFileIO;
+import io.skade.testing.IdRows;
 import io.skade.write.TableWriter;
 import java.nio.file.Path;
 import java.util.List;
@@ -17,10 +19,7 @@ import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
-import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -30,10 +29,7 @@ import org.junit.jupiter.api.io.TempDir;
  * changelog window reads.
  */
 class DataFileRowsTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.SCHEMA;
 
   @TempDir Path warehouse;
 
@@ -68,12 +64,5 @@ class DataFileRowsTest {
       assertThat(CountingFileIO.OPENED).as("files opened through the configured file IO")
           .containsAll(dataFiles);
     }
-  }
-
-  private static Record row(long id, String name) {
-    GenericRecord record = GenericRecord.create(SCHEMA);
-    record.setField("id", id);
-    record.setField("name", name);
-    return record;
   }
 }

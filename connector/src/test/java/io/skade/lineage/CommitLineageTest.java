@@ -1,10 +1,12 @@
 package io.skade.lineage;
 
+import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.tuple;
 
-import io.skade.TestCatalog;
 import io.skade.catalog.CommitEvent;
+import io.skade.testing.IdRows;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.time.Duration;
 import java.util.List;
@@ -13,10 +15,8 @@ import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expressions;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -25,10 +25,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * its writer named; expected commit_seqs come from the catalog's own commit log.
  */
 class CommitLineageTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.SCHEMA;
   private static final TableIdentifier A = TableIdentifier.of("db", "a");
   private static final TableIdentifier B = TableIdentifier.of("db", "b");
   private static final TableIdentifier C = TableIdentifier.of("db", "c");
@@ -184,12 +181,5 @@ class CommitLineageTest {
   private LineageDataset dataset(TableIdentifier id) {
     return new LineageDataset(catalog.get().warehouse(), id.toString(), null, null, null,
         List.of());
-  }
-
-  private static Record row(long id, String name) {
-    GenericRecord record = GenericRecord.create(SCHEMA);
-    record.setField("id", id);
-    record.setField("name", name);
-    return record;
   }
 }

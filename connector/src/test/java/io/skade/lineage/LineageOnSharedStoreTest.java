@@ -1,5 +1,6 @@
 package io.skade.lineage;
 
+import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.tuple;
@@ -8,6 +9,7 @@ import static org.awaitility.Awaitility.await;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.skade.catalog.SkadeCatalog;
+import io.skade.testing.IdRows;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -18,17 +20,14 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import org.apache.iceberg.CatalogUtil;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -38,10 +37,7 @@ import org.junit.jupiter.api.io.TempDir;
  * transport) whose path holds a space, '%', '#', '+' and a non-ASCII letter.
  */
 class LineageOnSharedStoreTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.SCHEMA;
   private static final TableIdentifier C = TableIdentifier.of("db", "c");
   private static final Duration WAIT = Duration.ofSeconds(30);
 
@@ -135,12 +131,5 @@ class LineageOnSharedStoreTest {
     }
     rows.sort(Comparator.comparing(r -> (Long) r.getField("commit_seq")));
     return rows;
-  }
-
-  private static Record row(long id, String name) {
-    GenericRecord record = GenericRecord.create(SCHEMA);
-    record.setField("id", id);
-    record.setField("name", name);
-    return record;
   }
 }

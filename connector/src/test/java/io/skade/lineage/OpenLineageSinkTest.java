@@ -1,11 +1,14 @@
 package io.skade.lineage;
 
+import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.sun.net.httpserver.HttpServer;
-import io.skade.TestCatalog;
+import io.skade.testing.IdRows;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -25,9 +28,6 @@ import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
-import org.apache.iceberg.data.Record;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -39,10 +39,7 @@ import org.junit.jupiter.api.io.TempDir;
  * refuses connections or hangs never fails or holds up a commit.
  */
 class OpenLineageSinkTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.SCHEMA;
   private static final TableIdentifier A = TableIdentifier.of("db", "a");
   private static final TableIdentifier C = TableIdentifier.of("db", "c");
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -186,7 +183,6 @@ class OpenLineageSinkTest {
       byte[] body = exchange.getRequestBody().readAllBytes();
       synchronized (received) {
         received.add(JSON.readTree(new String(body, StandardCharsets.UTF_8)));
-        received.notifyAll();
       }
       try {
         if (hold != null) {
@@ -203,29 +199,18 @@ class OpenLineageSinkTest {
     return URI.create("http://127.0.0.1:" + collector.getAddress().getPort());
   }
 
-  private void awaitReceived(int count) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    synchronized (received) {
-      while (received.size() < count && System.nanoTime() < deadline) {
-        received.wait(100);
+  private void awaitReceived(int count) {
+    await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> {
+      synchronized (received) {
+        assertThat(received).hasSizeGreaterThanOrEqualTo(count);
       }
-      assertThat(received).hasSizeGreaterThanOrEqualTo(count);
-    }
+    });
   }
 
-  private static void awaitCount(java.util.function.LongSupplier counter, long count)
-      throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    while (counter.getAsLong() < count && System.nanoTime() < deadline) {
-      Thread.sleep(20);
-    }
+  /** Waits until {@code counter} reached {@code count}, then asserts it went no further. */
+  private static void awaitCount(java.util.function.LongSupplier counter, long count) {
+    await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+        .until(() -> counter.getAsLong() >= count);
     assertThat(counter.getAsLong()).isEqualTo(count);
-  }
-
-  private static Record row(long id, String name) {
-    GenericRecord record = GenericRecord.create(SCHEMA);
-    record.setField("id", id);
-    record.setField("name", name);
-    return record;
   }
 }

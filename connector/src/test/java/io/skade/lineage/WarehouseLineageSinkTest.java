@@ -1,29 +1,29 @@
 package io.skade.lineage;
 
+import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.tuple;
+import static org.awaitility.Awaitility.await;
 
 import io.skade.catalog.SharedCatalogs;
 import io.skade.catalog.SkadeCatalog;
+import io.skade.testing.IdRows;
 import io.skade.write.TableWriter;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.TimeUnit;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -33,10 +33,7 @@ import org.junit.jupiter.api.io.TempDir;
  * the commits made while lineage was off are recorded from the log, and none twice.
  */
 class WarehouseLineageSinkTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.SCHEMA;
   private static final TableIdentifier C = TableIdentifier.of("db", "c");
 
   @TempDir Path warehouse;
@@ -122,18 +119,11 @@ class WarehouseLineageSinkTest {
   }
 
   /** The lineage rows in commit_seq order, once there are {@code count} of them. */
-  private static List<Record> awaitRows(SkadeCatalog catalog, int count) throws Exception {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    List<Record> rows = List.of();
-    while (System.nanoTime() < deadline) {
-      if (catalog.tableExists(WarehouseLineageSink.TABLE)) {
-        rows = read(catalog);
-        if (rows.size() >= count) {
-          break;
-        }
-      }
-      Thread.sleep(20);
-    }
+  private static List<Record> awaitRows(SkadeCatalog catalog, int count) {
+    List<Record> rows = await().atMost(Duration.ofSeconds(30))
+        .pollInterval(Duration.ofMillis(20))
+        .until(() -> catalog.tableExists(WarehouseLineageSink.TABLE) ? read(catalog)
+            : List.<Record>of(), read -> read.size() >= count);
     assertThat(rows).hasSize(count);
     return rows;
   }
@@ -149,19 +139,10 @@ class WarehouseLineageSinkTest {
   }
 
   /** Waits until lineage has described every commit of the catalog. */
-  private static void awaitQuiet(SkadeCatalog catalog) throws InterruptedException {
+  private static void awaitQuiet(SkadeCatalog catalog) {
     CatalogLineage.Running running = CatalogLineage.Running.of(catalog).orElseThrow();
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    while (running.cursor() < catalog.commitSeq() && System.nanoTime() < deadline) {
-      Thread.sleep(20);
-    }
+    await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+        .until(() -> running.cursor() >= catalog.commitSeq());
     assertThat(running.cursor()).isEqualTo(catalog.commitSeq());
-  }
-
-  private static Record row(long id, String name) {
-    GenericRecord record = GenericRecord.create(SCHEMA);
-    record.setField("id", id);
-    record.setField("name", name);
-    return record;
   }
 }

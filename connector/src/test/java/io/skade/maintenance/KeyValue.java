@@ -1,9 +1,9 @@
 package io.skade.maintenance;
 
+import io.skade.testing.IdRows;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.Schema;
@@ -13,17 +13,13 @@ import org.apache.iceberg.data.Record;
 import org.apache.iceberg.data.parquet.GenericParquetReaders;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.parquet.Parquet;
-import org.apache.iceberg.types.Types;
 
 /**
  * The maintenance tests' table shape, {@code (id BIGINT key, v STRING)}, reading its files, and
  * their job env.
  */
 final class KeyValue {
-  static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "v", Types.StringType.get())),
-      Set.of(1));
+  static final Schema SCHEMA = IdRows.keyed("v");
 
   private KeyValue() {}
 

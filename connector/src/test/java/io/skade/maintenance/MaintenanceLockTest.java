@@ -7,11 +7,11 @@ import static io.skade.maintenance.KeyValue.row;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-import io.skade.TestCatalog;
 import io.skade.catalog.MaintenanceLock;
 import io.skade.sink.SinkMaintenance;
 import io.skade.sink.SkadeSink;
 import io.skade.sink.TableCompaction;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.time.Duration;
 import java.util.List;
@@ -111,7 +111,7 @@ class MaintenanceLockTest {
   }
 
   private static RowData upsert(long n) throws InterruptedException {
-    Thread.sleep(5);
+    Thread.sleep(5); // paces the unbounded writer: about 200 rows a second per subtask
     return GenericRowData.of(n % 20, StringData.fromString("v" + n));
   }
 

@@ -6,12 +6,12 @@ import static io.skade.maintenance.KeyValue.env;
 import static io.skade.maintenance.KeyValue.row;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.skade.TestCatalog;
 import io.skade.catalog.CommitEvent;
 import io.skade.changelog.ChangeRow;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.changelog.ChangelogReader;
 import io.skade.sink.OrphanFileRemoval;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.net.URI;

@@ -2,11 +2,11 @@ package io.skade.maintenance;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.skade.TestCatalog;
 import io.skade.changelog.ChangeRow;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.changelog.ChangelogReader;
 import io.skade.sink.TableCompaction;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.io.UncheckedIOException;

@@ -1,6 +1,7 @@
 package io.skade.sink;
 
-import io.skade.TestCatalog;
+import io.skade.testing.IdRows;
+import io.skade.testing.TestCatalog;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
@@ -42,7 +43,6 @@ import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.flink.FlinkSchemaUtil;
 import org.apache.iceberg.io.CloseableIterable;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
@@ -52,9 +52,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * with what was written, exactly once.
  */
 class SkadeSinkConformanceTest extends SinkTestSuiteBase<SkadeSinkConformanceTest.Row> {
-  private static final Schema SCHEMA = new Schema(
-      Types.NestedField.required(1, "id", Types.LongType.get()),
-      Types.NestedField.optional(2, "v", Types.StringType.get()));
+  private static final Schema SCHEMA = IdRows.log("v");
   private static final AtomicInteger TABLES = new AtomicInteger();
 
   @RegisterExtension final TestCatalog catalog = new TestCatalog();

@@ -1,6 +1,7 @@
 package io.skade.source;
 
 import io.skade.catalog.SkadeCatalog;
+import io.skade.testing.IdRows;
 import io.skade.write.TableWriter;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -10,8 +11,6 @@ import java.util.Map;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
-import org.apache.iceberg.types.Types;
 
 /**
  * Child process of {@link SkadeSourceFollowerTest}: owns the catalog of warehouse {@code args[0]}
@@ -25,9 +24,7 @@ import org.apache.iceberg.types.Types;
  */
 public final class OwnerProcess {
   static final TableIdentifier TABLE = TableIdentifier.of("db", "events");
-  static final Schema SCHEMA = new Schema(
-      Types.NestedField.required(1, "id", Types.LongType.get()),
-      Types.NestedField.optional(2, "v", Types.StringType.get()));
+  static final Schema SCHEMA = IdRows.log("v");
 
   private OwnerProcess() {}
 
@@ -45,10 +42,7 @@ public final class OwnerProcess {
         if (id == rows / 2 && !"GO".equals(stdin.readLine())) {
           throw new IllegalStateException("expected GO on stdin before row " + id);
         }
-        GenericRecord row = GenericRecord.create(SCHEMA);
-        row.setField("id", id);
-        row.setField("v", "v" + id);
-        writer.append(List.of(row));
+        writer.append(List.of(IdRows.row(SCHEMA, id, "v" + id)));
         say("ACK " + id);
         Thread.sleep(pauseMs); // paces the commits, so the follower meets them one by one
       }

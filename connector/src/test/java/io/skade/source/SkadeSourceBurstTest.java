@@ -1,13 +1,15 @@
 package io.skade.source;
 
-import static io.skade.source.ChangeLines.take;
-import static io.skade.source.ChangeLines.text;
-import static io.skade.source.KnownHistory.SCHEMA;
-import static io.skade.source.KnownHistory.row;
+import static io.skade.testing.ChangeLines.take;
+import static io.skade.testing.ChangeLines.text;
+import static io.skade.testing.KnownHistory.SCHEMA;
+import static io.skade.testing.KnownHistory.row;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.skade.TestCatalog;
 import io.skade.catalog.SkadeCatalog;
+import io.skade.testing.ChangeLines;
+import io.skade.testing.KnownHistory;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -1,8 +1,11 @@
 package io.skade.source;
 
+import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.skade.TestCatalog;
+import io.skade.testing.ChangeLines;
+import io.skade.testing.IdRows;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -34,7 +37,6 @@ import org.apache.flink.util.Collector;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -52,17 +54,8 @@ import org.junit.jupiter.api.io.TempDir;
  * fails that check at once, so it also proves that each key's changes came in commit order.
  */
 class SkadeSourceExactlyOnceTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(org.apache.iceberg.types.Types.NestedField.required(1, "id",
-              org.apache.iceberg.types.Types.LongType.get()),
-          org.apache.iceberg.types.Types.NestedField.optional(2, "v",
-              org.apache.iceberg.types.Types.StringType.get())),
-      Set.of(1));
-  private static final Schema LOG_SCHEMA = new Schema(
-      org.apache.iceberg.types.Types.NestedField.required(1, "id",
-          org.apache.iceberg.types.Types.LongType.get()),
-      org.apache.iceberg.types.Types.NestedField.optional(2, "v",
-          org.apache.iceberg.types.Types.StringType.get()));
+  private static final Schema SCHEMA = IdRows.keyed("v");
+  private static final Schema LOG_SCHEMA = IdRows.log("v");
 
   /** Failures injected so far, across restarts (the MiniCluster runs in this JVM). */
   private static final AtomicInteger FAILURES = new AtomicInteger();
@@ -221,7 +214,7 @@ class SkadeSourceExactlyOnceTest {
         }
         logWriter.append(appends);
         changes += appends.size();
-        Thread.sleep(random.nextInt(15));
+        Thread.sleep(random.nextInt(15)); // paces the writer at random
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -230,13 +223,6 @@ class SkadeSourceExactlyOnceTest {
   }
 
   private static final AtomicLong NEXT_LOG_ID = new AtomicLong();
-
-  private static Record row(Schema schema, long id, String v) {
-    GenericRecord record = GenericRecord.create(schema);
-    record.setField("id", id);
-    record.setField("v", v);
-    return record;
-  }
 
   /** The changelog applied strictly to an empty state, per table. */
   private static final class Materialized {

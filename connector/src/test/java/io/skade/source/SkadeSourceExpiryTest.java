@@ -1,17 +1,19 @@
 package io.skade.source;
 
-import static io.skade.source.ChangeLines.assertCommits;
-import static io.skade.source.ChangeLines.take;
-import static io.skade.source.KnownHistory.ROWS_AT_S4;
-import static io.skade.source.KnownHistory.S5;
-import static io.skade.source.KnownHistory.S6;
+import static io.skade.testing.ChangeLines.assertCommits;
+import static io.skade.testing.ChangeLines.take;
+import static io.skade.testing.KnownHistory.ROWS_AT_S4;
+import static io.skade.testing.KnownHistory.S5;
+import static io.skade.testing.KnownHistory.S6;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.skade.TestCatalog;
 import io.skade.catalog.ConsumerCursor;
 import io.skade.catalog.ExpiryBlockedException;
 import io.skade.catalog.StoredConsumer;
+import io.skade.testing.ChangeLines;
+import io.skade.testing.KnownHistory;
+import io.skade.testing.TestCatalog;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;

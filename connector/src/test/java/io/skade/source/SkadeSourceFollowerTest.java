@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.fail;
 
 import io.skade.catalog.CatalogLockedException;
 import io.skade.catalog.SharedCatalogs;
+import io.skade.testing.ChildJvm;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -1,8 +1,11 @@
 package io.skade.source;
 
+import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.skade.TestCatalog;
+import io.skade.testing.ChangeLines;
+import io.skade.testing.IdRows;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -18,7 +21,6 @@ import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
@@ -81,12 +83,5 @@ class SkadeSourceFullStartTest {
     table.newRewrite().validateFromSnapshot(table.currentSnapshot().snapshotId())
         .rewriteFiles(old, Set.of(), new HashSet<>(writer.writeDataFiles(rows)), Set.of())
         .commit();
-  }
-
-  private static Record row(Schema schema, long id, String v) {
-    GenericRecord record = GenericRecord.create(schema);
-    record.setField("id", id);
-    record.setField("v", v);
-    return record;
   }
 }

@@ -3,8 +3,12 @@ package io.skade.source;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.skade.TestCatalog;
-import io.skade.source.ChangeTap.Received;
+import io.skade.testing.ChangeTap.Received;
+import io.skade.testing.ChangeTap;
+import io.skade.testing.IcebergWorkers;
+import io.skade.testing.IdRows;
+import io.skade.testing.LocalCluster;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -37,18 +41,14 @@ import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expression;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.TypeUtil;
-import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.ContentFileUtil;
 import org.awaitility.core.ConditionTimeoutException;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -81,9 +81,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * }</pre>
  */
 class SkadeSourceLogOrderTest {
-  private static final Schema SCHEMA = new Schema(
-      Types.NestedField.required(1, "id", Types.LongType.get()),
-      Types.NestedField.optional(2, "v", Types.StringType.get()));
+  private static final Schema SCHEMA = IdRows.log("v");
   private static final long BASE_SEED = Long.getLong("skade.logorder.seed", System.nanoTime());
   /** How many times every case runs, each with its own seed. */
   private static final int ROUNDS = Integer.getInteger("skade.logorder.rounds", 1);
@@ -91,21 +89,9 @@ class SkadeSourceLogOrderTest {
   private static final int COMMITS = Integer.getInteger("skade.logorder.commits", 45);
   /** Longer than any commit takes, even on a loaded machine. */
   private static final long STUCK_NANOS = TimeUnit.SECONDS.toNanos(30);
-  private static LocalCluster cluster;
+  @RegisterExtension static final LocalCluster cluster = new LocalCluster(4);
 
   @RegisterExtension final TestCatalog catalog = new TestCatalog();
-
-  @BeforeAll
-  static void startCluster() throws Exception {
-    cluster = new LocalCluster(4);
-  }
-
-  @AfterAll
-  static void stopCluster() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
 
   static Stream<Arguments> cases() {
     List<Arguments> cases = new ArrayList<>();
@@ -467,10 +453,7 @@ class SkadeSourceLogOrderTest {
     }
 
     private static Record row(long id, String v) {
-      GenericRecord record = GenericRecord.create(SCHEMA);
-      record.setField("id", id);
-      record.setField("v", v);
-      return record;
+      return IdRows.row(SCHEMA, id, v);
     }
   }
 

@@ -2,7 +2,9 @@ package io.skade.source;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.skade.TestCatalog;
+import io.skade.testing.ChangeLines;
+import io.skade.testing.IdRows;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,9 +22,7 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -33,9 +33,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * 0; {@code currentFetchEventTimeLag} is the age of the commits being read.
  */
 class SkadeSourceMetricsTest {
-  private static final Schema SCHEMA = new Schema(
-      Types.NestedField.required(1, "id", Types.LongType.get()),
-      Types.NestedField.optional(2, "v", Types.StringType.get()));
+  private static final Schema SCHEMA = IdRows.log("v");
   private static final int COMMITS = 20;
   private static final int ROWS = 50;
 
@@ -49,10 +47,7 @@ class SkadeSourceMetricsTest {
     for (int commit = 0; commit < COMMITS; commit++) {
       List<Record> rows = new ArrayList<>();
       for (int i = 0; i < ROWS; i++) {
-        GenericRecord row = GenericRecord.create(SCHEMA);
-        row.set(0, (long) commit * ROWS + i);
-        row.set(1, "v");
-        rows.add(row);
+        rows.add(IdRows.row(SCHEMA, (long) commit * ROWS + i, "v"));
       }
       writer.append(rows);
     }
@@ -75,6 +70,8 @@ class SkadeSourceMetricsTest {
     JobID id = job.getJobID();
     List<Long> pending = new ArrayList<>();
     List<Long> lags = new ArrayList<>();
+    // Samples the gauges every 20 ms while the job runs: the samples are what the test checks,
+    // so this loop is a sampler, not a wait for a condition.
     while (!job.getJobExecutionResult().isDone()) {
       gauge(reporter, id, "pendingRecords").ifPresent(pending::add);
       gauge(reporter, id, "currentFetchEventTimeLag").ifPresent(lags::add);

@@ -1,21 +1,23 @@
 package io.skade.source;
 
-import static io.skade.source.ChangeLines.assertCommits;
-import static io.skade.source.ChangeLines.drain;
-import static io.skade.source.ChangeLines.size;
-import static io.skade.source.ChangeLines.take;
-import static io.skade.source.KnownHistory.ROWS_AT_S4;
-import static io.skade.source.KnownHistory.S1;
-import static io.skade.source.KnownHistory.S2;
-import static io.skade.source.KnownHistory.S3;
-import static io.skade.source.KnownHistory.S4;
-import static io.skade.source.KnownHistory.S5;
-import static io.skade.source.KnownHistory.S6;
+import static io.skade.testing.ChangeLines.assertCommits;
+import static io.skade.testing.ChangeLines.drain;
+import static io.skade.testing.ChangeLines.size;
+import static io.skade.testing.ChangeLines.take;
+import static io.skade.testing.KnownHistory.ROWS_AT_S4;
+import static io.skade.testing.KnownHistory.S1;
+import static io.skade.testing.KnownHistory.S2;
+import static io.skade.testing.KnownHistory.S3;
+import static io.skade.testing.KnownHistory.S4;
+import static io.skade.testing.KnownHistory.S5;
+import static io.skade.testing.KnownHistory.S6;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.skade.TestCatalog;
 import io.skade.catalog.StoredConsumer;
+import io.skade.testing.ChangeLines;
+import io.skade.testing.KnownHistory;
+import io.skade.testing.TestCatalog;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;

@@ -2,7 +2,9 @@ package io.skade.source;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.skade.TestCatalog;
+import io.skade.testing.ChangeLines;
+import io.skade.testing.IdRows;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -22,7 +24,6 @@ import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -34,12 +35,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * strictly to an empty state equals the table; and the partitions are spread over readers.
  */
 class SkadeSourceOrderTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(org.apache.iceberg.types.Types.NestedField.required(1, "id",
-              org.apache.iceberg.types.Types.LongType.get()),
-          org.apache.iceberg.types.Types.NestedField.optional(2, "v",
-              org.apache.iceberg.types.Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.keyed("v");
 
   @RegisterExtension final TestCatalog catalog = new TestCatalog();
 
@@ -114,9 +110,6 @@ class SkadeSourceOrderTest {
   }
 
   private static Record row(long id, String v) {
-    GenericRecord record = GenericRecord.create(SCHEMA);
-    record.setField("id", id);
-    record.setField("v", v);
-    return record;
+    return IdRows.row(SCHEMA, id, v);
   }
 }

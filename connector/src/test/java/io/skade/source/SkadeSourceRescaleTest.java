@@ -3,8 +3,13 @@ package io.skade.source;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.skade.TestCatalog;
-import io.skade.source.ChangeTap.Received;
+import io.skade.testing.ChangeTap.Received;
+import io.skade.testing.ChangeLines;
+import io.skade.testing.ChangeTap;
+import io.skade.testing.IcebergWorkers;
+import io.skade.testing.IdRows;
+import io.skade.testing.LocalCluster;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -32,13 +37,10 @@ import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.transforms.Transforms;
 import org.apache.iceberg.types.Types;
 import org.assertj.core.api.SoftAssertions;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -69,10 +71,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * -Dskade.rescale.seeds=25 test}.
  */
 class SkadeSourceRescaleTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "v", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.keyed("v");
   private static final int BUCKETS = 8;
   /**
    * Keys, and keys per commit: about 20 keys of 8 buckets per commit, so most of a commit's
@@ -91,22 +90,10 @@ class SkadeSourceRescaleTest {
   private static final int BACKLOG_COMMITS = 10;
   /** Commits the last run reads while they are written. */
   private static final int LAST_RUN_COMMITS = 15;
-  private static LocalCluster cluster;
+  @RegisterExtension static final LocalCluster cluster = new LocalCluster(3);
 
   @RegisterExtension final TestCatalog catalog = new TestCatalog();
   @TempDir Path savepoints;
-
-  @BeforeAll
-  static void startCluster() throws Exception {
-    cluster = new LocalCluster(3);
-  }
-
-  @AfterAll
-  static void stopCluster() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
 
   static IntStream seeds() {
     return IntStream.range(0, SEEDS);
@@ -420,10 +407,7 @@ class SkadeSourceRescaleTest {
     }
 
     private static Record row(long id, String v) {
-      GenericRecord record = GenericRecord.create(SCHEMA);
-      record.setField("id", id);
-      record.setField("v", v);
-      return record;
+      return IdRows.row(SCHEMA, id, v);
     }
   }
 }

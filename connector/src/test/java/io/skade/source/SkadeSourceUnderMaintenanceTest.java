@@ -3,12 +3,14 @@ package io.skade.source;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.skade.TestCatalog;
 import io.skade.catalog.ConsumerCursor;
 import io.skade.lookup.LookupCaches;
 import io.skade.lookup.PointLookup;
 import io.skade.sink.SinkMaintenance;
 import io.skade.sink.SkadeSink;
+import io.skade.testing.ChangeLines;
+import io.skade.testing.IdRows;
+import io.skade.testing.TestCatalog;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -16,7 +18,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -43,7 +44,6 @@ import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.flink.FlinkSchemaUtil;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -57,10 +57,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * every key, made all along, answer what Iceberg's own read of their snapshot holds.
  */
 class SkadeSourceUnderMaintenanceTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "v", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.keyed("v");
   private static final TableIdentifier ORDERS = TableIdentifier.of("db", "orders");
   private static final int CHANGES = 3000;
   private static final int KEYS = 40;
@@ -111,7 +108,7 @@ class SkadeSourceUnderMaintenanceTest {
           catalog.get().storeConsumer("stalled", new ConsumerCursor(ORDERS,
               orders.uuid().toString(), stalled.snapshotId(), 0));
         }
-        Thread.sleep(50);
+        Thread.sleep(50); // the checks above run every 50 ms for as long as the writer runs
       }
       writer.get(); // fails the test if the writer failed
       Map<Long, String> expected = ChangeLines.rows(orders);

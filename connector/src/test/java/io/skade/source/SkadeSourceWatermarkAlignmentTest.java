@@ -2,7 +2,9 @@ package io.skade.source;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.skade.TestCatalog;
+import io.skade.testing.ChangeLines;
+import io.skade.testing.IdRows;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -10,7 +12,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.Set;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.util.CloseableIterator;
@@ -18,9 +19,7 @@ import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -34,10 +33,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * pausing the reader.)
  */
 class SkadeSourceWatermarkAlignmentTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "v", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.keyed("v");
 
   @RegisterExtension final TestCatalog catalog = new TestCatalog();
 
@@ -51,10 +47,7 @@ class SkadeSourceWatermarkAlignmentTest {
     for (int commit = 0; commit < 12; commit++) {
       List<Record> rows = new ArrayList<>();
       for (long id = commit % 3; id < 48; id += 1 + random.nextInt(3)) {
-        GenericRecord row = GenericRecord.create(SCHEMA);
-        row.set(0, id);
-        row.set(1, "c" + commit);
-        rows.add(row);
+        rows.add(IdRows.row(SCHEMA, id, "c" + commit));
       }
       writer.upsert(rows);
       Thread.sleep(30); // commit times apart, so splits' watermarks drift

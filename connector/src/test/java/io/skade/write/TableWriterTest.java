@@ -3,10 +3,10 @@ package io.skade.write;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.skade.TestCatalog;
 import io.skade.changelog.ChangeRow;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.changelog.ChangelogReader;
+import io.skade.testing.TestCatalog;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;

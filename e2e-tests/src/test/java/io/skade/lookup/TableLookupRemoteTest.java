@@ -1,30 +1,29 @@
 package io.skade.lookup;
 
+import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitSubscription;
 import io.skade.server.ServerProcess;
+import io.skade.testing.IdRows;
+import io.skade.testing.RemoteCatalog;
 import io.skade.write.TableWriter;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.function.Function;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.exceptions.NoSuchTableException;
 import org.apache.iceberg.rest.RESTCatalog;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -39,10 +38,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * probes after it see the commits made after it.
  */
 class TableLookupRemoteTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.SCHEMA;
   private static final TableIdentifier TABLE = TableIdentifier.of("db", "dim");
   private static final TableIdentifier OTHER = TableIdentifier.of("db", "other");
 
@@ -52,16 +48,14 @@ class TableLookupRemoteTest {
   @EnumSource(TableLookup.Caching.class)
   @Timeout(180)
   void aProbeAfterTheFeedDeliveredACommitSeesIt(TableLookup.Caching caching) throws Exception {
-    try (ServerProcess server = new ServerProcess(root); RESTCatalog rest = new RESTCatalog();
+    try (RemoteCatalog remote = RemoteCatalog.start(root);
         LookupCaches.Handle caches = LookupCaches.acquire()) {
-      Map<String, String> props = Map.of("uri", server.uri(), "token", ServerProcess.TOKEN);
-      rest.initialize("writer", new HashMap<>(props));
-      rest.createNamespace(Namespace.of("db"));
+      RESTCatalog rest = remote.rest();
       TableWriter writer = new TableWriter(rest.createTable(TABLE, SCHEMA));
       TableWriter other = new TableWriter(rest.createTable(OTHER, SCHEMA));
       writer.append(List.of(row(1, "v0"), row(2, "w")));
 
-      try (CatalogConnection connection = CatalogConnection.open(props)) {
+      try (CatalogConnection connection = CatalogConnection.open(remote.properties())) {
         TableLookup<Record> lookup = new TableLookup<>(connection, TABLE, settings(caching),
             caches.caches(), table -> Function.identity());
         assertThat(names(lookup, 1)).containsExactly("v0");
@@ -80,7 +74,7 @@ class TableLookupRemoteTest {
           awaitDelivered(feed, key, connection.feed().commitSeq());
           assertThat(names(lookup, 2)).as("a deleted key").isEmpty();
 
-          server.killAndRestart(1_000); // SIGKILL; the same directory and port
+          remote.server().killAndRestart(1_000); // SIGKILL; the same directory and port
           assertThat(names(lookup, 1)).as("a probe after the restart, before any commit")
               .containsExactly("v12");
           Table reloaded = rest.loadTable(TABLE);
@@ -106,15 +100,13 @@ class TableLookupRemoteTest {
   @Timeout(180)
   void aProbeWithAZeroPollIntervalSeesEveryCommitDurableBeforeIt(TableLookup.Caching caching)
       throws Exception {
-    try (ServerProcess server = new ServerProcess(root); RESTCatalog rest = new RESTCatalog();
+    try (RemoteCatalog remote = RemoteCatalog.start(root);
         LookupCaches.Handle caches = LookupCaches.acquire()) {
-      Map<String, String> props = Map.of("uri", server.uri(), "token", ServerProcess.TOKEN);
-      rest.initialize("writer", new HashMap<>(props));
-      rest.createNamespace(Namespace.of("db"));
+      RESTCatalog rest = remote.rest();
       TableWriter writer = new TableWriter(rest.createTable(TABLE, SCHEMA));
       writer.append(List.of(row(0, "v0")));
 
-      try (CatalogConnection connection = CatalogConnection.open(props)) {
+      try (CatalogConnection connection = CatalogConnection.open(remote.properties())) {
         TableLookup<Record> fresh = new TableLookup<>(connection, TABLE,
             settings(caching, Duration.ZERO), caches.caches(), table -> Function.identity());
         for (int i = 1; i <= 40; i++) {
@@ -124,7 +116,7 @@ class TableLookupRemoteTest {
         }
         // The feed's long-poll backs off while the server is away (SIGKILL): a commit made as
         // soon as it is back reaches this process only when the long-poll resumes.
-        server.killAndRestart(1_000);
+        remote.server().killAndRestart(1_000);
         TableWriter afterRestart = new TableWriter(rest.loadTable(TABLE));
         for (int i = 41; i <= 45; i++) {
           afterRestart.upsert(List.of(row(i, "v" + i)));
@@ -156,16 +148,14 @@ class TableLookupRemoteTest {
   }
 
   /** Waits until this process's feed has delivered the table's commit {@code seq}. */
-  private static void awaitDelivered(CommitSubscription feed, String tableKey, long seq)
-      throws InterruptedException {
-    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-    while (System.nanoTime() < deadline) {
-      CommitEvent event = feed.poll(Duration.ofSeconds(1));
-      if (event != null && event.commitSeq() >= seq && event.tableKey().equals(tableKey)) {
-        return;
-      }
-    }
-    throw new AssertionError("the feed did not deliver commit " + seq + " in 60 s");
+  /** Takes the feed's events until one of {@code tableKey} at or after {@code seq}. */
+  private static void awaitDelivered(CommitSubscription feed, String tableKey, long seq) {
+    // In this thread, with no pause between polls: each poll waits on the feed itself.
+    await("the feed delivering commit " + seq).atMost(Duration.ofSeconds(60))
+        .pollInSameThread().pollInterval(Duration.ZERO).until(() -> {
+          CommitEvent event = feed.poll(Duration.ofSeconds(1));
+          return event != null && event.commitSeq() >= seq && event.tableKey().equals(tableKey);
+        });
   }
 
   private static List<String> names(TableLookup<Record> lookup, long id) throws Exception {
@@ -180,12 +170,5 @@ class TableLookupRemoteTest {
       Duration pollInterval) {
     return new TableLookup.Settings(List.of("id"), null, pollInterval, caching,
         caching == TableLookup.Caching.ROWS ? 100 : 0, Expressions.alwaysTrue(), 0);
-  }
-
-  private static Record row(long id, String name) {
-    GenericRecord record = GenericRecord.create(SCHEMA);
-    record.setField("id", id);
-    record.setField("name", name);
-    return record;
   }
 }

@@ -5,14 +5,13 @@ import static org.awaitility.Awaitility.await;
 
 import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.CommitEvent;
-import io.skade.server.ServerProcess;
+import io.skade.testing.IdRows;
+import io.skade.testing.RemoteCatalog;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -30,14 +29,12 @@ import org.apache.flink.table.data.StringData;
 import org.apache.flink.table.runtime.typeutils.InternalTypeInfo;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.flink.FlinkSchemaUtil;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.rest.RESTCatalog;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -51,9 +48,7 @@ import org.junit.jupiter.api.io.TempDir;
  * every snapshot took one commit_seq on the server's log.
  */
 class SkadeSinkRemoteExactlyOnceTest {
-  private static final Schema SCHEMA = new Schema(
-      Types.NestedField.required(1, "id", Types.LongType.get()),
-      Types.NestedField.optional(2, "name", Types.StringType.get()));
+  private static final Schema SCHEMA = IdRows.log("name");
   private static final TableIdentifier TABLE = TableIdentifier.of("db", "events");
   private static final long ROWS = 2_400;
   /** Set once the injected failure happened (the failing task runs in this JVM). */
@@ -65,11 +60,8 @@ class SkadeSinkRemoteExactlyOnceTest {
   @Timeout(300)
   void everyRowLandsOnceThroughAFailoverAndAServerRestart() throws Exception {
     FAILED.set(false);
-    try (ServerProcess server = new ServerProcess(root); RESTCatalog rest = new RESTCatalog()) {
-      Map<String, String> props = Map.of("uri", server.uri(), "token", ServerProcess.TOKEN,
-          "server.retry-timeout", "2 min");
-      rest.initialize("check", new HashMap<>(props));
-      rest.createNamespace(Namespace.of("db"));
+    try (RemoteCatalog remote = RemoteCatalog.start(root, "server.retry-timeout", "2 min")) {
+      RESTCatalog rest = remote.rest();
       rest.createTable(TABLE, SCHEMA);
 
       Configuration conf = new Configuration();
@@ -85,7 +77,8 @@ class SkadeSinkRemoteExactlyOnceTest {
           InternalTypeInfo.of(FlinkSchemaUtil.convert(SCHEMA)));
       env.fromSource(generated, WatermarkStrategy.noWatermarks(), "rows")
           .map(new FailOnce()).returns(InternalTypeInfo.of(FlinkSchemaUtil.convert(SCHEMA)))
-          .sinkTo(SkadeSink.builder().catalogProperties(props).table("db.events").build());
+          .sinkTo(SkadeSink.builder().catalogProperties(remote.properties()).table("db.events")
+              .build());
       CompletableFuture<Void> job = CompletableFuture.runAsync(() -> {
         try {
           env.execute("remote exactly-once sink");
@@ -97,7 +90,7 @@ class SkadeSinkRemoteExactlyOnceTest {
       // Killed once the job commits, long before its last row.
       await().atMost(Duration.ofSeconds(120))
           .until(() -> rest.loadTable(TABLE).currentSnapshot() != null);
-      server.killAndRestart(2_000); // SIGKILL, down 2 s, the same directory and port
+      remote.server().killAndRestart(2_000); // SIGKILL, down 2 s, the same directory and port
       job.get(240, TimeUnit.SECONDS);
       assertThat(FAILED).as("the injected failure happened").isTrue();
 
@@ -109,7 +102,7 @@ class SkadeSinkRemoteExactlyOnceTest {
       assertThat(ids).as("rows in the table").hasSize((int) ROWS);
       assertThat(new HashSet<>(ids)).as("distinct rows").hasSize((int) ROWS);
 
-      try (CatalogConnection connection = CatalogConnection.open(props)) {
+      try (CatalogConnection connection = CatalogConnection.open(remote.properties())) {
         String key = connection.feed().commitTableKey(TABLE);
         List<Long> logged = new ArrayList<>();
         for (CommitEvent event : connection.feed().commitsSince(0)) {

@@ -6,6 +6,8 @@ import io.skade.catalog.CommitEvent;
 import io.skade.catalog.RemoteCommitFeed;
 import io.skade.catalog.SkadeServerClient;
 import io.skade.server.ServerProcess;
+import io.skade.testing.IdRows;
+import io.skade.testing.RemoteCatalog;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -13,7 +15,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.table.data.GenericRowData;
 import org.apache.flink.table.data.RowData;
@@ -22,14 +23,12 @@ import org.apache.flink.table.runtime.typeutils.InternalTypeInfo;
 import org.apache.flink.types.RowKind;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.flink.FlinkSchemaUtil;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.rest.RESTCatalog;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -39,22 +38,17 @@ import org.junit.jupiter.api.io.TempDir;
  * in the server's log, and the upserted rows are the table's.
  */
 class SkadeSinkRemoteTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.SCHEMA;
   private static final TableIdentifier TABLE = TableIdentifier.of("db", "customers");
 
   @TempDir Path root;
 
   @Test
   void aRemoteSinkCommitsThroughTheServerAndItsCommitIsOnTheFeed() throws Exception {
-    try (ServerProcess server = new ServerProcess(root); RESTCatalog rest = new RESTCatalog()) {
-      Map<String, String> props = Map.of("uri", server.uri(), "token", ServerProcess.TOKEN);
-      rest.initialize("rest", new HashMap<>(props));
-      rest.createNamespace(Namespace.of("db"));
+    try (RemoteCatalog remote = RemoteCatalog.start(root)) {
+      RESTCatalog rest = remote.rest();
       rest.createTable(TABLE, SCHEMA);
-      SkadeServerClient client = new SkadeServerClient(URI.create(server.uri()),
+      SkadeServerClient client = new SkadeServerClient(URI.create(remote.server().uri()),
           ServerProcess.TOKEN, Duration.ofSeconds(30));
       long before = client.commitSeq();
 
@@ -64,7 +58,7 @@ class SkadeSinkRemoteTest {
           row(RowKind.UPDATE_AFTER, 1, "ada2"), row(RowKind.DELETE, 2, "bo"));
       env.fromData(rows, InternalTypeInfo.of(FlinkSchemaUtil.convert(SCHEMA)))
           .setParallelism(1)
-          .sinkTo(SkadeSink.builder().catalogProperties(props).table("db.customers")
+          .sinkTo(SkadeSink.builder().catalogProperties(remote.properties()).table("db.customers")
               .upsertKey(List.of("id")).build());
       env.execute("remote sink");
 

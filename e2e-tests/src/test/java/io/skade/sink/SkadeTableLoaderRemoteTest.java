@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.skade.server.ServerProcess;
+import io.skade.testing.RemoteCatalog;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.net.Socket;
@@ -11,7 +12,6 @@ import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -20,7 +20,6 @@ import org.apache.iceberg.AppendFiles;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
@@ -54,13 +53,11 @@ class SkadeTableLoaderRemoteTest {
   @Test
   @Timeout(120)
   void aRefreshAndACommitWhileTheServerIsDownWaitForItAndCommitOnce() throws Exception {
-    try (ServerProcess server = new ServerProcess(root); RESTCatalog rest = new RESTCatalog()) {
-      Map<String, String> props = Map.of("uri", server.uri(), "token", ServerProcess.TOKEN,
-          "server.retry-timeout", "1 min");
-      rest.initialize("check", new HashMap<>(props));
-      rest.createNamespace(Namespace.of("db"));
+    try (RemoteCatalog remote = RemoteCatalog.start(root, "server.retry-timeout", "1 min")) {
+      ServerProcess server = remote.server();
+      RESTCatalog rest = remote.rest();
       rest.createTable(TABLE, SCHEMA);
-      SkadeTableLoader loader = new SkadeTableLoader(props, TABLE);
+      SkadeTableLoader loader = new SkadeTableLoader(remote.properties(), TABLE);
       loader.open();
       try {
         Table table = loader.loadTable();
@@ -94,12 +91,10 @@ class SkadeTableLoaderRemoteTest {
   @EnumSource(FaultProxy.Fault.class)
   @Timeout(120)
   void aCommitWhoseExchangeIsLostLandsOnce(FaultProxy.Fault fault) throws Exception {
-    try (ServerProcess server = new ServerProcess(root); RESTCatalog rest = new RESTCatalog();
-        FaultProxy proxy = new FaultProxy(URI.create(server.uri()),
+    try (RemoteCatalog remote = RemoteCatalog.start(root);
+        FaultProxy proxy = new FaultProxy(URI.create(remote.server().uri()),
             "POST /v1/namespaces/db/tables/events ", fault)) {
-      rest.initialize("check", new HashMap<>(Map.of("uri", server.uri(),
-          "token", ServerProcess.TOKEN)));
-      rest.createNamespace(Namespace.of("db"));
+      RESTCatalog rest = remote.rest();
       rest.createTable(TABLE, SCHEMA);
       SkadeTableLoader loader = new SkadeTableLoader(Map.of("uri", proxy.uri(),
           "token", ServerProcess.TOKEN, "server.retry-timeout", "1 min"), TABLE);

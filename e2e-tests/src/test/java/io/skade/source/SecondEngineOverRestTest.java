@@ -1,11 +1,16 @@
 package io.skade.source;
 
+import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.CommitEvent;
 import io.skade.server.ServerProcess;
+import io.skade.testing.ChangeLines;
+import io.skade.testing.ChildJvm;
+import io.skade.testing.IdRows;
+import io.skade.testing.RemoteCatalog;
 import io.skade.write.TableWriter;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -14,7 +19,6 @@ import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.stream.LongStream;
 import java.util.stream.StreamSupport;
@@ -29,12 +33,8 @@ import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.SnapshotSummary;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
-import org.apache.iceberg.data.Record;
 import org.apache.iceberg.rest.RESTCatalog;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -51,10 +51,7 @@ import org.junit.jupiter.api.io.TempDir;
  * the rows of a table skade wrote (upserts, key deletes and position deletes).
  */
 class SecondEngineOverRestTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.SCHEMA;
   private static final TableIdentifier ORDERS = TableIdentifier.of("db", "orders");
   private static final TableIdentifier SKADE_WRITTEN = TableIdentifier.of("db", "skade_written");
   private static final Duration WAIT = Duration.ofSeconds(60);
@@ -74,12 +71,10 @@ class SecondEngineOverRestTest {
   @Timeout(180)
   void icebergsFlinkConnectorWritesThroughTheServerAndARemoteSkadeSourceEmitsItsExactChangelog()
       throws Exception {
-    try (ServerProcess server = new ServerProcess(root); RESTCatalog rest = new RESTCatalog()) {
-      Map<String, String> props = Map.of("uri", server.uri(), "token", ServerProcess.TOKEN);
-      rest.initialize("rest", new HashMap<>(props));
-      rest.createNamespace(Namespace.of("db"));
+    try (RemoteCatalog remote = RemoteCatalog.start(root)) {
+      RESTCatalog rest = remote.rest();
       try (ChildJvm engine = ChildJvm.start(IcebergFlinkEngine.class,
-          root.resolve("engine.err"), WAIT, server.uri(), ServerProcess.TOKEN)) {
+          root.resolve("engine.err"), WAIT, remote.server().uri(), ServerProcess.TOKEN)) {
         // While the engine's JVM starts (it reads this table at its end).
         writeWithSkade(rest.buildTable(SKADE_WRITTEN, SCHEMA)
             .withProperty("format-version", "2").create());
@@ -87,7 +82,7 @@ class SecondEngineOverRestTest {
 
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         env.setParallelism(2);
-        SkadeSource<RowData> source = SkadeSource.builder().catalogProperties(props)
+        SkadeSource<RowData> source = SkadeSource.builder().catalogProperties(remote.properties())
             .table("db.orders").startupMode(StartupMode.EARLIEST)
             // Longer than the test: only the server's commit feed can wake the enumerator.
             .pollInterval(Duration.ofMinutes(30)).build();
@@ -159,7 +154,7 @@ class SecondEngineOverRestTest {
               .containsExactlyInAnyOrderElementsOf(expectedChanges);
           reading.cancel(true);
 
-          try (CatalogConnection connection = CatalogConnection.open(props)) {
+          try (CatalogConnection connection = CatalogConnection.open(remote.properties())) {
             List<CommitEvent> log = new ArrayList<>();
             connection.feed().commitsSince(0).forEach(log::add);
             assertThat(log).extracting(CommitEvent::commitSeq).as("the server's log, gapless")
@@ -200,12 +195,5 @@ class SecondEngineOverRestTest {
   private static List<Long> snapshotIds(Table table) {
     return StreamSupport.stream(table.snapshots().spliterator(), false)
         .map(Snapshot::snapshotId).toList();
-  }
-
-  private static Record row(long id, String name) {
-    GenericRecord record = GenericRecord.create(SCHEMA);
-    record.setField("id", id);
-    record.setField("name", name);
-    return record;
   }
 }

@@ -1,10 +1,14 @@
 package io.skade.source;
 
+import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.skade.catalog.SkadeServerClient;
 import io.skade.server.ServerProcess;
+import io.skade.testing.ChangeLines;
+import io.skade.testing.IdRows;
+import io.skade.testing.RemoteCatalog;
 import io.skade.write.TableWriter;
 import java.net.URI;
 import java.nio.file.Path;
@@ -14,7 +18,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -24,12 +27,8 @@ import org.apache.flink.table.data.RowData;
 import org.apache.flink.util.CloseableIterator;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
-import org.apache.iceberg.data.Record;
 import org.apache.iceberg.rest.RESTCatalog;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -44,10 +43,7 @@ import org.junit.jupiter.api.io.TempDir;
  * as Iceberg reads it at the end; the job's consumer cursor is stored through the server.
  */
 class SkadeSourceRemoteTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.SCHEMA;
   private static final TableIdentifier TABLE = TableIdentifier.of("db", "t");
   private static final String TOKEN = ServerProcess.TOKEN;
 
@@ -57,11 +53,9 @@ class SkadeSourceRemoteTest {
   @Timeout(300)
   void aRemoteSourceRidesThroughAServerKilledAndRestartedAndEmitsAnExactChangelog()
       throws Exception {
-    try (ServerProcess server = new ServerProcess(root); RESTCatalog rest = new RESTCatalog()) {
-      String uri = server.uri();
-      Map<String, String> props = Map.of("uri", uri, "token", TOKEN);
-      rest.initialize("rest", new HashMap<>(props));
-      rest.createNamespace(Namespace.of("db"));
+    try (RemoteCatalog remote = RemoteCatalog.start(root)) {
+      RESTCatalog rest = remote.rest();
+      String uri = remote.server().uri();
       Table table = rest.createTable(TABLE, SCHEMA);
       TableWriter writer = new TableWriter(table);
       writer.append(List.of(row(1, "a"), row(2, "b")));
@@ -69,7 +63,7 @@ class SkadeSourceRemoteTest {
       StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
       env.setParallelism(2);
       env.enableCheckpointing(300);
-      SkadeSource<RowData> source = SkadeSource.builder().catalogProperties(props)
+      SkadeSource<RowData> source = SkadeSource.builder().catalogProperties(remote.properties())
           .table("db.t").consumerId("remote-job")
           // Longer than the test: only the server's commit feed can wake the enumerator.
           .pollInterval(Duration.ofMinutes(30)).build();
@@ -102,8 +96,8 @@ class SkadeSourceRemoteTest {
           }
         });
 
-        sleep(3000);
-        server.killAndRestart(2000); // SIGKILL, down for 2 s, the same directory and port
+        sleep(3000); // the writer commits for a while before the kill, and after the restart
+        remote.server().killAndRestart(2000); // SIGKILL, down for 2 s, the same directory and port
         sleep(4000);
         writing.set(false);
         int commits = writes.get(60, TimeUnit.SECONDS);
@@ -128,13 +122,6 @@ class SkadeSourceRemoteTest {
         reading.cancel(true);
       }
     }
-  }
-
-  private static Record row(long id, String name) {
-    GenericRecord record = GenericRecord.create(SCHEMA);
-    record.setField("id", id);
-    record.setField("name", name);
-    return record;
   }
 
   private static void sleep(long ms) {

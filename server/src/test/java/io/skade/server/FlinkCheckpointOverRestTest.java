@@ -3,6 +3,7 @@ package io.skade.server;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.skade.testing.ParquetFiles;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -42,7 +43,7 @@ class FlinkCheckpointOverRestTest {
       RESTCatalog first = fixture.rest();
       first.createNamespace(Namespace.of("shop"));
       Table table = first.createTable(ORDERS, SCHEMA);
-      DataFile checkpointOne = ServerFixture.parquetFile(table, List.of(row(1), row(2)));
+      DataFile checkpointOne = ParquetFiles.write(table, List.of(row(1), row(2)));
 
       Table restarted = fixture.rest().loadTable(ORDERS); // it sees no checkpoint of the job
       assertThat(restarted.currentSnapshot()).isNull();
@@ -51,7 +52,7 @@ class FlinkCheckpointOverRestTest {
       assertThatThrownBy(() -> stamped(restarted.newAppend().appendFile(checkpointOne)).commit())
           .isInstanceOf(CommitFailedException.class)
           .hasMessageContaining("already committed checkpoint 1 of Flink job job-1");
-      stamped(table.newAppend().appendFile(ServerFixture.parquetFile(table, List.of(row(3)))))
+      stamped(table.newAppend().appendFile(ParquetFiles.write(table, List.of(row(3)))))
           .set("flink.max-committed-checkpoint-id", "2").commit(); // the next checkpoint
 
       Table read = fixture.rest().loadTable(ORDERS);

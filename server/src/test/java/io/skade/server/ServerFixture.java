@@ -16,13 +16,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.apache.iceberg.CatalogProperties;
-import org.apache.iceberg.DataFile;
-import org.apache.iceberg.FileFormat;
-import org.apache.iceberg.Table;
-import org.apache.iceberg.data.GenericFileWriterFactory;
-import org.apache.iceberg.data.Record;
-import org.apache.iceberg.io.DataWriter;
-import org.apache.iceberg.io.OutputFileFactory;
 import org.apache.iceberg.rest.RESTCatalog;
 
 /**
@@ -127,24 +120,6 @@ final class ServerFixture implements AutoCloseable {
       }
       return answer.toString(StandardCharsets.UTF_8);
     }
-  }
-
-  /** Appends {@code rows} to {@code table} as one real Parquet data file. */
-  static void append(Table table, List<Record> rows) throws IOException {
-    table.newAppend().appendFile(parquetFile(table, rows)).commit();
-  }
-
-  /** {@code rows} written to a new Parquet data file of {@code table}, not committed. */
-  static DataFile parquetFile(Table table, List<Record> rows) throws IOException {
-    OutputFileFactory files = OutputFileFactory.builderFor(table, 1, System.nanoTime())
-        .format(FileFormat.PARQUET).build();
-    DataWriter<Record> writer = new GenericFileWriterFactory.Builder(table)
-        .dataFileFormat(FileFormat.PARQUET).build()
-        .newDataWriter(files.newOutputFile(), table.spec(), null);
-    try (writer) {
-      rows.forEach(writer::write);
-    }
-    return writer.toDataFile();
   }
 
   @Override

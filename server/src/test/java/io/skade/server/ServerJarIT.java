@@ -7,6 +7,7 @@ import io.skade.catalog.SkadeServerClient;
 import io.skade.lineage.JobRunEvent;
 import io.skade.lineage.JobRunJson;
 import io.skade.lineage.LineageDataset;
+import io.skade.testing.ParquetFiles;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.net.URI;
@@ -179,7 +180,7 @@ class ServerJarIT {
           new Schema(Types.NestedField.required(1, "id", Types.LongType.get())));
       GenericRecord row = GenericRecord.create(orders.schema());
       row.setField("id", 1L);
-      orders.newAppend().appendFile(ServerFixture.parquetFile(orders, List.of(row)))
+      orders.newAppend().appendFile(ParquetFiles.write(orders, List.of(row)))
           .set("flink.job-id", "job-7").commit();
 
       TableIdentifier lineage = TableIdentifier.of("skade_system", "lineage_events");

@@ -12,6 +12,8 @@ import io.skade.catalog.SkadeCatalog;
 import io.skade.catalog.SkadeProtocol;
 import io.skade.catalog.SkadeServerClient;
 import io.skade.catalog.StoredConsumer;
+import io.skade.testing.IdRows;
+import io.skade.testing.ParquetFiles;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -31,7 +33,6 @@ import org.apache.iceberg.data.Record;
 import org.apache.iceberg.exceptions.BadRequestException;
 import org.apache.iceberg.exceptions.CommitFailedException;
 import org.apache.iceberg.rest.RESTCatalog;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -44,9 +45,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class ServerRoutesTest {
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final Schema SCHEMA = new Schema(
-      Types.NestedField.required(1, "id", Types.LongType.get()),
-      Types.NestedField.optional(2, "name", Types.StringType.get()));
+  private static final Schema SCHEMA = IdRows.log("name");
   private static final TableIdentifier ORDERS = TableIdentifier.of("shop", "orders");
 
   @TempDir Path root;
@@ -60,7 +59,7 @@ class ServerRoutesTest {
     // A HashMap: Iceberg's client asks the map whether it holds a null key, which Map.of refuses.
     rest.createNamespace(Namespace.of("shop"), new java.util.HashMap<>(Map.of("owner", "ops")));
     Table orders = rest.createTable(ORDERS, SCHEMA);
-    ServerFixture.append(orders, rows(1, 2));
+    ParquetFiles.append(orders, rows(1, 2));
   }
 
   @AfterEach
@@ -235,7 +234,7 @@ class ServerRoutesTest {
     assertThat(unchanged.status()).isEqualTo(304);
     assertThat(unchanged.body()).isEmpty();
 
-    ServerFixture.append(rest.loadTable(ORDERS), rows(3));
+    ParquetFiles.append(rest.loadTable(ORDERS), rows(3));
     ServerFixture.Answer changed = fixture.call("GET", path, null, ServerFixture.TOKEN,
         Map.of("If-None-Match", etag));
     assertThat(changed.status()).isEqualTo(200);
@@ -246,7 +245,7 @@ class ServerRoutesTest {
 
   @Test
   void metricsCountCommitsAndTimeRequestsByRoute() throws Exception {
-    ServerFixture.append(rest.loadTable(ORDERS), rows(3));
+    ParquetFiles.append(rest.loadTable(ORDERS), rows(3));
     await().atMost(Duration.ofSeconds(10)).until(() -> metric("skade_commits_total") >= 3);
     String metrics = fixture.call("GET", "/metrics", null).body();
     assertThat(metrics)
@@ -311,8 +310,8 @@ class ServerRoutesTest {
   void aConsumerStoredThroughTheServerHoldsExpiryBackUntilDropped() throws Exception {
     Table orders = rest.loadTable(ORDERS);
     long held = orders.currentSnapshot().snapshotId();
-    ServerFixture.append(orders, rows(3));
-    ServerFixture.append(orders, rows(4));
+    ParquetFiles.append(orders, rows(3));
+    ParquetFiles.append(orders, rows(4));
     SkadeServerClient client = new SkadeServerClient(fixture.server.uri(), ServerFixture.TOKEN,
         Duration.ofSeconds(5));
     StoredConsumer stored = client.storeConsumer("remote-reader",
@@ -341,7 +340,7 @@ class ServerRoutesTest {
     rest.createTable(returns, SCHEMA);
     // returns' commit is prepared, then returns moves on by another client: the commit is stale.
     TableCommit returnsCommit = appendCommit(returns, rest.loadTable(returns), rows(6));
-    ServerFixture.append(fixture.rest().loadTable(returns), rows(9));
+    ParquetFiles.append(fixture.rest().loadTable(returns), rows(9));
     long seq = fixture.server.catalog().commitSeq();
     String ordersBefore = metadataLocation();
     TableCommit ordersCommit = appendCommit(ORDERS, rest.loadTable(ORDERS), rows(5));
@@ -362,7 +361,7 @@ class ServerRoutesTest {
   private static TableCommit appendCommit(TableIdentifier id, Table table, List<Record> rows)
       throws Exception {
     Transaction transaction = table.newTransaction();
-    transaction.newAppend().appendFile(ServerFixture.parquetFile(table, rows)).commit();
+    transaction.newAppend().appendFile(ParquetFiles.write(table, rows)).commit();
     TableMetadata base = ((BaseTransaction) transaction).startMetadata();
     TableMetadata updated = ((BaseTransaction) transaction).currentMetadata();
     return TableCommit.create(id, base, updated);

@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.SharedCatalogs;
 import io.skade.catalog.SkadeCatalog;
+import io.skade.testing.ParquetFiles;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -25,20 +26,16 @@ import org.apache.flink.types.RowKind;
 import org.apache.flink.util.CloseableIterator;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.iceberg.CatalogUtil;
-import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.SupportsNamespaces;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericFileWriterFactory;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
-import org.apache.iceberg.io.DataWriter;
-import org.apache.iceberg.io.OutputFileFactory;
 import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -247,17 +244,7 @@ class IcebergProgramWithFlinkSqlTest {
 
   /** Writes {@code rows} to one Parquet file with Iceberg's own writers and appends it. */
   private static void appendWithIceberg(Table table, Record... rows) throws IOException {
-    OutputFileFactory files = OutputFileFactory.builderFor(table, 1, System.nanoTime())
-        .format(FileFormat.PARQUET).build();
-    DataWriter<Record> writer = new GenericFileWriterFactory.Builder(table)
-        .dataFileFormat(FileFormat.PARQUET).build()
-        .newDataWriter(files.newOutputFile(), table.spec(), null);
-    try (writer) {
-      for (Record row : rows) {
-        writer.write(row);
-      }
-    }
-    table.newAppend().appendFile(writer.toDataFile()).commit();
+    ParquetFiles.append(table, List.of(rows));
   }
 
   /** The table's rows by Iceberg's own reader, as "id name city", by id. */

@@ -1,6 +1,7 @@
 package io.skade.table;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import java.time.Duration;
 import java.time.Instant;
@@ -18,6 +19,7 @@ import org.apache.flink.types.RowKind;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.Record;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -96,11 +98,8 @@ class SqlChangelogTest extends SqlTestBase {
 
       List<String> expected = sortedRows("orders");
       assertThat(expected).containsExactly("1|ada|10", "3|CY|3", "4|dee|4");
-      long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
-      while (!sortedRows("replica").equals(expected) && System.nanoTime() < deadline) {
-        Thread.sleep(200);
-      }
-      assertThat(sortedRows("replica")).isEqualTo(expected);
+      await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(200))
+          .untilAsserted(() -> assertThat(sortedRows("replica")).isEqualTo(expected));
     } finally {
       job.getJobClient().orElseThrow().cancel().get(30, TimeUnit.SECONDS);
     }
@@ -251,19 +250,20 @@ class SqlChangelogTest extends SqlTestBase {
     return rows.stream().map(Row::toString).sorted().toList();
   }
 
-  /** Applies the changes collected so far until they give {@code expected}, or time runs out. */
+  /**
+   * Applies the changes collected so far until they give {@code expected}, or time runs out;
+   * the state they give then. A timeout is not a failure here: the caller stops its job first,
+   * then asserts on the state.
+   */
   private static Map<Integer, Row> waitForState(List<Row> changes, Map<Integer, Row> expected,
-      Duration timeout) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    Map<Integer, Row> state;
-    do {
-      state = apply(changes);
-      if (state.equals(expected)) {
-        break;
-      }
-      Thread.sleep(100);
-    } while (System.nanoTime() < deadline);
-    return state;
+      Duration timeout) {
+    try {
+      await().atMost(timeout).pollInterval(Duration.ofMillis(100))
+          .until(() -> apply(changes), expected::equals);
+    } catch (ConditionTimeoutException timedOut) {
+      // the state below is not the expected one; the caller's assertion says how
+    }
+    return apply(changes);
   }
 
   /** The state the changelog leaves, starting from empty; a retraction must match its row. */

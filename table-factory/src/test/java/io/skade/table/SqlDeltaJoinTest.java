@@ -3,6 +3,7 @@ package io.skade.table;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.skade.testing.LocalCluster;
 import io.skade.write.TableWriter;
 import java.net.URI;
 import java.time.Duration;
@@ -12,7 +13,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.flink.api.common.JobID;
@@ -21,13 +21,9 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.CoreOptions;
 import org.apache.flink.configuration.DeploymentOptions;
 import org.apache.flink.configuration.RestOptions;
-import org.apache.flink.core.execution.SavepointFormatType;
-import org.apache.flink.runtime.execution.ExecutionState;
 import org.apache.flink.runtime.checkpoint.CompletedCheckpointStats;
 import org.apache.flink.runtime.executiongraph.AccessExecutionGraph;
 import org.apache.flink.runtime.executiongraph.AccessExecutionJobVertex;
-import org.apache.flink.runtime.minicluster.MiniCluster;
-import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.table.api.EnvironmentSettings;
 import org.apache.flink.table.api.TableEnvironment;
 import org.apache.flink.table.functions.ScalarFunction;
@@ -37,10 +33,9 @@ import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -56,26 +51,13 @@ class SqlDeltaJoinTest extends SqlTestBase {
   private static final String HINT =
       "/*+ OPTIONS(" + SqlDeltaJoinPlanTest.DELTA_JOIN_OPTIONS + ") */";
   private static final String[] CARRIERS = {"post", "bring", "dhl", "ups"};
-  private static MiniCluster cluster;
-
   /** A session cluster, so the test can read each job's checkpoint statistics. */
-  @BeforeAll
-  static void startCluster() throws Exception {
-    cluster = new MiniCluster(new MiniClusterConfiguration.Builder()
-        .setConfiguration(new Configuration()).setNumTaskManagers(1)
-        .setNumSlotsPerTaskManager(4).build());
-    cluster.start();
-  }
-
-  @AfterAll
-  static void stopCluster() throws Exception {
-    cluster.close();
-  }
+  @RegisterExtension static final LocalCluster cluster = new LocalCluster(4);
 
   /** A streaming environment submitting to the cluster, checkpointing every 300 ms. */
   private static TableEnvironment environment(int parallelism, Map<String, String> options)
       throws Exception {
-    URI rest = cluster.getRestAddress().get();
+    URI rest = cluster.restAddress();
     Configuration conf = new Configuration();
     conf.set(DeploymentOptions.TARGET, "remote");
     conf.set(RestOptions.ADDRESS, rest.getHost());
@@ -111,10 +93,8 @@ class SqlDeltaJoinTest extends SqlTestBase {
       // Halfway, the job stops with a savepoint and resumes from it at the other parallelism;
       // the writers go on meanwhile.
       await().atMost(Duration.ofSeconds(60)).until(() -> histories.commits() >= 8
-          && allTasksRunning(first));
-      String savepoint = cluster.stopWithSavepoint(job, dir.resolve("savepoints").toUri()
-          .toString(), false, SavepointFormatType.CANONICAL).get(60, TimeUnit.SECONDS);
-      cluster.requestJobResult(job).get(60, TimeUnit.SECONDS);
+          && cluster.allTasksRunning(first));
+      String savepoint = cluster.stopWithSavepoint(job, dir.resolve("savepoints"));
       TableEnvironment resumed = environment(3 - parallelism,
           Map.of("execution.state-recovery.path", savepoint));
       openLake(resumed);
@@ -127,16 +107,10 @@ class SqlDeltaJoinTest extends SqlTestBase {
       await().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(200))
           .untilAsserted(() -> assertThat(enriched("enriched")).isEqualTo(expected));
       assertThat(FailOnce.failed).as("the injected failure happened").isTrue();
-      assertThat(cluster.getJobStatus(job).get()).isEqualTo(JobStatus.RUNNING);
+      assertThat(cluster.status(job)).isEqualTo(JobStatus.RUNNING);
     } finally {
-      cancel(job);
+      cluster.cancel(job);
     }
-  }
-
-  private static boolean allTasksRunning(JobID job) throws Exception {
-    AccessExecutionGraph graph = cluster.getExecutionGraph(job).get();
-    return graph.getState() == JobStatus.RUNNING && graph.getAllVertices().values().stream()
-        .allMatch(vertex -> vertex.getAggregateState() == ExecutionState.RUNNING);
   }
 
   /** Submits the delta join {@code statement} from {@code env}, checking that it is one. */
@@ -193,8 +167,8 @@ class SqlDeltaJoinTest extends SqlTestBase {
       assertThat(sizes.get(0)[1]).isGreaterThan(4_000L * 8);
       assertThat(sizes.get(1)[1]).isGreaterThan(sizes.get(0)[1] * 3 / 2);
     } finally {
-      cancel(delta);
-      cancel(regular);
+      cluster.cancel(delta);
+      cluster.cancel(regular);
     }
   }
 
@@ -216,33 +190,24 @@ class SqlDeltaJoinTest extends SqlTestBase {
       long updateSeq = catalog.catalog().commitSeq();
 
       await().atMost(Duration.ofSeconds(60))
-          .until(() -> cluster.getJobStatus(job).get() == JobStatus.FAILED);
-      Throwable failure = cluster.requestJobResult(job).get().getSerializedThrowable()
-          .orElseThrow().deserializeError(getClass().getClassLoader());
+          .until(() -> cluster.status(job) == JobStatus.FAILED);
+      Throwable failure = cluster.failure(job);
       assertThat(failure).rootCause().hasMessageContaining("skade table shop.orders is read"
           + " append-only ('scan.append-only' = 'true'), but commit_seq " + updateSeq)
           .hasMessageContaining("updates a row");
     } finally {
-      cancel(job);
+      cluster.cancel(job);
     }
-  }
-
-  /** Cancels the job, if it still runs, and waits for its end: its tasks write the warehouse. */
-  private static void cancel(JobID job) throws Exception {
-    if (!cluster.getJobStatus(job).get().isGloballyTerminalState()) {
-      cluster.cancelJob(job).get(30, TimeUnit.SECONDS);
-    }
-    cluster.requestJobResult(job).get(30, TimeUnit.SECONDS);
   }
 
   private static long checkpointCount(JobID job) throws Exception {
-    return cluster.getExecutionGraph(job).get().getCheckpointStatsSnapshot().getCounts()
+    return cluster.executionGraph(job).getCheckpointStatsSnapshot().getCounts()
         .getNumberOfCompletedCheckpoints();
   }
 
   /** The state of the job's vertex {@code operator} ({@code Join[12]}) in its last checkpoint. */
   private static long joinStateBytes(JobID job, String operator) throws Exception {
-    AccessExecutionGraph graph = cluster.getExecutionGraph(job).get();
+    AccessExecutionGraph graph = cluster.executionGraph(job);
     CompletedCheckpointStats latest = graph.getCheckpointStatsSnapshot().getHistory()
         .getLatestCompletedCheckpoint();
     for (AccessExecutionJobVertex vertex : graph.getAllVertices().values()) {

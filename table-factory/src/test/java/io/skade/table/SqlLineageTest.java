@@ -3,6 +3,7 @@ package io.skade.table;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.tuple;
+import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -27,6 +28,7 @@ import org.apache.flink.table.api.TableResult;
 import org.apache.flink.table.api.bridge.java.StreamTableEnvironment;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -205,16 +207,14 @@ class SqlLineageTest {
     String jobId = failing.getJobClient().orElseThrow().getJobID().toHexString();
     assertThatThrownBy(failing::await).hasRootCauseInstanceOf(ArithmeticException.class);
 
-    List<JsonNode> runs = List.of();
-    for (long deadline = System.currentTimeMillis() + 30_000; System.currentTimeMillis() < deadline
-        && runs.stream().noneMatch(e -> e.path("eventType").asText().equals("FAIL"));
-        Thread.sleep(20)) {
-      runs = (Files.exists(events) ? Files.readAllLines(events) : List.<String>of()).stream()
-          .map(SqlLineageTest::json)
-          .filter(e -> jobId.equals(e.path("run").path("facets").path("flink_job")
-              .path("jobId").asText()))
-          .toList();
-    }
+    List<JsonNode> runs = await("the FAIL event of job " + jobId).atMost(Duration.ofSeconds(30))
+        .pollInterval(Duration.ofMillis(20))
+        .until(() -> (Files.exists(events) ? Files.readAllLines(events) : List.<String>of())
+            .stream().map(SqlLineageTest::json)
+            .filter(e -> jobId.equals(e.path("run").path("facets").path("flink_job")
+                .path("jobId").asText()))
+            .toList(), read -> read.stream()
+            .anyMatch(e -> e.path("eventType").asText().equals("FAIL")));
     assertThat(runs).extracting(e -> e.path("eventType").asText())
         .containsExactly("START", "FAIL");
     assertThat(runs.get(1).path("run").path("facets").path("errorMessage").path("message")
@@ -230,11 +230,13 @@ class SqlLineageTest {
    * and the last release, which closes RocksDB, must come from the test, before its temporary
    * directory is deleted, not race that deletion.
    */
-  private void awaitHolds(int holds) throws InterruptedException {
+  private void awaitHolds(int holds) {
     Map<String, String> warehouse = Map.of("warehouse", dir.resolve("wh").toString());
-    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-    while (SharedCatalogs.holds(warehouse) > holds && System.nanoTime() < deadline) {
-      Thread.sleep(20);
+    try {
+      await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+          .until(() -> SharedCatalogs.holds(warehouse) <= holds);
+    } catch (ConditionTimeoutException timedOut) {
+      // not what this test checks: it goes on, and closes its own hold
     }
   }
 
@@ -273,12 +275,9 @@ class SqlLineageTest {
         "+I[APPEND, db.t, " + snapshots.get(0) + ", [], [db.t]]",
         "+I[APPEND, db.t, " + snapshots.get(1) + ", [], [db.t]]");
     // The sink flushes a burst in one commit: wait for the rows, not for time.
-    List<String> rows = List.of();
-    for (long deadline = System.currentTimeMillis() + 30_000;
-        rows.size() < 3 && System.currentTimeMillis() < deadline; Thread.sleep(50)) {
-      rows = SqlTestBase.collect(env, query + " ORDER BY commit_seq").stream()
-          .map(Object::toString).toList();
-    }
+    List<String> rows = await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(50))
+        .until(() -> SqlTestBase.collect(env, query + " ORDER BY commit_seq").stream()
+            .map(Object::toString).toList(), read -> read.size() >= 3);
     assertThat(rows).containsExactlyElementsOf(expected);
     // The catalog's actor names what no writer names (the create); a sink's commits name their
     // job (without skade's job listener, by its id).
@@ -380,24 +379,19 @@ class SqlLineageTest {
   }
 
   /** The events in {@code file} once it holds the COMPLETE event of job {@code jobId}. */
-  private static List<JsonNode> readUntil(Path file, String jobId, long timeoutMillis)
-      throws Exception {
-    long deadline = System.currentTimeMillis() + timeoutMillis;
-    while (true) {
-      List<JsonNode> all = new ArrayList<>();
-      if (Files.exists(file)) {
-        for (String line : Files.readAllLines(file)) {
-          all.add(JSON.readTree(line));
-        }
-      }
-      boolean complete = all.stream().anyMatch(e -> e.path("eventType").asText()
-          .equals("COMPLETE") && jobId.equals(e.path("run").path("facets").path("flink_job")
-          .path("jobId").asText()));
-      if (complete || System.currentTimeMillis() > deadline) {
-        return all;
-      }
-      Thread.sleep(20);
-    }
+  private static List<JsonNode> readUntil(Path file, String jobId, long timeoutMillis) {
+    return await("the COMPLETE event of job " + jobId).atMost(Duration.ofMillis(timeoutMillis))
+        .pollInterval(Duration.ofMillis(20)).until(() -> {
+          List<JsonNode> all = new ArrayList<>();
+          if (Files.exists(file)) {
+            for (String line : Files.readAllLines(file)) {
+              all.add(JSON.readTree(line));
+            }
+          }
+          return all;
+        }, all -> all.stream().anyMatch(e -> e.path("eventType").asText()
+            .equals("COMPLETE") && jobId.equals(e.path("run").path("facets").path("flink_job")
+            .path("jobId").asText())));
   }
 
   private static List<String> symlinkNames(JsonNode datasets) {

@@ -2,6 +2,7 @@ package io.skade.table;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import java.math.BigDecimal;
 import java.time.Duration;
@@ -12,6 +13,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
 import java.util.List;
+import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import org.apache.flink.table.api.TableEnvironment;
 import org.apache.flink.table.api.TableResult;
@@ -205,17 +207,7 @@ class SqlLookupJoinTest extends SqlTestBase {
         .hasStackTraceContaining("leave them out of the query");
   }
 
-  private static void waitFor(Check check) throws Exception {
-    long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
-    while (!check.holds()) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("timed out waiting");
-      }
-      Thread.sleep(50);
-    }
-  }
-
-  private interface Check {
-    boolean holds() throws Exception;
+  private static void waitFor(Callable<Boolean> check) {
+    await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(50)).until(check);
   }
 }

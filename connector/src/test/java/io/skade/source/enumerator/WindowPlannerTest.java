@@ -3,13 +3,14 @@ package io.skade.source.enumerator;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.skade.TestCatalog;
 import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.ConsumerCursor;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.scan.FileSlice;
 import io.skade.source.StartupMode;
 import io.skade.source.split.ChangelogSplit;
+import io.skade.testing.IdRows;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -18,7 +19,6 @@ import java.util.Set;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.BeforeEach;
@@ -27,10 +27,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Windows are planned from the commit log, each exactly once, from the cursor on. */
 class WindowPlannerTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "v", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.keyed("v");
   private static final TableIdentifier T = TableIdentifier.of("db", "t");
 
   @RegisterExtension final TestCatalog catalog = new TestCatalog();
@@ -153,9 +150,6 @@ class WindowPlannerTest {
   }
 
   private static Record row(long id, String v) {
-    GenericRecord record = GenericRecord.create(SCHEMA);
-    record.setField("id", id);
-    record.setField("v", v);
-    return record;
+    return IdRows.row(SCHEMA, id, v);
   }
 }

@@ -1,10 +1,12 @@
 package io.skade.source.reader;
 
+import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.skade.TestCatalog;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.source.split.ChangelogSplit;
+import io.skade.testing.IdRows;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.math.BigDecimal;
 import java.nio.ByteBuffer;
@@ -15,7 +17,6 @@ import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Set;
 import java.util.UUID;
 import org.apache.flink.connector.base.source.reader.RecordsWithSplitIds;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitsAddition;
@@ -31,7 +32,6 @@ import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
-import org.apache.iceberg.data.Record;
 import org.apache.iceberg.flink.FlinkSchemaUtil;
 import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.BeforeEach;
@@ -40,10 +40,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** A split is read from its own metadata file, in bounded fetches, and resumes where it was. */
 class ChangelogSplitReaderTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA = IdRows.SCHEMA;
 
   @RegisterExtension final TestCatalog catalog = new TestCatalog();
   private Table table;
@@ -217,12 +214,5 @@ class ChangelogSplitReaderTest {
       assertThat(reader.fetch().nextSplit()).as("nothing left once finished").isNull();
     }
     return all;
-  }
-
-  private static Record row(long id, String name) {
-    GenericRecord record = GenericRecord.create(SCHEMA);
-    record.setField("id", id);
-    record.setField("name", name);
-    return record;
   }
 }

@@ -1,5 +1,7 @@
-package io.skade.source;
+package io.skade.testing;
 
+import io.skade.source.ChangeDeserializer;
+import io.skade.source.ChangeMetadata;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -36,7 +38,7 @@ import org.apache.flink.util.Collector;
  * <p>{@link Lines} turns a source's changes into records the tap parses back as {@link
  * Received}.
  */
-final class ChangeTap implements AutoCloseable {
+public final class ChangeTap implements AutoCloseable {
   private static final Map<String, BlockingQueue<String>> QUEUES = new ConcurrentHashMap<>();
   private static final Map<String, AtomicLong> DELAYS = new ConcurrentHashMap<>();
 
@@ -44,35 +46,35 @@ final class ChangeTap implements AutoCloseable {
   private final BlockingQueue<String> queue = new LinkedBlockingQueue<>();
   private final AtomicLong delayNanos = new AtomicLong();
 
-  ChangeTap() {
+  public ChangeTap() {
     QUEUES.put(name, queue);
     DELAYS.put(name, delayNanos);
   }
 
   /** {@code records} with {@code "<subtask> "} before each, from a map chained to them. */
-  DataStream<String> tagged(DataStream<String> records, String uid) {
+  public DataStream<String> tagged(DataStream<String> records, String uid) {
     return records.map(new TagWithSubtask(name)).uid(uid).name(uid);
   }
 
   /** Sends every record of {@code records} to one sink task that hands them to this tap. */
-  void sinkInto(DataStream<String> records, String uid) {
+  public void sinkInto(DataStream<String> records, String uid) {
     records.sinkTo(new QueueSink(name)).setParallelism(1).uid(uid).name(uid);
   }
 
   /** Makes each tagging map take {@code nanos} per record (0: as fast as it can). */
-  void throttle(long nanos) {
+  public void throttle(long nanos) {
     delayNanos.set(nanos);
   }
 
   /** Every record received since the last drain, in the order the sink task received them. */
-  List<String> drain() {
+  public List<String> drain() {
     List<String> records = new ArrayList<>();
     queue.drainTo(records);
     return records;
   }
 
   /** The next record, waiting at most {@code millis}; null if none came. */
-  String poll(long millis) throws InterruptedException {
+  public String poll(long millis) throws InterruptedException {
     return queue.poll(millis, TimeUnit.MILLISECONDS);
   }
 
@@ -130,10 +132,10 @@ final class ChangeTap implements AutoCloseable {
    * A source's changes of {@code (id bigint, v string)} rows as {@code "<table> <commit_seq>
    * <kind> <id> <v>"}, e.g. {@code "log 12 -D 3 a"}; values hold no spaces.
    */
-  static final class Lines implements ChangeDeserializer<String> {
+  public static final class Lines implements ChangeDeserializer<String> {
     private final String table;
 
-    Lines(String table) {
+    public Lines(String table) {
       this.table = table;
     }
 
@@ -157,21 +159,22 @@ final class ChangeTap implements AutoCloseable {
    * @param kind {@code +I}, {@code -U}, {@code +U} or {@code -D}
    * @param row the row as {@code "<id> <v>"}
    */
-  record Received(int reader, String table, long commitSeq, String kind, long id, String row) {
+  public record Received(int reader, String table, long commitSeq, String kind, long id,
+      String row) {
     /** Parses a record of a tagged {@link Lines} stream. */
-    static Received parse(String record) {
+    public static Received parse(String record) {
       String[] parts = record.split(" ", 6); // reader table seq kind id v
       return new Received(Integer.parseInt(parts[0]), parts[1], Long.parseLong(parts[2]),
           parts[3], Long.parseLong(parts[4]), parts[4] + " " + parts[5]);
     }
 
     /** The value column, null for a null value. */
-    String v() {
+    public String v() {
       String v = row.substring(row.indexOf(' ') + 1);
       return v.equals("null") ? null : v;
     }
 
-    boolean inserts() {
+    public boolean inserts() {
       return kind.startsWith("+");
     }
 

@@ -1,16 +1,13 @@
-package io.skade.source;
+package io.skade.testing;
 
 import io.skade.catalog.SkadeCatalog;
 import io.skade.write.TableWriter;
 import java.util.List;
-import java.util.Set;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.types.Types;
 
 /**
  * Primary-key table {@code db.t (id bigint key, name string)} with a known history of four
@@ -18,36 +15,33 @@ import org.apache.iceberg.types.Types;
  * each commit changes is written out by hand as change lines ({@code "-U 2 b"}), never computed
  * by the code under test.
  */
-final class KnownHistory {
-  static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get())),
-      Set.of(1));
+public final class KnownHistory {
+  public static final Schema SCHEMA = IdRows.SCHEMA;
 
   /** {@code append (1 a), (2 b)}. */
-  static final List<String> S1 = List.of("+I 1 a", "+I 2 b");
+  public static final List<String> S1 = List.of("+I 1 a", "+I 2 b");
   /** {@code upsert (2 b2), (3 c)}: one update, one new key. */
-  static final List<String> S2 = List.of("-U 2 b", "+U 2 b2", "+I 3 c");
+  public static final List<String> S2 = List.of("-U 2 b", "+U 2 b2", "+I 3 c");
   /** {@code delete key 1}. */
-  static final List<String> S3 = List.of("-D 1 a");
+  public static final List<String> S3 = List.of("-D 1 a");
   /** {@code append (4 d)}. */
-  static final List<String> S4 = List.of("+I 4 d");
+  public static final List<String> S4 = List.of("+I 4 d");
   /** {@code upsert (3 c2)}, made while a job runs. */
-  static final List<String> S5 = List.of("-U 3 c", "+U 3 c2");
+  public static final List<String> S5 = List.of("-U 3 c", "+U 3 c2");
   /** {@code delete key 4}, made while a job runs. */
-  static final List<String> S6 = List.of("-D 4 d");
+  public static final List<String> S6 = List.of("-D 4 d");
   /** The table's rows after S4, as inserts. */
-  static final List<String> ROWS_AT_S4 = List.of("+I 2 b2", "+I 3 c", "+I 4 d");
+  public static final List<String> ROWS_AT_S4 = List.of("+I 2 b2", "+I 3 c", "+I 4 d");
 
-  final Table table;
-  final Snapshot s1;
-  final Snapshot s2;
-  final Snapshot s3;
-  final Snapshot s4;
+  public final Table table;
+  public final Snapshot s1;
+  public final Snapshot s2;
+  public final Snapshot s3;
+  public final Snapshot s4;
   /** A time after S2's commit and not after S3's. */
-  final long beforeS3Millis;
+  public final long beforeS3Millis;
   /** The catalog's commit_seq right after S2. */
-  final long seqAfterS2;
+  public final long seqAfterS2;
   private final TableWriter writer;
 
   private KnownHistory(SkadeCatalog catalog) {
@@ -65,22 +59,19 @@ final class KnownHistory {
   }
 
   /** Creates {@code db.t} and commits S1 to S4. */
-  static KnownHistory write(SkadeCatalog catalog) {
+  public static KnownHistory write(SkadeCatalog catalog) {
     return new KnownHistory(catalog);
   }
 
-  Snapshot commitS5() {
+  public Snapshot commitS5() {
     return writer.upsert(List.of(row(3, "c2")));
   }
 
-  Snapshot commitS6() {
+  public Snapshot commitS6() {
     return writer.deleteKeys(List.of(row(4, null)));
   }
 
-  static Record row(long id, String name) {
-    GenericRecord record = GenericRecord.create(SCHEMA);
-    record.setField("id", id);
-    record.setField("name", name);
-    return record;
+  public static Record row(long id, String name) {
+    return IdRows.row(id, name);
   }
 }

@@ -1,7 +1,9 @@
-package io.skade.source;
+package io.skade.testing;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.skade.source.ChangeDeserializer;
+import io.skade.source.ChangeMetadata;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -22,11 +24,11 @@ import org.apache.iceberg.io.CloseableIterable;
  * Changes of {@code (id bigint, <a string column>)} rows as text lines, e.g. {@code "+U 2 b2"},
  * and the rows of such a table as Iceberg's own reader reads them.
  */
-final class ChangeLines {
+public final class ChangeLines {
   private ChangeLines() {}
 
   /** A source's changes as text lines. */
-  static final class Deserializer implements ChangeDeserializer<String> {
+  public static final class Deserializer implements ChangeDeserializer<String> {
     @Override
     public void deserialize(RowData change, ChangeMetadata metadata, Collector<String> out) {
       out.collect(text(change));
@@ -39,7 +41,7 @@ final class ChangeLines {
   }
 
   /** The table's current rows by id, read by Iceberg's generic reader. */
-  static Map<Long, String> rows(Table table) {
+  public static Map<Long, String> rows(Table table) {
     table.refresh();
     Map<Long, String> rows = new HashMap<>();
     try (CloseableIterable<Record> records = IcebergGenerics.read(table).build()) {
@@ -56,7 +58,7 @@ final class ChangeLines {
    * {@code -D}) exactly the row it retracts; a change that does not is added to {@code failures}
    * (and applied all the same, so one slip is not reported again by every later change).
    */
-  static void applyStrictly(String change, Map<Long, String> rows, List<String> failures) {
+  public static void applyStrictly(String change, Map<Long, String> rows, List<String> failures) {
     String[] parts = change.split(" ", 3);
     long id = Long.parseLong(parts[1]);
     String value = parts[2];
@@ -74,13 +76,13 @@ final class ChangeLines {
     }
   }
 
-  static String text(RowData row) {
+  public static String text(RowData row) {
     return row.getRowKind().shortString() + " " + row.getLong(0) + " "
         + (row.isNullAt(1) ? "null" : row.getString(1).toString());
   }
 
   /** The next {@code count} changes of a job; blocks until they came (the test's timeout). */
-  static List<String> take(Iterator<RowData> rows, int count) {
+  public static List<String> take(Iterator<RowData> rows, int count) {
     List<String> taken = new ArrayList<>(count);
     for (int i = 0; i < count; i++) {
       taken.add(text(rows.next()));
@@ -89,13 +91,13 @@ final class ChangeLines {
   }
 
   /** Every remaining change of a job that ends on its own. */
-  static List<String> drain(Iterator<RowData> rows) {
+  public static List<String> drain(Iterator<RowData> rows) {
     List<String> taken = new ArrayList<>();
     rows.forEachRemaining(row -> taken.add(text(row)));
     return taken;
   }
 
-  static int size(List<List<String>> commits) {
+  public static int size(List<List<String>> commits) {
     return commits.stream().mapToInt(List::size).sum();
   }
 
@@ -103,7 +105,7 @@ final class ChangeLines {
    * Asserts that {@code seen} is the changes of {@code commits}, commit after commit: within a
    * commit in any order, except that each {@code -U} is directly followed by its {@code +U}.
    */
-  static void assertCommits(List<String> seen, List<List<String>> commits) {
+  public static void assertCommits(List<String> seen, List<List<String>> commits) {
     assertThat(seen).as("all changes").hasSize(size(commits));
     int at = 0;
     for (int c = 0; c < commits.size(); c++) {

@@ -1,4 +1,4 @@
-package io.skade.source;
+package io.skade.testing;
 
 import java.util.Arrays;
 import java.util.Map;
@@ -10,11 +10,11 @@ import java.util.stream.Collectors;
  * wait (for instance on tasks queued behind them in the same pool) stops every writer of the
  * JVM.
  */
-final class IcebergWorkers {
+public final class IcebergWorkers {
   private IcebergWorkers() {}
 
   /** The stack of each thread of Iceberg's worker pool. */
-  static String stacks() {
+  public static String stacks() {
     return Thread.getAllStackTraces().entrySet().stream()
         .filter(e -> e.getKey().getName().startsWith("iceberg-worker-pool"))
         .sorted(Map.Entry.comparingByKey((a, b) -> a.getName().compareTo(b.getName())))

@@ -1,5 +1,6 @@
-package io.skade.source;
+package io.skade.testing;
 
+import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
@@ -18,19 +19,34 @@ import org.apache.flink.runtime.minicluster.MiniCluster;
 import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamGraph;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
  * A Flink MiniCluster in the test's JVM that several jobs run on one after another: submitted
  * (restored from a savepoint or not), stopped with a savepoint, cancelled. Started once per test
- * class, since starting a cluster costs more than a short job. Jobs never restart: the first
- * failure fails the job, and {@link #requireNotFailed} reports it.
+ * class, since starting a cluster costs more than a short job. Jobs never restart unless they
+ * configure a restart strategy of their own: the first failure fails the job, and {@link
+ * #requireNotFailed} reports it. A job may also be submitted as a client submits it, through
+ * {@link #restAddress}.
+ *
+ * <p>A test class registers it as a static extension, {@code @RegisterExtension static final
+ * LocalCluster cluster = new LocalCluster(4);}: it starts before the class's first test and
+ * closes after its last.
  */
-final class LocalCluster implements AutoCloseable {
+public final class LocalCluster implements BeforeAllCallback, AfterAllCallback, AutoCloseable {
   private static final Duration TIMEOUT = Duration.ofSeconds(120);
-  private final MiniCluster cluster;
+  private final int slots;
+  private MiniCluster cluster;
 
-  /** A started cluster of one task manager with {@code slots} slots. */
-  LocalCluster(int slots) throws Exception {
+  /** A cluster of one task manager with {@code slots} slots, not started yet. */
+  public LocalCluster(int slots) {
+    this.slots = slots;
+  }
+
+  @Override
+  public void beforeAll(ExtensionContext context) throws Exception {
     Configuration conf = new Configuration();
     conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
     conf.set(RestOptions.BIND_PORT, "0"); // any free port: other JVMs on the machine run tests
@@ -39,8 +55,13 @@ final class LocalCluster implements AutoCloseable {
     cluster.start();
   }
 
+  @Override
+  public void afterAll(ExtensionContext context) throws Exception {
+    close();
+  }
+
   /** A new environment to build one job in, at {@code parallelism}, without restarts. */
-  static StreamExecutionEnvironment environment(int parallelism) {
+  public static StreamExecutionEnvironment environment(int parallelism) {
     Configuration conf = new Configuration();
     conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
     StreamExecutionEnvironment env = new StreamExecutionEnvironment(conf);
@@ -53,7 +74,8 @@ final class LocalCluster implements AutoCloseable {
    * Submits the job built in {@code env}, restored from {@code savepoint} unless it is null
    * (every operator's state must be claimed); returns its id.
    */
-  JobID submit(StreamExecutionEnvironment env, String name, String savepoint) throws Exception {
+  public JobID submit(StreamExecutionEnvironment env, String name, String savepoint)
+      throws Exception {
     StreamGraph graph = env.getStreamGraph();
     graph.setJobName(name);
     if (savepoint != null) {
@@ -64,7 +86,7 @@ final class LocalCluster implements AutoCloseable {
   }
 
   /** Stops the job with a savepoint in {@code directory} and waits for its end; the path. */
-  String stopWithSavepoint(JobID job, Path directory) throws Exception {
+  public String stopWithSavepoint(JobID job, Path directory) throws Exception {
     String path = cluster.stopWithSavepoint(job, directory.toUri().toString(), false,
         SavepointFormatType.CANONICAL).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
     cluster.requestJobResult(job).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
@@ -72,15 +94,38 @@ final class LocalCluster implements AutoCloseable {
   }
 
   /** Cancels the job, if it still runs, and waits until it ended. */
-  void cancel(JobID job) throws Exception {
+  public void cancel(JobID job) throws Exception {
     if (!cluster.getJobStatus(job).get().isGloballyTerminalState()) {
       cluster.cancelJob(job).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
     }
     cluster.requestJobResult(job).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
   }
 
+  /** The address of the cluster's REST endpoint, where a remote environment submits jobs. */
+  public URI restAddress() throws Exception {
+    return cluster.getRestAddress().get();
+  }
+
+  /** The job's status now. */
+  public JobStatus status(JobID job) throws Exception {
+    return cluster.getJobStatus(job).get();
+  }
+
+  /** The job's execution graph now: its tasks' states, its checkpoint statistics. */
+  public AccessExecutionGraph executionGraph(JobID job) throws Exception {
+    return cluster.getExecutionGraph(job).get();
+  }
+
+  /** The error a failed job ended with; waits for its end. */
+  public Throwable failure(JobID job) throws Exception {
+    JobResult result = cluster.requestJobResult(job).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+    return result.getSerializedThrowable()
+        .map(t -> t.deserializeError(getClass().getClassLoader()))
+        .orElseThrow(() -> new AssertionError("job " + job + " ended without an error"));
+  }
+
   /** Whether every task of the job is running (its sources' enumerators started before). */
-  boolean allTasksRunning(JobID job) throws Exception {
+  public boolean allTasksRunning(JobID job) throws Exception {
     AccessExecutionGraph graph = cluster.getExecutionGraph(job).get();
     return graph.getState() == JobStatus.RUNNING
         && StreamSupport.stream(graph.getAllExecutionVertices().spliterator(), false)
@@ -88,7 +133,7 @@ final class LocalCluster implements AutoCloseable {
   }
 
   /** Throws, with the job's own error as the cause, when the job failed. */
-  void requireNotFailed(JobID job) throws Exception {
+  public void requireNotFailed(JobID job) throws Exception {
     JobStatus status = cluster.getJobStatus(job).get();
     if (status == JobStatus.FAILED) {
       JobResult result = cluster.requestJobResult(job).get();
@@ -100,6 +145,9 @@ final class LocalCluster implements AutoCloseable {
 
   @Override
   public void close() throws Exception {
-    cluster.close();
+    if (cluster != null) {
+      cluster.close();
+      cluster = null;
+    }
   }
 }

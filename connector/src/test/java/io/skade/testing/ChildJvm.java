@@ -1,4 +1,4 @@
-package io.skade.source;
+package io.skade.testing;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
@@ -23,7 +23,7 @@ import java.util.function.Predicate;
  * A test's child process: a main class of this class path in a JVM of its own, spoken to in
  * lines (the child's stdin, its stdout), its stderr kept in a file for failure messages.
  */
-final class ChildJvm implements AutoCloseable {
+public final class ChildJvm implements AutoCloseable {
   private static final String END = "\u0000end of stdout";
   private final String name;
   private final Process process;
@@ -45,7 +45,7 @@ final class ChildJvm implements AutoCloseable {
    * Starts {@code main} with {@code args}; its stderr goes to {@code stderr}, and every wait
    * for one of its lines, or for its exit, is bounded by {@code wait}.
    */
-  static ChildJvm start(Class<?> main, Path stderr, Duration wait, String... args)
+  public static ChildJvm start(Class<?> main, Path stderr, Duration wait, String... args)
       throws IOException {
     List<String> command = new ArrayList<>(List.of(
         Path.of(System.getProperty("java.home"), "bin", "java").toString(),
@@ -75,19 +75,19 @@ final class ChildJvm implements AutoCloseable {
   }
 
   /** Waits for the line {@code expected}, skipping the lines before it. */
-  void await(String expected) throws InterruptedException {
+  public void await(String expected) throws InterruptedException {
     linesBefore(expected);
   }
 
   /** Waits for the line {@code expected}; returns the lines printed before it, in order. */
-  List<String> linesBefore(String expected) throws InterruptedException {
+  public List<String> linesBefore(String expected) throws InterruptedException {
     List<String> before = new ArrayList<>();
     next(expected::equals, "'" + expected + "'", before);
     return before;
   }
 
   /** Waits for a line starting with {@code prefix}, skipping the lines before it; returns it. */
-  String lineStartingWith(String prefix) throws InterruptedException {
+  public String lineStartingWith(String prefix) throws InterruptedException {
     return next(line -> line.startsWith(prefix), "a line starting with '" + prefix + "'",
         new ArrayList<>());
   }
@@ -110,14 +110,14 @@ final class ChildJvm implements AutoCloseable {
   }
 
   /** Writes {@code line} to the child's stdin. */
-  void send(String line) throws IOException {
+  public void send(String line) throws IOException {
     OutputStream in = process.getOutputStream();
     in.write((line + "\n").getBytes(StandardCharsets.UTF_8));
     in.flush();
   }
 
   /** What the child wrote to stderr so far (its logs, a stack trace). */
-  String stderr() {
+  public String stderr() {
     try {
       return Files.exists(stderr) ? Files.readString(stderr) : "";
     } catch (IOException e) {
