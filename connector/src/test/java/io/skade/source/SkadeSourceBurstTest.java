@@ -8,7 +8,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.skade.catalog.SkadeCatalog;
 import io.skade.testing.ChangeLines;
-import io.skade.testing.KnownHistory;
 import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.time.Duration;

@@ -11,7 +11,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.skade.catalog.ConsumerCursor;
 import io.skade.catalog.ExpiryBlockedException;
 import io.skade.catalog.StoredConsumer;
-import io.skade.testing.ChangeLines;
 import io.skade.testing.KnownHistory;
 import io.skade.testing.TestCatalog;
 import java.nio.file.Path;

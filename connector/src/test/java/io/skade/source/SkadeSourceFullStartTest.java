@@ -4,7 +4,6 @@ import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.skade.testing.ChangeLines;
-import io.skade.testing.IdRows;
 import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.io.IOException;

@@ -15,7 +15,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.skade.catalog.StoredConsumer;
-import io.skade.testing.ChangeLines;
 import io.skade.testing.KnownHistory;
 import io.skade.testing.TestCatalog;
 import java.util.ArrayList;
