@@ -120,12 +120,12 @@ public final class ProbeParts implements Closeable {
 
   /** A page from {@link #decompressPage} decoded; returns its number of values. */
   public int decodeDecompressed(int c, Object page) throws IOException {
-    return file.decodeDecompressed(rowGroupIndex, c, (ProbeFile.DataPage) page, rowGroup).count();
+    return file.decodeDecompressed(rowGroupIndex, c, (PageDecoder.DataPage) page, rowGroup).count();
   }
 
   /** The bloom filter hash of a long key value (XXH64 of its plain encoding). */
   public static long bloomHash(long value) {
-    return ProbeFile.bloomHashOf(value);
+    return BloomCheck.hash(value);
   }
 
   /** Whether row group {@code g}'s bloom filter on column {@code c} admits {@code hash}. */
