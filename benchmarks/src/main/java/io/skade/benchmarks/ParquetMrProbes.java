@@ -435,8 +435,14 @@ final class ParquetMrProbes implements Closeable {
     reader.close();
   }
 
-  /** A local file for parquet-mr, each read of its streams counted (calls and bytes). */
+  /**
+   * A local file for parquet-mr, each read of the file counted (calls and bytes). Its streams
+   * buffer reads smaller than {@value #BUFFER} bytes as Hadoop's local file system does
+   * (io.file.buffer.size), so that parquet-mr's Thrift decoding, which reads page indexes from
+   * the stream a byte at a time, is counted as the reads of the file it makes on a real stream.
+   */
   static final class CountingFile implements InputFile {
+    static final int BUFFER = 4096;
     private final Path path;
     private final long length;
     long reads;
@@ -456,6 +462,9 @@ final class ParquetMrProbes implements Closeable {
     public SeekableInputStream newStream() throws IOException {
       FileChannel channel = FileChannel.open(path, StandardOpenOption.READ);
       return new SeekableInputStream() {
+        private final byte[] buffer = new byte[BUFFER];
+        private long bufferStart;
+        private int bufferLength;
         private long position;
 
         @Override
@@ -491,27 +500,37 @@ final class ParquetMrProbes implements Closeable {
 
         @Override
         public int read(ByteBuffer into) throws IOException {
-          int n = channel.read(into, position);
-          if (n > 0) {
+          if (position >= length) {
+            return -1;
+          }
+          if (into.remaining() >= BUFFER) {
+            int n = channel.read(into, position);
             position += n;
             reads++;
             bytes += n;
+            return n;
           }
+          if (position < bufferStart || position >= bufferStart + bufferLength) {
+            ByteBuffer fill = ByteBuffer.wrap(buffer);
+            bufferStart = position;
+            bufferLength = Math.max(0, channel.read(fill, position));
+            reads++;
+            bytes += bufferLength;
+          }
+          int at = (int) (position - bufferStart);
+          int n = Math.min(into.remaining(), bufferLength - at);
+          into.put(buffer, at, n);
+          position += n;
           return n;
         }
 
         @Override
         public void readFully(ByteBuffer into) throws IOException {
-          int wanted = into.remaining();
           while (into.hasRemaining()) {
-            int n = channel.read(into, position + wanted - into.remaining());
-            if (n < 0) {
-              throw new EOFException(path + " ends before " + (position + wanted));
+            if (read(into) < 0) {
+              throw new EOFException(path + " ends before " + (position + into.remaining()));
             }
           }
-          position += wanted;
-          reads++;
-          bytes += wanted;
         }
 
         @Override

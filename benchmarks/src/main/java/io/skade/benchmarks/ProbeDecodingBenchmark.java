@@ -54,6 +54,9 @@ public final class ProbeDecodingBenchmark {
   private static final com.sun.management.ThreadMXBean THREADS =
       (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
 
+  /** Passes or rounds per figure, of which the best counts: the machine may be shared. */
+  private static final int ROUNDS = 3;
+
   private ProbeDecodingBenchmark() {}
 
   public static void main(String[] args) throws Exception {
@@ -94,18 +97,19 @@ public final class ProbeDecodingBenchmark {
     long[] warmKeys = keys(random, bound, probes);
     Side[] sides = {new HandWritten(table, files, false), new ParquetMr(table, files, false)};
     verify(sides, keys(random, bound, 2_000), lowest, highest);
-    List<double[]> cold = new ArrayList<>();
-    List<double[]> warm = new ArrayList<>();
     for (Side side : sides) {
       pass(side, keys(random, bound, probes), lowest, highest); // compiles the code
-      cold.add(pass(side, coldKeys, lowest, highest));
+    }
+    // The machine is shared: each side's best of three passes, the sides taking turns.
+    List<double[]> cold = best(sides, coldKeys, lowest, highest);
+    for (Side side : sides) {
       side.close();
     }
     sides = new Side[] {new HandWritten(table, files, true), new ParquetMr(table, files, true)};
     for (Side side : sides) {
       pass(side, warmKeys, lowest, highest); // fills the page cache
-      warm.add(pass(side, warmKeys, lowest, highest));
     }
+    List<double[]> warm = best(sides, warmKeys, lowest, highest);
     printProbes(cold, warm);
     System.out.println();
     parts(table, files, sides, random, lowest, highest, bound);
@@ -263,6 +267,21 @@ public final class ProbeDecodingBenchmark {
     }
   }
 
+  /** Each side's pass of the most probes/s of {@value #ROUNDS}, the sides taking turns. */
+  private static List<double[]> best(Side[] sides, long[] keys, long[] lowest, long[] highest)
+      throws IOException {
+    List<double[]> best = new ArrayList<>(List.of(new double[] {0}, new double[] {0}));
+    for (int round = 0; round < ROUNDS; round++) {
+      for (int s = 0; s < sides.length; s++) {
+        double[] figures = pass(sides[s], keys, lowest, highest);
+        if (figures[0] > best.get(s)[0]) {
+          best.set(s, figures);
+        }
+      }
+    }
+    return best;
+  }
+
   /** probes/s, bytes/probe, reads/probe, allocated bytes/probe, rows decoded/probe, hits. */
   private static double[] pass(Side side, long[] keys, long[] lowest, long[] highest)
       throws IOException {
@@ -307,7 +326,8 @@ public final class ProbeDecodingBenchmark {
     System.out.println("cold: no page cache (each probe reads and decodes its pages; files open,"
         + " page indexes and bloom filters in memory); warm: every page the keys need decoded"
         + " and kept (parquet-mr: pages from its PageReaders decoded by its ValuesReaders, kept"
-        + " by this harness, the kept key page scanned).");
+        + " by this harness, the kept key page scanned). Each side's best of " + ROUNDS
+        + " passes over the same keys.");
   }
 
   private static String ratio(double a, double b) {
@@ -330,13 +350,14 @@ public final class ProbeDecodingBenchmark {
         + " (LZ4) and decoding of each page of a row group's column from bytes in memory"
         + " (dictionary decoded once per chunk, not counted); bloom: hash of a long and the"
         + " check; search: row group and page selection by their bounds, the first row not below"
-        + " the key in the kept decoded page.");
+        + " the key in the kept decoded page. Times: the best of 5 rounds; parquet-mr's reads"
+        + " through a 4 KB buffer, as Hadoop's local file system reads.");
   }
 
   private static void openParts(Table table, List<DataFile> files, String format)
       throws Exception {
-    double[][] results = new double[2][];
-    for (int round = 0; round < 3; round++) { // the last round counts
+    double[][] results = {{Double.MAX_VALUE}, {Double.MAX_VALUE}};
+    for (int round = 0; round < 5; round++) { // the fastest round of each counts
       PointLookup.Counters counters = new PointLookup.Counters();
       long allocated = THREADS.getCurrentThreadAllocatedBytes();
       long started = System.nanoTime();
@@ -346,9 +367,12 @@ public final class ProbeDecodingBenchmark {
         }
       }
       double n = files.size();
-      results[0] = new double[] {(System.nanoTime() - started) / 1e3 / n,
-          counters.stats().readCalls() / n, counters.stats().bytesRead() / n,
-          (THREADS.getCurrentThreadAllocatedBytes() - allocated) / n};
+      double micros = (System.nanoTime() - started) / 1e3 / n;
+      if (micros < results[0][0]) {
+        results[0] = new double[] {micros, counters.stats().readCalls() / n,
+            counters.stats().bytesRead() / n,
+            (THREADS.getCurrentThreadAllocatedBytes() - allocated) / n};
+      }
       long reads = 0;
       long bytes = 0;
       allocated = THREADS.getCurrentThreadAllocatedBytes();
@@ -361,8 +385,11 @@ public final class ProbeDecodingBenchmark {
         reads += input.reads;
         bytes += input.bytes;
       }
-      results[1] = new double[] {(System.nanoTime() - started) / 1e3 / n, reads / n, bytes / n,
-          (THREADS.getCurrentThreadAllocatedBytes() - allocated) / n};
+      micros = (System.nanoTime() - started) / 1e3 / n;
+      if (micros < results[1][0]) {
+        results[1] = new double[] {micros, reads / n, bytes / n,
+            (THREADS.getCurrentThreadAllocatedBytes() - allocated) / n};
+      }
     }
     String[] labels = {"open a file: us", "open a file: read calls", "open a file: bytes read",
         "open a file: bytes allocated"};
