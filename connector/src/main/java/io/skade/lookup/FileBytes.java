@@ -1,7 +1,6 @@
 package io.skade.lookup;
 
 import io.skade.changelog.DataFileRows;
-import java.io.ByteArrayInputStream;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -18,6 +17,7 @@ import org.apache.iceberg.hadoop.HadoopFileIO;
 import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.io.IOUtil;
 import org.apache.iceberg.io.SeekableInputStream;
+import org.apache.parquet.bytes.ByteBufferInputStream;
 
 /**
  * Positioned reads of one data file held open for probes, each counted as one read call: a local
@@ -149,8 +149,13 @@ abstract class FileBytes implements Closeable {
       return (int) (offset - start);
     }
 
-    ByteArrayInputStream stream(long offset, int length) {
-      return new UnsyncedBytes(bytes, index(offset), length);
+    /**
+     * Bytes {@code [offset, offset + length)} as a stream for parquet-mr's Thrift decoding,
+     * which reads footers, page indexes and page headers from it a byte at a time: parquet-mr's
+     * own stream over a buffer, whose reads take no lock.
+     */
+    ByteBufferInputStream stream(long offset, int length) {
+      return ByteBufferInputStream.wrap(ByteBuffer.wrap(bytes, index(offset), length));
     }
 
     byte[] bytes(long offset, int length) {
@@ -159,37 +164,6 @@ abstract class FileBytes implements Closeable {
 
     int intAt(long offset) {
       return ByteBuffer.wrap(bytes, index(offset), 4).order(ByteOrder.LITTLE_ENDIAN).getInt();
-    }
-  }
-
-  /**
-   * A {@link ByteArrayInputStream} whose reads take no lock. Parquet's Thrift decoder reads the
-   * footer, page indexes and page headers from a stream one byte at a time: without a lock per
-   * byte, a footer of 44 row groups decodes in 360 us instead of 540 us.
-   */
-  private static final class UnsyncedBytes extends ByteArrayInputStream {
-    UnsyncedBytes(byte[] bytes, int offset, int length) {
-      super(bytes, offset, length);
-    }
-
-    @Override
-    public int read() {
-      return pos < count ? buf[pos++] & 0xff : -1;
-    }
-
-    @Override
-    public int read(byte[] into, int offset, int length) {
-      if (pos >= count) {
-        return -1;
-      }
-      int n = Math.min(length, count - pos);
-      if (n == 1) {
-        into[offset] = buf[pos];
-      } else {
-        System.arraycopy(buf, pos, into, offset, n);
-      }
-      pos += n;
-      return n;
     }
   }
 }

@@ -226,7 +226,7 @@ final class PageDecoder {
    */
   static DataPage read(CompressionCodecName codec, Region region, long offset, int length,
       Supplier<String> page) throws IOException {
-    ByteArrayInputStream in = region.stream(offset, length);
+    ByteBufferInputStream in = region.stream(offset, length);
     PageHeader header = Util.readPageHeader(in);
     int start = region.index(offset) + length - in.available();
     if (header.getType() == PageType.DATA_PAGE) {
@@ -265,7 +265,7 @@ final class PageDecoder {
    */
   static KeptDictionary dictionary(ColumnDescriptor column, CompressionCodecName codec,
       Region region, long offset, int length, Supplier<String> chunk) throws IOException {
-    ByteArrayInputStream in = region.stream(offset, length);
+    ByteBufferInputStream in = region.stream(offset, length);
     PageHeader header = Util.readPageHeader(in);
     if (header.getType() != PageType.DICTIONARY_PAGE) {
       throw noDictionary(chunk);
