@@ -17,8 +17,8 @@ import org.apache.parquet.io.api.Binary;
  * <p>Hand-written because parquet-mr's {@code BlockSplitBloomFilter} is not thread-safe: {@code
  * findHash} computes its mask in a field shared by all callers and {@code hash} fills one shared
  * buffer, so probes on several threads ({@code lookup.async}) could see another probe's. This
- * one keeps both on the stack, at no cost (ProbeDecodingBenchmark: a test 22 ns here, 24 ns in
- * parquet-mr's; a hash of a long 24 ns here, 20 ns in parquet-mr's, once per probe).
+ * one keeps both on the stack (ProbeDecodingBenchmark: a test 35 ns here, 42 ns in parquet-mr's;
+ * a hash of a long 26 ns here, 18 ns in parquet-mr's shared one, once per probe of 2 to 20 us).
  */
 record BloomCheck(int[] words) {
   /** Marks a key value without a bloom filter hash (a boolean): its filters are not asked. */

@@ -41,12 +41,12 @@ import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName;
  *
  * <p>Hand-written only where ProbeDecodingBenchmark shows parquet-mr slower doing the same:
  * decompression calls aircompressor's pure-Java decompressors on the page's bytes directly
- * (header and LZ4 decompression of a page 1.0 to 2.9 us here, 2.5 to 5.8 us through parquet-mr's
- * {@code BytesInputDecompressor}, which goes through Hadoop's codec streams), and PLAIN pages of
- * longs, ints and byte strings are decoded straight from their bytes (0.5 to 1.5 us a page here,
- * 3.3 to 6.0 us through parquet-mr's {@code ValuesReader}s, which make a {@code Binary} per
- * string). Every other encoding and type, the levels and the dictionaries are decoded by
- * parquet-mr's readers, other codecs by its codec factory.
+ * (1M rows in 32 files: header and LZ4 decompression of a 250-row page 1.0 to 2.6 us here, 2.2
+ * to 4.0 us through parquet-mr's {@code BytesInputDecompressor}, allocating a third as much),
+ * and PLAIN pages of longs, ints and byte strings are decoded straight from their bytes (0.4 to
+ * 1.1 us a page here, 3.2 to 6.2 us through parquet-mr's {@code ValuesReader}s, which make a
+ * {@code Binary} per string). Every other encoding and type, the levels and the dictionaries
+ * are decoded by parquet-mr's readers, other codecs by its codec factory.
  */
 final class PageDecoder {
   private static final ParquetReadOptions OPTIONS = ParquetReadOptions.builder().build();
@@ -73,7 +73,7 @@ final class PageDecoder {
    * A PLAIN page of longs, ints or byte strings (at most one definition level) read straight
    * from its bytes, which the values then point into; null for other pages.
    */
-  static DecodedPage plain(ColumnDescriptor column, DataPage data) throws IOException {
+  private static DecodedPage plain(ColumnDescriptor column, DataPage data) throws IOException {
     PrimitiveTypeName physical = column.getPrimitiveType().getPrimitiveTypeName();
     int maxDefinition = column.getMaxDefinitionLevel();
     if (data.encoding() != Encoding.PLAIN || maxDefinition > 1
@@ -135,8 +135,8 @@ final class PageDecoder {
    * A page of any other encoding or type, decoded through parquet-mr's readers ({@code
    * dictionary}: the column chunk's, when the page's encoding uses one).
    */
-  static DecodedPage decoded(ColumnDescriptor column, DataPage data, Dictionary dictionary)
-      throws IOException {
+  private static DecodedPage decoded(ColumnDescriptor column, DataPage data,
+      Dictionary dictionary) throws IOException {
     Page page = reader(column, data, dictionary);
     PrimitiveTypeName physical = column.getPrimitiveType().getPrimitiveTypeName();
     int count = page.count;
@@ -311,7 +311,7 @@ final class PageDecoder {
     };
   }
 
-  static byte[] decompress(CompressionCodecName codec, byte[] from, int start,
+  private static byte[] decompress(CompressionCodecName codec, byte[] from, int start,
       int length, int size) throws IOException {
     Decompressor decompressor = switch (codec) {
       case ZSTD -> ZSTD.get();

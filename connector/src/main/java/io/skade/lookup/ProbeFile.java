@@ -178,7 +178,8 @@ final class ProbeFile implements Closeable {
   /**
    * The key as this file stores it, one value per key column, or null when this file cannot be
    * probed for it (a key column it does not store, or a type without a comparable stored form).
-   * A value this file's type cannot hold (a long beyond an int column) is {@link StoredValues#NO_VALUE}.
+   * A value this file's type cannot hold (a long beyond an int column) is {@link
+   * StoredValues#NO_VALUE}.
    */
   Object[] storedKey(Schema schema, List<Types.NestedField> key, List<?> values) {
     int[] keyColumns = plan(schema, key).keyColumns();
