@@ -17,8 +17,10 @@ import org.apache.parquet.io.api.Binary;
  * <p>Hand-written because parquet-mr's {@code BlockSplitBloomFilter} is not thread-safe: {@code
  * findHash} computes its mask in a field shared by all callers and {@code hash} fills one shared
  * buffer, so probes on several threads ({@code lookup.async}) could see another probe's. This
- * one keeps both on the stack (ProbeDecodingBenchmark: a test 35 ns here, 42 ns in parquet-mr's;
- * a hash of a long 26 ns here, 18 ns in parquet-mr's shared one, once per probe of 2 to 20 us).
+ * one keeps both on the stack. ProbeDecodingBenchmark finds neither test faster (35 to 69 ns
+ * here, 42 to 56 ns in parquet-mr's, over the 1M-row table's filters across runs on a shared
+ * machine); parquet-mr's hash of a long is about 10 ns faster (12 to 18 ns against 23 to 26),
+ * once per probe of 3 to 25 us, which does not pay for a filter threads cannot share.
  */
 record BloomCheck(int[] words) {
   /** Marks a key value without a bloom filter hash (a boolean): its filters are not asked. */

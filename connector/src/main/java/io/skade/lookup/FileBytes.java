@@ -26,8 +26,8 @@ import org.apache.parquet.bytes.ByteBufferInputStream;
  * read coalesced: ranges closer than {@value #MAX_GAP} bytes in one read.
  *
  * <p>Hand-written because parquet-mr's reads cost more calls for the same work
- * (ProbeDecodingBenchmark, 1M rows in 32 files: opening a file, 2 read calls and 1.7 ms here
- * against 265 and 2.7 ms through {@code ParquetFileReader}, which reads each column's page
+ * (ProbeDecodingBenchmark, 1M rows in 32 files: opening a file, 2 read calls and 1.7-2.0 ms here
+ * against 265 and 2.7-3.5 ms through {@code ParquetFileReader}, which reads each column's page
  * indexes apart, even through a 4 KB buffer; a cold probe, 0.90 read calls against 2.24 for
  * {@code readFilteredRowGroup}, which merges only adjacent column chunks). The streams handed
  * to parquet-mr's parsers are its own {@code ByteBufferInputStream}.

@@ -38,8 +38,9 @@ import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName;
  * parquet-mr ({@code ParquetMetadataConverter}, {@code Util}); their bytes come from the one
  * read of the file's tail. The pruning is hand-written because parquet-mr's costs more for one
  * key (ProbeDecodingBenchmark, 1M rows in 32 files: finding a key's first row over kept pages
- * 0.44 us here, 4.6 us with {@code StatisticsFilter} and {@code ColumnIndexFilter}, which build
- * row ranges per row group and search no sorted bounds; 108 bytes allocated against 8,042).
+ * 0.44-0.51 us here, 4.6-5.4 us with {@code StatisticsFilter} and {@code ColumnIndexFilter},
+ * which build row ranges per row group and search no sorted bounds; about 100 bytes allocated
+ * against 8,000).
  */
 final class FileIndex {
   /** Parquet's order of plain INT64 and INT32 columns (signed): its comparators are not public. */

@@ -12,9 +12,9 @@ import org.apache.parquet.column.Dictionary;
  *
  * <p>Hand-written because parquet-mr keeps no decoded page: its readers decode a row group's
  * pages for one pass. ProbeDecodingBenchmark (1M rows in 32 files) puts the figure on it: a
- * warm probe 4 to 44 times as fast (three runs on a shared machine) as parquet-mr's over pages
- * its own readers decoded and the harness kept, allocating 636 bytes against 15,946; and 4 to
- * 10 times as fast as a cold probe, which reads and decodes its pages again.
+ * warm probe 4 to 44 times as fast (four runs on a shared machine) as parquet-mr's over pages
+ * its own readers decoded and the harness kept, allocating about 630 bytes against 15,800; and
+ * 4 to 10 times as fast as a cold probe, which reads and decodes its pages again.
  */
 final class KeptPages {
   private final ProbeFile file;

@@ -41,11 +41,11 @@ import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName;
  *
  * <p>Hand-written only where ProbeDecodingBenchmark shows parquet-mr slower doing the same:
  * decompression calls aircompressor's pure-Java decompressors on the page's bytes directly
- * (1M rows in 32 files: header and LZ4 decompression of a 250-row page 1.0 to 2.6 us here, 2.2
- * to 4.0 us through parquet-mr's {@code BytesInputDecompressor}, allocating a third as much),
- * and PLAIN pages of longs, ints and byte strings are decoded straight from their bytes (0.4 to
- * 1.1 us a page here, 3.2 to 6.2 us through parquet-mr's {@code ValuesReader}s, which make a
- * {@code Binary} per string). Every other encoding and type, the levels and the dictionaries
+ * (1M rows in 32 files: header and LZ4 decompression of a 250-row page 0.46 to 0.83 times the
+ * time through parquet-mr's {@code BytesInputDecompressor}, allocating a third as much), and
+ * PLAIN pages of longs, ints and byte strings are decoded straight from their bytes (0.09 to
+ * 0.35 times the time of parquet-mr's {@code ValuesReader}s, which make a {@code Binary} per
+ * string). Every other encoding and type, the levels and the dictionaries
  * are decoded by parquet-mr's readers, other codecs by its codec factory.
  */
 final class PageDecoder {
