@@ -19,7 +19,7 @@ class ProbeFileSearchTest {
     SplittableRandom random = new SplittableRandom(11);
     for (int page = 0; page < PAGES; page++) {
       long[] values = sortedLongs(random, 1 + random.nextInt(300));
-      ProbeFile.Values sorted = new ProbeFile.Values(values.length, values, null, null, null,
+      DecodedPage sorted = new DecodedPage(values.length, values, null, null, null,
           null, null, true);
       for (int probe = 0; probe < 50; probe++) {
         int from = random.nextInt(values.length + 1);
@@ -39,7 +39,7 @@ class ProbeFileSearchTest {
     for (int i = 0; i < values.length; i++) {
       values[i] = i < 50 ? Integer.MIN_VALUE + i : Integer.MAX_VALUE - 99 + i;
     }
-    ProbeFile.Values sorted = new ProbeFile.Values(values.length, null, values, null, null,
+    DecodedPage sorted = new DecodedPage(values.length, null, values, null, null,
         null, null, true);
     long[] asLongs = Arrays.stream(values).asLongStream().toArray();
     for (int key : new int[] {Integer.MIN_VALUE, Integer.MIN_VALUE + 49, Integer.MIN_VALUE + 50,
