@@ -3,7 +3,7 @@ package io.skade.changelog;
 import io.skade.source.reader.FlinkChanges;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.skade.TestCatalog;
+import io.skade.testing.TestCatalog;
 import io.skade.changelog.ChangelogOptions.BeforeImage;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.write.TableWriter;

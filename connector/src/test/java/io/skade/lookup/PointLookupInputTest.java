@@ -3,7 +3,7 @@ package io.skade.lookup;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.skade.TestCatalog;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.util.ArrayList;
 import java.util.Arrays;

@@ -2,7 +2,7 @@ package io.skade.lookup;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.skade.TestCatalog;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.util.ArrayList;
 import java.util.HashMap;

@@ -2,7 +2,7 @@ package io.skade.maintenance;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.skade.TestCatalog;
+import io.skade.testing.TestCatalog;
 import io.skade.scan.DataFileRows;
 import io.skade.sink.SkadeTableLoader;
 import io.skade.write.TableWriter;
