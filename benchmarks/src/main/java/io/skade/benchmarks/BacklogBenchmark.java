@@ -31,21 +31,23 @@ import org.apache.iceberg.types.Types;
 
 /**
  * Backlog catch-up of a bucketed primary-key table: {@code commits} commits of {@code rows} new
- * keys each into a table of 8 buckets on its key, then bounded jobs count every row: skade's
- * source from the first snapshot (each commit's changes, each bucket an ordering unit) and
- * Iceberg's {@code IcebergSource} bounded read of the last snapshot, each at parallelism 1 and 2,
- * side by side in one run; times include each job's MiniCluster start and planning. Asserts
- * nothing but the row counts.
+ * keys each into a table of 8 buckets on its key, then bounded jobs count every row: skade's source
+ * from the first snapshot (each commit's changes, each bucket an ordering unit) and Iceberg's
+ * {@code IcebergSource} bounded read of the last snapshot, each at parallelism 1 and 2, side by
+ * side in one run; times include each job's MiniCluster start and planning. Asserts nothing but the
+ * row counts.
  *
- * <p>System properties: {@code skade.bench.backlog.commits} (200), {@code .rows} (5,000),
- * {@code .buckets} (8).
+ * <p>System properties: {@code skade.bench.backlog.commits} (200), {@code .rows} (5,000), {@code
+ * .buckets} (8).
  */
 public final class BacklogBenchmark {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "ts_nanos", Types.LongType.get()),
-          Types.NestedField.optional(3, "payload", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA =
+      new Schema(
+          List.of(
+              Types.NestedField.required(1, "id", Types.LongType.get()),
+              Types.NestedField.optional(2, "ts_nanos", Types.LongType.get()),
+              Types.NestedField.optional(3, "payload", Types.StringType.get())),
+          Set.of(1));
   private static final LongAdder COUNTED = new LongAdder();
 
   private BacklogBenchmark() {}
@@ -61,9 +63,12 @@ public final class BacklogBenchmark {
       SkadeCatalog catalog = handle.catalog();
       catalog.createNamespace(Namespace.of("bench"));
       TableIdentifier id = TableIdentifier.of("bench", "backlog");
-      Table table = catalog.createTable(id, SCHEMA,
-          PartitionSpec.builderFor(SCHEMA).bucket("id", buckets).build(),
-          Map.of("format-version", "2"));
+      Table table =
+          catalog.createTable(
+              id,
+              SCHEMA,
+              PartitionSpec.builderFor(SCHEMA).bucket("id", buckets).build(),
+              Map.of("format-version", "2"));
       TableWriter writer = new TableWriter(table);
       for (int c = 0; c < commits; c++) {
         List<Record> batch = new ArrayList<>(rows);
@@ -77,17 +82,28 @@ public final class BacklogBenchmark {
         writer.append(batch);
       }
       long expected = (long) commits * rows;
-      System.out.printf("backlog: %d commits x %,d new keys into a primary-key table of %d"
-          + " buckets; bounded jobs count %,d rows%n", commits, rows, buckets, expected);
-      System.out.printf("%-44s %11s %9s %12s %9s%n", "reader", "parallelism", "seconds",
-          "rows/s", "vs Iceberg");
+      System.out.printf(
+          "backlog: %d commits x %,d new keys into a primary-key table of %d"
+              + " buckets; bounded jobs count %,d rows%n",
+          commits, rows, buckets, expected);
+      System.out.printf(
+          "%-44s %11s %9s %12s %9s%n", "reader", "parallelism", "seconds", "rows/s", "vs Iceberg");
       for (int parallelism : new int[] {1, 2}) {
         // Warm the JVM's code once at each parallelism, unmeasured.
         count(parallelism, expected, env -> skade(env, properties, id));
         double skade = count(parallelism, expected, env -> skade(env, properties, id));
-        double iceberg = count(parallelism, expected, env -> SourceLatencyRun.icebergStream(env,
-            new SkadeTableLoader(properties, id), null));
-        print("skade bounded, earliest (each commit's changes)", parallelism, expected, skade,
+        double iceberg =
+            count(
+                parallelism,
+                expected,
+                env ->
+                    SourceLatencyRun.icebergStream(
+                        env, new SkadeTableLoader(properties, id), null));
+        print(
+            "skade bounded, earliest (each commit's changes)",
+            parallelism,
+            expected,
+            skade,
             iceberg);
         print("IcebergSource bounded read", parallelism, expected, iceberg, iceberg);
       }
@@ -96,22 +112,32 @@ public final class BacklogBenchmark {
     }
   }
 
-  private static DataStream<RowData> skade(StreamExecutionEnvironment env,
-      Map<String, String> properties, TableIdentifier id) {
-    return env.fromSource(SkadeSource.builder().catalogProperties(properties).table(id)
-        .startupMode(StartupMode.EARLIEST).bounded().build(), WatermarkStrategy.noWatermarks(),
+  private static DataStream<RowData> skade(
+      StreamExecutionEnvironment env, Map<String, String> properties, TableIdentifier id) {
+    return env.fromSource(
+        SkadeSource.builder()
+            .catalogProperties(properties)
+            .table(id)
+            .startupMode(StartupMode.EARLIEST)
+            .bounded()
+            .build(),
+        WatermarkStrategy.noWatermarks(),
         "skade");
   }
 
-  private static void print(String reader, int parallelism, long rows, double seconds,
-      double icebergSeconds) {
-    System.out.printf("%-44s %11d %9.2f %12.0f %8.2fx%n", reader, parallelism, seconds,
-        rows / seconds, icebergSeconds / seconds);
+  private static void print(
+      String reader, int parallelism, long rows, double seconds, double icebergSeconds) {
+    System.out.printf(
+        "%-44s %11d %9.2f %12.0f %8.2fx%n",
+        reader, parallelism, seconds, rows / seconds, icebergSeconds / seconds);
   }
 
   /** Runs a bounded job of {@code reading} and returns its seconds, MiniCluster start included. */
-  private static double count(int parallelism, long expected,
-      Function<StreamExecutionEnvironment, DataStream<RowData>> reading) throws Exception {
+  private static double count(
+      int parallelism,
+      long expected,
+      Function<StreamExecutionEnvironment, DataStream<RowData>> reading)
+      throws Exception {
     COUNTED.reset();
     StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
     env.setParallelism(parallelism);

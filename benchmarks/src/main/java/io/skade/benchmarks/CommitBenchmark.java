@@ -8,23 +8,23 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * Prints the commit throughput of {@code SkadeCatalog}'s group-commit path, side by side for 1,
- * 4, 16 and 64 concurrent committers, and how far its fsyncs are coalesced.
+ * Prints the commit throughput of {@code SkadeCatalog}'s group-commit path, side by side for 1, 4,
+ * 16 and 64 concurrent committers, and how far its fsyncs are coalesced.
  *
  * <p>Each cell opens a fresh catalog in a temporary warehouse (deleted afterwards), gives every
- * committer thread its own table (so no commit ever conflicts), and makes a fixed number of
- * commits of one workload: pointer-only (a table rename: the committer's compare-and-swap alone,
- * no Iceberg files), metadata-only ({@code updateProperties}) or a fast append of a small Parquet file. The
+ * committer thread its own table (so no commit ever conflicts), and makes a fixed number of commits
+ * of one workload: pointer-only (a table rename: the committer's compare-and-swap alone, no Iceberg
+ * files), metadata-only ({@code updateProperties}) or a fast append of a small Parquet file. The
  * two workloads that write files also run with Hadoop's own local file system, beside skade's
- * ({@code SkadeLocalFileSystem}). A subscriber thread measures, for every commit, the time from
- * its batch becoming durable to the subscriber receiving it. One warm-up pass of each workload
- * precedes the measured cells. It asserts nothing; it prints figures.
+ * ({@code SkadeLocalFileSystem}). A subscriber thread measures, for every commit, the time from its
+ * batch becoming durable to the subscriber receiving it. One warm-up pass of each workload precedes
+ * the measured cells. It asserts nothing; it prints figures.
  *
  * <p>System properties (defaults in brackets): {@code skade.bench.pointerCommits} pointer-only
- * commits per cell [2000], {@code skade.bench.commits} metadata-only commits
- * per cell [300], {@code skade.bench.appendCommits} append commits per cell [150], {@code
- * skade.bench.committers} comma-separated committer counts [1,4,16,64], {@code
- * skade.bench.warmupCommits} commits per workload in the warm-up [100].
+ * commits per cell [2000], {@code skade.bench.commits} metadata-only commits per cell [300], {@code
+ * skade.bench.appendCommits} append commits per cell [150], {@code skade.bench.committers}
+ * comma-separated committer counts [1,4,16,64], {@code skade.bench.warmupCommits} commits per
+ * workload in the warm-up [100].
  */
 public final class CommitBenchmark {
 
@@ -39,25 +39,31 @@ public final class CommitBenchmark {
     int metadataCommits = Integer.getInteger("skade.bench.commits", 300);
     int appendCommits = Integer.getInteger("skade.bench.appendCommits", 150);
     int warmupCommits = Integer.getInteger("skade.bench.warmupCommits", 100);
-    int[] committerCounts = Arrays.stream(
-            System.getProperty("skade.bench.committers", "1,4,16,64").split(","))
-        .map(String::trim)
-        .mapToInt(Integer::parseInt)
-        .toArray();
+    int[] committerCounts =
+        Arrays.stream(System.getProperty("skade.bench.committers", "1,4,16,64").split(","))
+            .map(String::trim)
+            .mapToInt(Integer::parseInt)
+            .toArray();
 
-    System.out.printf("skade commit benchmark | JVM: %s %s (%s) | cores: %d | date: %s%n",
-        System.getProperty("java.vm.name"), System.getProperty("java.runtime.version"),
-        System.getProperty("java.vm.vendor"), Runtime.getRuntime().availableProcessors(),
+    System.out.printf(
+        "skade commit benchmark | JVM: %s %s (%s) | cores: %d | date: %s%n",
+        System.getProperty("java.vm.name"),
+        System.getProperty("java.runtime.version"),
+        System.getProperty("java.vm.vendor"),
+        Runtime.getRuntime().availableProcessors(),
         ZonedDateTime.now().format(DateTimeFormatter.ISO_OFFSET_DATE_TIME));
-    System.out.println("WAL syncs per commit < 1 means group commit coalesced fsyncs"
-        + " (several commits made durable by one fsync). Each cell runs side by side:"
-        + " 'fsync per commit' (commit.max-batch-size=1, the design without group commit) and"
-        + " 'group commit'; 'vs fsync/commit' is the ratio of their commits/s. Workloads that"
-        + " write files also run 'group, Hadoop FS': group commit with files written through"
-        + " Hadoop's own local file system, which starts a chmod process per file.");
-    System.out.printf("Per cell: fresh warehouse, one table per committer; %d pointer-only / %d"
+    System.out.println(
+        "WAL syncs per commit < 1 means group commit coalesced fsyncs"
+            + " (several commits made durable by one fsync). Each cell runs side by side:"
+            + " 'fsync per commit' (commit.max-batch-size=1, the design without group commit) and"
+            + " 'group commit'; 'vs fsync/commit' is the ratio of their commits/s. Workloads that"
+            + " write files also run 'group, Hadoop FS': group commit with files written through"
+            + " Hadoop's own local file system, which starts a chmod process per file.");
+    System.out.printf(
+        "Per cell: fresh warehouse, one table per committer; %d pointer-only / %d"
             + " metadata-only / %d append commits; feed latency = batch durable -> subscriber"
-            + " received.%n", pointerCommits, metadataCommits, appendCommits);
+            + " received.%n",
+        pointerCommits, metadataCommits, appendCommits);
 
     // Warm-up: JIT, class loading, Hadoop/Parquet initialisation; results discarded.
     for (Workload workload : Workload.values()) {
@@ -68,11 +74,12 @@ public final class CommitBenchmark {
 
     List<CommitRun.Result> results = new ArrayList<>();
     for (Workload workload : Workload.values()) {
-      int commits = switch (workload) {
-        case POINTER_ONLY -> pointerCommits;
-        case METADATA_ONLY -> metadataCommits;
-        case APPEND -> appendCommits;
-      };
+      int commits =
+          switch (workload) {
+            case POINTER_ONLY -> pointerCommits;
+            case METADATA_ONLY -> metadataCommits;
+            case APPEND -> appendCommits;
+          };
       for (int committers : committerCounts) {
         // Side by side in one run: the previous designs, then skade's.
         for (CommitRun.Design design : designs(workload)) {
@@ -89,33 +96,56 @@ public final class CommitBenchmark {
   private static List<CommitRun.Design> designs(Workload workload) {
     return workload == Workload.POINTER_ONLY
         ? List.of(CommitRun.Design.FSYNC_PER_COMMIT, CommitRun.Design.GROUP_COMMIT)
-        : List.of(CommitRun.Design.GROUP_COMMIT_HADOOP_LOCAL_FS,
-            CommitRun.Design.FSYNC_PER_COMMIT, CommitRun.Design.GROUP_COMMIT);
+        : List.of(
+            CommitRun.Design.GROUP_COMMIT_HADOOP_LOCAL_FS,
+            CommitRun.Design.FSYNC_PER_COMMIT,
+            CommitRun.Design.GROUP_COMMIT);
   }
 
   /** Group commit with skade's local file system beside the same with Hadoop's, per cell. */
   private static void printLocalFileSystemRatios(List<CommitRun.Result> results) {
     System.out.println();
-    System.out.println("Files through SkadeLocalFileSystem vs Hadoop's local file system (a chmod"
-        + " process per file), group commit, commits/s:");
+    System.out.println(
+        "Files through SkadeLocalFileSystem vs Hadoop's local file system (a chmod"
+            + " process per file), group commit, commits/s:");
     for (CommitRun.Result hadoop : results) {
       if (hadoop.design() != CommitRun.Design.GROUP_COMMIT_HADOOP_LOCAL_FS) {
         continue;
       }
       results.stream()
-          .filter(r -> r.design() == CommitRun.Design.GROUP_COMMIT
-              && r.workload() == hadoop.workload() && r.committers() == hadoop.committers())
-          .forEach(skade -> System.out.printf(Locale.ROOT,
-              "  %-28s %2d committers: %6.0f vs %6.0f = %.2fx%n", hadoop.workload().label(),
-              hadoop.committers(), skade.commitsPerSecond(), hadoop.commitsPerSecond(),
-              skade.commitsPerSecond() / hadoop.commitsPerSecond()));
+          .filter(
+              r ->
+                  r.design() == CommitRun.Design.GROUP_COMMIT
+                      && r.workload() == hadoop.workload()
+                      && r.committers() == hadoop.committers())
+          .forEach(
+              skade ->
+                  System.out.printf(
+                      Locale.ROOT,
+                      "  %-28s %2d committers: %6.0f vs %6.0f = %.2fx%n",
+                      hadoop.workload().label(),
+                      hadoop.committers(),
+                      skade.commitsPerSecond(),
+                      hadoop.commitsPerSecond(),
+                      skade.commitsPerSecond() / hadoop.commitsPerSecond()));
     }
   }
 
   private static void printTable(List<CommitRun.Result> results) {
-    String[] header = {"workload", "design", "committers", "commits", "seconds", "commits/s",
-        "vs fsync/commit", "WAL syncs", "WAL syncs/commit", "batches/commit", "feed p50 (µs)",
-        "feed p99 (µs)"};
+    String[] header = {
+      "workload",
+      "design",
+      "committers",
+      "commits",
+      "seconds",
+      "commits/s",
+      "vs fsync/commit",
+      "WAL syncs",
+      "WAL syncs/commit",
+      "batches/commit",
+      "feed p50 (µs)",
+      "feed p99 (µs)"
+    };
     List<String[]> rows = new ArrayList<>();
     rows.add(header);
     long missed = 0;
@@ -125,35 +155,38 @@ public final class CommitBenchmark {
       if (r.design() == CommitRun.Design.FSYNC_PER_COMMIT) {
         baseline = r;
       }
-      rows.add(new String[] {
-          r.workload().label(),
-          r.design().label,
-          Integer.toString(r.committers()),
-          Integer.toString(r.commits()),
-          fmt("%.2f", r.seconds()),
-          fmt("%.0f", r.commitsPerSecond()),
-          switch (r.design()) {
-            case FSYNC_PER_COMMIT -> "1.00x";
-            case GROUP_COMMIT -> fmt("%.2fx", r.commitsPerSecond() / baseline.commitsPerSecond());
-            case GROUP_COMMIT_HADOOP_LOCAL_FS, SERVER -> "-";
-          },
-          Long.toString(r.walSyncs()),
-          fmt("%.3f", (double) r.walSyncs() / r.commits()),
-          fmt("%.3f", (double) r.batches() / r.commits()),
-          fmt("%.0f", r.latencyMicros(50)),
-          fmt("%.0f", r.latencyMicros(99)),
-      });
+      rows.add(
+          new String[] {
+            r.workload().label(),
+            r.design().label,
+            Integer.toString(r.committers()),
+            Integer.toString(r.commits()),
+            fmt("%.2f", r.seconds()),
+            fmt("%.0f", r.commitsPerSecond()),
+            switch (r.design()) {
+              case FSYNC_PER_COMMIT -> "1.00x";
+              case GROUP_COMMIT -> fmt("%.2fx", r.commitsPerSecond() / baseline.commitsPerSecond());
+              case GROUP_COMMIT_HADOOP_LOCAL_FS, SERVER -> "-";
+            },
+            Long.toString(r.walSyncs()),
+            fmt("%.3f", (double) r.walSyncs() / r.commits()),
+            fmt("%.3f", (double) r.batches() / r.commits()),
+            fmt("%.0f", r.latencyMicros(50)),
+            fmt("%.0f", r.latencyMicros(99)),
+          });
     }
     printAligned(rows);
     if (missed > 0) {
-      System.out.printf("Note: %d feed events were dropped by subscriber lag and are not in the"
-          + " latency percentiles.%n", missed);
+      System.out.printf(
+          "Note: %d feed events were dropped by subscriber lag and are not in the"
+              + " latency percentiles.%n",
+          missed);
     }
   }
 
   /**
-   * Prints {@code rows} (the first the header, underlined) in columns, the first left-aligned,
-   * the others right-aligned so their digits line up.
+   * Prints {@code rows} (the first the header, underlined) in columns, the first left-aligned, the
+   * others right-aligned so their digits line up.
    */
   static void printAligned(List<String[]> rows) {
     int[] widths = new int[rows.get(0).length];

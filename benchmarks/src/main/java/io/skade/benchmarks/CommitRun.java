@@ -31,8 +31,8 @@ import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.rest.RESTCatalog;
 
 /**
- * One cell of the commit benchmarks: fresh tables, one per committer thread, a fixed commit
- * count; in a fresh catalog of this JVM, or through a skade server's REST protocol.
+ * One cell of the commit benchmarks: fresh tables, one per committer thread, a fixed commit count;
+ * in a fresh catalog of this JVM, or through a skade server's REST protocol.
  */
 final class CommitRun {
   private static final Namespace NAMESPACE = Namespace.of("bench");
@@ -49,8 +49,8 @@ final class CommitRun {
      */
     GROUP_COMMIT_HADOOP_LOCAL_FS("group, Hadoop FS"),
     /**
-     * skade's defaults in a skade server (a child JVM); the committers and the feed subscriber
-     * are its clients in this JVM, over HTTP: Iceberg's {@code RESTCatalog}, skade's {@code
+     * skade's defaults in a skade server (a child JVM); the committers and the feed subscriber are
+     * its clients in this JVM, over HTTP: Iceberg's {@code RESTCatalog}, skade's {@code
      * RemoteCommitFeed}.
      */
     SERVER("server, REST");
@@ -63,15 +63,24 @@ final class CommitRun {
   }
 
   /**
-   * Figures of one cell; the store counters cover the timed commits only (-1 where the store is
-   * in another process). Feed latencies, sorted, per commit the subscriber received: from its
-   * batch becoming durable (only where the feed stamps that: a catalog in this JVM), from the
-   * committer stamping it (its group's start, before the fsync; wall clock), and from the
-   * commit call returning (negative: the subscriber heard of it first).
+   * Figures of one cell; the store counters cover the timed commits only (-1 where the store is in
+   * another process). Feed latencies, sorted, per commit the subscriber received: from its batch
+   * becoming durable (only where the feed stamps that: a catalog in this JVM), from the committer
+   * stamping it (its group's start, before the fsync; wall clock), and from the commit call
+   * returning (negative: the subscriber heard of it first).
    */
-  record Result(Workload workload, Design design, int committers, int commits, long elapsedNanos,
-      long walSyncs, long batches, long[] sortedLatencyNanos, long[] sortedStampLatencyNanos,
-      long[] sortedAckLatencyNanos, long feedEventsMissed) {
+  record Result(
+      Workload workload,
+      Design design,
+      int committers,
+      int commits,
+      long elapsedNanos,
+      long walSyncs,
+      long batches,
+      long[] sortedLatencyNanos,
+      long[] sortedStampLatencyNanos,
+      long[] sortedAckLatencyNanos,
+      long feedEventsMissed) {
 
     double seconds() {
       return elapsedNanos / 1e9;
@@ -141,9 +150,9 @@ final class CommitRun {
   }
 
   /**
-   * Runs one cell through {@code server}'s REST protocol: fresh tables in a namespace of their
-   * own, one {@code RESTCatalog} per committer, the feed subscriber a client of its own. The
-   * server is the caller's, so that its JIT is warm from the cells before.
+   * Runs one cell through {@code server}'s REST protocol: fresh tables in a namespace of their own,
+   * one {@code RESTCatalog} per committer, the feed subscriber a client of its own. The server is
+   * the caller's, so that its JIT is warm from the cells before.
    */
   static Result run(Workload workload, ServerProcess server, int committers, int commits)
       throws Exception {
@@ -152,8 +161,8 @@ final class CommitRun {
     }
   }
 
-  private static Result measure(Cell cell, Workload workload, Design design, int committers,
-      int commits) throws Exception {
+  private static Result measure(
+      Cell cell, Workload workload, Design design, int committers, int commits) throws Exception {
     // Setup is untimed: each committer gets its own table, so no commit ever loses a CAS.
     List<IntConsumer> actions = new ArrayList<>();
     String[] tableKeys = new String[committers];
@@ -177,17 +186,20 @@ final class CommitRun {
       int share = commits / committers + (t < commits % committers ? 1 : 0);
       IntConsumer action = actions.get(t);
       long[] acks = acknowledged[t] = new long[share];
-      Thread thread = new Thread(() -> {
-        try {
-          go.await();
-          for (int i = 0; i < share; i++) {
-            action.accept(i);
-            acks[i] = System.nanoTime();
-          }
-        } catch (Throwable e) {
-          failure.compareAndSet(null, e);
-        }
-      }, "bench-committer-" + t);
+      Thread thread =
+          new Thread(
+              () -> {
+                try {
+                  go.await();
+                  for (int i = 0; i < share; i++) {
+                    action.accept(i);
+                    acks[i] = System.nanoTime();
+                  }
+                } catch (Throwable e) {
+                  failure.compareAndSet(null, e);
+                }
+              },
+              "bench-committer-" + t);
       thread.start();
       threads.add(thread);
     }
@@ -207,11 +219,18 @@ final class CommitRun {
       throw new IllegalStateException(
           workload.label() + " with " + committers + " committers failed", failure.get());
     }
-    return new Result(workload, design, committers, commits, elapsed,
+    return new Result(
+        workload,
+        design,
+        committers,
+        commits,
+        elapsed,
         after == null ? -1 : after.walSyncs() - before.walSyncs(),
         after == null ? -1 : after.batchesWritten() - before.batchesWritten(),
-        probe.sortedLatencies(), probe.sortedStampLatencies(),
-        probe.sortedAckLatencies(tableKeys, acknowledged), probe.missed());
+        probe.sortedLatencies(),
+        probe.sortedStampLatencies(),
+        probe.sortedAckLatencies(tableKeys, acknowledged),
+        probe.missed());
   }
 
   /** A fresh catalog in this JVM, configured as the design says. */
@@ -222,8 +241,13 @@ final class CommitRun {
       if (design == Design.GROUP_COMMIT_HADOOP_LOCAL_FS) {
         catalog.setConf(new Configuration()); // Hadoop's defaults: its own local file system
       }
-      catalog.initialize("bench", Map.of("warehouse", warehouse.toString(),
-          SkadeCatalog.MAX_BATCH_SIZE, design == Design.FSYNC_PER_COMMIT ? "1" : "4096"));
+      catalog.initialize(
+          "bench",
+          Map.of(
+              "warehouse",
+              warehouse.toString(),
+              SkadeCatalog.MAX_BATCH_SIZE,
+              design == Design.FSYNC_PER_COMMIT ? "1" : "4096"));
       catalog.createNamespace(NAMESPACE);
     }
 
@@ -316,9 +340,9 @@ final class CommitRun {
   }
 
   /**
-   * Polls the commit feed on its own thread and records, per event, when it was received: how
-   * long after its batch became durable (where the feed stamps that) and after the committer
-   * stamped it, and, per table, the moment of each receipt, to set against the commit calls.
+   * Polls the commit feed on its own thread and records, per event, when it was received: how long
+   * after its batch became durable (where the feed stamps that) and after the committer stamped it,
+   * and, per table, the moment of each receipt, to set against the commit calls.
    */
   private static final class FeedProbe extends Thread {
     private final CommitSubscription subscription;
@@ -365,8 +389,9 @@ final class CommitRun {
         }
         if (received < latencies.length) {
           latencies[received] = now - subscription.lastDurableNanos();
-          stampLatencies[received++] = (wall.getEpochSecond() * 1_000_000L
-              + wall.getNano() / 1_000 - event.tsMicros()) * 1_000;
+          stampLatencies[received++] =
+              (wall.getEpochSecond() * 1_000_000L + wall.getNano() / 1_000 - event.tsMicros())
+                  * 1_000;
         }
         receivedByTable.computeIfAbsent(event.tableKey(), k -> new ArrayList<>()).add(now);
         missed += event.commitSeq() - lastSeq - 1;
@@ -392,9 +417,9 @@ final class CommitRun {
     }
 
     /**
-     * From each commit call's return to the receipt of its event: committer {@code t} alone
-     * commits to table {@code tableKeys[t]}, so its i-th event is its i-th commit. Nothing
-     * when events were missed, which would shift that pairing.
+     * From each commit call's return to the receipt of its event: committer {@code t} alone commits
+     * to table {@code tableKeys[t]}, so its i-th event is its i-th commit. Nothing when events were
+     * missed, which would shift that pairing.
      */
     long[] sortedAckLatencies(String[] tableKeys, long[][] acknowledged) {
       if (missed > 0) {
@@ -404,7 +429,8 @@ final class CommitRun {
       int n = 0;
       for (int t = 0; t < tableKeys.length; t++) {
         List<Long> receipts = receivedByTable.getOrDefault(tableKeys[t], List.of());
-        for (int i = 0; i < Math.min(receipts.size(), acknowledged[t].length) && n < gaps.length;
+        for (int i = 0;
+            i < Math.min(receipts.size(), acknowledged[t].length) && n < gaps.length;
             i++) {
           gaps[n++] = receipts.get(i) - acknowledged[t][i];
         }

@@ -41,22 +41,22 @@ import org.apache.iceberg.data.Record;
 import org.apache.iceberg.rest.RESTCatalog;
 
 /**
- * Flink's regular streaming join of two skade tables beside its delta join, the same query in
- * one run ({@code orders JOIN shipments ON order_id}, into an upsert sink): {@code orders} holds
+ * Flink's regular streaming join of two skade tables beside its delta join, the same query in one
+ * run ({@code orders JOIN shipments ON order_id}, into an upsert sink): {@code orders} holds
  * 1,000,000 rows (keyed by {@code order_id}), {@code shipments} 100,000 (a log table bucketed by
  * {@code order_id}); once the job has joined them, 200,000 rows are appended to each side by two
- * writers at once, in commits of 2,000 every 100 ms (half the new shipments belong to new
- * orders, committed about when they are, half to old ones).
+ * writers at once, in commits of 2,000 every 100 ms (half the new shipments belong to new orders,
+ * committed about when they are, half to old ones).
  *
  * <p>Per join: catch-up throughput (the tables' 1,100,000 rows over the time until the sources
- * emitted them all and every initial pair was joined), latency from the later of a joined row's
- * two commits to its arrival (p50, p99), the join operator's and the whole job's state in the
- * last checkpoint, and the heap the job holds once everything is joined (after a full GC, less
- * the heap before it started). Each join runs in a JVM of its own, on tables loaded alike.
- * System properties: {@code skade.bench.delta.orders} (1,000,000),
- * {@code skade.bench.delta.shipments} (100,000), {@code skade.bench.delta.appended} (200,000),
- * {@code skade.bench.delta.parallelism} (2), {@code skade.bench.delta.remote} (false: the
- * catalog embedded in this JVM; true: a skade server in a child JVM, reached by its uri).
+ * emitted them all and every initial pair was joined), latency from the later of a joined row's two
+ * commits to its arrival (p50, p99), the join operator's and the whole job's state in the last
+ * checkpoint, and the heap the job holds once everything is joined (after a full GC, less the heap
+ * before it started). Each join runs in a JVM of its own, on tables loaded alike. System
+ * properties: {@code skade.bench.delta.orders} (1,000,000), {@code skade.bench.delta.shipments}
+ * (100,000), {@code skade.bench.delta.appended} (200,000), {@code skade.bench.delta.parallelism}
+ * (2), {@code skade.bench.delta.remote} (false: the catalog embedded in this JVM; true: a skade
+ * server in a child JVM, reached by its uri).
  */
 public final class DeltaJoinBenchmark {
   private static final long ORDERS = Long.getLong("skade.bench.delta.orders", 1_000_000);
@@ -69,16 +69,25 @@ public final class DeltaJoinBenchmark {
   private static final String[] CARRIERS = {"post", "bring", "dhl", "ups"};
   private static final String OPTIONS =
       "/*+ OPTIONS('scan.append-only' = 'true', 'lookup.async' = 'true'"
-          + System.getProperty("skade.bench.delta.options", "") + ") */";
+          + System.getProperty("skade.bench.delta.options", "")
+          + ") */";
 
   private static final HttpClient HTTP = HttpClient.newHttpClient();
   private static final Pattern METRIC_SUM = Pattern.compile("\"sum\":([0-9.E]+)");
 
   private DeltaJoinBenchmark() {}
 
-  private record Figures(String join, double catchUpSeconds, double rowsPerSecond,
-      double streamSeconds, double p50Millis, double p99Millis, long duplicates,
-      long joinStateBytes, long checkpointBytes, long heapBytes) {}
+  private record Figures(
+      String join,
+      double catchUpSeconds,
+      double rowsPerSecond,
+      double streamSeconds,
+      double p50Millis,
+      double p99Millis,
+      long duplicates,
+      long joinStateBytes,
+      long checkpointBytes,
+      long heapBytes) {}
 
   public static void main(String[] args) throws Exception {
     if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
@@ -86,37 +95,79 @@ public final class DeltaJoinBenchmark {
     }
     if (args.length == 1) { // a child: one join, its figures on a line of their own
       Figures f = runAlone(args[0]);
-      System.out.println("FIGURES " + f.join() + " " + f.catchUpSeconds() + " "
-          + f.rowsPerSecond() + " " + f.streamSeconds() + " " + f.p50Millis() + " "
-          + f.p99Millis() + " " + f.duplicates() + " " + f.joinStateBytes() + " "
-          + f.checkpointBytes() + " " + f.heapBytes());
+      System.out.println(
+          "FIGURES "
+              + f.join()
+              + " "
+              + f.catchUpSeconds()
+              + " "
+              + f.rowsPerSecond()
+              + " "
+              + f.streamSeconds()
+              + " "
+              + f.p50Millis()
+              + " "
+              + f.p99Millis()
+              + " "
+              + f.duplicates()
+              + " "
+              + f.joinStateBytes()
+              + " "
+              + f.checkpointBytes()
+              + " "
+              + f.heapBytes());
       System.out.flush();
       System.exit(0); // Flink leaves non-daemon threads behind
     }
-    System.out.printf("delta join vs regular join: orders %,d rows (key order_id), shipments %,d"
-        + " (log table, bucket(order_id, 4)); then %,d appended to each side in commits of %,d"
-        + " every %d ms; parallelism %d, checkpoints every 2 s, heap state backend; each join"
-        + " in a JVM of its own; catalog %s%n", ORDERS, SHIPMENTS, APPENDED, COMMIT_ROWS,
-        COMMIT_EVERY_MILLIS, PARALLELISM,
+    System.out.printf(
+        "delta join vs regular join: orders %,d rows (key order_id), shipments %,d"
+            + " (log table, bucket(order_id, 4)); then %,d appended to each side in commits of %,d"
+            + " every %d ms; parallelism %d, checkpoints every 2 s, heap state backend; each join"
+            + " in a JVM of its own; catalog %s%n",
+        ORDERS,
+        SHIPMENTS,
+        APPENDED,
+        COMMIT_ROWS,
+        COMMIT_EVERY_MILLIS,
+        PARALLELISM,
         REMOTE ? "through a skade server (a child JVM)" : "embedded");
     List<Figures> figures = new ArrayList<>();
     for (String join : List.of("regular", "delta")) {
       figures.add(inChildJvm(join));
     }
-    System.out.printf("%-8s %10s %10s %9s %8s %8s %10s %12s %12s %9s%n", "join", "catchUp_s",
-        "rows/s", "stream_s", "p50_ms", "p99_ms", "duplicates", "joinStateKB", "checkpointKB",
+    System.out.printf(
+        "%-8s %10s %10s %9s %8s %8s %10s %12s %12s %9s%n",
+        "join",
+        "catchUp_s",
+        "rows/s",
+        "stream_s",
+        "p50_ms",
+        "p99_ms",
+        "duplicates",
+        "joinStateKB",
+        "checkpointKB",
         "heapMB");
     for (Figures f : figures) {
-      System.out.printf("%-8s %10.2f %10.0f %9.2f %8.1f %8.1f %10d %12.1f %12.1f %9.1f%n",
-          f.join(), f.catchUpSeconds(), f.rowsPerSecond(), f.streamSeconds(), f.p50Millis(),
-          f.p99Millis(), f.duplicates(), f.joinStateBytes() / 1024.0,
-          f.checkpointBytes() / 1024.0, f.heapBytes() / 1048576.0);
+      System.out.printf(
+          "%-8s %10.2f %10.0f %9.2f %8.1f %8.1f %10d %12.1f %12.1f %9.1f%n",
+          f.join(),
+          f.catchUpSeconds(),
+          f.rowsPerSecond(),
+          f.streamSeconds(),
+          f.p50Millis(),
+          f.p99Millis(),
+          f.duplicates(),
+          f.joinStateBytes() / 1024.0,
+          f.checkpointBytes() / 1024.0,
+          f.heapBytes() / 1048576.0);
     }
     Figures regular = figures.get(0);
     Figures delta = figures.get(1);
-    System.out.printf("delta/regular: throughput %.2fx, latency p50 %.2fx, p99 %.2fx; join state"
-        + " %.0fx smaller, checkpoint %.0fx smaller, heap %.2fx%n",
-        delta.rowsPerSecond() / regular.rowsPerSecond(), delta.p50Millis() / regular.p50Millis(),
+    System.out.printf(
+        "delta/regular: throughput %.2fx, latency p50 %.2fx, p99 %.2fx; join state"
+            + " %.0fx smaller, checkpoint %.0fx smaller, heap %.2fx%n",
+        delta.rowsPerSecond() / regular.rowsPerSecond(),
+        delta.p50Millis() / regular.p50Millis(),
         delta.p99Millis() / regular.p99Millis(),
         (double) regular.joinStateBytes() / delta.joinStateBytes(),
         (double) regular.checkpointBytes() / delta.checkpointBytes(),
@@ -128,59 +179,78 @@ public final class DeltaJoinBenchmark {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
-    command.addAll(List.of("-cp", System.getProperty("java.class.path"),
-        DeltaJoinBenchmark.class.getName(), join));
+    command.addAll(
+        List.of(
+            "-cp",
+            System.getProperty("java.class.path"),
+            DeltaJoinBenchmark.class.getName(),
+            join));
     Process child = new ProcessBuilder(command).redirectErrorStream(true).start();
     Figures figures = null;
-    try (BufferedReader lines = new BufferedReader(
-        new InputStreamReader(child.getInputStream()))) {
+    try (BufferedReader lines = new BufferedReader(new InputStreamReader(child.getInputStream()))) {
       for (String line = lines.readLine(); line != null; line = lines.readLine()) {
         if (line.startsWith("FIGURES ")) {
           String[] v = line.split(" ");
-          figures = new Figures(v[1], Double.parseDouble(v[2]), Double.parseDouble(v[3]),
-              Double.parseDouble(v[4]), Double.parseDouble(v[5]), Double.parseDouble(v[6]),
-              Long.parseLong(v[7]), Long.parseLong(v[8]), Long.parseLong(v[9]),
-              Long.parseLong(v[10]));
+          figures =
+              new Figures(
+                  v[1],
+                  Double.parseDouble(v[2]),
+                  Double.parseDouble(v[3]),
+                  Double.parseDouble(v[4]),
+                  Double.parseDouble(v[5]),
+                  Double.parseDouble(v[6]),
+                  Long.parseLong(v[7]),
+                  Long.parseLong(v[8]),
+                  Long.parseLong(v[9]),
+                  Long.parseLong(v[10]));
         } else if (!line.contains(" WARN ") && !line.startsWith("\tat ")) {
           System.out.println("  [" + join + "] " + line);
         }
       }
     }
     if (child.waitFor() != 0 || figures == null) {
-      throw new IllegalStateException("the " + join + " join's JVM failed (exit code "
-          + child.exitValue() + ")");
+      throw new IllegalStateException(
+          "the " + join + " join's JVM failed (exit code " + child.exitValue() + ")");
     }
     return figures;
   }
 
   /**
-   * One join on a cluster of its own, in a warehouse of its own: owned by this JVM, or with
-   * {@code skade.bench.delta.remote} by a skade server in a child JVM that the job and the
-   * writers reach by its {@code uri}.
+   * One join on a cluster of its own, in a warehouse of its own: owned by this JVM, or with {@code
+   * skade.bench.delta.remote} by a skade server in a child JVM that the job and the writers reach
+   * by its {@code uri}.
    */
   private static Figures runAlone(String join) throws Exception {
     Path warehouse = Files.createTempDirectory("skade-delta-join-bench");
     Configuration clusterConf = new Configuration();
     // The REST metrics the catch-up is read from are fetched this often (10 s by default).
     clusterConf.setString("metrics.fetcher.update-interval", "50 ms");
-    MiniCluster cluster = new MiniCluster(new MiniClusterConfiguration.Builder()
-        .setConfiguration(clusterConf).setNumTaskManagers(1)
-        .setNumSlotsPerTaskManager(4).build());
+    MiniCluster cluster =
+        new MiniCluster(
+            new MiniClusterConfiguration.Builder()
+                .setConfiguration(clusterConf)
+                .setNumTaskManagers(1)
+                .setNumSlotsPerTaskManager(4)
+                .build());
     try {
       cluster.start();
       if (REMOTE) {
         try (ServerProcess server = new ServerProcess(warehouse);
             RESTCatalog rest = new RESTCatalog()) {
-          rest.initialize("bench", new HashMap<>(Map.of("uri", server.uri(),
-              "token", ServerProcess.TOKEN)));
-          return run(cluster, rest, "'uri' = '" + server.uri() + "', 'token' = '"
-              + ServerProcess.TOKEN + "'", warehouse, join);
+          rest.initialize(
+              "bench", new HashMap<>(Map.of("uri", server.uri(), "token", ServerProcess.TOKEN)));
+          return run(
+              cluster,
+              rest,
+              "'uri' = '" + server.uri() + "', 'token' = '" + ServerProcess.TOKEN + "'",
+              warehouse,
+              join);
         }
       }
-      try (SharedCatalogs.Handle catalog = SharedCatalogs.acquire(
-          Map.of("warehouse", warehouse.toString()))) {
-        return run(cluster, catalog.catalog(), "'warehouse' = '" + warehouse + "'", warehouse,
-            join);
+      try (SharedCatalogs.Handle catalog =
+          SharedCatalogs.acquire(Map.of("warehouse", warehouse.toString()))) {
+        return run(
+            cluster, catalog.catalog(), "'warehouse' = '" + warehouse + "'", warehouse, join);
       }
     } finally {
       cluster.close();
@@ -189,39 +259,58 @@ public final class DeltaJoinBenchmark {
   }
 
   /**
-   * {@code join} of tables of {@code catalog}, which the job's {@code skade} catalog reaches
-   * with {@code catalogOptions}.
+   * {@code join} of tables of {@code catalog}, which the job's {@code skade} catalog reaches with
+   * {@code catalogOptions}.
    */
-  private static Figures run(MiniCluster cluster, Catalog catalog, String catalogOptions,
-      Path warehouse, String join) throws Exception {
-    TableEnvironment env = environment(cluster, join.equals("regular") ? "NONE" : "AUTO",
-        warehouse.resolve("_checkpoints"));
+  private static Figures run(
+      MiniCluster cluster, Catalog catalog, String catalogOptions, Path warehouse, String join)
+      throws Exception {
+    TableEnvironment env =
+        environment(
+            cluster, join.equals("regular") ? "NONE" : "AUTO", warehouse.resolve("_checkpoints"));
     env.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', " + catalogOptions + ")");
     env.executeSql("CREATE DATABASE IF NOT EXISTS lake." + join);
-    env.executeSql("CREATE TABLE lake." + join + ".orders (order_id BIGINT, customer STRING,"
-        + " amount INT, ts BIGINT, PRIMARY KEY (order_id) NOT ENFORCED) WITH ('bucket' = '4')");
-    env.executeSql("CREATE TABLE lake." + join + ".shipments (shipment_id BIGINT,"
-        + " order_id BIGINT, carrier STRING, ts BIGINT) WITH ('bucket' = '4',"
-        + " 'bucket-key' = 'order_id')");
+    env.executeSql(
+        "CREATE TABLE lake."
+            + join
+            + ".orders (order_id BIGINT, customer STRING,"
+            + " amount INT, ts BIGINT, PRIMARY KEY (order_id) NOT ENFORCED) WITH ('bucket' = '4')");
+    env.executeSql(
+        "CREATE TABLE lake."
+            + join
+            + ".shipments (shipment_id BIGINT,"
+            + " order_id BIGINT, carrier STRING, ts BIGINT) WITH ('bucket' = '4',"
+            + " 'bucket-key' = 'order_id')");
     Table orders = catalog.loadTable(TableIdentifier.of(join, "orders"));
     Table shipments = catalog.loadTable(TableIdentifier.of(join, "shipments"));
     for (long first = 0; first < ORDERS; first += 100_000) {
       append(orders, orders(orders, first, Math.min(100_000, ORDERS - first), 0));
     }
     append(shipments, shipments(shipments, 0, SHIPMENTS, 0));
-    env.executeSql("CREATE TEMPORARY TABLE joined (order_id BIGINT, shipment_id BIGINT,"
-        + " customer STRING, amount INT, carrier STRING, o_ts BIGINT, s_ts BIGINT,"
-        + " PRIMARY KEY (order_id, shipment_id) NOT ENFORCED) WITH ("
-        + " 'connector' = 'bench-joined', 'run' = '" + join + "')");
+    env.executeSql(
+        "CREATE TEMPORARY TABLE joined (order_id BIGINT, shipment_id BIGINT,"
+            + " customer STRING, amount INT, carrier STRING, o_ts BIGINT, s_ts BIGINT,"
+            + " PRIMARY KEY (order_id, shipment_id) NOT ENFORCED) WITH ("
+            + " 'connector' = 'bench-joined', 'run' = '"
+            + join
+            + "')");
     // Every column of both tables: Flink 2.1 plans no delta join over a pushed projection.
-    String statement = "INSERT INTO joined SELECT o.order_id, s.shipment_id, o.customer,"
-        + " o.amount, s.carrier, o.ts, s.ts FROM"
-        + " lake." + join + ".orders " + OPTIONS + " AS o JOIN lake." + join + ".shipments "
-        + OPTIONS + " AS s ON o.order_id = s.order_id";
+    String statement =
+        "INSERT INTO joined SELECT o.order_id, s.shipment_id, o.customer,"
+            + " o.amount, s.carrier, o.ts, s.ts FROM"
+            + " lake."
+            + join
+            + ".orders "
+            + OPTIONS
+            + " AS o JOIN lake."
+            + join
+            + ".shipments "
+            + OPTIONS
+            + " AS s ON o.order_id = s.order_id";
     boolean planned = env.explainSql(statement).contains("DeltaJoin(");
     if (planned != join.equals("delta")) {
-      throw new IllegalStateException("the " + join + " join was planned "
-          + (planned ? "as" : "without") + " a DeltaJoin");
+      throw new IllegalStateException(
+          "the " + join + " join was planned " + (planned ? "as" : "without") + " a DeltaJoin");
     }
     JoinedRowsSinkFactory.Measurement sink = JoinedRowsSinkFactory.measurement(join);
     long heapBefore = liveHeap();
@@ -231,15 +320,16 @@ public final class DeltaJoinBenchmark {
       long initial = SHIPMENTS;
       waitUntil(() -> sink.distinct() >= initial, "the initial " + initial + " joined rows");
       // An order without shipments joins nothing: caught up once the sources emitted every row.
-      waitUntil(() -> sourceRecordsOut(cluster, job) >= ORDERS + SHIPMENTS,
+      waitUntil(
+          () -> sourceRecordsOut(cluster, job) >= ORDERS + SHIPMENTS,
           "the sources to emit the tables' rows");
       double catchUp = (System.nanoTime() - start) / 1e9;
 
       long streamStart = System.nanoTime();
-      CompletableFuture<Void> orderWriter = CompletableFuture.runAsync(() ->
-          appendInSteps(orders, true));
-      CompletableFuture<Void> shipmentWriter = CompletableFuture.runAsync(() ->
-          appendInSteps(shipments, false));
+      CompletableFuture<Void> orderWriter =
+          CompletableFuture.runAsync(() -> appendInSteps(orders, true));
+      CompletableFuture<Void> shipmentWriter =
+          CompletableFuture.runAsync(() -> appendInSteps(shipments, false));
       orderWriter.join();
       shipmentWriter.join();
       long total = SHIPMENTS + APPENDED;
@@ -249,8 +339,8 @@ public final class DeltaJoinBenchmark {
       long completed = completedCheckpoints(cluster, job);
       waitUntil(() -> completedCheckpoints(cluster, job) >= completed + 2, "two checkpoints");
       AccessExecutionGraph graph = cluster.getExecutionGraph(job).get();
-      CompletedCheckpointStats checkpoint = graph.getCheckpointStatsSnapshot().getHistory()
-          .getLatestCompletedCheckpoint();
+      CompletedCheckpointStats checkpoint =
+          graph.getCheckpointStatsSnapshot().getHistory().getLatestCompletedCheckpoint();
       long joinState = 0;
       for (AccessExecutionJobVertex vertex : graph.getAllVertices().values()) {
         if (vertex.getName().contains("Join")) {
@@ -259,9 +349,17 @@ public final class DeltaJoinBenchmark {
       }
       long heap = liveHeap() - heapBefore;
       long[] latencies = sink.latencies();
-      return new Figures(join, catchUp, (ORDERS + SHIPMENTS) / catchUp, stream,
-          percentile(latencies, 0.50), percentile(latencies, 0.99),
-          sink.rows() - sink.distinct(), joinState, checkpoint.getStateSize(), heap);
+      return new Figures(
+          join,
+          catchUp,
+          (ORDERS + SHIPMENTS) / catchUp,
+          stream,
+          percentile(latencies, 0.50),
+          percentile(latencies, 0.99),
+          sink.rows() - sink.distinct(),
+          joinState,
+          checkpoint.getStateSize(),
+          heap);
     } finally {
       cluster.cancelJob(job).get(60, TimeUnit.SECONDS);
       cluster.requestJobResult(job).get(60, TimeUnit.SECONDS);
@@ -269,8 +367,8 @@ public final class DeltaJoinBenchmark {
   }
 
   /** An environment submitting to the cluster; the delta join strategy as given. */
-  private static TableEnvironment environment(MiniCluster cluster, String deltaJoinStrategy,
-      Path checkpoints) throws Exception {
+  private static TableEnvironment environment(
+      MiniCluster cluster, String deltaJoinStrategy, Path checkpoints) throws Exception {
     URI rest = cluster.getRestAddress().get();
     Configuration conf = new Configuration();
     conf.set(DeploymentOptions.TARGET, "remote");
@@ -287,7 +385,8 @@ public final class DeltaJoinBenchmark {
     // Further settings, "key=value;key=value" (skade.bench.delta.conf), for experiments.
     for (String setting : System.getProperty("skade.bench.delta.conf", "").split(";")) {
       if (setting.contains("=")) {
-        conf.setString(setting.substring(0, setting.indexOf('=')).trim(),
+        conf.setString(
+            setting.substring(0, setting.indexOf('=')).trim(),
             setting.substring(setting.indexOf('=') + 1).trim());
       }
     }
@@ -297,16 +396,19 @@ public final class DeltaJoinBenchmark {
 
   /**
    * The side's appended rows, {@code COMMIT_ROWS} per commit every {@code COMMIT_EVERY_MILLIS}:
-   * orders {@code ORDERS} on; shipments {@code SHIPMENTS} on, the even ones of the order
-   * appended in the same step, the odd ones of an old order.
+   * orders {@code ORDERS} on; shipments {@code SHIPMENTS} on, the even ones of the order appended
+   * in the same step, the odd ones of an old order.
    */
   private static void appendInSteps(Table table, boolean orders) {
     long next = System.nanoTime();
     for (long done = 0; done < APPENDED; done += COMMIT_ROWS) {
       long rows = Math.min(COMMIT_ROWS, APPENDED - done);
       long ts = System.nanoTime();
-      append(table, orders ? orders(table, ORDERS + done, rows, ts)
-          : shipments(table, SHIPMENTS + done, rows, ts));
+      append(
+          table,
+          orders
+              ? orders(table, ORDERS + done, rows, ts)
+              : shipments(table, SHIPMENTS + done, rows, ts));
       next += TimeUnit.MILLISECONDS.toNanos(COMMIT_EVERY_MILLIS);
       long wait = next - System.nanoTime();
       if (wait > 0) {
@@ -363,13 +465,22 @@ public final class DeltaJoinBenchmark {
   private static long sourceRecordsOut(MiniCluster cluster, JobID job) {
     try {
       long sum = 0;
-      for (AccessExecutionJobVertex vertex
-          : cluster.getExecutionGraph(job).get().getAllVertices().values()) {
+      for (AccessExecutionJobVertex vertex :
+          cluster.getExecutionGraph(job).get().getAllVertices().values()) {
         if (vertex.getName().startsWith("Source:")) {
-          URI uri = cluster.getRestAddress().get().resolve("/jobs/" + job + "/vertices/"
-              + vertex.getJobVertexId() + "/subtasks/metrics?get=numRecordsOut&agg=sum");
-          String body = HTTP.send(HttpRequest.newBuilder(uri).build(),
-              HttpResponse.BodyHandlers.ofString()).body();
+          URI uri =
+              cluster
+                  .getRestAddress()
+                  .get()
+                  .resolve(
+                      "/jobs/"
+                          + job
+                          + "/vertices/"
+                          + vertex.getJobVertexId()
+                          + "/subtasks/metrics?get=numRecordsOut&agg=sum");
+          String body =
+              HTTP.send(HttpRequest.newBuilder(uri).build(), HttpResponse.BodyHandlers.ofString())
+                  .body();
           Matcher value = METRIC_SUM.matcher(body);
           sum += value.find() ? (long) Double.parseDouble(value.group(1)) : 0;
         }
@@ -382,7 +493,11 @@ public final class DeltaJoinBenchmark {
 
   private static long completedCheckpoints(MiniCluster cluster, JobID job) {
     try {
-      return cluster.getExecutionGraph(job).get().getCheckpointStatsSnapshot().getCounts()
+      return cluster
+          .getExecutionGraph(job)
+          .get()
+          .getCheckpointStatsSnapshot()
+          .getCounts()
           .getNumberOfCompletedCheckpoints();
     } catch (Exception e) {
       throw new IllegalStateException(e);

@@ -12,8 +12,8 @@ import org.apache.flink.table.factories.DynamicTableSourceFactory;
 import org.apache.flink.table.functions.LookupFunction;
 
 /**
- * A lookup table that holds nothing ({@code 'connector' = 'empty-lookup'}): every probe misses
- * at once. The lookup-join benchmark joins it to tell Flink's own cost of a lookup-join pipeline
+ * A lookup table that holds nothing ({@code 'connector' = 'empty-lookup'}): every probe misses at
+ * once. The lookup-join benchmark joins it to tell Flink's own cost of a lookup-join pipeline
  * (planning the join, its operator) apart from what a dimension store adds.
  */
 public final class EmptyLookupTableFactory implements DynamicTableSourceFactory {

@@ -17,16 +17,16 @@ import org.apache.flink.table.factories.FactoryUtil;
 
 /**
  * The delta-join benchmark's sink ({@code 'connector' = 'bench-joined'}): an upsert sink, as a
- * delta join needs (it may emit a joined row twice), that counts the distinct joined rows by
- * their shipment id and, for each row joined from rows appended while the job ran, its latency:
- * from the later of its two rows' commits (their {@code ts} columns, this JVM's {@link
- * System#nanoTime} just before the commit) to its arrival. Rows are {@code (order_id,
- * shipment_id, customer, amount, carrier, o_ts, s_ts)}; they go no further. Option {@code run}:
- * the key under which {@link #measurement} hands the figures over.
+ * delta join needs (it may emit a joined row twice), that counts the distinct joined rows by their
+ * shipment id and, for each row joined from rows appended while the job ran, its latency: from the
+ * later of its two rows' commits (their {@code ts} columns, this JVM's {@link System#nanoTime} just
+ * before the commit) to its arrival. Rows are {@code (order_id, shipment_id, customer, amount,
+ * carrier, o_ts, s_ts)}; they go no further. Option {@code run}: the key under which {@link
+ * #measurement} hands the figures over.
  */
 public final class JoinedRowsSinkFactory implements DynamicTableSinkFactory {
-  private static final ConfigOption<String> RUN = ConfigOptions.key("run").stringType()
-      .noDefaultValue();
+  private static final ConfigOption<String> RUN =
+      ConfigOptions.key("run").stringType().noDefaultValue();
   private static final Map<String, Measurement> RUNS = new ConcurrentHashMap<>();
 
   /** What one run's sink saw so far; thread-safe. */

@@ -20,37 +20,38 @@ import org.apache.flink.table.factories.FactoryUtil;
  * A sink that measures the lookup-join benchmark's job where its rows leave the join ({@code
  * 'connector' = 'bench-measure'}): when each row arrives (this JVM's {@link System#nanoTime}, the
  * clock the benchmark starts the job by), how many rows there are, and whether each joined row is
- * the one its key implies (its key, name and city hashes and score are kept, and checked once
- * the input has ended); one full GC at the middle row, for the live heap. The rows go no
- * further. Collecting them to the client instead made the client's fetching the pipeline's
- * limit: the task thread waited in the collect sink for a full buffer to be fetched.
+ * the one its key implies (its key, name and city hashes and score are kept, and checked once the
+ * input has ended); one full GC at the middle row, for the live heap. The rows go no further.
+ * Collecting them to the client instead made the client's fetching the pipeline's limit: the task
+ * thread waited in the collect sink for a full buffer to be fetched.
  *
  * <p>Options: {@code run}, the key under which {@link #take} hands the figures over; {@code
  * dim-rows}, keys below it are expected hits; {@code probes}, the rows the job makes; {@code
- * joined}, whether rows carry the joined columns ({@code k, id, name, city, score}; else {@code
- * k}) and {@code check}, whether those must match their key.
+ * joined}, whether rows carry the joined columns ({@code k, id, name, city, score}; else {@code k})
+ * and {@code check}, whether those must match their key.
  */
 public final class MeasuringSinkFactory implements DynamicTableSinkFactory {
-  private static final ConfigOption<String> RUN = ConfigOptions.key("run").stringType()
-      .noDefaultValue();
-  private static final ConfigOption<Long> DIM_ROWS = ConfigOptions.key("dim-rows").longType()
-      .noDefaultValue();
-  private static final ConfigOption<Long> PROBES = ConfigOptions.key("probes").longType()
-      .noDefaultValue();
-  private static final ConfigOption<Boolean> JOINED = ConfigOptions.key("joined").booleanType()
-      .noDefaultValue();
-  private static final ConfigOption<Boolean> CHECK = ConfigOptions.key("check").booleanType()
-      .noDefaultValue();
+  private static final ConfigOption<String> RUN =
+      ConfigOptions.key("run").stringType().noDefaultValue();
+  private static final ConfigOption<Long> DIM_ROWS =
+      ConfigOptions.key("dim-rows").longType().noDefaultValue();
+  private static final ConfigOption<Long> PROBES =
+      ConfigOptions.key("probes").longType().noDefaultValue();
+  private static final ConfigOption<Boolean> JOINED =
+      ConfigOptions.key("joined").booleanType().noDefaultValue();
+  private static final ConfigOption<Boolean> CHECK =
+      ConfigOptions.key("check").booleanType().noDefaultValue();
 
   private static final Map<String, Measurement> RUNS = new ConcurrentHashMap<>();
 
   /** What one run's sink saw; times in {@link System#nanoTime} (0: no such row). */
   public static final class Measurement {
     /**
-     * When the sink opened: as the task starts, before the lookup opens (Flink opens a
-     * chain of operators from its end), after planning and deployment.
+     * When the sink opened: as the task starts, before the lookup opens (Flink opens a chain of
+     * operators from its end), after planning and deployment.
      */
     long openNanos;
+
     long rows;
     long hits;
     long wrong;
@@ -87,9 +88,13 @@ public final class MeasuringSinkFactory implements DynamicTableSinkFactory {
   public DynamicTableSink createDynamicTableSink(Context context) {
     FactoryUtil.TableFactoryHelper helper = FactoryUtil.createTableFactoryHelper(this, context);
     helper.validate();
-    return new MeasuringTableSink(new Settings(helper.getOptions().get(RUN),
-        helper.getOptions().get(DIM_ROWS), helper.getOptions().get(PROBES),
-        helper.getOptions().get(JOINED), helper.getOptions().get(CHECK)));
+    return new MeasuringTableSink(
+        new Settings(
+            helper.getOptions().get(RUN),
+            helper.getOptions().get(DIM_ROWS),
+            helper.getOptions().get(PROBES),
+            helper.getOptions().get(JOINED),
+            helper.getOptions().get(CHECK)));
   }
 
   private record Settings(String run, long dimRows, long probes, boolean joined, boolean check)
@@ -120,8 +125,8 @@ public final class MeasuringSinkFactory implements DynamicTableSinkFactory {
   }
 
   /**
-   * Keeps what each row holds (its key, its joined columns' hashes and score) in arrays, and
-   * checks it against the key once the input has ended: the check costs the pipeline nothing.
+   * Keeps what each row holds (its key, its joined columns' hashes and score) in arrays, and checks
+   * it against the key once the input has ended: the check costs the pipeline nothing.
    */
   private static final class Measuring extends RichSinkFunction<RowData> {
     private static final long serialVersionUID = 1L;
@@ -196,7 +201,8 @@ public final class MeasuringSinkFactory implements DynamicTableSinkFactory {
         }
         m.hits++;
         long k = keys[i];
-        if (ids[i] != k || scores[i] != LookupJoinBenchmark.score(k)
+        if (ids[i] != k
+            || scores[i] != LookupJoinBenchmark.score(k)
             || names[i] != StringData.fromString(LookupJoinBenchmark.name(k)).hashCode()
             || cities[i] != StringData.fromString(LookupJoinBenchmark.city(k)).hashCode()) {
           m.wrong++;

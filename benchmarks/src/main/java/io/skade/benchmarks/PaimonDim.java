@@ -19,12 +19,12 @@ import org.apache.paimon.table.source.DataSplit;
 
 /**
  * The dimension tables of {@link LookupJoinBenchmark} in a Paimon warehouse, both primary-key
- * tables {@code (id bigint, name string, city string, score int)}: {@code bench.dim_default}
- * with Paimon's defaults and {@code bench.dim_bucket1} with {@code 'bucket' = '1'}. Written by
- * Flink SQL in batch mode, {@code files} INSERT jobs of consecutive id ranges (each job writes
- * both tables from one datagen sequence). Each INSERT carries {@code 'write-only' = 'true'} as a
- * hint, so Paimon does not compact the files away and each table keeps one level-0 file per
- * job; the tables' own options stay the defaults. Runs only in the benchmark's Paimon JVMs.
+ * tables {@code (id bigint, name string, city string, score int)}: {@code bench.dim_default} with
+ * Paimon's defaults and {@code bench.dim_bucket1} with {@code 'bucket' = '1'}. Written by Flink SQL
+ * in batch mode, {@code files} INSERT jobs of consecutive id ranges (each job writes both tables
+ * from one datagen sequence). Each INSERT carries {@code 'write-only' = 'true'} as a hint, so
+ * Paimon does not compact the files away and each table keeps one level-0 file per job; the tables'
+ * own options stay the defaults. Runs only in the benchmark's Paimon JVMs.
  */
 final class PaimonDim {
   static final String CATALOG = "paimon";
@@ -34,8 +34,11 @@ final class PaimonDim {
   private PaimonDim() {}
 
   static String catalogDdl(Path warehouse) {
-    return "CREATE CATALOG " + CATALOG + " WITH ('type' = 'paimon', 'warehouse' = '"
-        + warehouse.toUri() + "')";
+    return "CREATE CATALOG "
+        + CATALOG
+        + " WITH ('type' = 'paimon', 'warehouse' = '"
+        + warehouse.toUri()
+        + "')";
   }
 
   /** Writes both tables; returns what each holds, keys prefixed by the table name. */
@@ -44,25 +47,40 @@ final class PaimonDim {
     Configuration conf = new Configuration();
     conf.set(org.apache.flink.configuration.CoreOptions.TMP_DIRS, flinkTmp.toString());
     conf.set(org.apache.flink.configuration.CoreOptions.DEFAULT_PARALLELISM, 1);
-    TableEnvironment env = TableEnvironment.create(
-        EnvironmentSettings.newInstance().inBatchMode().withConfiguration(conf).build());
+    TableEnvironment env =
+        TableEnvironment.create(
+            EnvironmentSettings.newInstance().inBatchMode().withConfiguration(conf).build());
     env.executeSql(catalogDdl(warehouse));
     env.executeSql("CREATE DATABASE " + CATALOG + ".bench");
-    String columns = "(id BIGINT, name STRING, city STRING, score INT,"
-        + " PRIMARY KEY (id) NOT ENFORCED)";
+    String columns =
+        "(id BIGINT, name STRING, city STRING, score INT," + " PRIMARY KEY (id) NOT ENFORCED)";
     env.executeSql("CREATE TABLE " + CATALOG + ".bench." + DEFAULT_TABLE + " " + columns);
-    env.executeSql("CREATE TABLE " + CATALOG + ".bench." + BUCKET1_TABLE + " " + columns
-        + " WITH ('bucket' = '1')");
-    String select = " /*+ OPTIONS('write-only' = 'true') */ SELECT id,"
-        + " CONCAT('name-', CAST(id AS STRING)), CONCAT('city-', CAST(MOD(id, 1000) AS STRING)),"
-        + " CAST(MOD(id, 100000) AS INT) FROM seq";
+    env.executeSql(
+        "CREATE TABLE "
+            + CATALOG
+            + ".bench."
+            + BUCKET1_TABLE
+            + " "
+            + columns
+            + " WITH ('bucket' = '1')");
+    String select =
+        " /*+ OPTIONS('write-only' = 'true') */ SELECT id,"
+            + " CONCAT('name-', CAST(id AS STRING)), CONCAT('city-', CAST(MOD(id, 1000) AS STRING)),"
+            + " CAST(MOD(id, 100000) AS INT) FROM seq";
     for (int f = 0; f < files; f++) {
       long from = LookupJoinBenchmark.rangeStart(rows, files, f);
       long to = LookupJoinBenchmark.rangeStart(rows, files, f + 1);
-      env.executeSql("CREATE TEMPORARY TABLE seq (id BIGINT) WITH ('connector' = 'datagen',"
-          + " 'number-of-rows' = '" + (to - from) + "', 'rows-per-second' = '1000000000',"
-          + " 'fields.id.kind' = 'sequence',"
-          + " 'fields.id.start' = '" + from + "', 'fields.id.end' = '" + (to - 1) + "')");
+      env.executeSql(
+          "CREATE TEMPORARY TABLE seq (id BIGINT) WITH ('connector' = 'datagen',"
+              + " 'number-of-rows' = '"
+              + (to - from)
+              + "', 'rows-per-second' = '1000000000',"
+              + " 'fields.id.kind' = 'sequence',"
+              + " 'fields.id.start' = '"
+              + from
+              + "', 'fields.id.end' = '"
+              + (to - 1)
+              + "')");
       StatementSet inserts = env.createStatementSet();
       inserts.addInsertSql("INSERT INTO " + CATALOG + ".bench." + DEFAULT_TABLE + select);
       inserts.addInsertSql("INSERT INTO " + CATALOG + ".bench." + BUCKET1_TABLE + select);

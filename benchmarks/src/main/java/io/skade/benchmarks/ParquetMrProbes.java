@@ -62,13 +62,13 @@ import org.apache.parquet.schema.MessageType;
 import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName;
 
 /**
- * parquet-mr doing a point lookup's work on one data file of {@link SkadeDim}'s table, for
- * {@link ProbeDecodingBenchmark}: its {@code ParquetFileReader} holds the footer; a probe drops
- * row groups by statistics ({@code StatisticsFilter}) and bloom filters ({@code
- * BloomFilterImpl}), selects rows by the column index ({@code ColumnIndexFilter}), reads them with
- * {@code readFilteredRowGroup} and finds the key's rows with its column readers. With a page
- * cache, it keeps the pages its {@code PageReader}s return, decoded by its {@code ValuesReader}s
- * into arrays, and a probe whose pages are kept scans the kept key page. Not thread-safe.
+ * parquet-mr doing a point lookup's work on one data file of {@link SkadeDim}'s table, for {@link
+ * ProbeDecodingBenchmark}: its {@code ParquetFileReader} holds the footer; a probe drops row groups
+ * by statistics ({@code StatisticsFilter}) and bloom filters ({@code BloomFilterImpl}), selects
+ * rows by the column index ({@code ColumnIndexFilter}), reads them with {@code
+ * readFilteredRowGroup} and finds the key's rows with its column readers. With a page cache, it
+ * keeps the pages its {@code PageReader}s return, decoded by its {@code ValuesReader}s into arrays,
+ * and a probe whose pages are kept scans the kept key page. Not thread-safe.
  */
 final class ParquetMrProbes implements Closeable {
   static final ParquetReadOptions OPTIONS = ParquetReadOptions.builder().build();
@@ -87,8 +87,10 @@ final class ParquetMrProbes implements Closeable {
   private final GroupConverter converter;
   private final Schema tableSchema;
   private final BloomFilterReader[] blooms;
+
   /** Decoded pages by row group, column and page; null without a page cache. */
   private final Map<Long, Decoded> pages;
+
   private long rowsDecoded;
 
   ParquetMrProbes(CountingFile file, Schema tableSchema, boolean cachePages) throws IOException {
@@ -146,8 +148,9 @@ final class ParquetMrProbes implements Closeable {
           || BloomFilterImpl.canDrop(predicate, block.getColumns(), bloom(g))) {
         continue;
       }
-      RowRanges ranges = ColumnIndexFilter.calculateRowRanges(filter,
-          reader.getColumnIndexStore(g), paths, block.getRowCount());
+      RowRanges ranges =
+          ColumnIndexFilter.calculateRowRanges(
+              filter, reader.getColumnIndexStore(g), paths, block.getRowCount());
       if (ranges.rowCount() == 0) {
         continue;
       }
@@ -161,8 +164,7 @@ final class ParquetMrProbes implements Closeable {
   }
 
   /** readFilteredRowGroup and its column readers, row by row over the selected rows. */
-  private void readRows(int g, RowRanges ranges, long key, List<Record> found)
-      throws IOException {
+  private void readRows(int g, RowRanges ranges, long key, List<Record> found) throws IOException {
     PageReadStore store = reader.readFilteredRowGroup(g, ranges);
     ColumnReadStoreImpl readers = new ColumnReadStoreImpl(store, converter, schema, createdBy);
     ColumnReader[] columnReaders = new ColumnReader[columns.length];
@@ -215,8 +217,9 @@ final class ParquetMrProbes implements Closeable {
     long rowCount = blocks.get(g).getRowCount();
     boolean filled = false;
     for (RowRanges.Range range : ranges.getRanges()) {
-      for (int p = pageOf(keyPages, range.from); p < keyPages.getPageCount()
-          && keyPages.getFirstRowIndex(p) <= range.to; p++) {
+      for (int p = pageOf(keyPages, range.from);
+          p < keyPages.getPageCount() && keyPages.getFirstRowIndex(p) <= range.to;
+          p++) {
         Decoded page = pages.get(pageKey(g, 0, p));
         if (page == null && !filled) {
           fill(g, ranges);
@@ -252,15 +255,23 @@ final class ParquetMrProbes implements Closeable {
     for (int c = 0; c < columns.length; c++) {
       PageReader pageReader = store.getPageReader(columns[c]);
       DictionaryPage dictionaryPage = pageReader.readDictionaryPage();
-      Dictionary dictionary = dictionaryPage == null ? null
-          : dictionaryPage.getEncoding().initDictionary(columns[c], dictionaryPage);
+      Dictionary dictionary =
+          dictionaryPage == null
+              ? null
+              : dictionaryPage.getEncoding().initDictionary(columns[c], dictionaryPage);
       OffsetIndex index = indexes.getOffsetIndex(ColumnPath.get(columns[c].getPath()));
       int read = 0; // an unfiltered read (every row selected) returns every page, unnumbered
       for (DataPage page = pageReader.readPage(); page != null; page = pageReader.readPage()) {
         DataPageV1 v1 = (DataPageV1) page;
-        Decoded decoded = decode(columns[c], v1.getValueCount(), v1.getRlEncoding(),
-            v1.getDlEncoding(), v1.getValueEncoding(), v1.getBytes().toInputStream(),
-            dictionary);
+        Decoded decoded =
+            decode(
+                columns[c],
+                v1.getValueCount(),
+                v1.getRlEncoding(),
+                v1.getDlEncoding(),
+                v1.getValueEncoding(),
+                v1.getBytes().toInputStream(),
+                dictionary);
         rowsDecoded += c == 0 ? decoded.count() : 0;
         long firstRow = page.getFirstRowIndex().orElse(index.getFirstRowIndex(read++));
         pages.put(pageKey(g, c, pageOf(index, firstRow)), decoded);
@@ -292,21 +303,31 @@ final class ParquetMrProbes implements Closeable {
       if (nulls != null && nulls[i]) {
         return null;
       }
-      return longs != null ? (Object) longs[i] : ints != null ? (Object) ints[i]
-          : new String(binaries[i].getBytesUnsafe(), StandardCharsets.UTF_8);
+      return longs != null
+          ? (Object) longs[i]
+          : ints != null
+              ? (Object) ints[i]
+              : new String(binaries[i].getBytesUnsafe(), StandardCharsets.UTF_8);
     }
   }
 
-  static Decoded decode(ColumnDescriptor column, int count, Encoding repetition,
-      Encoding definition, Encoding encoding, ByteBufferInputStream in, Dictionary dictionary)
+  static Decoded decode(
+      ColumnDescriptor column,
+      int count,
+      Encoding repetition,
+      Encoding definition,
+      Encoding encoding,
+      ByteBufferInputStream in,
+      Dictionary dictionary)
       throws IOException {
     ValuesReader repetitions = repetition.getValuesReader(column, ValuesType.REPETITION_LEVEL);
     repetitions.initFromPage(count, in);
     ValuesReader definitions = definition.getValuesReader(column, ValuesType.DEFINITION_LEVEL);
     definitions.initFromPage(count, in);
-    ValuesReader values = encoding.usesDictionary()
-        ? encoding.getDictionaryBasedValuesReader(column, ValuesType.VALUES, dictionary)
-        : encoding.getValuesReader(column, ValuesType.VALUES);
+    ValuesReader values =
+        encoding.usesDictionary()
+            ? encoding.getDictionaryBasedValuesReader(column, ValuesType.VALUES, dictionary)
+            : encoding.getValuesReader(column, ValuesType.VALUES);
     values.initFromPage(count, in);
     PrimitiveTypeName type = column.getPrimitiveType().getPrimitiveTypeName();
     long[] longs = type == PrimitiveTypeName.INT64 ? new long[count] : null;
@@ -336,14 +357,18 @@ final class ParquetMrProbes implements Closeable {
    * A page of a chunk's bytes ({@code bytes} from file offset {@code base}) as parquet-mr reads
    * one: {@code Util.readPageHeader}, then its codec's {@code BytesInputDecompressor}.
    */
-  static Decompressed decompress(ColumnChunkMetaData chunk, byte[] bytes, long base,
-      long offset, int length) throws IOException {
+  static Decompressed decompress(
+      ColumnChunkMetaData chunk, byte[] bytes, long base, long offset, int length)
+      throws IOException {
     ByteArrayInputStream in = new ByteArrayInputStream(bytes, (int) (offset - base), length);
     PageHeader header = Util.readPageHeader(in);
     int start = (int) (offset - base) + length - in.available();
-    BytesInput page = CODECS.getDecompressor(chunk.getCodec()).decompress(
-        BytesInput.from(bytes, start, header.getCompressed_page_size()),
-        header.getUncompressed_page_size());
+    BytesInput page =
+        CODECS
+            .getDecompressor(chunk.getCodec())
+            .decompress(
+                BytesInput.from(bytes, start, header.getCompressed_page_size()),
+                header.getUncompressed_page_size());
     return new Decompressed(header, page.toByteArray());
   }
 
@@ -351,16 +376,20 @@ final class ParquetMrProbes implements Closeable {
   static Decoded decode(ColumnDescriptor column, Decompressed page, Dictionary dictionary)
       throws IOException {
     org.apache.parquet.format.DataPageHeader data = page.header().getData_page_header();
-    return decode(column, data.getNum_values(),
+    return decode(
+        column,
+        data.getNum_values(),
         METADATA.getEncoding(data.getRepetition_level_encoding()),
         METADATA.getEncoding(data.getDefinition_level_encoding()),
         METADATA.getEncoding(data.getEncoding()),
-        ByteBufferInputStream.wrap(ByteBuffer.wrap(page.bytes())), dictionary);
+        ByteBufferInputStream.wrap(ByteBuffer.wrap(page.bytes())),
+        dictionary);
   }
 
   /** A chunk's dictionary, read from its bytes as {@link #decodePage} reads a page, or null. */
-  static Dictionary dictionary(ColumnDescriptor column, ColumnChunkMetaData chunk, byte[] bytes,
-      long base) throws IOException {
+  static Dictionary dictionary(
+      ColumnDescriptor column, ColumnChunkMetaData chunk, byte[] bytes, long base)
+      throws IOException {
     if (!chunk.hasDictionaryPage() || chunk.getStartingPos() >= chunk.getFirstDataPageOffset()) {
       return null;
     }
@@ -369,12 +398,17 @@ final class ParquetMrProbes implements Closeable {
         new ByteArrayInputStream(bytes, (int) (chunk.getStartingPos() - base), length);
     PageHeader header = Util.readPageHeader(in);
     int start = (int) (chunk.getStartingPos() - base) + length - in.available();
-    BytesInput page = CODECS.getDecompressor(chunk.getCodec()).decompress(
-        BytesInput.from(bytes, start, header.getCompressed_page_size()),
-        header.getUncompressed_page_size());
-    DictionaryPage dictionary = new DictionaryPage(BytesInput.from(page.toByteArray()),
-        header.getDictionary_page_header().getNum_values(),
-        METADATA.getEncoding(header.getDictionary_page_header().getEncoding()));
+    BytesInput page =
+        CODECS
+            .getDecompressor(chunk.getCodec())
+            .decompress(
+                BytesInput.from(bytes, start, header.getCompressed_page_size()),
+                header.getUncompressed_page_size());
+    DictionaryPage dictionary =
+        new DictionaryPage(
+            BytesInput.from(page.toByteArray()),
+            header.getDictionary_page_header().getNum_values(),
+            METADATA.getEncoding(header.getDictionary_page_header().getEncoding()));
     return dictionary.getEncoding().initDictionary(column, dictionary);
   }
 
@@ -396,9 +430,9 @@ final class ParquetMrProbes implements Closeable {
   }
 
   /**
-   * The sorted-key search with parquet-mr's pruning: the file position of the first row of the
-   * key page the column index selects holding a value not below {@code key}, scanned (its rows
-   * in the kept decoded page), or -1.
+   * The sorted-key search with parquet-mr's pruning: the file position of the first row of the key
+   * page the column index selects holding a value not below {@code key}, scanned (its rows in the
+   * kept decoded page), or -1.
    */
   long search(long key) throws IOException {
     FilterPredicate predicate = FilterApi.eq(ID, key);
@@ -408,8 +442,9 @@ final class ParquetMrProbes implements Closeable {
       if (StatisticsFilter.canDrop(predicate, block.getColumns())) {
         continue;
       }
-      RowRanges ranges = ColumnIndexFilter.calculateRowRanges(filter,
-          reader.getColumnIndexStore(g), paths, block.getRowCount());
+      RowRanges ranges =
+          ColumnIndexFilter.calculateRowRanges(
+              filter, reader.getColumnIndexStore(g), paths, block.getRowCount());
       if (ranges.rowCount() == 0) {
         continue;
       }
@@ -438,8 +473,8 @@ final class ParquetMrProbes implements Closeable {
   /**
    * A local file for parquet-mr, each read of the file counted (calls and bytes). Its streams
    * buffer reads smaller than {@value #BUFFER} bytes as Hadoop's local file system does
-   * (io.file.buffer.size), so that parquet-mr's Thrift decoding, which reads page indexes from
-   * the stream a byte at a time, is counted as the reads of the file it makes on a real stream.
+   * (io.file.buffer.size), so that parquet-mr's Thrift decoding, which reads page indexes from the
+   * stream a byte at a time, is counted as the reads of the file it makes on a real stream.
    */
   static final class CountingFile implements InputFile {
     static final int BUFFER = 4096;

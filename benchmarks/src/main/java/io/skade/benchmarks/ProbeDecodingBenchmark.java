@@ -33,22 +33,21 @@ import org.apache.parquet.internal.column.columnindex.OffsetIndex;
 
 /**
  * The lookup engine's hand-written Parquet read for point lookups ({@code ProbeFile}, through
- * {@link ProbeParts}) beside parquet-mr doing the same work ({@link ParquetMrProbes}), on the
- * table {@link LookupJoinBenchmark} probes ({@link SkadeDim}: sorted by id, 250-row pages, LZ4,
- * bloom filters on id, page indexes), in one JVM, one thread. Keys are random (90% hits); each
- * probe goes to the one data file whose id range admits it (both sides), with every file open
- * (footer and page indexes in memory) and its bloom filters read.
+ * {@link ProbeParts}) beside parquet-mr doing the same work ({@link ParquetMrProbes}), on the table
+ * {@link LookupJoinBenchmark} probes ({@link SkadeDim}: sorted by id, 250-row pages, LZ4, bloom
+ * filters on id, page indexes), in one JVM, one thread. Keys are random (90% hits); each probe goes
+ * to the one data file whose id range admits it (both sides), with every file open (footer and page
+ * indexes in memory) and its bloom filters read.
  *
  * <p>Whole probes: cold (no page cache: a probe's pages are read and decoded each time) and warm
  * (every page the keys need decoded and kept): probes/s, bytes and read calls, bytes allocated,
- * rows decoded per probe. Then the parts that decide which hand-written code stays: a file's
- * open (tail: footer, page indexes, bloom filters), a page's header parse + decompression +
- * decoding from bytes in memory (per column), the bloom check, the sorted-key search over kept
- * pages. Ratios are hand-written / parquet-mr (above 1: hand-written costs more, or is faster
- * for probes/s).
+ * rows decoded per probe. Then the parts that decide which hand-written code stays: a file's open
+ * (tail: footer, page indexes, bloom filters), a page's header parse + decompression + decoding
+ * from bytes in memory (per column), the bloom check, the sorted-key search over kept pages. Ratios
+ * are hand-written / parquet-mr (above 1: hand-written costs more, or is faster for probes/s).
  *
- * <p>System properties: {@code skade.bench.rows} [1000000], {@code skade.bench.files} [32],
- * {@code skade.bench.probes} per pass [20000].
+ * <p>System properties: {@code skade.bench.rows} [1000000], {@code skade.bench.files} [32], {@code
+ * skade.bench.probes} per pass [20000].
  */
 public final class ProbeDecodingBenchmark {
   private static final com.sun.management.ThreadMXBean THREADS =
@@ -88,9 +87,11 @@ public final class ProbeDecodingBenchmark {
     long[] lowest = files.stream().mapToLong(ProbeDecodingBenchmark::lowestId).toArray();
     long[] highest = files.stream().mapToLong(ProbeDecodingBenchmark::highestId).toArray();
     long bound = LookupJoinBenchmark.keyBound(rows);
-    System.out.printf("ProbeDecodingBenchmark: %,d rows in %d Parquet files (sorted by id, 250-row"
-        + " pages, LZ4, bloom filters on id, page indexes), %,d random keys per pass (%.0f%%"
-        + " hits), one thread, files open%n%n", rows, files.size(), probes, 100.0 * rows / bound);
+    System.out.printf(
+        "ProbeDecodingBenchmark: %,d rows in %d Parquet files (sorted by id, 250-row"
+            + " pages, LZ4, bloom filters on id, page indexes), %,d random keys per pass (%.0f%%"
+            + " hits), one thread, files open%n%n",
+        rows, files.size(), probes, 100.0 * rows / bound);
 
     SplittableRandom random = new SplittableRandom(7);
     long[] coldKeys = keys(random, bound, probes);
@@ -261,8 +262,17 @@ public final class ProbeDecodingBenchmark {
       String expected = sides[0].probe(file, key).toString();
       String other = sides[1].probe(file, key).toString();
       if (!expected.equals(other) || expected.equals("[]")) {
-        throw new IllegalStateException("key " + key + ": " + sides[0].name() + " found "
-            + expected + ", " + sides[1].name() + " " + other);
+        throw new IllegalStateException(
+            "key "
+                + key
+                + ": "
+                + sides[0].name()
+                + " found "
+                + expected
+                + ", "
+                + sides[1].name()
+                + " "
+                + other);
       }
     }
   }
@@ -299,43 +309,77 @@ public final class ProbeDecodingBenchmark {
     allocated = THREADS.getCurrentThreadAllocatedBytes() - allocated;
     long[] after = side.counts();
     double n = keys.length;
-    return new double[] {n / seconds, (after[1] - before[1]) / n, (after[0] - before[0]) / n,
-        allocated / n, (after[2] - before[2]) / n, 100.0 * hits / n};
+    return new double[] {
+      n / seconds,
+      (after[1] - before[1]) / n,
+      (after[0] - before[0]) / n,
+      allocated / n,
+      (after[2] - before[2]) / n,
+      100.0 * hits / n
+    };
   }
 
   private static void printProbes(List<double[]> cold, List<double[]> warm) {
     String format = "%-44s %10s %10s %8s %12s %10s %6s%n";
-    System.out.printf(format, "whole probe (per probe)", "probes/s", "bytes", "reads",
-        "alloc bytes", "rows dec.", "hits%");
+    System.out.printf(
+        format,
+        "whole probe (per probe)",
+        "probes/s",
+        "bytes",
+        "reads",
+        "alloc bytes",
+        "rows dec.",
+        "hits%");
     System.out.println("-".repeat(108));
     String[] names = {"hand-written (ProbeFile)", "parquet-mr (readFilteredRowGroup+readers)"};
     for (String phase : List.of("cold", "warm")) {
       List<double[]> figures = phase.equals("cold") ? cold : warm;
       for (int s = 0; s < 2; s++) {
         double[] f = figures.get(s);
-        System.out.printf(format, phase + ": " + names[s] + (phase.equals("warm") && s == 1
-            ? ", +cache" : ""), String.format("%,.0f", f[0]), String.format("%,.0f", f[1]),
-            String.format("%.3f", f[2]), String.format("%,.0f", f[3]),
-            String.format("%.1f", f[4]), String.format("%.1f", f[5]));
+        System.out.printf(
+            format,
+            phase + ": " + names[s] + (phase.equals("warm") && s == 1 ? ", +cache" : ""),
+            String.format("%,.0f", f[0]),
+            String.format("%,.0f", f[1]),
+            String.format("%.3f", f[2]),
+            String.format("%,.0f", f[3]),
+            String.format("%.1f", f[4]),
+            String.format("%.1f", f[5]));
       }
       double[] a = figures.get(0);
       double[] b = figures.get(1);
-      System.out.printf(format, phase + ": ratio hand-written / parquet-mr", ratio(a[0], b[0]),
-          ratio(a[1], b[1]), ratio(a[2], b[2]), ratio(a[3], b[3]), ratio(a[4], b[4]), "");
+      System.out.printf(
+          format,
+          phase + ": ratio hand-written / parquet-mr",
+          ratio(a[0], b[0]),
+          ratio(a[1], b[1]),
+          ratio(a[2], b[2]),
+          ratio(a[3], b[3]),
+          ratio(a[4], b[4]),
+          "");
     }
-    System.out.println("cold: no page cache (each probe reads and decodes its pages; files open,"
-        + " page indexes and bloom filters in memory); warm: every page the keys need decoded"
-        + " and kept (parquet-mr: pages from its PageReaders decoded by its ValuesReaders, kept"
-        + " by this harness, the kept key page scanned). Each side's best of " + ROUNDS
-        + " passes over the same keys.");
+    System.out.println(
+        "cold: no page cache (each probe reads and decodes its pages; files open,"
+            + " page indexes and bloom filters in memory); warm: every page the keys need decoded"
+            + " and kept (parquet-mr: pages from its PageReaders decoded by its ValuesReaders, kept"
+            + " by this harness, the kept key page scanned). Each side's best of "
+            + ROUNDS
+            + " passes over the same keys.");
   }
 
   private static String ratio(double a, double b) {
     return b == 0 ? (a == 0 ? "=" : "-") : String.format("%.2f", a / b);
   }
 
-  private static void parts(Table table, List<DataFile> files, Side[] warmSides,
-      SplittableRandom random, long[] lowest, long[] highest, long bound) throws Exception {
+  private static void parts(
+      Table table,
+      List<DataFile> files,
+      Side[] warmSides,
+      SplittableRandom random,
+      long[] lowest,
+      long[] highest,
+      long bound)
+      throws Exception {
     String format = "%-50s %14s %14s %8s%n";
     System.out.printf(format, "part", "hand-written", "parquet-mr", "ratio");
     System.out.println("-".repeat(90));
@@ -345,17 +389,17 @@ public final class ProbeDecodingBenchmark {
     ParquetMr mr = (ParquetMr) warmSides[1];
     bloomPart(hand, mr, random, format);
     searchPart(hand, mr, random, lowest, highest, bound, format);
-    System.out.println("open: footer, every row group's page indexes and the key's bloom"
-        + " filters of a file, on a file the OS has cached; page: header parse, decompression"
-        + " (LZ4) and decoding of each page of a row group's column from bytes in memory"
-        + " (dictionary decoded once per chunk, not counted); bloom: hash of a long and the"
-        + " check; search: row group and page selection by their bounds, the first row not below"
-        + " the key in the kept decoded page. Times: the best of 5 rounds; parquet-mr's reads"
-        + " through a 4 KB buffer, as Hadoop's local file system reads.");
+    System.out.println(
+        "open: footer, every row group's page indexes and the key's bloom"
+            + " filters of a file, on a file the OS has cached; page: header parse, decompression"
+            + " (LZ4) and decoding of each page of a row group's column from bytes in memory"
+            + " (dictionary decoded once per chunk, not counted); bloom: hash of a long and the"
+            + " check; search: row group and page selection by their bounds, the first row not below"
+            + " the key in the kept decoded page. Times: the best of 5 rounds; parquet-mr's reads"
+            + " through a 4 KB buffer, as Hadoop's local file system reads.");
   }
 
-  private static void openParts(Table table, List<DataFile> files, String format)
-      throws Exception {
+  private static void openParts(Table table, List<DataFile> files, String format) throws Exception {
     double[][] results = {{Double.MAX_VALUE}, {Double.MAX_VALUE}};
     for (int round = 0; round < 5; round++) { // the fastest round of each counts
       PointLookup.Counters counters = new PointLookup.Counters();
@@ -369,9 +413,13 @@ public final class ProbeDecodingBenchmark {
       double n = files.size();
       double micros = (System.nanoTime() - started) / 1e3 / n;
       if (micros < results[0][0]) {
-        results[0] = new double[] {micros, counters.stats().readCalls() / n,
-            counters.stats().bytesRead() / n,
-            (THREADS.getCurrentThreadAllocatedBytes() - allocated) / n};
+        results[0] =
+            new double[] {
+              micros,
+              counters.stats().readCalls() / n,
+              counters.stats().bytesRead() / n,
+              (THREADS.getCurrentThreadAllocatedBytes() - allocated) / n
+            };
       }
       long reads = 0;
       long bytes = 0;
@@ -387,21 +435,33 @@ public final class ProbeDecodingBenchmark {
       }
       micros = (System.nanoTime() - started) / 1e3 / n;
       if (micros < results[1][0]) {
-        results[1] = new double[] {micros, reads / n, bytes / n,
-            (THREADS.getCurrentThreadAllocatedBytes() - allocated) / n};
+        results[1] =
+            new double[] {
+              micros,
+              reads / n,
+              bytes / n,
+              (THREADS.getCurrentThreadAllocatedBytes() - allocated) / n
+            };
       }
     }
-    String[] labels = {"open a file: us", "open a file: read calls", "open a file: bytes read",
-        "open a file: bytes allocated"};
+    String[] labels = {
+      "open a file: us",
+      "open a file: read calls",
+      "open a file: bytes read",
+      "open a file: bytes allocated"
+    };
     for (int i = 0; i < labels.length; i++) {
-      System.out.printf(format, labels[i], String.format("%,.1f", results[0][i]),
-          String.format("%,.1f", results[1][i]), ratio(results[0][i], results[1][i]));
+      System.out.printf(
+          format,
+          labels[i],
+          String.format("%,.1f", results[0][i]),
+          String.format("%,.1f", results[1][i]),
+          ratio(results[0][i], results[1][i]));
     }
   }
 
   /** Each page of the first row groups of the first file, per column, decoded from memory. */
-  private static void pageParts(Table table, List<DataFile> files, String format)
-      throws Exception {
+  private static void pageParts(Table table, List<DataFile> files, String format) throws Exception {
     DataFile file = files.get(0);
     PointLookup.Counters counters = new PointLookup.Counters();
     ParquetMrProbes.CountingFile input = new ParquetMrProbes.CountingFile(localPath(file));
@@ -432,8 +492,8 @@ public final class ProbeDecodingBenchmark {
             byte[] bytes = read(localPath(file), base, (int) chunk.getTotalSize());
             Dictionary dictionary = ParquetMrProbes.dictionary(columns[c], chunk, bytes, base);
             hand.loadRowGroup(g);
-            int handColumn = hand.column(table.schema().findField(columns[c].getPath()[0])
-                .fieldId());
+            int handColumn =
+                hand.column(table.schema().findField(columns[c].getPath()[0]).fieldId());
             hand.decodePage(handColumn, 0); // its dictionary, decoded once, as parquet-mr's
             encodings = chunk.getEncodings().toString();
             int count = index.getPageCount();
@@ -454,11 +514,14 @@ public final class ProbeDecodingBenchmark {
                     }
                   } else {
                     switch (step) {
-                      case 0 -> ParquetMrProbes.decode(columns[c],
-                          ParquetMrProbes.decompress(chunk, bytes, base, offset, length),
-                          dictionary);
-                      case 1 -> mrPages[p] =
-                          ParquetMrProbes.decompress(chunk, bytes, base, offset, length);
+                      case 0 ->
+                          ParquetMrProbes.decode(
+                              columns[c],
+                              ParquetMrProbes.decompress(chunk, bytes, base, offset, length),
+                              dictionary);
+                      case 1 ->
+                          mrPages[p] =
+                              ParquetMrProbes.decompress(chunk, bytes, base, offset, length);
                       default -> ParquetMrProbes.decode(columns[c], mrPages[p], dictionary);
                     }
                   }
@@ -477,13 +540,27 @@ public final class ProbeDecodingBenchmark {
           }
         }
         String name = columns[c].getPath()[0];
-        System.out.printf(format, "page " + name + " " + columns[c].getPrimitiveType()
-            .getPrimitiveTypeName() + " " + encodings, "", "", "");
+        System.out.printf(
+            format,
+            "page "
+                + name
+                + " "
+                + columns[c].getPrimitiveType().getPrimitiveTypeName()
+                + " "
+                + encodings,
+            "",
+            "",
+            "");
         for (int step = 0; step < 3; step++) {
-          System.out.printf(format, "  " + steps[step] + ": ns",
-              String.format("%,.0f", best[step][0]), String.format("%,.0f", best[step][1]),
+          System.out.printf(
+              format,
+              "  " + steps[step] + ": ns",
+              String.format("%,.0f", best[step][0]),
+              String.format("%,.0f", best[step][1]),
               ratio(best[step][0], best[step][1]));
-          System.out.printf(format, "  " + steps[step] + ": bytes allocated",
+          System.out.printf(
+              format,
+              "  " + steps[step] + ": bytes allocated",
               String.format("%,.0f", allocatedPerPage[step][0]),
               String.format("%,.0f", allocatedPerPage[step][1]),
               ratio(allocatedPerPage[step][0], allocatedPerPage[step][1]));
@@ -505,8 +582,8 @@ public final class ProbeDecodingBenchmark {
   }
 
   /** The key bloom filters of every row group of every file, asked for random keys. */
-  private static void bloomPart(HandWritten hand, ParquetMr mr, SplittableRandom random,
-      String format) {
+  private static void bloomPart(
+      HandWritten hand, ParquetMr mr, SplittableRandom random, String format) {
     long[] keys = keys(random, 1L << 40, 100_000);
     long[] hashes = new long[keys.length];
     double[][] best = {{Double.MAX_VALUE, Double.MAX_VALUE}, {Double.MAX_VALUE, Double.MAX_VALUE}};
@@ -553,18 +630,38 @@ public final class ProbeDecodingBenchmark {
       best[1][1] = Math.min(best[1][1], (double) (System.nanoTime() - started) / checks);
     }
     if (admitted[0] != admitted[1] || ProbeParts.bloomHash(keys[0]) != hashes[0] || sum == 42) {
-      throw new IllegalStateException("the bloom checks differ: " + admitted[0] + " admitted by"
-          + " the hand-written one, " + admitted[1] + " by parquet-mr's");
+      throw new IllegalStateException(
+          "the bloom checks differ: "
+              + admitted[0]
+              + " admitted by"
+              + " the hand-written one, "
+              + admitted[1]
+              + " by parquet-mr's");
     }
-    System.out.printf(format, "bloom hash of a long: ns", String.format("%.1f", best[0][0]),
-        String.format("%.1f", best[0][1]), ratio(best[0][0], best[0][1]));
-    System.out.printf(format, "bloom test of a hash: ns", String.format("%.1f", best[1][0]),
-        String.format("%.1f", best[1][1]), ratio(best[1][0], best[1][1]));
+    System.out.printf(
+        format,
+        "bloom hash of a long: ns",
+        String.format("%.1f", best[0][0]),
+        String.format("%.1f", best[0][1]),
+        ratio(best[0][0], best[0][1]));
+    System.out.printf(
+        format,
+        "bloom test of a hash: ns",
+        String.format("%.1f", best[1][0]),
+        String.format("%.1f", best[1][1]),
+        ratio(best[1][0], best[1][1]));
   }
 
   /** The first row not below a key, over kept pages (the warm sides). */
-  private static void searchPart(HandWritten hand, ParquetMr mr, SplittableRandom random,
-      long[] lowest, long[] highest, long bound, String format) throws IOException {
+  private static void searchPart(
+      HandWritten hand,
+      ParquetMr mr,
+      SplittableRandom random,
+      long[] lowest,
+      long[] highest,
+      long bound,
+      String format)
+      throws IOException {
     long[] keys = keys(random, bound, 50_000);
     for (long key : keys) { // both keep the pages the keys reach
       int f = fileOf(key, lowest, highest);
@@ -593,11 +690,17 @@ public final class ProbeDecodingBenchmark {
         }
       }
     }
-    System.out.printf(format, "sorted-key search (kept pages): ns",
-        String.format("%,.0f", best[0]), String.format("%,.0f", best[1]),
+    System.out.printf(
+        format,
+        "sorted-key search (kept pages): ns",
+        String.format("%,.0f", best[0]),
+        String.format("%,.0f", best[1]),
         ratio(best[0], best[1]));
-    System.out.printf(format, "sorted-key search: bytes allocated",
-        String.format("%,.0f", allocatedPer[0]), String.format("%,.0f", allocatedPer[1]),
+    System.out.printf(
+        format,
+        "sorted-key search: bytes allocated",
+        String.format("%,.0f", allocatedPer[0]),
+        String.format("%,.0f", allocatedPer[1]),
         ratio(allocatedPer[0], allocatedPer[1]));
   }
 }

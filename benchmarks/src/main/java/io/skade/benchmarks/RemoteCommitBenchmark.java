@@ -18,19 +18,18 @@ import java.util.stream.Stream;
  * beside the embedded catalog's, for 1, 4 and 16 concurrent committers. It asserts nothing.
  *
  * <p>Cells are {@link CommitRun}'s: a fixed number of commits of one workload (metadata-only,
- * {@code updateProperties}; or a fast append of a small Parquet file), each committer thread on
- * a fresh table of its own. The embedded cell is skade's defaults (group commit) in this JVM.
- * The server cell commits to a skade server in a child JVM ({@link ServerProcess}, started once
- * and warmed by the warm-up pass): each committer is an Iceberg {@code RESTCatalog} of its own
- * in this JVM, and the feed subscriber a {@code RemoteCommitFeed} (through {@code
- * CatalogConnection}), also here. Pointer-only commits reach the committer in process, so
- * they are not in this benchmark.
+ * {@code updateProperties}; or a fast append of a small Parquet file), each committer thread on a
+ * fresh table of its own. The embedded cell is skade's defaults (group commit) in this JVM. The
+ * server cell commits to a skade server in a child JVM ({@link ServerProcess}, started once and
+ * warmed by the warm-up pass): each committer is an Iceberg {@code RESTCatalog} of its own in this
+ * JVM, and the feed subscriber a {@code RemoteCommitFeed} (through {@code CatalogConnection}), also
+ * here. Pointer-only commits reach the committer in process, so they are not in this benchmark.
  *
  * <p>Feed latency, per commit the subscriber received: from the catalog's committer stamping it
- * (the start of its group, before the fsync; the server's wall clock is this machine's), for
- * both; from the commit call returning (the commit acknowledged to its committer; negative when
- * the subscriber heard first), for both; and, embedded only, from its batch becoming durable,
- * as {@link CommitBenchmark} prints it.
+ * (the start of its group, before the fsync; the server's wall clock is this machine's), for both;
+ * from the commit call returning (the commit acknowledged to its committer; negative when the
+ * subscriber heard first), for both; and, embedded only, from its batch becoming durable, as {@link
+ * CommitBenchmark} prints it.
  *
  * <p>System properties (defaults in brackets): {@code skade.bench.commits} metadata-only commits
  * per cell [300], {@code skade.bench.appendCommits} append commits per cell [150], {@code
@@ -38,8 +37,7 @@ import java.util.stream.Stream;
  * skade.bench.warmupCommits} commits per workload and design in the warm-up [500].
  */
 public final class RemoteCommitBenchmark {
-  private static final List<Workload> WORKLOADS = List.of(Workload.METADATA_ONLY,
-      Workload.APPEND);
+  private static final List<Workload> WORKLOADS = List.of(Workload.METADATA_ONLY, Workload.APPEND);
 
   private RemoteCommitBenchmark() {}
 
@@ -56,22 +54,26 @@ public final class RemoteCommitBenchmark {
     // More than CommitBenchmark's 100: the server's JVM is warmed by these alone (a metadata-only
     // commit through it took 11 ms over the first 300, 4.5 ms over the third 300).
     int warmupCommits = Integer.getInteger("skade.bench.warmupCommits", 500);
-    int[] committerCounts = Arrays.stream(
-            System.getProperty("skade.bench.committers", "1,4,16").split(","))
-        .map(String::trim)
-        .mapToInt(Integer::parseInt)
-        .toArray();
+    int[] committerCounts =
+        Arrays.stream(System.getProperty("skade.bench.committers", "1,4,16").split(","))
+            .map(String::trim)
+            .mapToInt(Integer::parseInt)
+            .toArray();
 
-    System.out.printf("skade commit benchmark through REST | JVM: %s %s (%s) | cores: %d |"
-            + " date: %s%n", System.getProperty("java.vm.name"),
-        System.getProperty("java.runtime.version"), System.getProperty("java.vm.vendor"),
+    System.out.printf(
+        "skade commit benchmark through REST | JVM: %s %s (%s) | cores: %d |" + " date: %s%n",
+        System.getProperty("java.vm.name"),
+        System.getProperty("java.runtime.version"),
+        System.getProperty("java.vm.vendor"),
         Runtime.getRuntime().availableProcessors(),
         ZonedDateTime.now().format(DateTimeFormatter.ISO_OFFSET_DATE_TIME));
-    System.out.printf("Per cell: one fresh table per committer; %d metadata-only / %d append"
-        + " commits. 'embedded' = group commit in this JVM; 'server, REST' = the same catalog"
-        + " in a skade server process, committers (a RESTCatalog each) and the feed subscriber"
-        + " (RemoteCommitFeed) its HTTP clients in this JVM. Warm-up first: %d commits per"
-        + " workload and design.%n", metadataCommits, appendCommits, warmupCommits);
+    System.out.printf(
+        "Per cell: one fresh table per committer; %d metadata-only / %d append"
+            + " commits. 'embedded' = group commit in this JVM; 'server, REST' = the same catalog"
+            + " in a skade server process, committers (a RESTCatalog each) and the feed subscriber"
+            + " (RemoteCommitFeed) its HTTP clients in this JVM. Warm-up first: %d commits per"
+            + " workload and design.%n",
+        metadataCommits, appendCommits, warmupCommits);
 
     Path root = Files.createTempDirectory("skade-remote-commit-bench-");
     List<CommitRun.Result> results = new ArrayList<>();
@@ -84,8 +86,7 @@ public final class RemoteCommitBenchmark {
       for (Workload workload : WORKLOADS) {
         int commits = workload == Workload.APPEND ? appendCommits : metadataCommits;
         for (int committers : committerCounts) {
-          results.add(CommitRun.run(workload, CommitRun.Design.GROUP_COMMIT, committers,
-              commits));
+          results.add(CommitRun.run(workload, CommitRun.Design.GROUP_COMMIT, committers, commits));
           results.add(CommitRun.run(workload, server, committers, commits));
         }
       }
@@ -100,9 +101,20 @@ public final class RemoteCommitBenchmark {
 
   private static void print(List<CommitRun.Result> results) {
     List<String[]> rows = new ArrayList<>();
-    rows.add(new String[] {"workload", "design", "committers", "commits", "seconds",
-        "commits/s", "vs embedded", "feed from durable p50/p99 (µs)",
-        "feed from stamp p50/p99 (µs)", "vs embedded p50/p99", "feed from ack p50/p99 (µs)"});
+    rows.add(
+        new String[] {
+          "workload",
+          "design",
+          "committers",
+          "commits",
+          "seconds",
+          "commits/s",
+          "vs embedded",
+          "feed from durable p50/p99 (µs)",
+          "feed from stamp p50/p99 (µs)",
+          "vs embedded p50/p99",
+          "feed from ack p50/p99 (µs)"
+        });
     CommitRun.Result embedded = null;
     long missed = 0;
     for (CommitRun.Result r : results) {
@@ -111,30 +123,34 @@ public final class RemoteCommitBenchmark {
       if (!served) {
         embedded = r;
       }
-      rows.add(new String[] {
-          r.workload().label(),
-          served ? r.design().label : "embedded",
-          Integer.toString(r.committers()),
-          Integer.toString(r.commits()),
-          fmt("%.2f", r.seconds()),
-          fmt("%.0f", r.commitsPerSecond()),
-          fmt("%.2fx", r.commitsPerSecond() / embedded.commitsPerSecond()),
-          served ? "-" : pair(r.latencyMicros(50), r.latencyMicros(99)),
-          pair(r.stampLatencyMicros(50), r.stampLatencyMicros(99)),
-          fmt("%.1fx", r.stampLatencyMicros(50) / embedded.stampLatencyMicros(50)) + " / "
-              + fmt("%.1fx", r.stampLatencyMicros(99) / embedded.stampLatencyMicros(99)),
-          pair(r.ackLatencyMicros(50), r.ackLatencyMicros(99)),
-      });
+      rows.add(
+          new String[] {
+            r.workload().label(),
+            served ? r.design().label : "embedded",
+            Integer.toString(r.committers()),
+            Integer.toString(r.commits()),
+            fmt("%.2f", r.seconds()),
+            fmt("%.0f", r.commitsPerSecond()),
+            fmt("%.2fx", r.commitsPerSecond() / embedded.commitsPerSecond()),
+            served ? "-" : pair(r.latencyMicros(50), r.latencyMicros(99)),
+            pair(r.stampLatencyMicros(50), r.stampLatencyMicros(99)),
+            fmt("%.1fx", r.stampLatencyMicros(50) / embedded.stampLatencyMicros(50))
+                + " / "
+                + fmt("%.1fx", r.stampLatencyMicros(99) / embedded.stampLatencyMicros(99)),
+            pair(r.ackLatencyMicros(50), r.ackLatencyMicros(99)),
+          });
     }
     CommitBenchmark.printAligned(rows);
-    System.out.println("vs embedded = the server's figure / the embedded one of the same cell."
-        + " Feed latency = until the feed subscriber received the commit: from durable = from its"
-        + " batch becoming durable (in this JVM only); from stamp = from the committer stamping"
-        + " it, before the fsync; from ack = from the commit call returning to its committer"
-        + " (negative: the subscriber heard first).");
+    System.out.println(
+        "vs embedded = the server's figure / the embedded one of the same cell."
+            + " Feed latency = until the feed subscriber received the commit: from durable = from its"
+            + " batch becoming durable (in this JVM only); from stamp = from the committer stamping"
+            + " it, before the fsync; from ack = from the commit call returning to its committer"
+            + " (negative: the subscriber heard first).");
     if (missed > 0) {
-      System.out.printf("Note: %d feed events were missed and are not in the latency"
-          + " percentiles.%n", missed);
+      System.out.printf(
+          "Note: %d feed events were missed and are not in the latency" + " percentiles.%n",
+          missed);
     }
   }
 

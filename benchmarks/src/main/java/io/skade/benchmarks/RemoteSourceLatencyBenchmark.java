@@ -37,30 +37,30 @@ import org.apache.iceberg.flink.TableLoader;
 import org.apache.iceberg.rest.RESTCatalog;
 
 /**
- * Prints, side by side in one run, how soon a row committed through a skade server reaches a
- * Flink job in another JVM: skade's {@code SkadeSource} in remote mode (its enumerator woken by
- * the server's long-poll commit feed), the same source on a catalog embedded in the job's JVM,
- * and Iceberg's own {@code IcebergSource} streaming over the server's Iceberg REST catalog
- * (monitor interval 100 ms and 1 s). It asserts nothing.
+ * Prints, side by side in one run, how soon a row committed through a skade server reaches a Flink
+ * job in another JVM: skade's {@code SkadeSource} in remote mode (its enumerator woken by the
+ * server's long-poll commit feed), the same source on a catalog embedded in the job's JVM, and
+ * Iceberg's own {@code IcebergSource} streaming over the server's Iceberg REST catalog (monitor
+ * interval 100 ms and 1 s). It asserts nothing.
  *
  * <p>The server is a child JVM ({@link ServerProcess}) owning a RocksDB catalog on a temporary
- * warehouse. The committer is this JVM's main thread, an Iceberg {@link RESTCatalog} client of
- * the server ({@link ServerClients#committer}), appending one row (a small Parquet file) per
- * commit through {@code TableWriter} on the table it loaded over REST. The jobs run in a local MiniCluster of this JVM, at
- * parallelism 1, with only the server's {@code uri} and token: enumerator and reader reach the
- * catalog over HTTP, not in process. The remote source's poll interval is 10 minutes, longer
- * than the run, so only the feed wakes it. Each configuration has a fresh table.
+ * warehouse. The committer is this JVM's main thread, an Iceberg {@link RESTCatalog} client of the
+ * server ({@link ServerClients#committer}), appending one row (a small Parquet file) per commit
+ * through {@code TableWriter} on the table it loaded over REST. The jobs run in a local MiniCluster
+ * of this JVM, at parallelism 1, with only the server's {@code uri} and token: enumerator and
+ * reader reach the catalog over HTTP, not in process. The remote source's poll interval is 10
+ * minutes, longer than the run, so only the feed wakes it. Each configuration has a fresh table.
  *
- * <p>Each row's latency is printed from two moments of its commit ({@link SourceLatencyRun}):
- * the commit call returning to the committer (the commit acknowledged), and the catalog's
- * committer stamping the commit (the start of its group commit, before the fsync; the same
- * moment for every configuration, on this machine's wall clock, in whichever process owns the
- * catalog). Iceberg's REST client returns from a commit some 20 ms after the server made it
- * durable (it parses the answer, then loads the table again), and the remote source often
- * emits the row before that, so the figure from the acknowledgement can be negative. Ratios
- * are of the figures from the committer's stamp. A breakdown shows, after that stamp, when a
- * commit feed subscriber in this JVM heard of the commit (embedded: the batch durable, the
- * moment {@link SourceLatencyBenchmark} counts from), and when the commit call returned.
+ * <p>Each row's latency is printed from two moments of its commit ({@link SourceLatencyRun}): the
+ * commit call returning to the committer (the commit acknowledged), and the catalog's committer
+ * stamping the commit (the start of its group commit, before the fsync; the same moment for every
+ * configuration, on this machine's wall clock, in whichever process owns the catalog). Iceberg's
+ * REST client returns from a commit some 20 ms after the server made it durable (it parses the
+ * answer, then loads the table again), and the remote source often emits the row before that, so
+ * the figure from the acknowledgement can be negative. Ratios are of the figures from the
+ * committer's stamp. A breakdown shows, after that stamp, when a commit feed subscriber in this JVM
+ * heard of the commit (embedded: the batch durable, the moment {@link SourceLatencyBenchmark}
+ * counts from), and when the commit call returned.
  *
  * <p>System properties (defaults in brackets): {@code skade.bench.commits} measured commits per
  * source [200], {@code skade.bench.slowCommits} for Iceberg's 1 s monitor interval [60], {@code
@@ -69,8 +69,10 @@ import org.apache.iceberg.rest.RESTCatalog;
  */
 public final class RemoteSourceLatencyBenchmark {
   private static final String NAMESPACE = "bench";
+
   /** The remote source's poll interval: longer than the run, so only the feed wakes it. */
   private static final Duration POLL_INTERVAL = Duration.ofMinutes(10);
+
   private static final double TARGET_P50_MS = 15;
   private static final double TARGET_P99_MS = 50;
 
@@ -91,14 +93,17 @@ public final class RemoteSourceLatencyBenchmark {
     int slowCommits = Integer.getInteger("skade.bench.slowCommits", 60);
     int warmupCommits = Integer.getInteger("skade.bench.warmupCommits", 300);
     long pause = SourceLatencyRun.pauseMillis();
-    System.out.printf("skade remote source latency benchmark | JVM %s | cores %d | max heap %d"
-        + " MiB | %s%n", System.getProperty("java.runtime.version"),
-        Runtime.getRuntime().availableProcessors(), Runtime.getRuntime().maxMemory() >> 20,
+    System.out.printf(
+        "skade remote source latency benchmark | JVM %s | cores %d | max heap %d" + " MiB | %s%n",
+        System.getProperty("java.runtime.version"),
+        Runtime.getRuntime().availableProcessors(),
+        Runtime.getRuntime().maxMemory() >> 20,
         ZonedDateTime.now());
-    System.out.printf("per source a fresh LOG table (id bigint, ts_nanos bigint, payload string),"
-        + " %d warm-up then %d measured one-row appends %d-%d ms apart (%d for a 1 s monitor"
-        + " interval), committed by this JVM through the skade server (a child JVM) over REST,"
-        + " or into the embedded catalog; jobs at parallelism 1 in this JVM's MiniCluster.%n",
+    System.out.printf(
+        "per source a fresh LOG table (id bigint, ts_nanos bigint, payload string),"
+            + " %d warm-up then %d measured one-row appends %d-%d ms apart (%d for a 1 s monitor"
+            + " interval), committed by this JVM through the skade server (a child JVM) over REST,"
+            + " or into the embedded catalog; jobs at parallelism 1 in this JVM's MiniCluster.%n",
         warmupCommits, commits, pause, pause * 5 / 2, slowCommits);
 
     Path root = Files.createTempDirectory("skade-remote-latency-bench-");
@@ -111,25 +116,42 @@ public final class RemoteSourceLatencyBenchmark {
         committer.createNamespace(Namespace.of(NAMESPACE));
 
         String table = NAMESPACE + ".skade_remote";
-        latencies.add(SourceLatencyRun.measure("skade remote (server feed)",
-            writer(committer, table), table, stamps.feed().subscribeCommits(), warmupCommits,
-            commits, (env, name) -> env.fromSource(SkadeSource.builder()
-                .catalogProperties(remote).table(name).startupMode(StartupMode.LATEST)
-                .pollInterval(POLL_INTERVAL).build(),
-                WatermarkStrategy.noWatermarks(), "skade remote")));
+        latencies.add(
+            SourceLatencyRun.measure(
+                "skade remote (server feed)",
+                writer(committer, table),
+                table,
+                stamps.feed().subscribeCommits(),
+                warmupCommits,
+                commits,
+                (env, name) ->
+                    env.fromSource(
+                        SkadeSource.builder()
+                            .catalogProperties(remote)
+                            .table(name)
+                            .startupMode(StartupMode.LATEST)
+                            .pollInterval(POLL_INTERVAL)
+                            .build(),
+                        WatermarkStrategy.noWatermarks(),
+                        "skade remote")));
 
         latencies.add(embedded(root.resolve("embedded"), warmupCommits, commits));
 
         for (Duration interval : new Duration[] {Duration.ofMillis(100), Duration.ofSeconds(1)}) {
           String icebergTable = NAMESPACE + ".iceberg_" + interval.toMillis() + "ms";
-          TableLoader loader = TableLoader.fromCatalog(
-              CatalogLoader.rest("iceberg", new Configuration(), new HashMap<>(remote)),
-              TableIdentifier.parse(icebergTable));
-          latencies.add(SourceLatencyRun.measure(
-              "IcebergSource monitor " + label(interval) + " (REST)",
-              writer(committer, icebergTable), icebergTable, stamps.feed().subscribeCommits(),
-              warmupCommits, interval.toMillis() < 1000 ? commits : slowCommits,
-              (env, name) -> SourceLatencyRun.icebergStream(env, loader, interval)));
+          TableLoader loader =
+              TableLoader.fromCatalog(
+                  CatalogLoader.rest("iceberg", new Configuration(), new HashMap<>(remote)),
+                  TableIdentifier.parse(icebergTable));
+          latencies.add(
+              SourceLatencyRun.measure(
+                  "IcebergSource monitor " + label(interval) + " (REST)",
+                  writer(committer, icebergTable),
+                  icebergTable,
+                  stamps.feed().subscribeCommits(),
+                  warmupCommits,
+                  interval.toMillis() < 1000 ? commits : slowCommits,
+                  (env, name) -> SourceLatencyRun.icebergStream(env, loader, interval)));
         }
       }
     } finally {
@@ -142,8 +164,12 @@ public final class RemoteSourceLatencyBenchmark {
 
   /** A fresh table of the server's catalog, and a writer on it as loaded over REST. */
   private static TableWriter writer(Catalog catalog, String name) {
-    Table table = catalog.createTable(TableIdentifier.parse(name), SCHEMA,
-        PartitionSpec.unpartitioned(), Map.of("format-version", "2"));
+    Table table =
+        catalog.createTable(
+            TableIdentifier.parse(name),
+            SCHEMA,
+            PartitionSpec.unpartitioned(),
+            Map.of("format-version", "2"));
     return new TableWriter(table);
   }
 
@@ -156,10 +182,22 @@ public final class RemoteSourceLatencyBenchmark {
       String table = NAMESPACE + ".skade_embedded";
       // Subscribed before the table's first commit: the feed stamps when each became durable.
       var stamps = catalog.subscribeCommits();
-      return SourceLatencyRun.measure("skade in-process (commit feed)", writer(catalog, table),
-          table, stamps, warmup, commits, (env, name) -> env.fromSource(SkadeSource.builder()
-              .catalogProperties(properties).table(name).startupMode(StartupMode.LATEST).build(),
-              WatermarkStrategy.noWatermarks(), "skade"));
+      return SourceLatencyRun.measure(
+          "skade in-process (commit feed)",
+          writer(catalog, table),
+          table,
+          stamps,
+          warmup,
+          commits,
+          (env, name) ->
+              env.fromSource(
+                  SkadeSource.builder()
+                      .catalogProperties(properties)
+                      .table(name)
+                      .startupMode(StartupMode.LATEST)
+                      .build(),
+                  WatermarkStrategy.noWatermarks(),
+                  "skade"));
     }
   }
 
@@ -168,49 +206,91 @@ public final class RemoteSourceLatencyBenchmark {
     System.out.println();
     String format = "%-36s %7s %6s | %8s %8s %8s %9s %9s | %8s %8s %8s%n";
     System.out.printf("%52s| %-47s| %s%n", "", "from commit", "from ack");
-    System.out.printf(format, "commit -> row (ms)", "commits", "missed", "p50", "p99", "max",
-        "p50 ratio", "p99 ratio", "p50", "p99", "max");
+    System.out.printf(
+        format,
+        "commit -> row (ms)",
+        "commits",
+        "missed",
+        "p50",
+        "p99",
+        "max",
+        "p50 ratio",
+        "p99 ratio",
+        "p50",
+        "p99",
+        "max");
     System.out.println("-".repeat(129));
     for (Latency l : latencies) {
-      System.out.printf(format, l.source(), l.commits(), l.missed(),
-          ms(l.committedMillis(0.50)), ms(l.committedMillis(0.99)), ms(l.committedMillis(1.0)),
+      System.out.printf(
+          format,
+          l.source(),
+          l.commits(),
+          l.missed(),
+          ms(l.committedMillis(0.50)),
+          ms(l.committedMillis(0.99)),
+          ms(l.committedMillis(1.0)),
           fmt("%.2fx", l.committedMillis(0.50) / remote.committedMillis(0.50)),
           fmt("%.2fx", l.committedMillis(0.99) / remote.committedMillis(0.99)),
-          ms(l.ackMillis(0.50)), ms(l.ackMillis(0.99)), ms(l.ackMillis(1.0)));
+          ms(l.ackMillis(0.50)),
+          ms(l.ackMillis(0.99)),
+          ms(l.ackMillis(1.0)));
     }
-    System.out.printf("from commit = from the catalog's committer stamping the commit (the start"
-        + " of its group commit, before the fsync; the server's clock is this machine's); from"
-        + " ack = from the committer's commit call returning (negative: the row came first)."
-        + " ratio = the source's latency from commit / skade remote's. missed = measured rows"
-        + " not seen within %d s of the last commit.%n", SEEN_TIMEOUT.toSeconds());
+    System.out.printf(
+        "from commit = from the catalog's committer stamping the commit (the start"
+            + " of its group commit, before the fsync; the server's clock is this machine's); from"
+            + " ack = from the committer's commit call returning (negative: the row came first)."
+            + " ratio = the source's latency from commit / skade remote's. missed = measured rows"
+            + " not seen within %d s of the last commit.%n",
+        SEEN_TIMEOUT.toSeconds());
 
     System.out.println();
     format = "%-36s %10s %10s %10s %10s | %11s %11s | %10s %10s%n";
-    System.out.printf(format, "breakdown (ms)", "feed p50", "feed p99", "ack p50", "ack p99",
-        "feed->row50", "feed->row99", "call p50", "call p99");
+    System.out.printf(
+        format,
+        "breakdown (ms)",
+        "feed p50",
+        "feed p99",
+        "ack p50",
+        "ack p99",
+        "feed->row50",
+        "feed->row99",
+        "call p50",
+        "call p99");
     System.out.println("-".repeat(127));
     for (Latency l : latencies) {
-      System.out.printf(format, l.source(),
-          ms(l.feedAfterCommittedMillis(0.50)), ms(l.feedAfterCommittedMillis(0.99)),
-          ms(l.ackAfterCommittedMillis(0.50)), ms(l.ackAfterCommittedMillis(0.99)),
-          ms(l.millis(0.50)), ms(l.millis(0.99)),
+      System.out.printf(
+          format,
+          l.source(),
+          ms(l.feedAfterCommittedMillis(0.50)),
+          ms(l.feedAfterCommittedMillis(0.99)),
+          ms(l.ackAfterCommittedMillis(0.50)),
+          ms(l.ackAfterCommittedMillis(0.99)),
+          ms(l.millis(0.50)),
+          ms(l.millis(0.99)),
           ms(quantile(l.commitCallNanos(), 0.50) / 1e6),
           ms(quantile(l.commitCallNanos(), 0.99) / 1e6));
     }
-    System.out.println("feed, ack = after the commit was stamped, when a commit feed subscriber in"
-        + " this JVM heard of it (embedded: its batch durable; through the server: this JVM's"
-        + " long-poll answered), and when the commit call returned; feed->row = from the former"
-        + " to the row (for the embedded catalog the figure SourceLatencyBenchmark prints);"
-        + " commit call = writing the Parquet file and committing, not in any latency.");
+    System.out.println(
+        "feed, ack = after the commit was stamped, when a commit feed subscriber in"
+            + " this JVM heard of it (embedded: its batch durable; through the server: this JVM's"
+            + " long-poll answered), and when the commit call returned; feed->row = from the former"
+            + " to the row (for the embedded catalog the figure SourceLatencyBenchmark prints);"
+            + " commit call = writing the Parquet file and committing, not in any latency.");
 
     System.out.println();
-    System.out.printf("target, skade remote, p50 <= %.0f ms and p99 <= %.0f ms: from ack p50 %s"
-        + " (%s), p99 %s (%s); from commit p50 %s (%s), p99 %s (%s).%n",
-        TARGET_P50_MS, TARGET_P99_MS,
-        ms(remote.ackMillis(0.50)), verdict(remote.ackMillis(0.50), TARGET_P50_MS),
-        ms(remote.ackMillis(0.99)), verdict(remote.ackMillis(0.99), TARGET_P99_MS),
-        ms(remote.committedMillis(0.50)), verdict(remote.committedMillis(0.50), TARGET_P50_MS),
-        ms(remote.committedMillis(0.99)), verdict(remote.committedMillis(0.99), TARGET_P99_MS));
+    System.out.printf(
+        "target, skade remote, p50 <= %.0f ms and p99 <= %.0f ms: from ack p50 %s"
+            + " (%s), p99 %s (%s); from commit p50 %s (%s), p99 %s (%s).%n",
+        TARGET_P50_MS,
+        TARGET_P99_MS,
+        ms(remote.ackMillis(0.50)),
+        verdict(remote.ackMillis(0.50), TARGET_P50_MS),
+        ms(remote.ackMillis(0.99)),
+        verdict(remote.ackMillis(0.99), TARGET_P99_MS),
+        ms(remote.committedMillis(0.50)),
+        verdict(remote.committedMillis(0.50), TARGET_P50_MS),
+        ms(remote.committedMillis(0.99)),
+        verdict(remote.committedMillis(0.99), TARGET_P99_MS));
   }
 
   private static String verdict(double millis, double target) {

@@ -15,15 +15,15 @@ final class ServerClients {
 
   /** The catalog properties of a client of {@code server}: its {@code uri} and token. */
   static Map<String, String> properties(ServerProcess server) {
-    return Map.of(CatalogConnection.URI, server.uri(), CatalogConnection.TOKEN,
-        ServerProcess.TOKEN);
+    return Map.of(
+        CatalogConnection.URI, server.uri(), CatalogConnection.TOKEN, ServerProcess.TOKEN);
   }
 
   /**
-   * An Iceberg {@link RESTCatalog} of {@code server} for a committer. Its data and manifest
-   * files go through {@link SkadeLocalFileSystem}, as an embedded catalog's do (Hadoop's own
-   * local file system starts a {@code chmod} process per file), so that figures beside the
-   * embedded catalog's compare the commit paths, not two local file systems.
+   * An Iceberg {@link RESTCatalog} of {@code server} for a committer. Its data and manifest files
+   * go through {@link SkadeLocalFileSystem}, as an embedded catalog's do (Hadoop's own local file
+   * system starts a {@code chmod} process per file), so that figures beside the embedded catalog's
+   * compare the commit paths, not two local file systems.
    */
   static RESTCatalog committer(String name, ServerProcess server) {
     Configuration conf = new Configuration();

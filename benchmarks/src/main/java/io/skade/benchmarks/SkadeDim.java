@@ -17,9 +17,9 @@ import org.apache.iceberg.data.Record;
 import org.apache.iceberg.types.Types;
 
 /**
- * The dimension table of {@link LookupJoinBenchmark} in a skade warehouse: {@code bench.dim}
- * {@code (id bigint key, name string, city string, score int)}, written by {@code TableWriter} in
- * {@code files} appends of consecutive id ranges (one Parquet data file each). Runs only in the
+ * The dimension table of {@link LookupJoinBenchmark} in a skade warehouse: {@code bench.dim} {@code
+ * (id bigint key, name string, city string, score int)}, written by {@code TableWriter} in {@code
+ * files} appends of consecutive id ranges (one Parquet data file each). Runs only in the
  * benchmark's skade JVM, whose classpath holds skade's stack.
  */
 final class SkadeDim {
@@ -30,12 +30,14 @@ final class SkadeDim {
 
   /** Writes the table; returns what it holds (data files, bytes, seconds). */
   static Properties prepare(Path warehouse, long rows, int files) {
-    org.apache.iceberg.Schema schema = new org.apache.iceberg.Schema(
-        List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-            Types.NestedField.optional(2, "name", Types.StringType.get()),
-            Types.NestedField.optional(3, "city", Types.StringType.get()),
-            Types.NestedField.optional(4, "score", Types.IntegerType.get())),
-        Set.of(1));
+    org.apache.iceberg.Schema schema =
+        new org.apache.iceberg.Schema(
+            List.of(
+                Types.NestedField.required(1, "id", Types.LongType.get()),
+                Types.NestedField.optional(2, "name", Types.StringType.get()),
+                Types.NestedField.optional(3, "city", Types.StringType.get()),
+                Types.NestedField.optional(4, "score", Types.IntegerType.get())),
+            Set.of(1));
     long started = System.nanoTime();
     Properties out = new Properties();
     try (SkadeCatalog catalog = new SkadeCatalog()) {
@@ -43,12 +45,14 @@ final class SkadeDim {
       catalog.createNamespace(Namespace.of(NAMESPACE));
       // As skade's SQL sink creates a keyed table: sorted by the key, bloom filters on it,
       // Parquet pages and dictionaries sized for point lookups.
-      Table table = catalog.buildTable(TableIdentifier.of(NAMESPACE, TABLE), schema)
-          .withSortOrder(org.apache.iceberg.SortOrder.builderFor(schema).asc("id").build())
-          .withProperty("format-version", "2")
-          .withProperty("write.parquet.bloom-filter-enabled.column.id", "true")
-          .withProperties(io.skade.lookup.PointLookup.LOOKUP_FILE_PROPERTIES)
-          .create();
+      Table table =
+          catalog
+              .buildTable(TableIdentifier.of(NAMESPACE, TABLE), schema)
+              .withSortOrder(org.apache.iceberg.SortOrder.builderFor(schema).asc("id").build())
+              .withProperty("format-version", "2")
+              .withProperty("write.parquet.bloom-filter-enabled.column.id", "true")
+              .withProperties(io.skade.lookup.PointLookup.LOOKUP_FILE_PROPERTIES)
+              .create();
       TableWriter writer = new TableWriter(table);
       GenericRecord template = GenericRecord.create(schema);
       for (int f = 0; f < files; f++) {
@@ -70,8 +74,10 @@ final class SkadeDim {
       out.setProperty("dataFiles", snapshot.summary().getOrDefault("total-data-files", "?"));
       out.setProperty("dataBytes", snapshot.summary().getOrDefault("total-files-size", "0"));
       out.setProperty("rows", snapshot.summary().getOrDefault("total-records", "?"));
-      out.setProperty("layout", "Iceberg format v2, Parquet sorted by id with bloom filters and"
-          + " 250-row pages, one append per id range");
+      out.setProperty(
+          "layout",
+          "Iceberg format v2, Parquet sorted by id with bloom filters and"
+              + " 250-row pages, one append per id range");
     } catch (Exception e) {
       throw new IllegalStateException("writing the skade dimension table failed", e);
     }

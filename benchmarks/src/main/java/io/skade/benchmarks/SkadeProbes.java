@@ -19,13 +19,12 @@ import org.apache.iceberg.catalog.TableIdentifier;
 
 /**
  * skade's lookup engine alone, without Flink, on {@link SkadeDim}'s table: {@link PointLookup}
- * probes of random keys drawn as the join's probe stream draws them (90% hits). First: a pass of
- * as many probes as the join makes in a fresh JVM, whose caches are then dropped. Cold: the
- * first {@value #COLD_PROBES} probes over fresh caches (files opened, pages read for the first
- * time), the code compiled.
- * Warm: after as many probes as the join makes, as many again. Sync: one thread. Async: {@code
- * threads} threads sharing one lookup, as {@code lookup.async}'s executor runs probes. Runs in
- * the benchmark's skade JVM.
+ * probes of random keys drawn as the join's probe stream draws them (90% hits). First: a pass of as
+ * many probes as the join makes in a fresh JVM, whose caches are then dropped. Cold: the first
+ * {@value #COLD_PROBES} probes over fresh caches (files opened, pages read for the first time), the
+ * code compiled. Warm: after as many probes as the join makes, as many again. Sync: one thread.
+ * Async: {@code threads} threads sharing one lookup, as {@code lookup.async}'s executor runs
+ * probes. Runs in the benchmark's skade JVM.
  */
 final class SkadeProbes {
   /** Probes measured over fresh caches: most of them read a page for the first time. */
@@ -33,8 +32,7 @@ final class SkadeProbes {
 
   private SkadeProbes() {}
 
-  static Properties measure(Path warehouse, long rows, long probes, int threads)
-      throws Exception {
+  static Properties measure(Path warehouse, long rows, long probes, int threads) throws Exception {
     Properties out = new Properties();
     long bound = LookupJoinBenchmark.keyBound(rows);
     try (SkadeCatalog catalog = new SkadeCatalog()) {
@@ -45,16 +43,21 @@ final class SkadeProbes {
       // measures cold caches, not a cold JVM.
       try (LookupCaches.Handle first = LookupCaches.acquire()) {
         PointLookup.Counters counters = new PointLookup.Counters();
-        pass("first", new PointLookup(table, List.of("id"), first.caches(), counters), counters,
-            keys(random, bound, probes), out);
+        pass(
+            "first",
+            new PointLookup(table, List.of("id"), first.caches(), counters),
+            counters,
+            keys(random, bound, probes),
+            out);
       }
       fromEmptyCaches(table, random, bound, probes, threads, out);
     }
     return out;
   }
 
-  private static void fromEmptyCaches(Table table, SplittableRandom random, long bound,
-      long probes, int threads, Properties out) throws Exception {
+  private static void fromEmptyCaches(
+      Table table, SplittableRandom random, long bound, long probes, int threads, Properties out)
+      throws Exception {
     try (LookupCaches.Handle caches = LookupCaches.acquire()) {
       PointLookup.Counters counters = new PointLookup.Counters();
       PointLookup lookup = new PointLookup(table, List.of("id"), caches.caches(), counters);
@@ -70,16 +73,19 @@ final class SkadeProbes {
         List<Future<?>> parts = new ArrayList<>();
         for (int t = 0; t < threads; t++) {
           int first = t;
-          parts.add(pool.submit(() -> {
-            for (int i = first; i < keys.length; i += threads) {
-              lookup.lookup(null, List.of(keys[i]));
-            }
-          }));
+          parts.add(
+              pool.submit(
+                  () -> {
+                    for (int i = first; i < keys.length; i += threads) {
+                      lookup.lookup(null, List.of(keys[i]));
+                    }
+                  }));
         }
         for (Future<?> part : parts) {
           part.get();
         }
-        out.setProperty("async.probesPerSecond",
+        out.setProperty(
+            "async.probesPerSecond",
             Double.toString(keys.length / ((System.nanoTime() - started) / 1e9)));
         out.setProperty("async.threads", Integer.toString(threads));
       } finally {
@@ -99,8 +105,8 @@ final class SkadeProbes {
     return keys;
   }
 
-  private static void pass(String name, PointLookup lookup, PointLookup.Counters counters,
-      long[] keys, Properties out) {
+  private static void pass(
+      String name, PointLookup lookup, PointLookup.Counters counters, long[] keys, Properties out) {
     long[] nanos = new long[keys.length];
     long hits = 0;
     LookupStats before = counters.stats();
@@ -116,8 +122,7 @@ final class SkadeProbes {
     double n = keys.length;
     out.setProperty(name + ".probesPerSecond", Double.toString(n / seconds));
     out.setProperty(name + ".p50Micros", Double.toString(nanos[keys.length / 2] / 1e3));
-    out.setProperty(name + ".p99Micros",
-        Double.toString(nanos[(int) (keys.length * 0.99)] / 1e3));
+    out.setProperty(name + ".p99Micros", Double.toString(nanos[(int) (keys.length * 0.99)] / 1e3));
     out.setProperty(name + ".hitPercent", Double.toString(100.0 * hits / n));
     out.setProperty(name + ".bytes", Double.toString(cost.bytesRead() / n));
     out.setProperty(name + ".reads", Double.toString(cost.readCalls() / n));

@@ -29,25 +29,27 @@ import org.apache.iceberg.flink.source.StreamingStartingStrategy;
 import org.apache.iceberg.types.Types;
 
 /**
- * One source's commit → row latency, as the source-latency benchmarks measure it: an unbounded
- * job (parallelism 1, a local MiniCluster of this JVM) reads a table while this thread commits
- * one-row appends to it through {@code TableWriter}, spaced {@code skade.bench.pauseMillis} to
- * 2.5 times it apart; the job's last step before its sink notes when it sees each row.
+ * One source's commit → row latency, as the source-latency benchmarks measure it: an unbounded job
+ * (parallelism 1, a local MiniCluster of this JVM) reads a table while this thread commits one-row
+ * appends to it through {@code TableWriter}, spaced {@code skade.bench.pauseMillis} to 2.5 times it
+ * apart; the job's last step before its sink notes when it sees each row.
  *
  * <p>Three moments of each commit can start the clock: when the catalog's committer stamped it
  * ({@code CommitEvent.tsMicros}, the wall clock at the start of its group, before the fsync;
- * whichever process owns the catalog, the same machine's clock), when a commit feed
- * subscriber of this JVM heard of it (the moment its batch became durable when the catalog is
- * embedded here, the moment this JVM's long-poll was answered when a skade server owns it), and
- * when the commit call returned (the commit acknowledged to the committer). Probe commits (until
- * the job emits a row) and warm-up commits are not counted.
+ * whichever process owns the catalog, the same machine's clock), when a commit feed subscriber of
+ * this JVM heard of it (the moment its batch became durable when the catalog is embedded here, the
+ * moment this JVM's long-poll was answered when a skade server owns it), and when the commit call
+ * returned (the commit acknowledged to the committer). Probe commits (until the job emits a row)
+ * and warm-up commits are not counted.
  */
 final class SourceLatencyRun {
   /** Every latency table's schema: an append-only table, no identifier fields. */
-  static final Schema SCHEMA = new Schema(
-      Types.NestedField.required(1, "id", Types.LongType.get()),
-      Types.NestedField.required(2, "ts_nanos", Types.LongType.get()),
-      Types.NestedField.optional(3, "payload", Types.StringType.get()));
+  static final Schema SCHEMA =
+      new Schema(
+          Types.NestedField.required(1, "id", Types.LongType.get()),
+          Types.NestedField.required(2, "ts_nanos", Types.LongType.get()),
+          Types.NestedField.optional(3, "payload", Types.StringType.get()));
+
   /** How long after the last measured commit its rows may still come. */
   static final Duration SEEN_TIMEOUT = Duration.ofSeconds(30);
 
@@ -68,7 +70,13 @@ final class SourceLatencyRun {
    * @param ack when the commit call returned
    * @param commitCallNanos per measured commit, how long the commit call took
    */
-  record Latency(String source, int commits, int missed, long[] row, long[] feed, long[] ack,
+  record Latency(
+      String source,
+      int commits,
+      int missed,
+      long[] row,
+      long[] feed,
+      long[] ack,
       long[] commitCallNanos) {
 
     /** Feed heard → row, milliseconds at {@code quantile} (1.0 = the max). */
@@ -111,14 +119,21 @@ final class SourceLatencyRun {
   private SourceLatencyRun() {}
 
   /**
-   * Runs {@code reading}'s unbounded job on {@code table} (named {@code name} in its catalog)
-   * while this thread commits to it through {@code writer}, and returns the latencies of the
-   * measured commits. {@code stamps} is a subscription to the table's catalog taken by the
-   * caller; only this thread commits to that catalog while it runs, so its events come in the
-   * order of the commits. It is closed here.
+   * Runs {@code reading}'s unbounded job on {@code table} (named {@code name} in its catalog) while
+   * this thread commits to it through {@code writer}, and returns the latencies of the measured
+   * commits. {@code stamps} is a subscription to the table's catalog taken by the caller; only this
+   * thread commits to that catalog while it runs, so its events come in the order of the commits.
+   * It is closed here.
    */
-  static Latency measure(String source, TableWriter writer, String name,
-      CommitSubscription stamps, int warmup, int commits, Reading reading) throws Exception {
+  static Latency measure(
+      String source,
+      TableWriter writer,
+      String name,
+      CommitSubscription stamps,
+      int warmup,
+      int commits,
+      Reading reading)
+      throws Exception {
     try (stamps) {
       commit(writer, Long.MIN_VALUE); // a first snapshot: every source starts on a non-empty table
       stampOf(stamps, Long.MIN_VALUE, null);
@@ -173,8 +188,14 @@ final class SourceLatencyRun {
           ack[seen++] = acknowledged[i] - committed;
         }
       }
-      return new Latency(source, commits, commits - seen, Arrays.copyOf(row, seen),
-          Arrays.copyOf(feed, seen), Arrays.copyOf(ack, seen), callNanos);
+      return new Latency(
+          source,
+          commits,
+          commits - seen,
+          Arrays.copyOf(row, seen),
+          Arrays.copyOf(feed, seen),
+          Arrays.copyOf(ack, seen),
+          callNanos);
     }
   }
 
@@ -188,25 +209,29 @@ final class SourceLatencyRun {
   }
 
   /**
-   * When the catalog's committer stamped the commit of {@code snapshotId} (any snapshot when
-   * null: the table's first) and when {@code feed} heard of it, for the commit of row {@code id}.
+   * When the catalog's committer stamped the commit of {@code snapshotId} (any snapshot when null:
+   * the table's first) and when {@code feed} heard of it, for the commit of row {@code id}.
    */
   private static Stamps stampOf(CommitSubscription feed, long id, Long snapshotId)
       throws InterruptedException {
     while (true) {
       CommitEvent event = feed.poll(Duration.ofSeconds(10));
       if (event == null) {
-        throw new IllegalStateException("the commit of row " + id + " (snapshot " + snapshotId
-            + ") never reached the commit feed");
+        throw new IllegalStateException(
+            "the commit of row "
+                + id
+                + " (snapshot "
+                + snapshotId
+                + ") never reached the commit feed");
       }
-      if (snapshotId == null ? !event.addedSnapshotIds().isEmpty()
+      if (snapshotId == null
+          ? !event.addedSnapshotIds().isEmpty()
           : event.addedSnapshotIds().contains(snapshotId)) {
         // The stamp is wall-clock microseconds, maybe of another process: brought onto this
         // JVM's nanoTime here, where both clocks are read together.
         long now = System.nanoTime();
         Instant wall = Instant.now();
-        long ago = (wall.getEpochSecond() * 1_000_000L + wall.getNano() / 1_000)
-            - event.tsMicros();
+        long ago = (wall.getEpochSecond() * 1_000_000L + wall.getNano() / 1_000) - event.tsMicros();
         return new Stamps(now - ago * 1_000, feed.lastDurableNanos());
       }
     }
@@ -232,17 +257,25 @@ final class SourceLatencyRun {
     return Long.getLong("skade.bench.pauseMillis", 20);
   }
 
-  /** Iceberg's source over {@code loader}'s table: streaming every {@code interval}, or bounded if null. */
-  static DataStream<RowData> icebergStream(StreamExecutionEnvironment env, TableLoader loader,
-      Duration interval) {
+  /**
+   * Iceberg's source over {@code loader}'s table: streaming every {@code interval}, or bounded if
+   * null.
+   */
+  static DataStream<RowData> icebergStream(
+      StreamExecutionEnvironment env, TableLoader loader, Duration interval) {
     IcebergSource.Builder<RowData> builder = IcebergSource.forRowData().tableLoader(loader);
     if (interval == null) {
       builder.streaming(false);
     } else {
-      builder.streaming(true).monitorInterval(interval)
+      builder
+          .streaming(true)
+          .monitorInterval(interval)
           .streamingStartingStrategy(StreamingStartingStrategy.INCREMENTAL_FROM_LATEST_SNAPSHOT);
     }
-    return env.fromSource(builder.build(), WatermarkStrategy.noWatermarks(), "iceberg",
+    return env.fromSource(
+        builder.build(),
+        WatermarkStrategy.noWatermarks(),
+        "iceberg",
         InternalTypeInfo.of(FlinkSchemaUtil.convert(SCHEMA)));
   }
 
@@ -270,7 +303,8 @@ final class SourceLatencyRun {
 
   /** {@code 1 s}, {@code 100 ms}. */
   static String label(Duration interval) {
-    return interval.toMillis() % 1000 == 0 ? interval.toSeconds() + " s"
+    return interval.toMillis() % 1000 == 0
+        ? interval.toSeconds() + " s"
         : interval.toMillis() + " ms";
   }
 

@@ -8,8 +8,8 @@ import org.apache.iceberg.flink.TableLoader;
 import org.apache.iceberg.hadoop.HadoopFileIO;
 
 /**
- * Loads a table read-only from one metadata file, so Iceberg's Flink source can read the very
- * files a benchmark wrote without opening the (single-owner) skade catalog a second time.
+ * Loads a table read-only from one metadata file, so Iceberg's Flink source can read the very files
+ * a benchmark wrote without opening the (single-owner) skade catalog a second time.
  */
 final class StaticTableLoader implements TableLoader {
   private final String metadataLocation;
@@ -21,8 +21,10 @@ final class StaticTableLoader implements TableLoader {
 
   @Override
   public void open() {
-    table = new BaseTable(new StaticTableOperations(metadataLocation,
-        new HadoopFileIO(new Configuration())), metadataLocation);
+    table =
+        new BaseTable(
+            new StaticTableOperations(metadataLocation, new HadoopFileIO(new Configuration())),
+            metadataLocation);
   }
 
   @Override

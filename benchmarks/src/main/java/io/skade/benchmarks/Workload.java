@@ -16,8 +16,8 @@ import org.apache.iceberg.types.Types;
 enum Workload {
 
   /**
-   * The commit path alone: a table rename, back and forth, which moves pointers and takes a
-   * {@code commit_seq} in the committer's synced batch but writes no Iceberg file.
+   * The commit path alone: a table rename, back and forth, which moves pointers and takes a {@code
+   * commit_seq} in the committer's synced batch but writes no Iceberg file.
    */
   POINTER_ONLY("pointer-only (rename)") {
     @Override
@@ -64,9 +64,10 @@ enum Workload {
   };
 
   /** Every benchmark table's schema. */
-  static final Schema SCHEMA = new Schema(
-      Types.NestedField.required(1, "id", Types.LongType.get()),
-      Types.NestedField.optional(2, "name", Types.StringType.get()));
+  static final Schema SCHEMA =
+      new Schema(
+          Types.NestedField.required(1, "id", Types.LongType.get()),
+          Types.NestedField.optional(2, "name", Types.StringType.get()));
 
   static final int ROWS_PER_FILE = 10;
 

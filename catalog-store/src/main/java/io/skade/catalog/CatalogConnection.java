@@ -29,10 +29,13 @@ import org.slf4j.LoggerFactory;
 public interface CatalogConnection extends AutoCloseable {
   /** The property naming a skade server; without it the catalog is opened in this JVM. */
   String URI = CatalogProperties.URI;
+
   /** The bearer token sent to the server. */
   String TOKEN = "token";
+
   /** How long a call to the server is retried through transient failures (default 10 min). */
   String RETRY_TIMEOUT = "server.retry-timeout";
+
   /**
    * The property in which a skade server's {@code /v1/config} names its warehouse, so that its
    * clients name its tables as it does (in lineage).
@@ -48,8 +51,8 @@ public interface CatalogConnection extends AutoCloseable {
   }
 
   /**
-   * Where the catalog is, to name its tables by in lineage: its warehouse (a server announces
-   * its own), so a table has one name whichever process names it.
+   * Where the catalog is, to name its tables by in lineage: its warehouse (a server announces its
+   * own), so a table has one name whichever process names it.
    */
   String location();
 
@@ -84,20 +87,20 @@ public interface CatalogConnection extends AutoCloseable {
 
   /**
    * A number that changes when this process learns of a commit of {@code table}, cheap to read:
-   * embedded, the catalog's commit sequence (an owner knows a commit the moment it
-   * is durable; a follower when it reads the log); through a server, the newest commit of the
-   * table its commit feed took ({@link RemoteCommitFeed#newestCommitOf}), which the feed notes
-   * before any subscriber hears of it.
+   * embedded, the catalog's commit sequence (an owner knows a commit the moment it is durable; a
+   * follower when it reads the log); through a server, the newest commit of the table its commit
+   * feed took ({@link RemoteCommitFeed#newestCommitOf}), which the feed notes before any subscriber
+   * hears of it.
    */
   default long commitsSeen(TableIdentifier table) {
     return feed().commitSeq();
   }
 
   /**
-   * Returns once this process knows of every commit that was durable when the call began, so
-   * that {@link #commitsSeen} shows them: at once embedded (the owner knows each commit the
-   * moment it is durable; a follower reads the log in {@link #commitsSeen}); through a server,
-   * after a round trip to it, which concurrent callers share ({@link RemoteCommitFeed#catchUp}).
+   * Returns once this process knows of every commit that was durable when the call began, so that
+   * {@link #commitsSeen} shows them: at once embedded (the owner knows each commit the moment it is
+   * durable; a follower reads the log in {@link #commitsSeen}); through a server, after a round
+   * trip to it, which concurrent callers share ({@link RemoteCommitFeed#catchUp}).
    */
   default void catchUp() {}
 
@@ -107,8 +110,8 @@ public interface CatalogConnection extends AutoCloseable {
   }
 
   /**
-   * Whether {@code failure} is one to ride through by trying again: for a server, one that
-   * says it could not be reached or answered 5xx (it restarts); never for an embedded catalog.
+   * Whether {@code failure} is one to ride through by trying again: for a server, one that says it
+   * could not be reached or answered 5xx (it restarts); never for an embedded catalog.
    */
   default boolean isTransient(Throwable failure) {
     return false;
@@ -116,10 +119,10 @@ public interface CatalogConnection extends AutoCloseable {
 
   /**
    * What {@code call} returns, calling it again through failures that can heal ({@link
-   * #isTransient}: the server restarting) with a backoff from 100 ms to 5 s, for up to the
-   * retry timeout ({@link #RETRY_TIMEOUT}); for an embedded catalog, just the call. Interrupting
-   * the thread ends the retries (an {@link UncheckedIOException} of an {@link
-   * InterruptedIOException}, the interrupt kept); a checked failure of the call comes wrapped.
+   * #isTransient}: the server restarting) with a backoff from 100 ms to 5 s, for up to the retry
+   * timeout ({@link #RETRY_TIMEOUT}); for an embedded catalog, just the call. Interrupting the
+   * thread ends the retries (an {@link UncheckedIOException} of an {@link InterruptedIOException},
+   * the interrupt kept); a checked failure of the call comes wrapped.
    */
   default <T> T riding(Callable<T> call) {
     return unchecked(call);
@@ -132,8 +135,8 @@ public interface CatalogConnection extends AutoCloseable {
       throw e;
     } catch (InterruptedException | InterruptedIOException e) {
       Thread.currentThread().interrupt();
-      throw new UncheckedIOException(new InterruptedIOException(
-          "interrupted waiting for the skade catalog"));
+      throw new UncheckedIOException(
+          new InterruptedIOException("interrupted waiting for the skade catalog"));
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     } catch (Exception e) {
@@ -147,8 +150,8 @@ public interface CatalogConnection extends AutoCloseable {
 
   /**
    * A connection as {@code properties} ask for it: to the server {@code uri} names, or to the
-   * catalog of the local directory they name (shared in this JVM, followed read-only when
-   * another process owns it; see {@link SharedCatalogs#acquireOrFollow}).
+   * catalog of the local directory they name (shared in this JVM, followed read-only when another
+   * process owns it; see {@link SharedCatalogs#acquireOrFollow}).
    */
   static CatalogConnection open(Map<String, String> properties) {
     return open(properties, SharedCatalogs::acquireOrFollow);
@@ -163,7 +166,8 @@ public interface CatalogConnection extends AutoCloseable {
     return open(properties, SharedCatalogs::acquire);
   }
 
-  private static CatalogConnection open(Map<String, String> properties,
+  private static CatalogConnection open(
+      Map<String, String> properties,
       Function<Map<String, String>, SharedCatalogs.Handle> embedded) {
     String uri = properties.get(URI);
     if (uri == null || uri.isBlank()) {
@@ -174,8 +178,8 @@ public interface CatalogConnection extends AutoCloseable {
   }
 
   /**
-   * The {@link #location()} of the catalog {@code properties} name: the {@code warehouse}, or
-   * the one the server at {@code uri} announces (asked of it now).
+   * The {@link #location()} of the catalog {@code properties} name: the {@code warehouse}, or the
+   * one the server at {@code uri} announces (asked of it now).
    *
    * @param what what needs it, for the error when neither is given
    */
@@ -191,7 +195,7 @@ public interface CatalogConnection extends AutoCloseable {
 
   /** A connection to a catalog the caller opened and closes itself. */
   static CatalogConnection of(SkadeCatalog catalog) {
-    return new Embedded(catalog, () -> { });
+    return new Embedded(catalog, () -> {});
   }
 
   /** The catalog this JVM opened. */
@@ -274,28 +278,42 @@ public interface CatalogConnection extends AutoCloseable {
       try {
         server = java.net.URI.create(uri.trim());
       } catch (IllegalArgumentException e) {
-        throw new IllegalArgumentException("catalog property 'uri' = '" + uri + "' is not a URI;"
-            + " give the skade server's address, e.g. uri=http://catalog-host:8181", e);
+        throw new IllegalArgumentException(
+            "catalog property 'uri' = '"
+                + uri
+                + "' is not a URI;"
+                + " give the skade server's address, e.g. uri=http://catalog-host:8181",
+            e);
       }
       if (!"http".equals(server.getScheme()) && !"https".equals(server.getScheme())) {
-        throw new IllegalArgumentException("catalog property 'uri' = '" + uri + "' must be an"
-            + " http:// or https:// address of a skade server, e.g. http://catalog-host:8181");
+        throw new IllegalArgumentException(
+            "catalog property 'uri' = '"
+                + uri
+                + "' must be an"
+                + " http:// or https:// address of a skade server, e.g. http://catalog-host:8181");
       }
       Duration retryFor = retryTimeout(properties);
       Map<String, String> rest = new HashMap<>(properties);
       rest.keySet().removeIf(key -> key.startsWith("catalog.") || key.equals(RETRY_TIMEOUT));
       // A task that starts while the server restarts waits for it (the client asks for the
       // server's configuration first).
-      RESTCatalog catalog = unchecked(() -> ride(server, retryFor, () -> {
-        RESTCatalog client = new RESTCatalog();
-        // Files it writes go through skade's local file system too, as an embedded catalog's
-        // do (Hadoop's own starts a chmod process per file).
-        client.setConf(SkadeCatalog.defaultHadoopConf());
-        client.initialize("skade", rest);
-        return client;
-      }));
-      return new Remote(catalog,
-          new SkadeServerClient(server, properties.get(TOKEN), retryFor), retryFor);
+      RESTCatalog catalog =
+          unchecked(
+              () ->
+                  ride(
+                      server,
+                      retryFor,
+                      () -> {
+                        RESTCatalog client = new RESTCatalog();
+                        // Files it writes go through skade's local file system too, as an embedded
+                        // catalog's
+                        // do (Hadoop's own starts a chmod process per file).
+                        client.setConf(SkadeCatalog.defaultHadoopConf());
+                        client.initialize("skade", rest);
+                        return client;
+                      }));
+      return new Remote(
+          catalog, new SkadeServerClient(server, properties.get(TOKEN), retryFor), retryFor);
     }
 
     /** {@link #RETRY_TIMEOUT} as {@code properties} set it; 10 min by default. */
@@ -306,8 +324,12 @@ public interface CatalogConnection extends AutoCloseable {
       }
       Duration retry = ExpiryGuard.parse(value);
       if (retry == null) {
-        throw new IllegalArgumentException("catalog property '" + RETRY_TIMEOUT + "' = '"
-            + value + "' is not a positive duration; give one such as '30 s' or '10 min'");
+        throw new IllegalArgumentException(
+            "catalog property '"
+                + RETRY_TIMEOUT
+                + "' = '"
+                + value
+                + "' is not a positive duration; give one such as '30 s' or '10 min'");
       }
       return retry;
     }
@@ -323,8 +345,11 @@ public interface CatalogConnection extends AutoCloseable {
           if (!transientFailure(e) || System.nanoTime() + backoff * 1_000_000 > deadline) {
             throw e;
           }
-          LOG.warn("skade server at {} did not answer ({}); trying again in {} ms", server,
-              e.toString(), backoff);
+          LOG.warn(
+              "skade server at {} did not answer ({}); trying again in {} ms",
+              server,
+              e.toString(),
+              backoff);
           Thread.sleep(backoff);
           backoff = Math.min(5_000, backoff * 2);
         }
@@ -400,9 +425,9 @@ public interface CatalogConnection extends AutoCloseable {
     }
 
     /**
-     * An I/O failure anywhere in the chain (Iceberg's client and skade's wrap theirs), or a
-     * 500 / 503 answer. Not any {@code RESTException}: 400, 401 and 403 are ones too, and no
-     * retry mends them.
+     * An I/O failure anywhere in the chain (Iceberg's client and skade's wrap theirs), or a 500 /
+     * 503 answer. Not any {@code RESTException}: 400, 401 and 403 are ones too, and no retry mends
+     * them.
      */
     static boolean transientFailure(Throwable failure) {
       for (Throwable cause = failure; cause != null; cause = cause.getCause()) {

@@ -42,13 +42,12 @@ import org.rocksdb.WriteOptions;
  *
  * <p>Column families: {@code tables} (table key → pointer), {@code commits} ((table key, snapshot
  * id) → the {@code commitSeq} that added the snapshot), {@code commit_log} (8-byte big-endian
- * {@code commitSeq} → commit record), {@code meta} (format version, current {@code commitSeq},
- * and the table locks, {@code lock/<table key>\0<name>} → holder and time: written with the
- * group, but no log row),
- * {@code namespaces} (namespace key → properties), {@code consumers} (consumer id → cursor and
- * last-seen time; written with the group, but no log row and no {@code commitSeq}), {@code
- * idempotency_keys} (a client's idempotency key → what the commit made under it; written in the
- * commit's own batch; created in a catalog made before it existed).
+ * {@code commitSeq} → commit record), {@code meta} (format version, current {@code commitSeq}, and
+ * the table locks, {@code lock/<table key>\0<name>} → holder and time: written with the group, but
+ * no log row), {@code namespaces} (namespace key → properties), {@code consumers} (consumer id →
+ * cursor and last-seen time; written with the group, but no log row and no {@code commitSeq}),
+ * {@code idempotency_keys} (a client's idempotency key → what the commit made under it; written in
+ * the commit's own batch; created in a catalog made before it existed).
  *
  * <p>Only the methods used by the catalog's single committer thread write, always through {@link
  * #write}: one {@link WriteBatch}, {@code sync=true}. Everything else reads.
@@ -64,11 +63,20 @@ final class CatalogStore implements AutoCloseable {
   private static final String CF_NAMESPACES = "namespaces";
   private static final String CF_CONSUMERS = "consumers";
   private static final String CF_IDEMPOTENCY = "idempotency_keys";
+
   /** The families every catalog has; an owner adds those it lacks from {@link #FAMILIES}. */
   private static final List<String> REQUIRED_FAMILIES =
       List.of(CF_TABLES, CF_COMMITS, CF_COMMIT_LOG, CF_META, CF_NAMESPACES, CF_CONSUMERS);
-  private static final List<String> FAMILIES = List.of(CF_TABLES, CF_COMMITS, CF_COMMIT_LOG,
-      CF_META, CF_NAMESPACES, CF_CONSUMERS, CF_IDEMPOTENCY);
+
+  private static final List<String> FAMILIES =
+      List.of(
+          CF_TABLES,
+          CF_COMMITS,
+          CF_COMMIT_LOG,
+          CF_META,
+          CF_NAMESPACES,
+          CF_CONSUMERS,
+          CF_IDEMPOTENCY);
 
   private static final byte[] META_FORMAT = TableKeys.bytes("format_version");
   private static final byte[] META_COMMIT_SEQ = TableKeys.bytes("commit_seq");
@@ -93,12 +101,19 @@ final class CatalogStore implements AutoCloseable {
   private final ColumnFamilyHandle consumers;
   private final ColumnFamilyHandle idempotency;
   private final WriteOptions syncWrite = new WriteOptions().setSync(true);
+
   /** Reads and writes hold it shared; close holds it exclusively, so no call meets a freed DB. */
   private final ReentrantReadWriteLock lifecycle = new ReentrantReadWriteLock();
+
   private boolean closed;
 
-  private CatalogStore(String path, boolean follower, DBOptions options,
-      ColumnFamilyOptions familyOptions, Statistics statistics, RocksDB db,
+  private CatalogStore(
+      String path,
+      boolean follower,
+      DBOptions options,
+      ColumnFamilyOptions familyOptions,
+      Statistics statistics,
+      RocksDB db,
       List<ColumnFamilyHandle> handles) {
     this.path = path;
     this.follower = follower;
@@ -118,9 +133,9 @@ final class CatalogStore implements AutoCloseable {
   }
 
   /**
-   * Opens the catalog at {@code dir} as its single writer, creating it when new and {@code
-   * create} allows; otherwise a missing catalog is a {@link CatalogMissingException} and nothing
-   * is created.
+   * Opens the catalog at {@code dir} as its single writer, creating it when new and {@code create}
+   * allows; otherwise a missing catalog is a {@link CatalogMissingException} and nothing is
+   * created.
    */
   static CatalogStore openOwner(Path dir, boolean create) {
     String path = dir.toAbsolutePath().toString();
@@ -133,17 +148,25 @@ final class CatalogStore implements AutoCloseable {
         Files.createDirectories(dir);
       } catch (IOException | SecurityException e) {
         throw new IllegalArgumentException(
-            "cannot create the skade catalog directory " + path + " (catalog.path): " + e
-                + "; choose a writable catalog.path", e);
+            "cannot create the skade catalog directory "
+                + path
+                + " (catalog.path): "
+                + e
+                + "; choose a writable catalog.path",
+            e);
       }
     }
     String real = realPath(dir, path);
-    DBOptions options = new DBOptions()
-        .setCreateIfMissing(true)
-        .setCreateMissingColumnFamilies(true) // the layout was checked: only newer families
-        .setKeepLogFileNum(4);
-    return open(real, false, options, (descriptors, handles) ->
-        RocksDB.open(options, real, descriptors, handles));
+    DBOptions options =
+        new DBOptions()
+            .setCreateIfMissing(true)
+            .setCreateMissingColumnFamilies(true) // the layout was checked: only newer families
+            .setKeepLogFileNum(4);
+    return open(
+        real,
+        false,
+        options,
+        (descriptors, handles) -> RocksDB.open(options, real, descriptors, handles));
   }
 
   /**
@@ -154,34 +177,47 @@ final class CatalogStore implements AutoCloseable {
     try {
       return dir.toRealPath().toString();
     } catch (IOException e) {
-      throw new IllegalArgumentException("cannot resolve the skade catalog directory " + path
-          + " (catalog.path): " + e + "; choose a readable catalog.path", e);
+      throw new IllegalArgumentException(
+          "cannot resolve the skade catalog directory "
+              + path
+              + " (catalog.path): "
+              + e
+              + "; choose a readable catalog.path",
+          e);
     }
   }
 
   /**
    * Opens the catalog at {@code dir}, owned by another process, as a read-only RocksDB secondary
-   * instance whose own files live in {@code secondaryDir}. It sees the owner's commits after
-   * {@link #catchUp()}.
+   * instance whose own files live in {@code secondaryDir}. It sees the owner's commits after {@link
+   * #catchUp()}.
    */
   static CatalogStore openFollower(Path dir, Path secondaryDir) {
     String path = dir.toAbsolutePath().toString();
     if (!checkLayout(dir)) {
       throw new IllegalArgumentException(
-          "no skade catalog at " + path + " to follow (catalog.path): the owner process creates"
+          "no skade catalog at "
+              + path
+              + " to follow (catalog.path): the owner process creates"
               + " it on first open; start the owner first or fix catalog.path");
     }
     try {
       Files.createDirectories(secondaryDir);
     } catch (IOException e) {
       throw new UncheckedIOException(
-          "cannot create the follower's scratch directory " + secondaryDir
-              + " (catalog.follower-path)", e);
+          "cannot create the follower's scratch directory "
+              + secondaryDir
+              + " (catalog.follower-path)",
+          e);
     }
     String secondary = secondaryDir.toAbsolutePath().toString();
     DBOptions options = new DBOptions().setMaxOpenFiles(-1); // required of a secondary
-    return open(path, true, options, (descriptors, handles) ->
-        RocksDB.openAsSecondary(options, path, secondary, descriptors, handles));
+    return open(
+        path,
+        true,
+        options,
+        (descriptors, handles) ->
+            RocksDB.openAsSecondary(options, path, secondary, descriptors, handles));
   }
 
   private interface Opener {
@@ -190,8 +226,8 @@ final class CatalogStore implements AutoCloseable {
   }
 
   /** Opens the DB; whatever fails, everything allocated so far is released again. */
-  private static CatalogStore open(String path, boolean follower, DBOptions options,
-      Opener opener) {
+  private static CatalogStore open(
+      String path, boolean follower, DBOptions options, Opener opener) {
     Statistics statistics = new Statistics();
     options.setStatistics(statistics);
     ColumnFamilyOptions familyOptions = new ColumnFamilyOptions();
@@ -232,7 +268,9 @@ final class CatalogStore implements AutoCloseable {
     }
     if (!Files.isDirectory(dir)) {
       throw new IllegalArgumentException(
-          "catalog.path " + path + " is a file, not a directory; point catalog.path at a skade"
+          "catalog.path "
+              + path
+              + " is a file, not a directory; point catalog.path at a skade"
               + " catalog directory or at a path where one may be created");
     }
     try (Stream<Path> entries = Files.list(dir)) {
@@ -245,29 +283,35 @@ final class CatalogStore implements AutoCloseable {
     List<String> families = List.of();
     if (Files.exists(dir.resolve("CURRENT"))) {
       try (Options options = new Options()) {
-        families = RocksDB.listColumnFamilies(options, path).stream()
-            .map(TableKeys::string).toList();
+        families =
+            RocksDB.listColumnFamilies(options, path).stream().map(TableKeys::string).toList();
       } catch (RocksDBException e) {
         throw notACatalog(path, "its RocksDB files cannot be read (" + e.getMessage() + ")");
       }
     }
     if (!families.containsAll(REQUIRED_FAMILIES)) {
-      throw notACatalog(path, families.isEmpty()
-          ? "it is a non-empty directory without a RocksDB database"
-          : "it is a RocksDB database without skade's column families " + REQUIRED_FAMILIES);
+      throw notACatalog(
+          path,
+          families.isEmpty()
+              ? "it is a non-empty directory without a RocksDB database"
+              : "it is a RocksDB database without skade's column families " + REQUIRED_FAMILIES);
     }
     return true;
   }
 
   private static IllegalArgumentException notACatalog(String path, String why) {
     return new IllegalArgumentException(
-        "catalog.path " + path + " is not a skade catalog: " + why + ". Point catalog.path at an"
+        "catalog.path "
+            + path
+            + " is not a skade catalog: "
+            + why
+            + ". Point catalog.path at an"
             + " existing skade catalog, or at a new or empty directory; nothing was changed there");
   }
 
   /**
-   * Checks the format version; a new store (or one whose creation was cut short before its
-   * first row) gets its format and counter rows in one synced batch.
+   * Checks the format version; a new store (or one whose creation was cut short before its first
+   * row) gets its format and counter rows in one synced batch.
    */
   private void initialiseOrCheckFormat() {
     byte[] format = get(meta, META_FORMAT);
@@ -277,24 +321,37 @@ final class CatalogStore implements AutoCloseable {
         throw notACatalog(path, "it has data but no format version");
       }
       if (follower) {
-        throw new IllegalStateException("the skade catalog at " + path + " is still being"
-            + " created by its owner; open the follower again once the owner is open");
+        throw new IllegalStateException(
+            "the skade catalog at "
+                + path
+                + " is still being"
+                + " created by its owner; open the follower again once the owner is open");
       }
       try (WriteBatch batch = new WriteBatch()) {
         batch.put(meta, META_FORMAT, intBytes(FORMAT_VERSION));
         batch.put(meta, META_COMMIT_SEQ, longBytes(0));
         db.write(syncWrite, batch);
       } catch (RocksDBException e) {
-        throw new IllegalStateException("cannot initialise the skade catalog at " + path
-            + ": " + e.getMessage() + "; check that catalog.path is writable", e);
+        throw new IllegalStateException(
+            "cannot initialise the skade catalog at "
+                + path
+                + ": "
+                + e.getMessage()
+                + "; check that catalog.path is writable",
+            e);
       }
       return;
     }
     int version = ByteBuffer.wrap(format).getInt();
     if (version > FORMAT_VERSION) {
       throw new IllegalStateException(
-          "skade catalog at " + path + " has format version " + version + ", newer than the "
-              + FORMAT_VERSION + " this build reads; upgrade skade");
+          "skade catalog at "
+              + path
+              + " has format version "
+              + version
+              + ", newer than the "
+              + FORMAT_VERSION
+              + " this build reads; upgrade skade");
     }
   }
 
@@ -319,8 +376,12 @@ final class CatalogStore implements AutoCloseable {
           "cannot follow the skade catalog at " + path + " read-only: " + message, e);
     }
     return new IllegalArgumentException(
-        "cannot open the skade catalog at " + path + " (catalog.path): " + message
-            + "; check that the directory is writable and not used by anything else", e);
+        "cannot open the skade catalog at "
+            + path
+            + " (catalog.path): "
+            + message
+            + "; check that the directory is writable and not used by anything else",
+        e);
   }
 
   String path() {
@@ -334,12 +395,13 @@ final class CatalogStore implements AutoCloseable {
   /** A follower catches up with the owner's WAL and flushed files; a no-op for the owner. */
   void catchUp() {
     if (follower) {
-      guarded(() -> {
-        synchronized (this) {
-          db.tryCatchUpWithPrimary();
-        }
-        return null;
-      });
+      guarded(
+          () -> {
+            synchronized (this) {
+              db.tryCatchUpWithPrimary();
+            }
+            return null;
+          });
     }
   }
 
@@ -392,16 +454,17 @@ final class CatalogStore implements AutoCloseable {
       return List.of();
     }
     byte[] start = longBytes(Math.max(after, 0) + 1);
-    return guarded(() -> {
-      List<CommitEvent> page = new ArrayList<>(Math.min(limit, 1024));
-      try (RocksIterator it = db.newIterator(commitLog)) {
-        for (it.seek(start); it.isValid() && page.size() < limit; it.next()) {
-          page.add(decodeEvent(ByteBuffer.wrap(it.key()).getLong(), it.value()));
-        }
-        it.status();
-      }
-      return page;
-    });
+    return guarded(
+        () -> {
+          List<CommitEvent> page = new ArrayList<>(Math.min(limit, 1024));
+          try (RocksIterator it = db.newIterator(commitLog)) {
+            for (it.seek(start); it.isValid() && page.size() < limit; it.next()) {
+              page.add(decodeEvent(ByteBuffer.wrap(it.key()).getLong(), it.value()));
+            }
+            it.status();
+          }
+          return page;
+        });
   }
 
   /** The {@code commitSeq} that added {@code snapshotId} to the table, or -1 when unknown. */
@@ -412,16 +475,17 @@ final class CatalogStore implements AutoCloseable {
 
   private List<String> keysWithPrefix(ColumnFamilyHandle family, String prefix) {
     byte[] start = TableKeys.bytes(prefix);
-    return guarded(() -> {
-      List<String> keys = new ArrayList<>();
-      try (RocksIterator it = db.newIterator(family)) {
-        for (it.seek(start); it.isValid() && startsWith(it.key(), start); it.next()) {
-          keys.add(TableKeys.string(it.key()));
-        }
-        it.status();
-      }
-      return keys;
-    });
+    return guarded(
+        () -> {
+          List<String> keys = new ArrayList<>();
+          try (RocksIterator it = db.newIterator(family)) {
+            for (it.seek(start); it.isValid() && startsWith(it.key(), start); it.next()) {
+              keys.add(TableKeys.string(it.key()));
+            }
+            it.status();
+          }
+          return keys;
+        });
   }
 
   private byte[] get(ColumnFamilyHandle family, byte[] key) {
@@ -455,60 +519,71 @@ final class CatalogStore implements AutoCloseable {
   static final class Batch {
     /** Table pointers to write; a null value removes the pointer. */
     final Map<String, TablePointer> pointers = new LinkedHashMap<>();
+
     /** Namespace properties to write; a null value removes the namespace. */
     final Map<String, Map<String, String>> namespaces = new LinkedHashMap<>();
+
     /** Log rows, in {@code commitSeq} order. */
     final List<CommitEvent> commits = new ArrayList<>();
+
     /** For each {@link CommitOperation#RENAME_TO} row's {@code commitSeq}, the old table key. */
     final Map<Long, String> renamedFrom = new HashMap<>();
+
     /** Consumer rows to write (keyed by id); a null value removes the consumer. */
     final Map<String, StoredConsumer> consumers = new LinkedHashMap<>();
+
     /** Idempotency keys to write; a null value removes the key. */
     final Map<String, IdempotencyRecord> idempotency = new LinkedHashMap<>();
+
     /** Table locks to write (keyed by {@link #lockKey}); a null value releases the lock. */
     final Map<String, MaintenanceLock> locks = new LinkedHashMap<>();
 
     boolean isEmpty() {
-      return pointers.isEmpty() && namespaces.isEmpty() && commits.isEmpty()
-          && consumers.isEmpty() && idempotency.isEmpty() && locks.isEmpty();
+      return pointers.isEmpty()
+          && namespaces.isEmpty()
+          && commits.isEmpty()
+          && consumers.isEmpty()
+          && idempotency.isEmpty()
+          && locks.isEmpty();
     }
   }
 
   /**
    * Writes a group in one {@link WriteBatch} with {@code sync=true}: pointers, namespaces,
-   * consumers, one log row per commit, the snapshot index, and the new {@code commitSeq}. When
-   * this returns the group is durable and visible to every read; when it throws, the outcome is
-   * unknown.
+   * consumers, one log row per commit, the snapshot index, and the new {@code commitSeq}. When this
+   * returns the group is durable and visible to every read; when it throws, the outcome is unknown.
    */
   void write(Batch group) {
     if (follower) {
       throw new UnsupportedOperationException("a follower never writes");
     }
-    guarded(() -> {
-      try (WriteBatch batch = new WriteBatch()) {
-        putOrDelete(batch, tables, group.pointers, CatalogStore::encodePointer);
-        putOrDelete(batch, namespaces, group.namespaces, CatalogStore::encodeProperties);
-        putOrDelete(batch, consumers, group.consumers, CatalogStore::encodeConsumer);
-        putOrDelete(batch, idempotency, group.idempotency, CatalogStore::encodeIdempotency);
-        putOrDelete(batch, meta, group.locks, CatalogStore::encodeLock);
-        SnapshotIndex index = new SnapshotIndex(batch);
-        for (CommitEvent commit : group.commits) {
-          batch.put(commitLog, longBytes(commit.commitSeq()), encodeEvent(commit));
-          index.apply(commit, group.renamedFrom.get(commit.commitSeq()));
-        }
-        if (!group.commits.isEmpty()) {
-          long lastSeq = group.commits.get(group.commits.size() - 1).commitSeq();
-          batch.put(meta, META_COMMIT_SEQ, longBytes(lastSeq));
-        }
-        db.write(syncWrite, batch);
-      }
-      return null;
-    });
+    guarded(
+        () -> {
+          try (WriteBatch batch = new WriteBatch()) {
+            putOrDelete(batch, tables, group.pointers, CatalogStore::encodePointer);
+            putOrDelete(batch, namespaces, group.namespaces, CatalogStore::encodeProperties);
+            putOrDelete(batch, consumers, group.consumers, CatalogStore::encodeConsumer);
+            putOrDelete(batch, idempotency, group.idempotency, CatalogStore::encodeIdempotency);
+            putOrDelete(batch, meta, group.locks, CatalogStore::encodeLock);
+            SnapshotIndex index = new SnapshotIndex(batch);
+            for (CommitEvent commit : group.commits) {
+              batch.put(commitLog, longBytes(commit.commitSeq()), encodeEvent(commit));
+              index.apply(commit, group.renamedFrom.get(commit.commitSeq()));
+            }
+            if (!group.commits.isEmpty()) {
+              long lastSeq = group.commits.get(group.commits.size() - 1).commitSeq();
+              batch.put(meta, META_COMMIT_SEQ, longBytes(lastSeq));
+            }
+            db.write(syncWrite, batch);
+          }
+          return null;
+        });
   }
 
   /** Puts each row of {@code rows} into {@code family}, or deletes it when its value is null. */
-  private static <V> void putOrDelete(WriteBatch batch, ColumnFamilyHandle family,
-      Map<String, V> rows, Function<V, byte[]> encoder) throws RocksDBException {
+  private static <V> void putOrDelete(
+      WriteBatch batch, ColumnFamilyHandle family, Map<String, V> rows, Function<V, byte[]> encoder)
+      throws RocksDBException {
     for (Map.Entry<String, V> e : rows.entrySet()) {
       byte[] key = TableKeys.bytes(e.getKey());
       if (e.getValue() == null) {
@@ -521,9 +596,9 @@ final class CatalogStore implements AutoCloseable {
 
   /**
    * The {@code (table, snapshot) → commitSeq} rows of one batch, applied in {@code commitSeq}
-   * order. A WriteBatch applies its operations in order, so a drop's range delete removes rows
-   * put before it in the batch and not those put after; a rename moves the stored rows plus
-   * those this batch added, since the stored rows alone do not show them.
+   * order. A WriteBatch applies its operations in order, so a drop's range delete removes rows put
+   * before it in the batch and not those put after; a rename moves the stored rows plus those this
+   * batch added, since the stored rows alone do not show them.
    */
   private final class SnapshotIndex {
     private final WriteBatch batch;
@@ -538,7 +613,7 @@ final class CatalogStore implements AutoCloseable {
       String key = commit.tableKey();
       switch (commit.operation()) {
         case DROP -> clear(key);
-        case RENAME_FROM -> { } // the rows move with the RENAME_TO row that follows
+        case RENAME_FROM -> {} // the rows move with the RENAME_TO row that follows
         case RENAME_TO -> {
           Map<Long, byte[]> rows = new LinkedHashMap<>();
           if (!cleared.contains(renamedFrom)) {
@@ -601,11 +676,12 @@ final class CatalogStore implements AutoCloseable {
   // ---- encodings ---------------------------------------------------------------------------
 
   private static byte[] encodePointer(TablePointer pointer) {
-    return encode(out -> {
-      writeString(out, pointer.metadataLocation());
-      out.writeLong(pointer.snapshotId());
-      out.writeLong(pointer.commitSeq());
-    });
+    return encode(
+        out -> {
+          writeString(out, pointer.metadataLocation());
+          out.writeLong(pointer.snapshotId());
+          out.writeLong(pointer.commitSeq());
+        });
   }
 
   private static TablePointer decodePointer(byte[] bytes) {
@@ -613,45 +689,56 @@ final class CatalogStore implements AutoCloseable {
   }
 
   private static byte[] encodeEvent(CommitEvent event) {
-    return encode(out -> {
-      writeString(out, event.tableKey());
-      out.writeByte(event.operation().code());
-      out.writeInt(event.addedSnapshotIds().size());
-      for (long id : event.addedSnapshotIds()) {
-        out.writeLong(id);
-      }
-      writeString(out, event.metadataLocation());
-      out.writeBoolean(event.previousMetadataLocation() != null);
-      if (event.previousMetadataLocation() != null) {
-        writeString(out, event.previousMetadataLocation());
-      }
-      out.writeLong(event.tsMicros());
-      // Written only for multi-table commits; records without them (older ones) read as 0.
-      if (event.inTransaction()) {
-        out.writeLong(event.transactionSeq());
-        out.writeInt(event.transactionSize());
-      }
-    });
+    return encode(
+        out -> {
+          writeString(out, event.tableKey());
+          out.writeByte(event.operation().code());
+          out.writeInt(event.addedSnapshotIds().size());
+          for (long id : event.addedSnapshotIds()) {
+            out.writeLong(id);
+          }
+          writeString(out, event.metadataLocation());
+          out.writeBoolean(event.previousMetadataLocation() != null);
+          if (event.previousMetadataLocation() != null) {
+            writeString(out, event.previousMetadataLocation());
+          }
+          out.writeLong(event.tsMicros());
+          // Written only for multi-table commits; records without them (older ones) read as 0.
+          if (event.inTransaction()) {
+            out.writeLong(event.transactionSeq());
+            out.writeInt(event.transactionSize());
+          }
+        });
   }
 
   private static CommitEvent decodeEvent(long seq, byte[] bytes) {
-    return decode(bytes, in -> {
-      String tableKey = readString(in);
-      CommitOperation operation = CommitOperation.fromCode(in.readByte());
-      int count = in.readInt();
-      List<Long> snapshots = new ArrayList<>(count);
-      for (int i = 0; i < count; i++) {
-        snapshots.add(in.readLong());
-      }
-      String location = readString(in);
-      String previous = in.readBoolean() ? readString(in) : null;
-      long tsMicros = in.readLong();
-      if (in.available() >= Long.BYTES + Integer.BYTES) {
-        return new CommitEvent(seq, tableKey, operation, snapshots, location, previous, tsMicros,
-            in.readLong(), in.readInt());
-      }
-      return new CommitEvent(seq, tableKey, operation, snapshots, location, previous, tsMicros);
-    });
+    return decode(
+        bytes,
+        in -> {
+          String tableKey = readString(in);
+          CommitOperation operation = CommitOperation.fromCode(in.readByte());
+          int count = in.readInt();
+          List<Long> snapshots = new ArrayList<>(count);
+          for (int i = 0; i < count; i++) {
+            snapshots.add(in.readLong());
+          }
+          String location = readString(in);
+          String previous = in.readBoolean() ? readString(in) : null;
+          long tsMicros = in.readLong();
+          if (in.available() >= Long.BYTES + Integer.BYTES) {
+            return new CommitEvent(
+                seq,
+                tableKey,
+                operation,
+                snapshots,
+                location,
+                previous,
+                tsMicros,
+                in.readLong(),
+                in.readInt());
+          }
+          return new CommitEvent(seq, tableKey, operation, snapshots, location, previous, tsMicros);
+        });
   }
 
   /** The key of the lock {@code name} of {@code table} in the {@code meta} family. */
@@ -662,15 +749,21 @@ final class CatalogStore implements AutoCloseable {
   /** The lock {@code name} of {@code table}, or null when no one holds it. */
   MaintenanceLock lock(TableIdentifier table, String name) {
     byte[] value = get(meta, TableKeys.bytes(lockKey(table, name)));
-    return value == null ? null : decode(value, in -> new MaintenanceLock(table, name,
-        readString(in), Instant.ofEpochMilli(in.readLong())));
+    return value == null
+        ? null
+        : decode(
+            value,
+            in ->
+                new MaintenanceLock(
+                    table, name, readString(in), Instant.ofEpochMilli(in.readLong())));
   }
 
   private static byte[] encodeLock(MaintenanceLock lock) {
-    return encode(out -> {
-      writeString(out, lock.holder());
-      out.writeLong(lock.since().toEpochMilli());
-    });
+    return encode(
+        out -> {
+          writeString(out, lock.holder());
+          out.writeLong(lock.since().toEpochMilli());
+        });
   }
 
   /** What was committed under an idempotency key, or null. */
@@ -685,64 +778,78 @@ final class CatalogStore implements AutoCloseable {
   }
 
   private static byte[] encodeIdempotency(IdempotencyRecord record) {
-    return encode(out -> {
-      out.writeLong(record.committedAt().toEpochMilli());
-      out.writeInt(record.metadataLocations().size());
-      for (String location : record.metadataLocations()) {
-        writeString(out, location);
-      }
-    });
+    return encode(
+        out -> {
+          out.writeLong(record.committedAt().toEpochMilli());
+          out.writeInt(record.metadataLocations().size());
+          for (String location : record.metadataLocations()) {
+            writeString(out, location);
+          }
+        });
   }
 
   private static IdempotencyRecord decodeIdempotency(String key, byte[] bytes) {
-    return decode(bytes, in -> {
-      Instant at = Instant.ofEpochMilli(in.readLong());
-      int count = in.readInt();
-      List<String> locations = new ArrayList<>(count);
-      for (int i = 0; i < count; i++) {
-        locations.add(readString(in));
-      }
-      return new IdempotencyRecord(key, at, locations);
-    });
+    return decode(
+        bytes,
+        in -> {
+          Instant at = Instant.ofEpochMilli(in.readLong());
+          int count = in.readInt();
+          List<String> locations = new ArrayList<>(count);
+          for (int i = 0; i < count; i++) {
+            locations.add(readString(in));
+          }
+          return new IdempotencyRecord(key, at, locations);
+        });
   }
 
   private static byte[] encodeConsumer(StoredConsumer consumer) {
     ConsumerCursor cursor = consumer.cursor();
-    return encode(out -> {
-      writeString(out, TableKeys.tableKey(cursor.table()));
-      writeString(out, cursor.tableUuid());
-      out.writeLong(cursor.snapshotId());
-      out.writeLong(cursor.commitSeq());
-      out.writeLong(consumer.lastSeen().toEpochMilli());
-    });
+    return encode(
+        out -> {
+          writeString(out, TableKeys.tableKey(cursor.table()));
+          writeString(out, cursor.tableUuid());
+          out.writeLong(cursor.snapshotId());
+          out.writeLong(cursor.commitSeq());
+          out.writeLong(consumer.lastSeen().toEpochMilli());
+        });
   }
 
   private static StoredConsumer decodeConsumer(String consumerId, byte[] bytes) {
-    return decode(bytes, in -> new StoredConsumer(consumerId,
-        new ConsumerCursor(TableKeys.identifier(readString(in)), readString(in), in.readLong(),
-            in.readLong()),
-        Instant.ofEpochMilli(in.readLong())));
+    return decode(
+        bytes,
+        in ->
+            new StoredConsumer(
+                consumerId,
+                new ConsumerCursor(
+                    TableKeys.identifier(readString(in)),
+                    readString(in),
+                    in.readLong(),
+                    in.readLong()),
+                Instant.ofEpochMilli(in.readLong())));
   }
 
   private static byte[] encodeProperties(Map<String, String> properties) {
-    return encode(out -> {
-      out.writeInt(properties.size());
-      for (Map.Entry<String, String> e : new TreeMap<>(properties).entrySet()) {
-        writeString(out, e.getKey());
-        writeString(out, e.getValue());
-      }
-    });
+    return encode(
+        out -> {
+          out.writeInt(properties.size());
+          for (Map.Entry<String, String> e : new TreeMap<>(properties).entrySet()) {
+            writeString(out, e.getKey());
+            writeString(out, e.getValue());
+          }
+        });
   }
 
   private static Map<String, String> decodeProperties(byte[] bytes) {
-    return decode(bytes, in -> {
-      int count = in.readInt();
-      Map<String, String> properties = new LinkedHashMap<>();
-      for (int i = 0; i < count; i++) {
-        properties.put(readString(in), readString(in));
-      }
-      return properties;
-    });
+    return decode(
+        bytes,
+        in -> {
+          int count = in.readInt();
+          Map<String, String> properties = new LinkedHashMap<>();
+          for (int i = 0; i < count; i++) {
+            properties.put(readString(in), readString(in));
+          }
+          return properties;
+        });
   }
 
   private static void writeString(DataOutputStream out, String value) throws IOException {

@@ -6,13 +6,13 @@ import java.util.NoSuchElementException;
 import org.apache.iceberg.catalog.TableIdentifier;
 
 /**
- * The catalog's commit spine, for consumers: a durable, gapless log of every pointer change, and
- * an in-process push of each commit once it is durable and visible to {@code loadTable}.
+ * The catalog's commit spine, for consumers: a durable, gapless log of every pointer change, and an
+ * in-process push of each commit once it is durable and visible to {@code loadTable}.
  *
- * <p>The live push is a low-latency hint; the log is the truth. A consumer keeps a cursor (the
- * last {@code commitSeq} it handled), takes events {@code > cursor} from its subscription, and
- * falls back to {@link #commitsSince} when the subscription reports it lagged, after a restart,
- * or when the catalog lives in another process.
+ * <p>The live push is a low-latency hint; the log is the truth. A consumer keeps a cursor (the last
+ * {@code commitSeq} it handled), takes events {@code > cursor} from its subscription, and falls
+ * back to {@link #commitsSince} when the subscription reports it lagged, after a restart, or when
+ * the catalog lives in another process.
  */
 public interface CommitFeed {
 
@@ -39,31 +39,32 @@ public interface CommitFeed {
    * lazily, a page at a time, so a long log is never loaded whole.
    */
   default Iterable<CommitEvent> commitsSince(long after) {
-    return () -> new Iterator<>() {
-      private long cursor = after;
-      private Iterator<CommitEvent> page = List.<CommitEvent>of().iterator();
-      private boolean exhausted;
+    return () ->
+        new Iterator<>() {
+          private long cursor = after;
+          private Iterator<CommitEvent> page = List.<CommitEvent>of().iterator();
+          private boolean exhausted;
 
-      @Override
-      public boolean hasNext() {
-        if (!page.hasNext() && !exhausted) {
-          List<CommitEvent> next = commitsSince(cursor, PAGE);
-          exhausted = next.size() < PAGE;
-          page = next.iterator();
-        }
-        return page.hasNext();
-      }
+          @Override
+          public boolean hasNext() {
+            if (!page.hasNext() && !exhausted) {
+              List<CommitEvent> next = commitsSince(cursor, PAGE);
+              exhausted = next.size() < PAGE;
+              page = next.iterator();
+            }
+            return page.hasNext();
+          }
 
-      @Override
-      public CommitEvent next() {
-        if (!hasNext()) {
-          throw new NoSuchElementException();
-        }
-        CommitEvent event = page.next();
-        cursor = event.commitSeq();
-        return event;
-      }
-    };
+          @Override
+          public CommitEvent next() {
+            if (!hasNext()) {
+              throw new NoSuchElementException();
+            }
+            CommitEvent event = page.next();
+            cursor = event.commitSeq();
+            return event;
+          }
+        };
   }
 
   /** At most {@code limit} commits with {@code commitSeq > after}, oldest first: one page. */

@@ -7,7 +7,10 @@ package io.skade.catalog;
  */
 public class CommitFeedLaggedException extends RuntimeException {
   public CommitFeedLaggedException(int capacity) {
-    super("commit subscription lagged: more than " + capacity + " commits arrived before they were"
-        + " polled; read the missed commits with commitsSince(yourCursor) and continue polling");
+    super(
+        "commit subscription lagged: more than "
+            + capacity
+            + " commits arrived before they were"
+            + " polled; read the missed commits with commitsSince(yourCursor) and continue polling");
   }
 }

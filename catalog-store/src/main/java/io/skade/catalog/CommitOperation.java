@@ -10,7 +10,9 @@ public enum CommitOperation {
   UPDATE,
   /** The table was dropped; its pointer is gone. */
   DROP,
-  /** The table was renamed away; its pointer moved to the {@link #RENAME_TO} row of the same batch. */
+  /**
+   * The table was renamed away; its pointer moved to the {@link #RENAME_TO} row of the same batch.
+   */
   RENAME_FROM,
   /** The table arrived here by a rename; the {@link #RENAME_FROM} row precedes it. */
   RENAME_TO;

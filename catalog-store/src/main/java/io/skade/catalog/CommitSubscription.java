@@ -2,11 +2,11 @@ package io.skade.catalog;
 
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import java.util.concurrent.locks.Condition;
-import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * A live subscription to a catalog's commits, in {@code commitSeq} order.
@@ -114,8 +114,8 @@ public final class CommitSubscription implements AutoCloseable {
   }
 
   /**
-   * The {@link System#nanoTime()} reading taken when the batch holding the last polled event
-   * became durable, so a consumer in this JVM can measure the feed's latency.
+   * The {@link System#nanoTime()} reading taken when the batch holding the last polled event became
+   * durable, so a consumer in this JVM can measure the feed's latency.
    */
   public long lastDurableNanos() {
     lock.lock();

@@ -25,18 +25,19 @@ import org.slf4j.LoggerFactory;
  * once (a group), runs each against a {@link Stage} that sees the store plus the group's earlier
  * winners, so each compare-and-swap is checked against the pointer as it will be; a mutation that
  * throws is a loser and stages nothing. The winners are written in ONE RocksDB batch with {@code
- * sync=true} (one fsync per group), each pointer change taking the next {@code commitSeq} — so
- * the log is gapless and a multi-table commit is all or nothing. Then the callers are completed,
- * and only then one {@link CommitEvent} per log row is published to subscribers, in {@code
- * commitSeq} order, without ever waiting for them. Consumer cursors are written in the same batch
- * but are not commits: they take no {@code commitSeq} and publish nothing.
+ * sync=true} (one fsync per group), each pointer change taking the next {@code commitSeq} — so the
+ * log is gapless and a multi-table commit is all or nothing. Then the callers are completed, and
+ * only then one {@link CommitEvent} per log row is published to subscribers, in {@code commitSeq}
+ * order, without ever waiting for them. Consumer cursors are written in the same batch but are not
+ * commits: they take no {@code commitSeq} and publish nothing.
  *
  * <p>A failed batch write leaves the outcome unknown: its winners get {@link
- * CommitStateUnknownException} and the committer refuses further work until the catalog is
- * reopened (which reads the truth back from disk).
+ * CommitStateUnknownException} and the committer refuses further work until the catalog is reopened
+ * (which reads the truth back from disk).
  */
 final class Committer implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Committer.class);
+
   /** Default bound of one group: enough to coalesce any realistic burst into one fsync. */
   static final int DEFAULT_MAX_GROUP = 4096;
 
@@ -53,15 +54,15 @@ final class Committer implements AutoCloseable {
   /**
    * @param idempotencyKey the client's key the mutation commits under, or null
    */
-  private record Request<R>(Mutation<R> mutation, CompletableFuture<R> result,
-      String idempotencyKey) {}
+  private record Request<R>(
+      Mutation<R> mutation, CompletableFuture<R> result, String idempotencyKey) {}
 
   private static final Request<Void> STOP = new Request<>(stage -> null, null, null);
 
   /**
    * The idempotency key the calling thread's next commit is made under ({@link
-   * SkadeCatalog#withIdempotencyKey}); taken by the first commit submitted, so one request
-   * commits under its key once.
+   * SkadeCatalog#withIdempotencyKey}); taken by the first commit submitted, so one request commits
+   * under its key once.
    */
   static final ThreadLocal<String> IDEMPOTENCY_KEY = new ThreadLocal<>();
 
@@ -129,15 +130,18 @@ final class Committer implements AutoCloseable {
   }
 
   CommitSubscription subscribe(int bufferSize) {
-    return subscribe(bufferSize, subscription -> { });
+    return subscribe(bufferSize, subscription -> {});
   }
 
   /** A subscription that also tells {@code onClose} when its owner closes it. */
   CommitSubscription subscribe(int bufferSize, Consumer<CommitSubscription> onClose) {
-    CommitSubscription subscription = new CommitSubscription(bufferSize, closing -> {
-      subscribers.remove(closing);
-      onClose.accept(closing);
-    });
+    CommitSubscription subscription =
+        new CommitSubscription(
+            bufferSize,
+            closing -> {
+              subscribers.remove(closing);
+              onClose.accept(closing);
+            });
     synchronized (queue) { // against close: a subscription is either told of it or refused
       checkOpen();
       // Registered before the cursor is read: a commit racing this call is delivered, not lost.
@@ -159,8 +163,11 @@ final class Committer implements AutoCloseable {
   private void checkOpen() {
     if (failure != null) {
       throw new IllegalStateException(
-          "skade catalog at " + store.path() + " stopped committing after a failed write; reopen"
-              + " the catalog to read the outcome from disk", failure);
+          "skade catalog at "
+              + store.path()
+              + " stopped committing after a failed write; reopen"
+              + " the catalog to read the outcome from disk",
+          failure);
     }
     if (closed) {
       throw new IllegalStateException("skade catalog at " + store.path() + " is closed");
@@ -184,8 +191,8 @@ final class Committer implements AutoCloseable {
         // Never leave a caller waiting on a dead thread: fail the group and stop committing.
         failure = new IllegalStateException("the committer failed", e);
         LOG.error("skade catalog at {}: the committer failed", store.path(), e);
-        group.forEach(request -> request.result().completeExceptionally(
-            new CommitStateUnknownException(e)));
+        group.forEach(
+            request -> request.result().completeExceptionally(new CommitStateUnknownException(e)));
       }
       group.clear();
       if (stop) {
@@ -197,9 +204,12 @@ final class Committer implements AutoCloseable {
   private void commitGroup(List<Request<?>> group) {
     if (failure != null) {
       for (Request<?> request : group) {
-        request.result().completeExceptionally(new IllegalStateException(
-            "skade catalog at " + store.path() + " stopped committing after a failed write",
-            failure));
+        request
+            .result()
+            .completeExceptionally(
+                new IllegalStateException(
+                    "skade catalog at " + store.path() + " stopped committing after a failed write",
+                    failure));
       }
       return;
     }
@@ -217,8 +227,13 @@ final class Committer implements AutoCloseable {
         groups.incrementAndGet();
       } catch (Exception e) {
         failure = new IllegalStateException("batch write failed", e);
-        LOG.error("skade catalog at {}: a batch write failed; commits {}..{} have an unknown"
-            + " outcome", store.path(), durableSeq + 1, stage.lastSeq, e);
+        LOG.error(
+            "skade catalog at {}: a batch write failed; commits {}..{} have an unknown"
+                + " outcome",
+            store.path(),
+            durableSeq + 1,
+            stage.lastSeq,
+            e);
         for (Request<?> request : group) {
           request.result().completeExceptionally(new CommitStateUnknownException(e));
         }
@@ -327,21 +342,33 @@ final class Committer implements AutoCloseable {
     }
 
     /**
-     * Moves (or creates, or removes) a table pointer and appends its log row with the next
-     * {@code commitSeq}, which it returns.
+     * Moves (or creates, or removes) a table pointer and appends its log row with the next {@code
+     * commitSeq}, which it returns.
      *
      * @param newLocation the new metadata location; for a removal, the last one
      * @param snapshotId the table's current snapshot after the change ({@link
      *     TablePointer#NO_SNAPSHOT} when none)
      */
-    long commit(String tableKey, CommitOperation operation, List<Long> addedSnapshotIds,
-        String newLocation, long snapshotId) {
+    long commit(
+        String tableKey,
+        CommitOperation operation,
+        List<Long> addedSnapshotIds,
+        String newLocation,
+        long snapshotId) {
       TablePointer previous = pointer(tableKey);
       long seq = ++pendingSeq;
-      pending.pointers.put(tableKey,
+      pending.pointers.put(
+          tableKey,
           operation.leavesPointer() ? new TablePointer(newLocation, snapshotId, seq) : null);
-      pending.commits.add(new CommitEvent(seq, tableKey, operation, addedSnapshotIds, newLocation,
-          previous == null ? null : previous.metadataLocation(), tsMicros));
+      pending.commits.add(
+          new CommitEvent(
+              seq,
+              tableKey,
+              operation,
+              addedSnapshotIds,
+              newLocation,
+              previous == null ? null : previous.metadataLocation(),
+              tsMicros));
       return seq;
     }
 
@@ -353,18 +380,38 @@ final class Committer implements AutoCloseable {
       if (size < 2) {
         return;
       }
-      pending.commits.replaceAll(e -> e.commitSeq() < firstSeq || e.commitSeq() >= firstSeq + size
-          ? e : new CommitEvent(e.commitSeq(), e.tableKey(), e.operation(), e.addedSnapshotIds(),
-              e.metadataLocation(), e.previousMetadataLocation(), e.tsMicros(), firstSeq, size));
+      pending.commits.replaceAll(
+          e ->
+              e.commitSeq() < firstSeq || e.commitSeq() >= firstSeq + size
+                  ? e
+                  : new CommitEvent(
+                      e.commitSeq(),
+                      e.tableKey(),
+                      e.operation(),
+                      e.addedSnapshotIds(),
+                      e.metadataLocation(),
+                      e.previousMetadataLocation(),
+                      e.tsMicros(),
+                      firstSeq,
+                      size));
     }
 
     /** Moves a table from {@code fromKey} to {@code toKey}: two log rows, one batch. */
     void rename(String fromKey, String toKey) {
       TablePointer pointer = pointer(fromKey);
-      commit(fromKey, CommitOperation.RENAME_FROM, List.of(), pointer.metadataLocation(),
+      commit(
+          fromKey,
+          CommitOperation.RENAME_FROM,
+          List.of(),
+          pointer.metadataLocation(),
           TablePointer.NO_SNAPSHOT);
-      long toSeq = commit(toKey, CommitOperation.RENAME_TO, List.of(),
-          pointer.metadataLocation(), pointer.snapshotId());
+      long toSeq =
+          commit(
+              toKey,
+              CommitOperation.RENAME_TO,
+              List.of(),
+              pointer.metadataLocation(),
+              pointer.snapshotId());
       pending.renamedFrom.put(toSeq, fromKey);
     }
 
@@ -387,7 +434,10 @@ final class Committer implements AutoCloseable {
 
     /** The lock {@code name} of {@code table} as this mutation would see it, or null. */
     MaintenanceLock lock(TableIdentifier table, String name) {
-      return lookup(CatalogStore.lockKey(table, name), pending.locks, group.locks,
+      return lookup(
+          CatalogStore.lockKey(table, name),
+          pending.locks,
+          group.locks,
           key -> store.lock(table, name));
     }
 
@@ -403,10 +453,15 @@ final class Committer implements AutoCloseable {
 
     /** Records this mutation's commits under {@code key}, in its own batch. */
     void putIdempotency(String key) {
-      pending.idempotency.put(key, new IdempotencyRecord(key,
-          Instant.ofEpochSecond(tsMicros / 1_000_000, (tsMicros % 1_000_000) * 1_000),
-          pending.commits.stream().filter(c -> c.operation().leavesPointer())
-              .map(CommitEvent::metadataLocation).toList()));
+      pending.idempotency.put(
+          key,
+          new IdempotencyRecord(
+              key,
+              Instant.ofEpochSecond(tsMicros / 1_000_000, (tsMicros % 1_000_000) * 1_000),
+              pending.commits.stream()
+                  .filter(c -> c.operation().leavesPointer())
+                  .map(CommitEvent::metadataLocation)
+                  .toList()));
     }
 
     void removeIdempotency(String key) {
@@ -431,8 +486,8 @@ final class Committer implements AutoCloseable {
     }
 
     /** This mutation's change, else the group's, else the store's value (null = absent). */
-    private static <V> V lookup(String key, Map<String, V> pending, Map<String, V> group,
-        Function<String, V> stored) {
+    private static <V> V lookup(
+        String key, Map<String, V> pending, Map<String, V> group, Function<String, V> stored) {
       if (pending.containsKey(key)) {
         return pending.get(key);
       }

@@ -23,13 +23,12 @@ import org.apache.iceberg.util.SnapshotUtil;
  * <p>A consumer whose cursor stands at snapshot S needs S and every snapshot committed after it
  * (its next window starts at S); snapshots strictly older than S may go. "Older" is by sequence
  * number, then by timestamp (format v1 gives every snapshot sequence number 0). A commit that
- * removes a snapshot some live consumer needs is refused by {@link #check}, which runs inside
- * the commit path, so it sees the consumers exactly as stored when the table moves.
+ * removes a snapshot some live consumer needs is refused by {@link #check}, which runs inside the
+ * commit path, so it sees the consumers exactly as stored when the table moves.
  *
- * <p>A consumer counts while it is live: stored less than {@code consumer.expiry-timeout} ago,
- * for this table (same name and uuid), with its cursor snapshot still on the table — a cursor
- * already expired holds nothing back, and {@link #requireUsable} tells its consumer how to
- * recover.
+ * <p>A consumer counts while it is live: stored less than {@code consumer.expiry-timeout} ago, for
+ * this table (same name and uuid), with its cursor snapshot still on the table — a cursor already
+ * expired holds nothing back, and {@link #requireUsable} tells its consumer how to recover.
  */
 final class ExpiryGuard {
   static final String DEFAULT_TIMEOUT = "7d";
@@ -39,8 +38,8 @@ final class ExpiryGuard {
   private final String timeoutText;
 
   /**
-   * @param timeoutText the {@code consumer.expiry-timeout} property: a positive whole number with
-   *     a unit {@code ms}, {@code s}, {@code m} (or {@code min}), {@code h} or {@code d}; a bare
+   * @param timeoutText the {@code consumer.expiry-timeout} property: a positive whole number with a
+   *     unit {@code ms}, {@code s}, {@code m} (or {@code min}), {@code h} or {@code d}; a bare
    *     number is milliseconds
    */
   ExpiryGuard(String catalogName, String timeoutText) {
@@ -48,8 +47,13 @@ final class ExpiryGuard {
     this.timeout = parse(timeoutText);
     if (timeout == null) {
       throw new IllegalArgumentException(
-          "skade catalog '" + catalogName + "': property '" + SkadeCatalog.CONSUMER_EXPIRY_TIMEOUT
-              + "' = '" + timeoutText + "' is not a positive duration; write a whole number with"
+          "skade catalog '"
+              + catalogName
+              + "': property '"
+              + SkadeCatalog.CONSUMER_EXPIRY_TIMEOUT
+              + "' = '"
+              + timeoutText
+              + "' is not a positive duration; write a whole number with"
               + " a unit ms, s, m (or min), h or d, e.g. 7d or 24h (a bare number is"
               + " milliseconds)");
     }
@@ -61,13 +65,14 @@ final class ExpiryGuard {
     if (!m.matches()) {
       return null;
     }
-    ChronoUnit unit = switch (m.group(2) == null ? "ms" : m.group(2)) {
-      case "ms" -> ChronoUnit.MILLIS;
-      case "s" -> ChronoUnit.SECONDS;
-      case "m", "min" -> ChronoUnit.MINUTES;
-      case "h" -> ChronoUnit.HOURS;
-      default -> ChronoUnit.DAYS;
-    };
+    ChronoUnit unit =
+        switch (m.group(2) == null ? "ms" : m.group(2)) {
+          case "ms" -> ChronoUnit.MILLIS;
+          case "s" -> ChronoUnit.SECONDS;
+          case "m", "min" -> ChronoUnit.MINUTES;
+          case "h" -> ChronoUnit.HOURS;
+          default -> ChronoUnit.DAYS;
+        };
     try {
       Duration duration = Duration.of(Long.parseLong(m.group(1)), unit);
       return duration.isZero() ? null : duration;
@@ -81,9 +86,8 @@ final class ExpiryGuard {
     if (base == null) {
       return List.of();
     }
-    Set<Long> kept = updated.snapshots().stream()
-        .map(Snapshot::snapshotId)
-        .collect(Collectors.toSet());
+    Set<Long> kept =
+        updated.snapshots().stream().map(Snapshot::snapshotId).collect(Collectors.toSet());
     return base.snapshots().stream().filter(s -> !kept.contains(s.snapshotId())).toList();
   }
 
@@ -93,7 +97,11 @@ final class ExpiryGuard {
    *
    * @throws ExpiryBlockedException naming the snapshots, the consumers and what to do
    */
-  void check(Committer.Stage stage, String tableKey, String tableName, TableMetadata base,
+  void check(
+      Committer.Stage stage,
+      String tableKey,
+      String tableName,
+      TableMetadata base,
       List<Snapshot> removed) {
     if (removed.isEmpty()) {
       return;
@@ -103,30 +111,45 @@ final class ExpiryGuard {
     for (StoredConsumer consumer : stage.consumers()) {
       ConsumerCursor cursor = consumer.cursor();
       Snapshot at = base.snapshot(cursor.snapshotId());
-      boolean counts = TableKeys.tableKey(cursor.table()).equals(tableKey)
-          && cursor.tableUuid().equals(base.uuid())
-          && !consumer.lastSeen().isBefore(liveSince)
-          && (at != null || cursor.snapshotId() == ConsumerCursor.NO_SNAPSHOT);
+      boolean counts =
+          TableKeys.tableKey(cursor.table()).equals(tableKey)
+              && cursor.tableUuid().equals(base.uuid())
+              && !consumer.lastSeen().isBefore(liveSince)
+              && (at != null || cursor.snapshotId() == ConsumerCursor.NO_SNAPSHOT);
       if (!counts) {
         continue;
       }
-      List<Long> needed = removed.stream()
-          .filter(snapshot -> at == null || !olderThan(snapshot, at))
-          .map(Snapshot::snapshotId)
-          .toList();
+      List<Long> needed =
+          removed.stream()
+              .filter(snapshot -> at == null || !olderThan(snapshot, at))
+              .map(Snapshot::snapshotId)
+              .toList();
       if (!needed.isEmpty()) {
-        blocking.add("consumer '" + consumer.consumerId() + "' (cursor at "
-            + (at == null ? "no snapshot yet" : "snapshot " + at.snapshotId()) + ", last seen "
-            + consumer.lastSeen() + ") still needs snapshot(s) " + needed);
+        blocking.add(
+            "consumer '"
+                + consumer.consumerId()
+                + "' (cursor at "
+                + (at == null ? "no snapshot yet" : "snapshot " + at.snapshotId())
+                + ", last seen "
+                + consumer.lastSeen()
+                + ") still needs snapshot(s) "
+                + needed);
       }
     }
     if (!blocking.isEmpty()) {
-      throw new ExpiryBlockedException("cannot remove snapshots of table " + tableName + ": "
-          + String.join("; ", blocking) + ". Nothing was changed. Wait until the consumer"
-          + " advances past them, drop a consumer that is gone for good with"
-          + " SkadeCatalog.dropConsumer(id), or lower the catalog's "
-          + SkadeCatalog.CONSUMER_EXPIRY_TIMEOUT + " (now " + timeoutText + ") so that consumers"
-          + " unseen that long stop counting");
+      throw new ExpiryBlockedException(
+          "cannot remove snapshots of table "
+              + tableName
+              + ": "
+              + String.join("; ", blocking)
+              + ". Nothing was changed. Wait until the consumer"
+              + " advances past them, drop a consumer that is gone for good with"
+              + " SkadeCatalog.dropConsumer(id), or lower the catalog's "
+              + SkadeCatalog.CONSUMER_EXPIRY_TIMEOUT
+              + " (now "
+              + timeoutText
+              + ") so that consumers"
+              + " unseen that long stop counting");
     }
   }
 
@@ -137,37 +160,60 @@ final class ExpiryGuard {
   }
 
   /**
-   * Returns the cursor's table when the cursor can be resumed: the table is the one it was taken
-   * on and its snapshot is still there.
+   * Returns the cursor's table when the cursor can be resumed: the table is the one it was taken on
+   * and its snapshot is still there.
    *
    * @throws CursorExpiredException naming the table, the snapshot and the startup options that
    *     recover
    */
   static Table requireUsable(Catalog catalog, ConsumerCursor cursor) {
     String name = catalog.name() + "." + cursor.table();
-    String at = cursor.snapshotId() == ConsumerCursor.NO_SNAPSHOT
-        ? "the cursor from before its first snapshot"
-        : "the cursor at snapshot " + cursor.snapshotId();
+    String at =
+        cursor.snapshotId() == ConsumerCursor.NO_SNAPSHOT
+            ? "the cursor from before its first snapshot"
+            : "the cursor at snapshot " + cursor.snapshotId();
     Table table;
     try {
       table = catalog.loadTable(cursor.table());
     } catch (NoSuchTableException e) {
-      throw new CursorExpiredException("table " + name + " no longer exists (dropped, or renamed"
-          + " away), so " + at + " cannot be resumed; once the table exists, " + recovery(null)
-          + ", or point the job at the table's new name");
+      throw new CursorExpiredException(
+          "table "
+              + name
+              + " no longer exists (dropped, or renamed"
+              + " away), so "
+              + at
+              + " cannot be resumed; once the table exists, "
+              + recovery(null)
+              + ", or point the job at the table's new name");
     }
     if (!table.uuid().toString().equals(cursor.tableUuid())) {
-      throw new CursorExpiredException("table " + name + " was dropped and created again (its"
-          + " uuid is " + table.uuid() + ", the cursor's table had " + cursor.tableUuid() + "), so "
-          + at + " belongs to the old table and cannot be resumed; " + recovery(null));
+      throw new CursorExpiredException(
+          "table "
+              + name
+              + " was dropped and created again (its"
+              + " uuid is "
+              + table.uuid()
+              + ", the cursor's table had "
+              + cursor.tableUuid()
+              + "), so "
+              + at
+              + " belongs to the old table and cannot be resumed; "
+              + recovery(null));
     }
     Snapshot oldest = SnapshotUtil.oldestAncestor(table);
-    boolean usable = cursor.snapshotId() == ConsumerCursor.NO_SNAPSHOT
-        ? oldest == null || oldest.parentId() == null
-        : table.snapshot(cursor.snapshotId()) != null;
+    boolean usable =
+        cursor.snapshotId() == ConsumerCursor.NO_SNAPSHOT
+            ? oldest == null || oldest.parentId() == null
+            : table.snapshot(cursor.snapshotId()) != null;
     if (!usable) {
-      throw new CursorExpiredException("table " + name + ": " + at + " cannot be resumed because"
-          + " the snapshots it needs were expired; " + recovery(oldest));
+      throw new CursorExpiredException(
+          "table "
+              + name
+              + ": "
+              + at
+              + " cannot be resumed because"
+              + " the snapshots it needs were expired; "
+              + recovery(oldest));
     }
     return table;
   }
@@ -175,7 +221,11 @@ final class ExpiryGuard {
   private static String recovery(Snapshot oldest) {
     return "restart with startup-mode=full (re-read the table's current rows, then follow its"
         + " changes), startup-mode=latest (follow only changes committed from now on)"
-        + (oldest == null ? "" : ", or from-snapshot=" + oldest.snapshotId() + " (the oldest"
-            + " snapshot still on the table; changes before it are not replayed)");
+        + (oldest == null
+            ? ""
+            : ", or from-snapshot="
+                + oldest.snapshotId()
+                + " (the oldest"
+                + " snapshot still on the table; changes before it are not replayed)");
   }
 }

@@ -12,17 +12,17 @@ import org.apache.iceberg.io.FileIO;
 
 /**
  * Refuses a commit that would apply one Flink checkpoint twice: a snapshot stamped by Iceberg's
- * Flink sink with the job, operator and checkpoint of a snapshot the table already has, adding
- * the files that snapshot added.
+ * Flink sink with the job, operator and checkpoint of a snapshot the table already has, adding the
+ * files that snapshot added.
  *
- * <p>Why: Iceberg's Flink committers skip checkpoints up to the newest one the table records
- * for their job ({@code flink.max-committed-checkpoint-id}) when they restart. Through a REST
- * catalog that check can miss a commit still in flight: the committer restarts, finds no record,
- * the first request lands, and the committer commits the same files again on the table as the
- * first request left it (apache/iceberg#14425). The catalog sees both, and refuses the second
- * with {@link CommitFailedException}; its committer fails, and after its restart finds the
- * checkpoint committed. A job that merely reuses a job id (a new run of an application with a
- * fixed one) writes new files and is not refused.
+ * <p>Why: Iceberg's Flink committers skip checkpoints up to the newest one the table records for
+ * their job ({@code flink.max-committed-checkpoint-id}) when they restart. Through a REST catalog
+ * that check can miss a commit still in flight: the committer restarts, finds no record, the first
+ * request lands, and the committer commits the same files again on the table as the first request
+ * left it (apache/iceberg#14425). The catalog sees both, and refuses the second with {@link
+ * CommitFailedException}; its committer fails, and after its restart finds the checkpoint
+ * committed. A job that merely reuses a job id (a new run of an application with a fixed one)
+ * writes new files and is not refused.
  */
 final class FlinkCheckpointGuard {
   static final String JOB_ID = "flink.job-id";
@@ -57,11 +57,14 @@ final class FlinkCheckpointGuard {
     String operator = summary.get(OPERATOR_ID);
     Set<String> files = null;
     // The committer's own ancestors, newest first, back to its older checkpoints.
-    for (Snapshot ancestor = parent(base, added); ancestor != null;
+    for (Snapshot ancestor = parent(base, added);
+        ancestor != null;
         ancestor = parent(base, ancestor)) {
       Map<String, String> their = ancestor.summary();
-      if (their == null || !job.equals(their.get(JOB_ID))
-          || operator != null && their.get(OPERATOR_ID) != null
+      if (their == null
+          || !job.equals(their.get(JOB_ID))
+          || operator != null
+              && their.get(OPERATOR_ID) != null
               && !operator.equals(their.get(OPERATOR_ID))) {
         continue;
       }
@@ -76,12 +79,18 @@ final class FlinkCheckpointGuard {
         Set<String> again = new HashSet<>(files);
         again.retainAll(addedFiles(ancestor, io));
         if (!again.isEmpty()) {
-          throw new CommitFailedException("Cannot commit to %s: snapshot %d already committed"
-              + " checkpoint %d of Flink job %s%s with the same files (%d of them, such as %s);"
-              + " this commit would apply it twice, as a retry of a commit whose answer was"
-              + " lost does (apache/iceberg#14425). The job's committer finds the checkpoint"
-              + " committed when it restarts", table, ancestor.snapshotId(), checkpoint, job,
-              operator == null ? "" : " (operator " + operator + ")", again.size(),
+          throw new CommitFailedException(
+              "Cannot commit to %s: snapshot %d already committed"
+                  + " checkpoint %d of Flink job %s%s with the same files (%d of them, such as %s);"
+                  + " this commit would apply it twice, as a retry of a commit whose answer was"
+                  + " lost does (apache/iceberg#14425). The job's committer finds the checkpoint"
+                  + " committed when it restarts",
+              table,
+              ancestor.snapshotId(),
+              checkpoint,
+              job,
+              operator == null ? "" : " (operator " + operator + ")",
+              again.size(),
               again.iterator().next());
         }
       }

@@ -5,9 +5,9 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * What a request made under an idempotency key committed, stored in the same synced batch as
- * the commit itself: a retry of the request after its answer was lost finds it and is answered
- * from it, instead of committing again, even across a restart.
+ * What a request made under an idempotency key committed, stored in the same synced batch as the
+ * commit itself: a retry of the request after its answer was lost finds it and is answered from it,
+ * instead of committing again, even across a restart.
  *
  * @param key the client's {@code Idempotency-Key}
  * @param committedAt when the commit was stamped

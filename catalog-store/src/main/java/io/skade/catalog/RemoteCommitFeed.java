@@ -16,33 +16,44 @@ import org.slf4j.LoggerFactory;
  * The commit feed of a catalog a skade server owns, for a process that is its client: the same
  * {@link CommitFeed} the owner's catalog is, over the server's long-poll.
  *
- * <p>Live subscriptions share one long-poll thread, started with the first: it asks for the
- * commits after the newest it delivered, the server answers as soon as one lands, so a
- * subscriber learns of a commit one round trip after it is durable. While the server is away
- * (restarting), the thread retries with a backoff and then goes on from where it was, so no
- * commit is skipped and none delivered twice.
+ * <p>Live subscriptions share one long-poll thread, started with the first: it asks for the commits
+ * after the newest it delivered, the server answers as soon as one lands, so a subscriber learns of
+ * a commit one round trip after it is durable. While the server is away (restarting), the thread
+ * retries with a backoff and then goes on from where it was, so no commit is skipped and none
+ * delivered twice.
  */
 public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RemoteCommitFeed.class);
+
   /** How long one long-poll waits on the server. */
   private static final Duration WAIT = Duration.ofSeconds(20);
+
   /** Most commits one long-poll asks for. */
   private static final int POLL_PAGE = 1000;
+
   private static final long RETRY_PAUSE_MS = 1_000;
 
   private final SkadeServerClient client;
   private final Set<CommitSubscription> subscriptions = ConcurrentHashMap.newKeySet();
+
   /** Per table key, the newest commit the poller took, noted before any subscriber hears it. */
   private final Map<String, Long> newestByTable = new ConcurrentHashMap<>();
+
   private volatile Thread poller; // set under this
+
   /** The newest commit the poller delivered; guarded by this, which is notified as it grows. */
   private long delivered;
+
   private volatile boolean closed;
+
   /** Guards the {@link #catchUp} checks, and is notified as each ends. */
   private final Object checks = new Object();
+
   private boolean checking;
+
   /** Whether a check completed; when the newest began ({@link System#nanoTime}), what it found. */
   private boolean checked;
+
   private long checkedAtNanos;
   private long checkedSeq;
 
@@ -63,8 +74,8 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
   }
 
   /**
-   * Starts the long-poll (once): from now on every commit is taken from the server one round
-   * trip after it is durable, for the subscriptions and for {@link #newestCommitOf}.
+   * Starts the long-poll (once): from now on every commit is taken from the server one round trip
+   * after it is durable, for the subscriptions and for {@link #newestCommitOf}.
    */
   public void follow() {
     if (poller == null) {
@@ -86,8 +97,8 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
 
   /**
    * The {@code commit_seq} of the newest commit of {@code table} the long-poll took since it was
-   * {@link #follow() started}, 0 when none. It is noted before any subscriber hears of the
-   * commit: a caller that learnt of a commit from this feed finds it here.
+   * {@link #follow() started}, 0 when none. It is noted before any subscriber hears of the commit:
+   * a caller that learnt of a commit from this feed finds it here.
    */
   public long newestCommitOf(TableIdentifier table) {
     return newestByTable.getOrDefault(TableKeys.tableKey(table), 0L);
@@ -95,9 +106,9 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
 
   /**
    * Returns once this feed has taken every commit that was durable on the server when the call
-   * began: it asks the server for its newest {@code commit_seq} (one round trip) and waits for
-   * the long-poll to take it. Concurrent callers share a check that began after they did, so a
-   * burst of callers costs about one round trip, not one each.
+   * began: it asks the server for its newest {@code commit_seq} (one round trip) and waits for the
+   * long-poll to take it. Concurrent callers share a check that began after they did, so a burst of
+   * callers costs about one round trip, not one each.
    *
    * @throws UncheckedIOException when the server cannot be reached, or the thread is interrupted
    */
@@ -144,8 +155,9 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
       monitor.wait(1_000);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw new UncheckedIOException(new InterruptedIOException(
-          "interrupted while catching up with the skade server's commits"));
+      throw new UncheckedIOException(
+          new InterruptedIOException(
+              "interrupted while catching up with the skade server's commits"));
     }
   }
 
@@ -166,8 +178,10 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
         pause();
         continue;
       } catch (RuntimeException e) {
-        LOG.error("skade commit feed of {}: the server refused the long-poll; trying again",
-            client.uri(), e);
+        LOG.error(
+            "skade commit feed of {}: the server refused the long-poll; trying again",
+            client.uri(),
+            e);
         pause();
         continue;
       }
@@ -197,8 +211,7 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
 
   @Override
   public List<CommitEvent> commitsSince(long after, int limit) {
-    return client.commits(after, Math.min(limit, SkadeProtocol.MAX_LIMIT), Duration.ZERO)
-        .commits();
+    return client.commits(after, Math.min(limit, SkadeProtocol.MAX_LIMIT), Duration.ZERO).commits();
   }
 
   @Override

@@ -14,10 +14,10 @@ import org.slf4j.LoggerFactory;
  * committer), and for code written against it before sharing was transparent.
  *
  * <p>No one needs it to share a catalog: every {@link SkadeCatalog} opened on one directory in a
- * JVM shares one open store, however it was opened (see {@link SkadeCatalog}). A {@link Handle}
- * is one such catalog: {@link #acquire} opens one (sharing the store, or opening it), closing
- * the handle closes it, and the store closes with the last catalog that holds it. Properties
- * that define the store must agree with those of the catalogs already sharing it.
+ * JVM shares one open store, however it was opened (see {@link SkadeCatalog}). A {@link Handle} is
+ * one such catalog: {@link #acquire} opens one (sharing the store, or opening it), closing the
+ * handle closes it, and the store closes with the last catalog that holds it. Properties that
+ * define the store must agree with those of the catalogs already sharing it.
  */
 public final class SharedCatalogs {
   private static final Logger LOG = LoggerFactory.getLogger(SharedCatalogs.class);
@@ -43,25 +43,24 @@ public final class SharedCatalogs {
   }
 
   /**
-   * How many catalogs of this JVM hold the store of the directory {@code properties} name,
-   * however they were opened; 0 when it is not open. The last to close closes the store: an
-   * application that deletes the directory afterwards (a test's temporary warehouse) waits for
-   * a finished job's components, which close theirs shortly after the job ends.
+   * How many catalogs of this JVM hold the store of the directory {@code properties} name, however
+   * they were opened; 0 when it is not open. The last to close closes the store: an application
+   * that deletes the directory afterwards (a test's temporary warehouse) waits for a finished job's
+   * components, which close theirs shortly after the job ends.
    */
   public static int holds(Map<String, String> properties) {
     return SharedStore.holds(SkadeCatalog.catalogPath("skade", properties));
   }
 
   /**
-   * As {@link #acquire(Map)}, but when another process owns the directory and {@code properties}
-   * do not ask for an access mode, the catalog is followed read-only instead (sharing this JVM's
-   * follower of it, if one is open): readers (sources, lookups, planners) work on a follower,
-   * which learns of commits only by polling the log.
+   * As {@link #acquire(Map)}, but when another process owns the directory and {@code properties} do
+   * not ask for an access mode, the catalog is followed read-only instead (sharing this JVM's
+   * follower of it, if one is open): readers (sources, lookups, planners) work on a follower, which
+   * learns of commits only by polling the log.
    */
   public static Handle acquireOrFollow(Map<String, String> properties) {
     boolean accessGiven = properties.containsKey(SkadeCatalog.CATALOG_ACCESS);
-    if (!accessGiven
-        && SharedStore.openAsFollower(SkadeCatalog.catalogPath("skade", properties))) {
+    if (!accessGiven && SharedStore.openAsFollower(SkadeCatalog.catalogPath("skade", properties))) {
       return acquire(follower(properties));
     }
     try {
@@ -70,7 +69,8 @@ public final class SharedCatalogs {
       if (!e.heldByAnotherProcess() || accessGiven) {
         throw e;
       }
-      LOG.info("skade catalog at {} is owned by another process; following it read-only",
+      LOG.info(
+          "skade catalog at {} is owned by another process; following it read-only",
           properties.getOrDefault(SkadeCatalog.CATALOG_PATH, properties.get("warehouse")));
       return acquire(follower(properties));
     }
@@ -94,8 +94,10 @@ public final class SharedCatalogs {
     /** The handle's catalog; close the handle rather than the catalog. */
     public SkadeCatalog catalog() {
       if (released.get()) {
-        throw new IllegalStateException("this handle on the skade catalog at "
-            + catalog.catalogPath() + " was released; acquire a new one");
+        throw new IllegalStateException(
+            "this handle on the skade catalog at "
+                + catalog.catalogPath()
+                + " was released; acquire a new one");
       }
       return catalog;
     }

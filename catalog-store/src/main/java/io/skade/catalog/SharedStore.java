@@ -22,27 +22,28 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One open catalog store of this JVM: the RocksDB store of one directory, its {@link Committer}
- * (and so its commit feed) and the {@link CatalogService}s started for it, shared by every
- * {@link SkadeCatalog} opened on that directory and counted by hold. The first catalog to open
- * the directory opens the store, each later one shares it, and the last to close closes it.
- * Directories are told apart by their real path.
+ * (and so its commit feed) and the {@link CatalogService}s started for it, shared by every {@link
+ * SkadeCatalog} opened on that directory and counted by hold. The first catalog to open the
+ * directory opens the store, each later one shares it, and the last to close closes it. Directories
+ * are told apart by their real path.
  *
  * <p>The services run on a catalog instance of the store's own ({@link #serviceCatalog}), opened
- * with the first opener's name and properties and closed only with the store, so they keep
- * working whichever user instance closes first.
+ * with the first opener's name and properties and closed only with the store, so they keep working
+ * whichever user instance closes first.
  *
  * <p>The {@link Setting}s that define the store must agree between its catalogs; see {@link
  * SkadeCatalog} for the list.
  */
 final class SharedStore {
   private static final Logger LOG = LoggerFactory.getLogger(SharedStore.class);
+
   /** The open stores by real directory; opens and the last close run under its lock. */
   // A JVM-wide registry: why it must be one is in README.md, "Process-wide state".
   private static final Map<Path, SharedStore> OPEN = new HashMap<>();
 
   /**
-   * One setting that defines a store: {@code shown} is how an error names it (the value as
-   * given, or the default), {@code value} what is compared (a parsed number, a duration).
+   * One setting that defines a store: {@code shown} is how an error names it (the value as given,
+   * or the default), {@code value} what is compared (a parsed number, a duration).
    */
   record Setting(String shown, Object value) {
     static Setting of(String value) {
@@ -51,21 +52,32 @@ final class SharedStore {
   }
 
   /** What a catalog asks of its store, from its properties, checked before anything opens. */
-  record Spec(Path catalogPath, boolean follower, Path followerPath, int maxBatchSize,
-      boolean createIfMissing, Map<String, Setting> settings) {}
+  record Spec(
+      Path catalogPath,
+      boolean follower,
+      Path followerPath,
+      int maxBatchSize,
+      boolean createIfMissing,
+      Map<String, Setting> settings) {}
 
   private final Path dir;
   private final Map<String, Setting> settings;
   private final CatalogStore store;
   private final Committer committer;
   private final Path scratchFollowerDir;
+
   /** What the store's services started, closed first, newest first. */
   private final Deque<AutoCloseable> services = new ArrayDeque<>();
+
   private SkadeCatalog serviceCatalog;
   private int holds; // guarded by OPEN
 
-  private SharedStore(Path dir, Map<String, Setting> settings, CatalogStore store,
-      Committer committer, Path scratchFollowerDir) {
+  private SharedStore(
+      Path dir,
+      Map<String, Setting> settings,
+      CatalogStore store,
+      Committer committer,
+      Path scratchFollowerDir) {
     this.dir = dir;
     this.settings = settings;
     this.store = store;
@@ -74,15 +86,15 @@ final class SharedStore {
   }
 
   /**
-   * A hold on the store {@code spec} names, opened (with its services) when this JVM has none
-   * open on that directory yet. Release it with {@link #release()}, once.
+   * A hold on the store {@code spec} names, opened (with its services) when this JVM has none open
+   * on that directory yet. Release it with {@link #release()}, once.
    *
    * @param name the catalog's name; a store opened now keeps it (thread names, its services)
    * @param properties the catalog's properties, handed to the services of a store opened now
    * @throws IllegalArgumentException when the store is open with other defining settings
    */
-  static SharedStore acquire(String name, Spec spec, Map<String, String> properties,
-      Object hadoopConf) {
+  static SharedStore acquire(
+      String name, Spec spec, Map<String, String> properties, Object hadoopConf) {
     Path dir = realPath(spec.catalogPath());
     List<CatalogService> found = spec.follower() ? List.of() : services();
     Map<String, Setting> settings = new TreeMap<>(spec.settings());
@@ -96,8 +108,8 @@ final class SharedStore {
         open.holds++;
         return open;
       }
-      SharedStore opened = open(dir, name, spec, Map.copyOf(settings), properties, hadoopConf,
-          found);
+      SharedStore opened =
+          open(dir, name, spec, Map.copyOf(settings), properties, hadoopConf, found);
       opened.holds = 1;
       OPEN.put(dir, opened);
       return opened;
@@ -127,8 +139,14 @@ final class SharedStore {
     return services;
   }
 
-  private static SharedStore open(Path dir, String name, Spec spec, Map<String, Setting> settings,
-      Map<String, String> properties, Object hadoopConf, List<CatalogService> found) {
+  private static SharedStore open(
+      Path dir,
+      String name,
+      Spec spec,
+      Map<String, Setting> settings,
+      Map<String, String> properties,
+      Object hadoopConf,
+      List<CatalogService> found) {
     Path scratch = null;
     CatalogStore store;
     try {
@@ -153,14 +171,18 @@ final class SharedStore {
     if (committer != null) {
       shared.startServices(name, properties, hadoopConf, found);
     }
-    LOG.info("skade catalog '{}' opened the store at {} as {} (commit_seq {})", name, dir,
-        spec.follower() ? "follower" : "owner", store.commitSeq());
+    LOG.info(
+        "skade catalog '{}' opened the store at {} as {} (commit_seq {})",
+        name,
+        dir,
+        spec.follower() ? "follower" : "owner",
+        store.commitSeq());
     return shared;
   }
 
   /** Starts the services on the store's own catalog; one failing closes the store again. */
-  private void startServices(String name, Map<String, String> properties, Object hadoopConf,
-      List<CatalogService> found) {
+  private void startServices(
+      String name, Map<String, String> properties, Object hadoopConf, List<CatalogService> found) {
     try {
       if (found.isEmpty()) {
         return;
@@ -236,10 +258,15 @@ final class SharedStore {
       }
     }
     if (!differences.isEmpty()) {
-      throw new IllegalArgumentException("skade catalog at " + dir + " is already open in this"
-          + " JVM with other properties: " + String.join("; ", differences) + ". Every"
-          + " catalog opened on one directory in a JVM shares one store, so the properties"
-          + " that define the store must agree; align them, or use another catalog.path");
+      throw new IllegalArgumentException(
+          "skade catalog at "
+              + dir
+              + " is already open in this"
+              + " JVM with other properties: "
+              + String.join("; ", differences)
+              + ". Every"
+              + " catalog opened on one directory in a JVM shares one store, so the properties"
+              + " that define the store must agree; align them, or use another catalog.path");
     }
   }
 

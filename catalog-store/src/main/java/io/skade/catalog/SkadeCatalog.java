@@ -50,8 +50,8 @@ import org.slf4j.LoggerFactory;
 /**
  * An Iceberg catalog whose table pointers and commit log live in an embedded RocksDB store.
  *
- * <p>Load it the Iceberg way: {@code CatalogUtil.loadCatalog("io.skade.catalog.SkadeCatalog",
- * name, properties, hadoopConf)}. Properties:
+ * <p>Load it the Iceberg way: {@code CatalogUtil.loadCatalog("io.skade.catalog.SkadeCatalog", name,
+ * properties, hadoopConf)}. Properties:
  *
  * <ul>
  *   <li>{@code warehouse} (required): root of table data; a table lives at {@code
@@ -60,32 +60,30 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code catalog.path}: the RocksDB directory; default {@code <warehouse>/_catalog} when the
  *       warehouse is local, required otherwise.
  *   <li>{@code catalog.access}: {@code owner} (default; the one process that writes) or {@code
- *       follower} (read-only, follows the owner's commit log through a RocksDB secondary
- *       instance).
+ *       follower} (read-only, follows the owner's commit log through a RocksDB secondary instance).
  *   <li>{@code catalog.follower-path}: a follower's own scratch directory (default: a temporary
  *       directory removed on close).
  *   <li>{@code commit-feed.buffer-size}: default buffer of a commit subscription (1024).
- *   <li>{@code commit.max-batch-size}: most commits written by one batch and fsync (4096; 1
- *       turns group commit off).
- *   <li>{@code consumer.expiry-timeout}: how long a consumer's stored cursor holds snapshot
- *       expiry back after it was last stored (7d); a whole number with a unit {@code ms}, {@code
- *       s}, {@code m}, {@code h} or {@code d}, a bare number being milliseconds.
- *   <li>{@code io-impl}: the {@link FileIO} (default Hadoop's, which covers local files; without
- *       a Hadoop configuration given, local files go through {@link SkadeLocalFileSystem}).
+ *   <li>{@code commit.max-batch-size}: most commits written by one batch and fsync (4096; 1 turns
+ *       group commit off).
+ *   <li>{@code consumer.expiry-timeout}: how long a consumer's stored cursor holds snapshot expiry
+ *       back after it was last stored (7d); a whole number with a unit {@code ms}, {@code s},
+ *       {@code m}, {@code h} or {@code d}, a bare number being milliseconds.
+ *   <li>{@code io-impl}: the {@link FileIO} (default Hadoop's, which covers local files; without a
+ *       Hadoop configuration given, local files go through {@link SkadeLocalFileSystem}).
  * </ul>
  *
  * <p><b>One store per directory in a JVM.</b> Every {@code SkadeCatalog} opened on one catalog
  * directory in one JVM, however it was opened ({@code CatalogUtil.loadCatalog}, {@code new
  * SkadeCatalog()} and {@link #initialize}, {@link SharedCatalogs}, skade's Flink catalog, source,
- * sink and lookups), shares one open store: one RocksDB instance, one {@link Committer}, one
- * commit feed and one run of each {@link CatalogService} (lineage). Directories are told apart
- * by their real path. The first instance opens the store, closing an instance releases only its
- * hold, and the last to close closes the store; services run until then, whichever instance
- * opened it. Each instance is otherwise a catalog of its own: its name, its Hadoop
- * configuration and {@link FileIO} ({@code io-impl}), {@code commit-feed.buffer-size}, {@code
- * unique-table-location}, {@code table-default.*} and {@code table-override.*}. A closed
- * instance fails every further call (and ends the commit subscriptions it made) while the
- * others go on.
+ * sink and lookups), shares one open store: one RocksDB instance, one {@link Committer}, one commit
+ * feed and one run of each {@link CatalogService} (lineage). Directories are told apart by their
+ * real path. The first instance opens the store, closing an instance releases only its hold, and
+ * the last to close closes the store; services run until then, whichever instance opened it. Each
+ * instance is otherwise a catalog of its own: its name, its Hadoop configuration and {@link FileIO}
+ * ({@code io-impl}), {@code commit-feed.buffer-size}, {@code unique-table-location}, {@code
+ * table-default.*} and {@code table-override.*}. A closed instance fails every further call (and
+ * ends the commit subscriptions it made) while the others go on.
  *
  * <p>The properties that define the store must agree between the instances sharing it, defaults
  * filled in: {@code warehouse} (a local one compared as a directory, by real path), {@code
@@ -96,14 +94,16 @@ import org.slf4j.LoggerFactory;
  * {@link IllegalArgumentException} naming both values of each. Another process gets {@link
  * CatalogLockedException}, as one process owns a directory; it may follow it read-only instead.
  *
- * <p>Every change goes through the one {@link Committer}; see there for what happens on commit.
- * The catalog is also the {@link CommitFeed} of its commits, and keeps consumers' cursors ({@link
- * #storeConsumer}), refusing to expire snapshots a live consumer still needs ({@link
- * ExpiryGuard}).
+ * <p>Every change goes through the one {@link Committer}; see there for what happens on commit. The
+ * catalog is also the {@link CommitFeed} of its commits, and keeps consumers' cursors ({@link
+ * #storeConsumer}), refusing to expire snapshots a live consumer still needs ({@link ExpiryGuard}).
  */
 public class SkadeCatalog extends BaseMetastoreCatalog
-    implements SupportsNamespaces, CommitFeed, ConsumerStore, MaintenanceLocks,
-    Configurable<Object> {
+    implements SupportsNamespaces,
+        CommitFeed,
+        ConsumerStore,
+        MaintenanceLocks,
+        Configurable<Object> {
   private static final Logger LOG = LoggerFactory.getLogger(SkadeCatalog.class);
 
   public static final String CATALOG_PATH = "catalog.path";
@@ -112,13 +112,15 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   public static final String FEED_BUFFER_SIZE = "commit-feed.buffer-size";
   public static final String MAX_BATCH_SIZE = "commit.max-batch-size";
   public static final String CONSUMER_EXPIRY_TIMEOUT = "consumer.expiry-timeout";
+
   /**
-   * Whether opening a directory that holds no catalog creates one (default {@code true}, for
-   * the entry points that own a catalog: an application, a SQL session, the server). Flink
-   * tasks open with {@code false} ({@link #inTask}), so that a task on a machine without the
-   * catalog fails instead of starting a second, empty one.
+   * Whether opening a directory that holds no catalog creates one (default {@code true}, for the
+   * entry points that own a catalog: an application, a SQL session, the server). Flink tasks open
+   * with {@code false} ({@link #inTask}), so that a task on a machine without the catalog fails
+   * instead of starting a second, empty one.
    */
   public static final String CREATE_IF_MISSING = "catalog.create-if-missing";
+
   private static final String DEFAULT_FILE_IO = "org.apache.iceberg.hadoop.HadoopFileIO";
 
   private String name = "skade";
@@ -127,13 +129,18 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   private Object hadoopConf;
   private FileIO io;
   private SharedStore.Spec spec;
+
   /** The open store this instance uses; set by {@link #initialize}. */
   private SharedStore shared;
+
   /** False for the store's own instance (its services'), which closes only with the store. */
   private boolean holdsStore;
+
   private final AtomicBoolean closed = new AtomicBoolean();
+
   /** The live subscriptions made through this instance, ended when it closes. */
   private final Set<CommitSubscription> subscriptions = ConcurrentHashMap.newKeySet();
+
   private int feedBufferSize = DEFAULT_SUBSCRIBER_BUFFER;
   private boolean uniqueTableLocation;
   private ExpiryGuard expiryGuard;
@@ -171,11 +178,11 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   }
 
   /**
-   * The store's own instance, on which its {@link CatalogService}s run: it holds no hold and
-   * closes with the store ({@link #closeAttached}), never before.
+   * The store's own instance, on which its {@link CatalogService}s run: it holds no hold and closes
+   * with the store ({@link #closeAttached}), never before.
    */
-  static SkadeCatalog attached(SharedStore store, String name, Map<String, String> props,
-      Object hadoopConf) {
+  static SkadeCatalog attached(
+      SharedStore store, String name, Map<String, String> props, Object hadoopConf) {
     SkadeCatalog catalog = new SkadeCatalog();
     catalog.setConf(hadoopConf);
     catalog.configure(name, props);
@@ -192,54 +199,76 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     String access = props.getOrDefault(CATALOG_ACCESS, "owner");
     if (!access.equals("owner") && !access.equals("follower")) {
       throw new IllegalArgumentException(
-          "skade catalog '" + name + "': property '" + CATALOG_ACCESS + "' is '" + access
+          "skade catalog '"
+              + name
+              + "': property '"
+              + CATALOG_ACCESS
+              + "' is '"
+              + access
               + "'; accepted values are 'owner' and 'follower'");
     }
-    this.uniqueTableLocation = PropertyUtil.propertyAsBoolean(props,
-        CatalogProperties.UNIQUE_TABLE_LOCATION, CatalogProperties.UNIQUE_TABLE_LOCATION_DEFAULT);
+    this.uniqueTableLocation =
+        PropertyUtil.propertyAsBoolean(
+            props,
+            CatalogProperties.UNIQUE_TABLE_LOCATION,
+            CatalogProperties.UNIQUE_TABLE_LOCATION_DEFAULT);
     this.feedBufferSize = positiveInt(props, FEED_BUFFER_SIZE, DEFAULT_SUBSCRIBER_BUFFER);
     int maxBatch = positiveInt(props, MAX_BATCH_SIZE, Committer.DEFAULT_MAX_GROUP);
     String timeout = props.getOrDefault(CONSUMER_EXPIRY_TIMEOUT, ExpiryGuard.DEFAULT_TIMEOUT);
     this.expiryGuard = new ExpiryGuard(name, timeout);
     boolean follower = access.equals("follower");
     String followerValue = props.get(FOLLOWER_PATH);
-    Path followerPath = follower && followerValue != null
-        ? localPath(name, followerValue, FOLLOWER_PATH) : null;
+    Path followerPath =
+        follower && followerValue != null ? localPath(name, followerValue, FOLLOWER_PATH) : null;
     Map<String, SharedStore.Setting> settings = new TreeMap<>();
     Path localWarehouse = localWarehouse(name, warehouse); // compared as a directory when local
-    settings.put(CatalogProperties.WAREHOUSE_LOCATION, new SharedStore.Setting(warehouse,
-        localWarehouse == null ? warehouse : SharedStore.realPath(localWarehouse).toString()));
+    settings.put(
+        CatalogProperties.WAREHOUSE_LOCATION,
+        new SharedStore.Setting(
+            warehouse,
+            localWarehouse == null ? warehouse : SharedStore.realPath(localWarehouse).toString()));
     settings.put(CATALOG_ACCESS, SharedStore.Setting.of(access));
     if (follower) {
-      settings.put(FOLLOWER_PATH, followerPath == null
-          ? new SharedStore.Setting("a temporary directory", "")
-          : new SharedStore.Setting(followerValue,
-              SharedStore.realPath(followerPath).toString()));
+      settings.put(
+          FOLLOWER_PATH,
+          followerPath == null
+              ? new SharedStore.Setting("a temporary directory", "")
+              : new SharedStore.Setting(
+                  followerValue, SharedStore.realPath(followerPath).toString()));
     } else {
       settings.put(MAX_BATCH_SIZE, new SharedStore.Setting(String.valueOf(maxBatch), maxBatch));
-      settings.put(CONSUMER_EXPIRY_TIMEOUT,
+      settings.put(
+          CONSUMER_EXPIRY_TIMEOUT,
           new SharedStore.Setting(timeout.trim(), ExpiryGuard.parse(timeout)));
     }
-    this.spec = new SharedStore.Spec(catalogPath, follower, followerPath, maxBatch,
-        booleanProperty(props, CREATE_IF_MISSING, true), Map.copyOf(settings));
+    this.spec =
+        new SharedStore.Spec(
+            catalogPath,
+            follower,
+            followerPath,
+            maxBatch,
+            booleanProperty(props, CREATE_IF_MISSING, true),
+            Map.copyOf(settings));
     this.io = fileIO(props, hadoopConf);
   }
 
   /**
-   * The file IO the catalog's tables use, as these catalog properties configure it: what a
-   * process that reads table files without opening the catalog (a source reader) needs.
+   * The file IO the catalog's tables use, as these catalog properties configure it: what a process
+   * that reads table files without opening the catalog (a source reader) needs.
    *
    * @param hadoopConf a Hadoop {@code Configuration}, or null for the default one
    */
   public static FileIO fileIO(Map<String, String> props, Object hadoopConf) {
-    return CatalogUtil.loadFileIO(props.getOrDefault(CatalogProperties.FILE_IO_IMPL,
-        DEFAULT_FILE_IO), props, hadoopConf != null ? hadoopConf : defaultHadoopConf());
+    return CatalogUtil.loadFileIO(
+        props.getOrDefault(CatalogProperties.FILE_IO_IMPL, DEFAULT_FILE_IO),
+        props,
+        hadoopConf != null ? hadoopConf : defaultHadoopConf());
   }
 
   /**
-   * A default Hadoop configuration that loads its resources through skade's class loader, not
-   * the creating thread's: a file IO outlives the Flink job whose thread made it (a shared
-   * catalog, the metadata cache), and a job's class loader is closed when the job ends.
+   * A default Hadoop configuration that loads its resources through skade's class loader, not the
+   * creating thread's: a file IO outlives the Flink job whose thread made it (a shared catalog, the
+   * metadata cache), and a job's class loader is closed when the job ends.
    */
   static Configuration defaultHadoopConf() {
     // A copy of one loaded configuration: parsing Hadoop's default XML resources for each
@@ -268,7 +297,9 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     String location = props.get(CatalogProperties.WAREHOUSE_LOCATION);
     if (location == null || location.isBlank()) {
       throw new IllegalArgumentException(
-          "skade catalog '" + name + "': property 'warehouse' is required; set it to the root"
+          "skade catalog '"
+              + name
+              + "': property 'warehouse' is required; set it to the root"
               + " directory (or URI) of table data, e.g. warehouse=/data/warehouse");
     }
     return location.replaceAll("/+$", "");
@@ -284,8 +315,14 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     Path local = localWarehouse(name, warehouse);
     if (local == null) {
       throw new IllegalArgumentException(
-          "skade catalog '" + name + "': warehouse " + warehouse + " is not a local path, so"
-              + " property '" + CATALOG_PATH + "' is required; set it to a local directory for"
+          "skade catalog '"
+              + name
+              + "': warehouse "
+              + warehouse
+              + " is not a local path, so"
+              + " property '"
+              + CATALOG_PATH
+              + "' is required; set it to a local directory for"
               + " the catalog's RocksDB store");
     }
     return local.resolve(TableKeys.RESERVED_NAMESPACE);
@@ -294,17 +331,25 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   /**
    * The local directory of a warehouse, or null when it is not local. The warehouse is read as
    * Iceberg's file IO reads the locations made from it, Hadoop's {@code Path}: a path, or a URI
-   * whose parts are written as they are (never percent-decoded), so that the catalog lives in
-   * the directory its tables' files do, whatever characters its name holds.
+   * whose parts are written as they are (never percent-decoded), so that the catalog lives in the
+   * directory its tables' files do, whatever characters its name holds.
    */
   private static Path localWarehouse(String name, String warehouse) {
     URI uri;
     try {
       uri = new org.apache.hadoop.fs.Path(warehouse).toUri();
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("skade catalog '" + name + "': property 'warehouse' = '"
-          + warehouse + "' is neither a path nor a URI (" + e.getMessage() + "); set "
-          + CATALOG_PATH + " explicitly or fix the warehouse", e);
+      throw new IllegalArgumentException(
+          "skade catalog '"
+              + name
+              + "': property 'warehouse' = '"
+              + warehouse
+              + "' is neither a path nor a URI ("
+              + e.getMessage()
+              + "); set "
+              + CATALOG_PATH
+              + " explicitly or fix the warehouse",
+          e);
     }
     if (uri.getScheme() == null) {
       return Paths.get(warehouse);
@@ -320,14 +365,21 @@ public class SkadeCatalog extends BaseMetastoreCatalog
           : Paths.get(value);
     } catch (RuntimeException e) {
       throw new IllegalArgumentException(
-          "skade catalog '" + name + "': property '" + property + "' = '" + value
-              + "' is not a local path: " + e.getMessage(), e);
+          "skade catalog '"
+              + name
+              + "': property '"
+              + property
+              + "' = '"
+              + value
+              + "' is not a local path: "
+              + e.getMessage(),
+          e);
     }
   }
 
   /**
-   * {@code properties} as a Flink task opens the catalog with them: it never creates one
-   * ({@link #CREATE_IF_MISSING} false), since only an owner entry point may.
+   * {@code properties} as a Flink task opens the catalog with them: it never creates one ({@link
+   * #CREATE_IF_MISSING} false), since only an owner entry point may.
    */
   public static Map<String, String> inTask(Map<String, String> properties) {
     Map<String, String> task = new HashMap<>(properties);
@@ -343,8 +395,14 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     if (value.trim().equalsIgnoreCase("true") || value.trim().equalsIgnoreCase("false")) {
       return Boolean.parseBoolean(value.trim());
     }
-    throw new IllegalArgumentException("skade catalog '" + name + "': property '" + key
-        + "' = '" + value + "' must be true or false");
+    throw new IllegalArgumentException(
+        "skade catalog '"
+            + name
+            + "': property '"
+            + key
+            + "' = '"
+            + value
+            + "' must be true or false");
   }
 
   private int positiveInt(Map<String, String> props, String key, int defaultValue) {
@@ -361,7 +419,12 @@ public class SkadeCatalog extends BaseMetastoreCatalog
       // falls through to the error below
     }
     throw new IllegalArgumentException(
-        "skade catalog '" + name + "': property '" + key + "' = '" + value
+        "skade catalog '"
+            + name
+            + "': property '"
+            + key
+            + "' = '"
+            + value
             + "' must be a positive integer");
   }
 
@@ -389,9 +452,13 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   private SharedStore shared() {
     requireInitialized();
     if (closed.get()) {
-      throw new IllegalStateException("skade catalog '" + name + "' at " + shared.store().path()
-          + " is closed; open a new SkadeCatalog to go on (the store stays open while other"
-          + " catalogs of this JVM use it)");
+      throw new IllegalStateException(
+          "skade catalog '"
+              + name
+              + "' at "
+              + shared.store().path()
+              + " is closed; open a new SkadeCatalog to go on (the store stays open while other"
+              + " catalogs of this JVM use it)");
     }
     return shared;
   }
@@ -405,7 +472,11 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     Committer committer = shared().committer();
     if (committer == null) {
       throw new UnsupportedOperationException(
-          "skade catalog '" + name + "' at " + shared.store().path() + " is a read-only"
+          "skade catalog '"
+              + name
+              + "' at "
+              + shared.store().path()
+              + " is a read-only"
               + " follower (catalog.access=follower): write through the process that owns it");
     }
     return committer;
@@ -443,8 +514,11 @@ public class SkadeCatalog extends BaseMetastoreCatalog
 
   private void requireInitialized() {
     if (shared == null) {
-      throw new IllegalStateException("skade catalog '" + name + "' is not initialized; call"
-          + " initialize(name, properties) first");
+      throw new IllegalStateException(
+          "skade catalog '"
+              + name
+              + "' is not initialized; call"
+              + " initialize(name, properties) first");
     }
   }
 
@@ -481,7 +555,10 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   @Override
   protected String defaultWarehouseLocation(TableIdentifier identifier) {
     TableKeys.validate(identifier);
-    return warehouse + "/" + String.join("/", identifier.namespace().levels()) + "/"
+    return warehouse
+        + "/"
+        + String.join("/", identifier.namespace().levels())
+        + "/"
         + LocationUtil.tableLocation(identifier, uniqueTableLocation);
   }
 
@@ -507,18 +584,24 @@ public class SkadeCatalog extends BaseMetastoreCatalog
       // Purging deletes the files of the metadata read here, so the drop must remove exactly it.
       TableMetadata last = purge ? ops.current() : null;
       String expected = last == null ? null : last.metadataFileLocation();
-      Boolean dropped = committer.submit(stage -> {
-        TablePointer pointer = stage.pointer(key);
-        if (pointer == null) {
-          return false;
-        }
-        if (expected != null && !expected.equals(pointer.metadataLocation())) {
-          return null; // it moved since it was read: read it again
-        }
-        stage.commit(key, CommitOperation.DROP, List.of(), pointer.metadataLocation(),
-            TablePointer.NO_SNAPSHOT);
-        return true;
-      });
+      Boolean dropped =
+          committer.submit(
+              stage -> {
+                TablePointer pointer = stage.pointer(key);
+                if (pointer == null) {
+                  return false;
+                }
+                if (expected != null && !expected.equals(pointer.metadataLocation())) {
+                  return null; // it moved since it was read: read it again
+                }
+                stage.commit(
+                    key,
+                    CommitOperation.DROP,
+                    List.of(),
+                    pointer.metadataLocation(),
+                    TablePointer.NO_SNAPSHOT);
+                return true;
+              });
       if (dropped == null) {
         continue;
       }
@@ -537,41 +620,53 @@ public class SkadeCatalog extends BaseMetastoreCatalog
       return;
     }
     String toNamespace = TableKeys.namespaceKey(to.namespace());
-    committer().submit(stage -> {
-      if (stage.namespace(toNamespace) == null) {
-        throw new NoSuchNamespaceException(
-            "Cannot rename %s to %s. Namespace does not exist: %s", from, to, to.namespace());
-      }
-      if (stage.pointer(fromKey) == null) {
-        throw new NoSuchTableException("Cannot rename %s to %s. Table does not exist", from, to);
-      }
-      if (stage.pointer(toKey) != null) {
-        throw new AlreadyExistsException("Cannot rename %s to %s. Table already exists", from, to);
-      }
-      stage.rename(fromKey, toKey);
-      return null;
-    });
+    committer()
+        .submit(
+            stage -> {
+              if (stage.namespace(toNamespace) == null) {
+                throw new NoSuchNamespaceException(
+                    "Cannot rename %s to %s. Namespace does not exist: %s",
+                    from, to, to.namespace());
+              }
+              if (stage.pointer(fromKey) == null) {
+                throw new NoSuchTableException(
+                    "Cannot rename %s to %s. Table does not exist", from, to);
+              }
+              if (stage.pointer(toKey) != null) {
+                throw new AlreadyExistsException(
+                    "Cannot rename %s to %s. Table already exists", from, to);
+              }
+              stage.rename(fromKey, toKey);
+              return null;
+            });
   }
 
   /**
    * Commits changes to several tables atomically: every table advances, in one batch with
-   * consecutive {@code commitSeq}s, or none does. Each {@link TableCommit} is validated against
-   * its table's current metadata; a failed requirement, or a table that moved while its new
-   * metadata was written, throws {@link CommitFailedException} and changes nothing.
+   * consecutive {@code commitSeq}s, or none does. Each {@link TableCommit} is validated against its
+   * table's current metadata; a failed requirement, or a table that moved while its new metadata
+   * was written, throws {@link CommitFailedException} and changes nothing.
    */
   public void commitTransaction(List<TableCommit> commits) {
     Set<TableIdentifier> seen = new HashSet<>();
     for (TableCommit commit : commits) {
       if (!seen.add(commit.identifier())) {
         throw new IllegalArgumentException(
-            "multi-table commit names table " + commit.identifier() + " twice; merge its changes"
+            "multi-table commit names table "
+                + commit.identifier()
+                + " twice; merge its changes"
                 + " into one TableCommit");
       }
     }
     Committer committer = committer(); // a follower fails here, before writing any file
     // newLocation is null for a table that is only checked (requirements, no changes).
-    record Prepared(SkadeTableOperations ops, TableMetadata base, String newLocation,
-        List<Long> added, long snapshotId, List<Snapshot> removed) {}
+    record Prepared(
+        SkadeTableOperations ops,
+        TableMetadata base,
+        String newLocation,
+        List<Long> added,
+        long snapshotId,
+        List<Snapshot> removed) {}
     List<Prepared> prepared = new ArrayList<>();
     try {
       for (TableCommit commit : commits) {
@@ -590,47 +685,62 @@ public class SkadeCatalog extends BaseMetastoreCatalog
         TableMetadata updated = builder.build();
         FlinkCheckpointGuard.check(ops.tableName(), base, updated, io);
         boolean changed = !updated.changes().isEmpty();
-        prepared.add(new Prepared(ops, base, changed ? ops.writeMetadata(updated) : null,
-            SkadeTableOperations.addedSnapshots(updated),
-            SkadeTableOperations.currentSnapshotId(updated),
-            ExpiryGuard.removedSnapshots(base, updated)));
+        prepared.add(
+            new Prepared(
+                ops,
+                base,
+                changed ? ops.writeMetadata(updated) : null,
+                SkadeTableOperations.addedSnapshots(updated),
+                SkadeTableOperations.currentSnapshotId(updated),
+                ExpiryGuard.removedSnapshots(base, updated)));
       }
       if (prepared.stream().allMatch(p -> p.newLocation() == null)) {
         return;
       }
-      committer.submit(stage -> {
-        // Every table is checked, changed or not: its requirements held at its base.
-        for (Prepared p : prepared) {
-          TablePointer current = stage.pointer(p.ops().tableKey());
-          String baseLocation = p.base().metadataFileLocation();
-          if (current == null || !current.metadataLocation().equals(baseLocation)) {
-            throw new CommitFailedException(
-                "Cannot commit %s: metadata location %s has changed from %s; no table of this"
-                    + " multi-table commit was changed",
-                p.ops().tableName(), current == null ? null : current.metadataLocation(),
-                baseLocation);
-          }
-          expiryGuard.check(stage, p.ops().tableKey(), p.ops().tableName(), p.base(),
-              p.removed());
-        }
-        long first = 0;
-        int changed = 0;
-        for (Prepared p : prepared) {
-          if (p.newLocation() != null) {
-            long seq = stage.commit(p.ops().tableKey(), CommitOperation.UPDATE, p.added(),
-                p.newLocation(), p.snapshotId());
-            if (changed++ == 0) {
-              first = seq;
+      committer.submit(
+          stage -> {
+            // Every table is checked, changed or not: its requirements held at its base.
+            for (Prepared p : prepared) {
+              TablePointer current = stage.pointer(p.ops().tableKey());
+              String baseLocation = p.base().metadataFileLocation();
+              if (current == null || !current.metadataLocation().equals(baseLocation)) {
+                throw new CommitFailedException(
+                    "Cannot commit %s: metadata location %s has changed from %s; no table of this"
+                        + " multi-table commit was changed",
+                    p.ops().tableName(),
+                    current == null ? null : current.metadataLocation(),
+                    baseLocation);
+              }
+              expiryGuard.check(
+                  stage, p.ops().tableKey(), p.ops().tableName(), p.base(), p.removed());
             }
-          }
-        }
-        stage.markTransaction(first, changed); // lineage describes it as one release
-        return null;
-      });
-    } catch (CommitFailedException | NoSuchTableException | ExpiryBlockedException
+            long first = 0;
+            int changed = 0;
+            for (Prepared p : prepared) {
+              if (p.newLocation() != null) {
+                long seq =
+                    stage.commit(
+                        p.ops().tableKey(),
+                        CommitOperation.UPDATE,
+                        p.added(),
+                        p.newLocation(),
+                        p.snapshotId());
+                if (changed++ == 0) {
+                  first = seq;
+                }
+              }
+            }
+            stage.markTransaction(first, changed); // lineage describes it as one release
+            return null;
+          });
+    } catch (CommitFailedException
+        | NoSuchTableException
+        | ExpiryBlockedException
         | IdempotencyKeyUsedException e) {
       // Nothing points at the metadata files written for this attempt.
-      prepared.stream().map(Prepared::newLocation).filter(Objects::nonNull)
+      prepared.stream()
+          .map(Prepared::newLocation)
+          .filter(Objects::nonNull)
           .forEach(this::deleteQuietly);
       throw e;
     }
@@ -671,12 +781,14 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   public StoredConsumer storeConsumer(String consumerId, ConsumerCursor cursor) {
     String key = TableKeys.consumerKey(consumerId);
     TableKeys.validate(cursor.table()); // before the committer thread, which must not fail
-    return committer().submit(stage -> {
-      StoredConsumer stored =
-          new StoredConsumer(key, cursor, Instant.ofEpochMilli(System.currentTimeMillis()));
-      stage.putConsumer(stored);
-      return stored;
-    });
+    return committer()
+        .submit(
+            stage -> {
+              StoredConsumer stored =
+                  new StoredConsumer(key, cursor, Instant.ofEpochMilli(System.currentTimeMillis()));
+              stage.putConsumer(stored);
+              return stored;
+            });
   }
 
   /** The consumer stored under {@code consumerId}, if any. */
@@ -703,18 +815,20 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   /** Removes a consumer, so it no longer holds expiry back; returns whether it was stored. */
   public boolean dropConsumer(String consumerId) {
     String key = TableKeys.consumerKey(consumerId);
-    return committer().submit(stage -> {
-      if (stage.consumer(key) == null) {
-        return false;
-      }
-      stage.removeConsumer(key);
-      return true;
-    });
+    return committer()
+        .submit(
+            stage -> {
+              if (stage.consumer(key) == null) {
+                return false;
+              }
+              stage.removeConsumer(key);
+              return true;
+            });
   }
 
   /**
-   * {@inheritDoc} Written durably through the one commit path, as a consumer's cursor is: no
-   * {@code commitSeq}, no event.
+   * {@inheritDoc} Written durably through the one commit path, as a consumer's cursor is: no {@code
+   * commitSeq}, no event.
    *
    * @throws UnsupportedOperationException in a read-only follower
    */
@@ -722,22 +836,28 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   public boolean tryLock(TableIdentifier table, String name, String holder, Duration lease) {
     TableKeys.validate(table); // before the committer thread, which must not fail
     Objects.requireNonNull(holder, "holder");
-    return committer().submit(stage -> {
-      Instant now = Instant.now();
-      MaintenanceLock held = stage.lock(table, name);
-      if (held != null) {
-        if (held.holder().equals(holder)) {
-          return true;
-        }
-        if (!held.staleAt(now, lease)) {
-          return false;
-        }
-        LOG.warn("taking the {} lock of {} from {}, who took it at {} and never released it",
-            name, table, held.holder(), held.since());
-      }
-      stage.putLock(table, name, new MaintenanceLock(table, name, holder, now));
-      return true;
-    });
+    return committer()
+        .submit(
+            stage -> {
+              Instant now = Instant.now();
+              MaintenanceLock held = stage.lock(table, name);
+              if (held != null) {
+                if (held.holder().equals(holder)) {
+                  return true;
+                }
+                if (!held.staleAt(now, lease)) {
+                  return false;
+                }
+                LOG.warn(
+                    "taking the {} lock of {} from {}, who took it at {} and never released it",
+                    name,
+                    table,
+                    held.holder(),
+                    held.since());
+              }
+              stage.putLock(table, name, new MaintenanceLock(table, name, holder, now));
+              return true;
+            });
   }
 
   @Override
@@ -750,14 +870,16 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   @Override
   public boolean unlock(TableIdentifier table, String name, String holder) {
     TableKeys.validate(table);
-    return committer().submit(stage -> {
-      MaintenanceLock held = stage.lock(table, name);
-      if (held == null || !held.holder().equals(holder)) {
-        return false;
-      }
-      stage.putLock(table, name, null);
-      return true;
-    });
+    return committer()
+        .submit(
+            stage -> {
+              MaintenanceLock held = stage.lock(table, name);
+              if (held == null || !held.holder().equals(holder)) {
+                return false;
+              }
+              stage.putLock(table, name, null);
+              return true;
+            });
   }
 
   /**
@@ -772,17 +894,16 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   // ---- idempotency keys ------------------------------------------------------------------
 
   /**
-   * Runs {@code action} so that the first commit it makes is made under the client's {@code
-   * key}: the key and what the commit made ({@link IdempotencyRecord}) are written in the
-   * commit's own synced batch. A commit under a key already used is refused with {@link
+   * Runs {@code action} so that the first commit it makes is made under the client's {@code key}:
+   * the key and what the commit made ({@link IdempotencyRecord}) are written in the commit's own
+   * synced batch. A commit under a key already used is refused with {@link
    * IdempotencyKeyUsedException}, writing nothing: a retry of a request whose answer was lost
    * commits once, even after a restart.
    *
-   * @throws IllegalArgumentException for an empty key, one over 256 characters, or one with
-   *     control characters
+   * @throws IllegalArgumentException for an empty key, one over 256 characters, or one with control
+   *     characters
    */
-  public <T> T withIdempotencyKey(String key, Callable<T> action)
-      throws Exception {
+  public <T> T withIdempotencyKey(String key, Callable<T> action) throws Exception {
     checkIdempotencyKey(key);
     Committer.IDEMPOTENCY_KEY.set(key);
     try {
@@ -802,26 +923,35 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   /** Forgets the keys of commits made before {@code before}; how many it forgot. */
   public int expireIdempotencyKeys(Instant before) {
     store().catchUp();
-    List<String> expired = store().idempotencyKeys().stream()
-        .filter(key -> {
-          IdempotencyRecord record = store().idempotency(key);
-          return record != null && record.committedAt().isBefore(before);
-        })
-        .toList();
+    List<String> expired =
+        store().idempotencyKeys().stream()
+            .filter(
+                key -> {
+                  IdempotencyRecord record = store().idempotency(key);
+                  return record != null && record.committedAt().isBefore(before);
+                })
+            .toList();
     if (!expired.isEmpty()) {
-      committer().submit(stage -> {
-        expired.forEach(stage::removeIdempotency);
-        return null;
-      });
+      committer()
+          .submit(
+              stage -> {
+                expired.forEach(stage::removeIdempotency);
+                return null;
+              });
     }
     return expired.size();
   }
 
   private static void checkIdempotencyKey(String key) {
-    if (key == null || key.isEmpty() || key.length() > 256
+    if (key == null
+        || key.isEmpty()
+        || key.length() > 256
         || key.chars().anyMatch(Character::isISOControl)) {
-      throw new IllegalArgumentException("idempotency key '" + key + "' must be 1 to 256"
-          + " characters without control characters (a UUID, as Iceberg's client sends)");
+      throw new IllegalArgumentException(
+          "idempotency key '"
+              + key
+              + "' must be 1 to 256"
+              + " characters without control characters (a UUID, as Iceberg's client sends)");
     }
   }
 
@@ -830,23 +960,25 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   @Override
   public void createNamespace(Namespace namespace, Map<String, String> metadata) {
     String key = TableKeys.namespaceKey(namespace);
-    committer().submit(stage -> {
-      if (stage.namespace(key) != null) {
-        throw new AlreadyExistsException(
-            "Cannot create namespace %s. Namespace already exists", namespace);
-      }
-      stage.putNamespace(key, metadata);
-      return null;
-    });
+    committer()
+        .submit(
+            stage -> {
+              if (stage.namespace(key) != null) {
+                throw new AlreadyExistsException(
+                    "Cannot create namespace %s. Namespace already exists", namespace);
+              }
+              stage.putNamespace(key, metadata);
+              return null;
+            });
   }
 
   @Override
   public List<Namespace> listNamespaces(Namespace namespace) {
     store().catchUp();
-    String prefix = namespace.isEmpty() ? "" : TableKeys.namespaceKey(namespace) + TableKeys.SEPARATOR;
-    List<Namespace> descendants = store().namespaceKeys(prefix).stream()
-        .map(TableKeys::namespace)
-        .toList();
+    String prefix =
+        namespace.isEmpty() ? "" : TableKeys.namespaceKey(namespace) + TableKeys.SEPARATOR;
+    List<Namespace> descendants =
+        store().namespaceKeys(prefix).stream().map(TableKeys::namespace).toList();
     if (!namespace.isEmpty() && descendants.isEmpty() && !namespaceExists(namespace)) {
       throw new NoSuchNamespaceException("Namespace does not exist: %s", namespace);
     }
@@ -878,20 +1010,23 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     }
     String key = TableKeys.namespaceKey(namespace);
     String children = key + TableKeys.SEPARATOR;
-    return committer().submit(stage -> {
-      if (stage.namespace(key) == null) {
-        return false;
-      }
-      int namespaces = stage.namespaceKeys(children).size();
-      int tables = stage.tableKeys(children).size();
-      if (namespaces > 0 || tables > 0) {
-        throw new NamespaceNotEmptyException(
-            "Namespace %s is not empty: it contains %d table(s) and %d namespace(s); drop them"
-                + " first", namespace, tables, namespaces);
-      }
-      stage.removeNamespace(key);
-      return true;
-    });
+    return committer()
+        .submit(
+            stage -> {
+              if (stage.namespace(key) == null) {
+                return false;
+              }
+              int namespaces = stage.namespaceKeys(children).size();
+              int tables = stage.tableKeys(children).size();
+              if (namespaces > 0 || tables > 0) {
+                throw new NamespaceNotEmptyException(
+                    "Namespace %s is not empty: it contains %d table(s) and %d namespace(s); drop them"
+                        + " first",
+                    namespace, tables, namespaces);
+              }
+              stage.removeNamespace(key);
+              return true;
+            });
   }
 
   @Override
@@ -907,22 +1042,23 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   private boolean updateNamespace(
       Namespace namespace, java.util.function.Consumer<Map<String, String>> change) {
     String key = TableKeys.namespaceKey(namespace);
-    return committer().submit(stage -> {
-      Map<String, String> current = stage.namespace(key);
-      if (current == null) {
-        throw new NoSuchNamespaceException("Namespace does not exist: %s", namespace);
-      }
-      Map<String, String> updated = new HashMap<>(current);
-      change.accept(updated);
-      stage.putNamespace(key, updated);
-      return true;
-    });
+    return committer()
+        .submit(
+            stage -> {
+              Map<String, String> current = stage.namespace(key);
+              if (current == null) {
+                throw new NoSuchNamespaceException("Namespace does not exist: %s", namespace);
+              }
+              Map<String, String> updated = new HashMap<>(current);
+              change.accept(updated);
+              stage.putNamespace(key, updated);
+              return true;
+            });
   }
 
   private void requireNamespace(Namespace namespace) {
     if (!namespaceExists(namespace)) {
-      throw new NoSuchNamespaceException(
-          "Namespace does not exist: %s", namespace);
+      throw new NoSuchNamespaceException("Namespace does not exist: %s", namespace);
     }
   }
 
@@ -943,8 +1079,8 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   }
 
   /**
-   * A live subscription to the store's commits, whichever catalog sharing the store made them;
-   * it ends when this catalog closes (or the store does).
+   * A live subscription to the store's commits, whichever catalog sharing the store made them; it
+   * ends when this catalog closes (or the store does).
    */
   @Override
   public CommitSubscription subscribeCommits(int bufferSize) {
@@ -952,7 +1088,8 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     if (committer == null) {
       throw new UnsupportedOperationException(
           "the live commit feed exists only in the process that owns the catalog at "
-              + shared.store().path() + "; a follower polls commitsSince(cursor) instead");
+              + shared.store().path()
+              + "; a follower polls commitsSince(cursor) instead");
     }
     synchronized (subscriptions) { // against close: a subscription is ended by it or refused
       shared();
@@ -995,14 +1132,14 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   /** The counters of the store since it was opened (by this or another catalog sharing it). */
   public StoreStatistics statistics() {
     SharedStore open = shared();
-    return new StoreStatistics(open.store().walSyncs(),
-        open.committer() == null ? 0 : open.committer().groupsWritten());
+    return new StoreStatistics(
+        open.store().walSyncs(), open.committer() == null ? 0 : open.committer().groupsWritten());
   }
 
   /**
-   * Closes this catalog: it fails every further call, the commit subscriptions it made end, and
-   * its hold on the shared store is released; the store (with its committer and services)
-   * closes with the last catalog of this JVM that holds it. Idempotent.
+   * Closes this catalog: it fails every further call, the commit subscriptions it made end, and its
+   * hold on the shared store is released; the store (with its committer and services) closes with
+   * the last catalog of this JVM that holds it. Idempotent.
    */
   @Override
   public void close() throws IOException {

@@ -11,8 +11,8 @@ import org.apache.hadoop.fs.RawLocalFileSystem;
 import org.apache.hadoop.fs.permission.FsPermission;
 
 /**
- * Hadoop's local file system ({@code file:} URIs) as skade's default Hadoop configuration names
- * it, setting a file's permissions with a system call rather than a {@code chmod} process.
+ * Hadoop's local file system ({@code file:} URIs) as skade's default Hadoop configuration names it,
+ * setting a file's permissions with a system call rather than a {@code chmod} process.
  *
  * <p>Without Hadoop's native library, which is not on Maven Central, {@link RawLocalFileSystem}
  * starts a {@code chmod} process for every file it creates (and one more for its checksum file):
@@ -29,11 +29,12 @@ public final class SkadeLocalFileSystem extends LocalFileSystem {
   /** The file system under the checksums: the same, but for how permissions are set. */
   static final class Raw extends RawLocalFileSystem {
     private static final PosixFilePermission[] BITS = {
-        PosixFilePermission.OTHERS_EXECUTE, PosixFilePermission.OTHERS_WRITE,
-        PosixFilePermission.OTHERS_READ, PosixFilePermission.GROUP_EXECUTE,
-        PosixFilePermission.GROUP_WRITE, PosixFilePermission.GROUP_READ,
-        PosixFilePermission.OWNER_EXECUTE, PosixFilePermission.OWNER_WRITE,
-        PosixFilePermission.OWNER_READ};
+      PosixFilePermission.OTHERS_EXECUTE, PosixFilePermission.OTHERS_WRITE,
+      PosixFilePermission.OTHERS_READ, PosixFilePermission.GROUP_EXECUTE,
+      PosixFilePermission.GROUP_WRITE, PosixFilePermission.GROUP_READ,
+      PosixFilePermission.OWNER_EXECUTE, PosixFilePermission.OWNER_WRITE,
+      PosixFilePermission.OWNER_READ
+    };
 
     @Override
     public void setPermission(Path p, FsPermission permission) throws IOException {

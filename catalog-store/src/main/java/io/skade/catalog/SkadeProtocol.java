@@ -21,29 +21,32 @@ import org.apache.iceberg.catalog.TableIdentifier;
  * <ul>
  *   <li>{@code GET /skade/v1/commits?after=SEQ&limit=N&wait-ms=M}: a {@link CommitPage}, at once
  *       when commits after {@code SEQ} exist, else as soon as one lands or after {@code M} ms.
- *   <li>{@code GET /skade/v1/commits/of?namespace=NS&table=T&snapshot-id=ID}: the commit that
- *       added a snapshot ({@link SkadeCatalog#commitOf}); 404 when none is recorded.
- *   <li>{@code GET /skade/v1/consumers[?namespace=NS&table=T]}: stored consumers;
- *       {@code GET, PUT, DELETE /skade/v1/consumers/{id}}: one, stored with a cursor body.
+ *   <li>{@code GET /skade/v1/commits/of?namespace=NS&table=T&snapshot-id=ID}: the commit that added
+ *       a snapshot ({@link SkadeCatalog#commitOf}); 404 when none is recorded.
+ *   <li>{@code GET /skade/v1/consumers[?namespace=NS&table=T]}: stored consumers; {@code GET, PUT,
+ *       DELETE /skade/v1/consumers/{id}}: one, stored with a cursor body.
  *   <li>{@code /skade/v1/locks?namespace=NS&table=T&name=N}: a table's lock ({@link
  *       MaintenanceLocks}): {@code POST} with {@code {"holder", "lease-ms"}} tries to take it,
- *       answering {@code {"held": true|false}}; {@code GET} answers the lock, 404 when free;
- *       {@code DELETE} with {@code &holder=H} releases it, answering {@code {"released": ..}}.
+ *       answering {@code {"held": true|false}}; {@code GET} answers the lock, 404 when free; {@code
+ *       DELETE} with {@code &holder=H} releases it, answering {@code {"released": ..}}.
  * </ul>
  *
- * <p>Namespaces go in query parameters as the REST protocol writes them in paths (levels joined
- * by the unit separator, {@code %1F}); consumer ids are percent-encoded path segments.
+ * <p>Namespaces go in query parameters as the REST protocol writes them in paths (levels joined by
+ * the unit separator, {@code %1F}); consumer ids are percent-encoded path segments.
  */
 public final class SkadeProtocol {
   /** The prefix of every skade route; what is not under it is the Iceberg REST protocol. */
   public static final String PREFIX = "/skade/v1";
+
   public static final String COMMITS = PREFIX + "/commits";
   public static final String COMMIT_OF = COMMITS + "/of";
   public static final String CONSUMERS = PREFIX + "/consumers";
   public static final String JOB_RUNS = PREFIX + "/lineage/job-runs";
   public static final String LOCKS = PREFIX + "/locks";
+
   /** Longest wait a commits request may ask for, in milliseconds. */
   public static final long MAX_WAIT_MS = 60_000;
+
   /** Most commits one page holds. */
   public static final int MAX_LIMIT = 10_000;
 
@@ -116,20 +119,26 @@ public final class SkadeProtocol {
   }
 
   private static CommitEvent commit(JsonNode commit) {
-    TableIdentifier table = TableIdentifier.of(namespace(required(commit, "namespace", "commit")),
-        required(commit, "table", "commit").asText());
+    TableIdentifier table =
+        TableIdentifier.of(
+            namespace(required(commit, "namespace", "commit")),
+            required(commit, "table", "commit").asText());
     List<Long> snapshots = new ArrayList<>();
     required(commit, "snapshot-ids", "commit").forEach(id -> snapshots.add(id.asLong()));
     JsonNode previous = commit.get("previous-metadata-location");
-    return new CommitEvent(required(commit, "commit-seq", "commit").asLong(),
+    return new CommitEvent(
+        required(commit, "commit-seq", "commit").asLong(),
         TableKeys.tableKey(table),
-        CommitOperation.valueOf(required(commit, "operation", "commit").asText()
-            .toUpperCase(Locale.ROOT)),
-        snapshots, required(commit, "metadata-location", "commit").asText(),
+        CommitOperation.valueOf(
+            required(commit, "operation", "commit").asText().toUpperCase(Locale.ROOT)),
+        snapshots,
+        required(commit, "metadata-location", "commit").asText(),
         previous == null || previous.isNull() ? null : previous.asText(),
-        commit.has("timestamp-us") ? commit.get("timestamp-us").asLong()
+        commit.has("timestamp-us")
+            ? commit.get("timestamp-us").asLong()
             : required(commit, "timestamp-ms", "commit").asLong() * 1000,
-        commit.path("transaction-seq").asLong(0), commit.path("transaction-size").asInt(0));
+        commit.path("transaction-seq").asLong(0),
+        commit.path("transaction-size").asInt(0));
   }
 
   /** The JSON of a cursor, as a consumer stores it. */
@@ -158,10 +167,13 @@ public final class SkadeProtocol {
 
   private static ConsumerCursor cursor(JsonNode node) {
     String what = "consumer cursor";
-    TableIdentifier table = TableIdentifier.of(namespace(required(node, "namespace", what)),
-        text(node, "table", what));
-    return new ConsumerCursor(table, text(node, "table-uuid", what),
-        number(node, "snapshot-id", what), number(node, "commit-seq", what));
+    TableIdentifier table =
+        TableIdentifier.of(namespace(required(node, "namespace", what)), text(node, "table", what));
+    return new ConsumerCursor(
+        table,
+        text(node, "table-uuid", what),
+        number(node, "snapshot-id", what),
+        number(node, "commit-seq", what));
   }
 
   /** The JSON of a stored consumer. */
@@ -183,7 +195,8 @@ public final class SkadeProtocol {
   }
 
   private static StoredConsumer consumer(JsonNode node) {
-    return new StoredConsumer(text(node, "consumer-id", "consumer"),
+    return new StoredConsumer(
+        text(node, "consumer-id", "consumer"),
         cursor(required(node, "cursor", "consumer")),
         Instant.ofEpochMilli(number(node, "last-seen-ms", "consumer")));
   }
@@ -237,8 +250,11 @@ public final class SkadeProtocol {
   /** A held lock read from its JSON. */
   public static MaintenanceLock lock(String json) {
     JsonNode node = read(json, "lock");
-    return new MaintenanceLock(TableIdentifier.of(namespace(required(node, "namespace", "lock")),
-        text(node, "table", "lock")), text(node, "name", "lock"), text(node, "holder", "lock"),
+    return new MaintenanceLock(
+        TableIdentifier.of(
+            namespace(required(node, "namespace", "lock")), text(node, "table", "lock")),
+        text(node, "name", "lock"),
+        text(node, "holder", "lock"),
         Instant.ofEpochMilli(number(node, "since-ms", "lock")));
   }
 
@@ -253,8 +269,8 @@ public final class SkadeProtocol {
   public static boolean flag(String json, String field) {
     JsonNode value = required(read(json, "lock answer"), field, "lock answer");
     if (!value.isBoolean()) {
-      throw new IllegalArgumentException("in a lock answer, '" + field + "' must be true or"
-          + " false, got " + value);
+      throw new IllegalArgumentException(
+          "in a lock answer, '" + field + "' must be true or" + " false, got " + value);
     }
     return value.asBoolean();
   }
@@ -267,8 +283,7 @@ public final class SkadeProtocol {
 
   private static Namespace namespace(JsonNode levels) {
     if (!levels.isArray()) {
-      throw new IllegalArgumentException("'namespace' must be an array of strings, got "
-          + levels);
+      throw new IllegalArgumentException("'namespace' must be an array of strings, got " + levels);
     }
     List<String> parts = new ArrayList<>();
     levels.forEach(level -> parts.add(level.asText()));
@@ -279,21 +294,22 @@ public final class SkadeProtocol {
     try {
       JsonNode node = JSON.readTree(json);
       if (node == null || !node.isObject()) {
-        throw new IllegalArgumentException("a " + what + " must be a JSON object, got: "
-            + abbreviate(json));
+        throw new IllegalArgumentException(
+            "a " + what + " must be a JSON object, got: " + abbreviate(json));
       }
       return node;
     } catch (JsonProcessingException e) {
-      throw new IllegalArgumentException("a " + what + " is not valid JSON ("
-          + e.getOriginalMessage() + "): " + abbreviate(json), e);
+      throw new IllegalArgumentException(
+          "a " + what + " is not valid JSON (" + e.getOriginalMessage() + "): " + abbreviate(json),
+          e);
     }
   }
 
   private static JsonNode required(JsonNode node, String field, String what) {
     JsonNode value = node.get(field);
     if (value == null || value.isNull()) {
-      throw new IllegalArgumentException("a " + what + " needs the field '" + field + "'; got "
-          + abbreviate(node.toString()));
+      throw new IllegalArgumentException(
+          "a " + what + " needs the field '" + field + "'; got " + abbreviate(node.toString()));
     }
     return value;
   }
@@ -301,8 +317,8 @@ public final class SkadeProtocol {
   private static String text(JsonNode node, String field, String what) {
     JsonNode value = required(node, field, what);
     if (!value.isTextual()) {
-      throw new IllegalArgumentException("in a " + what + ", '" + field + "' must be a string,"
-          + " got " + value);
+      throw new IllegalArgumentException(
+          "in a " + what + ", '" + field + "' must be a string," + " got " + value);
     }
     return value.asText();
   }
@@ -310,8 +326,8 @@ public final class SkadeProtocol {
   private static long number(JsonNode node, String field, String what) {
     JsonNode value = required(node, field, what);
     if (!value.isIntegralNumber() || !value.canConvertToLong()) {
-      throw new IllegalArgumentException("in a " + what + ", '" + field + "' must be an"
-          + " integer, got " + value);
+      throw new IllegalArgumentException(
+          "in a " + what + ", '" + field + "' must be an" + " integer, got " + value);
     }
     return value.asLong();
   }

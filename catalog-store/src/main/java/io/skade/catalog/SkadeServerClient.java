@@ -25,14 +25,16 @@ import org.slf4j.LoggerFactory;
  * cursors. The catalog itself is reached with Iceberg's {@code RESTCatalog}; this is the rest.
  *
  * <p>A transient failure (connection refused or reset, a time-out, a 5xx answer, as while the
- * server restarts) is retried with a backoff from 100 ms to 5 s for up to {@code retryFor};
- * a request the server refused (4xx) fails at once with the server's message.
+ * server restarts) is retried with a backoff from 100 ms to 5 s for up to {@code retryFor}; a
+ * request the server refused (4xx) fails at once with the server's message.
  */
 public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks {
   private static final Logger LOG = LoggerFactory.getLogger(SkadeServerClient.class);
   private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
+
   /** What a request may take beyond the wait it asks the server for. */
   private static final Duration REQUEST_SLACK = Duration.ofSeconds(30);
+
   private static final long FIRST_BACKOFF_MS = 100;
   private static final long MAX_BACKOFF_MS = 5_000;
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -51,8 +53,11 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
     this.uri = URI.create(uri.toString().replaceAll("/+$", ""));
     this.token = token;
     this.retryFor = retryFor;
-    this.http = HttpClient.newBuilder().connectTimeout(CONNECT_TIMEOUT)
-        .version(HttpClient.Version.HTTP_1_1).build();
+    this.http =
+        HttpClient.newBuilder()
+            .connectTimeout(CONNECT_TIMEOUT)
+            .version(HttpClient.Version.HTTP_1_1)
+            .build();
   }
 
   /** The server this client calls. */
@@ -61,12 +66,18 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
   }
 
   /**
-   * Commits after {@code after}, at most {@code limit} ({@code 0}: only the cursor), waiting up
-   * to {@code wait} on the server for the first when there is none yet.
+   * Commits after {@code after}, at most {@code limit} ({@code 0}: only the cursor), waiting up to
+   * {@code wait} on the server for the first when there is none yet.
    */
   public CommitPage commits(long after, int limit, Duration wait) {
-    String path = SkadeProtocol.COMMITS + "?after=" + after + "&limit=" + limit + "&wait-ms="
-        + wait.toMillis();
+    String path =
+        SkadeProtocol.COMMITS
+            + "?after="
+            + after
+            + "&limit="
+            + limit
+            + "&wait-ms="
+            + wait.toMillis();
     return SkadeProtocol.commitPage(call("GET", path, null, wait).body());
   }
 
@@ -77,35 +88,42 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
 
   /** The commit that added {@code snapshotId} to {@code table}, if the catalog recorded it. */
   public Optional<CommitEvent> commitOf(TableIdentifier table, long snapshotId) {
-    Answer answer = call("GET", SkadeProtocol.COMMIT_OF + "?" + tableQuery(table)
-        + "&snapshot-id=" + snapshotId, null, Duration.ZERO, 404);
-    return answer.status() == 404 ? Optional.empty()
+    Answer answer =
+        call(
+            "GET",
+            SkadeProtocol.COMMIT_OF + "?" + tableQuery(table) + "&snapshot-id=" + snapshotId,
+            null,
+            Duration.ZERO,
+            404);
+    return answer.status() == 404
+        ? Optional.empty()
         : Optional.of(SkadeProtocol.commit(answer.body()));
   }
 
   @Override
   public StoredConsumer storeConsumer(String consumerId, ConsumerCursor cursor) {
-    return SkadeProtocol.consumer(call("PUT", consumerPath(consumerId),
-        SkadeProtocol.cursor(cursor), Duration.ZERO).body());
+    return SkadeProtocol.consumer(
+        call("PUT", consumerPath(consumerId), SkadeProtocol.cursor(cursor), Duration.ZERO).body());
   }
 
   @Override
   public Optional<StoredConsumer> consumer(String consumerId) {
     Answer answer = call("GET", consumerPath(consumerId), null, Duration.ZERO, 404);
-    return answer.status() == 404 ? Optional.empty()
+    return answer.status() == 404
+        ? Optional.empty()
         : Optional.of(SkadeProtocol.consumer(answer.body()));
   }
 
   @Override
   public List<StoredConsumer> consumers() {
-    return SkadeProtocol.consumers(call("GET", SkadeProtocol.CONSUMERS, null, Duration.ZERO)
-        .body());
+    return SkadeProtocol.consumers(
+        call("GET", SkadeProtocol.CONSUMERS, null, Duration.ZERO).body());
   }
 
   @Override
   public List<StoredConsumer> consumers(TableIdentifier table) {
-    return SkadeProtocol.consumers(call("GET", SkadeProtocol.CONSUMERS + "?" + tableQuery(table),
-        null, Duration.ZERO).body());
+    return SkadeProtocol.consumers(
+        call("GET", SkadeProtocol.CONSUMERS + "?" + tableQuery(table), null, Duration.ZERO).body());
   }
 
   @Override
@@ -116,21 +134,26 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
   @Override
   public boolean tryLock(TableIdentifier table, String name, String holder, Duration lease) {
     // Retrying is safe: a holder that already holds the lock is answered that it holds it.
-    return SkadeProtocol.flag(call("POST", lockPath(table, name),
-        SkadeProtocol.lockRequest(holder, lease), Duration.ZERO).body(), "held");
+    return SkadeProtocol.flag(
+        call("POST", lockPath(table, name), SkadeProtocol.lockRequest(holder, lease), Duration.ZERO)
+            .body(),
+        "held");
   }
 
   @Override
   public Optional<MaintenanceLock> lock(TableIdentifier table, String name) {
     Answer answer = call("GET", lockPath(table, name), null, Duration.ZERO, 404);
-    return answer.status() == 404 ? Optional.empty()
+    return answer.status() == 404
+        ? Optional.empty()
         : Optional.of(SkadeProtocol.lock(answer.body()));
   }
 
   @Override
   public boolean unlock(TableIdentifier table, String name, String holder) {
-    return SkadeProtocol.flag(call("DELETE", lockPath(table, name) + "&holder="
-        + encode(holder), null, Duration.ZERO).body(), "released");
+    return SkadeProtocol.flag(
+        call("DELETE", lockPath(table, name) + "&holder=" + encode(holder), null, Duration.ZERO)
+            .body(),
+        "released");
   }
 
   private static String lockPath(TableIdentifier table, String name) {
@@ -166,10 +189,14 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
   private record Answer(int status, String body) {}
 
   private Answer call(String method, String path, String body, Duration wait, int... accepted) {
-    HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(uri + path))
-        .timeout(wait.plus(REQUEST_SLACK))
-        .method(method, body == null ? HttpRequest.BodyPublishers.noBody()
-            : HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8));
+    HttpRequest.Builder request =
+        HttpRequest.newBuilder(URI.create(uri + path))
+            .timeout(wait.plus(REQUEST_SLACK))
+            .method(
+                method,
+                body == null
+                    ? HttpRequest.BodyPublishers.noBody()
+                    : HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8));
     if (body != null) {
       request.header("Content-Type", "application/json");
     }
@@ -182,8 +209,8 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
       String transientFailure;
       IOException cause = null;
       try {
-        HttpResponse<String> response = http.send(request.build(),
-            HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+        HttpResponse<String> response =
+            http.send(request.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
         int status = response.statusCode();
         if (status < 300 || IntStream.of(accepted).anyMatch(code -> code == status)) {
           return new Answer(status, response.body());
@@ -199,13 +226,31 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
         throw interrupted(e);
       }
       if (System.nanoTime() + backoff * 1_000_000 > deadline) {
-        throw new UncheckedIOException(new IOException("the skade server at " + uri + " did not"
-            + " answer " + method + " " + path + " within " + retryFor.toSeconds() + " s of"
-            + " retries; last: " + transientFailure + ". Check that the server runs and that"
-            + " 'uri' names it", cause));
+        throw new UncheckedIOException(
+            new IOException(
+                "the skade server at "
+                    + uri
+                    + " did not"
+                    + " answer "
+                    + method
+                    + " "
+                    + path
+                    + " within "
+                    + retryFor.toSeconds()
+                    + " s of"
+                    + " retries; last: "
+                    + transientFailure
+                    + ". Check that the server runs and that"
+                    + " 'uri' names it",
+                cause));
       }
-      LOG.debug("skade server at {}: {} {} failed ({}); retrying in {} ms", uri, method, path,
-          transientFailure, backoff);
+      LOG.debug(
+          "skade server at {}: {} {} failed ({}); retrying in {} ms",
+          uri,
+          method,
+          path,
+          transientFailure,
+          backoff);
       try {
         Thread.sleep(backoff);
       } catch (InterruptedException e) {
@@ -217,16 +262,26 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
 
   private UncheckedIOException interrupted(InterruptedException e) {
     Thread.currentThread().interrupt();
-    return new UncheckedIOException(new IOException("interrupted calling the skade server at "
-        + uri, e));
+    return new UncheckedIOException(
+        new IOException("interrupted calling the skade server at " + uri, e));
   }
 
   private RuntimeException refused(String method, String path, int status, String body) {
-    String message = "the skade server at " + uri + " refused " + method + " " + path + " ("
-        + status + "): " + message(body);
+    String message =
+        "the skade server at "
+            + uri
+            + " refused "
+            + method
+            + " "
+            + path
+            + " ("
+            + status
+            + "): "
+            + message(body);
     return switch (status) {
-      case 401, 403 -> new NotAuthorizedException("%s; set the catalog property 'token' to one"
-          + " of the server's tokens", message);
+      case 401, 403 ->
+          new NotAuthorizedException(
+              "%s; set the catalog property 'token' to one" + " of the server's tokens", message);
       case 404 -> new org.apache.iceberg.exceptions.NotFoundException("%s", message);
       default -> new IllegalArgumentException(message);
     };

@@ -21,6 +21,7 @@ import org.apache.iceberg.io.FileIO;
 final class SkadeTableOperations extends BaseMetastoreTableOperations {
   /** How often a metadata file that cannot be read yet is retried (Iceberg's default). */
   private static final int REFRESH_RETRIES = 20;
+
   private final SkadeCatalog catalog;
   private final TableIdentifier identifier;
   private final String tableKey;
@@ -37,7 +38,10 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
   protected void doRefresh() {
     TablePointer pointer = catalog.readPointer(tableKey);
     if (pointer != null) {
-      refreshFromMetadataLocation(pointer.metadataLocation(), null, REFRESH_RETRIES,
+      refreshFromMetadataLocation(
+          pointer.metadataLocation(),
+          null,
+          REFRESH_RETRIES,
           location -> CommittedMetadata.read(io(), location));
     } else if (currentMetadataLocation() != null) {
       throw new NoSuchTableException("Table %s was dropped or renamed", fullName);
@@ -57,16 +61,21 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
       CommittedMetadata.written(newLocation, metadata);
     }
     String baseLocation = base == null ? null : base.metadataFileLocation();
-    CommitOperation operation = base != null
-        ? CommitOperation.UPDATE
-        : register ? CommitOperation.REGISTER : CommitOperation.CREATE;
+    CommitOperation operation =
+        base != null
+            ? CommitOperation.UPDATE
+            : register ? CommitOperation.REGISTER : CommitOperation.CREATE;
     List<Long> added = addedSnapshots(metadata);
     long snapshotId = currentSnapshotId(metadata);
     List<Snapshot> removed = ExpiryGuard.removedSnapshots(base, metadata);
     try {
       submit(committer, base, baseLocation, operation, added, newLocation, snapshotId, removed);
-    } catch (CommitFailedException | AlreadyExistsException | NoSuchNamespaceException
-        | NoSuchTableException | ExpiryBlockedException | IdempotencyKeyUsedException e) {
+    } catch (CommitFailedException
+        | AlreadyExistsException
+        | NoSuchNamespaceException
+        | NoSuchTableException
+        | ExpiryBlockedException
+        | IdempotencyKeyUsedException e) {
       // The swap was refused, so nothing points at the file just written; a registered file
       // is the user's and stays.
       if (!register) {
@@ -77,32 +86,39 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
     }
   }
 
-  private void submit(Committer committer, TableMetadata base, String baseLocation,
-      CommitOperation operation, List<Long> added, String newLocation, long snapshotId,
+  private void submit(
+      Committer committer,
+      TableMetadata base,
+      String baseLocation,
+      CommitOperation operation,
+      List<Long> added,
+      String newLocation,
+      long snapshotId,
       List<Snapshot> removed) {
     String namespaceKey = TableKeys.namespaceKey(identifier.namespace());
-    committer.submit(stage -> {
-      TablePointer current = stage.pointer(tableKey);
-      if (base == null) {
-        if (current != null) {
-          throw new AlreadyExistsException("Table already exists: %s", identifier);
-        }
-        if (stage.namespace(namespaceKey) == null) {
-          throw new NoSuchNamespaceException(
-              "Cannot create table %s. Namespace does not exist: %s (create the namespace first)",
-              identifier, identifier.namespace());
-        }
-      } else if (current == null) {
-        throw new NoSuchTableException("Cannot commit to table %s: it was dropped", identifier);
-      } else if (!current.metadataLocation().equals(baseLocation)) {
-        throw new CommitFailedException(
-            "Cannot commit %s: metadata location %s has changed from %s",
-            identifier, current.metadataLocation(), baseLocation);
-      } else {
-        catalog.expiryGuard().check(stage, tableKey, fullName, base, removed);
-      }
-      return stage.commit(tableKey, operation, added, newLocation, snapshotId);
-    });
+    committer.submit(
+        stage -> {
+          TablePointer current = stage.pointer(tableKey);
+          if (base == null) {
+            if (current != null) {
+              throw new AlreadyExistsException("Table already exists: %s", identifier);
+            }
+            if (stage.namespace(namespaceKey) == null) {
+              throw new NoSuchNamespaceException(
+                  "Cannot create table %s. Namespace does not exist: %s (create the namespace first)",
+                  identifier, identifier.namespace());
+            }
+          } else if (current == null) {
+            throw new NoSuchTableException("Cannot commit to table %s: it was dropped", identifier);
+          } else if (!current.metadataLocation().equals(baseLocation)) {
+            throw new CommitFailedException(
+                "Cannot commit %s: metadata location %s has changed from %s",
+                identifier, current.metadataLocation(), baseLocation);
+          } else {
+            catalog.expiryGuard().check(stage, tableKey, fullName, base, removed);
+          }
+          return stage.commit(tableKey, operation, added, newLocation, snapshotId);
+        });
   }
 
   /** Writes {@code metadata} as the next metadata file of this table, for a multi-table commit. */

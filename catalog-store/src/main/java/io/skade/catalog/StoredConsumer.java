@@ -4,8 +4,8 @@ import java.time.Instant;
 import java.util.Objects;
 
 /**
- * A consumer's row in the catalog: its cursor and when it was last stored. A consumer not seen
- * for longer than the catalog's {@code consumer.expiry-timeout} no longer holds expiry back.
+ * A consumer's row in the catalog: its cursor and when it was last stored. A consumer not seen for
+ * longer than the catalog's {@code consumer.expiry-timeout} no longer holds expiry back.
  *
  * @param consumerId the id the cursor is stored under
  * @param cursor the last acknowledged cursor

@@ -60,13 +60,15 @@ final class TableKeys {
    * non-empty, free of control characters and encodable as UTF-8 (so the key is injective).
    */
   static String consumerKey(String consumerId) {
-    String problem = consumerId == null || consumerId.isEmpty()
-        ? "it is empty"
-        : characterProblem(consumerId);
+    String problem =
+        consumerId == null || consumerId.isEmpty() ? "it is empty" : characterProblem(consumerId);
     if (problem != null) {
       throw new IllegalArgumentException(
-          "invalid consumer id '" + (consumerId == null ? null : printable(consumerId)) + "': "
-              + problem + "; use a non-empty id without control characters, e.g. the job's"
+          "invalid consumer id '"
+              + (consumerId == null ? null : printable(consumerId))
+              + "': "
+              + problem
+              + "; use a non-empty id without control characters, e.g. the job's"
               + " name followed by the source's uid");
     }
     return consumerId;
@@ -88,7 +90,10 @@ final class TableKeys {
     }
     if (namespace.level(0).equals(RESERVED_NAMESPACE)) {
       throw new IllegalArgumentException(
-          "invalid namespace '" + namespace + "': '" + RESERVED_NAMESPACE
+          "invalid namespace '"
+              + namespace
+              + "': '"
+              + RESERVED_NAMESPACE
               + "' is reserved for the catalog's own files; choose another name");
     }
   }
@@ -97,7 +102,12 @@ final class TableKeys {
     String problem = problem(part);
     if (problem != null) {
       throw new IllegalArgumentException(
-          "invalid " + kind + " name '" + printable(whole) + "': " + problem
+          "invalid "
+              + kind
+              + " name '"
+              + printable(whole)
+              + "': "
+              + problem
               + "; use names without '/', '\\', '..' or control characters");
     }
   }

@@ -27,20 +27,29 @@ class BadInputTest {
   @TempDir Path warehouse;
 
   @ParameterizedTest
-  @ValueSource(strings = {"a/b", "..", "x..y", "tab\tname", "unit\u001fsep", "back\\slash", ".",
-      "lone\ud800surrogate"})
+  @ValueSource(
+      strings = {
+        "a/b",
+        "..",
+        "x..y",
+        "tab\tname",
+        "unit\u001fsep",
+        "back\\slash",
+        ".",
+        "lone\ud800surrogate"
+      })
   void invalidTableNamesAreRejectedAndNothingIsCommitted(String name) throws Exception {
     try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
       Catalogs.createTable(catalog, "ok");
       long seq = catalog.commitSeq();
-      assertThatThrownBy(() -> catalog.createTable(TableIdentifier.of(Catalogs.DB, name),
-              Catalogs.SCHEMA))
+      assertThatThrownBy(
+              () -> catalog.createTable(TableIdentifier.of(Catalogs.DB, name), Catalogs.SCHEMA))
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("invalid table name")
           .hasMessageContaining("use names without");
       assertThat(catalog.commitSeq()).isEqualTo(seq);
-      assertThat(catalog.listTables(Catalogs.DB)).containsExactly(
-          TableIdentifier.of(Catalogs.DB, "ok"));
+      assertThat(catalog.listTables(Catalogs.DB))
+          .containsExactly(TableIdentifier.of(Catalogs.DB, "ok"));
     }
   }
 
@@ -62,7 +71,8 @@ class BadInputTest {
     String flat = TableKeys.tableKey(TableIdentifier.of(Namespace.of("a"), "b.c"));
     String dotted = TableKeys.tableKey(TableIdentifier.of(Namespace.of("a.b"), "c"));
     assertThat(List.of(nested, flat, dotted)).doesNotHaveDuplicates();
-    assertThat(TableKeys.identifier(nested)).isEqualTo(TableIdentifier.of(Namespace.of("a", "b"), "c"));
+    assertThat(TableKeys.identifier(nested))
+        .isEqualTo(TableIdentifier.of(Namespace.of("a", "b"), "c"));
     assertThat(TableKeys.identifier(flat)).isEqualTo(TableIdentifier.of(Namespace.of("a"), "b.c"));
   }
 
@@ -77,7 +87,8 @@ class BadInputTest {
   void anUnwritableCatalogPathIsNamedAndNothingIsCreated() throws Exception {
     Path file = Files.writeString(warehouse.resolve("plain-file"), "not a directory");
     Path catalogPath = file.resolve("catalog");
-    assertThatThrownBy(() -> Catalogs.open(warehouse, Map.of("catalog.path", catalogPath.toString())))
+    assertThatThrownBy(
+            () -> Catalogs.open(warehouse, Map.of("catalog.path", catalogPath.toString())))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining(catalogPath.toString())
         .hasMessageContaining("writable catalog.path");
@@ -117,13 +128,13 @@ class BadInputTest {
     Path dir = warehouse.resolve("_catalog");
     List<ColumnFamilyDescriptor> families = new ArrayList<>();
     families.add(new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY));
-    for (String name : List.of("tables", "commits", "commit_log", "meta", "namespaces",
-        "consumers")) {
+    for (String name :
+        List.of("tables", "commits", "commit_log", "meta", "namespaces", "consumers")) {
       families.add(new ColumnFamilyDescriptor(name.getBytes(StandardCharsets.UTF_8)));
     }
     List<ColumnFamilyHandle> handles = new ArrayList<>();
-    try (DBOptions options = new DBOptions().setCreateIfMissing(true)
-            .setCreateMissingColumnFamilies(true);
+    try (DBOptions options =
+            new DBOptions().setCreateIfMissing(true).setCreateMissingColumnFamilies(true);
         RocksDB db = RocksDB.open(options, dir.toString(), families, handles)) {
       handles.forEach(ColumnFamilyHandle::close);
     }
@@ -137,10 +148,13 @@ class BadInputTest {
   void outOfRangeLogReadsAreClampedOrNamed() throws Exception {
     try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
       Catalogs.createTable(catalog, "t");
-      assertThat(catalog.commitsSince(-5, 10)).extracting(CommitEvent::commitSeq).containsExactly(1L);
+      assertThat(catalog.commitsSince(-5, 10))
+          .extracting(CommitEvent::commitSeq)
+          .containsExactly(1L);
       assertThat(catalog.commitsSince(Long.MAX_VALUE, 10)).isEmpty();
       assertThatThrownBy(() -> catalog.commitsSince(0, 0))
-          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("limit");
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("limit");
     }
   }
 
@@ -164,8 +178,8 @@ class BadInputTest {
     assertThatThrownBy(() -> Catalogs.open(warehouse, Map.of("commit-feed.buffer-size", "0")))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("'commit-feed.buffer-size' = '0'");
-    assertThatThrownBy(() -> Catalogs.open(warehouse.resolve("none"),
-            Map.of("catalog.access", "follower")))
+    assertThatThrownBy(
+            () -> Catalogs.open(warehouse.resolve("none"), Map.of("catalog.access", "follower")))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("no skade catalog at");
   }

@@ -20,8 +20,12 @@ class CatalogLoadingTest {
   @Test
   void loadsTheIcebergWayAndKeepsItsStoreInTheConfiguredOrDefaultPath() throws Exception {
     Path warehouse = root.resolve("wh");
-    Catalog catalog = CatalogUtil.loadCatalog("io.skade.catalog.SkadeCatalog", "lake",
-        Map.of("warehouse", warehouse.toUri().toString()), new Configuration());
+    Catalog catalog =
+        CatalogUtil.loadCatalog(
+            "io.skade.catalog.SkadeCatalog",
+            "lake",
+            Map.of("warehouse", warehouse.toUri().toString()),
+            new Configuration());
     try {
       assertThat(catalog).isInstanceOf(SkadeCatalog.class);
       assertThat(catalog.name()).isEqualTo("lake");
@@ -34,8 +38,8 @@ class CatalogLoadingTest {
     }
 
     Path elsewhere = root.resolve("store");
-    try (SkadeCatalog custom = Catalogs.open(root.resolve("wh2"),
-        Map.of("catalog.path", elsewhere.toString()))) {
+    try (SkadeCatalog custom =
+        Catalogs.open(root.resolve("wh2"), Map.of("catalog.path", elsewhere.toString()))) {
       assertThat(custom.catalogPath()).isEqualTo(elsewhere.toAbsolutePath().toString());
       assertThat(Files.exists(root.resolve("wh2/_catalog"))).isFalse();
     }
@@ -46,8 +50,11 @@ class CatalogLoadingTest {
     Path warehouse = root.resolve("wh");
     try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
       catalog.createNamespace(Namespace.of("sales", "eu"), Map.of("owner", "team-eu"));
-      catalog.buildTable(TableIdentifier.of("sales", "eu", "orders"), Catalogs.SCHEMA)
-          .withProperty("format-version", "2").withProperty("k", "v").create();
+      catalog
+          .buildTable(TableIdentifier.of("sales", "eu", "orders"), Catalogs.SCHEMA)
+          .withProperty("format-version", "2")
+          .withProperty("k", "v")
+          .create();
     }
     try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
       assertThat(catalog.listNamespaces()).containsExactly(Namespace.of("sales"));

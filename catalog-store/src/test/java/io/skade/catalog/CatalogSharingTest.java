@@ -44,8 +44,8 @@ class CatalogSharingTest {
     LOAD_CATALOG {
       @Override
       Opened open(String name, Map<String, String> props) {
-        Catalog catalog = CatalogUtil.loadCatalog(SkadeCatalog.class.getName(), name, props,
-            new Configuration());
+        Catalog catalog =
+            CatalogUtil.loadCatalog(SkadeCatalog.class.getName(), name, props, new Configuration());
         return new Opened((SkadeCatalog) catalog, ((SkadeCatalog) catalog)::close);
       }
     },
@@ -107,13 +107,16 @@ class CatalogSharingTest {
     for (int c = 0; c < catalogs.size(); c++) {
       SkadeCatalog catalog = catalogs.get(c);
       int writer = c;
-      writers.add(pool.submit((Callable<Void>) () -> {
-        Table table = catalog.loadTable(T);
-        for (int i = 0; i < appendsPerCatalog; i++) {
-          Catalogs.append(table, "w" + writer + "-" + i);
-        }
-        return null;
-      }));
+      writers.add(
+          pool.submit(
+              (Callable<Void>)
+                  () -> {
+                    Table table = catalog.loadTable(T);
+                    for (int i = 0; i < appendsPerCatalog; i++) {
+                      Catalogs.append(table, "w" + writer + "-" + i);
+                    }
+                    return null;
+                  }));
     }
     for (Future<?> writer : writers) {
       writer.get(1, TimeUnit.MINUTES);
@@ -127,7 +130,8 @@ class CatalogSharingTest {
       Table table = catalog.loadTable(T);
       assertThat(table.uuid()).isEqualTo(created.uuid());
       assertThat(table.snapshots()).as(catalog.name() + " loads every snapshot").hasSize(snapshots);
-      assertThat(seqs(catalog.commitsSince(0))).as(catalog.name() + "'s log")
+      assertThat(seqs(catalog.commitsSince(0)))
+          .as(catalog.name() + "'s log")
           .isEqualTo(LongStream.rangeClosed(1, last).boxed().toList());
       for (SkadeCatalog other : catalogs) {
         assertThat(catalog.sharesStoreWith(other)).isTrue();
@@ -135,7 +139,8 @@ class CatalogSharingTest {
     }
     assertThat(last).as("one create and one commit per append").isEqualTo(1 + snapshots);
     for (int c = 0; c < feeds.size(); c++) {
-      assertThat(drain(feeds.get(c), last)).as("feed of " + catalogs.get(c).name())
+      assertThat(drain(feeds.get(c), last))
+          .as("feed of " + catalogs.get(c).name())
           .isEqualTo(LongStream.rangeClosed(1, last).boxed().toList());
     }
     assertThat(catalogs.get(0).statistics().batchesWritten())
@@ -155,8 +160,14 @@ class CatalogSharingTest {
   @Test
   void closingTheCatalogsInEveryOrderKeepsTheStoreUntilTheLastAndLeavesItReopenable()
       throws Exception {
-    List<List<Integer>> orders = List.of(List.of(0, 1, 2), List.of(0, 2, 1), List.of(1, 0, 2),
-        List.of(1, 2, 0), List.of(2, 0, 1), List.of(2, 1, 0));
+    List<List<Integer>> orders =
+        List.of(
+            List.of(0, 1, 2),
+            List.of(0, 2, 1),
+            List.of(1, 0, 2),
+            List.of(1, 2, 0),
+            List.of(2, 0, 1),
+            List.of(2, 1, 0));
     Way[] ways = {Way.LOAD_CATALOG, Way.CONSTRUCTOR, Way.SHARED_CATALOGS};
     for (List<Integer> order : orders) {
       String context = "closing order " + order;
@@ -175,22 +186,28 @@ class CatalogSharingTest {
         opened.get(closing).close();
         opened.get(closing).close(); // a second close changes nothing
 
-        assertThat(SharedCatalogs.holds(props(warehouse))).as(context)
+        assertThat(SharedCatalogs.holds(props(warehouse)))
+            .as(context)
             .isEqualTo(order.size() - step - 1);
-        assertThatThrownBy(() -> closed.loadTable(T)).as(context)
+        assertThatThrownBy(() -> closed.loadTable(T))
+            .as(context)
             .isInstanceOf(IllegalStateException.class)
             .hasMessageContaining("skade catalog 'c" + closing + "'")
             .hasMessageContaining("is closed");
-        assertThatThrownBy(() -> Catalogs.append(closed.loadTable(T), "x")).as(context)
+        assertThatThrownBy(() -> Catalogs.append(closed.loadTable(T), "x"))
+            .as(context)
             .hasMessageContaining("is closed");
         assertThatThrownBy(closed::subscribeCommits).as(context).hasMessageContaining("is closed");
         // Its subscription ends: once what it was handed is taken, a poll says it is closed.
         CommitSubscription feed = feeds.get(closing);
-        assertThatThrownBy(() -> {
-          while (feed.poll(Duration.ofSeconds(5)) != null) {
-            // taking what was delivered before the close
-          }
-        }).as(context).isInstanceOf(IllegalStateException.class)
+        assertThatThrownBy(
+                () -> {
+                  while (feed.poll(Duration.ofSeconds(5)) != null) {
+                    // taking what was delivered before the close
+                  }
+                })
+            .as(context)
+            .isInstanceOf(IllegalStateException.class)
             .hasMessageContaining("closed");
 
         // The others go on committing through the same store and hear of it.
@@ -208,7 +225,8 @@ class CatalogSharingTest {
       }
       try (SkadeCatalog again = Catalogs.open(warehouse)) {
         assertThat(again.loadTable(T).snapshots()).as(context).hasSize(appends);
-        assertThat(seqs(again.commitsSince(0))).as(context)
+        assertThat(seqs(again.commitsSince(0)))
+            .as(context)
             .isEqualTo(LongStream.rangeClosed(1, 1 + appends).boxed().toList());
       }
     }
@@ -217,13 +235,14 @@ class CatalogSharingTest {
   @Test
   void aStoresServicesRunOnceAndOutliveTheCatalogThatOpenedIt() throws Exception {
     Path warehouse = root.resolve("wh");
-    Map<String, String> props = Map.of("warehouse", warehouse.toString(),
-        RecordingService.KEY, "outlive");
+    Map<String, String> props =
+        Map.of("warehouse", warehouse.toString(), RecordingService.KEY, "outlive");
     SkadeCatalog opener = Way.LOAD_CATALOG.open("opener", props).catalog();
     RecordingService.Recording recording = RecordingService.RECORDINGS.get("outlive");
     SkadeCatalog second = Way.CONSTRUCTOR.open("second", props).catalog();
     assertThat(RecordingService.RECORDINGS.get("outlive"))
-        .as("started once for the store, not again for the second catalog").isSameAs(recording);
+        .as("started once for the store, not again for the second catalog")
+        .isSameAs(recording);
     assertThat(recording.catalog).isNotSameAs(opener).isNotSameAs(second);
     assertThat(recording.catalog.sharesStoreWith(second)).isTrue();
 
@@ -250,38 +269,61 @@ class CatalogSharingTest {
     Path warehouse = root.resolve("wh");
     String catalogPath = warehouse.resolve("_catalog").toString();
     try (SkadeCatalog owner = Catalogs.open(warehouse)) {
-      Function<Map<String, String>, Map<String, String>> with = extra -> {
-        Map<String, String> props = new HashMap<>(props(warehouse));
-        props.putAll(extra);
-        return props;
-      };
-      assertRefused(with.apply(Map.of("catalog.access", "follower")), catalogPath,
+      Function<Map<String, String>, Map<String, String>> with =
+          extra -> {
+            Map<String, String> props = new HashMap<>(props(warehouse));
+            props.putAll(extra);
+            return props;
+          };
+      assertRefused(
+          with.apply(Map.of("catalog.access", "follower")),
+          catalogPath,
           "catalog.access is 'owner' there and 'follower' here");
       Path other = root.resolve("other");
-      assertRefused(Map.of("warehouse", other.toString(), "catalog.path", catalogPath),
-          catalogPath, "warehouse is '" + warehouse + "' there and '" + other + "' here");
-      assertRefused(with.apply(Map.of("commit.max-batch-size", "1")), catalogPath,
+      assertRefused(
+          Map.of("warehouse", other.toString(), "catalog.path", catalogPath),
+          catalogPath,
+          "warehouse is '" + warehouse + "' there and '" + other + "' here");
+      assertRefused(
+          with.apply(Map.of("commit.max-batch-size", "1")),
+          catalogPath,
           "commit.max-batch-size is '4096' there and '1' here");
-      assertRefused(with.apply(Map.of("consumer.expiry-timeout", "1h")), catalogPath,
+      assertRefused(
+          with.apply(Map.of("consumer.expiry-timeout", "1h")),
+          catalogPath,
           "consumer.expiry-timeout is '7d' there and '1h' here");
-      assertRefused(with.apply(Map.of(RecordingService.KEY, "x")), catalogPath,
+      assertRefused(
+          with.apply(Map.of(RecordingService.KEY, "x")),
+          catalogPath,
           RecordingService.KEY + " is unset there and 'x' here");
-      assertThat(SharedCatalogs.holds(props(warehouse))).as("the refusals hold nothing")
+      assertThat(SharedCatalogs.holds(props(warehouse)))
+          .as("the refusals hold nothing")
           .isEqualTo(1);
 
       // The same settings written otherwise, and the properties each catalog has for itself.
-      Map<String, String> own = with.apply(Map.of("warehouse", "file:" + warehouse + "/",
-          "consumer.expiry-timeout", "168h", "commit.max-batch-size", "4096",
-          "commit-feed.buffer-size", "2", "table-default.owner", "mine",
-          "unique-table-location", "true"));
+      Map<String, String> own =
+          with.apply(
+              Map.of(
+                  "warehouse",
+                  "file:" + warehouse + "/",
+                  "consumer.expiry-timeout",
+                  "168h",
+                  "commit.max-batch-size",
+                  "4096",
+                  "commit-feed.buffer-size",
+                  "2",
+                  "table-default.owner",
+                  "mine",
+                  "unique-table-location",
+                  "true"));
       try (SkadeCatalog mine = Way.CONSTRUCTOR.open("mine", own).catalog()) {
         assertThat(mine.sharesStoreWith(owner)).isTrue();
         assertThat(mine.name()).isEqualTo("mine");
         Table table = Catalogs.createTable(mine, "t");
         assertThat(table.properties()).containsEntry("owner", "mine");
         assertThat(table.location()).startsWith("file:" + warehouse + "/db/t-");
-        Table other2 = owner.buildTable(TableIdentifier.of(Catalogs.DB, "u"), Catalogs.SCHEMA)
-            .create();
+        Table other2 =
+            owner.buildTable(TableIdentifier.of(Catalogs.DB, "u"), Catalogs.SCHEMA).create();
         assertThat(other2.properties()).doesNotContainKey("owner");
         assertThat(other2.location()).isEqualTo(warehouse + "/db/u");
         try (CommitSubscription small = mine.subscribeCommits()) {
@@ -304,8 +346,8 @@ class CatalogSharingTest {
     }
   }
 
-  private static void assertRefused(Map<String, String> props, String catalogPath,
-      String difference) {
+  private static void assertRefused(
+      Map<String, String> props, String catalogPath, String difference) {
     assertThatThrownBy(() -> Way.CONSTRUCTOR.open("refused", props))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("skade catalog at " + catalogPath)
@@ -319,15 +361,16 @@ class CatalogSharingTest {
     try (SkadeCatalog owner = Catalogs.open(warehouse)) {
       Catalogs.createTable(owner, "t");
     }
-    Map<String, String> follow = Map.of("warehouse", warehouse.toString(),
-        "catalog.access", "follower");
+    Map<String, String> follow =
+        Map.of("warehouse", warehouse.toString(), "catalog.access", "follower");
     try (SkadeCatalog a = Way.CONSTRUCTOR.open("a", follow).catalog();
         SharedCatalogs.Handle b = SharedCatalogs.acquireOrFollow(props(warehouse))) {
-      assertThat(b.catalog().isFollower()).as("acquireOrFollow joins this JVM's follower")
-          .isTrue();
+      assertThat(b.catalog().isFollower()).as("acquireOrFollow joins this JVM's follower").isTrue();
       assertThat(b.catalog().sharesStoreWith(a)).isTrue();
       assertThat(b.catalog().tableExists(T)).isTrue();
-      assertRefused(props(warehouse), warehouse.resolve("_catalog").toString(),
+      assertRefused(
+          props(warehouse),
+          warehouse.resolve("_catalog").toString(),
           "catalog.access is 'follower' there and 'owner' here");
     }
   }
@@ -339,14 +382,19 @@ class CatalogSharingTest {
         SkadeCatalog b = Way.LOAD_CATALOG.open("b", props(warehouse)).catalog()) {
       Catalogs.createTable(a, "t");
       Path java = Path.of(System.getProperty("java.home"), "bin", "java");
-      Process child = new ProcessBuilder(java.toString(), "-cp",
-          System.getProperty("java.class.path"), OpenCatalogChild.class.getName(),
-          warehouse.toString())
-          .redirectError(root.resolve("child.err").toFile())
-          .start();
+      Process child =
+          new ProcessBuilder(
+                  java.toString(),
+                  "-cp",
+                  System.getProperty("java.class.path"),
+                  OpenCatalogChild.class.getName(),
+                  warehouse.toString())
+              .redirectError(root.resolve("child.err").toFile())
+              .start();
       String out = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
       assertThat(child.waitFor(1, TimeUnit.MINUTES)).isTrue();
-      assertThat(out).as(() -> "child stderr: " + readQuietly(root.resolve("child.err")))
+      assertThat(out)
+          .as(() -> "child stderr: " + readQuietly(root.resolve("child.err")))
           .startsWith("REFUSED " + CatalogLockedException.class.getName())
           .contains(warehouse.resolve("_catalog").toString())
           .contains("held by another process");
@@ -377,8 +425,8 @@ class CatalogSharingTest {
         Catalogs.append(viaUri.loadTable(T), "g");
       }
     }
-    try (SkadeCatalog again = Way.CONSTRUCTOR.open("again",
-        Map.of("warehouse", "file://" + warehouse)).catalog()) {
+    try (SkadeCatalog again =
+        Way.CONSTRUCTOR.open("again", Map.of("warehouse", "file://" + warehouse)).catalog()) {
       Table table = again.loadTable(T);
       assertThat(table.snapshots()).hasSize(2);
       assertThat(table.io().newInputFile(table.currentSnapshot().manifestListLocation()).exists())
@@ -391,14 +439,18 @@ class CatalogSharingTest {
   private static List<Long> drain(CommitSubscription feed, long upTo) {
     List<Long> seqs = new ArrayList<>();
     // In this thread, with no pause between polls: each poll waits on the feed itself.
-    await("the feed delivering commit " + upTo).atMost(WAIT).pollInSameThread()
-        .pollInterval(Duration.ZERO).until(() -> {
-          CommitEvent event = feed.poll(Duration.ofMillis(100));
-          if (event != null) {
-            seqs.add(event.commitSeq());
-          }
-          return !seqs.isEmpty() && seqs.get(seqs.size() - 1) >= upTo;
-        });
+    await("the feed delivering commit " + upTo)
+        .atMost(WAIT)
+        .pollInSameThread()
+        .pollInterval(Duration.ZERO)
+        .until(
+            () -> {
+              CommitEvent event = feed.poll(Duration.ofMillis(100));
+              if (event != null) {
+                seqs.add(event.commitSeq());
+              }
+              return !seqs.isEmpty() && seqs.get(seqs.size() - 1) >= upTo;
+            });
     return seqs;
   }
 

@@ -16,7 +16,8 @@ import org.apache.iceberg.types.Types;
 
 /** Small helpers shared by the catalog-store tests. */
 final class Catalogs {
-  static final Schema SCHEMA = new Schema(Types.NestedField.required(1, "id", Types.LongType.get()));
+  static final Schema SCHEMA =
+      new Schema(Types.NestedField.required(1, "id", Types.LongType.get()));
   static final Namespace DB = Namespace.of("db");
 
   private Catalogs() {}
@@ -38,7 +39,8 @@ final class Catalogs {
     if (!catalog.namespaceExists(DB)) {
       catalog.createNamespace(DB);
     }
-    return catalog.buildTable(TableIdentifier.of(DB, name), SCHEMA)
+    return catalog
+        .buildTable(TableIdentifier.of(DB, name), SCHEMA)
         .withProperty(TableProperties.COMMIT_NUM_RETRIES, "1000")
         .withProperty(TableProperties.COMMIT_MIN_RETRY_WAIT_MS, "1")
         .withProperty(TableProperties.COMMIT_MAX_RETRY_WAIT_MS, "20")
@@ -57,8 +59,8 @@ final class Catalogs {
 
   /** The cursor of a consumer that has read table {@code id} up to {@code snapshotId}. */
   static ConsumerCursor cursorAt(SkadeCatalog catalog, TableIdentifier id, long snapshotId) {
-    return new ConsumerCursor(id, catalog.loadTable(id).uuid().toString(), snapshotId,
-        catalog.commitSeq());
+    return new ConsumerCursor(
+        id, catalog.loadTable(id).uuid().toString(), snapshotId, catalog.commitSeq());
   }
 
   static ConsumerCursor cursorAtCurrent(SkadeCatalog catalog, TableIdentifier id) {

@@ -45,14 +45,17 @@ class CommitFeedTest {
       List<Future<?>> writers = new ArrayList<>();
       for (int w = 0; w < threads; w++) {
         int writer = w;
-        writers.add(pool.submit((Callable<Void>) () -> {
-          go.await();
-          Table table = catalog.loadTable(tables.get(writer % tables.size()));
-          for (int i = 0; i < appendsPerThread; i++) {
-            Catalogs.append(table, "w" + writer + "-" + i);
-          }
-          return null;
-        }));
+        writers.add(
+            pool.submit(
+                (Callable<Void>)
+                    () -> {
+                      go.await();
+                      Table table = catalog.loadTable(tables.get(writer % tables.size()));
+                      for (int i = 0; i < appendsPerThread; i++) {
+                        Catalogs.append(table, "w" + writer + "-" + i);
+                      }
+                      return null;
+                    }));
       }
       go.countDown();
       for (Future<?> writer : writers) {
@@ -63,7 +66,8 @@ class CommitFeedTest {
       long end = catalog.commitSeq();
       assertThat(end - start).isEqualTo((long) threads * appendsPerThread);
       List<CommitEvent> log = list(catalog.commitsSince(0));
-      assertThat(log).extracting(CommitEvent::commitSeq)
+      assertThat(log)
+          .extracting(CommitEvent::commitSeq)
           .containsExactlyElementsOf(LongStream.rangeClosed(1, end).boxed().toList());
 
       // The log is each table's history: its snapshots in order, ending at its current pointer.
@@ -71,13 +75,15 @@ class CommitFeedTest {
         Table table = catalog.loadTable(id);
         String key = catalog.commitTableKey(id);
         List<CommitEvent> rows = log.stream().filter(e -> e.tableKey().equals(key)).toList();
-        List<Long> snapshotsInLog = rows.stream()
-            .flatMap(e -> e.addedSnapshotIds().stream()).toList();
-        List<Long> snapshots = StreamSupport.stream(table.snapshots().spliterator(), false)
-            .map(Snapshot::snapshotId).toList();
+        List<Long> snapshotsInLog =
+            rows.stream().flatMap(e -> e.addedSnapshotIds().stream()).toList();
+        List<Long> snapshots =
+            StreamSupport.stream(table.snapshots().spliterator(), false)
+                .map(Snapshot::snapshotId)
+                .toList();
         assertThat(snapshotsInLog).containsExactlyElementsOf(snapshots);
-        assertThat(rows.get(rows.size() - 1).metadataLocation()).isEqualTo(
-            ((HasTableOperations) table).operations().current().metadataFileLocation());
+        assertThat(rows.get(rows.size() - 1).metadataLocation())
+            .isEqualTo(((HasTableOperations) table).operations().current().metadataFileLocation());
         assertThat(rows.get(0).operation()).isEqualTo(CommitOperation.CREATE);
       }
 
@@ -99,12 +105,17 @@ class CommitFeedTest {
       }
       long seqBefore = catalog.commitSeq();
       long syncsBefore = catalog.statistics().walSyncs();
-      runConcurrently(tables, commitsEach, (table, i) ->
-          table.updateProperties().set("round", String.valueOf(i)).commit());
+      runConcurrently(
+          tables,
+          commitsEach,
+          (table, i) -> table.updateProperties().set("round", String.valueOf(i)).commit());
       long commits = catalog.commitSeq() - seqBefore;
       long syncs = catalog.statistics().walSyncs() - syncsBefore;
       assertThat(commits).isEqualTo((long) committers * commitsEach);
-      assertThat(syncs).as("WAL syncs for %d commits", commits).isGreaterThan(0).isLessThan(commits);
+      assertThat(syncs)
+          .as("WAL syncs for %d commits", commits)
+          .isGreaterThan(0)
+          .isLessThan(commits);
     }
   }
 
@@ -118,8 +129,10 @@ class CommitFeedTest {
       }
       try (CommitSubscription subscription = catalog.subscribeCommits()) {
         long cursor = subscription.startCursor();
-        runConcurrently(tables, 625, (table, i) ->
-            table.updateProperties().set("i", String.valueOf(i)).commit());
+        runConcurrently(
+            tables,
+            625,
+            (table, i) -> table.updateProperties().set("i", String.valueOf(i)).commit());
         long end = catalog.commitSeq();
         assertThat(end - cursor).isEqualTo(5_000);
 
@@ -144,8 +157,9 @@ class CommitFeedTest {
           }
         }
         assertThat(lagged).isTrue();
-        assertThat(seen).containsExactlyElementsOf(
-            LongStream.rangeClosed(subscription.startCursor() + 1, end).boxed().toList());
+        assertThat(seen)
+            .containsExactlyElementsOf(
+                LongStream.rangeClosed(subscription.startCursor() + 1, end).boxed().toList());
       }
     }
   }
@@ -155,12 +169,14 @@ class CommitFeedTest {
     try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
       Table table = Catalogs.createTable(catalog, "race");
       AtomicBoolean stop = new AtomicBoolean();
-      Thread writer = new Thread(() -> {
-        int i = 0;
-        while (!stop.get()) {
-          table.updateProperties().set("i", String.valueOf(i++)).commit();
-        }
-      });
+      Thread writer =
+          new Thread(
+              () -> {
+                int i = 0;
+                while (!stop.get()) {
+                  table.updateProperties().set("i", String.valueOf(i++)).commit();
+                }
+              });
       writer.start();
       List<CommitSubscription> subscriptions = new ArrayList<>();
       try {
@@ -183,8 +199,9 @@ class CommitFeedTest {
           after.add(event.commitSeq());
           last = event.commitSeq();
         }
-        assertThat(after).containsExactlyElementsOf(
-            LongStream.rangeClosed(subscription.startCursor() + 1, end).boxed().toList());
+        assertThat(after)
+            .containsExactlyElementsOf(
+                LongStream.rangeClosed(subscription.startCursor() + 1, end).boxed().toList());
         subscription.close();
       }
     }
@@ -196,28 +213,38 @@ class CommitFeedTest {
       catalog.createNamespace(Catalogs.DB);
       TableIdentifier a = TableIdentifier.of(Catalogs.DB, "a");
       TableIdentifier b = TableIdentifier.of(Catalogs.DB, "b");
-      Table table = catalog.createTable(a, Catalogs.SCHEMA);                  // 1 CREATE
-      table.updateProperties().set("k", "v").commit();                        // 2 metadata-only
+      Table table = catalog.createTable(a, Catalogs.SCHEMA); // 1 CREATE
+      table.updateProperties().set("k", "v").commit(); // 2 metadata-only
       var tx = table.newTransaction();
       tx.newFastAppend().appendFile(Catalogs.dataFile("x")).commit();
       tx.newFastAppend().appendFile(Catalogs.dataFile("y")).commit();
-      tx.commitTransaction();                                                // 3 two snapshots
-      List<Long> txSnapshots = StreamSupport.stream(
-          catalog.loadTable(a).snapshots().spliterator(), false).map(Snapshot::snapshotId).toList();
+      tx.commitTransaction(); // 3 two snapshots
+      List<Long> txSnapshots =
+          StreamSupport.stream(catalog.loadTable(a).snapshots().spliterator(), false)
+              .map(Snapshot::snapshotId)
+              .toList();
       CommitEvent txCommit = catalog.commitOf(a, txSnapshots.get(0)).orElseThrow();
-      catalog.renameTable(a, b);                                             // 4, 5
+      catalog.renameTable(a, b); // 4, 5
       assertThat(catalog.commitOf(b, txSnapshots.get(1))).hasValue(txCommit); // index moved
-      String location = ((HasTableOperations) catalog.loadTable(b)).operations().current()
-          .metadataFileLocation();
-      catalog.dropTable(b, false);                                           // 6 DROP
-      catalog.registerTable(a, location);                                    // 7 REGISTER
+      String location =
+          ((HasTableOperations) catalog.loadTable(b)).operations().current().metadataFileLocation();
+      catalog.dropTable(b, false); // 6 DROP
+      catalog.registerTable(a, location); // 7 REGISTER
 
       List<CommitEvent> log = list(catalog.commitsSince(0));
-      assertThat(log).extracting(CommitEvent::commitSeq).containsExactly(1L, 2L, 3L, 4L, 5L, 6L, 7L);
-      assertThat(log).extracting(CommitEvent::operation).containsExactly(
-          CommitOperation.CREATE, CommitOperation.UPDATE, CommitOperation.UPDATE,
-          CommitOperation.RENAME_FROM, CommitOperation.RENAME_TO, CommitOperation.DROP,
-          CommitOperation.REGISTER);
+      assertThat(log)
+          .extracting(CommitEvent::commitSeq)
+          .containsExactly(1L, 2L, 3L, 4L, 5L, 6L, 7L);
+      assertThat(log)
+          .extracting(CommitEvent::operation)
+          .containsExactly(
+              CommitOperation.CREATE,
+              CommitOperation.UPDATE,
+              CommitOperation.UPDATE,
+              CommitOperation.RENAME_FROM,
+              CommitOperation.RENAME_TO,
+              CommitOperation.DROP,
+              CommitOperation.REGISTER);
       assertThat(log.get(1).snapshotId()).isEmpty();
       assertThat(txCommit).isEqualTo(log.get(2));
       assertThat(log.get(2).addedSnapshotIds()).containsExactlyElementsOf(txSnapshots);
@@ -237,11 +264,13 @@ class CommitFeedTest {
       TableIdentifier id = TableIdentifier.of(Catalogs.DB, "visible");
       int appends = 50;
       try (CommitSubscription feed = catalog.subscribeCommits()) {
-        Thread writer = new Thread(() -> {
-          for (int i = 0; i < appends; i++) {
-            Catalogs.append(table, "v" + i);
-          }
-        });
+        Thread writer =
+            new Thread(
+                () -> {
+                  for (int i = 0; i < appends; i++) {
+                    Catalogs.append(table, "v" + i);
+                  }
+                });
         writer.start();
         for (int received = 0; received < appends; received++) {
           CommitEvent event = feed.poll(Duration.ofSeconds(30));
@@ -267,14 +296,16 @@ class CommitFeedTest {
       for (int t = 0; t < 4; t++) {
         tables.add(Catalogs.createTable(catalog, "paged" + t));
       }
-      runConcurrently(tables, 275, (table, i) ->
-          table.updateProperties().set("i", String.valueOf(i)).commit());
+      runConcurrently(
+          tables, 275, (table, i) -> table.updateProperties().set("i", String.valueOf(i)).commit());
     }
     try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
       assertThat(catalog.commitSeq()).isEqualTo(1_104);
-      assertThat(catalog.commitsSince(100, 10)).extracting(CommitEvent::commitSeq)
+      assertThat(catalog.commitsSince(100, 10))
+          .extracting(CommitEvent::commitSeq)
           .containsExactlyElementsOf(LongStream.rangeClosed(101, 110).boxed().toList());
-      assertThat(list(catalog.commitsSince(7))).extracting(CommitEvent::commitSeq)
+      assertThat(list(catalog.commitsSince(7)))
+          .extracting(CommitEvent::commitSeq)
           .containsExactlyElementsOf(LongStream.rangeClosed(8, 1_104).boxed().toList());
       assertThat(catalog.commitsSince(1_104, 10)).isEmpty();
     }
@@ -297,7 +328,8 @@ class CommitFeedTest {
     catalog.close();
     assertThatThrownBy(() -> open.poll(Duration.ofSeconds(1)))
         .isInstanceOf(IllegalStateException.class);
-    assertThatThrownBy(catalog::subscribeCommits).isInstanceOf(IllegalStateException.class)
+    assertThatThrownBy(catalog::subscribeCommits)
+        .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("closed");
   }
 
@@ -313,13 +345,16 @@ class CommitFeedTest {
       CountDownLatch go = new CountDownLatch(1);
       List<Future<?>> futures = new ArrayList<>();
       for (Table table : tables) {
-        futures.add(pool.submit((Callable<Void>) () -> {
-          go.await();
-          for (int i = 0; i < times; i++) {
-            action.run(table, i);
-          }
-          return null;
-        }));
+        futures.add(
+            pool.submit(
+                (Callable<Void>)
+                    () -> {
+                      go.await();
+                      for (int i = 0; i < times; i++) {
+                        action.run(table, i);
+                      }
+                      return null;
+                    }));
       }
       go.countDown();
       for (Future<?> future : futures) {
@@ -344,29 +379,34 @@ class CommitFeedTest {
 
     Collector(SkadeCatalog catalog) {
       this.subscription = catalog.subscribeCommits(1 << 20);
-      this.thread = new Thread(() -> {
-        try {
-          while (true) {
-            CommitEvent event = subscription.poll(Duration.ofMillis(100));
-            if (event != null) {
-              events.add(event);
-            }
-          }
-        } catch (InterruptedException | IllegalStateException e) {
-          // subscription closed: done
-        }
-      });
+      this.thread =
+          new Thread(
+              () -> {
+                try {
+                  while (true) {
+                    CommitEvent event = subscription.poll(Duration.ofMillis(100));
+                    if (event != null) {
+                      events.add(event);
+                    }
+                  }
+                } catch (InterruptedException | IllegalStateException e) {
+                  // subscription closed: done
+                }
+              });
       thread.start();
     }
 
     List<CommitEvent> awaitUpTo(long seq) throws InterruptedException {
       try {
-        await("commit " + seq + " delivered").atMost(Duration.ofSeconds(30))
-            .pollInterval(Duration.ofMillis(10)).until(() -> {
-              synchronized (events) {
-                return !events.isEmpty() && events.get(events.size() - 1).commitSeq() >= seq;
-              }
-            });
+        await("commit " + seq + " delivered")
+            .atMost(Duration.ofSeconds(30))
+            .pollInterval(Duration.ofMillis(10))
+            .until(
+                () -> {
+                  synchronized (events) {
+                    return !events.isEmpty() && events.get(events.size() - 1).commitSeq() >= seq;
+                  }
+                });
       } finally {
         subscription.close();
         thread.join();

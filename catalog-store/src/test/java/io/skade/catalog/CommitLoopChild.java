@@ -64,18 +64,23 @@ public final class CommitLoopChild {
       Table table = catalog.loadTable(id);
       String tableKey = catalog.commitTableKey(id);
       while (true) {
-        DataFile file = DataFiles.builder(PartitionSpec.unpartitioned())
-            .withPath(warehouse + "/fake-" + UUID.randomUUID() + ".parquet")
-            .withFileSizeInBytes(10)
-            .withRecordCount(1)
-            .withFormat(FileFormat.PARQUET)
-            .build();
+        DataFile file =
+            DataFiles.builder(PartitionSpec.unpartitioned())
+                .withPath(warehouse + "/fake-" + UUID.randomUUID() + ".parquet")
+                .withFileSizeInBytes(10)
+                .withRecordCount(1)
+                .withFormat(FileFormat.PARQUET)
+                .build();
         table.newFastAppend().appendFile(file).commit();
         // This thread is the table's only writer, so the current snapshot is the one just added.
         long snapshotId = table.currentSnapshot().snapshotId();
-        CommitEvent commit = catalog.commitOf(id, snapshotId).orElseThrow(() ->
-            new IllegalStateException("no commit recorded for snapshot " + snapshotId
-                + " of " + id));
+        CommitEvent commit =
+            catalog
+                .commitOf(id, snapshotId)
+                .orElseThrow(
+                    () ->
+                        new IllegalStateException(
+                            "no commit recorded for snapshot " + snapshotId + " of " + id));
         synchronized (out) {
           out.println("ACK " + commit.commitSeq() + " " + tableKey + " " + snapshotId);
           out.flush();

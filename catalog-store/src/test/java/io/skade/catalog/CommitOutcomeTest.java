@@ -26,15 +26,20 @@ class CommitOutcomeTest {
     try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
       Table table = Catalogs.createTable(catalog, "t");
       Committer.BatchWriter real = catalog.committer().batchWriter();
-      catalog.committer().writeBatchesWith(batch -> {
-        real.write(batch);
-        throw new IOException("injected: fsync reported an error after the write");
-      });
+      catalog
+          .committer()
+          .writeBatchesWith(
+              batch -> {
+                real.write(batch);
+                throw new IOException("injected: fsync reported an error after the write");
+              });
       try (CommitSubscription feed = catalog.subscribeCommits()) {
         assertThatThrownBy(() -> Catalogs.append(table, "lost-ack"))
             .isInstanceOf(CommitStateUnknownException.class)
             .hasMessageContaining("injected");
-        assertThat(feed.poll(Duration.ofMillis(200))).as("no event for an unknown outcome").isNull();
+        assertThat(feed.poll(Duration.ofMillis(200)))
+            .as("no event for an unknown outcome")
+            .isNull();
       }
       assertThatThrownBy(() -> table.updateProperties().set("k", "v").commit())
           .isInstanceOf(IllegalStateException.class)
@@ -51,9 +56,12 @@ class CommitOutcomeTest {
   void aWriteThatFailsBeforeReachingDiskIsReportedUnknownAndIsAbsentOnReopen() throws Exception {
     try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
       Table table = Catalogs.createTable(catalog, "t");
-      catalog.committer().writeBatchesWith(batch -> {
-        throw new IOException("injected: the write never reached the WAL");
-      });
+      catalog
+          .committer()
+          .writeBatchesWith(
+              batch -> {
+                throw new IOException("injected: the write never reached the WAL");
+              });
       assertThatThrownBy(() -> Catalogs.append(table, "never-written"))
           .isInstanceOf(CommitStateUnknownException.class);
     }
@@ -62,7 +70,8 @@ class CommitOutcomeTest {
       assertThat(reopened.loadTable(T).currentSnapshot()).isNull();
       // The sequence continues without a gap.
       Catalogs.append(reopened.loadTable(T), "after");
-      assertThat(reopened.commitsSince(0, 10)).extracting(CommitEvent::commitSeq)
+      assertThat(reopened.commitsSince(0, 10))
+          .extracting(CommitEvent::commitSeq)
           .containsExactly(1L, 2L);
     }
   }

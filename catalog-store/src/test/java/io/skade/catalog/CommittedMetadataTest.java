@@ -46,11 +46,14 @@ class CommittedMetadataTest {
       for (String location : locations) {
         TableMetadata fromMemory = CommittedMetadata.read(catalog.io(), location);
         TableMetadata parsed = TableMetadataParser.read(catalog.io(), location);
-        assertThat(fromMemory).as(location).isNotSameAs(parsed)
+        assertThat(fromMemory)
+            .as(location)
+            .isNotSameAs(parsed)
             .isSameAs(CommittedMetadata.read(catalog.io(), location));
         assertThat(fromMemory.metadataFileLocation()).isEqualTo(location);
         assertThat(fromMemory.changes()).isEmpty();
-        assertThat(TableMetadataParser.toJson(fromMemory)).as(location)
+        assertThat(TableMetadataParser.toJson(fromMemory))
+            .as(location)
             .isEqualTo(TableMetadataParser.toJson(parsed));
       }
     }
@@ -76,7 +79,8 @@ class CommittedMetadataTest {
       Catalogs.append(table, "a");
       // A copy under a new name, as another process would have written it.
       String copy = warehouse.resolve("copied.metadata.json").toString();
-      TableMetadataParser.overwrite(TableMetadataParser.read(catalog.io(), location(table)),
+      TableMetadataParser.overwrite(
+          TableMetadataParser.read(catalog.io(), location(table)),
           catalog.io().newOutputFile(copy));
 
       TableMetadata first = CommittedMetadata.read(catalog.io(), copy);

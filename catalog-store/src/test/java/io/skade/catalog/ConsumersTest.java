@@ -40,10 +40,12 @@ class ConsumersTest {
       assertThat(catalog.consumer("job-a")).hasValue(a);
       assertThat(a.cursor()).isEqualTo(onT);
       assertThat(a.lastSeen()).isBetween(before, Instant.now());
-      assertThat(catalog.consumers(T)).extracting(StoredConsumer::consumerId)
+      assertThat(catalog.consumers(T))
+          .extracting(StoredConsumer::consumerId)
           .containsExactly("job-a", "job-c");
       assertThat(catalog.consumers(U)).containsExactly(b);
-      assertThat(catalog.consumers()).extracting(StoredConsumer::consumerId)
+      assertThat(catalog.consumers())
+          .extracting(StoredConsumer::consumerId)
           .containsExactly("job-a", "job-b", "job-c");
 
       assertThat(catalog.dropConsumer("job-c")).isTrue();
@@ -89,7 +91,8 @@ class ConsumersTest {
         catalog.dropConsumer("job");
         catalog.storeConsumer("job", cursor);
 
-        assertThat(catalog.statistics().batchesWritten()).as("one synced batch per call")
+        assertThat(catalog.statistics().batchesWritten())
+            .as("one synced batch per call")
             .isEqualTo(batches + 3);
         assertThat(catalog.commitSeq()).isEqualTo(seq);
         assertThat(catalog.commitsSince(seq, 10)).isEmpty();

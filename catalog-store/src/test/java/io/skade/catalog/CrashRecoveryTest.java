@@ -33,8 +33,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Kills a real owner process ({@link CommitLoopChild}) with SIGKILL while it commits, and checks
- * what the next owner finds: a gapless log, metadata files for every row, table pointers that
- * agree with the log, and every commit the dead process acknowledged.
+ * what the next owner finds: a gapless log, metadata files for every row, table pointers that agree
+ * with the log, and every commit the dead process acknowledged.
  */
 class CrashRecoveryTest {
   private static final int ROUNDS = 20;
@@ -55,8 +55,14 @@ class CrashRecoveryTest {
 
     for (int round = 0; round < ROUNDS; round++) {
       int extraDelayMs = random.nextInt(MAX_EXTRA_DELAY_MS + 1);
-      String context = "seed " + seed + ", round " + round + " (killed " + extraDelayMs
-          + " ms after the first ACK)";
+      String context =
+          "seed "
+              + seed
+              + ", round "
+              + round
+              + " (killed "
+              + extraDelayMs
+              + " ms after the first ACK)";
       long started = System.nanoTime();
       List<Ack> acks;
       try (Child child = Child.start(warehouse, root.resolve("child-" + round + ".err"))) {
@@ -64,16 +70,23 @@ class CrashRecoveryTest {
         // Not a stand-in for a condition: it moves the kill to a random point of the commit loop.
         Thread.sleep(extraDelayMs);
         assertThat(child.process.isAlive())
-            .as(() -> context + ": the child exited on its own before the kill; its stderr:\n"
-                + child.stderr())
+            .as(
+                () ->
+                    context
+                        + ": the child exited on its own before the kill; its stderr:\n"
+                        + child.stderr())
             .isTrue();
         acks = child.kill();
       }
       long killed = System.nanoTime();
       acknowledged.addAll(acks);
       long commitSeq = assertRecovered(warehouse, acknowledged, context);
-      System.out.printf("%s: %d ACKs, commitSeq %d; child ran %d ms, checks took %d ms%n",
-          context, acks.size(), commitSeq, (killed - started) / 1_000_000,
+      System.out.printf(
+          "%s: %d ACKs, commitSeq %d; child ran %d ms, checks took %d ms%n",
+          context,
+          acks.size(),
+          commitSeq,
+          (killed - started) / 1_000_000,
           (System.nanoTime() - killed) / 1_000_000);
     }
   }
@@ -93,8 +106,8 @@ class CrashRecoveryTest {
 
       // A follower needs no lock: it reads the owner's log while the owner keeps committing.
       SkadeCatalog follower = new SkadeCatalog();
-      follower.initialize("f",
-          Map.of("warehouse", warehouse.toString(), "catalog.access", "follower"));
+      follower.initialize(
+          "f", Map.of("warehouse", warehouse.toString(), "catalog.access", "follower"));
       try {
         assertThat(follower.isFollower()).isTrue();
         long seenAtOpen = follower.commitSeq();
@@ -102,15 +115,20 @@ class CrashRecoveryTest {
 
         long target = child.awaitAckAbove(seenAtOpen, "follower test");
         // Every read of the log, not only the last, must be gapless: a gap fails at once.
-        List<CommitEvent> log = await("the follower's log reaching commit " + target)
-            .atMost(Duration.ofMillis(FOLLOWER_TIMEOUT_MS)).pollInterval(Duration.ofMillis(10))
-            .until(() -> {
-              List<CommitEvent> read = readLog(follower);
-              assertGapless(read, "follower's log while the owner commits");
-              return read;
-            }, read -> lastSeq(read) >= target);
+        List<CommitEvent> log =
+            await("the follower's log reaching commit " + target)
+                .atMost(Duration.ofMillis(FOLLOWER_TIMEOUT_MS))
+                .pollInterval(Duration.ofMillis(10))
+                .until(
+                    () -> {
+                      List<CommitEvent> read = readLog(follower);
+                      assertGapless(read, "follower's log while the owner commits");
+                      return read;
+                    },
+                    read -> lastSeq(read) >= target);
         assertThat(lastSeq(log))
-            .as("the follower's log reaches commit %d the owner acknowledged after it opened",
+            .as(
+                "the follower's log reaches commit %d the owner acknowledged after it opened",
                 target)
             .isGreaterThanOrEqualTo(target)
             .isGreaterThan(seenAtOpen);
@@ -132,20 +150,23 @@ class CrashRecoveryTest {
     try (SkadeCatalog catalog = openOwner(warehouse)) {
       List<CommitEvent> log = readLog(catalog);
       assertGapless(log, context);
-      assertThat(catalog.commitSeq()).as(context + ": commitSeq is the last log row")
+      assertThat(catalog.commitSeq())
+          .as(context + ": commitSeq is the last log row")
           .isEqualTo(lastSeq(log));
 
       Map<String, CommitEvent> newestByTable = new HashMap<>();
       Map<String, Set<Long>> snapshotsByTable = new HashMap<>();
       for (CommitEvent row : log) {
-        assertThat(row.operation()).as(context + ": operation of %s", row)
+        assertThat(row.operation())
+            .as(context + ": operation of %s", row)
             .isIn(CommitOperation.CREATE, CommitOperation.UPDATE);
         // A metadata file is written before its pointer swap: no row may point at a missing one.
         assertThat(localPath(row.metadataLocation()))
             .as(context + ": metadata file of %s", row)
             .exists();
         newestByTable.put(row.tableKey(), row);
-        snapshotsByTable.computeIfAbsent(row.tableKey(), k -> new HashSet<>())
+        snapshotsByTable
+            .computeIfAbsent(row.tableKey(), k -> new HashSet<>())
             .addAll(row.addedSnapshotIds());
       }
 
@@ -162,20 +183,23 @@ class CrashRecoveryTest {
         for (Snapshot snapshot : table.snapshots()) {
           snapshots.add(snapshot.snapshotId());
         }
-        assertThat(snapshots).as(context + ": snapshots of %s vs. its log rows", id)
+        assertThat(snapshots)
+            .as(context + ": snapshots of %s vs. its log rows", id)
             .isEqualTo(snapshotsByTable.getOrDefault(key, Set.of()));
       }
 
       long commitSeq = catalog.commitSeq();
       for (Ack ack : acknowledged) {
-        assertThat(ack.seq()).as(context + ": acknowledged %s", ack)
-            .isLessThanOrEqualTo(commitSeq);
+        assertThat(ack.seq()).as(context + ": acknowledged %s", ack).isLessThanOrEqualTo(commitSeq);
         CommitEvent row = log.get((int) ack.seq() - 1); // gapless from 1, checked above
-        assertThat(row.operation()).as(context + ": log row of acknowledged %s", ack)
+        assertThat(row.operation())
+            .as(context + ": log row of acknowledged %s", ack)
             .isEqualTo(CommitOperation.UPDATE);
-        assertThat(row.tableKey()).as(context + ": log row of acknowledged %s", ack)
+        assertThat(row.tableKey())
+            .as(context + ": log row of acknowledged %s", ack)
             .isEqualTo(ack.tableKey());
-        assertThat(row.addedSnapshotIds()).as(context + ": log row of acknowledged %s", ack)
+        assertThat(row.addedSnapshotIds())
+            .as(context + ": log row of acknowledged %s", ack)
             .containsExactly(ack.snapshotId());
       }
       return commitSeq;
@@ -184,7 +208,8 @@ class CrashRecoveryTest {
 
   private static void assertGapless(List<CommitEvent> log, String context) {
     List<Long> seqs = log.stream().map(CommitEvent::commitSeq).toList();
-    assertThat(seqs).as(context + ": commit seqs are exactly 1..N")
+    assertThat(seqs)
+        .as(context + ": commit seqs are exactly 1..N")
         .isEqualTo(LongStream.rangeClosed(1, seqs.size()).boxed().toList());
   }
 
@@ -237,11 +262,15 @@ class CrashRecoveryTest {
     static Child start(Path warehouse, Path stderrFile) throws IOException {
       Path java = Path.of(System.getProperty("java.home"), "bin", "java");
       // Surefire's java.class.path is a manifest-only jar whose Class-Path the child inherits.
-      Process process = new ProcessBuilder(java.toString(), "-cp",
-          System.getProperty("java.class.path"), CommitLoopChild.class.getName(),
-          warehouse.toString())
-          .redirectError(stderrFile.toFile())
-          .start();
+      Process process =
+          new ProcessBuilder(
+                  java.toString(),
+                  "-cp",
+                  System.getProperty("java.class.path"),
+                  CommitLoopChild.class.getName(),
+                  warehouse.toString())
+              .redirectError(stderrFile.toFile())
+              .start();
       return new Child(process, stderrFile);
     }
 
@@ -284,28 +313,39 @@ class CrashRecoveryTest {
 
     /** Waits (bounded) until the child printed READY and at least {@code minAcks} ACKs. */
     void awaitReadyAndAcks(int minAcks, String context) throws InterruptedException {
-      awaitCondition(() -> ready && acks.size() >= minAcks,
-          "READY and " + minAcks + " ACK(s)", context);
+      awaitCondition(
+          () -> ready && acks.size() >= minAcks, "READY and " + minAcks + " ACK(s)", context);
     }
 
     /** Waits (bounded) for an ACK of a commit after {@code seq}; returns its seq. */
     long awaitAckAbove(long seq, String context) throws InterruptedException {
-      awaitCondition(() -> acks.stream().anyMatch(a -> a.seq() > seq),
-          "an ACK above commit " + seq, context);
+      awaitCondition(
+          () -> acks.stream().anyMatch(a -> a.seq() > seq), "an ACK above commit " + seq, context);
       synchronized (this) {
         return acks.stream().mapToLong(Ack::seq).max().orElseThrow();
       }
     }
 
-    private synchronized void awaitCondition(BooleanSupplier condition, String what,
-        String context) throws InterruptedException {
+    private synchronized void awaitCondition(BooleanSupplier condition, String what, String context)
+        throws InterruptedException {
       long deadline = System.currentTimeMillis() + CHILD_TIMEOUT_MS;
       while (!condition.getAsBoolean()) {
         long left = deadline - System.currentTimeMillis();
         if (eof || left <= 0) {
-          fail(context + ": the child " + (eof ? "exited" : "did not print " + what + " within "
-              + CHILD_TIMEOUT_MS + " ms") + " (ready=" + ready + ", acks=" + acks.size()
-              + ", other stdout=" + otherOutput + "); its stderr:\n" + stderr());
+          fail(
+              context
+                  + ": the child "
+                  + (eof
+                      ? "exited"
+                      : "did not print " + what + " within " + CHILD_TIMEOUT_MS + " ms")
+                  + " (ready="
+                  + ready
+                  + ", acks="
+                  + acks.size()
+                  + ", other stdout="
+                  + otherOutput
+                  + "); its stderr:\n"
+                  + stderr());
         }
         wait(left);
       }
@@ -317,14 +357,21 @@ class CrashRecoveryTest {
       // Process.destroyForcibly() also closes our end of stdout, losing ACKs still in the pipe.
       // A process the child started inherits its stdout until it execs: it would hold the
       // pipe open after the kill. The child starts none once READY; listed if that changes.
-      List<String> started = process.descendants()
-          .map(p -> p.pid() + " " + p.info().commandLine().orElse("?")).toList();
+      List<String> started =
+          process
+              .descendants()
+              .map(p -> p.pid() + " " + p.info().commandLine().orElse("?"))
+              .toList();
       process.toHandle().destroyForcibly();
       process.waitFor();
       reader.join(CHILD_TIMEOUT_MS); // drains the lines still in the pipe
       synchronized (this) {
-        assertThat(eof).as("stdout of the killed child was read to its end within %d ms;"
-            + " processes the child had started: %s", CHILD_TIMEOUT_MS, started).isTrue();
+        assertThat(eof)
+            .as(
+                "stdout of the killed child was read to its end within %d ms;"
+                    + " processes the child had started: %s",
+                CHILD_TIMEOUT_MS, started)
+            .isTrue();
         assertThat(readFailure).as("reading the child's stdout").isNull();
         return List.copyOf(acks);
       }

@@ -24,9 +24,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Snapshot expiry against consumers: a consumer at snapshot S needs S and every newer snapshot,
- * so while it is live a commit removing one of them is refused and changes nothing; a cursor
- * expired anyway is refused with the startup options that recover.
+ * Snapshot expiry against consumers: a consumer at snapshot S needs S and every newer snapshot, so
+ * while it is live a commit removing one of them is refused and changes nothing; a cursor expired
+ * anyway is refused with the startup options that recover.
  */
 class ExpiryGuardTest {
   private static final TableIdentifier T = TableIdentifier.of(Catalogs.DB, "t");
@@ -41,7 +41,8 @@ class ExpiryGuardTest {
       catalog.storeConsumer("job-1", Catalogs.cursorAt(catalog, T, s.get(1)));
 
       expire(catalog, s.get(0));
-      assertThat(snapshotIds(catalog, T)).as("older than the cursor: expired")
+      assertThat(snapshotIds(catalog, T))
+          .as("older than the cursor: expired")
           .containsExactly(s.get(1), s.get(2), s.get(3));
 
       for (long needed : List.of(s.get(1), s.get(2))) {
@@ -58,7 +59,8 @@ class ExpiryGuardTest {
 
       catalog.storeConsumer("job-1", Catalogs.cursorAt(catalog, T, s.get(3)));
       expireAllButCurrent(catalog);
-      assertThat(snapshotIds(catalog, T)).as("after the consumer advanced")
+      assertThat(snapshotIds(catalog, T))
+          .as("after the consumer advanced")
           .containsExactly(s.get(3));
     }
   }
@@ -108,14 +110,14 @@ class ExpiryGuardTest {
   }
 
   @Test
-  void consumersOfAnotherTableOrOfAnEarlierTableOfTheSameNameDoNotBlockExpiry()
-      throws Exception {
+  void consumersOfAnotherTableOrOfAnEarlierTableOfTheSameNameDoNotBlockExpiry() throws Exception {
     try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
       List<Long> s = tableWithSnapshots(catalog, T, 2);
       List<Long> onU = tableWithSnapshots(catalog, U, 1);
       catalog.storeConsumer("on-u", Catalogs.cursorAt(catalog, U, onU.get(0)));
-      catalog.storeConsumer("old-t", new ConsumerCursor(T, UUID.randomUUID().toString(),
-          s.get(0), catalog.commitSeq()));
+      catalog.storeConsumer(
+          "old-t",
+          new ConsumerCursor(T, UUID.randomUUID().toString(), s.get(0), catalog.commitSeq()));
       expire(catalog, s.get(0));
       assertThat(snapshotIds(catalog, T)).containsExactly(s.get(1));
     }
@@ -153,13 +155,15 @@ class ExpiryGuardTest {
       TableMetadata t = metadata(catalog, T);
       TableMetadata u = metadata(catalog, U);
       List<Path> uFiles = metadataFiles(catalog, U);
-      TableCommit expireOnT = TableCommit.create(T, t,
-          TableMetadata.buildFrom(t).removeSnapshots(Set.of(s.get(0))).build());
-      TableCommit propertyOnU = TableCommit.create(U, u,
-          TableMetadata.buildFrom(u).setProperties(Map.of("k", "v")).build());
+      TableCommit expireOnT =
+          TableCommit.create(
+              T, t, TableMetadata.buildFrom(t).removeSnapshots(Set.of(s.get(0))).build());
+      TableCommit propertyOnU =
+          TableCommit.create(
+              U, u, TableMetadata.buildFrom(u).setProperties(Map.of("k", "v")).build());
 
-      assertRefusedAndNothingChanged(catalog,
-          () -> catalog.commitTransaction(List.of(expireOnT, propertyOnU)))
+      assertRefusedAndNothingChanged(
+              catalog, () -> catalog.commitTransaction(List.of(expireOnT, propertyOnU)))
           .hasMessageContaining("consumer 'job'");
       assertThat(metadata(catalog, U).metadataFileLocation()).isEqualTo(u.metadataFileLocation());
       assertThat(metadataFiles(catalog, U)).isEqualTo(uFiles);
@@ -176,8 +180,8 @@ class ExpiryGuardTest {
     assertThat(ExpiryGuard.parse("1500ms")).isEqualTo(Duration.ofMillis(1500));
     assertThat(ExpiryGuard.parse("1500")).isEqualTo(Duration.ofMillis(1500));
     for (String bad : List.of("0", "-1h", "7 days", "1.5h", "PT1H", "99999999999999999999d")) {
-      assertThatThrownBy(() -> Catalogs.open(warehouse,
-              Map.of(SkadeCatalog.CONSUMER_EXPIRY_TIMEOUT, bad)))
+      assertThatThrownBy(
+              () -> Catalogs.open(warehouse, Map.of(SkadeCatalog.CONSUMER_EXPIRY_TIMEOUT, bad)))
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("'consumer.expiry-timeout' = '" + bad + "'")
           .hasMessageContaining("e.g. 7d or 24h");
@@ -187,8 +191,7 @@ class ExpiryGuardTest {
   // ---- a cursor expired anyway ---------------------------------------------------------------
 
   @Test
-  void aCursorWhoseSnapshotWasExpiredIsRefusedWithTheStartupOptionsThatRecover()
-      throws Exception {
+  void aCursorWhoseSnapshotWasExpiredIsRefusedWithTheStartupOptionsThatRecover() throws Exception {
     try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
       List<Long> s = tableWithSnapshots(catalog, T, 3);
       ConsumerCursor expired = Catalogs.cursorAt(catalog, T, s.get(0));
@@ -272,7 +275,8 @@ class ExpiryGuardTest {
     for (int i = 0; i < tables.size(); i++) {
       assertThat(metadata(catalog, tables.get(i)).metadataFileLocation())
           .isEqualTo(locations.get(i));
-      assertThat(metadataFiles(catalog, tables.get(i))).as("metadata files of %s", tables.get(i))
+      assertThat(metadataFiles(catalog, tables.get(i)))
+          .as("metadata files of %s", tables.get(i))
           .isEqualTo(files.get(i));
     }
     assertThat(catalog.commitSeq()).isEqualTo(seq);
@@ -302,13 +306,21 @@ class ExpiryGuardTest {
 
   private static void expire(SkadeCatalog catalog, long snapshotId) {
     // Catalogs.dataFile names files that do not exist: expiry must not try to delete them.
-    catalog.loadTable(T).expireSnapshots().expireSnapshotId(snapshotId).cleanExpiredFiles(false)
+    catalog
+        .loadTable(T)
+        .expireSnapshots()
+        .expireSnapshotId(snapshotId)
+        .cleanExpiredFiles(false)
         .commit();
   }
 
   private static void expireAllButCurrent(SkadeCatalog catalog) {
-    catalog.loadTable(T).expireSnapshots().expireOlderThan(System.currentTimeMillis() + 1)
-        .cleanExpiredFiles(false).commit();
+    catalog
+        .loadTable(T)
+        .expireSnapshots()
+        .expireOlderThan(System.currentTimeMillis() + 1)
+        .cleanExpiredFiles(false)
+        .commit();
   }
 
   private static TableMetadata metadata(SkadeCatalog catalog, TableIdentifier id) {

@@ -58,8 +58,10 @@ class FlinkCheckpointGuardTest {
     long seq = catalog.commitSeq();
     long current = table.currentSnapshot().snapshotId();
 
-    assertThatThrownBy(() -> commit(stamped(
-        table.newFastAppend().appendFile(Catalogs.dataFile("b")), OPERATOR, 2)))
+    assertThatThrownBy(
+            () ->
+                commit(
+                    stamped(table.newFastAppend().appendFile(Catalogs.dataFile("b")), OPERATOR, 2)))
         .isInstanceOf(CommitFailedException.class)
         .hasMessageContaining("already committed checkpoint 2 of Flink job " + JOB)
         .hasMessageContaining("/data/b.parquet")
@@ -74,8 +76,8 @@ class FlinkCheckpointGuardTest {
     commit(stamped(table.newRowDelta().addDeletes(deleteFile("d1")), OPERATOR, 5));
     long current = table.currentSnapshot().snapshotId();
 
-    assertThatThrownBy(() -> commit(stamped(table.newRowDelta().addDeletes(deleteFile("d1")),
-        OPERATOR, 5)))
+    assertThatThrownBy(
+            () -> commit(stamped(table.newRowDelta().addDeletes(deleteFile("d1")), OPERATOR, 5)))
         .isInstanceOf(CommitFailedException.class)
         .hasMessageContaining("checkpoint 5");
     table.refresh();
@@ -101,10 +103,21 @@ class FlinkCheckpointGuardTest {
     commit(stamped(table.newFastAppend().appendFile(Catalogs.dataFile("a")), OPERATOR, 3));
     long seq = catalog.commitSeq();
 
-    assertThatThrownBy(() -> catalog.commitTransaction(List.of(
-        prepared(other, tx -> tx.newFastAppend().appendFile(Catalogs.dataFile("x")).commit()),
-        prepared(table, tx -> stamped(tx.newFastAppend().appendFile(Catalogs.dataFile("a")),
-            OPERATOR, 3).commit()))))
+    assertThatThrownBy(
+            () ->
+                catalog.commitTransaction(
+                    List.of(
+                        prepared(
+                            other,
+                            tx -> tx.newFastAppend().appendFile(Catalogs.dataFile("x")).commit()),
+                        prepared(
+                            table,
+                            tx ->
+                                stamped(
+                                        tx.newFastAppend().appendFile(Catalogs.dataFile("a")),
+                                        OPERATOR,
+                                        3)
+                                    .commit()))))
         .isInstanceOf(CommitFailedException.class)
         .hasMessageContaining("checkpoint 3");
     other.refresh();
@@ -113,16 +126,19 @@ class FlinkCheckpointGuardTest {
   }
 
   private Table create(String name) {
-    TableBuilder builder = catalog.buildTable(TableIdentifier.of(Catalogs.DB, name),
-        Catalogs.SCHEMA).withProperty(TableProperties.FORMAT_VERSION, "2")
-        // A refusal is final: no retries that would be refused again.
-        .withProperty(TableProperties.COMMIT_NUM_RETRIES, "0");
+    TableBuilder builder =
+        catalog
+            .buildTable(TableIdentifier.of(Catalogs.DB, name), Catalogs.SCHEMA)
+            .withProperty(TableProperties.FORMAT_VERSION, "2")
+            // A refusal is final: no retries that would be refused again.
+            .withProperty(TableProperties.COMMIT_NUM_RETRIES, "0");
     return builder.create();
   }
 
-  private static <T extends SnapshotUpdate<T>> T stamped(T update, String operator,
-      long checkpoint) {
-    return update.set(FlinkCheckpointGuard.JOB_ID, JOB)
+  private static <T extends SnapshotUpdate<T>> T stamped(
+      T update, String operator, long checkpoint) {
+    return update
+        .set(FlinkCheckpointGuard.JOB_ID, JOB)
         .set(FlinkCheckpointGuard.OPERATOR_ID, operator)
         .set(FlinkCheckpointGuard.MAX_COMMITTED_CHECKPOINT_ID, String.valueOf(checkpoint));
   }
@@ -134,8 +150,12 @@ class FlinkCheckpointGuardTest {
 
   private static DeleteFile deleteFile(String name) {
     return FileMetadata.deleteFileBuilder(PartitionSpec.unpartitioned())
-        .ofEqualityDeletes(1).withPath("/data/" + name + "-deletes.parquet")
-        .withFileSizeInBytes(10).withRecordCount(1).withFormat(FileFormat.PARQUET).build();
+        .ofEqualityDeletes(1)
+        .withPath("/data/" + name + "-deletes.parquet")
+        .withFileSizeInBytes(10)
+        .withRecordCount(1)
+        .withFormat(FileFormat.PARQUET)
+        .build();
   }
 
   /** A prepared commit of {@code table}, as Iceberg's REST client builds a multi-table one. */
@@ -143,8 +163,9 @@ class FlinkCheckpointGuardTest {
     Transaction tx = table.newTransaction();
     change.accept(tx);
     BaseTransaction base = (BaseTransaction) tx;
-    return TableCommit.create(TableIdentifier.of(Catalogs.DB, table.name()
-        .substring(table.name().lastIndexOf('.') + 1)), base.startMetadata(),
+    return TableCommit.create(
+        TableIdentifier.of(Catalogs.DB, table.name().substring(table.name().lastIndexOf('.') + 1)),
+        base.startMetadata(),
         base.currentMetadata());
   }
 }

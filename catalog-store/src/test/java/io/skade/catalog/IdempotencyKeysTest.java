@@ -23,9 +23,9 @@ import org.rocksdb.Options;
 import org.rocksdb.RocksDB;
 
 /**
- * Commits under an idempotency key: the key is written in the commit's batch, a second commit
- * under it is refused writing nothing, the key outlives a reopen until it is expired, and a
- * catalog made before keys existed gains their column family when its owner opens it.
+ * Commits under an idempotency key: the key is written in the commit's batch, a second commit under
+ * it is refused writing nothing, the key outlives a reopen until it is expired, and a catalog made
+ * before keys existed gains their column family when its owner opens it.
  */
 class IdempotencyKeysTest {
   private static final TableIdentifier T = TableIdentifier.of("db", "t");
@@ -46,14 +46,17 @@ class IdempotencyKeysTest {
     String committed;
     try (SkadeCatalog catalog = open()) {
       catalog.createNamespace(Namespace.of("db"));
-      Table table = catalog.createTable(T, new Schema(
-          Types.NestedField.required(1, "id", Types.LongType.get())));
+      Table table =
+          catalog.createTable(
+              T, new Schema(Types.NestedField.required(1, "id", Types.LongType.get())));
       long before = catalog.commitSeq();
-      catalog.withIdempotencyKey("k1", () -> {
-        table.updateProperties().set("a", "1").commit();
-        table.updateProperties().set("b", "2").commit(); // a second commit: not under the key
-        return null;
-      });
+      catalog.withIdempotencyKey(
+          "k1",
+          () -> {
+            table.updateProperties().set("a", "1").commit();
+            table.updateProperties().set("b", "2").commit(); // a second commit: not under the key
+            return null;
+          });
       assertThat(catalog.commitSeq()).isEqualTo(before + 2);
       IdempotencyRecord record = catalog.idempotencyRecord("k1").orElseThrow();
       committed = record.metadataLocations().get(0);
@@ -61,13 +64,19 @@ class IdempotencyKeysTest {
 
       long seq = catalog.commitSeq();
       Table again = catalog.loadTable(T);
-      assertThatThrownBy(() -> catalog.withIdempotencyKey("k1", () -> {
-        again.updateProperties().set("c", "3").commit();
-        return null;
-      })).isInstanceOf(IdempotencyKeyUsedException.class)
-          .satisfies(e -> assertThat(((IdempotencyKeyUsedException) e).record().key())
-              .isEqualTo("k1"));
-      assertThat(catalog.commitSeq()).as("commit_seq after a second commit under the key")
+      assertThatThrownBy(
+              () ->
+                  catalog.withIdempotencyKey(
+                      "k1",
+                      () -> {
+                        again.updateProperties().set("c", "3").commit();
+                        return null;
+                      }))
+          .isInstanceOf(IdempotencyKeyUsedException.class)
+          .satisfies(
+              e -> assertThat(((IdempotencyKeyUsedException) e).record().key()).isEqualTo("k1"));
+      assertThat(catalog.commitSeq())
+          .as("commit_seq after a second commit under the key")
           .isEqualTo(seq);
       assertThat(catalog.loadTable(T).properties()).doesNotContainKey("c");
     }
@@ -115,15 +124,18 @@ class IdempotencyKeysTest {
       handles.forEach(ColumnFamilyHandle::close);
     }
     try (Options options = new Options()) {
-      assertThat(RocksDB.listColumnFamilies(options, path)).map(String::new)
+      assertThat(RocksDB.listColumnFamilies(options, path))
+          .map(String::new)
           .doesNotContain("idempotency_keys");
     }
     try (SkadeCatalog catalog = open()) {
       assertThat(catalog.namespaceExists(Namespace.of("db"))).isTrue();
-      catalog.withIdempotencyKey("k", () -> {
-        catalog.createNamespace(Namespace.of("db2"));
-        return null;
-      });
+      catalog.withIdempotencyKey(
+          "k",
+          () -> {
+            catalog.createNamespace(Namespace.of("db2"));
+            return null;
+          });
       assertThat(catalog.idempotencyRecord("k")).isPresent();
     }
   }

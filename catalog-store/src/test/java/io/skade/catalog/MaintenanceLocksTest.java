@@ -16,9 +16,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Table locks in the catalog: taken atomically (of many racing holders exactly one), released
- * only by their holder, durable across a reopen, taken over once older than the taker's lease,
- * and never a commit.
+ * Table locks in the catalog: taken atomically (of many racing holders exactly one), released only
+ * by their holder, durable across a reopen, taken over once older than the taker's lease, and never
+ * a commit.
  */
 class MaintenanceLocksTest {
   private static final TableIdentifier T = TableIdentifier.of(Catalogs.DB, "t");
@@ -37,8 +37,7 @@ class MaintenanceLocksTest {
       assertThat(catalog.tryLock(T, LOCK, "job a", HOUR)).as("a retry of its holder").isTrue();
       assertThat(catalog.tryLock(T, LOCK, "job b", HOUR)).isFalse();
       assertThat(catalog.tryLock(U, LOCK, "job b", HOUR)).as("another table's").isTrue();
-      assertThat(catalog.tryLock(T, "recovery job b", "job b", HOUR)).as("another lock")
-          .isTrue();
+      assertThat(catalog.tryLock(T, "recovery job b", "job b", HOUR)).as("another lock").isTrue();
       assertThat(catalog.unlock(T, LOCK, "job b")).as("not its holder").isFalse();
       MaintenanceLock held = catalog.lock(T, LOCK).orElseThrow();
       assertThat(held.holder()).isEqualTo("job a");
@@ -63,7 +62,8 @@ class MaintenanceLocksTest {
       assertThat(catalog.tryLock(T, LOCK, "job b", Duration.ofMillis(10))).isTrue();
       assertThat(catalog.lock(T, LOCK)).map(MaintenanceLock::holder).hasValue("job b");
       assertThat(catalog.unlock(T, LOCK, "a job cancelled mid-task"))
-          .as("the old holder no longer releases it").isFalse();
+          .as("the old holder no longer releases it")
+          .isFalse();
     }
   }
 
@@ -78,10 +78,12 @@ class MaintenanceLocksTest {
           List<Future<Boolean>> tries = new ArrayList<>();
           for (int h = 0; h < holders; h++) {
             String holder = "holder " + h;
-            tries.add(threads.submit(() -> {
-              start.await();
-              return catalog.tryLock(T, LOCK, holder, HOUR);
-            }));
+            tries.add(
+                threads.submit(
+                    () -> {
+                      start.await();
+                      return catalog.tryLock(T, LOCK, holder, HOUR);
+                    }));
           }
           start.countDown();
           List<String> winners = new ArrayList<>();
@@ -91,8 +93,7 @@ class MaintenanceLocksTest {
             }
           }
           assertThat(winners).as("round %s", round).hasSize(1);
-          assertThat(catalog.lock(T, LOCK)).map(MaintenanceLock::holder)
-              .hasValue(winners.get(0));
+          assertThat(catalog.lock(T, LOCK)).map(MaintenanceLock::holder).hasValue(winners.get(0));
           assertThat(catalog.unlock(T, LOCK, winners.get(0))).isTrue();
         }
       } finally {

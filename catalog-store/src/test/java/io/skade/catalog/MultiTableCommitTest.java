@@ -28,15 +28,18 @@ class MultiTableCommitTest {
       long seqBefore = catalog.commitSeq();
       long batchesBefore = catalog.statistics().batchesWritten();
 
-      catalog.commitTransaction(List.of(appendCommit(a, "a1"), appendCommit(b, "b1"),
-          appendCommit(c, "c1")));
+      catalog.commitTransaction(
+          List.of(appendCommit(a, "a1"), appendCommit(b, "b1"), appendCommit(c, "c1")));
 
       assertThat(catalog.commitSeq()).isEqualTo(seqBefore + 3);
       assertThat(catalog.statistics().batchesWritten()).isEqualTo(batchesBefore + 1);
       List<CommitEvent> rows = new ArrayList<>(catalog.commitsSince(seqBefore, 10));
-      assertThat(rows).extracting(CommitEvent::tableKey).containsExactly(
-          catalog.commitTableKey(id("a")), catalog.commitTableKey(id("b")),
-          catalog.commitTableKey(id("c")));
+      assertThat(rows)
+          .extracting(CommitEvent::tableKey)
+          .containsExactly(
+              catalog.commitTableKey(id("a")),
+              catalog.commitTableKey(id("b")),
+              catalog.commitTableKey(id("c")));
       for (CommitEvent row : rows) {
         Table table = catalog.loadTable(TableKeys.identifier(row.tableKey()));
         assertThat(table.currentSnapshot().snapshotId()).isEqualTo(row.snapshotId().orElseThrow());
@@ -73,10 +76,11 @@ class MultiTableCommitTest {
     try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
       Table a = Catalogs.createTable(catalog, "a");
       long seqBefore = catalog.commitSeq();
-      assertThatThrownBy(() -> catalog.commitTransaction(
-              List.of(appendCommit(a, "x"), appendCommit(a, "y"))))
+      assertThatThrownBy(
+              () -> catalog.commitTransaction(List.of(appendCommit(a, "x"), appendCommit(a, "y"))))
           .isInstanceOf(IllegalArgumentException.class)
-          .hasMessageContaining("db.a").hasMessageContaining("twice");
+          .hasMessageContaining("db.a")
+          .hasMessageContaining("twice");
       assertThat(catalog.commitSeq()).isEqualTo(seqBefore);
     }
   }
@@ -92,7 +96,8 @@ class MultiTableCommitTest {
     BaseTransaction base = (BaseTransaction) tx;
     return TableCommit.create(
         TableIdentifier.parse(table.name().substring(table.name().indexOf('.') + 1)),
-        base.startMetadata(), base.currentMetadata());
+        base.startMetadata(),
+        base.currentMetadata());
   }
 
   private static String metadataLocation(Table table) {

@@ -4,8 +4,8 @@ import java.util.Map;
 
 /**
  * Child process of {@link CatalogSharingTest}: opens the catalog of the warehouse {@code args[0]}
- * as its owner and prints one line, {@code OPENED} or {@code REFUSED <exception class>
- * <message>}, then exits.
+ * as its owner and prints one line, {@code OPENED} or {@code REFUSED <exception class> <message>},
+ * then exits.
  */
 public final class OpenCatalogChild {
   private OpenCatalogChild() {}

@@ -7,13 +7,14 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
- * A {@link CatalogService} for the sharing tests, started only for stores opened with {@link
- * #KEY}: it follows the store's commit feed on its own thread and, for each commit that added a
- * snapshot, loads the table through the catalog it was started with, as skade's lineage does.
+ * A {@link CatalogService} for the sharing tests, started only for stores opened with {@link #KEY}:
+ * it follows the store's commit feed on its own thread and, for each commit that added a snapshot,
+ * loads the table through the catalog it was started with, as skade's lineage does.
  */
 public final class RecordingService implements CatalogService {
   /** The property that starts the service; its value names the recording. */
   static final String KEY = "test.recording";
+
   static final Map<String, Recording> RECORDINGS = new ConcurrentHashMap<>();
 
   /** What one run of the service saw. */
@@ -44,8 +45,8 @@ public final class RecordingService implements CatalogService {
           seqs.add(event.commitSeq());
           if (event.snapshotId().isPresent()) {
             long id = event.snapshotId().getAsLong();
-            if (catalog.loadTable(catalog.commitTableIdentifier(event.tableKey()))
-                .snapshot(id) != null) {
+            if (catalog.loadTable(catalog.commitTableIdentifier(event.tableKey())).snapshot(id)
+                != null) {
               loadedSnapshots.add(id);
             }
           }

@@ -15,33 +15,48 @@ import org.apache.iceberg.exceptions.ServiceUnavailableException;
 import org.junit.jupiter.api.Test;
 
 /**
- * Which failures of a skade server a remote component rides through by trying again: a server
- * away or restarting (I/O failures, as Iceberg's and skade's clients wrap them; 500 and 503),
- * never a refusal no retry mends (400, 401, 403, an unknown table).
+ * Which failures of a skade server a remote component rides through by trying again: a server away
+ * or restarting (I/O failures, as Iceberg's and skade's clients wrap them; 500 and 503), never a
+ * refusal no retry mends (400, 401, 403, an unknown table).
  */
 class RemoteTransientFailureTest {
   @Test
   void aServerAwayOrFailingIsTransient() {
-    assertThat(CatalogConnection.Remote.transientFailure(new RESTException(
-        new ConnectException("Connection refused"), "Error occurred while processing GET request")))
+    assertThat(
+            CatalogConnection.Remote.transientFailure(
+                new RESTException(
+                    new ConnectException("Connection refused"),
+                    "Error occurred while processing GET request")))
         .isTrue();
-    assertThat(CatalogConnection.Remote.transientFailure(
-        new UncheckedIOException(new IOException("the skade server did not answer")))).isTrue();
-    assertThat(CatalogConnection.Remote.transientFailure(
-        new ServiceFailureException("Server error: 500"))).isTrue();
-    assertThat(CatalogConnection.Remote.transientFailure(
-        new ServiceUnavailableException("Service unavailable: 503"))).isTrue();
+    assertThat(
+            CatalogConnection.Remote.transientFailure(
+                new UncheckedIOException(new IOException("the skade server did not answer"))))
+        .isTrue();
+    assertThat(
+            CatalogConnection.Remote.transientFailure(
+                new ServiceFailureException("Server error: 500")))
+        .isTrue();
+    assertThat(
+            CatalogConnection.Remote.transientFailure(
+                new ServiceUnavailableException("Service unavailable: 503")))
+        .isTrue();
   }
 
   @Test
   void aRefusalIsNot() {
-    assertThat(CatalogConnection.Remote.transientFailure(
-        new NotAuthorizedException("Not authorized: 401"))).isFalse();
-    assertThat(CatalogConnection.Remote.transientFailure(
-        new ForbiddenException("Forbidden: 403"))).isFalse();
-    assertThat(CatalogConnection.Remote.transientFailure(
-        new BadRequestException("Malformed request: 400"))).isFalse();
-    assertThat(CatalogConnection.Remote.transientFailure(
-        new NoSuchTableException("Table does not exist: db.t"))).isFalse();
+    assertThat(
+            CatalogConnection.Remote.transientFailure(
+                new NotAuthorizedException("Not authorized: 401")))
+        .isFalse();
+    assertThat(CatalogConnection.Remote.transientFailure(new ForbiddenException("Forbidden: 403")))
+        .isFalse();
+    assertThat(
+            CatalogConnection.Remote.transientFailure(
+                new BadRequestException("Malformed request: 400")))
+        .isFalse();
+    assertThat(
+            CatalogConnection.Remote.transientFailure(
+                new NoSuchTableException("Table does not exist: db.t")))
+        .isFalse();
   }
 }

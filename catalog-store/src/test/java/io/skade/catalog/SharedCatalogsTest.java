@@ -82,11 +82,22 @@ class SharedCatalogsTest {
     Path real = Files.createDirectories(warehouse.resolve("real"));
     Path link = Files.createSymbolicLink(warehouse.resolve("link"), real);
     // The first spelling goes through the link to a directory that does not exist yet.
-    try (SharedCatalogs.Handle viaLink = SharedCatalogs.acquire(Map.of(
-            "warehouse", warehouse.toString(), "catalog.path", link.resolve("cat").toString()));
-        SharedCatalogs.Handle direct = SharedCatalogs.acquire(Map.of("warehouse",
-            warehouse + "/", "catalog.path", real.resolve("cat").toString(),
-            "catalog.access", "owner"))) {
+    try (SharedCatalogs.Handle viaLink =
+            SharedCatalogs.acquire(
+                Map.of(
+                    "warehouse",
+                    warehouse.toString(),
+                    "catalog.path",
+                    link.resolve("cat").toString()));
+        SharedCatalogs.Handle direct =
+            SharedCatalogs.acquire(
+                Map.of(
+                    "warehouse",
+                    warehouse + "/",
+                    "catalog.path",
+                    real.resolve("cat").toString(),
+                    "catalog.access",
+                    "owner"))) {
       assertThat(direct.catalog().sharesStoreWith(viaLink.catalog())).isTrue();
     }
   }
@@ -95,19 +106,25 @@ class SharedCatalogsTest {
   void conflictingPropertiesAreRefusedAndTheSharedCatalogKeepsWorking() throws Exception {
     String catalogPath = warehouse.resolve("_catalog").toString();
     try (SharedCatalogs.Handle owner = SharedCatalogs.acquire(properties())) {
-      assertThatThrownBy(() -> SharedCatalogs.acquire(
-              Map.of("warehouse", warehouse.toString(), "catalog.access", "follower")))
+      assertThatThrownBy(
+              () ->
+                  SharedCatalogs.acquire(
+                      Map.of("warehouse", warehouse.toString(), "catalog.access", "follower")))
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining(catalogPath)
           .hasMessageContaining("already open in this JVM with other properties")
           .hasMessageContaining("catalog.access is 'owner' there and 'follower' here");
       Path other = warehouse.resolve("other");
-      assertThatThrownBy(() -> SharedCatalogs.acquire(
-              Map.of("warehouse", other.toString(), "catalog.path", catalogPath)))
+      assertThatThrownBy(
+              () ->
+                  SharedCatalogs.acquire(
+                      Map.of("warehouse", other.toString(), "catalog.path", catalogPath)))
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("warehouse is '" + warehouse + "' there and '" + other + "' here");
-      assertThatThrownBy(() -> SharedCatalogs.acquire(
-              Map.of("warehouse", warehouse.toString(), "consumer.expiry-timeout", "1h")))
+      assertThatThrownBy(
+              () ->
+                  SharedCatalogs.acquire(
+                      Map.of("warehouse", warehouse.toString(), "consumer.expiry-timeout", "1h")))
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("consumer.expiry-timeout is '7d' there and '1h' here");
 
@@ -119,30 +136,34 @@ class SharedCatalogsTest {
   }
 
   @Test
-  void concurrentAcquiresAndReleasesAlwaysSeeAnOpenCatalogAndLeaveNothingOpen()
-      throws Exception {
+  void concurrentAcquiresAndReleasesAlwaysSeeAnOpenCatalogAndLeaveNothingOpen() throws Exception {
     int threads = 6;
     int rounds = 40;
-    Set<SkadeCatalog> instances = Collections.synchronizedSet(
-        Collections.newSetFromMap(new IdentityHashMap<>()));
+    Set<SkadeCatalog> instances =
+        Collections.synchronizedSet(Collections.newSetFromMap(new IdentityHashMap<>()));
     ExecutorService pool = Executors.newFixedThreadPool(threads);
     CountDownLatch go = new CountDownLatch(1);
     List<Future<?>> workers = new ArrayList<>();
     for (int w = 0; w < threads; w++) {
       Namespace mine = Namespace.of("w" + w);
-      workers.add(pool.submit((Callable<Void>) () -> {
-        go.await();
-        for (int i = 0; i < rounds; i++) {
-          try (SharedCatalogs.Handle handle = SharedCatalogs.acquire(properties())) {
-            SkadeCatalog catalog = handle.catalog();
-            instances.add(catalog);
-            // Held: the catalog stays open whatever the other threads release meanwhile.
-            catalog.setProperties(mineExisting(catalog, mine), Map.of("round", "" + i));
-            assertThat(catalog.loadNamespaceMetadata(mine)).containsEntry("round", "" + i);
-          }
-        }
-        return null;
-      }));
+      workers.add(
+          pool.submit(
+              (Callable<Void>)
+                  () -> {
+                    go.await();
+                    for (int i = 0; i < rounds; i++) {
+                      try (SharedCatalogs.Handle handle = SharedCatalogs.acquire(properties())) {
+                        SkadeCatalog catalog = handle.catalog();
+                        instances.add(catalog);
+                        // Held: the catalog stays open whatever the other threads release
+                        // meanwhile.
+                        catalog.setProperties(mineExisting(catalog, mine), Map.of("round", "" + i));
+                        assertThat(catalog.loadNamespaceMetadata(mine))
+                            .containsEntry("round", "" + i);
+                      }
+                    }
+                    return null;
+                  }));
     }
     go.countDown();
     for (Future<?> worker : workers) {

@@ -21,12 +21,16 @@ class SkadeCatalogConformanceTest extends CatalogTests<SkadeCatalog> {
 
   @BeforeEach
   void openCatalog() {
-    catalog = initCatalog("skade", Map.of(
-        CatalogProperties.TABLE_DEFAULT_PREFIX + "default-key1", "catalog-default-key1",
-        CatalogProperties.TABLE_DEFAULT_PREFIX + "default-key2", "catalog-default-key2",
-        CatalogProperties.TABLE_DEFAULT_PREFIX + "override-key3", "catalog-default-key3",
-        CatalogProperties.TABLE_OVERRIDE_PREFIX + "override-key3", "catalog-override-key3",
-        CatalogProperties.TABLE_OVERRIDE_PREFIX + "override-key4", "catalog-override-key4"));
+    catalog =
+        initCatalog(
+            "skade",
+            Map.of(
+                CatalogProperties.TABLE_DEFAULT_PREFIX + "default-key1", "catalog-default-key1",
+                CatalogProperties.TABLE_DEFAULT_PREFIX + "default-key2", "catalog-default-key2",
+                CatalogProperties.TABLE_DEFAULT_PREFIX + "override-key3", "catalog-default-key3",
+                CatalogProperties.TABLE_OVERRIDE_PREFIX + "override-key3", "catalog-override-key3",
+                CatalogProperties.TABLE_OVERRIDE_PREFIX + "override-key4",
+                    "catalog-override-key4"));
   }
 
   @AfterEach

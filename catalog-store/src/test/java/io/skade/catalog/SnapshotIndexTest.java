@@ -26,12 +26,21 @@ class SnapshotIndexTest {
       long old = catalog.loadTable(A).currentSnapshot().snapshotId();
       String a = catalog.commitTableKey(A);
       String b = catalog.commitTableKey(B);
-      long appendSeq = catalog.committer().submit(stage -> {
-        long seq = stage.commit(a, CommitOperation.UPDATE, List.of(42L),
-            stage.pointer(a).metadataLocation(), 42L);
-        stage.rename(a, b);
-        return seq;
-      });
+      long appendSeq =
+          catalog
+              .committer()
+              .submit(
+                  stage -> {
+                    long seq =
+                        stage.commit(
+                            a,
+                            CommitOperation.UPDATE,
+                            List.of(42L),
+                            stage.pointer(a).metadataLocation(),
+                            42L);
+                    stage.rename(a, b);
+                    return seq;
+                  });
       assertThat(catalog.commitOf(B, 42L)).map(CommitEvent::commitSeq).hasValue(appendSeq);
       assertThat(catalog.commitOf(B, old)).isPresent();
       assertThat(catalog.commitOf(A, 42L)).isEmpty();
@@ -48,12 +57,19 @@ class SnapshotIndexTest {
       long bSnapshot = catalog.loadTable(B).currentSnapshot().snapshotId();
       String a = catalog.commitTableKey(A);
       String b = catalog.commitTableKey(B);
-      catalog.committer().submit(stage -> {
-        stage.commit(b, CommitOperation.DROP, List.of(), stage.pointer(b).metadataLocation(),
-            TablePointer.NO_SNAPSHOT);
-        stage.rename(a, b);
-        return null;
-      });
+      catalog
+          .committer()
+          .submit(
+              stage -> {
+                stage.commit(
+                    b,
+                    CommitOperation.DROP,
+                    List.of(),
+                    stage.pointer(b).metadataLocation(),
+                    TablePointer.NO_SNAPSHOT);
+                stage.rename(a, b);
+                return null;
+              });
       assertThat(catalog.commitOf(B, aSnapshot)).isPresent();
       assertThat(catalog.commitOf(B, bSnapshot)).as("the dropped table's row").isEmpty();
       assertThat(catalog.loadTable(B).currentSnapshot().snapshotId()).isEqualTo(aSnapshot);
@@ -68,20 +84,26 @@ class SnapshotIndexTest {
       String a = catalog.commitTableKey(A);
       String b = catalog.commitTableKey(B);
       String c = catalog.commitTableKey(C);
-      catalog.committer().submit(stage -> {
-        stage.rename(a, b);
-        stage.rename(b, c);
-        return null;
-      });
+      catalog
+          .committer()
+          .submit(
+              stage -> {
+                stage.rename(a, b);
+                stage.rename(b, c);
+                return null;
+              });
       assertThat(catalog.commitOf(C, snapshot)).isPresent();
       assertThat(catalog.commitOf(A, snapshot)).isEmpty();
       assertThat(catalog.commitOf(B, snapshot)).isEmpty();
 
-      catalog.committer().submit(stage -> {
-        stage.rename(c, a);
-        stage.rename(a, c);
-        return null;
-      });
+      catalog
+          .committer()
+          .submit(
+              stage -> {
+                stage.rename(c, a);
+                stage.rename(a, c);
+                return null;
+              });
       assertThat(catalog.commitOf(C, snapshot)).as("there and back again").isPresent();
     }
   }

@@ -16,9 +16,9 @@ import org.apache.iceberg.util.SnapshotUtil;
 /**
  * How many changes a window holds, estimated from its files' record counts as the manifests list
  * them, for a source's {@code pendingRecords}: the rows of the data and delete files its commits
- * added in the slice's units (a full snapshot: its live data files' rows). A compaction changes
- * no row and counts nothing. The manifests are {@link MetadataCache}'s, parsed once per JVM, so
- * the estimate costs the window's own read nothing more.
+ * added in the slice's units (a full snapshot: its live data files' rows). A compaction changes no
+ * row and counts nothing. The manifests are {@link MetadataCache}'s, parsed once per JVM, so the
+ * estimate costs the window's own read nothing more.
  */
 public final class ChangeEstimate {
   private static final MetadataCache CACHE = MetadataCache.shared();
@@ -48,16 +48,19 @@ public final class ChangeEstimate {
     long rows = 0;
     for (ManifestFile manifest : CACHE.manifests(snapshot, table)) {
       boolean data = manifest.content() == ManifestContent.DATA;
-      if (added ? manifest.snapshotId() == null
-          || manifest.snapshotId() != snapshot.snapshotId() : !data) {
+      if (added
+          ? manifest.snapshotId() == null || manifest.snapshotId() != snapshot.snapshotId()
+          : !data) {
         continue;
       }
-      List<? extends ContentFile<?>> files = data ? CACHE.dataFiles(manifest, table)
-          : CACHE.deleteFiles(manifest, table);
+      List<? extends ContentFile<?>> files =
+          data ? CACHE.dataFiles(manifest, table) : CACHE.deleteFiles(manifest, table);
       for (ContentFile<?> file : files) {
         // A manifest the snapshot wrote may carry files of earlier ones, merged in.
-        boolean counts = !added || file.fileSequenceNumber() == null
-            || file.fileSequenceNumber() == snapshot.sequenceNumber();
+        boolean counts =
+            !added
+                || file.fileSequenceNumber() == null
+                || file.fileSequenceNumber() == snapshot.sequenceNumber();
         rows += counts && slice.keeps(file, specs) ? file.recordCount() : 0;
       }
     }

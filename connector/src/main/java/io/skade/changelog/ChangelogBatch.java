@@ -34,8 +34,8 @@ import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.iceberg.Schema;
-import org.apache.iceberg.data.Record;
 import org.apache.iceberg.arrow.ArrowSchemaUtil;
+import org.apache.iceberg.data.Record;
 import org.apache.iceberg.types.Type;
 import org.apache.iceberg.types.Types;
 
@@ -47,29 +47,39 @@ import org.apache.iceberg.types.Types;
  * Flink.
  *
  * <p>Identity keys for matching rows are built once per batch into one buffer: per key column a
- * null marker, then the value's fixed-width bytes or its length and bytes. The encoding can be
- * read back column by column, so it is injective: two rows have equal keys exactly when their key
- * values are equal (no separator to collide with, null distinct from empty).
+ * null marker, then the value's fixed-width bytes or its length and bytes. The encoding can be read
+ * back column by column, so it is injective: two rows have equal keys exactly when their key values
+ * are equal (no separator to collide with, null distinct from empty).
  *
  * <p>Owns its vectors: close it.
  */
 public final class ChangelogBatch implements AutoCloseable {
   /** The change-type column's name. */
   public static final String CHANGE_TYPE = "_change_type";
-  private static final byte[][] TYPE_NAMES = Arrays.stream(ChangeType.values())
-      .map(type -> type.name().getBytes(StandardCharsets.US_ASCII)).toArray(byte[][]::new);
+
+  private static final byte[][] TYPE_NAMES =
+      Arrays.stream(ChangeType.values())
+          .map(type -> type.name().getBytes(StandardCharsets.US_ASCII))
+          .toArray(byte[][]::new);
 
   private final VectorSchemaRoot root;
+
   /** The data columns' vectors and types, by position: looked up once, read per row. */
   private final FieldVector[] vectors;
+
   private final Type[] columnTypes;
   private final ChangeType[] types;
   private final long[] snapshotIds;
   private final byte[] keys;
   private final int[] keyOffsets;
 
-  private ChangelogBatch(Schema schema, VectorSchemaRoot root, ChangeType[] types,
-      long[] snapshotIds, byte[] keys, int[] keyOffsets) {
+  private ChangelogBatch(
+      Schema schema,
+      VectorSchemaRoot root,
+      ChangeType[] types,
+      long[] snapshotIds,
+      byte[] keys,
+      int[] keyOffsets) {
     this.snapshotIds = snapshotIds;
     this.root = root;
     List<Types.NestedField> columns = schema.columns();
@@ -88,8 +98,8 @@ public final class ChangelogBatch implements AutoCloseable {
    * Builds a batch of {@code changes}, whose rows are of {@code schema}; identity keys are built
    * from {@code keyColumns} (all columns when empty, as on a log table).
    */
-  public static ChangelogBatch of(Schema schema, List<String> keyColumns, List<ChangeRow> changes,
-      BufferAllocator allocator) {
+  public static ChangelogBatch of(
+      Schema schema, List<String> keyColumns, List<ChangeRow> changes, BufferAllocator allocator) {
     List<Field> fields = new ArrayList<>(ArrowSchemaUtil.convert(schema).getFields());
     fields.add(new Field(CHANGE_TYPE, FieldType.notNullable(ArrowType.Utf8.INSTANCE), null));
     VectorSchemaRoot root =
@@ -119,9 +129,10 @@ public final class ChangelogBatch implements AutoCloseable {
         }
       }
       root.setRowCount(rows);
-      List<String> keyNames = keyColumns.isEmpty()
-          ? columns.stream().map(Types.NestedField::name).toList()
-          : keyColumns;
+      List<String> keyNames =
+          keyColumns.isEmpty()
+              ? columns.stream().map(Types.NestedField::name).toList()
+              : keyColumns;
       FieldVector[] keyVectors = keyNames.stream().map(root::getVector).toArray(FieldVector[]::new);
       KeyBuffer keys = new KeyBuffer(rows);
       for (int i = 0; i < rows; i++) {
@@ -163,8 +174,8 @@ public final class ChangelogBatch implements AutoCloseable {
   }
 
   public boolean sameKey(int a, int b) {
-    return Arrays.equals(keys, keyOffsets[a], keyOffsets[a + 1], keys, keyOffsets[b],
-        keyOffsets[b + 1]);
+    return Arrays.equals(
+        keys, keyOffsets[a], keyOffsets[a + 1], keys, keyOffsets[b], keyOffsets[b + 1]);
   }
 
   /** How many data columns a row has (the vectors before {@value #CHANGE_TYPE}). */
@@ -201,23 +212,35 @@ public final class ChangelogBatch implements AutoCloseable {
       case FLOAT -> ((Float4Vector) vector).setSafe(row, (Float) value);
       case DOUBLE -> ((Float8Vector) vector).setSafe(row, (Double) value);
       case DATE -> ((DateDayVector) vector).setSafe(row, (int) ((LocalDate) value).toEpochDay());
-      case TIME -> ((TimeMicroVector) vector).setSafe(row, ((LocalTime) value).toNanoOfDay() / 1000);
+      case TIME ->
+          ((TimeMicroVector) vector).setSafe(row, ((LocalTime) value).toNanoOfDay() / 1000);
       case TIMESTAMP -> {
         if (((Types.TimestampType) type).shouldAdjustToUTC()) {
-          ((TimeStampMicroTZVector) vector).setSafe(row, micros(((OffsetDateTime) value)
-              .withOffsetSameInstant(ZoneOffset.UTC).toLocalDateTime()));
+          ((TimeStampMicroTZVector) vector)
+              .setSafe(
+                  row,
+                  micros(
+                      ((OffsetDateTime) value)
+                          .withOffsetSameInstant(ZoneOffset.UTC)
+                          .toLocalDateTime()));
         } else {
           ((TimeStampMicroVector) vector).setSafe(row, micros((LocalDateTime) value));
         }
       }
-      case STRING -> ((VarCharVector) vector).setSafe(row,
-          value.toString().getBytes(StandardCharsets.UTF_8));
+      case STRING ->
+          ((VarCharVector) vector).setSafe(row, value.toString().getBytes(StandardCharsets.UTF_8));
       case UUID -> ((FixedSizeBinaryVector) vector).setSafe(row, uuidBytes((UUID) value));
       case FIXED -> ((FixedSizeBinaryVector) vector).setSafe(row, (byte[]) value);
       case BINARY -> ((VarBinaryVector) vector).setSafe(row, bytes((ByteBuffer) value));
       case DECIMAL -> ((DecimalVector) vector).setSafe(row, (BigDecimal) value);
-      default -> throw new UnsupportedOperationException("column " + vector.getName() + " has"
-          + " type " + type + "; skade's changelog batches hold primitive columns only so far");
+      default ->
+          throw new UnsupportedOperationException(
+              "column "
+                  + vector.getName()
+                  + " has"
+                  + " type "
+                  + type
+                  + "; skade's changelog batches hold primitive columns only so far");
     }
   }
 
@@ -226,8 +249,10 @@ public final class ChangelogBatch implements AutoCloseable {
   }
 
   private static byte[] uuidBytes(UUID uuid) {
-    return ByteBuffer.allocate(16).putLong(uuid.getMostSignificantBits())
-        .putLong(uuid.getLeastSignificantBits()).array();
+    return ByteBuffer.allocate(16)
+        .putLong(uuid.getMostSignificantBits())
+        .putLong(uuid.getLeastSignificantBits())
+        .array();
   }
 
   private static byte[] bytes(ByteBuffer buffer) {
@@ -269,8 +294,10 @@ public final class ChangelogBatch implements AutoCloseable {
       }
       put((byte) 1);
       if (vector instanceof VarCharVector || vector instanceof VarBinaryVector) {
-        byte[] value = vector instanceof VarCharVector chars
-            ? chars.get(row) : ((VarBinaryVector) vector).get(row);
+        byte[] value =
+            vector instanceof VarCharVector chars
+                ? chars.get(row)
+                : ((VarBinaryVector) vector).get(row);
         putInt(value.length); // the length makes variable-width values self-delimiting
         put(value);
       } else if (vector instanceof BitVector bits) {

@@ -1,12 +1,12 @@
 package io.skade.changelog;
 
-import io.skade.scan.FileSlice;
-import io.skade.scan.PartitionFilter;
-import io.skade.scan.WindowFiles;
-import io.skade.scan.DataFileRows;
 import io.skade.changelog.ChangelogOptions.BeforeImage;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.changelog.ChangelogOptions.OnMissingHistory;
+import io.skade.scan.DataFileRows;
+import io.skade.scan.FileSlice;
+import io.skade.scan.PartitionFilter;
+import io.skade.scan.WindowFiles;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -67,32 +67,36 @@ import org.slf4j.LoggerFactory;
  * <p>How: a row is identified by its data file and position. {@link WindowFiles} gives, at each
  * snapshot of the window, every live data file with the delete files that apply to it there, by
  * Iceberg's planning rules, from manifests read once per window. Between two states, only data
- * files that appeared, disappeared or whose applicable deletes changed can hold a change; each
- * is read once and its rows tested against the deletes of both states: rows live only before
- * leave (with their full old row), rows live only after arrive. An arriving row identical to a
- * leaving one (a file rewritten) cancels it; on a primary-key table one sharing a leaving row's
- * key pairs with it as {@code UPDATE_BEFORE}/{@code UPDATE_AFTER}. Per-snapshot mode does this
- * for every snapshot of the window in commit order ({@code replace} snapshots change nothing);
- * collapsed mode does it once, between {@code from} and {@code to}. A step over plain appends
- * skips the states: its changes are the rows of the files added, found from the manifests those
- * commits wrote, so a streaming append costs what it added, not what the table holds. Arriving
- * rows are streamed, never held.
+ * files that appeared, disappeared or whose applicable deletes changed can hold a change; each is
+ * read once and its rows tested against the deletes of both states: rows live only before leave
+ * (with their full old row), rows live only after arrive. An arriving row identical to a leaving
+ * one (a file rewritten) cancels it; on a primary-key table one sharing a leaving row's key pairs
+ * with it as {@code UPDATE_BEFORE}/{@code UPDATE_AFTER}. Per-snapshot mode does this for every
+ * snapshot of the window in commit order ({@code replace} snapshots change nothing); collapsed mode
+ * does it once, between {@code from} and {@code to}. A step over plain appends skips the states:
+ * its changes are the rows of the files added, found from the manifests those commits wrote, so a
+ * streaming append costs what it added, not what the table holds. Arriving rows are streamed, never
+ * held.
  *
- * <p>A row filter ({@link ChangelogOptions#filter}) also rules out whole files by partition
- * ({@link PartitionFilter}): their manifests, data files and delete files are not read, in any
- * state of the window, so they neither add nor remove rows. Rows of the files kept are still
- * tested one by one. A {@link FileSlice} ({@link ChangelogOptions#slice}) leaves out data
- * files in the same way, by their ordering unit: the changes of the rows the slice's files hold
- * (or held) are the read's changes.
+ * <p>A row filter ({@link ChangelogOptions#filter}) also rules out whole files by partition ({@link
+ * PartitionFilter}): their manifests, data files and delete files are not read, in any state of the
+ * window, so they neither add nor remove rows. Rows of the files kept are still tested one by one.
+ * A {@link FileSlice} ({@link ChangelogOptions#slice}) leaves out data files in the same way, by
+ * their ordering unit: the changes of the rows the slice's files hold (or held) are the read's
+ * changes.
  */
 public final class ChangelogReader {
   private static final Logger LOG = LoggerFactory.getLogger(ChangelogReader.class);
+
   /** Beyond this many newly deleted keys, most row groups hold one: pruning would not pay. */
   private static final long PRUNE_UP_TO_KEYS = 10_000;
+
   private static final Set<Type.TypeID> PRUNABLE =
       EnumSet.of(Type.TypeID.INTEGER, Type.TypeID.LONG, Type.TypeID.STRING);
+
   /** Column names in the filter match regardless of case, on rows and partitions alike. */
   private static final boolean CASE_SENSITIVE = false;
+
   private final Table table;
   private final ChangelogOptions options;
   private final Schema schema;
@@ -102,19 +106,26 @@ public final class ChangelogReader {
   private final List<String> allColumns;
   private final Evaluator filter;
   private final boolean filterAll;
+
   /** The filter on files: those of partitions it rules out are not read at all. */
   private final PartitionFilter partitions;
+
   private final InternalRecordWrapper internal;
   private final Schema projected;
+
   /** A batch's identity keys: the identifier fields, or all columns when projected away. */
   private final List<String> batchKeys;
+
   /** The key columns and the row position: what a key-only read of a changed file needs. */
   private final Schema keyReadSchema;
+
   private final GenericRecord template;
   private final String schemaJson;
   private final Map<Integer, String> specJson = new HashMap<>();
+
   /** Per equality delete file, its keys as a pruning expression (null: not prunable). */
   private final Map<String, Expression> deletedKeys = new HashMap<>();
+
   private long rowsScanned;
 
   public ChangelogReader(Table table, ChangelogOptions options) {
@@ -127,31 +138,40 @@ public final class ChangelogReader {
     this.allColumns = schema.columns().stream().map(Types.NestedField::name).toList();
     this.filter = new Evaluator(schema.asStruct(), options.filter(), CASE_SENSITIVE);
     this.filterAll = options.filter().op() == Expression.Operation.TRUE;
-    this.partitions = new PartitionFilter(table.specs(), schema, options.filter(),
-        CASE_SENSITIVE);
+    this.partitions = new PartitionFilter(table.specs(), schema, options.filter(), CASE_SENSITIVE);
     this.internal = new InternalRecordWrapper(schema.asStruct());
-    this.keyReadSchema = TypeUtil.join(schema.select(keyColumns),
-        new Schema(MetadataColumns.ROW_POSITION));
+    this.keyReadSchema =
+        TypeUtil.join(schema.select(keyColumns), new Schema(MetadataColumns.ROW_POSITION));
     this.template = GenericRecord.create(schema);
     this.schemaJson = SchemaParser.toJson(schema);
     if (options.columns() != null) {
       if (options.beforeImage() == BeforeImage.KEY_ONLY
           && !options.columns().containsAll(keyColumns)) {
-        throw new IllegalArgumentException("table " + table.name() + ": key-only before-images"
-            + " carry the key " + keyColumns + ", so the projection " + options.columns()
-            + " must include it; add the key columns or use full before-images");
+        throw new IllegalArgumentException(
+            "table "
+                + table.name()
+                + ": key-only before-images"
+                + " carry the key "
+                + keyColumns
+                + ", so the projection "
+                + options.columns()
+                + " must include it; add the key columns or use full before-images");
       }
       for (String column : options.columns()) {
         if (schema.findField(column) == null) {
-          throw new IllegalArgumentException("table " + table.name() + " has no column '"
-              + column + "' to project; its columns are " + schema.columns().stream()
-                  .map(field -> field.name()).toList());
+          throw new IllegalArgumentException(
+              "table "
+                  + table.name()
+                  + " has no column '"
+                  + column
+                  + "' to project; its columns are "
+                  + schema.columns().stream().map(field -> field.name()).toList());
         }
       }
     }
     this.projected = options.columns() == null ? schema : schema.select(options.columns());
-    this.batchKeys = keyColumns.stream().allMatch(k -> projected.findField(k) != null)
-        ? keyColumns : List.of();
+    this.batchKeys =
+        keyColumns.stream().allMatch(k -> projected.findField(k) != null) ? keyColumns : List.of();
   }
 
   /**
@@ -174,8 +194,8 @@ public final class ChangelogReader {
 
   /**
    * The changes of the window {@code (fromExclusive, toInclusive]}, in order, as one list. With
-   * {@link OnMissingHistory#FULL_RELOAD}, history found missing at any point gives the full
-   * reload instead.
+   * {@link OnMissingHistory#FULL_RELOAD}, history found missing at any point gives the full reload
+   * instead.
    *
    * @param fromExclusive the snapshot the window starts after, or null for "before the first
    *     snapshot" (the whole history up to {@code toInclusive})
@@ -210,38 +230,42 @@ public final class ChangelogReader {
   }
 
   /**
-   * The changes of the window as Arrow batches of at most {@code maxRows} changes (one more to
-   * keep an update pair together); see {@link #readBatch} for their columns and keys. The caller
-   * closes each batch and the iterator.
+   * The changes of the window as Arrow batches of at most {@code maxRows} changes (one more to keep
+   * an update pair together); see {@link #readBatch} for their columns and keys. The caller closes
+   * each batch and the iterator.
    */
-  public CloseableIterator<ChangelogBatch> readBatches(Long fromExclusive, long toInclusive,
-      BufferAllocator allocator, int maxRows) {
+  public CloseableIterator<ChangelogBatch> readBatches(
+      Long fromExclusive, long toInclusive, BufferAllocator allocator, int maxRows) {
     requirePositive(maxRows);
     return batches(changes(fromExclusive, toInclusive), allocator, maxRows);
   }
 
   /**
    * Every row at {@code snapshotId} (that the filter keeps) as an insert: the rows a consumer
-   * starts from before it follows the changes after that snapshot. Only that snapshot's files
-   * are read, so it works however much history was expired. The caller closes it.
+   * starts from before it follows the changes after that snapshot. Only that snapshot's files are
+   * read, so it works however much history was expired. The caller closes it.
    */
   public CloseableIterator<ChangeRow> snapshotChanges(long snapshotId) {
     if (table.snapshot(snapshotId) == null) {
-      throw new IllegalArgumentException("table " + table.name() + " has no snapshot "
-          + snapshotId + " (unknown or expired); read the rows of a snapshot it still has");
+      throw new IllegalArgumentException(
+          "table "
+              + table.name()
+              + " has no snapshot "
+              + snapshotId
+              + " (unknown or expired); read the rows of a snapshot it still has");
     }
     return fullReload(snapshotId);
   }
 
   private static void requirePositive(int maxRows) {
     if (maxRows <= 0) {
-      throw new IllegalArgumentException("a changelog batch holds at least one change, got "
-          + maxRows + " rows per batch");
+      throw new IllegalArgumentException(
+          "a changelog batch holds at least one change, got " + maxRows + " rows per batch");
     }
   }
 
-  private CloseableIterator<ChangelogBatch> batches(CloseableIterator<ChangeRow> changes,
-      BufferAllocator allocator, int maxRows) {
+  private CloseableIterator<ChangelogBatch> batches(
+      CloseableIterator<ChangeRow> changes, BufferAllocator allocator, int maxRows) {
     return new CloseableIterator<>() {
       @Override
       public boolean hasNext() {
@@ -251,8 +275,9 @@ public final class ChangelogReader {
       @Override
       public ChangelogBatch next() {
         List<ChangeRow> rows = new ArrayList<>(Math.min(maxRows, 4096) + 1);
-        while (changes.hasNext() && (rows.size() < maxRows
-            || rows.get(rows.size() - 1).type() == ChangeType.UPDATE_BEFORE)) {
+        while (changes.hasNext()
+            && (rows.size() < maxRows
+                || rows.get(rows.size() - 1).type() == ChangeType.UPDATE_BEFORE)) {
           rows.add(changes.next());
         }
         return ChangelogBatch.of(projected, batchKeys, rows, allocator);
@@ -266,9 +291,9 @@ public final class ChangelogReader {
   }
 
   /**
-   * The changes of the window as one Arrow batch (see {@link #read}); its columns are the
-   * projected ones, its identity keys the identifier fields (or, on a log table or when they are
-   * projected away, all columns). The caller closes it.
+   * The changes of the window as one Arrow batch (see {@link #read}); its columns are the projected
+   * ones, its identity keys the identifier fields (or, on a log table or when they are projected
+   * away, all columns). The caller closes it.
    */
   public ChangelogBatch readBatch(Long fromExclusive, long toInclusive, BufferAllocator allocator) {
     return ChangelogBatch.of(projected, batchKeys, read(fromExclusive, toInclusive), allocator);
@@ -279,7 +304,9 @@ public final class ChangelogReader {
         || table.snapshot(toInclusive) == null) {
       return false;
     }
-    LOG.warn("{}; full reload: emitting every row at snapshot {} as an insert", e.getMessage(),
+    LOG.warn(
+        "{}; full reload: emitting every row at snapshot {} as an insert",
+        e.getMessage(),
         toInclusive);
     return true;
   }
@@ -297,10 +324,12 @@ public final class ChangelogReader {
   private Changes open(Long fromExclusive, long toInclusive) {
     List<Snapshot> window = window(fromExclusive, toInclusive);
     Snapshot from = fromExclusive == null ? null : table.snapshot(fromExclusive);
-    List<Span> spans = window.isEmpty() ? List.of()
-        : options.mode() == Mode.COLLAPSED
-            ? List.of(new Span(window.get(window.size() - 1), window))
-            : window.stream().map(s -> new Span(s, List.of(s))).toList();
+    List<Span> spans =
+        window.isEmpty()
+            ? List.of()
+            : options.mode() == Mode.COLLAPSED
+                ? List.of(new Span(window.get(window.size() - 1), window))
+                : window.stream().map(s -> new Span(s, List.of(s))).toList();
     return changes(from, spans, toInclusive);
   }
 
@@ -327,17 +356,27 @@ public final class ChangelogReader {
   private List<Snapshot> window(Long from, long to) {
     Snapshot last = table.snapshot(to);
     if (last == null) {
-      throw new IllegalArgumentException("table " + table.name() + " has no snapshot " + to
-          + " (unknown or expired); read a window ending at a snapshot the table still has");
+      throw new IllegalArgumentException(
+          "table "
+              + table.name()
+              + " has no snapshot "
+              + to
+              + " (unknown or expired); read a window ending at a snapshot the table still has");
     }
     if (from != null && from == to) {
       return List.of();
     }
     if (from != null && table.snapshot(from) == null) {
-      throw new MissingHistoryException("table " + table.name() + ": the window's start,"
-          + " snapshot " + from + ", was expired (or never existed), so the rows it started"
-          + " from are unknown; start at a snapshot the table still has, or set"
-          + " on-missing-history to full-reload", null);
+      throw new MissingHistoryException(
+          "table "
+              + table.name()
+              + ": the window's start,"
+              + " snapshot "
+              + from
+              + ", was expired (or never existed), so the rows it started"
+              + " from are unknown; start at a snapshot the table still has, or set"
+              + " on-missing-history to full-reload",
+          null);
     }
     // Walk back from the end: the start must be met before the first snapshot, and every
     // snapshot on the way must still exist.
@@ -347,39 +386,59 @@ public final class ChangelogReader {
       Long parent = s.parentId();
       if (parent == null) {
         if (from != null) {
-          throw new IllegalArgumentException("table " + table.name() + ": snapshot " + from
-              + " is not an ancestor of snapshot " + to + ", so no changelog leads from one to"
-              + " the other (a rollback or another branch lies between); choose a window along"
-              + " one history");
+          throw new IllegalArgumentException(
+              "table "
+                  + table.name()
+                  + ": snapshot "
+                  + from
+                  + " is not an ancestor of snapshot "
+                  + to
+                  + ", so no changelog leads from one to"
+                  + " the other (a rollback or another branch lies between); choose a window along"
+                  + " one history");
         }
         break;
       }
       s = table.snapshot(parent);
       if (s == null) {
-        throw new MissingHistoryException("table " + table.name() + ": snapshot " + parent
-            + " inside the window was expired, so its changes are gone; read a window starting"
-            + " at or after snapshot " + window.getFirst().snapshotId() + ", or set"
-            + " on-missing-history to full-reload", null);
+        throw new MissingHistoryException(
+            "table "
+                + table.name()
+                + ": snapshot "
+                + parent
+                + " inside the window was expired, so its changes are gone; read a window starting"
+                + " at or after snapshot "
+                + window.getFirst().snapshotId()
+                + ", or set"
+                + " on-missing-history to full-reload",
+            null);
       }
     }
     for (Snapshot s : window) {
       Schema at = table.schemas().get(s.schemaId());
       if (at != null && !at.identifierFieldIds().equals(schema.identifierFieldIds())) {
-        throw new IllegalStateException("table " + table.name() + ": snapshot " + s.snapshotId()
-            + " has identifier fields " + at.identifierFieldNames() + ", the table now has "
-            + schema.identifierFieldNames() + "; a changelog cannot pair rows across that"
-            + " change — read windows on either side of it");
+        throw new IllegalStateException(
+            "table "
+                + table.name()
+                + ": snapshot "
+                + s.snapshotId()
+                + " has identifier fields "
+                + at.identifierFieldNames()
+                + ", the table now has "
+                + schema.identifierFieldNames()
+                + "; a changelog cannot pair rows across that"
+                + " change — read windows on either side of it");
       }
     }
     return new ArrayList<>(window);
   }
 
   /**
-   * The window's changes, step by step: one step per snapshot (per-snapshot mode; a {@code
-   * replace} snapshot moves the state but emits nothing) or one for the whole window. A step over
-   * plain appends reads only the files they added ({@link WindowFiles#appended}); any other
-   * compares the whole states on either side. Every manifest the steps need is read here, before
-   * the first change, so a gone one fails the window up front.
+   * The window's changes, step by step: one step per snapshot (per-snapshot mode; a {@code replace}
+   * snapshot moves the state but emits nothing) or one for the whole window. A step over plain
+   * appends reads only the files they added ({@link WindowFiles#appended}); any other compares the
+   * whole states on either side. Every manifest the steps need is read here, before the first
+   * change, so a gone one fails the window up front.
    */
   private final class Changes implements CloseableIterator<ChangeRow> {
     /** A step to take: its end, the state before it, and its appended files (null: compare). */
@@ -389,8 +448,10 @@ public final class ChangelogReader {
     private final Iterator<Planned> planned;
     private final ArrayDeque<ChangeRow> ready = new ArrayDeque<>();
     private final DeleteCache deleteCache = new DeleteCache(table.io());
+
     /** The last full state assembled, which the next step may start from. */
     private WindowFiles.Live last;
+
     private Snapshot lastAt;
     private Step step;
     private long current;
@@ -402,7 +463,8 @@ public final class ChangelogReader {
       for (Span span : spans) {
         // A rewrite changes nothing, unless it can move rows between slices (FileSlice); a full
         // reload (no snapshots) is every row, whatever the snapshot's operation.
-        if (options.mode() == Mode.COLLAPSED || span.snapshots() == null
+        if (options.mode() == Mode.COLLAPSED
+            || span.snapshots() == null
             || options.slice().movesRows(table.specs())
             || !DataOperations.REPLACE.equals(span.to().operation())) {
           WindowFiles.Live appended =
@@ -447,8 +509,10 @@ public final class ChangelogReader {
         if (next.appended() != null) {
           step = new Step(files.empty(), next.appended(), current, deleteCache);
         } else {
-          WindowFiles.Live before = next.before() == null ? files.empty()
-              : next.before() == lastAt ? last : files.at(next.before());
+          WindowFiles.Live before =
+              next.before() == null
+                  ? files.empty()
+                  : next.before() == lastAt ? last : files.at(next.before());
           last = files.at(next.to());
           lastAt = next.to();
           step = new Step(before, last, current, deleteCache);
@@ -478,11 +542,11 @@ public final class ChangelogReader {
   private record Removed(Record row, boolean full) {}
 
   /**
-   * The changes from one state to the next. First the rows that leave are read and held by key
-   * (by the whole row on a log table): rows of removed files, and rows of files whose deletes
-   * changed. Then the rows that arrive are streamed, file by file: one identical to a removed row
-   * cancels it (a rewrite), one sharing a removed row's key pairs with it as an update, any other
-   * is an insert. The removed rows left over are deletes.
+   * The changes from one state to the next. First the rows that leave are read and held by key (by
+   * the whole row on a log table): rows of removed files, and rows of files whose deletes changed.
+   * Then the rows that arrive are streamed, file by file: one identical to a removed row cancels it
+   * (a rewrite), one sharing a removed row's key pairs with it as an update, any other is an
+   * insert. The removed rows left over are deletes.
    */
   private final class Step {
     private final long snapshotId;
@@ -494,8 +558,8 @@ public final class ChangelogReader {
     private CloseableIterable<Record> reading;
     private Iterator<Record> rows = Collections.emptyIterator();
 
-    Step(WindowFiles.Live before, WindowFiles.Live after, long snapshotId,
-        DeleteCache deleteCache) {
+    Step(
+        WindowFiles.Live before, WindowFiles.Live after, long snapshotId, DeleteCache deleteCache) {
       this.snapshotId = snapshotId;
       this.deleteCache = deleteCache;
       this.after = after;
@@ -516,8 +580,10 @@ public final class ChangelogReader {
           compare(file, old, now);
         }
       }
-      this.added = after.data.values().stream()
-          .filter(file -> !before.data.containsKey(file.location())).iterator();
+      this.added =
+          after.data.values().stream()
+              .filter(file -> !before.data.containsKey(file.location()))
+              .iterator();
     }
 
     /** Adds the step's next changes to {@code out}; false once it has none left. */
@@ -588,15 +654,17 @@ public final class ChangelogReader {
     }
 
     /**
-     * One data file under both states' deletes: rows live before only leave, rows live after
-     * only arrive. The file is read once, without deletes, and each row tested against both
-     * states' position and equality deletes (read twice, filtered, only when the two states need
-     * different columns for their deletes). With key-only before-images, when the later state
-     * only adds deletes (so no row can arrive), only the key columns are read.
+     * One data file under both states' deletes: rows live before only leave, rows live after only
+     * arrive. The file is read once, without deletes, and each row tested against both states'
+     * position and equality deletes (read twice, filtered, only when the two states need different
+     * columns for their deletes). With key-only before-images, when the later state only adds
+     * deletes (so no row can arrive), only the key columns are read.
      */
     private void compare(DataFile file, List<DeleteFile> old, List<DeleteFile> now) {
-      boolean keysOnly = options.beforeImage() == BeforeImage.KEY_ONLY
-          && kind == TableKind.PRIMARY_KEY && keys(now).containsAll(keys(old));
+      boolean keysOnly =
+          options.beforeImage() == BeforeImage.KEY_ONLY
+              && kind == TableKind.PRIMARY_KEY
+              && keys(now).containsAll(keys(old));
       Schema requested = keysOnly ? keyReadSchema : readSchema;
       GenericDeleteFilter before = deleteCache.filter(task(file, old), schema, requested);
       GenericDeleteFilter later = deleteCache.filter(task(file, now), schema, requested);
@@ -609,16 +677,18 @@ public final class ChangelogReader {
       if (!required.sameSchema(later.requiredSchema())) {
         Map<Long, Record> oldRows = positions(task(file, old), requested);
         Map<Long, Record> newRows = positions(task(file, now), requested);
-        oldRows.forEach((position, row) -> {
-          if (!newRows.containsKey(position)) {
-            remove(row, !keysOnly);
-          }
-        });
-        newRows.forEach((position, row) -> {
-          if (!oldRows.containsKey(position)) {
-            revived.add(row);
-          }
-        });
+        oldRows.forEach(
+            (position, row) -> {
+              if (!newRows.containsKey(position)) {
+                remove(row, !keysOnly);
+              }
+            });
+        newRows.forEach(
+            (position, row) -> {
+              if (!oldRows.containsKey(position)) {
+                revived.add(row);
+              }
+            });
         return;
       }
       Predicate<Record> keptBefore = before.eqDeletedRowFilter();
@@ -629,10 +699,12 @@ public final class ChangelogReader {
       try (CloseableIterable<Record> records = open(task(file, now), required)) {
         for (Record record : records) {
           long position = (Long) record.getField(MetadataColumns.ROW_POSITION.name());
-          boolean liveBefore = (positionsBefore == null || !positionsBefore.isDeleted(position))
-              && keptBefore.test(record);
-          boolean liveAfter = (positionsAfter == null || !positionsAfter.isDeleted(position))
-              && keptAfter.test(record);
+          boolean liveBefore =
+              (positionsBefore == null || !positionsBefore.isDeleted(position))
+                  && keptBefore.test(record);
+          boolean liveAfter =
+              (positionsAfter == null || !positionsAfter.isDeleted(position))
+                  && keptAfter.test(record);
           if (liveBefore && !liveAfter) {
             remove(toTable.apply(record), !keysOnly);
           } else if (liveAfter && !liveBefore) {
@@ -647,20 +719,23 @@ public final class ChangelogReader {
     /**
      * {@link #compare} when the later state only adds equality deletes ({@code added}): a row
      * leaves when it was live before and an added delete holds its key, and no row arrives. Each
-     * delete file's keys are tested as a set of their own, loaded once per window, where
-     * Iceberg's filter builds for every data file the union of all its deletes: reading a commit
-     * then grew with the square of the files written since the last compaction.
+     * delete file's keys are tested as a set of their own, loaded once per window, where Iceberg's
+     * filter builds for every data file the union of all its deletes: reading a commit then grew
+     * with the square of the files written since the last compaction.
      */
-    private void leaveByAddedKeys(DataFile file, List<DeleteFile> old,
-        GenericDeleteFilter before, GenericDeleteFilter later, List<DeleteFile> added,
+    private void leaveByAddedKeys(
+        DataFile file,
+        List<DeleteFile> old,
+        GenericDeleteFilter before,
+        GenericDeleteFilter later,
+        List<DeleteFile> added,
         boolean keysOnly) {
       Schema required = later.requiredSchema(); // the columns of both states' deletes
       Predicate<Record> deletedBefore = deleteCache.anyHoldsKey(old, required);
       Predicate<Record> deletedNow = deleteCache.anyHoldsKey(added, required);
       PositionDeleteIndex positionsBefore = before.deletedRowPositions();
       TableRows toTable = new TableRows(required);
-      try (CloseableIterable<Record> records = open(task(file, old), required,
-          keysOf(added))) {
+      try (CloseableIterable<Record> records = open(task(file, old), required, keysOf(added))) {
         for (Record record : records) {
           if (!deletedNow.test(record)) {
             continue;
@@ -684,8 +759,8 @@ public final class ChangelogReader {
       Map<Long, Record> live = new LinkedHashMap<>();
       try (CloseableIterable<Record> records = deletes.filter(open(task, required))) {
         for (Record record : records) {
-          live.put((Long) record.getField(MetadataColumns.ROW_POSITION.name()),
-              toTable.apply(record));
+          live.put(
+              (Long) record.getField(MetadataColumns.ROW_POSITION.name()), toTable.apply(record));
         }
       } catch (IOException e) {
         throw new UncheckedIOException("cannot read " + task.file().location(), e);
@@ -694,13 +769,13 @@ public final class ChangelogReader {
     }
 
     /** A data file's live rows in a state, as rows of the table schema; read lazily. */
-    private CloseableIterable<Record> liveRows(WindowFiles.Live state, DataFile file,
-        Schema requested) {
+    private CloseableIterable<Record> liveRows(
+        WindowFiles.Live state, DataFile file, Schema requested) {
       FileScanTask task = task(file, state.deletesFor(file));
       GenericDeleteFilter deletes = deleteCache.filter(task, schema, requested);
       Schema required = deletes.requiredSchema();
-      return CloseableIterable.transform(deletes.filter(open(task, required)),
-          new TableRows(required));
+      return CloseableIterable.transform(
+          deletes.filter(open(task, required)), new TableRows(required));
     }
 
     private void emit(ChangeType type, Record row, Deque<ChangeRow> out) {
@@ -754,37 +829,38 @@ public final class ChangelogReader {
     return open(task, required, Expressions.alwaysTrue());
   }
 
-  /** As {@link #open(FileScanTask, Schema)}, skipping row groups with no row in {@code rowGroups}. */
+  /**
+   * As {@link #open(FileScanTask, Schema)}, skipping row groups with no row in {@code rowGroups}.
+   */
   private CloseableIterable<Record> open(FileScanTask task, Schema required, Expression rowGroups) {
     CloseableIterable<Record> rows = DataFileRows.read(table, task, required, rowGroups);
-    return CloseableIterable.transform(rows, record -> {
-      rowsScanned++;
-      return record;
-    });
+    return CloseableIterable.transform(
+        rows,
+        record -> {
+          rowsScanned++;
+          return record;
+        });
   }
 
   /**
-   * The delete files {@code now} adds to {@code old} when they are all equality deletes and
-   * {@code now} keeps every file of {@code old}; otherwise null.
+   * The delete files {@code now} adds to {@code old} when they are all equality deletes and {@code
+   * now} keeps every file of {@code old}; otherwise null.
    */
-  private static List<DeleteFile> addedEqualityDeletes(List<DeleteFile> old,
-      List<DeleteFile> now) {
+  private static List<DeleteFile> addedEqualityDeletes(List<DeleteFile> old, List<DeleteFile> now) {
     Set<String> before = new HashSet<>(keys(old));
     if (!new HashSet<>(keys(now)).containsAll(before)) {
       return null;
     }
     List<DeleteFile> added =
         now.stream().filter(d -> !before.contains(WindowFiles.key(d))).toList();
-    return added.stream().allMatch(d -> d.content() == FileContent.EQUALITY_DELETES)
-        ? added : null;
+    return added.stream().allMatch(d -> d.content() == FileContent.EQUALITY_DELETES) ? added : null;
   }
 
   /**
-   * The rows the equality deletes {@code added} can delete, as an expression for row-group
-   * pruning: those holding one of their keys, when they are at most {@link #PRUNE_UP_TO_KEYS}
-   * keys of integer or string columns. Otherwise every row group is read. (Keys an upsert
-   * deletes before inserting them anew are in no older file, and the bloom filters skip nearly
-   * every row group.)
+   * The rows the equality deletes {@code added} can delete, as an expression for row-group pruning:
+   * those holding one of their keys, when they are at most {@link #PRUNE_UP_TO_KEYS} keys of
+   * integer or string columns. Otherwise every row group is read. (Keys an upsert deletes before
+   * inserting them anew are in no older file, and the bloom filters skip nearly every row group.)
    */
   private Expression keysOf(List<DeleteFile> added) {
     long keys = added.stream().mapToLong(DeleteFile::recordCount).sum();
@@ -814,10 +890,12 @@ public final class ChangelogReader {
     }
     Schema keySchema = new Schema(fields);
     List<Record> keys = new ArrayList<>();
-    try (CloseableIterable<Record> rows = Parquet.read(table.io().newInputFile(delete.location()))
-        .project(keySchema)
-        .createReaderFunc(fileSchema -> GenericParquetReaders.buildReader(keySchema, fileSchema))
-        .<Record>build()) {
+    try (CloseableIterable<Record> rows =
+        Parquet.read(table.io().newInputFile(delete.location()))
+            .project(keySchema)
+            .createReaderFunc(
+                fileSchema -> GenericParquetReaders.buildReader(keySchema, fileSchema))
+            .<Record>build()) {
       rows.forEach(keys::add);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read delete file " + delete.location(), e);
@@ -838,8 +916,8 @@ public final class ChangelogReader {
   }
 
   /**
-   * Rows read in some required schema as rows of the table schema: the record itself when the
-   * read added no column, else a copy by name (columns not read stay null).
+   * Rows read in some required schema as rows of the table schema: the record itself when the read
+   * added no column, else a copy by name (columns not read stay null).
    */
   private final class TableRows implements Function<Record, Record> {
     private final int[] source;
@@ -879,15 +957,23 @@ public final class ChangelogReader {
   }
 
   private MissingHistoryException missing(long snapshotId, RuntimeException cause) {
-    return new MissingHistoryException("table " + table.name() + ": a file needed for the"
-        + " changes of snapshot " + snapshotId + " is gone (" + cause.getMessage() + "); its"
-        + " history was expired or removed — read a later window, or set on-missing-history to"
-        + " full-reload", cause);
+    return new MissingHistoryException(
+        "table "
+            + table.name()
+            + ": a file needed for the"
+            + " changes of snapshot "
+            + snapshotId
+            + " is gone ("
+            + cause.getMessage()
+            + "); its"
+            + " history was expired or removed — read a later window, or set on-missing-history to"
+            + " full-reload",
+        cause);
   }
 
   /**
-   * The values of {@code columns} as a list that compares by value: binary values ({@code
-   * byte[]} of fixed columns) are wrapped, since arrays compare by identity.
+   * The values of {@code columns} as a list that compares by value: binary values ({@code byte[]}
+   * of fixed columns) are wrapped, since arrays compare by identity.
    */
   private static List<Object> identity(Record row, List<String> columns) {
     List<Object> values = new ArrayList<>(columns.size());

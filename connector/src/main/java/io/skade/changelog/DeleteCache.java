@@ -23,14 +23,15 @@ import org.apache.iceberg.util.StructLikeSet;
 import org.apache.iceberg.util.StructProjection;
 
 /**
- * The delete files of one changelog window, each loaded once. Iceberg's generic delete filter
- * reads every delete file that applies to a data file for each data file; one upsert's equality
- * deletes apply to every older file of their partition, and a window reads each such file under
- * two states. Loads are kept up to a budget of estimated heap; beyond it they are read again.
+ * The delete files of one changelog window, each loaded once. Iceberg's generic delete filter reads
+ * every delete file that applies to a data file for each data file; one upsert's equality deletes
+ * apply to every older file of their partition, and a window reads each such file under two states.
+ * Loads are kept up to a budget of estimated heap; beyond it they are read again.
  */
 final class DeleteCache {
   /** A rough cost of one key in a set: the hash entry and its wrapper. */
   private static final long SET_ENTRY_BYTES = 64;
+
   private final FileIO io;
   private final long budgetBytes;
   private final Map<String, Object> loaded = new HashMap<>();
@@ -42,10 +43,10 @@ final class DeleteCache {
   }
 
   /**
-   * Whether one of the equality delete files among {@code deletes} holds the key of a row read
-   * in {@code rowSchema} (which has every such file's equality columns). Each file's keys are a
-   * set of their own, loaded once; Iceberg's filter tests a row against the union of a data
-   * file's equality deletes, a set built anew for each data file whose deletes differ.
+   * Whether one of the equality delete files among {@code deletes} holds the key of a row read in
+   * {@code rowSchema} (which has every such file's equality columns). Each file's keys are a set of
+   * their own, loaded once; Iceberg's filter tests a row against the union of a data file's
+   * equality deletes, a set built anew for each data file whose deletes differ.
    */
   Predicate<Record> anyHoldsKey(List<DeleteFile> deletes, Schema rowSchema) {
     List<Predicate<StructLike>> holds = new ArrayList<>();
@@ -84,16 +85,16 @@ final class DeleteCache {
   private final class Loader extends BaseDeleteLoader {
     /**
      * Loads delete files on the calling thread: nearly every load is a cache hit, and Iceberg's
-     * parallel loading waits for its tasks by sleeping in steps of milliseconds, which cost
-     * seconds per window once a table has a hundred equality delete files.
+     * parallel loading waits for its tasks by sleeping in steps of milliseconds, which cost seconds
+     * per window once a table has a hundred equality delete files.
      */
     Loader() {
       super(file -> io.newInputFile(file.location()), null);
     }
 
     /**
-     * The set of keys of several equality delete files, kept whole: one upsert's deletes apply
-     * to every older file of their partition, which would each rebuild the same set.
+     * The set of keys of several equality delete files, kept whole: one upsert's deletes apply to
+     * every older file of their partition, which would each rebuild the same set.
      */
     @Override
     public StructLikeSet loadEqualityDeletes(Iterable<DeleteFile> files, Schema projection) {

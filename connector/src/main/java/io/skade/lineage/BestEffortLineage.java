@@ -15,8 +15,10 @@ import org.slf4j.LoggerFactory;
  */
 public final class BestEffortLineage implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(BestEffortLineage.class);
+
   /** Events waiting for the sink; past this, new events are dropped. */
   public static final int DEFAULT_QUEUE = 10_000;
+
   private static final Object STOP = new Object();
 
   private final LineageSink sink;
@@ -63,8 +65,10 @@ public final class BestEffortLineage implements AutoCloseable {
     } else {
       dropped.increment();
       if (!closed) {
-        LOG.warn("skade lineage: {} is behind by {} events; dropped an event",
-            sink.getClass().getSimpleName(), queue.size());
+        LOG.warn(
+            "skade lineage: {} is behind by {} events; dropped an event",
+            sink.getClass().getSimpleName(),
+            queue.size());
       }
     }
   }
@@ -134,14 +138,18 @@ public final class BestEffortLineage implements AutoCloseable {
       if (event != null) {
         failed.increment();
       }
-      LOG.warn("skade lineage: {} failed to {} {}; the commit or job it describes is not"
-          + " affected", sink.getClass().getSimpleName(), what, event == null ? "" : event, e);
+      LOG.warn(
+          "skade lineage: {} failed to {} {}; the commit or job it describes is not" + " affected",
+          sink.getClass().getSimpleName(),
+          what,
+          event == null ? "" : event,
+          e);
     }
   }
 
   /**
-   * Delivers what is queued, waiting at most the close timeout, then closes the sink; events
-   * still queued then are counted as dropped.
+   * Delivers what is queued, waiting at most the close timeout, then closes the sink; events still
+   * queued then are counted as dropped.
    */
   @Override
   public void close() {
@@ -156,8 +164,11 @@ public final class BestEffortLineage implements AutoCloseable {
         worker.interrupt();
         worker.join(TimeUnit.SECONDS.toMillis(1));
         dropped.add(queue.size());
-        LOG.warn("skade lineage: {} did not finish within {}; {} events not delivered",
-            sink.getClass().getSimpleName(), closeTimeout, queue.size());
+        LOG.warn(
+            "skade lineage: {} did not finish within {}; {} events not delivered",
+            sink.getClass().getSimpleName(),
+            closeTimeout,
+            queue.size());
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();

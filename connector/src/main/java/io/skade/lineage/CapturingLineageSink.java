@@ -37,8 +37,7 @@ public final class CapturingLineageSink implements LineageSink {
   }
 
   /**
-   * The commits described so far once {@code done} holds for them, waiting at most
-   * {@code timeout}.
+   * The commits described so far once {@code done} holds for them, waiting at most {@code timeout}.
    *
    * @throws TimeoutException naming what was captured, when {@code done} did not hold in time
    */
@@ -53,14 +52,18 @@ public final class CapturingLineageSink implements LineageSink {
     return await(this::runs, done, timeout);
   }
 
-  private synchronized <T> List<T> await(java.util.function.Supplier<List<T>> events,
-      Predicate<List<T>> done, Duration timeout) throws InterruptedException, TimeoutException {
+  private synchronized <T> List<T> await(
+      java.util.function.Supplier<List<T>> events, Predicate<List<T>> done, Duration timeout)
+      throws InterruptedException, TimeoutException {
     long deadline = System.nanoTime() + timeout.toNanos();
     while (!done.test(events.get())) {
       long left = deadline - System.nanoTime();
       if (left <= 0) {
-        throw new TimeoutException("lineage not as awaited within " + timeout + "; captured: "
-            + new ArrayList<>(events.get()));
+        throw new TimeoutException(
+            "lineage not as awaited within "
+                + timeout
+                + "; captured: "
+                + new ArrayList<>(events.get()));
       }
       wait(Math.max(1, left / 1_000_000));
     }

@@ -17,23 +17,28 @@ import org.apache.iceberg.catalog.TableIdentifier;
 /**
  * Lineage of an owner skade catalog store, started with it when its properties ask for it ({@link
  * #SINK}) and stopped before it closes: every commit is described ({@link CommitLineage}) and
- * delivered best effort ({@link BestEffortLineage}) to the configured sink. It runs once per
- * store, however many catalogs of the JVM share it ({@link #settings}).
+ * delivered best effort ({@link BestEffortLineage}) to the configured sink. It runs once per store,
+ * however many catalogs of the JVM share it ({@link #settings}).
  */
 public final class CatalogLineage implements CatalogService {
   /** Where lineage goes: {@code none} (default), {@code table} or {@code openlineage}. */
   public static final String SINK = "lineage.sink";
+
   /** The values {@link #SINK} takes. */
   public static final List<String> SINKS = List.of("none", "table", "openlineage");
+
   /**
-   * The OpenLineage destination: an {@code http(s)://} collector URL, {@code file:<path>} for
-   * JSON lines in a file, or {@code console}.
+   * The OpenLineage destination: an {@code http(s)://} collector URL, {@code file:<path>} for JSON
+   * lines in a file, or {@code console}.
    */
   public static final String OPENLINEAGE_URL = "lineage.openlineage.url";
+
   /** The actor of commits whose writer names none (a Flink job names itself). */
   public static final String ACTOR = "lineage.actor";
+
   /** The default of {@link #ACTOR}. */
   public static final String DEFAULT_ACTOR = "skade";
+
   private static final Duration HTTP_TIMEOUT = Duration.ofSeconds(5);
 
   /** Lineage running in this JVM, for job-run events. */
@@ -48,8 +53,8 @@ public final class CatalogLineage implements CatalogService {
     }
 
     /**
-     * Waits, at most {@code timeout}, until every commit made so far is described and handed to
-     * the sink; returns whether that happened in time.
+     * Waits, at most {@code timeout}, until every commit made so far is described and handed to the
+     * sink; returns whether that happened in time.
      */
     public boolean awaitCaughtUp(Duration timeout) throws InterruptedException {
       long deadline = System.nanoTime() + timeout.toNanos();
@@ -64,21 +69,23 @@ public final class CatalogLineage implements CatalogService {
     }
 
     /**
-     * {@code dataset} as this lineage names it: one in this catalog's warehouse becomes the
-     * table with its location and columns (another process named it by namespace and name
-     * only); any other is returned as it is.
+     * {@code dataset} as this lineage names it: one in this catalog's warehouse becomes the table
+     * with its location and columns (another process named it by namespace and name only); any
+     * other is returned as it is.
      */
     public LineageDataset resolve(LineageDataset dataset) {
       return dataset.namespace().equals(catalog.warehouse())
-          ? CommitLineage.table(catalog, TableIdentifier.parse(dataset.name())) : dataset;
+          ? CommitLineage.table(catalog, TableIdentifier.parse(dataset.name()))
+          : dataset;
     }
 
     /**
-     * The running lineage of {@code catalog}'s store, if it has one: the lineage of every
-     * catalog sharing that store (it runs once per store, on the store's own catalog).
+     * The running lineage of {@code catalog}'s store, if it has one: the lineage of every catalog
+     * sharing that store (it runs once per store, on the store's own catalog).
      */
     public static Optional<Running> of(SkadeCatalog catalog) {
-      return RUNNING.stream().filter(running -> running.catalog().sharesStoreWith(catalog))
+      return RUNNING.stream()
+          .filter(running -> running.catalog().sharesStoreWith(catalog))
           .findFirst();
     }
   }
@@ -106,8 +113,16 @@ public final class CatalogLineage implements CatalogService {
         unrecorded = Set.of(WarehouseLineageSink.TABLE);
       }
       case "openlineage" -> sink = openLineage(catalog.name(), properties.get(OPENLINEAGE_URL));
-      default -> throw new IllegalArgumentException("skade catalog '" + catalog.name()
-          + "': property '" + SINK + "' is '" + kind + "'; " + acceptedSinks());
+      default ->
+          throw new IllegalArgumentException(
+              "skade catalog '"
+                  + catalog.name()
+                  + "': property '"
+                  + SINK
+                  + "' is '"
+                  + kind
+                  + "'; "
+                  + acceptedSinks());
     }
     BestEffortLineage out = new BestEffortLineage(sink);
     CommitLineage commits = new CommitLineage(catalog, out, actor, after, unrecorded);
@@ -121,8 +136,8 @@ public final class CatalogLineage implements CatalogService {
   }
 
   /**
-   * Lineage runs once per store, so the catalogs sharing one must agree on it: its sink, and
-   * when it is on, the actor and the OpenLineage URL.
+   * Lineage runs once per store, so the catalogs sharing one must agree on it: its sink, and when
+   * it is on, the actor and the OpenLineage URL.
    */
   @Override
   public Map<String, String> settings(Map<String, String> properties) {
@@ -142,28 +157,41 @@ public final class CatalogLineage implements CatalogService {
   /** The values {@link #SINK} takes, as an error message lists them. */
   public static String acceptedSinks() {
     List<String> quoted = SINKS.stream().map(sink -> "'" + sink + "'").toList();
-    return "accepted values are " + String.join(", ", quoted.subList(0, quoted.size() - 1))
-        + " and " + quoted.get(quoted.size() - 1);
+    return "accepted values are "
+        + String.join(", ", quoted.subList(0, quoted.size() - 1))
+        + " and "
+        + quoted.get(quoted.size() - 1);
   }
 
   private static LineageSink openLineage(String catalog, String url) {
     if (url == null || url.isBlank()) {
-      throw new IllegalArgumentException("skade catalog '" + catalog + "': '" + SINK
-          + "' = 'openlineage' needs '" + OPENLINEAGE_URL + "': a collector's http(s):// URL,"
-          + " file:<path> or console");
+      throw new IllegalArgumentException(
+          "skade catalog '"
+              + catalog
+              + "': '"
+              + SINK
+              + "' = 'openlineage' needs '"
+              + OPENLINEAGE_URL
+              + "': a collector's http(s):// URL,"
+              + " file:<path> or console");
     }
     if (url.equals("console")) {
       return OpenLineageSink.console(OpenLineageSink.DEFAULT_NAMESPACE);
     }
     if (url.startsWith("file:")) {
-      return OpenLineageSink.file(Path.of(url.substring("file:".length())),
-          OpenLineageSink.DEFAULT_NAMESPACE);
+      return OpenLineageSink.file(
+          Path.of(url.substring("file:".length())), OpenLineageSink.DEFAULT_NAMESPACE);
     }
     if (url.startsWith("http://") || url.startsWith("https://")) {
-      return OpenLineageSink.http(URI.create(url), HTTP_TIMEOUT,
-          OpenLineageSink.DEFAULT_NAMESPACE);
+      return OpenLineageSink.http(URI.create(url), HTTP_TIMEOUT, OpenLineageSink.DEFAULT_NAMESPACE);
     }
-    throw new IllegalArgumentException("skade catalog '" + catalog + "': '" + OPENLINEAGE_URL
-        + "' is '" + url + "'; give a collector's http(s):// URL, file:<path> or console");
+    throw new IllegalArgumentException(
+        "skade catalog '"
+            + catalog
+            + "': '"
+            + OPENLINEAGE_URL
+            + "' is '"
+            + url
+            + "'; give a collector's http(s):// URL, file:<path> or console");
   }
 }

@@ -24,26 +24,28 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Describes every commit of a skade catalog as lineage, in {@code commit_seq} order, from the
- * catalog's commit feed: the chokepoint every writer goes through, so no commit is missed and
- * none is described twice. It runs on its own thread after the commits are durable, so it never
- * delays one; a lagging subscription and a start from an older cursor are caught up from the
- * durable commit log.
+ * catalog's commit feed: the chokepoint every writer goes through, so no commit is missed and none
+ * is described twice. It runs on its own thread after the commits are durable, so it never delays
+ * one; a lagging subscription and a start from an older cursor are caught up from the durable
+ * commit log.
  *
- * <p>Who made a commit and from which inputs comes from the snapshot's summary: {@link #ACTOR}
- * and {@link #INPUTS}, which skade's writers set, or {@code flink.job-id}, which a Flink sink
- * sets, looked up in {@link FlinkJobs}. Creates become {@link LineageOperation#CREATE}; snapshots
- * become {@code APPEND}, {@code DELETE} or {@code OVERWRITE} (a rewrite of files is an
- * overwrite); the commits of a multi-table commit become one {@code RELEASE} naming every table;
- * drops, renames and metadata-only commits are not lineage.
+ * <p>Who made a commit and from which inputs comes from the snapshot's summary: {@link #ACTOR} and
+ * {@link #INPUTS}, which skade's writers set, or {@code flink.job-id}, which a Flink sink sets,
+ * looked up in {@link FlinkJobs}. Creates become {@link LineageOperation#CREATE}; snapshots become
+ * {@code APPEND}, {@code DELETE} or {@code OVERWRITE} (a rewrite of files is an overwrite); the
+ * commits of a multi-table commit become one {@code RELEASE} naming every table; drops, renames and
+ * metadata-only commits are not lineage.
  */
 public final class CommitLineage implements AutoCloseable {
   /** Snapshot summary property: who made the commit. */
   public static final String ACTOR = "skade.lineage.actor";
+
   /**
-   * Snapshot summary property: what the commit was made from, one dataset per line: a skade
-   * table's identifier ({@code db.table}), or {@code system<TAB>namespace<TAB>name}.
+   * Snapshot summary property: what the commit was made from, one dataset per line: a skade table's
+   * identifier ({@code db.table}), or {@code system<TAB>namespace<TAB>name}.
    */
   public static final String INPUTS = "skade.lineage.inputs";
+
   private static final String FLINK_JOB_ID = "flink.job-id";
   private static final Logger LOG = LoggerFactory.getLogger(CommitLineage.class);
 
@@ -53,20 +55,26 @@ public final class CommitLineage implements AutoCloseable {
   private final Set<TableIdentifier> unrecorded;
   private final CommitSubscription subscription;
   private final Thread worker;
+
   /** The commits of a multi-table commit seen so far. */
   private final List<CommitEvent> release = new ArrayList<>();
+
   private volatile boolean closed;
   private long cursor;
 
   /**
-   * Starts describing the commits of {@code catalog} after {@code commitSeq} {@code after} (or
-   * from now, when negative) to {@code out}.
+   * Starts describing the commits of {@code catalog} after {@code commitSeq} {@code after} (or from
+   * now, when negative) to {@code out}.
    *
    * @param defaultActor the actor of commits whose snapshots name none
    * @param unrecorded tables whose commits are not described (the lineage table itself)
    */
-  public CommitLineage(SkadeCatalog catalog, BestEffortLineage out, String defaultActor,
-      long after, Set<TableIdentifier> unrecorded) {
+  public CommitLineage(
+      SkadeCatalog catalog,
+      BestEffortLineage out,
+      String defaultActor,
+      long after,
+      Set<TableIdentifier> unrecorded) {
     this.catalog = catalog;
     this.out = out;
     this.defaultActor = defaultActor;
@@ -105,8 +113,12 @@ public final class CommitLineage implements AutoCloseable {
       Thread.currentThread().interrupt();
     } catch (RuntimeException e) {
       if (!closed) {
-        LOG.error("skade lineage of catalog '{}' stopped after commit_seq {}; later commits are"
-            + " not described", catalog.name(), cursor(), e);
+        LOG.error(
+            "skade lineage of catalog '{}' stopped after commit_seq {}; later commits are"
+                + " not described",
+            catalog.name(),
+            cursor(),
+            e);
       }
     }
   }
@@ -145,10 +157,15 @@ public final class CommitLineage implements AutoCloseable {
         case CREATE, REGISTER -> {
           Table table = tableAt(event, id);
           Snapshot current = table.currentSnapshot();
-          out.commit(new LineageEvent(eventId(event.commitSeq(), null), defaultActor,
-              LineageOperation.CREATE, List.of(),
-              List.of(dataset(id, table, current == null ? null : current.snapshotId())),
-              event.tsMicros(), event.commitSeq()));
+          out.commit(
+              new LineageEvent(
+                  eventId(event.commitSeq(), null),
+                  defaultActor,
+                  LineageOperation.CREATE,
+                  List.of(),
+                  List.of(dataset(id, table, current == null ? null : current.snapshotId())),
+                  event.tsMicros(),
+                  event.commitSeq()));
         }
         case UPDATE -> {
           if (!event.addedSnapshotIds().isEmpty()) {
@@ -158,29 +175,35 @@ public final class CommitLineage implements AutoCloseable {
             }
           }
         }
-        default -> { } // drops, renames: no data written
+        default -> {} // drops, renames: no data written
       }
     } catch (RuntimeException e) {
-      LOG.warn("skade lineage: cannot describe commit_seq {} of {}; skipped", event.commitSeq(),
-          id, e);
+      LOG.warn(
+          "skade lineage: cannot describe commit_seq {} of {}; skipped", event.commitSeq(), id, e);
     }
   }
 
-  private void describeSnapshot(CommitEvent event, TableIdentifier id, Table table,
-      Snapshot snapshot) {
+  private void describeSnapshot(
+      CommitEvent event, TableIdentifier id, Table table, Snapshot snapshot) {
     if (snapshot == null) {
       return; // added and expired again in one commit
     }
-    LineageOperation operation = switch (String.valueOf(snapshot.operation())) {
-      case DataOperations.APPEND -> LineageOperation.APPEND;
-      case DataOperations.DELETE -> LineageOperation.DELETE;
-      default -> LineageOperation.OVERWRITE; // overwrite, replace (a rewrite of files)
-    };
+    LineageOperation operation =
+        switch (String.valueOf(snapshot.operation())) {
+          case DataOperations.APPEND -> LineageOperation.APPEND;
+          case DataOperations.DELETE -> LineageOperation.DELETE;
+          default -> LineageOperation.OVERWRITE; // overwrite, replace (a rewrite of files)
+        };
     Origin origin = origin(snapshot);
-    out.commit(new LineageEvent(eventId(event.commitSeq(), snapshot.snapshotId()),
-        origin.actor(), operation, origin.inputs(),
-        List.of(dataset(id, table, snapshot.snapshotId())), event.tsMicros(),
-        event.commitSeq()));
+    out.commit(
+        new LineageEvent(
+            eventId(event.commitSeq(), snapshot.snapshotId()),
+            origin.actor(),
+            operation,
+            origin.inputs(),
+            List.of(dataset(id, table, snapshot.snapshotId())),
+            event.tsMicros(),
+            event.commitSeq()));
   }
 
   /** Who made a snapshot and from what, as its summary tells. */
@@ -188,22 +211,29 @@ public final class CommitLineage implements AutoCloseable {
 
   private Origin origin(Snapshot snapshot) {
     Map<String, String> summary = snapshot.summary() == null ? Map.of() : snapshot.summary();
-    Optional<FlinkJobs.Job> job = Optional.ofNullable(summary.get(FLINK_JOB_ID))
-        .flatMap(FlinkJobs::job);
+    Optional<FlinkJobs.Job> job =
+        Optional.ofNullable(summary.get(FLINK_JOB_ID)).flatMap(FlinkJobs::job);
     String actor = summary.get(ACTOR);
     if (actor == null) {
-      actor = job.map(FlinkJobs.Job::actor).orElseGet(() -> summary.containsKey(FLINK_JOB_ID)
-          ? "flink job " + summary.get(FLINK_JOB_ID) : defaultActor);
+      actor =
+          job.map(FlinkJobs.Job::actor)
+              .orElseGet(
+                  () ->
+                      summary.containsKey(FLINK_JOB_ID)
+                          ? "flink job " + summary.get(FLINK_JOB_ID)
+                          : defaultActor);
     }
-    List<LineageDataset> inputs = summary.containsKey(INPUTS) ? inputs(summary.get(INPUTS))
-        : job.map(FlinkJobs.Job::inputs).orElse(List.of());
+    List<LineageDataset> inputs =
+        summary.containsKey(INPUTS)
+            ? inputs(summary.get(INPUTS))
+            : job.map(FlinkJobs.Job::inputs).orElse(List.of());
     return new Origin(actor, inputs);
   }
 
   /**
-   * Collects the commits of a multi-table commit; once all are in, describes them as one
-   * {@link LineageOperation#RELEASE} naming every table at the snapshot it got, with the inputs
-   * of them all.
+   * Collects the commits of a multi-table commit; once all are in, describes them as one {@link
+   * LineageOperation#RELEASE} naming every table at the snapshot it got, with the inputs of them
+   * all.
    */
   private void release(CommitEvent event) {
     if (!release.isEmpty() && release.get(0).transactionSeq() != event.transactionSeq()) {
@@ -235,9 +265,15 @@ public final class CommitLineage implements AutoCloseable {
     }
     if (!outputs.isEmpty()) {
       CommitEvent first = commits.get(0);
-      out.commit(new LineageEvent(eventId(first.transactionSeq(), null),
-          actor == null ? defaultActor : actor, LineageOperation.RELEASE, List.copyOf(inputs),
-          outputs, first.tsMicros(), first.transactionSeq()));
+      out.commit(
+          new LineageEvent(
+              eventId(first.transactionSeq(), null),
+              actor == null ? defaultActor : actor,
+              LineageOperation.RELEASE,
+              List.copyOf(inputs),
+              outputs,
+              first.tsMicros(),
+              first.transactionSeq()));
     }
   }
 
@@ -247,8 +283,9 @@ public final class CommitLineage implements AutoCloseable {
 
   /** The same commit described twice gets the same id. */
   private UUID eventId(long commitSeq, Long snapshotId) {
-    return UUID.nameUUIDFromBytes((catalog.catalogPath() + '/' + commitSeq + '/' + snapshotId)
-        .getBytes(StandardCharsets.UTF_8));
+    return UUID.nameUUIDFromBytes(
+        (catalog.catalogPath() + '/' + commitSeq + '/' + snapshotId)
+            .getBytes(StandardCharsets.UTF_8));
   }
 
   private LineageDataset dataset(TableIdentifier id, Table table, Long snapshotId) {
@@ -256,14 +293,13 @@ public final class CommitLineage implements AutoCloseable {
   }
 
   /** A skade table as a dataset: named in the catalog's warehouse, at {@code snapshotId}. */
-  private static LineageDataset dataset(String warehouse, TableIdentifier id, Table table,
-      Long snapshotId) {
+  private static LineageDataset dataset(
+      String warehouse, TableIdentifier id, Table table, Long snapshotId) {
     List<LineageDataset.Field> fields = new ArrayList<>();
     for (Types.NestedField field : table.schema().columns()) {
       fields.add(new LineageDataset.Field(field.name(), field.type().toString()));
     }
-    return new LineageDataset(warehouse, id.toString(), null, table.location(), snapshotId,
-        fields);
+    return new LineageDataset(warehouse, id.toString(), null, table.location(), snapshotId, fields);
   }
 
   /**
@@ -304,8 +340,12 @@ public final class CommitLineage implements AutoCloseable {
       if (input.isSkadeTable()) {
         encoded.append(checked(input.name()));
       } else {
-        encoded.append(checked(input.system())).append('\t').append(checked(input.namespace()))
-            .append('\t').append(checked(input.name()));
+        encoded
+            .append(checked(input.system()))
+            .append('\t')
+            .append(checked(input.namespace()))
+            .append('\t')
+            .append(checked(input.name()));
       }
     }
     return encoded.toString();
@@ -313,8 +353,11 @@ public final class CommitLineage implements AutoCloseable {
 
   private static String checked(String part) {
     if (part.indexOf('\t') >= 0 || part.indexOf('\n') >= 0) {
-      throw new IllegalArgumentException("lineage input '" + part + "' holds a tab or a line"
-          + " break; name datasets without them");
+      throw new IllegalArgumentException(
+          "lineage input '"
+              + part
+              + "' holds a tab or a line"
+              + " break; name datasets without them");
     }
     return part;
   }

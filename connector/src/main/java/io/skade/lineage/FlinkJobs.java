@@ -8,16 +8,16 @@ import java.util.Optional;
 /**
  * The Flink jobs this JVM saw submitted, with the datasets they read and write, so the commits
  * their sinks make can be described with the job's name and inputs: a sink's commit carries only
- * the job id ({@code flink.job-id} in the snapshot summary). Bounded: the jobs least recently
- * seen are forgotten first.
+ * the job id ({@code flink.job-id} in the snapshot summary). Bounded: the jobs least recently seen
+ * are forgotten first.
  */
 public final class FlinkJobs {
   /** Jobs remembered at most. */
   static final int MAX_JOBS = 1000;
 
   /** A submitted job: its name and the datasets of its lineage graph. */
-  public record Job(String id, String name, List<LineageDataset> inputs,
-      List<LineageDataset> outputs) {
+  public record Job(
+      String id, String name, List<LineageDataset> inputs, List<LineageDataset> outputs) {
     public Job {
       inputs = List.copyOf(inputs);
       outputs = List.copyOf(outputs);

@@ -4,8 +4,8 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * A Flink job's run changed state: it started, completed, failed or was cancelled, with the datasets it reads and
- * writes.
+ * A Flink job's run changed state: it started, completed, failed or was cancelled, with the
+ * datasets it reads and writes.
  *
  * @param jobId the Flink job id
  * @param jobName the Flink job name
@@ -15,8 +15,14 @@ import java.util.Objects;
  * @param tsMicros when it happened, microseconds since the epoch
  * @param error why the job failed (for {@link State#FAIL}), else null
  */
-public record JobRunEvent(String jobId, String jobName, State state, List<LineageDataset> inputs,
-    List<LineageDataset> outputs, long tsMicros, String error) {
+public record JobRunEvent(
+    String jobId,
+    String jobName,
+    State state,
+    List<LineageDataset> inputs,
+    List<LineageDataset> outputs,
+    long tsMicros,
+    String error) {
 
   /** What happened to a run. */
   public enum State {

@@ -10,11 +10,11 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * A {@link JobRunEvent} as JSON, the body a Flink process sends a skade server so that the
- * lineage the server runs for its catalog learns of the job ({@code POST
- * /skade/v1/lineage/job-runs}): {@code {"job-id", "job-name", "state", "inputs": [dataset],
- * "outputs": [dataset], "ts-micros", "error"}}, a dataset being {@code {"namespace", "name",
- * "system", "location", "snapshot-id", "fields": [{"name", "type"}]}} (nulls left out).
+ * A {@link JobRunEvent} as JSON, the body a Flink process sends a skade server so that the lineage
+ * the server runs for its catalog learns of the job ({@code POST /skade/v1/lineage/job-runs}):
+ * {@code {"job-id", "job-name", "state", "inputs": [dataset], "outputs": [dataset], "ts-micros",
+ * "error"}}, a dataset being {@code {"namespace", "name", "system", "location", "snapshot-id",
+ * "fields": [{"name", "type"}]}} (nulls left out).
  */
 public final class JobRunJson {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -23,11 +23,12 @@ public final class JobRunJson {
 
   /** {@code event} as JSON. */
   public static String write(JobRunEvent event) {
-    ObjectNode node = JSON.createObjectNode()
-        .put("job-id", event.jobId())
-        .put("job-name", event.jobName())
-        .put("state", event.state().name())
-        .put("ts-micros", event.tsMicros());
+    ObjectNode node =
+        JSON.createObjectNode()
+            .put("job-id", event.jobId())
+            .put("job-name", event.jobName())
+            .put("state", event.state().name())
+            .put("ts-micros", event.tsMicros());
     datasets(node.putArray("inputs"), event.inputs());
     datasets(node.putArray("outputs"), event.outputs());
     if (event.error() != null) {
@@ -56,19 +57,28 @@ public final class JobRunJson {
     try {
       parsed = JobRunEvent.State.valueOf(state.toUpperCase(Locale.ROOT));
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("a job run's 'state' is '" + state + "'; it is one of"
-          + " START, COMPLETE, FAIL and ABORT", e);
+      throw new IllegalArgumentException(
+          "a job run's 'state' is '"
+              + state
+              + "'; it is one of"
+              + " START, COMPLETE, FAIL and ABORT",
+          e);
     }
     JsonNode error = node.get("error");
-    return new JobRunEvent(text(node, "job-id"), text(node, "job-name"), parsed,
-        datasets(node, "inputs"), datasets(node, "outputs"), node.path("ts-micros").asLong(0),
+    return new JobRunEvent(
+        text(node, "job-id"),
+        text(node, "job-name"),
+        parsed,
+        datasets(node, "inputs"),
+        datasets(node, "outputs"),
+        node.path("ts-micros").asLong(0),
         error == null || error.isNull() ? null : error.asText());
   }
 
   private static void datasets(ArrayNode array, List<LineageDataset> datasets) {
     for (LineageDataset dataset : datasets) {
-      ObjectNode node = array.addObject().put("namespace", dataset.namespace())
-          .put("name", dataset.name());
+      ObjectNode node =
+          array.addObject().put("namespace", dataset.namespace()).put("name", dataset.name());
       if (dataset.system() != null) {
         node.put("system", dataset.system());
       }
@@ -79,8 +89,9 @@ public final class JobRunJson {
         node.put("snapshot-id", dataset.snapshotId());
       }
       ArrayNode fields = node.putArray("fields");
-      dataset.fields().forEach(field -> fields.addObject().put("name", field.name())
-          .put("type", field.type()));
+      dataset
+          .fields()
+          .forEach(field -> fields.addObject().put("name", field.name()).put("type", field.type()));
     }
   }
 
@@ -91,10 +102,14 @@ public final class JobRunJson {
       for (JsonNode field : dataset.path("fields")) {
         fields.add(new LineageDataset.Field(text(field, "name"), text(field, "type")));
       }
-      datasets.add(new LineageDataset(text(dataset, "namespace"), text(dataset, "name"),
-          optional(dataset, "system"), optional(dataset, "location"),
-          dataset.hasNonNull("snapshot-id") ? dataset.get("snapshot-id").asLong() : null,
-          fields));
+      datasets.add(
+          new LineageDataset(
+              text(dataset, "namespace"),
+              text(dataset, "name"),
+              optional(dataset, "system"),
+              optional(dataset, "location"),
+              dataset.hasNonNull("snapshot-id") ? dataset.get("snapshot-id").asLong() : null,
+              fields));
     }
     return datasets;
   }

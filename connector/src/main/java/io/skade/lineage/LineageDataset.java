@@ -4,8 +4,8 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * A dataset a lineage event names: a skade table, or an external one (a Kafka topic, a JDBC
- * table) that a job read.
+ * A dataset a lineage event names: a skade table, or an external one (a Kafka topic, a JDBC table)
+ * that a job read.
  *
  * @param namespace for a skade table, its catalog's warehouse; for an external dataset, what its
  *     system calls its namespace (for example {@code kafka://broker:9092})
@@ -15,8 +15,13 @@ import java.util.Objects;
  * @param snapshotId the table's snapshot the event is about (the one a commit made), or null
  * @param fields the dataset's columns, in order; empty when unknown
  */
-public record LineageDataset(String namespace, String name, String system, String location,
-    Long snapshotId, List<Field> fields) {
+public record LineageDataset(
+    String namespace,
+    String name,
+    String system,
+    String location,
+    Long snapshotId,
+    List<Field> fields) {
 
   /** A column: its name and its type as its system spells it. */
   public record Field(String name, String type) {

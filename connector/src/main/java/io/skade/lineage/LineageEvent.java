@@ -8,8 +8,8 @@ import java.util.UUID;
  * One commit, described: who wrote what into which table, from which inputs, when, at which
  * snapshot and {@code commit_seq}.
  *
- * @param eventId a unique id of this event, derived from the catalog and {@code commitSeq}, so
- *     that describing the same commit twice gives the same id
+ * @param eventId a unique id of this event, derived from the catalog and {@code commitSeq}, so that
+ *     describing the same commit twice gives the same id
  * @param actor who made the commit: a Flink job ({@code name (job id)}) or what the writer named
  *     itself
  * @param operation what the commit did
@@ -18,8 +18,14 @@ import java.util.UUID;
  * @param tsMicros when the catalog made the commit durable, microseconds since the epoch
  * @param commitSeq the commit's position in the catalog's commit log (the first, for a release)
  */
-public record LineageEvent(UUID eventId, String actor, LineageOperation operation,
-    List<LineageDataset> inputs, List<LineageDataset> outputs, long tsMicros, long commitSeq) {
+public record LineageEvent(
+    UUID eventId,
+    String actor,
+    LineageOperation operation,
+    List<LineageDataset> inputs,
+    List<LineageDataset> outputs,
+    long tsMicros,
+    long commitSeq) {
 
   public LineageEvent {
     Objects.requireNonNull(eventId, "eventId");

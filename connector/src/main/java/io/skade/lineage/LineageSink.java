@@ -14,8 +14,8 @@ public interface LineageSink extends AutoCloseable {
   default void jobRun(JobRunEvent event) throws Exception {}
 
   /**
-   * Makes what was recorded so far durable or visible; called when no event is waiting, so a
-   * sink may batch the events of a burst.
+   * Makes what was recorded so far durable or visible; called when no event is waiting, so a sink
+   * may batch the events of a burst.
    */
   default void flush() throws Exception {}
 

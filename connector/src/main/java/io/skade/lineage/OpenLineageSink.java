@@ -19,19 +19,20 @@ import java.util.UUID;
 import org.apache.iceberg.util.DateTimeUtil;
 
 /**
- * Sends lineage to OpenLineage through its Java client and transports: HTTP to a collector such
- * as Marquez, or JSON lines on the console or in a file.
+ * Sends lineage to OpenLineage through its Java client and transports: HTTP to a collector such as
+ * Marquez, or JSON lines on the console or in a file.
  *
- * <p>A commit is a run of its actor (the job {@code namespace}/actor) that completed; a Flink
- * job's run has START and COMPLETE or FAIL events with one run id derived from the job id. A
- * skade table is named as Spark's Iceberg integration names tables: by its location (namespace
- * {@code scheme://authority}, name the path), with a {@code TABLE} symlink to its identifier in
- * its warehouse, its snapshot id as dataset version and its columns as schema facet. The run
- * facet {@code skade_commit} carries the commit's {@code commitSeq} and operation.
+ * <p>A commit is a run of its actor (the job {@code namespace}/actor) that completed; a Flink job's
+ * run has START and COMPLETE or FAIL events with one run id derived from the job id. A skade table
+ * is named as Spark's Iceberg integration names tables: by its location (namespace {@code
+ * scheme://authority}, name the path), with a {@code TABLE} symlink to its identifier in its
+ * warehouse, its snapshot id as dataset version and its columns as schema facet. The run facet
+ * {@code skade_commit} carries the commit's {@code commitSeq} and operation.
  */
 public final class OpenLineageSink implements LineageSink {
   /** The producer URI of skade's events. */
   public static final URI PRODUCER = URI.create("https://github.com/skade-io/skade");
+
   /** The default OpenLineage job namespace of skade's events. */
   public static final String DEFAULT_NAMESPACE = "skade";
 
@@ -71,15 +72,17 @@ public final class OpenLineageSink implements LineageSink {
     OpenLineage.DefaultRunFacet commit = new OpenLineage.DefaultRunFacet(PRODUCER);
     commit.getAdditionalProperties().put("commitSeq", event.commitSeq());
     commit.getAdditionalProperties().put("operation", event.operation().name());
-    client.emit(ol.newRunEventBuilder()
-        .eventType(OpenLineage.RunEvent.EventType.COMPLETE)
-        .eventTime(time(event.tsMicros()))
-        .run(ol.newRun(event.eventId(), ol.newRunFacetsBuilder().put("skade_commit", commit)
-            .build()))
-        .job(ol.newJobBuilder().namespace(jobNamespace).name(event.actor()).build())
-        .inputs(inputs(event.inputs()))
-        .outputs(outputs(event.outputs()))
-        .build());
+    client.emit(
+        ol.newRunEventBuilder()
+            .eventType(OpenLineage.RunEvent.EventType.COMPLETE)
+            .eventTime(time(event.tsMicros()))
+            .run(
+                ol.newRun(
+                    event.eventId(), ol.newRunFacetsBuilder().put("skade_commit", commit).build()))
+            .job(ol.newJobBuilder().namespace(jobNamespace).name(event.actor()).build())
+            .inputs(inputs(event.inputs()))
+            .outputs(outputs(event.outputs()))
+            .build());
   }
 
   @Override
@@ -91,19 +94,21 @@ public final class OpenLineageSink implements LineageSink {
     if (event.error() != null) {
       facets.errorMessage(ol.newErrorMessageRunFacet(event.error(), "JAVA", null));
     }
-    client.emit(ol.newRunEventBuilder()
-        .eventType(switch (event.state()) {
-          case START -> OpenLineage.RunEvent.EventType.START;
-          case COMPLETE -> OpenLineage.RunEvent.EventType.COMPLETE;
-          case FAIL -> OpenLineage.RunEvent.EventType.FAIL;
-          case ABORT -> OpenLineage.RunEvent.EventType.ABORT;
-        })
-        .eventTime(time(event.tsMicros()))
-        .run(ol.newRun(runId(event.jobId()), facets.build()))
-        .job(ol.newJobBuilder().namespace(jobNamespace).name(event.jobName()).build())
-        .inputs(inputs(event.inputs()))
-        .outputs(outputs(event.outputs()))
-        .build());
+    client.emit(
+        ol.newRunEventBuilder()
+            .eventType(
+                switch (event.state()) {
+                  case START -> OpenLineage.RunEvent.EventType.START;
+                  case COMPLETE -> OpenLineage.RunEvent.EventType.COMPLETE;
+                  case FAIL -> OpenLineage.RunEvent.EventType.FAIL;
+                  case ABORT -> OpenLineage.RunEvent.EventType.ABORT;
+                })
+            .eventTime(time(event.tsMicros()))
+            .run(ol.newRun(runId(event.jobId()), facets.build()))
+            .job(ol.newJobBuilder().namespace(jobNamespace).name(event.jobName()).build())
+            .inputs(inputs(event.inputs()))
+            .outputs(outputs(event.outputs()))
+            .build());
   }
 
   /** The run id of every event of one Flink job run. */
@@ -112,19 +117,31 @@ public final class OpenLineageSink implements LineageSink {
   }
 
   private List<OpenLineage.InputDataset> inputs(List<LineageDataset> datasets) {
-    return datasets.stream().map(dataset -> {
-      String[] name = name(dataset);
-      return ol.newInputDatasetBuilder().namespace(name[0]).name(name[1])
-          .facets(facets(dataset)).build();
-    }).toList();
+    return datasets.stream()
+        .map(
+            dataset -> {
+              String[] name = name(dataset);
+              return ol.newInputDatasetBuilder()
+                  .namespace(name[0])
+                  .name(name[1])
+                  .facets(facets(dataset))
+                  .build();
+            })
+        .toList();
   }
 
   private List<OpenLineage.OutputDataset> outputs(List<LineageDataset> datasets) {
-    return datasets.stream().map(dataset -> {
-      String[] name = name(dataset);
-      return ol.newOutputDatasetBuilder().namespace(name[0]).name(name[1])
-          .facets(facets(dataset)).build();
-    }).toList();
+    return datasets.stream()
+        .map(
+            dataset -> {
+              String[] name = name(dataset);
+              return ol.newOutputDatasetBuilder()
+                  .namespace(name[0])
+                  .name(name[1])
+                  .facets(facets(dataset))
+                  .build();
+            })
+        .toList();
   }
 
   /** Namespace and name: a skade table's location when known, else as the dataset names itself. */
@@ -135,16 +152,19 @@ public final class OpenLineageSink implements LineageSink {
     // Read as Iceberg's file IO reads a location: never percent-decoded, whatever it holds.
     URI location = new org.apache.hadoop.fs.Path(dataset.location()).toUri();
     String scheme = location.getScheme() == null ? "file" : location.getScheme();
-    String namespace = location.getAuthority() == null ? scheme
-        : scheme + "://" + location.getAuthority();
+    String namespace =
+        location.getAuthority() == null ? scheme : scheme + "://" + location.getAuthority();
     return new String[] {namespace, location.getPath()};
   }
 
   private OpenLineage.DatasetFacets facets(LineageDataset dataset) {
     OpenLineage.DatasetFacetsBuilder facets = ol.newDatasetFacetsBuilder();
     if (dataset.location() != null) {
-      facets.symlinks(ol.newSymlinksDatasetFacet(List.of(ol.newSymlinksDatasetFacetIdentifiers(
-          dataset.namespace(), dataset.name(), "TABLE"))));
+      facets.symlinks(
+          ol.newSymlinksDatasetFacet(
+              List.of(
+                  ol.newSymlinksDatasetFacetIdentifiers(
+                      dataset.namespace(), dataset.name(), "TABLE"))));
     }
     if (dataset.snapshotId() != null) {
       facets.version(ol.newDatasetVersionDatasetFacet(dataset.snapshotId().toString()));
@@ -152,8 +172,8 @@ public final class OpenLineageSink implements LineageSink {
     if (!dataset.fields().isEmpty()) {
       List<OpenLineage.SchemaDatasetFacetFields> fields = new ArrayList<>();
       for (LineageDataset.Field field : dataset.fields()) {
-        fields.add(ol.newSchemaDatasetFacetFieldsBuilder().name(field.name())
-            .type(field.type()).build());
+        fields.add(
+            ol.newSchemaDatasetFacetFieldsBuilder().name(field.name()).type(field.type()).build());
       }
       facets.schema(ol.newSchemaDatasetFacet(fields));
     }

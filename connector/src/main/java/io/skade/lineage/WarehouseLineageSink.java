@@ -18,38 +18,43 @@ import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.DateTimeUtil;
 
 /**
- * Keeps lineage as rows of the catalog's reserved Iceberg table {@link #TABLE}, readable with
- * SQL and streamable with skade's own source. Events are appended in batches (one commit per
- * burst), each commit recording the last {@code commit_seq} it holds, so that after a restart
- * lineage resumes right after it from the commit log: no commit is lost or recorded twice. Its
- * own commits are never described ({@link CommitLineage} is told to skip the table).
+ * Keeps lineage as rows of the catalog's reserved Iceberg table {@link #TABLE}, readable with SQL
+ * and streamable with skade's own source. Events are appended in batches (one commit per burst),
+ * each commit recording the last {@code commit_seq} it holds, so that after a restart lineage
+ * resumes right after it from the commit log: no commit is lost or recorded twice. Its own commits
+ * are never described ({@link CommitLineage} is told to skip the table).
  */
 public final class WarehouseLineageSink implements LineageSink {
   /** The reserved table lineage is kept in. */
-  public static final TableIdentifier TABLE =
-      TableIdentifier.of("skade_system", "lineage_events");
+  public static final TableIdentifier TABLE = TableIdentifier.of("skade_system", "lineage_events");
+
   /** Its columns. */
-  public static final Schema SCHEMA = new Schema(List.of(
-      Types.NestedField.required(1, "event_id", Types.StringType.get()),
-      Types.NestedField.required(2, "commit_seq", Types.LongType.get()),
-      Types.NestedField.required(3, "event_time", Types.TimestampType.withZone()),
-      Types.NestedField.required(4, "actor", Types.StringType.get()),
-      Types.NestedField.required(5, "operation", Types.StringType.get()),
-      Types.NestedField.required(6, "output_table", Types.StringType.get()),
-      Types.NestedField.optional(7, "output_snapshot_id", Types.LongType.get()),
-      Types.NestedField.optional(8, "output_location", Types.StringType.get()),
-      Types.NestedField.required(9, "inputs", Types.ListType.ofRequired(10,
-          Types.StringType.get())),
-      Types.NestedField.required(11, "outputs", Types.ListType.ofRequired(12,
-          Types.StringType.get()))),
-      Set.of(1));
+  public static final Schema SCHEMA =
+      new Schema(
+          List.of(
+              Types.NestedField.required(1, "event_id", Types.StringType.get()),
+              Types.NestedField.required(2, "commit_seq", Types.LongType.get()),
+              Types.NestedField.required(3, "event_time", Types.TimestampType.withZone()),
+              Types.NestedField.required(4, "actor", Types.StringType.get()),
+              Types.NestedField.required(5, "operation", Types.StringType.get()),
+              Types.NestedField.required(6, "output_table", Types.StringType.get()),
+              Types.NestedField.optional(7, "output_snapshot_id", Types.LongType.get()),
+              Types.NestedField.optional(8, "output_location", Types.StringType.get()),
+              Types.NestedField.required(
+                  9, "inputs", Types.ListType.ofRequired(10, Types.StringType.get())),
+              Types.NestedField.required(
+                  11, "outputs", Types.ListType.ofRequired(12, Types.StringType.get()))),
+          Set.of(1));
+
   /** Snapshot summary property: the last {@code commit_seq} the table holds lineage of. */
   static final String RECORDED = "skade.lineage.recorded-commit-seq";
+
   /** Events per commit at most. */
   static final int MAX_BATCH = 1000;
+
   /**
-   * Events kept while the table cannot be written; from then on events are dropped, to be
-   * recorded from the commit log after a restart (the table's recorded cursor stays below them).
+   * Events kept while the table cannot be written; from then on events are dropped, to be recorded
+   * from the commit log after a restart (the table's recorded cursor stays below them).
    */
   static final int MAX_WAITING = 10 * MAX_BATCH;
 
@@ -90,8 +95,7 @@ public final class WarehouseLineageSink implements LineageSink {
    */
   public static long recorded(Table table) {
     Snapshot current = table.currentSnapshot();
-    if (current == null || current.summary() == null
-        || !current.summary().containsKey(RECORDED)) {
+    if (current == null || current.summary() == null || !current.summary().containsKey(RECORDED)) {
       return -1;
     }
     return Long.parseLong(current.summary().get(RECORDED));
@@ -103,9 +107,14 @@ public final class WarehouseLineageSink implements LineageSink {
     // first dropped commit, so that a restart records them all from the log.
     dropping |= batch.size() >= MAX_WAITING;
     if (dropping) {
-      throw new IllegalStateException(MAX_WAITING + " lineage events waited for " + TABLE
-          + ", which could not be written; commit_seq " + event.commitSeq() + " is dropped"
-          + " here and recorded from the commit log after a restart");
+      throw new IllegalStateException(
+          MAX_WAITING
+              + " lineage events waited for "
+              + TABLE
+              + ", which could not be written; commit_seq "
+              + event.commitSeq()
+              + " is dropped"
+              + " here and recorded from the commit log after a restart");
     }
     GenericRecord row = GenericRecord.create(SCHEMA);
     row.setField("event_id", event.eventId().toString());
@@ -125,9 +134,12 @@ public final class WarehouseLineageSink implements LineageSink {
     }
   }
 
-  /** A dataset as the lineage table names it: {@code db.table}, or {@code system:namespace/name}. */
+  /**
+   * A dataset as the lineage table names it: {@code db.table}, or {@code system:namespace/name}.
+   */
   static String named(LineageDataset dataset) {
-    return dataset.isSkadeTable() ? dataset.name()
+    return dataset.isSkadeTable()
+        ? dataset.name()
         : dataset.system() + ":" + dataset.namespace() + "/" + dataset.name();
   }
 

@@ -16,24 +16,28 @@ import org.apache.parquet.io.api.Binary;
  *
  * <p>Hand-written because parquet-mr's {@code BlockSplitBloomFilter} is not thread-safe: {@code
  * findHash} computes its mask in a field shared by all callers and {@code hash} fills one shared
- * buffer, so probes on several threads ({@code lookup.async}) could see another probe's. This
- * one keeps both on the stack. ProbeDecodingBenchmark finds neither test faster (35 to 69 ns
- * here, 42 to 56 ns in parquet-mr's, over the 1M-row table's filters across runs on a shared
- * machine); parquet-mr's hash of a long is about 10 ns faster (12 to 18 ns against 23 to 26),
- * once per probe of 3 to 25 us, which does not pay for a filter threads cannot share.
+ * buffer, so probes on several threads ({@code lookup.async}) could see another probe's. This one
+ * keeps both on the stack. ProbeDecodingBenchmark finds neither test faster (35 to 69 ns here, 42
+ * to 56 ns in parquet-mr's, over the 1M-row table's filters across runs on a shared machine);
+ * parquet-mr's hash of a long is about 10 ns faster (12 to 18 ns against 23 to 26), once per probe
+ * of 3 to 25 us, which does not pay for a filter threads cannot share.
  */
 record BloomCheck(int[] words) {
   /** Marks a key value without a bloom filter hash (a boolean): its filters are not asked. */
   static final long NO_HASH = 0;
+
   private static final XxHash XXHASH = new XxHash();
-  private static final int[] SALT = {0x47b6137b, 0x44974d91, 0x8824ad5b, 0xa2b7289d,
-      0x705495c7, 0x2df1424b, 0x9efc4947, 0x5c6bfb31};
+  private static final int[] SALT = {
+    0x47b6137b, 0x44974d91, 0x8824ad5b, 0xa2b7289d, 0x705495c7, 0x2df1424b, 0x9efc4947, 0x5c6bfb31
+  };
 
   /** The filter that {@code in} holds (header and bits), or null when it is of another kind. */
   static BloomCheck read(InputStream in) throws IOException {
     BloomFilterHeader header = Util.readBloomFilterHeader(in);
-    if (!header.getAlgorithm().isSetBLOCK() || !header.getHash().isSetXXHASH()
-        || !header.getCompression().isSetUNCOMPRESSED() || header.getNumBytes() <= 0
+    if (!header.getAlgorithm().isSetBLOCK()
+        || !header.getHash().isSetXXHASH()
+        || !header.getCompression().isSetUNCOMPRESSED()
+        || header.getNumBytes() <= 0
         || header.getNumBytes() > in.available()) {
       return null; // a filter this reader does not know: the row group is read
     }

@@ -8,23 +8,30 @@ import org.apache.parquet.io.api.Binary;
  * One data page's values, decoded as stored (null where a row has none): longs and ints in
  * primitive arrays, byte strings in one array with each value's start and end side by side in
  * {@code spans} (a PLAIN page's own bytes), others as parquet-mr's readers read them; {@code
- * sorted} when longs or ints never decrease. This is what the page cache keeps, in few objects
- * (for the garbage collector, and for the processor's cache: a warm probe of a random key
- * touches each array once), so that a warm probe compares and picks values without decoding.
+ * sorted} when longs or ints never decrease. This is what the page cache keeps, in few objects (for
+ * the garbage collector, and for the processor's cache: a warm probe of a random key touches each
+ * array once), so that a warm probe compares and picks values without decoding.
  *
- * <p>Hand-written because parquet-mr has no decoded page to keep: its {@code ValuesReader}s
- * yield values one at a time (a {@code Binary} each for strings), and nothing of it searches a
- * sorted page. ProbeDecodingBenchmark (1M rows in 32 files): a key's first row over kept pages
- * 0.44-0.51 us here against 4.6-5.4 us with parquet-mr's pruning and a scan of its decoded page.
+ * <p>Hand-written because parquet-mr has no decoded page to keep: its {@code ValuesReader}s yield
+ * values one at a time (a {@code Binary} each for strings), and nothing of it searches a sorted
+ * page. ProbeDecodingBenchmark (1M rows in 32 files): a key's first row over kept pages 0.44-0.51
+ * us here against 4.6-5.4 us with parquet-mr's pruning and a scan of its decoded page.
  */
-record DecodedPage(int count, long[] longs, int[] ints, byte[] bytes, int[] spans,
-    Object[] objects, boolean[] nulls, boolean sorted) {
+record DecodedPage(
+    int count,
+    long[] longs,
+    int[] ints,
+    byte[] bytes,
+    int[] spans,
+    Object[] objects,
+    boolean[] nulls,
+    boolean sorted) {
   /**
-   * In a page of sorted longs or ints ({@code sorted}), the first of rows {@code [from, to)}
-   * whose value is not below {@code value}; else {@code from}. One guess by interpolation
-   * comes first, then a gallop from it and a binary search: keys spread evenly (ids, times)
-   * are found at the guess, and the page's values are loaded from memory in about two steps
-   * (its two ends at once, then the guess) instead of a binary search's five or more.
+   * In a page of sorted longs or ints ({@code sorted}), the first of rows {@code [from, to)} whose
+   * value is not below {@code value}; else {@code from}. One guess by interpolation comes first,
+   * then a gallop from it and a binary search: keys spread evenly (ids, times) are found at the
+   * guess, and the page's values are loaded from memory in about two steps (its two ends at once,
+   * then the guess) instead of a binary search's five or more.
    */
   int firstCandidate(int from, int to, Object value) {
     if (!sorted) {
@@ -96,9 +103,9 @@ record DecodedPage(int count, long[] longs, int[] ints, byte[] bytes, int[] span
 
   /** Value {@code i} of a page of byte strings, as UTF-8 text. */
   String string(int i) {
-    return nulls != null && nulls[i] ? null
-        : new String(bytes, spans[2 * i], spans[2 * i + 1] - spans[2 * i],
-            StandardCharsets.UTF_8);
+    return nulls != null && nulls[i]
+        ? null
+        : new String(bytes, spans[2 * i], spans[2 * i + 1] - spans[2 * i], StandardCharsets.UTF_8);
   }
 
   boolean equals(int i, Object value) {
@@ -113,8 +120,8 @@ record DecodedPage(int count, long[] longs, int[] ints, byte[] bytes, int[] span
     }
     if (bytes != null) {
       Binary binary = (Binary) value;
-      return Arrays.equals(bytes, spans[2 * i], spans[2 * i + 1], binary.getBytesUnsafe(), 0,
-          binary.length());
+      return Arrays.equals(
+          bytes, spans[2 * i], spans[2 * i + 1], binary.getBytesUnsafe(), 0, binary.length());
     }
     return value.equals(objects[i]);
   }

@@ -21,39 +21,38 @@ import org.apache.parquet.bytes.ByteBufferInputStream;
 
 /**
  * Positioned reads of one data file held open for probes, each counted as one read call: a local
- * file with positional reads of its channel (no buffering or checksum layer between a probe and
- * the page cache), any other through its FileIO stream, held open. A probe's page ranges are
- * read coalesced: ranges closer than {@value #MAX_GAP} bytes in one read.
+ * file with positional reads of its channel (no buffering or checksum layer between a probe and the
+ * page cache), any other through its FileIO stream, held open. A probe's page ranges are read
+ * coalesced: ranges closer than {@value #MAX_GAP} bytes in one read.
  *
  * <p>Hand-written because parquet-mr's reads cost more calls for the same work
  * (ProbeDecodingBenchmark, 1M rows in 32 files: opening a file, 2 read calls and 1.7-2.0 ms here
  * against 265 and 2.7-3.5 ms through {@code ParquetFileReader}, which reads each column's page
- * indexes apart, even through a 4 KB buffer; a cold probe, 0.90 read calls against 2.24 for
- * {@code readFilteredRowGroup}, which merges only adjacent column chunks). The streams handed
- * to parquet-mr's parsers are its own {@code ByteBufferInputStream}.
+ * indexes apart, even through a 4 KB buffer; a cold probe, 0.90 read calls against 2.24 for {@code
+ * readFilteredRowGroup}, which merges only adjacent column chunks). The streams handed to
+ * parquet-mr's parsers are its own {@code ByteBufferInputStream}.
  */
 abstract class FileBytes implements Closeable {
   /** Pages this close are read together: one read costs more than these bytes. */
   static final int MAX_GAP = 16 << 10;
+
   static final Region[] NO_REGIONS = new Region[0];
 
   /** The file at {@code location}, opened (counted as an open). */
   static FileBytes open(FileIO io, String location, DataFileRows.ReadListener listener) {
     listener.opened();
     URI uri = new org.apache.hadoop.fs.Path(location).toUri(); // as HadoopFileIO reads it
-    if (io instanceof HadoopFileIO && (uri.getScheme() == null
-        || uri.getScheme().equals("file"))) {
+    if (io instanceof HadoopFileIO && (uri.getScheme() == null || uri.getScheme().equals("file"))) {
       try {
-        FileChannel channel = FileChannel.open(Path.of(uri.getPath()),
-            StandardOpenOption.READ);
+        FileChannel channel = FileChannel.open(Path.of(uri.getPath()), StandardOpenOption.READ);
         return new FileBytes() {
           @Override
           void readFully(long position, byte[] into) throws IOException {
             ByteBuffer buffer = ByteBuffer.wrap(into);
             while (buffer.hasRemaining()) {
               if (channel.read(buffer, position + buffer.position()) < 0) {
-                throw new java.io.EOFException(location + " ends before "
-                    + (position + into.length));
+                throw new java.io.EOFException(
+                    location + " ends before " + (position + into.length));
               }
             }
           }
@@ -116,11 +115,11 @@ abstract class FileBytes implements Closeable {
   }
 
   /**
-   * The region holding {@code offset}; a page evicted from the cache since the probe planned
-   * its reads is read on its own.
+   * The region holding {@code offset}; a page evicted from the cache since the probe planned its
+   * reads is read on its own.
    */
-  Region regionOf(Region[] regions, long offset, int length,
-      DataFileRows.ReadListener listener) throws IOException {
+  Region regionOf(Region[] regions, long offset, int length, DataFileRows.ReadListener listener)
+      throws IOException {
     for (Region region : regions) {
       if (region.start <= offset && offset < region.end) {
         return region;
@@ -152,9 +151,9 @@ abstract class FileBytes implements Closeable {
     }
 
     /**
-     * Bytes {@code [offset, offset + length)} as a stream for parquet-mr's Thrift decoding,
-     * which reads footers, page indexes and page headers from it a byte at a time: parquet-mr's
-     * own stream over a buffer, whose reads take no lock.
+     * Bytes {@code [offset, offset + length)} as a stream for parquet-mr's Thrift decoding, which
+     * reads footers, page indexes and page headers from it a byte at a time: parquet-mr's own
+     * stream over a buffer, whose reads take no lock.
      */
     ByteBufferInputStream stream(long offset, int length) {
       return ByteBufferInputStream.wrap(ByteBuffer.wrap(bytes, index(offset), length));

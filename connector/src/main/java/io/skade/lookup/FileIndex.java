@@ -1,7 +1,7 @@
 package io.skade.lookup;
 
-import io.skade.scan.DataFileRows;
 import io.skade.lookup.FileBytes.Region;
+import io.skade.scan.DataFileRows;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -29,76 +29,95 @@ import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName;
 
 /**
  * What a probe knows of a Parquet file before reading any page: its row groups' statistics and,
- * parsed when a probe first reaches a row group, their page indexes (offset and column indexes)
- * and bloom filters, in arrays by row group and column; and the pruning over them: row groups
- * by statistics and bloom filters, a key column's pages by its column index, both by bisection
- * over their bounds (as longs for integral columns) when the file is sorted by the column.
+ * parsed when a probe first reaches a row group, their page indexes (offset and column indexes) and
+ * bloom filters, in arrays by row group and column; and the pruning over them: row groups by
+ * statistics and bloom filters, a key column's pages by its column index, both by bisection over
+ * their bounds (as longs for integral columns) when the file is sorted by the column.
  *
  * <p>The footer, the offset and column indexes and the bloom filter headers are parsed by
- * parquet-mr ({@code ParquetMetadataConverter}, {@code Util}); their bytes come from the one
- * read of the file's tail. The pruning is hand-written because parquet-mr's costs more for one
- * key (ProbeDecodingBenchmark, 1M rows in 32 files: finding a key's first row over kept pages
- * 0.44-0.51 us here, 4.6-5.4 us with {@code StatisticsFilter} and {@code ColumnIndexFilter},
- * which build row ranges per row group and search no sorted bounds; about 100 bytes allocated
- * against 8,000).
+ * parquet-mr ({@code ParquetMetadataConverter}, {@code Util}); their bytes come from the one read
+ * of the file's tail. The pruning is hand-written because parquet-mr's costs more for one key
+ * (ProbeDecodingBenchmark, 1M rows in 32 files: finding a key's first row over kept pages 0.44-0.51
+ * us here, 4.6-5.4 us with {@code StatisticsFilter} and {@code ColumnIndexFilter}, which build row
+ * ranges per row group and search no sorted bounds; about 100 bytes allocated against 8,000).
  */
 final class FileIndex {
   /** Parquet's order of plain INT64 and INT32 columns (signed): its comparators are not public. */
-  private static final Object SIGNED_INT64 = org.apache.parquet.schema.Types
-      .required(PrimitiveTypeName.INT64).named("long").comparator();
-  private static final Object SIGNED_INT32 = org.apache.parquet.schema.Types
-      .required(PrimitiveTypeName.INT32).named("int").comparator();
+  private static final Object SIGNED_INT64 =
+      org.apache.parquet.schema.Types.required(PrimitiveTypeName.INT64).named("long").comparator();
+
+  private static final Object SIGNED_INT32 =
+      org.apache.parquet.schema.Types.required(PrimitiveTypeName.INT32).named("int").comparator();
 
   private final String location;
+
   /** Told of each row group whose indexes were just parsed, before probes see them. */
   private final IntConsumer parsed;
+
   private final List<BlockMetaData> groups;
   private final long[] groupStarts;
+
   /** The file's columns in order, and the column index of each table field id. */
   private final ColumnDescriptor[] columns;
+
   /** Each column's order, looked up once: a probe compares with it several times. */
   private final PrimitiveComparator<Object>[] orders;
+
   private final Map<Integer, Integer> columnOfField = new HashMap<>();
   private final OffsetIndex[][] offsets; // [row group][column]
+
   /** Each page's first row [row group][column][page], from the offset index, for searches. */
   private final long[][][] firstRows;
+
   private final Object[][][] pageMins; // [row group][column][page], the stored values
   private final Object[][][] pageMaxs;
   private final boolean[][][] nullPages;
+
   /**
-   * The page bounds [row group][column] of a signed integral column whose pages ascend, as
-   * longs, min and max of each page in turn (else null): searched without boxing, in one array.
+   * The page bounds [row group][column] of a signed integral column whose pages ascend, as longs,
+   * min and max of each page in turn (else null): searched without boxing, in one array.
    */
   private final long[][][] pageBounds;
+
   /** Whether a column chunk's pages have ascending bounds and no null page (a sorted file). */
   private final boolean[][] ascendingPages;
+
   private final BloomCheck[][] blooms;
+
   /** Each column chunk's statistics, as stored values (null: unknown), and whether all null. */
   private final Object[][] mins;
+
   private final Object[][] maxs;
   private final boolean[][] allNull;
+
   /** Whether a column's row groups have ascending bounds (a file sorted by it). */
   private final boolean[] ascendingGroups;
+
   /** The row groups' bounds of such a column when signed integral, as {@link #pageBounds}. */
   private final long[][] groupBounds;
+
   /** Where each column chunk's dictionary page starts, or -1 without one. */
   private final long[][] dictionaryStarts;
+
   /** The bytes of the page indexes and bloom filters, until every row group's are parsed. */
   private Region indexes; // guarded by this once the file is open
+
   /** Whether a row group's page indexes and bloom filters are parsed (1), by row group. */
   private final AtomicIntegerArray indexed;
+
   private int groupsIndexed; // guarded by this
 
   FileIndex(String location, ParquetMetadata footer, IntConsumer parsed) {
     this.location = location;
     this.parsed = parsed;
     this.groups = footer.getBlocks();
-    this.columns = footer.getFileMetaData().getSchema().getColumns()
-        .toArray(new ColumnDescriptor[0]);
+    this.columns =
+        footer.getFileMetaData().getSchema().getColumns().toArray(new ColumnDescriptor[0]);
     this.orders = orders(columns);
     for (int c = 0; c < columns.length; c++) {
       PrimitiveType type = columns[c].getPrimitiveType();
-      if (columns[c].getPath().length == 1 && columns[c].getMaxRepetitionLevel() == 0
+      if (columns[c].getPath().length == 1
+          && columns[c].getMaxRepetitionLevel() == 0
           && type.getId() != null) {
         columnOfField.put(type.getId().intValue(), c);
       }
@@ -134,18 +153,21 @@ final class FileIndex {
             maxs[g][c] = stats.genericGetMax();
           }
         }
-        dictionaryStarts[g][c] = chunk.hasDictionaryPage()
-            && chunk.getStartingPos() < chunk.getFirstDataPageOffset()
-            ? chunk.getStartingPos() : -1;
+        dictionaryStarts[g][c] =
+            chunk.hasDictionaryPage() && chunk.getStartingPos() < chunk.getFirstDataPageOffset()
+                ? chunk.getStartingPos()
+                : -1;
       }
     }
     this.ascendingGroups = new boolean[columns.length];
     for (int c = 0; c < columns.length; c++) {
       boolean ascending = true;
       for (int g = 0; g < count && ascending; g++) {
-        ascending = mins[g][c] != null && (g == 0
-            || orders[c].compare(mins[g - 1][c], mins[g][c]) <= 0
-            && orders[c].compare(maxs[g - 1][c], maxs[g][c]) <= 0);
+        ascending =
+            mins[g][c] != null
+                && (g == 0
+                    || orders[c].compare(mins[g - 1][c], mins[g][c]) <= 0
+                        && orders[c].compare(maxs[g - 1][c], maxs[g][c]) <= 0);
       }
       ascendingGroups[c] = ascending;
     }
@@ -229,22 +251,22 @@ final class FileIndex {
   }
 
   /**
-   * The row groups whose bounds of column {@code c} admit {@code value}, as {@code [first,
-   * end)}: by bisection when the row groups ascend by it, else all.
+   * The row groups whose bounds of column {@code c} admit {@code value}, as {@code [first, end)}:
+   * by bisection when the row groups ascend by it, else all.
    */
   int[] groupSpan(int c, Object value) {
-    return groupBounds[c] != null ? admitting(groupBounds[c], ((Number) value).longValue())
+    return groupBounds[c] != null
+        ? admitting(groupBounds[c], ((Number) value).longValue())
         : ascendingGroups[c]
             ? admitting(groups.size(), g -> mins[g][c], g -> maxs[g][c], value, order(c))
             : new int[] {0, groups.size()};
   }
 
   /**
-   * Reads the bytes of every column's offset index, column index and bloom filter, in one read
-   * with the footer: Parquet writes them just before it, so they are usually in {@code tail}
-   * already. A row group's are parsed when a probe first reaches it ({@link #index}): with
-   * dozens of row groups per file, parsing them all would make a file's first probe several
-   * times slower.
+   * Reads the bytes of every column's offset index, column index and bloom filter, in one read with
+   * the footer: Parquet writes them just before it, so they are usually in {@code tail} already. A
+   * row group's are parsed when a probe first reaches it ({@link #index}): with dozens of row
+   * groups per file, parsing them all would make a file's first probe several times slower.
    */
   boolean loadIndexes(FileBytes source, Region tail, DataFileRows.ReadListener listener)
       throws IOException {
@@ -274,8 +296,8 @@ final class FileIndex {
 
   /**
    * Parses row group {@code g}'s page indexes and bloom filters, once, and tells the file (which
-   * makes room for the row group's decoded pages). The flag is set after them (a volatile
-   * write), so a probe that sees it set sees them whole.
+   * makes room for the row group's decoded pages). The flag is set after them (a volatile write),
+   * so a probe that sees it set sees them whole.
    */
   void index(int g) {
     if (indexed.get(g) == 1) {
@@ -303,21 +325,28 @@ final class FileIndex {
     for (int c = 0; c < columns.length; c++) {
       ColumnChunkMetaData chunk = chunks.get(c);
       IndexReference ref = chunk.getOffsetIndexReference();
-      offsets[g][c] = ParquetMetadataConverter.fromParquetOffsetIndex(
-          Util.readOffsetIndex(indexes.stream(ref.getOffset(), ref.getLength())));
+      offsets[g][c] =
+          ParquetMetadataConverter.fromParquetOffsetIndex(
+              Util.readOffsetIndex(indexes.stream(ref.getOffset(), ref.getLength())));
       firstRows[g][c] = new long[offsets[g][c].getPageCount()];
       for (int p = 0; p < firstRows[g][c].length; p++) {
         firstRows[g][c][p] = offsets[g][c].getFirstRowIndex(p);
       }
       ref = chunk.getColumnIndexReference();
       if (ref != null) {
-        loadColumnIndex(g, c, ParquetMetadataConverter.fromParquetColumnIndex(
-            columns[c].getPrimitiveType(),
-            Util.readColumnIndex(indexes.stream(ref.getOffset(), ref.getLength()))));
+        loadColumnIndex(
+            g,
+            c,
+            ParquetMetadataConverter.fromParquetColumnIndex(
+                columns[c].getPrimitiveType(),
+                Util.readColumnIndex(indexes.stream(ref.getOffset(), ref.getLength()))));
       }
       if (chunk.getBloomFilterOffset() >= 0) {
-        blooms[g][c] = BloomCheck.read(indexes.stream(chunk.getBloomFilterOffset(),
-            (int) (indexes.end - chunk.getBloomFilterOffset())));
+        blooms[g][c] =
+            BloomCheck.read(
+                indexes.stream(
+                    chunk.getBloomFilterOffset(),
+                    (int) (indexes.end - chunk.getBloomFilterOffset())));
       }
     }
   }
@@ -358,8 +387,9 @@ final class FileIndex {
       if (allNull[g][c]) {
         return false;
       }
-      if (mins[g][c] != null && (order(c).compare(mins[g][c], storedKey[k]) > 0
-          || order(c).compare(storedKey[k], maxs[g][c]) > 0)) {
+      if (mins[g][c] != null
+          && (order(c).compare(mins[g][c], storedKey[k]) > 0
+              || order(c).compare(storedKey[k], maxs[g][c]) > 0)) {
         return false;
       }
     }
@@ -415,9 +445,10 @@ final class FileIndex {
     if (ascendingPages[g][c]) {
       Object[] lows = pageMins[g][c];
       Object[] highs = pageMaxs[g][c];
-      int[] span = pageBounds[g][c] != null
-          ? admitting(pageBounds[g][c], ((Number) value).longValue())
-          : admitting(count, p -> lows[p], p -> highs[p], value, order(c));
+      int[] span =
+          pageBounds[g][c] != null
+              ? admitting(pageBounds[g][c], ((Number) value).longValue())
+              : admitting(count, p -> lows[p], p -> highs[p], value, order(c));
       int[] pages = new int[span[1] - span[0]];
       for (int p = span[0]; p < span[1]; p++) {
         pages[p - span[0]] = p;
@@ -439,8 +470,12 @@ final class FileIndex {
    * sorted by the column), those whose bounds admit {@code value}, as {@code [first, end)}: a
    * bisection to the first whose max reaches the value, then on while their min admits it.
    */
-  private static int[] admitting(int count, IntFunction<Object> min, IntFunction<Object> max,
-      Object value, PrimitiveComparator<Object> order) {
+  private static int[] admitting(
+      int count,
+      IntFunction<Object> min,
+      IntFunction<Object> max,
+      Object value,
+      PrimitiveComparator<Object> order) {
     int first = 0;
     int high = count;
     while (first < high) {

@@ -32,10 +32,13 @@ final class FullCache {
   private final List<String> keyColumns;
   private final Expression filter;
   private final Map<List<Object>, List<Record>> rows = new HashMap<>();
+
   /** The snapshot the rows are at; null before the table's first snapshot. */
   private Long snapshotId;
+
   /** How keys are read from rows of {@link #keySchema}: internal values, by position. */
   private Schema keySchema;
+
   private InternalRecordWrapper keyView;
   private int[] keyPositions;
 
@@ -62,8 +65,11 @@ final class FullCache {
       window = changes.read(snapshotId, target);
     } catch (MissingHistoryException | IllegalArgumentException e) {
       // History expired, or not an ancestor (a rollback): the snapshot's rows, read anew.
-      LOG.info("table {}: the full lookup cache reads snapshot {} again ({})", table.name(),
-          target, e.getMessage());
+      LOG.info(
+          "table {}: the full lookup cache reads snapshot {} again ({})",
+          table.name(),
+          target,
+          e.getMessage());
       load(table, target);
       return;
     }
@@ -100,8 +106,13 @@ final class FullCache {
         }
       }
     } catch (IOException e) {
-      throw new UncheckedIOException("reading table " + table.name() + " at snapshot " + target
-          + " into the full lookup cache", e);
+      throw new UncheckedIOException(
+          "reading table "
+              + table.name()
+              + " at snapshot "
+              + target
+              + " into the full lookup cache",
+          e);
     }
   }
 
@@ -109,8 +120,10 @@ final class FullCache {
     if (schema != keySchema) {
       keySchema = schema;
       keyView = new InternalRecordWrapper(schema.asStruct());
-      keyPositions = keyColumns.stream().mapToInt(column ->
-          schema.columns().indexOf(schema.caseInsensitiveFindField(column))).toArray();
+      keyPositions =
+          keyColumns.stream()
+              .mapToInt(column -> schema.columns().indexOf(schema.caseInsensitiveFindField(column)))
+              .toArray();
     }
     keyView.wrap(row);
     List<Object> key = new ArrayList<>(keyPositions.length);

@@ -4,23 +4,25 @@ import io.skade.lookup.PageDecoder.KeptDictionary;
 import org.apache.parquet.column.Dictionary;
 
 /**
- * The decoded pages and dictionaries one open file keeps, by row group, column and page, within
- * the bound in bytes that the JVM's probes share: each one kept is reported to the {@link
+ * The decoded pages and dictionaries one open file keeps, by row group, column and page, within the
+ * bound in bytes that the JVM's probes share: each one kept is reported to the {@link
  * ProbeFile.PageCache} ({@code LookupCaches}), which evicts the oldest through {@link #forget}.
  * Both are immutable once set (a record's final fields), so a probe on another thread sees them
  * whole; a probe that finds its pages here reads and decodes nothing.
  *
- * <p>Hand-written because parquet-mr keeps no decoded page: its readers decode a row group's
- * pages for one pass. ProbeDecodingBenchmark (1M rows in 32 files) puts the figure on it: a
- * warm probe 4 to 44 times as fast (four runs on a shared machine) as parquet-mr's over pages
- * its own readers decoded and the harness kept, allocating about 630 bytes against 15,800; and
- * 4 to 10 times as fast as a cold probe, which reads and decodes its pages again.
+ * <p>Hand-written because parquet-mr keeps no decoded page: its readers decode a row group's pages
+ * for one pass. ProbeDecodingBenchmark (1M rows in 32 files) puts the figure on it: a warm probe 4
+ * to 44 times as fast (four runs on a shared machine) as parquet-mr's over pages its own readers
+ * decoded and the harness kept, allocating about 630 bytes against 15,800; and 4 to 10 times as
+ * fast as a cold probe, which reads and decodes its pages again.
  */
 final class KeptPages {
   private final ProbeFile file;
   private final ProbeFile.PageCache cache;
+
   /** [row group][column][page]; a row group's arrays made when its page indexes are parsed. */
   private final DecodedPage[][][] pages;
+
   private final KeptDictionary[][] dictionaries;
 
   KeptPages(ProbeFile file, ProbeFile.PageCache cache, int groups, int columns) {

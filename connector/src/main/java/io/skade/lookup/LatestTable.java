@@ -6,23 +6,23 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 
 /**
- * A table kept at its latest committed version for lookups, so that a probe that starts after
- * this process learnt of a commit sees it ({@link CatalogConnection#commitsSeen}):
+ * A table kept at its latest committed version for lookups, so that a probe that starts after this
+ * process learnt of a commit sees it ({@link CatalogConnection#commitsSeen}):
  *
  * <ul>
- *   <li>in the JVM that owns the catalog, a commit is known the moment it is durable (the
- *       catalog's commit sequence is read from memory);
- *   <li>through a skade server, a commit is known when the server's commit feed takes it (one
- *       round trip after it is durable), and the table is then loaded again: a probe after that
- *       sees the commit, and no probe pays a round trip to ask whether one happened;
+ *   <li>in the JVM that owns the catalog, a commit is known the moment it is durable (the catalog's
+ *       commit sequence is read from memory);
+ *   <li>through a skade server, a commit is known when the server's commit feed takes it (one round
+ *       trip after it is durable), and the table is then loaded again: a probe after that sees the
+ *       commit, and no probe pays a round trip to ask whether one happened;
  *   <li>a read-only follower checks the log at most once per poll interval.
  * </ul>
  *
  * <p>With a poll interval of zero a probe sees every commit that was durable when it began,
- * wherever the catalog is: a follower reads the log at each probe, and through a server each
- * probe first learns the server's newest commit ({@link CatalogConnection#catchUp}, a round trip
- * that concurrent probes share). A delta join needs that: a row one source emitted must be found
- * by the next probe of its table, from any process.
+ * wherever the catalog is: a follower reads the log at each probe, and through a server each probe
+ * first learns the server's newest commit ({@link CatalogConnection#catchUp}, a round trip that
+ * concurrent probes share). A delta join needs that: a row one source emitted must be found by the
+ * next probe of its table, from any process.
  */
 public final class LatestTable {
   private final CatalogConnection connection;
@@ -38,8 +38,8 @@ public final class LatestTable {
    * @param pollInterval for a read-only follower, how often the log is checked; zero for every
    *     probe to see every commit durable when it began, in any process
    */
-  public LatestTable(CatalogConnection connection, TableIdentifier identifier,
-      Duration pollInterval) {
+  public LatestTable(
+      CatalogConnection connection, TableIdentifier identifier, Duration pollInterval) {
     this.connection = connection;
     this.identifier = identifier;
     this.pollNanos = pollInterval.toNanos();
@@ -50,8 +50,8 @@ public final class LatestTable {
   }
 
   /**
-   * The table as of the latest commit this process knows of. Through a server, a load that
-   * fails while the server restarts is tried again until it answers (see {@link
+   * The table as of the latest commit this process knows of. Through a server, a load that fails
+   * while the server restarts is tried again until it answers (see {@link
    * CatalogConnection#riding}): a probe waits rather than see a table older than a commit the
    * process knows of.
    */

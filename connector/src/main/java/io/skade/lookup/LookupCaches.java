@@ -21,19 +21,21 @@ import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.util.StructLikeSet;
 
 /**
- * What point lookups keep between probes, shared by every lookup of this JVM and keyed by
- * immutable ids, so it never answers from stale data: a snapshot's live files with their delete
- * files and key bounds (by table, snapshot id and key), each equality delete file's keys and
- * each position delete file's positions (by file path), data files held open, and the decoded
- * pages and dictionaries of those files. Metadata and pages are each bounded by estimated bytes;
- * everything is emptied when the last user releases it. Parsed manifests are not here: they are
- * the changelog engine's, shared by every reader of this JVM ({@code MetadataCache}).
+ * What point lookups keep between probes, shared by every lookup of this JVM and keyed by immutable
+ * ids, so it never answers from stale data: a snapshot's live files with their delete files and key
+ * bounds (by table, snapshot id and key), each equality delete file's keys and each position delete
+ * file's positions (by file path), data files held open, and the decoded pages and dictionaries of
+ * those files. Metadata and pages are each bounded by estimated bytes; everything is emptied when
+ * the last user releases it. Parsed manifests are not here: they are the changelog engine's, shared
+ * by every reader of this JVM ({@code MetadataCache}).
  */
 public final class LookupCaches {
   /** The default bound of the shared caches. */
   public static final long DEFAULT_MAX_BYTES = 256L << 20;
+
   private static final long TASK_BYTES = 2048;
   private static final long KEY_BYTES = 96;
+
   /** Data files held open at once. */
   private static final int OPEN_FILES = 1024;
 
@@ -43,17 +45,18 @@ public final class LookupCaches {
   private static int users; // guarded by LOCK
 
   private final Cache<String, Sized> cache;
+
   /**
    * The decoded data pages and dictionaries open files keep (page -1: the dictionary), oldest
    * first, and their estimated bytes: past the bound, the oldest are forgotten by their files.
-   * First in, first out: a probe of a cached page touches no shared structure, and a put is
-   * cheap, which matters as much, since cold probes decode pages at a high rate.
+   * First in, first out: a probe of a cached page touches no shared structure, and a put is cheap,
+   * which matters as much, since cold probes decode pages at a high rate.
    */
-  private final ConcurrentLinkedQueue<PageRef> pages =
-      new ConcurrentLinkedQueue<>();
-  private final AtomicLong pageBytes =
-      new AtomicLong();
+  private final ConcurrentLinkedQueue<PageRef> pages = new ConcurrentLinkedQueue<>();
+
+  private final AtomicLong pageBytes = new AtomicLong();
   private final long maxPageBytes;
+
   /** Data files held open for probes, by path; closed when evicted. */
   private final Cache<String, java.util.Optional<ProbeFile>> files;
 
@@ -62,44 +65,50 @@ public final class LookupCaches {
   private record PageRef(ProbeFile file, int group, int column, int page, long bytes) {}
 
   LookupCaches(long maxBytes) {
-    this.cache = Caffeine.newBuilder()
-        .maximumWeight(maxBytes)
-        .weigher((String key, Sized value) -> (int) Math.min(Integer.MAX_VALUE, value.bytes()))
-        .build();
+    this.cache =
+        Caffeine.newBuilder()
+            .maximumWeight(maxBytes)
+            .weigher((String key, Sized value) -> (int) Math.min(Integer.MAX_VALUE, value.bytes()))
+            .build();
     this.maxPageBytes = maxBytes;
-    this.files = Caffeine.newBuilder()
-        .maximumSize(OPEN_FILES)
-        .<String, java.util.Optional<ProbeFile>>removalListener((path, file, cause) -> {
-          if (file != null && file.isPresent()) {
-            ProbeFile closed = file.get();
-            for (Iterator<PageRef> it = pages.iterator(); it.hasNext(); ) {
-              PageRef page = it.next();
-              if (page.file() == closed) { // its pages go with it
-                it.remove();
-                pageBytes.addAndGet(-page.bytes());
-              }
-            }
-            try {
-              closed.close();
-            } catch (java.io.IOException e) {
-              // a read-only file: nothing to lose
-            }
-          }
-        })
-        .build();
+    this.files =
+        Caffeine.newBuilder()
+            .maximumSize(OPEN_FILES)
+            .<String, java.util.Optional<ProbeFile>>removalListener(
+                (path, file, cause) -> {
+                  if (file != null && file.isPresent()) {
+                    ProbeFile closed = file.get();
+                    for (Iterator<PageRef> it = pages.iterator(); it.hasNext(); ) {
+                      PageRef page = it.next();
+                      if (page.file() == closed) { // its pages go with it
+                        it.remove();
+                        pageBytes.addAndGet(-page.bytes());
+                      }
+                    }
+                    try {
+                      closed.close();
+                    } catch (java.io.IOException e) {
+                      // a read-only file: nothing to lose
+                    }
+                  }
+                })
+            .build();
   }
 
   /**
    * The data file at {@code path}, opened for probes once and kept open (its footer parsed, its
    * stream held), or empty when it cannot be probed directly and goes through Iceberg's reader.
    */
-  java.util.Optional<ProbeFile> probeFile(FileIO io, org.apache.iceberg.DataFile file,
+  java.util.Optional<ProbeFile> probeFile(
+      FileIO io,
+      org.apache.iceberg.DataFile file,
       io.skade.scan.DataFileRows.ReadListener listener) {
     java.util.Optional<ProbeFile> open = files.getIfPresent(file.location());
     if (open != null) {
       return open; // a read of the cache, cheaper than its compute on every probe
     }
-    return files.get(file.location(),
+    return files.get(
+        file.location(),
         path -> java.util.Optional.ofNullable(ProbeFile.open(io, file, this::added, listener)));
   }
 
@@ -156,24 +165,31 @@ public final class LookupCaches {
 
   @SuppressWarnings("unchecked")
   private <V> V get(String key, Supplier<V> load, java.util.function.ToLongFunction<V> size) {
-    return (V) cache.get(key, k -> {
-      V value = load.get();
-      return new Sized(value, size.applyAsLong(value));
-    }).value();
+    return (V)
+        cache
+            .get(
+                key,
+                k -> {
+                  V value = load.get();
+                  return new Sized(value, size.applyAsLong(value));
+                })
+            .value();
   }
 
   /**
-   * The snapshot's live data files with the bounds of the key columns {@code key}, built by
-   * {@code build} from the snapshot's scan tasks once per table, snapshot and key. The tasks
-   * come from manifests parsed once per JVM ({@link WindowFiles#tasks}), so a new snapshot
-   * parses only the manifests it wrote.
+   * The snapshot's live data files with the bounds of the key columns {@code key}, built by {@code
+   * build} from the snapshot's scan tasks once per table, snapshot and key. The tasks come from
+   * manifests parsed once per JVM ({@link WindowFiles#tasks}), so a new snapshot parses only the
+   * manifests it wrote.
    */
   @SuppressWarnings("unchecked")
-  PointLookup.KeyedFiles keyedFiles(Table table, Snapshot snapshot,
+  PointLookup.KeyedFiles keyedFiles(
+      Table table,
+      Snapshot snapshot,
       List<org.apache.iceberg.types.Types.NestedField> key,
       java.util.function.Function<List<FileScanTask>, PointLookup.KeyedFiles> build) {
-    StringBuilder id = new StringBuilder("keyed:").append(table.uuid()).append('@')
-        .append(snapshot.snapshotId());
+    StringBuilder id =
+        new StringBuilder("keyed:").append(table.uuid()).append('@').append(snapshot.snapshotId());
     for (org.apache.iceberg.types.Types.NestedField field : key) {
       id.append(':').append(field.fieldId());
     }
@@ -182,16 +198,18 @@ public final class LookupCaches {
       return (PointLookup.KeyedFiles) cached.value();
     }
     List<FileScanTask> tasks = WindowFiles.tasks(table, snapshot); // outside the load: no nesting
-    return get(id.toString(), () -> build.apply(tasks),
-        files -> TASK_BYTES * (files.files().size() + 1));
+    return get(
+        id.toString(), () -> build.apply(tasks), files -> TASK_BYTES * (files.files().size() + 1));
   }
 
   /** The keys an equality delete file deletes, projected on {@code schema} (internal values). */
   StructLikeSet equalityDeletes(FileIO io, DeleteFile file, Schema schema) {
     Schema keys = TypeUtil.select(schema, new java.util.HashSet<>(file.equalityFieldIds()));
-    return get("eq:" + file.location() + ":" + file.equalityFieldIds(),
-        () -> new BaseDeleteLoader(delete -> io.newInputFile(delete.location()), null)
-            .loadEqualityDeletes(List.of(file), keys),
+    return get(
+        "eq:" + file.location() + ":" + file.equalityFieldIds(),
+        () ->
+            new BaseDeleteLoader(delete -> io.newInputFile(delete.location()), null)
+                .loadEqualityDeletes(List.of(file), keys),
         set -> KEY_BYTES * (set.size() + 1));
   }
 

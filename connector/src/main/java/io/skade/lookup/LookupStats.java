@@ -11,13 +11,17 @@ package io.skade.lookup;
  * @param rowsDecoded rows decoded from data files (before the key and deletes are applied)
  * @param filesRead data files that survived pruning and were opened
  */
-public record LookupStats(long probes, long bytesRead, long readCalls, long fileOpens,
-    long rowsDecoded, long filesRead) {
+public record LookupStats(
+    long probes, long bytesRead, long readCalls, long fileOpens, long rowsDecoded, long filesRead) {
 
   /** What happened between {@code earlier} and this. */
   public LookupStats minus(LookupStats earlier) {
-    return new LookupStats(probes - earlier.probes, bytesRead - earlier.bytesRead,
-        readCalls - earlier.readCalls, fileOpens - earlier.fileOpens,
-        rowsDecoded - earlier.rowsDecoded, filesRead - earlier.filesRead);
+    return new LookupStats(
+        probes - earlier.probes,
+        bytesRead - earlier.bytesRead,
+        readCalls - earlier.readCalls,
+        fileOpens - earlier.fileOpens,
+        rowsDecoded - earlier.rowsDecoded,
+        filesRead - earlier.filesRead);
   }
 }

@@ -20,8 +20,8 @@ import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.StructLike;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableProperties;
-import org.apache.iceberg.data.IdentityPartitionConverters;
 import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.IdentityPartitionConverters;
 import org.apache.iceberg.data.InternalRecordWrapper;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.deletes.PositionDeleteIndex;
@@ -41,34 +41,35 @@ import org.apache.iceberg.util.StructLikeSet;
 import org.apache.iceberg.util.StructProjection;
 
 /**
- * The current rows of an Iceberg table for a key, merge-on-read, without copying the table: a
- * probe reads only the data files that can hold the key and, in them, only the row groups that
- * can. Files are pruned by partition and by the column bounds in the manifests; row groups by
- * their statistics, dictionaries and Parquet bloom filters. Rows are then matched on the key and
- * checked against the file's position deletes (or deletion vector) and the equality deletes
- * committed after it, as a scan of the snapshot would.
+ * The current rows of an Iceberg table for a key, merge-on-read, without copying the table: a probe
+ * reads only the data files that can hold the key and, in them, only the row groups that can. Files
+ * are pruned by partition and by the column bounds in the manifests; row groups by their
+ * statistics, dictionaries and Parquet bloom filters. Rows are then matched on the key and checked
+ * against the file's position deletes (or deletion vector) and the equality deletes committed after
+ * it, as a scan of the snapshot would.
  *
- * <p>When the key columns are the table's identifier fields a probe returns at most one row;
- * any other columns may be the key too, returning every row that has those values. A row
- * filter, when given, is a residual: a row it does not keep is never returned, and files whose
- * partition or column bounds rule it out are not read. Thread-safe; what it keeps between probes
- * lives in {@link LookupCaches}.
+ * <p>When the key columns are the table's identifier fields a probe returns at most one row; any
+ * other columns may be the key too, returning every row that has those values. A row filter, when
+ * given, is a residual: a row it does not keep is never returned, and files whose partition or
+ * column bounds rule it out are not read. Thread-safe; what it keeps between probes lives in {@link
+ * LookupCaches}.
  */
 public final class PointLookup {
   /**
-   * Table properties that make data files cheap to probe: row groups of about 16 KB (so that a
-   * key page's rows in every column lie within one read), pages of at most 250 rows (the unit a
-   * probe reads and decodes per column), LZ4 (zstd costs several microseconds per small page),
+   * Table properties that make data files cheap to probe: row groups of about 16 KB (so that a key
+   * page's rows in every column lie within one read), pages of at most 250 rows (the unit a probe
+   * reads and decodes per column), LZ4 (zstd costs several microseconds per small page),
    * dictionaries of at most 4 KB (a column whose values do not fit is stored plain) and bloom
-   * filters of at most 4 KB (Parquet sizes a filter to its maximum; the default 1 MB would be
-   * read and kept per row group). Tables skade creates with a primary key get them.
+   * filters of at most 4 KB (Parquet sizes a filter to its maximum; the default 1 MB would be read
+   * and kept per row group). Tables skade creates with a primary key get them.
    */
-  public static final Map<String, String> LOOKUP_FILE_PROPERTIES = Map.of(
-      TableProperties.PARQUET_ROW_GROUP_SIZE_BYTES, "16384",
-      TableProperties.PARQUET_COMPRESSION, "lz4_raw",
-      TableProperties.PARQUET_PAGE_ROW_LIMIT, "250",
-      TableProperties.PARQUET_DICT_SIZE_BYTES, "4096",
-      TableProperties.PARQUET_BLOOM_FILTER_MAX_BYTES, "4096");
+  public static final Map<String, String> LOOKUP_FILE_PROPERTIES =
+      Map.of(
+          TableProperties.PARQUET_ROW_GROUP_SIZE_BYTES, "16384",
+          TableProperties.PARQUET_COMPRESSION, "lz4_raw",
+          TableProperties.PARQUET_PAGE_ROW_LIMIT, "250",
+          TableProperties.PARQUET_DICT_SIZE_BYTES, "4096",
+          TableProperties.PARQUET_BLOOM_FILTER_MAX_BYTES, "4096");
 
   private final Table table;
   private final Schema schema;
@@ -78,14 +79,19 @@ public final class PointLookup {
   private final List<Comparator<Object>> keyComparators;
   private final LookupCaches caches;
   private final Counters counters;
+
   /** Whether the table maps names to columns of files without field ids: Iceberg reads those. */
   private final boolean nameMapped;
+
   /** The rows a probe may return; always true when there is no filter. */
   private final Expression filter;
+
   /** The filter on rows, over internal values; null when there is no filter. */
   private final Evaluator rowFilter;
+
   /** Per thread, the view of a table row as internal values that {@link #rowFilter} evaluates. */
   private final ThreadLocal<InternalRecordWrapper> internalRows;
+
   /** The files of the snapshot probed last: most probes ask for the same one. */
   private volatile SnapshotFiles last;
 
@@ -117,37 +123,45 @@ public final class PointLookup {
 
     /** The counts so far. */
     public LookupStats stats() {
-      return new LookupStats(probes.sum(), bytesRead.sum(), readCalls.sum(), fileOpens.sum(),
-          rowsDecoded.sum(), filesRead.sum());
+      return new LookupStats(
+          probes.sum(),
+          bytesRead.sum(),
+          readCalls.sum(),
+          fileOpens.sum(),
+          rowsDecoded.sum(),
+          filesRead.sum());
     }
   }
 
   /**
    * Lookups on {@code table} (as loaded: its current snapshot is "latest") by {@code keyColumns}.
    *
-   * @throws IllegalArgumentException naming the column when a key column is not a primitive
-   *     column of the table
+   * @throws IllegalArgumentException naming the column when a key column is not a primitive column
+   *     of the table
    */
-  public PointLookup(Table table, List<String> keyColumns, LookupCaches caches,
-      Counters counters) {
+  public PointLookup(Table table, List<String> keyColumns, LookupCaches caches, Counters counters) {
     this(table, keyColumns, Expressions.alwaysTrue(), caches, counters);
   }
 
   /**
-   * Lookups on {@code table} by {@code keyColumns} that return only the rows {@code filter}
-   * keeps (column names match regardless of case).
+   * Lookups on {@code table} by {@code keyColumns} that return only the rows {@code filter} keeps
+   * (column names match regardless of case).
    *
-   * @throws IllegalArgumentException naming the column when a key column is not a primitive
-   *     column of the table, or when the filter does not bind to the table's schema
+   * @throws IllegalArgumentException naming the column when a key column is not a primitive column
+   *     of the table, or when the filter does not bind to the table's schema
    */
-  public PointLookup(Table table, List<String> keyColumns, Expression filter,
-      LookupCaches caches, Counters counters) {
+  public PointLookup(
+      Table table,
+      List<String> keyColumns,
+      Expression filter,
+      LookupCaches caches,
+      Counters counters) {
     this.table = table;
     this.schema = table.schema();
     this.readSchema = TypeUtil.join(schema, new Schema(MetadataColumns.ROW_POSITION));
     if (keyColumns.isEmpty()) {
-      throw new IllegalArgumentException("table " + table.name() + ": a lookup needs at least"
-          + " one key column");
+      throw new IllegalArgumentException(
+          "table " + table.name() + ": a lookup needs at least" + " one key column");
     }
     this.key = new ArrayList<>();
     this.keyPositions = new int[keyColumns.size()];
@@ -157,8 +171,14 @@ public final class PointLookup {
       Types.NestedField field = schema.caseInsensitiveFindField(keyColumns.get(i));
       int position = field == null ? -1 : columns.indexOf(field.name());
       if (position < 0 || !field.type().isPrimitiveType()) {
-        throw new IllegalArgumentException("table " + table.name() + " has no top-level"
-            + " column '" + keyColumns.get(i) + "' to look up by; its columns are " + columns);
+        throw new IllegalArgumentException(
+            "table "
+                + table.name()
+                + " has no top-level"
+                + " column '"
+                + keyColumns.get(i)
+                + "' to look up by; its columns are "
+                + columns);
       }
       key.add(field);
       keyPositions[i] = position;
@@ -172,11 +192,19 @@ public final class PointLookup {
     try {
       this.rowFilter = all ? null : new Evaluator(schema.asStruct(), filter, false);
     } catch (RuntimeException e) {
-      throw new IllegalArgumentException("table " + table.name() + ": the lookup filter "
-          + filter + " does not apply to its columns " + columns + ": " + e.getMessage(), e);
+      throw new IllegalArgumentException(
+          "table "
+              + table.name()
+              + ": the lookup filter "
+              + filter
+              + " does not apply to its columns "
+              + columns
+              + ": "
+              + e.getMessage(),
+          e);
     }
-    this.internalRows = all ? null
-        : ThreadLocal.withInitial(() -> new InternalRecordWrapper(schema.asStruct()));
+    this.internalRows =
+        all ? null : ThreadLocal.withInitial(() -> new InternalRecordWrapper(schema.asStruct()));
   }
 
   /** The table's schema: the rows returned are records of it. */
@@ -190,9 +218,9 @@ public final class PointLookup {
   }
 
   /**
-   * The rows whose key columns hold {@code keyValues} at the snapshot {@code snapshotId} (null:
-   * the table's current one). Key values are Iceberg's internal ones (an {@code int} of days for
-   * a date, a {@code long} of microseconds for a timestamp, a {@code CharSequence}, a {@code
+   * The rows whose key columns hold {@code keyValues} at the snapshot {@code snapshotId} (null: the
+   * table's current one). Key values are Iceberg's internal ones (an {@code int} of days for a
+   * date, a {@code long} of microseconds for a timestamp, a {@code CharSequence}, a {@code
    * BigDecimal}, a {@code ByteBuffer}); a null value matches nothing, as in SQL.
    *
    * @throws IllegalArgumentException when the snapshot is not in the table's metadata
@@ -200,8 +228,15 @@ public final class PointLookup {
   public List<Record> lookup(Long snapshotId, List<?> keyValues) {
     counters.probes.increment();
     if (keyValues.size() != key.size()) {
-      throw new IllegalArgumentException("table " + table.name() + ": a lookup by " + names()
-          + " takes " + key.size() + " values, got " + keyValues.size());
+      throw new IllegalArgumentException(
+          "table "
+              + table.name()
+              + ": a lookup by "
+              + names()
+              + " takes "
+              + key.size()
+              + " values, got "
+              + keyValues.size());
     }
     return lookup(snapshotId, keyValues, 0);
   }
@@ -214,7 +249,8 @@ public final class PointLookup {
   private List<Record> lookup(Long snapshotId, List<?> keyValues, int from) {
     for (int i = from; i < keyValues.size(); i++) {
       Object value = keyValues.get(i); // not keyValues.contains(null): List.of(..) throws on it
-      if (value == null || value instanceof Double d && d.isNaN()
+      if (value == null
+          || value instanceof Double d && d.isNaN()
           || value instanceof Float f && f.isNaN()) {
         return List.of();
       }
@@ -233,12 +269,15 @@ public final class PointLookup {
 
   /** The rows of a key whose values are all set: none null, NaN or a zero still to expand. */
   private List<Record> probe(Long snapshotId, List<?> keyValues) {
-    Snapshot snapshot = snapshotId == null ? table.currentSnapshot()
-        : table.snapshot(snapshotId);
+    Snapshot snapshot = snapshotId == null ? table.currentSnapshot() : table.snapshot(snapshotId);
     if (snapshot == null) {
       if (snapshotId != null) {
-        throw new IllegalArgumentException("table " + table.name() + " has no snapshot "
-            + snapshotId + " (unknown or expired); pin one of its snapshots");
+        throw new IllegalArgumentException(
+            "table "
+                + table.name()
+                + " has no snapshot "
+                + snapshotId
+                + " (unknown or expired); pin one of its snapshots");
       }
       return List.of();
     }
@@ -291,9 +330,9 @@ public final class PointLookup {
   }
 
   /**
-   * Which of a snapshot's files hold no row the row filter keeps, by partition or by column
-   * bounds: worked out once per snapshot, since the filter is this lookup's own and the files
-   * are shared with lookups of other filters. Null when there is no filter.
+   * Which of a snapshot's files hold no row the row filter keeps, by partition or by column bounds:
+   * worked out once per snapshot, since the filter is this lookup's own and the files are shared
+   * with lookups of other filters. Null when there is no filter.
    */
   private boolean[] ruledOut(KeyedFiles keyed) {
     if (rowFilter == null) {
@@ -304,8 +343,9 @@ public final class PointLookup {
     boolean[] ruledOut = new boolean[keyed.files().size()];
     for (int i = 0; i < ruledOut.length; i++) {
       FileScanTask task = keyed.files().get(i).task();
-      ruledOut[i] = !bounds.eval(task.file())
-          || !task.spec().isUnpartitioned() && !partitionMayMatch(task, filter, partitions);
+      ruledOut[i] =
+          !bounds.eval(task.file())
+              || !task.spec().isUnpartitioned() && !partitionMayMatch(task, filter, partitions);
     }
     return ruledOut;
   }
@@ -318,12 +358,17 @@ public final class PointLookup {
   }
 
   /**
-   * A live data file with its key columns' bounds from the manifest (Iceberg internal values;
-   * null where unknown), so that a probe prunes files by comparing values, without binding an
-   * expression per probe.
+   * A live data file with its key columns' bounds from the manifest (Iceberg internal values; null
+   * where unknown), so that a probe prunes files by comparing values, without binding an expression
+   * per probe.
    */
-  record KeyedFile(FileScanTask task, boolean unpartitioned, Map<Integer, ?> constants,
-      Object[] lower, Object[] upper, boolean allNull) {
+  record KeyedFile(
+      FileScanTask task,
+      boolean unpartitioned,
+      Map<Integer, ?> constants,
+      Object[] lower,
+      Object[] upper,
+      boolean allNull) {
     boolean mayHold(List<?> values, List<Comparator<Object>> order) {
       if (allNull) {
         return false;
@@ -363,23 +408,35 @@ public final class PointLookup {
         Long nulls = count(task.file().nullValueCounts(), field);
         allNull |= values != null && nulls != null && values.equals(nulls);
       }
-      files.add(new KeyedFile(task, task.spec().isUnpartitioned(),
-          PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant),
-          lower, upper, allNull));
+      files.add(
+          new KeyedFile(
+              task,
+              task.spec().isUnpartitioned(),
+              PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant),
+              lower,
+              upper,
+              allNull));
     }
     Type.TypeID first = key.get(0).type().typeId();
-    if (first != Type.TypeID.INTEGER && first != Type.TypeID.LONG && first != Type.TypeID.DATE
-        && first != Type.TypeID.TIME && first != Type.TypeID.TIMESTAMP) {
+    if (first != Type.TypeID.INTEGER
+        && first != Type.TypeID.LONG
+        && first != Type.TypeID.DATE
+        && first != Type.TypeID.TIME
+        && first != Type.TypeID.TIMESTAMP) {
       return new KeyedFiles(List.copyOf(files), null, null);
     }
     long[] lower = new long[files.size()];
     long[] upper = new long[files.size()];
     for (int i = 0; i < files.size(); i++) {
       KeyedFile file = files.get(i);
-      lower[i] = file.allNull() ? Long.MAX_VALUE
-          : file.lower()[0] == null ? Long.MIN_VALUE : ((Number) file.lower()[0]).longValue();
-      upper[i] = file.allNull() ? Long.MIN_VALUE
-          : file.upper()[0] == null ? Long.MAX_VALUE : ((Number) file.upper()[0]).longValue();
+      lower[i] =
+          file.allNull()
+              ? Long.MAX_VALUE
+              : file.lower()[0] == null ? Long.MIN_VALUE : ((Number) file.lower()[0]).longValue();
+      upper[i] =
+          file.allNull()
+              ? Long.MIN_VALUE
+              : file.upper()[0] == null ? Long.MAX_VALUE : ((Number) file.upper()[0]).longValue();
     }
     return new KeyedFiles(List.copyOf(files), lower, upper);
   }
@@ -393,19 +450,26 @@ public final class PointLookup {
     return counts == null ? null : counts.get(field.fieldId());
   }
 
-  private boolean partitionMayMatch(FileScanTask task, Expression filter,
-      Map<Integer, Evaluator> evaluators) {
+  private boolean partitionMayMatch(
+      FileScanTask task, Expression filter, Map<Integer, Evaluator> evaluators) {
     PartitionSpec spec = task.spec();
-    Evaluator evaluator = evaluators.computeIfAbsent(spec.specId(), id -> new Evaluator(
-        spec.partitionType(), Projections.inclusive(spec, false).project(filter), false));
+    Evaluator evaluator =
+        evaluators.computeIfAbsent(
+            spec.specId(),
+            id ->
+                new Evaluator(
+                    spec.partitionType(),
+                    Projections.inclusive(spec, false).project(filter),
+                    false));
     return evaluator.eval(task.file().partition());
   }
 
   private void read(KeyedFile file, List<?> keyValues, List<Record> found) {
     FileScanTask task = file.task();
-    java.util.Optional<ProbeFile> probe = task.file().format() == FileFormat.PARQUET
-        && !nameMapped
-        ? caches.probeFile(table.io(), task.file(), counters) : java.util.Optional.empty();
+    java.util.Optional<ProbeFile> probe =
+        task.file().format() == FileFormat.PARQUET && !nameMapped
+            ? caches.probeFile(table.io(), task.file(), counters)
+            : java.util.Optional.empty();
     if (probe.isPresent() && probe.get().canRead(schema, key)) {
       Object[] stored = probe.get().storedKey(schema, key, keyValues);
       if (stored != null) {
@@ -437,14 +501,13 @@ public final class PointLookup {
   }
 
   /** Reads only the pages of {@code file} that can hold the key. */
-  private void readPages(ProbeFile file, KeyedFile keyed, Object[] storedKey,
-      List<Record> found) {
+  private void readPages(ProbeFile file, KeyedFile keyed, Object[] storedKey, List<Record> found) {
     FileScanTask task = keyed.task();
     List<Long> positions = new ArrayList<>(1);
     List<Record> rows = new ArrayList<>(1);
     try {
-      long decoded = file.probe(schema, key, storedKey, keyed.constants(), rows, positions,
-          counters);
+      long decoded =
+          file.probe(schema, key, storedKey, keyed.constants(), rows, positions, counters);
       if (decoded > 0) { // a warm probe decodes nothing: no shared counter touched
         counters.rowsDecoded.add(decoded);
       }
@@ -517,8 +580,10 @@ public final class PointLookup {
         for (DeleteFile file : task.deletes()) {
           (file.content() == FileContent.POSITION_DELETES ? positionFiles : equality).add(file);
         }
-        positions = positionFiles.isEmpty() ? PositionDeleteIndex.empty()
-            : caches.positionDeletes(table.io(), positionFiles, task.file().location());
+        positions =
+            positionFiles.isEmpty()
+                ? PositionDeleteIndex.empty()
+                : caches.positionDeletes(table.io(), positionFiles, task.file().location());
       }
     }
 
@@ -527,8 +592,8 @@ public final class PointLookup {
       load();
       for (DeleteFile file : equality) {
         StructLikeSet keys = caches.equalityDeletes(table.io(), file, schema);
-        Schema deleteSchema = TypeUtil.select(schema,
-            new java.util.HashSet<>(file.equalityFieldIds()));
+        Schema deleteSchema =
+            TypeUtil.select(schema, new java.util.HashSet<>(file.equalityFieldIds()));
         if (keys.contains(StructProjection.create(schema, deleteSchema).wrap(values))) {
           return true;
         }

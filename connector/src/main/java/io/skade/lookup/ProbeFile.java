@@ -1,7 +1,7 @@
 package io.skade.lookup;
 
-import io.skade.scan.DataFileRows;
 import io.skade.lookup.FileBytes.Region;
+import io.skade.scan.DataFileRows;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -27,21 +27,21 @@ import org.apache.parquet.internal.column.columnindex.OffsetIndex;
 /**
  * A Parquet data file held open for point lookups. Opening it reads the file's tail once: the
  * footer, the page indexes and the bloom filters, which Parquet writes together at the end of the
- * file (one read, a second when they do not fit the first). A probe then prunes row groups by
- * their statistics and the key column's pages by its column index (both by bisection when the
- * file is sorted by the key; {@link FileIndex}); when a candidate page is not decoded yet, the
- * bloom filters decide whether to read it. It reads, in one byte-range read per row group where
- * the pages lie close together ({@link FileBytes}), only the pages of every column that cover the
- * rows of a candidate key page, decodes them ({@link PageDecoder}) and keeps the decoded pages
- * and dictionaries ({@link KeptPages}), within a bound in bytes that the JVM's probes share
- * ({@link PageCache}). A probe whose pages are kept reads and decodes nothing: it compares the
- * key page's values (by bisection in a sorted page; {@link DecodedPage}) and converts the
- * matching rows' values to Iceberg's generic ones ({@link StoredValues}).
+ * file (one read, a second when they do not fit the first). A probe then prunes row groups by their
+ * statistics and the key column's pages by its column index (both by bisection when the file is
+ * sorted by the key; {@link FileIndex}); when a candidate page is not decoded yet, the bloom
+ * filters decide whether to read it. It reads, in one byte-range read per row group where the pages
+ * lie close together ({@link FileBytes}), only the pages of every column that cover the rows of a
+ * candidate key page, decodes them ({@link PageDecoder}) and keeps the decoded pages and
+ * dictionaries ({@link KeptPages}), within a bound in bytes that the JVM's probes share ({@link
+ * PageCache}). A probe whose pages are kept reads and decodes nothing: it compares the key page's
+ * values (by bisection in a sorted page; {@link DecodedPage}) and converts the matching rows'
+ * values to Iceberg's generic ones ({@link StoredValues}).
  *
  * <p>Why this is hand-written rather than parquet-mr's {@code ParquetFileReader} with {@code
  * ColumnIndexFilter}, {@code readFilteredRowGroup} and its column readers, which it replaced:
- * ProbeDecodingBenchmark measures both doing the same work, and each class above says which of
- * its figures keeps it. Parsing (footer, page indexes, page and bloom filter headers), levels,
+ * ProbeDecodingBenchmark measures both doing the same work, and each class above says which of its
+ * figures keeps it. Parsing (footer, page indexes, page and bloom filter headers), levels,
  * dictionaries and every encoding but PLAIN are parquet-mr's.
  *
  * <p>Only flat files whose columns carry field ids and page offset indexes are read this way;
@@ -50,16 +50,20 @@ import org.apache.parquet.internal.column.columnindex.OffsetIndex;
 final class ProbeFile implements Closeable {
   private static final ParquetReadOptions OPTIONS = ParquetReadOptions.builder().build();
   private static final ParquetMetadataConverter METADATA = new ParquetMetadataConverter(OPTIONS);
+
   /** Bytes read from the end of the file on open: the footer and usually its indexes. */
   private static final int TAIL = 64 << 10;
+
   private static final byte[] MAGIC = "PAR1".getBytes(StandardCharsets.US_ASCII);
 
   private final String location;
   private final FileBytes bytes;
   private final FileIndex index;
   private final KeptPages kept;
+
   /** An empty record of the schema probes last asked for, copied for each row found. */
   private volatile GenericRecord template;
+
   /** The plan of the schema and key probes asked with last: a lookup asks with the same ones. */
   private volatile Plan plan;
 
@@ -69,8 +73,8 @@ final class ProbeFile implements Closeable {
    */
   interface PageCache {
     /**
-     * Page {@code page} (or, when -1, the dictionary) of column {@code c} in row group {@code g}
-     * of {@code file} was decoded and is kept.
+     * Page {@code page} (or, when -1, the dictionary) of column {@code c} in row group {@code g} of
+     * {@code file} was decoded and is kept.
      */
     void added(ProbeFile file, int g, int c, int page, long bytes);
   }
@@ -88,11 +92,11 @@ final class ProbeFile implements Closeable {
   }
 
   /**
-   * The data file opened for probes (its tail read and parsed), or null when it cannot be
-   * probed here: nested columns, columns without field ids or without offset indexes.
+   * The data file opened for probes (its tail read and parsed), or null when it cannot be probed
+   * here: nested columns, columns without field ids or without offset indexes.
    */
-  static ProbeFile open(FileIO io, DataFile dataFile, PageCache pages,
-      DataFileRows.ReadListener listener) {
+  static ProbeFile open(
+      FileIO io, DataFile dataFile, PageCache pages, DataFileRows.ReadListener listener) {
     String location = dataFile.location();
     FileBytes bytes = FileBytes.open(io, location, listener);
     try {
@@ -100,7 +104,8 @@ final class ProbeFile implements Closeable {
       Region tail = new Region(Math.max(0, length - TAIL), length);
       tail.read(bytes, listener);
       int footerLength = tail.intAt(length - 8);
-      if (!Arrays.equals(tail.bytes(length - 4, 4), MAGIC) || footerLength <= 0
+      if (!Arrays.equals(tail.bytes(length - 4, 4), MAGIC)
+          || footerLength <= 0
           || footerLength > length - 12) {
         bytes.close();
         return null; // encrypted or not Parquet: Iceberg's reader says what is wrong
@@ -110,8 +115,9 @@ final class ProbeFile implements Closeable {
         tail = new Region(footerStart, length);
         tail.read(bytes, listener);
       }
-      ParquetMetadata footer = METADATA.readParquetMetadata(
-          tail.stream(footerStart, footerLength), ParquetMetadataConverter.NO_FILTER);
+      ParquetMetadata footer =
+          METADATA.readParquetMetadata(
+              tail.stream(footerStart, footerLength), ParquetMetadataConverter.NO_FILTER);
       ProbeFile file = new ProbeFile(location, bytes, footer, pages);
       if (!file.index.flatWithFieldIds() || !file.index.loadIndexes(bytes, tail, listener)) {
         file.close(); // nested columns, no field ids or no page index: Iceberg's reader
@@ -124,7 +130,8 @@ final class ProbeFile implements Closeable {
       } catch (IOException suppressed) {
         e.addSuppressed(suppressed);
       }
-      throw new UncheckedIOException("opening " + location + " for lookups",
+      throw new UncheckedIOException(
+          "opening " + location + " for lookups",
           e instanceof IOException io0 ? io0 : new IOException(e));
     }
   }
@@ -136,11 +143,17 @@ final class ProbeFile implements Closeable {
 
   /**
    * Where a lookup's columns are in this file, worked out once per schema and key (a lookup asks
-   * with the same ones on every probe): each schema column's column here (-1: not stored), with
-   * its field id and type; each key column's; and whether every stored column decodes here.
+   * with the same ones on every probe): each schema column's column here (-1: not stored), with its
+   * field id and type; each key column's; and whether every stored column decodes here.
    */
-  private record Plan(Schema schema, List<Types.NestedField> key, int[] fieldColumns,
-      int[] fieldIds, Type[] types, int[] keyColumns, boolean readable) {}
+  private record Plan(
+      Schema schema,
+      List<Types.NestedField> key,
+      int[] fieldColumns,
+      int[] fieldIds,
+      Type[] types,
+      int[] keyColumns,
+      boolean readable) {}
 
   private Plan plan(Schema schema, List<Types.NestedField> key) {
     Plan known = plan;
@@ -158,8 +171,7 @@ final class ProbeFile implements Closeable {
       fieldColumns[f] = c;
       fieldIds[f] = field.fieldId();
       types[f] = field.type();
-      readable &= c < 0
-          || StoredValues.decodable(field.type(), index.column(c).getPrimitiveType());
+      readable &= c < 0 || StoredValues.decodable(field.type(), index.column(c).getPrimitiveType());
     }
     int[] keyColumns = new int[key.size()];
     for (int k = 0; k < keyColumns.length; k++) {
@@ -177,8 +189,8 @@ final class ProbeFile implements Closeable {
 
   /**
    * The key as this file stores it, one value per key column, or null when this file cannot be
-   * probed for it (a key column it does not store, or a type without a comparable stored form).
-   * A value this file's type cannot hold (a long beyond an int column) is {@link
+   * probed for it (a key column it does not store, or a type without a comparable stored form). A
+   * value this file's type cannot hold (a long beyond an int column) is {@link
    * StoredValues#NO_VALUE}.
    */
   Object[] storedKey(Schema schema, List<Types.NestedField> key, List<?> values) {
@@ -189,8 +201,9 @@ final class ProbeFile implements Closeable {
       if (c < 0) {
         return null;
       }
-      stored[i] = StoredValues.storedValue(key.get(i).type(), index.column(c).getPrimitiveType(),
-          values.get(i));
+      stored[i] =
+          StoredValues.storedValue(
+              key.get(i).type(), index.column(c).getPrimitiveType(), values.get(i));
       if (stored[i] == null) {
         return null;
       }
@@ -199,14 +212,20 @@ final class ProbeFile implements Closeable {
   }
 
   /**
-   * The rows of {@code schema} whose key columns hold {@code storedKey} (from {@link
-   * #storedKey}), each with its position in the file in {@code positions}. {@code constants}
-   * give the columns the file does not store (identity partitions, added columns). Returns the
-   * number of rows decoded from the file's bytes (none when every page was in the cache).
+   * The rows of {@code schema} whose key columns hold {@code storedKey} (from {@link #storedKey}),
+   * each with its position in the file in {@code positions}. {@code constants} give the columns the
+   * file does not store (identity partitions, added columns). Returns the number of rows decoded
+   * from the file's bytes (none when every page was in the cache).
    */
-  long probe(Schema schema, List<Types.NestedField> key, Object[] storedKey,
-      Map<Integer, ?> constants, List<Record> rows, List<Long> positions,
-      DataFileRows.ReadListener listener) throws IOException {
+  long probe(
+      Schema schema,
+      List<Types.NestedField> key,
+      Object[] storedKey,
+      Map<Integer, ?> constants,
+      List<Record> rows,
+      List<Long> positions,
+      DataFileRows.ReadListener listener)
+      throws IOException {
     for (Object value : storedKey) {
       if (value == StoredValues.NO_VALUE) {
         return 0;
@@ -250,21 +269,32 @@ final class ProbeFile implements Closeable {
       for (int p : candidates) {
         long from = pages.getFirstRowIndex(p);
         long to = pages.getLastRowIndex(p, index.rowCount(g)) + 1;
-        decoded += readRows(g, plan, storedKey, lead, from, to, bloomed, constants, rows,
-            positions, listener);
+        decoded +=
+            readRows(
+                g, plan, storedKey, lead, from, to, bloomed, constants, rows, positions, listener);
       }
     }
     return decoded;
   }
 
   /**
-   * Reads the pages of row group {@code g} that cover rows {@code [from, to)} (a candidate page
-   * of key column {@code lead}) in every column needed, matches the key on those rows and adds
-   * the matching rows.
+   * Reads the pages of row group {@code g} that cover rows {@code [from, to)} (a candidate page of
+   * key column {@code lead}) in every column needed, matches the key on those rows and adds the
+   * matching rows.
    */
-  private long readRows(int g, Plan plan, Object[] storedKey, int lead, long from, long to,
-      boolean bloomed, Map<Integer, ?> constants, List<Record> rows, List<Long> positions,
-      DataFileRows.ReadListener listener) throws IOException {
+  private long readRows(
+      int g,
+      Plan plan,
+      Object[] storedKey,
+      int lead,
+      long from,
+      long to,
+      boolean bloomed,
+      Map<Integer, ?> constants,
+      List<Record> rows,
+      List<Long> positions,
+      DataFileRows.ReadListener listener)
+      throws IOException {
     int[] keyColumns = plan.keyColumns();
     int[] fieldColumns = plan.fieldColumns();
     // A bloom filter that admitted the key makes a match likely: every column is read at once.
@@ -276,8 +306,8 @@ final class ProbeFile implements Closeable {
         pageRanges(g, c, from, to, ranges);
       }
     }
-    Reads regions = new Reads(bytes.readCoalesced(ranges, listener), listener,
-        new long[index.columnCount()]);
+    Reads regions =
+        new Reads(bytes.readCoalesced(ranges, listener), listener, new long[index.columnCount()]);
     int[] matches = matchAll(g, keyColumns[lead], storedKey[lead], from, to, regions);
     for (int k = 0; k < keyColumns.length && matches.length > 0; k++) {
       if (k == lead) {
@@ -319,8 +349,8 @@ final class ProbeFile implements Closeable {
   }
 
   /**
-   * A new empty record of {@code schema}: a copy of a kept one, since {@code
-   * GenericRecord.create} looks up the struct's field names in a shared cache on every call.
+   * A new empty record of {@code schema}: a copy of a kept one, since {@code GenericRecord.create}
+   * looks up the struct's field names in a shared cache on every call.
    */
   private GenericRecord emptyRecord(Schema schema) {
     GenericRecord empty = template;
@@ -332,16 +362,18 @@ final class ProbeFile implements Closeable {
   }
 
   /**
-   * The byte ranges of column {@code c}'s pages over rows {@code [from, to)} and of its
-   * dictionary, those not decoded already.
+   * The byte ranges of column {@code c}'s pages over rows {@code [from, to)} and of its dictionary,
+   * those not decoded already.
    */
   private void pageRanges(int g, int c, long from, long to, List<long[]> ranges) {
     OffsetIndex offsets = index.offsets(g, c);
     long[] starts = index.firstRows(g, c);
     for (int p = FileIndex.pageOf(starts, from); p < starts.length && starts[p] < to; p++) {
       if (kept.page(g, c, p) == null) {
-        ranges.add(new long[] {offsets.getOffset(p), offsets.getOffset(p)
-            + offsets.getCompressedPageSize(p)});
+        ranges.add(
+            new long[] {
+              offsets.getOffset(p), offsets.getOffset(p) + offsets.getCompressedPageSize(p)
+            });
       }
     }
     long dictionary = index.dictionaryStart(g, c);
@@ -351,8 +383,8 @@ final class ProbeFile implements Closeable {
   }
 
   /**
-   * The rows of {@code [from, to)} (relative to the row group) whose column {@code c} holds
-   * {@code value}.
+   * The rows of {@code [from, to)} (relative to the row group) whose column {@code c} holds {@code
+   * value}.
    */
   private int[] matchAll(int g, int c, Object value, long from, long to, Reads reads)
       throws IOException {
@@ -395,13 +427,14 @@ final class ProbeFile implements Closeable {
       return page.string(i); // straight from the page's bytes, without a Binary in between
     }
     Object value = page.get(i);
-    return value == null ? null
+    return value == null
+        ? null
         : StoredValues.generic(type, index.column(c).getPrimitiveType(), value);
   }
 
   /**
-   * What a probe read: the regions, whom to tell of a read it makes late, and the values it
-   * decoded per column.
+   * What a probe read: the regions, whom to tell of a read it makes late, and the values it decoded
+   * per column.
    */
   record Reads(Region[] regions, DataFileRows.ReadListener listener, long[] decoded) {
     /** The rows whose values were decoded in some column. */
@@ -432,7 +465,11 @@ final class ProbeFile implements Closeable {
     long offset = offsets.getOffset(p);
     int length = offsets.getCompressedPageSize(p);
     Region region = bytes.regionOf(reads.regions(), offset, length, reads.listener());
-    return PageDecoder.read(index.chunk(g, c).getCodec(), region, offset, length,
+    return PageDecoder.read(
+        index.chunk(g, c).getCodec(),
+        region,
+        offset,
+        length,
         () -> "page " + p + " of column " + index.column(c) + " in " + location);
   }
 
@@ -457,8 +494,8 @@ final class ProbeFile implements Closeable {
     }
     int length = (int) (index.chunk(g, c).getFirstDataPageOffset() - offset);
     Region region = bytes.regionOf(reads.regions(), offset, length, reads.listener());
-    PageDecoder.KeptDictionary decoded = PageDecoder.dictionary(column,
-        index.chunk(g, c).getCodec(), region, offset, length, chunk);
+    PageDecoder.KeptDictionary decoded =
+        PageDecoder.dictionary(column, index.chunk(g, c).getCodec(), region, offset, length, chunk);
     kept.keepDictionary(g, c, decoded);
     return decoded.dictionary();
   }
@@ -528,10 +565,10 @@ final class ProbeFile implements Closeable {
   }
 
   /**
-   * The sorted-key search alone: the position in the file of the first row of column {@code c}
-   * not below {@code value} in the first candidate page of the first row group admitting it
-   * (row groups and pages by bisection, the page by {@link DecodedPage#firstCandidate}), or -1;
-   * the page is read and decoded when not kept already.
+   * The sorted-key search alone: the position in the file of the first row of column {@code c} not
+   * below {@code value} in the first candidate page of the first row group admitting it (row groups
+   * and pages by bisection, the page by {@link DecodedPage#firstCandidate}), or -1; the page is
+   * read and decoded when not kept already.
    */
   long search(int c, long value, Reads reads) throws IOException {
     Object key = value;
@@ -542,7 +579,8 @@ final class ProbeFile implements Closeable {
       if (candidates.length > 0) {
         int p = candidates[0];
         DecodedPage page = page(g, c, p, reads);
-        return index.groupStart(g) + index.firstRows(g, c)[p]
+        return index.groupStart(g)
+            + index.firstRows(g, c)[p]
             + page.firstCandidate(0, page.count(), key);
       }
     }

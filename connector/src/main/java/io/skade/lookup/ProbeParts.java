@@ -12,8 +12,8 @@ import org.apache.iceberg.data.Record;
 import org.apache.iceberg.types.Types;
 
 /**
- * One Parquet data file opened the way a probe opens it, with the parts of a probe callable one
- * at a time: for {@code ProbeDecodingBenchmark}, which weighs each hand-written part against
+ * One Parquet data file opened the way a probe opens it, with the parts of a probe callable one at
+ * a time: for {@code ProbeDecodingBenchmark}, which weighs each hand-written part against
  * parquet-mr doing the same work. Not a lookup API: {@link PointLookup} is. Not thread-safe.
  */
 public final class ProbeParts implements Closeable {
@@ -27,8 +27,12 @@ public final class ProbeParts implements Closeable {
   private int rowGroupIndex = -1;
   private long rowsDecoded;
 
-  private ProbeParts(ProbeFile file, Schema schema, List<Types.NestedField> key,
-      PointLookup.Counters counters, boolean keepPages) {
+  private ProbeParts(
+      ProbeFile file,
+      Schema schema,
+      List<Types.NestedField> key,
+      PointLookup.Counters counters,
+      boolean keepPages) {
     this.file = file;
     this.schema = schema;
     this.key = key;
@@ -43,16 +47,25 @@ public final class ProbeParts implements Closeable {
    *
    * @throws IllegalArgumentException when the file cannot be probed directly
    */
-  public static ProbeParts open(Table table, DataFile dataFile, String keyColumn,
-      PointLookup.Counters counters, boolean keepPages) {
+  public static ProbeParts open(
+      Table table,
+      DataFile dataFile,
+      String keyColumn,
+      PointLookup.Counters counters,
+      boolean keepPages) {
     Schema schema = table.schema();
     List<Types.NestedField> key = List.of(schema.findField(keyColumn));
     ProbeParts[] parts = new ProbeParts[1];
-    ProbeFile file = ProbeFile.open(table.io(), dataFile, (f, g, c, page, bytes) -> {
-      if (!parts[0].keepPages) {
-        parts[0].added.add(new long[] {g, c, page});
-      }
-    }, counters);
+    ProbeFile file =
+        ProbeFile.open(
+            table.io(),
+            dataFile,
+            (f, g, c, page, bytes) -> {
+              if (!parts[0].keepPages) {
+                parts[0].added.add(new long[] {g, c, page});
+              }
+            },
+            counters);
     if (file == null) {
       throw new IllegalArgumentException(dataFile.location() + " cannot be probed directly");
     }
@@ -103,16 +116,16 @@ public final class ProbeParts implements Closeable {
   }
 
   /**
-   * Page {@code p} of column {@code c} in the loaded row group: its header parsed, decompressed
-   * and decoded (a dictionary decoded once and kept); returns its number of values.
+   * Page {@code p} of column {@code c} in the loaded row group: its header parsed, decompressed and
+   * decoded (a dictionary decoded once and kept); returns its number of values.
    */
   public int decodePage(int c, int p) throws IOException {
     return file.decodePage(rowGroupIndex, c, p, rowGroup).count();
   }
 
   /**
-   * Page {@code p} of column {@code c} in the loaded row group with its header parsed and its
-   * bytes decompressed, for {@link #decodeDecompressed}.
+   * Page {@code p} of column {@code c} in the loaded row group with its header parsed and its bytes
+   * decompressed, for {@link #decodeDecompressed}.
    */
   public Object decompressPage(int c, int p) throws IOException {
     return file.decompressPage(rowGroupIndex, c, p, rowGroup);
@@ -134,8 +147,8 @@ public final class ProbeParts implements Closeable {
   }
 
   /**
-   * The sorted-key search: the file position of the first row of the key column not below
-   * {@code value} in its candidate page, or -1 (the page read and decoded when not kept).
+   * The sorted-key search: the file position of the first row of the key column not below {@code
+   * value} in its candidate page, or -1 (the page read and decoded when not kept).
    */
   public long search(long value) throws IOException {
     return file.search(file.columnOf(key.get(0).fieldId()), value, file.noReads(counters));

@@ -15,9 +15,9 @@ import org.apache.parquet.schema.PrimitiveType;
 import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName;
 
 /**
- * Iceberg values and the values a Parquet column stores, both ways: a key as the file stores it
- * (to compare with page bounds and decoded pages), a stored value as Iceberg's generic one (for
- * the rows a probe returns), and which pairs of types convert here.
+ * Iceberg values and the values a Parquet column stores, both ways: a key as the file stores it (to
+ * compare with page bounds and decoded pages), a stored value as Iceberg's generic one (for the
+ * rows a probe returns), and which pairs of types convert here.
  *
  * <p>Hand-written because neither library offers it apart from a whole read: parquet-mr knows no
  * Iceberg types, and Iceberg's conversions live inside its Parquet value readers, which read a
@@ -48,8 +48,8 @@ final class StoredValues {
   }
 
   /**
-   * An Iceberg internal key value as this file stores it: null when it has no stored form here
-   * (the probe then reads through Iceberg), {@link #NO_VALUE} when no stored value can equal it.
+   * An Iceberg internal key value as this file stores it: null when it has no stored form here (the
+   * probe then reads through Iceberg), {@link #NO_VALUE} when no stored value can equal it.
    */
   static Object storedValue(Type type, PrimitiveType stored, Object value) {
     PrimitiveTypeName physical = stored.getPrimitiveTypeName();
@@ -79,9 +79,10 @@ final class StoredValues {
       case LONG -> value instanceof Integer i ? (Object) (long) i : value;
       case DOUBLE -> value instanceof Float f ? (Object) (double) f : value;
       case TIME -> DateTimeUtil.timeFromMicros((Long) value);
-      case TIMESTAMP -> ((Types.TimestampType) type).shouldAdjustToUTC()
-          ? DateTimeUtil.timestamptzFromMicros((Long) value)
-          : DateTimeUtil.timestampFromMicros((Long) value);
+      case TIMESTAMP ->
+          ((Types.TimestampType) type).shouldAdjustToUTC()
+              ? DateTimeUtil.timestamptzFromMicros((Long) value)
+              : DateTimeUtil.timestampFromMicros((Long) value);
       case STRING -> new String(((Binary) value).getBytesUnsafe(), StandardCharsets.UTF_8);
       case BINARY -> ByteBuffer.wrap(((Binary) value).getBytes());
       case FIXED -> ((Binary) value).getBytes();
@@ -113,8 +114,7 @@ final class StoredValues {
       case TIME, TIMESTAMP -> physical == PrimitiveTypeName.INT64 && micros(logical);
       case STRING, BINARY -> physical == PrimitiveTypeName.BINARY;
       case FIXED, UUID -> physical == PrimitiveTypeName.FIXED_LEN_BYTE_ARRAY;
-      case DECIMAL -> physical != PrimitiveTypeName.INT96
-          && physical != PrimitiveTypeName.BOOLEAN;
+      case DECIMAL -> physical != PrimitiveTypeName.INT96 && physical != PrimitiveTypeName.BOOLEAN;
       default -> false;
     };
   }

@@ -25,13 +25,13 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One table as a lookup join sees it: the rows of a key at the table's latest commit (or a pinned
- * snapshot), only those a row filter keeps, served by {@link PointLookup} probes, a row cache
- * keyed by snapshot and key (never stale: a new snapshot misses it), or every row in memory kept
- * current by each new snapshot's changelog ({@link FullCache}). A failure that can heal (I/O, a
- * file gone while the table moved on) is retried with backoff; any other fails at once.
+ * snapshot), only those a row filter keeps, served by {@link PointLookup} probes, a row cache keyed
+ * by snapshot and key (never stale: a new snapshot misses it), or every row in memory kept current
+ * by each new snapshot's changelog ({@link FullCache}). A failure that can heal (I/O, a file gone
+ * while the table moved on) is retried with backoff; any other fails at once.
  *
- * <p>Rows go to the caller as {@code R}, mapped once per table version by a {@link RowMapper}, so
- * a cached row is mapped once. Thread-safe.
+ * <p>Rows go to the caller as {@code R}, mapped once per table version by a {@link RowMapper}, so a
+ * cached row is mapped once. Thread-safe.
  *
  * @param <R> what a row becomes for the caller (Flink's {@code RowData}, or Iceberg's {@code
  *     Record} itself)
@@ -56,16 +56,21 @@ public final class TableLookup<R> {
    *
    * @param keyColumns the columns a lookup gives values for (names match regardless of case)
    * @param snapshotId the snapshot lookups are pinned to; null for the latest commit
-   * @param pollInterval in a process that does not own the catalog, how often the log is
-   *     checked for a new snapshot
+   * @param pollInterval in a process that does not own the catalog, how often the log is checked
+   *     for a new snapshot
    * @param caching how lookups are answered
    * @param rowCacheMaxRows the keys the row cache holds ({@link Caching#ROWS})
-   * @param filter the rows a lookup may return; a row it does not keep is never returned or
-   *     cached
+   * @param filter the rows a lookup may return; a row it does not keep is never returned or cached
    * @param maxRetries how often a lookup that failed with an error that can heal is retried
    */
-  public record Settings(List<String> keyColumns, Long snapshotId, Duration pollInterval,
-      Caching caching, long rowCacheMaxRows, Expression filter, int maxRetries)
+  public record Settings(
+      List<String> keyColumns,
+      Long snapshotId,
+      Duration pollInterval,
+      Caching caching,
+      long rowCacheMaxRows,
+      Expression filter,
+      int maxRetries)
       implements Serializable {
 
     public Settings {
@@ -74,8 +79,8 @@ public final class TableLookup<R> {
       Objects.requireNonNull(caching, "caching");
       filter = filter == null ? Expressions.alwaysTrue() : filter;
       if (caching == Caching.ROWS && rowCacheMaxRows <= 0) {
-        throw new IllegalArgumentException("a row cache holds at least one key, got "
-            + rowCacheMaxRows);
+        throw new IllegalArgumentException(
+            "a row cache holds at least one key, got " + rowCacheMaxRows);
       }
       if (maxRetries < 0) {
         throw new IllegalArgumentException("retries are 0 or more, got " + maxRetries);
@@ -110,23 +115,32 @@ public final class TableLookup<R> {
    * Lookups of {@code table} of the catalog {@code connection} reaches, probing with {@code
    * caches}.
    *
-   * @throws IllegalArgumentException when a key column, the filter or the pinned snapshot does
-   *     not fit the table
+   * @throws IllegalArgumentException when a key column, the filter or the pinned snapshot does not
+   *     fit the table
    */
-  public TableLookup(CatalogConnection connection, TableIdentifier table, Settings settings,
-      LookupCaches caches, RowMapper<R> mapper) {
+  public TableLookup(
+      CatalogConnection connection,
+      TableIdentifier table,
+      Settings settings,
+      LookupCaches caches,
+      RowMapper<R> mapper) {
     this.name = table.toString();
     this.settings = settings;
     this.caches = caches;
     this.mapper = mapper;
-    this.rowCache = settings.caching() == Caching.ROWS
-        ? Caffeine.newBuilder().maximumSize(settings.rowCacheMaxRows()).build() : null;
+    this.rowCache =
+        settings.caching() == Caching.ROWS
+            ? Caffeine.newBuilder().maximumSize(settings.rowCacheMaxRows()).build()
+            : null;
     this.latest = new LatestTable(connection, table, settings.pollInterval());
-    if (settings.snapshotId() != null
-        && latest.table().snapshot(settings.snapshotId()) == null) {
-      throw new IllegalArgumentException("table " + name + " has no snapshot "
-          + settings.snapshotId() + " (unknown or expired) to pin lookups to; choose one of its"
-          + " snapshots");
+    if (settings.snapshotId() != null && latest.table().snapshot(settings.snapshotId()) == null) {
+      throw new IllegalArgumentException(
+          "table "
+              + name
+              + " has no snapshot "
+              + settings.snapshotId()
+              + " (unknown or expired) to pin lookups to; choose one of its"
+              + " snapshots");
     }
     current(); // a bad key column or filter fails here, before the first lookup
   }
@@ -143,8 +157,8 @@ public final class TableLookup<R> {
 
   /**
    * The rows whose key columns hold {@code keyValues} (Iceberg internal values, as {@link
-   * PointLookup#lookup} takes them) that the filter keeps; none when a value is null. Retried
-   * up to {@link Settings#maxRetries} times, with backoff, on a failure that can heal.
+   * PointLookup#lookup} takes them) that the filter keeps; none when a value is null. Retried up to
+   * {@link Settings#maxRetries} times, with backoff, on a failure that can heal.
    *
    * @throws IOException when the retries are spent, or the thread is interrupted meanwhile
    */
@@ -156,18 +170,31 @@ public final class TableLookup<R> {
         // A file gone heals only when the table moved on: never at a pinned snapshot.
         boolean heals = !(e instanceof NotFoundException) || settings.snapshotId() == null;
         if (!heals || attempt >= settings.maxRetries()) {
-          throw new IOException("skade lookup on " + name + " failed after " + (attempt + 1)
-              + " attempt(s) for key " + keyValues + ": " + e.getMessage(), e);
+          throw new IOException(
+              "skade lookup on "
+                  + name
+                  + " failed after "
+                  + (attempt + 1)
+                  + " attempt(s) for key "
+                  + keyValues
+                  + ": "
+                  + e.getMessage(),
+              e);
         }
         long backoff = Math.min(MAX_BACKOFF_MILLIS, FIRST_BACKOFF_MILLIS << Math.min(attempt, 16));
-        LOG.warn("skade lookup on {} failed (attempt {} of {}); retrying in {} ms", name,
-            attempt + 1, settings.maxRetries() + 1, backoff, e);
+        LOG.warn(
+            "skade lookup on {} failed (attempt {} of {}); retrying in {} ms",
+            name,
+            attempt + 1,
+            settings.maxRetries() + 1,
+            backoff,
+            e);
         try {
           Thread.sleep(backoff);
         } catch (InterruptedException interrupted) {
           Thread.currentThread().interrupt();
-          throw new IOException("interrupted while retrying a skade lookup on " + name,
-              interrupted);
+          throw new IOException(
+              "interrupted while retrying a skade lookup on " + name, interrupted);
         }
       }
     }
@@ -175,7 +202,8 @@ public final class TableLookup<R> {
 
   private List<R> attempt(List<?> keyValues) {
     for (Object value : keyValues) {
-      if (value == null || value instanceof Double d && d.isNaN()
+      if (value == null
+          || value instanceof Double d && d.isNaN()
           || value instanceof Float f && f.isNaN()) {
         return List.of(); // NULL and NaN never equal anything
       }
@@ -229,12 +257,14 @@ public final class TableLookup<R> {
 
   private synchronized Version<R> advance(Table table) {
     if (version == null || table != version.table()) {
-      Version<R> next = new Version<>(table, new PointLookup(table, settings.keyColumns(),
-          settings.filter(), caches, counters), mapper.forTable(table));
+      Version<R> next =
+          new Version<>(
+              table,
+              new PointLookup(table, settings.keyColumns(), settings.filter(), caches, counters),
+              mapper.forTable(table));
       if (settings.caching() == Caching.FULL) {
         if (full == null) {
-          full = new FullCache(table, snapshotOf(table), settings.keyColumns(),
-              settings.filter());
+          full = new FullCache(table, snapshotOf(table), settings.keyColumns(), settings.filter());
         } else {
           full.advance(table, snapshotOf(table));
         }
@@ -245,9 +275,9 @@ public final class TableLookup<R> {
   }
 
   /**
-   * Key values as the caches compare them, equal when SQL's {@code =} holds: character sequences
-   * as strings (Iceberg hands out several kinds), a float or double zero as positive zero, the
-   * rest as they are (binary values are {@code ByteBuffer}s already).
+   * Key values as the caches compare them, equal when SQL's {@code =} holds: character sequences as
+   * strings (Iceberg hands out several kinds), a float or double zero as positive zero, the rest as
+   * they are (binary values are {@code ByteBuffer}s already).
    */
   static List<Object> normalized(List<?> values) {
     Object[] normalized = new Object[values.size()];

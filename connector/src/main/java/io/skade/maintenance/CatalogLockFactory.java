@@ -14,17 +14,18 @@ import org.apache.iceberg.flink.maintenance.api.TriggerLockFactory;
 
 /**
  * The skade catalog as the lock of Iceberg's Flink table maintenance: the table's {@link
- * MaintenanceLock#MAINTENANCE} lock in the catalog ({@link io.skade.catalog.MaintenanceLocks}),
- * so the maintenance of two jobs, or a job and a {@code CALL}, never runs on one table at once;
- * where Iceberg's own lock holds only within one job.
+ * MaintenanceLock#MAINTENANCE} lock in the catalog ({@link io.skade.catalog.MaintenanceLocks}), so
+ * the maintenance of two jobs, or a job and a {@code CALL}, never runs on one table at once; where
+ * Iceberg's own lock holds only within one job.
  *
  * <p>The holder is fixed when the job is built, so a job restored after a failure still holds the
- * lock it took, and Iceberg's recovery releases it. A lock held longer than {@link #LEASE} is
- * taken as left by a job that was cancelled holding it, and may be taken over (a task running
- * longer would then at worst meet a second one, whose commit Iceberg's validation refuses).
+ * lock it took, and Iceberg's recovery releases it. A lock held longer than {@link #LEASE} is taken
+ * as left by a job that was cancelled holding it, and may be taken over (a task running longer
+ * would then at worst meet a second one, whose commit Iceberg's validation refuses).
  */
 public final class CatalogLockFactory implements TriggerLockFactory {
   private static final long serialVersionUID = 1L;
+
   /** How long a lock holds before it may be taken as abandoned. */
   public static final Duration LEASE = Duration.ofHours(1);
 
@@ -34,8 +35,8 @@ public final class CatalogLockFactory implements TriggerLockFactory {
   private transient CatalogConnection connection;
 
   /** The lock of {@code table} of the catalog {@code catalogProperties} name, for {@code who}. */
-  public CatalogLockFactory(Map<String, String> catalogProperties, TableIdentifier table,
-      String who) {
+  public CatalogLockFactory(
+      Map<String, String> catalogProperties, TableIdentifier table, String who) {
     this.catalogProperties = new HashMap<>(catalogProperties);
     this.table = table.toString();
     this.holder = who + " " + UUID.randomUUID();
@@ -45,22 +46,27 @@ public final class CatalogLockFactory implements TriggerLockFactory {
    * Runs {@code task} holding the maintenance lock of {@code table} as {@code who}, as a one-shot
    * maintenance call does.
    *
-   * @throws IllegalStateException naming the holder, before {@code task} runs, when another
-   *     holds the lock
+   * @throws IllegalStateException naming the holder, before {@code task} runs, when another holds
+   *     the lock
    */
-  public static <T> T whileHolding(Map<String, String> catalogProperties, TableIdentifier table,
-      String who, Callable<T> task) throws Exception {
+  public static <T> T whileHolding(
+      Map<String, String> catalogProperties, TableIdentifier table, String who, Callable<T> task)
+      throws Exception {
     CatalogLockFactory factory = new CatalogLockFactory(catalogProperties, table, who);
     factory.open();
     try {
       Lock lock = factory.createLock();
       if (!lock.tryLock()) {
-        MaintenanceLock held = factory.connection.locks()
-            .lock(table, MaintenanceLock.MAINTENANCE).orElse(null);
-        throw new IllegalStateException("table " + table + " is being maintained by "
-            + (held == null ? "another job" : held.holder() + " since " + held.since())
-            + "; try again once it is done (a lock held over " + LEASE.toMinutes()
-            + " min is taken as abandoned)");
+        MaintenanceLock held =
+            factory.connection.locks().lock(table, MaintenanceLock.MAINTENANCE).orElse(null);
+        throw new IllegalStateException(
+            "table "
+                + table
+                + " is being maintained by "
+                + (held == null ? "another job" : held.holder() + " since " + held.since())
+                + "; try again once it is done (a lock held over "
+                + LEASE.toMinutes()
+                + " min is taken as abandoned)");
       }
       try {
         return task.call();
@@ -114,8 +120,13 @@ public final class CatalogLockFactory implements TriggerLockFactory {
 
     @Override
     public boolean isHeld() {
-      return connection.riding(() -> connection.locks().lock(id, name)
-          .filter(lock -> !lock.staleAt(Instant.now(), LEASE)).isPresent());
+      return connection.riding(
+          () ->
+              connection
+                  .locks()
+                  .lock(id, name)
+                  .filter(lock -> !lock.staleAt(Instant.now(), LEASE))
+                  .isPresent());
     }
 
     @Override

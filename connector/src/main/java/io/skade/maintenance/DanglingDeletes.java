@@ -22,27 +22,31 @@ import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.util.StructLikeMap;
 
 /**
- * The delete files of a table that no longer delete anything once a compaction has rewritten
- * data files: each applies only to data files with a lower data sequence number (equality
- * deletes) or a lower or equal one (position deletes) in its partition, or in the whole table
- * for an equality delete of an unpartitioned spec, and no such data file is left.
+ * The delete files of a table that no longer delete anything once a compaction has rewritten data
+ * files: each applies only to data files with a lower data sequence number (equality deletes) or a
+ * lower or equal one (position deletes) in its partition, or in the whole table for an equality
+ * delete of an unpartitioned spec, and no such data file is left.
  *
  * <p>Why: Iceberg's rewrite removes the data files it rewrote and, on format v3, their deletion
  * vectors, but leaves v2 equality and position delete files in the table (Spark has a separate
- * action for them; Flink has none). A streaming upsert writes one or two per checkpoint, so
- * without this every planner and lookup keeps reading an ever longer list of deletes that apply
- * to nothing.
+ * action for them; Flink has none). A streaming upsert writes one or two per checkpoint, so without
+ * this every planner and lookup keeps reading an ever longer list of deletes that apply to nothing.
  */
 public final class DanglingDeletes {
   private DanglingDeletes() {}
 
   /**
-   * The delete files of {@code snapshot} that are dangling once {@code removed} data files are
-   * gone and {@code added} are in, at data sequence number {@code addedSequence} (null: the new
+   * The delete files of {@code snapshot} that are dangling once {@code removed} data files are gone
+   * and {@code added} are in, at data sequence number {@code addedSequence} (null: the new
    * snapshot's own, higher than every file's now).
    */
-  public static List<DeleteFile> after(TableMetadata metadata, Snapshot snapshot, FileIO io,
-      Set<String> removed, List<DataFile> added, Long addedSequence) {
+  public static List<DeleteFile> after(
+      TableMetadata metadata,
+      Snapshot snapshot,
+      FileIO io,
+      Set<String> removed,
+      List<DataFile> added,
+      Long addedSequence) {
     if (snapshot == null) {
       return List.of();
     }
@@ -65,8 +69,8 @@ public final class DanglingDeletes {
     }
     List<DeleteFile> dangling = new ArrayList<>();
     for (ManifestFile manifest : snapshot.deleteManifests(io)) {
-      try (ManifestReader<DeleteFile> reader = ManifestFiles.readDeleteManifest(manifest, io,
-          specs)) {
+      try (ManifestReader<DeleteFile> reader =
+          ManifestFiles.readDeleteManifest(manifest, io, specs)) {
         for (DeleteFile file : reader) {
           if (file.format() != FileFormat.PUFFIN && live.dangling(file)) {
             // The reader reuses its file objects.
@@ -92,8 +96,9 @@ public final class DanglingDeletes {
 
     void add(int specId, StructLike partition, long sequence) {
       tableWide = Math.min(tableWide, sequence);
-      StructLikeMap<Long> mins = byPartition.computeIfAbsent(specId,
-          id -> StructLikeMap.create(specs.get(id).partitionType()));
+      StructLikeMap<Long> mins =
+          byPartition.computeIfAbsent(
+              specId, id -> StructLikeMap.create(specs.get(id).partitionType()));
       Long min = mins.get(partition);
       if (min == null || sequence < min) {
         mins.put(partition, sequence);
@@ -105,7 +110,8 @@ public final class DanglingDeletes {
       if (delete.content() == FileContent.EQUALITY_DELETES) {
         // Applies to data files with a lower sequence number.
         return specs.get(delete.specId()).isUnpartitioned()
-            ? tableWide >= sequence : min(delete) >= sequence;
+            ? tableWide >= sequence
+            : min(delete) >= sequence;
       }
       // Position deletes apply to data files with a lower or equal sequence number.
       return min(delete) > sequence;

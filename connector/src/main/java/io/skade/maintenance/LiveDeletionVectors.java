@@ -24,21 +24,20 @@ import org.slf4j.LoggerFactory;
  * deletes through it, and so does the {@code expire_snapshots} procedure.
  *
  * <p>Why: on format v3 one Puffin file holds the deletion vectors of several data files, each a
- * delete entry with the file's path and its own offset. A commit that replaces one of them (a
- * new delete merged into it, a rewrite or overwrite of its data file) removes only that entry.
- * Iceberg 1.11's {@code IncrementalFileCleanup}, which {@code RemoveSnapshots} uses unless
- * snapshot ids are named or snapshots outside main's ancestry are removed or left, deletes the
- * path of every entry an expired snapshot removed ({@code findFilesToDelete}), without asking
- * whether another entry still names it: the Puffin file goes while a live snapshot still reads
- * vectors in it. ({@code ReachableFileCleanup}, used otherwise, subtracts every path a live
- * manifest names, and is safe.)
+ * delete entry with the file's path and its own offset. A commit that replaces one of them (a new
+ * delete merged into it, a rewrite or overwrite of its data file) removes only that entry. Iceberg
+ * 1.11's {@code IncrementalFileCleanup}, which {@code RemoveSnapshots} uses unless snapshot ids are
+ * named or snapshots outside main's ancestry are removed or left, deletes the path of every entry
+ * an expired snapshot removed ({@code findFilesToDelete}), without asking whether another entry
+ * still names it: the Puffin file goes while a live snapshot still reads vectors in it. ({@code
+ * ReachableFileCleanup}, used otherwise, subtracts every path a live manifest names, and is safe.)
  *
- * <p>The live delete entries are read once, when the expiry first deletes a file (after its
- * commit, so from the table without the expired snapshots), from the delete manifests of every
- * snapshot left. A snapshot committed later cannot name a file no snapshot named then. A file
- * kept here is deleted by the expiry after the one that removes its last live entry. When the
- * manifests cannot be read, each delete fails and Iceberg stops deleting (it logs and goes on):
- * files are left, never lost. Deletes go one by one through the function, not as a bulk delete.
+ * <p>The live delete entries are read once, when the expiry first deletes a file (after its commit,
+ * so from the table without the expired snapshots), from the delete manifests of every snapshot
+ * left. A snapshot committed later cannot name a file no snapshot named then. A file kept here is
+ * deleted by the expiry after the one that removes its last live entry. When the manifests cannot
+ * be read, each delete fails and Iceberg stops deleting (it logs and goes on): files are left,
+ * never lost. Deletes go one by one through the function, not as a bulk delete.
  */
 public final class LiveDeletionVectors implements Consumer<String> {
   private static final Logger LOG = LoggerFactory.getLogger(LiveDeletionVectors.class);
@@ -53,15 +52,15 @@ public final class LiveDeletionVectors implements Consumer<String> {
   }
 
   /**
-   * {@code delete} (null: the table's {@code FileIO}), keeping the files live delete entries of
-   * the table name; on format v2 and below, which have no deletion vectors, {@code delete} itself.
+   * {@code delete} (null: the table's {@code FileIO}), keeping the files live delete entries of the
+   * table name; on format v2 and below, which have no deletion vectors, {@code delete} itself.
    */
   public static Consumer<String> keeping(TableOperations operations, Consumer<String> delete) {
     if (operations.current().formatVersion() < 3) {
       return delete;
     }
-    return new LiveDeletionVectors(operations,
-        delete != null ? delete : path -> operations.io().deleteFile(path));
+    return new LiveDeletionVectors(
+        operations, delete != null ? delete : path -> operations.io().deleteFile(path));
   }
 
   @Override
@@ -91,8 +90,9 @@ public final class LiveDeletionVectors implements Consumer<String> {
           continue;
         }
         // Iterating a reader gives the live entries (added or existing) only.
-        try (ManifestReader<DeleteFile> reader = ManifestFiles.readDeleteManifest(manifest,
-            operations.io(), specs).select(List.of("file_path"))) {
+        try (ManifestReader<DeleteFile> reader =
+            ManifestFiles.readDeleteManifest(manifest, operations.io(), specs)
+                .select(List.of("file_path"))) {
           for (DeleteFile file : reader) {
             files.add(file.location());
           }

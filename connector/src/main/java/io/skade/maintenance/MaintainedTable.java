@@ -27,18 +27,18 @@ import org.apache.iceberg.util.PropertyUtil;
  * A table as skade's maintenance sees it; everything not named here is the table's own.
  *
  * <ul>
- *   <li>Its rewrites (compactions) also remove the delete files they leave dangling (see
- *       {@link DanglingDeletes}), in the same {@code replace} snapshot: what the rewrite of
- *       Iceberg's Flink maintenance commits becomes data files with their deletes folded in. The
- *       dangling deletes are found when the rewrite commits, against the table as it is then and
- *       the files the rewrite removes and adds; a commit of new rows meanwhile only adds files
- *       with higher sequence numbers, which no removed delete would have applied to.
+ *   <li>Its rewrites (compactions) also remove the delete files they leave dangling (see {@link
+ *       DanglingDeletes}), in the same {@code replace} snapshot: what the rewrite of Iceberg's
+ *       Flink maintenance commits becomes data files with their deletes folded in. The dangling
+ *       deletes are found when the rewrite commits, against the table as it is then and the files
+ *       the rewrite removes and adds; a commit of new rows meanwhile only adds files with higher
+ *       sequence numbers, which no removed delete would have applied to.
  *   <li>Its snapshot expiries stop short of the oldest snapshot a stored consumer still needs,
  *       instead of being refused whole by the catalog's expiry guard: maintenance keeps expiring
  *       what may go while a consumer lags. (The guard still refuses anything else.)
  *   <li>Its snapshot expiries never delete a file a live snapshot's deletes are in: on format v3
- *       one Puffin file holds the deletion vectors of several data files, and Iceberg's
- *       incremental cleanup deletes it once an expired snapshot removed one of them (see {@link
+ *       one Puffin file holds the deletion vectors of several data files, and Iceberg's incremental
+ *       cleanup deletes it once an expired snapshot removed one of them (see {@link
  *       LiveDeletionVectors}).
  * </ul>
  */
@@ -55,8 +55,8 @@ public final class MaintainedTable extends BaseTable {
     return new MaintainedTable(base.operations(), base.name(), consumers);
   }
 
-  private MaintainedTable(TableOperations operations, String name,
-      Supplier<List<StoredConsumer>> consumers) {
+  private MaintainedTable(
+      TableOperations operations, String name, Supplier<List<StoredConsumer>> consumers) {
     super(operations, name);
     this.consumers = consumers;
   }
@@ -72,10 +72,10 @@ public final class MaintainedTable extends BaseTable {
   }
 
   /**
-   * Iceberg's expiry, whose age limit is lowered at commit to the timestamp of the oldest
-   * snapshot a consumer of this table still needs (a consumer that has seen no snapshot yet
-   * needs all of them: then nothing expires). Consumers are counted whether or not the catalog
-   * still deems them live: a consumer gone for good holds maintenance back until it is dropped.
+   * Iceberg's expiry, whose age limit is lowered at commit to the timestamp of the oldest snapshot
+   * a consumer of this table still needs (a consumer that has seen no snapshot yet needs all of
+   * them: then nothing expires). Consumers are counted whether or not the catalog still deems them
+   * live: a consumer gone for good holds maintenance back until it is dropped.
    */
   private static final class ConsumerBoundExpiry implements ExpireSnapshots {
     private final ExpireSnapshots expiry;
@@ -84,7 +84,9 @@ public final class MaintainedTable extends BaseTable {
     private Long olderThan;
     private Consumer<String> delete;
 
-    ConsumerBoundExpiry(ExpireSnapshots expiry, TableOperations operations,
+    ConsumerBoundExpiry(
+        ExpireSnapshots expiry,
+        TableOperations operations,
         Supplier<List<StoredConsumer>> consumers) {
       this.expiry = expiry;
       this.operations = operations;
@@ -166,9 +168,14 @@ public final class MaintainedTable extends BaseTable {
     private boolean bound() {
       TableMetadata current = operations.refresh();
       // Iceberg's own default limit, when none was set.
-      long limit = olderThan != null ? olderThan : System.currentTimeMillis()
-          - PropertyUtil.propertyAsLong(current.properties(), TableProperties.MAX_SNAPSHOT_AGE_MS,
-              TableProperties.MAX_SNAPSHOT_AGE_MS_DEFAULT);
+      long limit =
+          olderThan != null
+              ? olderThan
+              : System.currentTimeMillis()
+                  - PropertyUtil.propertyAsLong(
+                      current.properties(),
+                      TableProperties.MAX_SNAPSHOT_AGE_MS,
+                      TableProperties.MAX_SNAPSHOT_AGE_MS_DEFAULT);
       for (StoredConsumer consumer : consumers.get()) {
         ConsumerCursor cursor = consumer.cursor();
         if (!cursor.tableUuid().equals(current.uuid())) {
@@ -248,8 +255,11 @@ public final class MaintainedTable extends BaseTable {
     }
 
     @Override
-    public RewriteFiles rewriteFiles(Set<DataFile> data, Set<DeleteFile> deletes,
-        Set<DataFile> newData, Set<DeleteFile> newDeletes) {
+    public RewriteFiles rewriteFiles(
+        Set<DataFile> data,
+        Set<DeleteFile> deletes,
+        Set<DataFile> newData,
+        Set<DeleteFile> newDeletes) {
       data.forEach(this::deleteFile);
       deletes.forEach(this::deleteFile);
       newData.forEach(this::addFile);

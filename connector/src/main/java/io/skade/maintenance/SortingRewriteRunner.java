@@ -46,17 +46,17 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Rewrites a file group that Iceberg's Flink compaction planned, as Iceberg's own rewriter does
- * (its reader applies the group's deletes, its writer writes the new files, its committer
- * commits them), except that the rows are written in the order {@link FileLayout#order} gives:
- * the table's sort order, or its key. Iceberg's Flink rewriter concatenates a group's files, so
- * after a few compactions of an upserted table every row group spans the whole key range and a
- * point lookup must consult each one; a file in key order is bisected to one row group. The new
- * files also get bloom filters on the key ({@link FileLayout#keyBloomFilters}).
+ * (its reader applies the group's deletes, its writer writes the new files, its committer commits
+ * them), except that the rows are written in the order {@link FileLayout#order} gives: the table's
+ * sort order, or its key. Iceberg's Flink rewriter concatenates a group's files, so after a few
+ * compactions of an upserted table every row group spans the whole key range and a point lookup
+ * must consult each one; a file in key order is bisected to one row group. The new files also get
+ * bloom filters on the key ({@link FileLayout#keyBloomFilters}).
  *
- * <p>Rows are sorted in memory as binary rows, at most {@code sortBufferBytes} of them at a
- * time: a larger group is written as several sorted runs, each in files of its own, so memory
- * stays bounded and every file is still in order. A table with neither sort order nor key is
- * rewritten in the order read, with no buffer.
+ * <p>Rows are sorted in memory as binary rows, at most {@code sortBufferBytes} of them at a time: a
+ * larger group is written as several sorted runs, each in files of its own, so memory stays bounded
+ * and every file is still in order. A table with neither sort order nor key is rewritten in the
+ * order read, with no buffer.
  */
 public final class SortingRewriteRunner extends ProcessFunction<PlannedGroup, ExecutedGroup> {
   private static final long serialVersionUID = 1L;
@@ -64,6 +64,7 @@ public final class SortingRewriteRunner extends ProcessFunction<PlannedGroup, Ex
 
   /** Rows buffered for one sort by default: a run of 128 MiB of binary rows. */
   public static final long DEFAULT_SORT_BUFFER_BYTES = 128L << 20;
+
   /** Heap per buffered row besides its bytes: the row, its memory segment, the array header. */
   private static final long ROW_OVERHEAD = 96;
 
@@ -80,11 +81,11 @@ public final class SortingRewriteRunner extends ProcessFunction<PlannedGroup, Ex
    * tableName}, as Iceberg's rewriter names it in metrics and logs, sorting at most {@code
    * sortBufferBytes} of rows at a time.
    */
-  public SortingRewriteRunner(String tableName, String taskName, int taskIndex,
-      long sortBufferBytes) {
+  public SortingRewriteRunner(
+      String tableName, String taskName, int taskIndex, long sortBufferBytes) {
     if (sortBufferBytes <= 0) {
-      throw new IllegalArgumentException("the sort buffer of a compaction must be positive, got "
-          + sortBufferBytes + " bytes");
+      throw new IllegalArgumentException(
+          "the sort buffer of a compaction must be positive, got " + sortBufferBytes + " bytes");
     }
     this.tableName = tableName;
     this.taskName = taskName;
@@ -94,26 +95,33 @@ public final class SortingRewriteRunner extends ProcessFunction<PlannedGroup, Ex
 
   @Override
   public void open(OpenContext context) {
-    this.errors = RewriteGroups.metrics(getRuntimeContext(), tableName, taskName, taskIndex)
-        .counter(TableMaintenanceMetrics.ERROR_COUNTER);
+    this.errors =
+        RewriteGroups.metrics(getRuntimeContext(), tableName, taskName, taskIndex)
+            .counter(TableMaintenanceMetrics.ERROR_COUNTER);
     this.subtask = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
     this.attempt = getRuntimeContext().getTaskInfo().getAttemptNumber();
   }
 
   @Override
-  public void processElement(PlannedGroup planned, Context context,
-      Collector<ExecutedGroup> out) {
+  public void processElement(PlannedGroup planned, Context context, Collector<ExecutedGroup> out) {
     Table table = RewriteGroups.table(planned);
     RewriteFileGroup group = RewriteGroups.group(planned);
     GroupWriter writer = new GroupWriter(table, group);
     try {
       writer.rewrite(table, group);
-      LOG.info("table {}: rewrote {} files into {} in {}", tableName, group.inputFileNum(),
-          writer.written.size(), writer.order);
+      LOG.info(
+          "table {}: rewrote {} files into {} in {}",
+          tableName,
+          group.inputFileNum(),
+          writer.written.size(),
+          writer.order);
       out.collect(RewriteGroups.executed(planned, writer.written));
     } catch (Exception e) {
-      LOG.warn("table {}: rewriting {} failed; its files are deleted and the table is as it was",
-          tableName, group.info(), e);
+      LOG.warn(
+          "table {}: rewriting {} failed; its files are deleted and the table is as it was",
+          tableName,
+          group.info(),
+          e);
       writer.abort(e);
       context.output(TaskResultAggregator.ERROR_STREAM, e);
       errors.inc();
@@ -132,8 +140,10 @@ public final class SortingRewriteRunner extends ProcessFunction<PlannedGroup, Ex
     GroupWriter(Table table, RewriteFileGroup group) {
       this.order = FileLayout.order(table);
       // Row lineage (format v3) is carried over as Iceberg's rewriter carries it.
-      this.schema = TableUtil.supportsRowLineage(table)
-          ? MetadataColumns.schemaWithRowLineage(table.schema()) : table.schema();
+      this.schema =
+          TableUtil.supportsRowLineage(table)
+              ? MetadataColumns.schemaWithRowLineage(table.schema())
+              : table.schema();
       this.rowType = FlinkSchemaUtil.convert(schema);
       long rows = 0;
       for (FileScanTask task : group.fileScanTasks()) {
@@ -141,18 +151,39 @@ public final class SortingRewriteRunner extends ProcessFunction<PlannedGroup, Ex
       }
       Map<String, String> properties = new HashMap<>(table.properties());
       properties.putAll(FileLayout.keyBloomFilters(table, rows));
-      this.files = new RowDataTaskWriterFactory(() -> table, rowType, group.maxOutputFileSize(),
-          FileFormat.fromString(table.properties().getOrDefault(
-              TableProperties.DEFAULT_FILE_FORMAT, TableProperties.DEFAULT_FILE_FORMAT_DEFAULT)),
-          properties, null, false, schema, table.spec());
+      this.files =
+          new RowDataTaskWriterFactory(
+              () -> table,
+              rowType,
+              group.maxOutputFileSize(),
+              FileFormat.fromString(
+                  table
+                      .properties()
+                      .getOrDefault(
+                          TableProperties.DEFAULT_FILE_FORMAT,
+                          TableProperties.DEFAULT_FILE_FORMAT_DEFAULT)),
+              properties,
+              null,
+              false,
+              schema,
+              table.spec());
       files.initialize(subtask, attempt);
     }
 
     void rewrite(Table table, RewriteFileGroup group) throws IOException {
-      RowDataFileScanTaskReader reader = new RowDataFileScanTaskReader(table.schema(), schema,
-          table.properties().get(TableProperties.DEFAULT_NAME_MAPPING), false, List.of());
-      try (DataIterator<RowData> rows = new DataIterator<>(reader,
-          new BaseCombinedScanTask(group.fileScanTasks()), table.io(), table.encryption())) {
+      RowDataFileScanTaskReader reader =
+          new RowDataFileScanTaskReader(
+              table.schema(),
+              schema,
+              table.properties().get(TableProperties.DEFAULT_NAME_MAPPING),
+              false,
+              List.of());
+      try (DataIterator<RowData> rows =
+          new DataIterator<>(
+              reader,
+              new BaseCombinedScanTask(group.fileScanTasks()),
+              table.io(),
+              table.encryption())) {
         if (!order.isSorted()) {
           TaskWriter<RowData> writer = newWriter();
           while (rows.hasNext()) {

@@ -28,16 +28,15 @@ public final class DataFileRows {
   private DataFileRows() {}
 
   /**
-   * Every row of the task's data file, in {@code required} (which may hold metadata columns such
-   * as the row position), with identity-partition values filled in; files written without field
-   * ids (imported ones) are read by the table's name mapping. Row groups whose statistics,
-   * dictionaries or bloom filters prove no row matches {@code rowGroups} are skipped; rows are
-   * not filtered.
+   * Every row of the task's data file, in {@code required} (which may hold metadata columns such as
+   * the row position), with identity-partition values filled in; files written without field ids
+   * (imported ones) are read by the table's name mapping. Row groups whose statistics, dictionaries
+   * or bloom filters prove no row matches {@code rowGroups} are skipped; rows are not filtered.
    *
    * @throws UnsupportedOperationException if the file is not Parquet
    */
-  public static CloseableIterable<Record> read(Table table, FileScanTask task, Schema required,
-      Expression rowGroups) {
+  public static CloseableIterable<Record> read(
+      Table table, FileScanTask task, Schema required, Expression rowGroups) {
     return read(table, task, required, rowGroups, null);
   }
 
@@ -51,21 +50,28 @@ public final class DataFileRows {
   }
 
   /** As {@link #read(Table, FileScanTask, Schema, Expression)}, telling {@code io} of its I/O. */
-  public static CloseableIterable<Record> read(Table table, FileScanTask task, Schema required,
-      Expression rowGroups, ReadListener io) {
+  public static CloseableIterable<Record> read(
+      Table table, FileScanTask task, Schema required, Expression rowGroups, ReadListener io) {
     if (task.file().format() != FileFormat.PARQUET) {
-      throw new UnsupportedOperationException("table " + table.name() + ": data file "
-          + task.file().location() + " is " + task.file().format() + "; skade reads Parquet"
-          + " data files only — rewrite the table's files to Parquet");
+      throw new UnsupportedOperationException(
+          "table "
+              + table.name()
+              + ": data file "
+              + task.file().location()
+              + " is "
+              + task.file().format()
+              + "; skade reads Parquet"
+              + " data files only — rewrite the table's files to Parquet");
     }
     Map<Integer, ?> constants =
         PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant);
     long length = task.file().fileSizeInBytes();
     InputFile file = inputFile(table.io(), task.file().location(), length);
-    Parquet.ReadBuilder read = Parquet.read(new PlainInputFile(file, length, io))
-        .project(required)
-        .createReaderFunc(fileSchema ->
-            GenericParquetReaders.buildReader(required, fileSchema, constants));
+    Parquet.ReadBuilder read =
+        Parquet.read(new PlainInputFile(file, length, io))
+            .project(required)
+            .createReaderFunc(
+                fileSchema -> GenericParquetReaders.buildReader(required, fileSchema, constants));
     if (rowGroups.op() != Expression.Operation.TRUE) {
       read.filter(rowGroups); // evaluating it costs even when it keeps everything
     }
@@ -80,14 +86,17 @@ public final class DataFileRows {
    * The file at {@code location} as {@code io} gives it; but a local file, when {@code io} is
    * skade's default (Hadoop's file IO, not a subclass), is read directly: Hadoop's local file
    * system parses the path, looks up the file system, opens a checksum file and merges I/O
-   * statistics on every open, costs that rival reading the few rows of a streaming commit's
-   * file. (Iceberg's other file IOs keep no checksum files either.)
+   * statistics on every open, costs that rival reading the few rows of a streaming commit's file.
+   * (Iceberg's other file IOs keep no checksum files either.)
    */
   private static InputFile inputFile(FileIO io, String location, long length) {
     if (io.getClass() == HadoopFileIO.class) {
-      String path = location.startsWith("file://") ? location.substring("file://".length())
-          : location.startsWith("file:") ? location.substring("file:".length())
-          : isLocalByDefault((HadoopFileIO) io) ? location : null;
+      String path =
+          location.startsWith("file://")
+              ? location.substring("file://".length())
+              : location.startsWith("file:")
+                  ? location.substring("file:".length())
+                  : isLocalByDefault((HadoopFileIO) io) ? location : null;
       if (path != null && path.startsWith("/")) {
         return Files.localInput(new File(path));
       }
@@ -97,18 +106,18 @@ public final class DataFileRows {
 
   /** Whether a path without a scheme names a local file under {@code io}'s Hadoop settings. */
   private static boolean isLocalByDefault(HadoopFileIO io) {
-    return io.conf().get(CommonConfigurationKeysPublic.FS_DEFAULT_NAME_KEY, "file:///")
+    return io.conf()
+        .get(CommonConfigurationKeysPublic.FS_DEFAULT_NAME_KEY, "file:///")
         .startsWith("file:");
   }
 
   /**
-   * A file IO's input file under a type of its own. Given Hadoop's, Iceberg's Parquet reader
-   * copies the whole Hadoop configuration and asks the file system for the file's status on
-   * every open: fixed costs that dominate reading the one small file a streaming commit adds.
-   * Its length is the manifest's, so no file status is asked for.
+   * A file IO's input file under a type of its own. Given Hadoop's, Iceberg's Parquet reader copies
+   * the whole Hadoop configuration and asks the file system for the file's status on every open:
+   * fixed costs that dominate reading the one small file a streaming commit adds. Its length is the
+   * manifest's, so no file status is asked for.
    */
-  private record PlainInputFile(InputFile file, long length, ReadListener io)
-      implements InputFile {
+  private record PlainInputFile(InputFile file, long length, ReadListener io) implements InputFile {
     @Override
     public long getLength() {
       return length;
@@ -135,8 +144,8 @@ public final class DataFileRows {
 
   /**
    * The IO's stream behind a plain stream type. Parquet unwraps a stream that exposes Hadoop's
-   * underneath and drops the wrapper, whose cleaner then closes the shared Hadoop stream while
-   * it is still being read; holding the wrapper here keeps it alive until Parquet closes this.
+   * underneath and drops the wrapper, whose cleaner then closes the shared Hadoop stream while it
+   * is still being read; holding the wrapper here keeps it alive until Parquet closes this.
    */
   private static final class PlainStream extends SeekableInputStream {
     private final SeekableInputStream in;

@@ -8,17 +8,17 @@ import org.apache.iceberg.FileContent;
 import org.apache.iceberg.PartitionSpec;
 
 /**
- * The data files of a table a changelog read covers: those whose ordering unit — their
- * partition, or the file itself — falls into one of a fixed number of slots. Reads of every slot
- * of one slicing together cover every file once, so the changes of a unit all come from the read
- * of its slot. Delete files are not sliced: they apply to the data files kept.
+ * The data files of a table a changelog read covers: those whose ordering unit — their partition,
+ * or the file itself — falls into one of a fixed number of slots. Reads of every slot of one
+ * slicing together cover every file once, so the changes of a unit all come from the read of its
+ * slot. Delete files are not sliced: they apply to the data files kept.
  *
- * <p>Under one partition spec a row never leaves its partition, so with {@link Unit#PARTITION}
- * a {@code replace} snapshot (compaction) moves rows within a slice and changes nothing. With
- * {@link Unit#FILE} (or partitions of several specs) a rewrite can move rows to a file of another
- * slot: the read of the old slot then emits their {@code DELETE}, the read of the new one their
- * {@code INSERT}, so each row's later changes come from the slot of the file that holds it
- * ({@link #movesRows}).
+ * <p>Under one partition spec a row never leaves its partition, so with {@link Unit#PARTITION} a
+ * {@code replace} snapshot (compaction) moves rows within a slice and changes nothing. With {@link
+ * Unit#FILE} (or partitions of several specs) a rewrite can move rows to a file of another slot:
+ * the read of the old slot then emits their {@code DELETE}, the read of the new one their {@code
+ * INSERT}, so each row's later changes come from the slot of the file that holds it ({@link
+ * #movesRows}).
  *
  * @param unit what a slot is made of
  * @param slots how many slots the table's units are hashed into
@@ -42,8 +42,8 @@ public record FileSlice(Unit unit, int slots, int slot) implements Serializable 
   public FileSlice {
     Objects.requireNonNull(unit, "unit");
     if (slots <= 0 || slot < 0 || slot >= slots) {
-      throw new IllegalArgumentException("a file slice is one of 1 or more slots, got slot "
-          + slot + " of " + slots);
+      throw new IllegalArgumentException(
+          "a file slice is one of 1 or more slots, got slot " + slot + " of " + slots);
     }
   }
 
@@ -64,7 +64,8 @@ public record FileSlice(Unit unit, int slots, int slot) implements Serializable 
 
   /** Whether a read of this slice reads {@code file}: every delete file, and its data files. */
   public boolean keeps(ContentFile<?> file, Map<Integer, PartitionSpec> specs) {
-    return unit == Unit.TABLE || file.content() != FileContent.DATA
+    return unit == Unit.TABLE
+        || file.content() != FileContent.DATA
         || slotOf(unitKey(file, specs), slots) == slot;
   }
 

@@ -25,19 +25,20 @@ import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.io.FileIO;
 
 /**
- * Parsed table metadata files, manifest lists and manifests, shared by every changelog read,
- * lookup and lineage of this JVM, and bounded by an estimate of their heap. All three are immutable files whose paths
- * are never reused, so they are keyed by path and never go stale.
+ * Parsed table metadata files, manifest lists and manifests, shared by every changelog read, lookup
+ * and lineage of this JVM, and bounded by an estimate of their heap. All three are immutable files
+ * whose paths are never reused, so they are keyed by path and never go stale.
  *
  * <p>Consecutive windows of a table share nearly all manifests: without this cache each window
  * parsed the whole table state twice (its start and its end), so a one-row commit cost as many
  * manifest reads as the table had manifests. A metadata file is parsed once for the source's
- * planner and its readers when they share a JVM, and not at all when this JVM committed it
- * ({@link CommittedMetadata}).
+ * planner and its readers when they share a JVM, and not at all when this JVM committed it ({@link
+ * CommittedMetadata}).
  */
 public final class MetadataCache {
   /** A rough heap cost of one parsed file entry or manifest-list entry with its statistics. */
   private static final int ENTRY_BYTES = 1024;
+
   // A JVM-wide registry: why it must be one is in README.md, "Process-wide state".
   private static final MetadataCache SHARED =
       new MetadataCache(Math.min(256L << 20, Runtime.getRuntime().maxMemory() / 16));
@@ -45,28 +46,40 @@ public final class MetadataCache {
   /**
    * Where prefetches run: one daemon thread of its own, never Iceberg's worker pool, since a
    * prefetch reads manifests on that pool and waits for them (on the pool, prefetches took every
-   * worker and waited on each other, and every commit of the JVM hung behind them). A prefetch
-   * is a hint: when the queue is full the oldest one is dropped.
+   * worker and waited on each other, and every commit of the JVM hung behind them). A prefetch is a
+   * hint: when the queue is full the oldest one is dropped.
    */
-  private static final ThreadPoolExecutor PREFETCH = new ThreadPoolExecutor(1, 1, 0,
-      TimeUnit.MILLISECONDS, new ArrayBlockingQueue<>(64), runnable -> {
-        Thread thread = new Thread(runnable, "skade-metadata-prefetch");
-        thread.setDaemon(true);
-        return thread;
-      }, new ThreadPoolExecutor.DiscardOldestPolicy());
+  private static final ThreadPoolExecutor PREFETCH =
+      new ThreadPoolExecutor(
+          1,
+          1,
+          0,
+          TimeUnit.MILLISECONDS,
+          new ArrayBlockingQueue<>(64),
+          runnable -> {
+            Thread thread = new Thread(runnable, "skade-metadata-prefetch");
+            thread.setDaemon(true);
+            return thread;
+          },
+          new ThreadPoolExecutor.DiscardOldestPolicy());
 
   /** Parsed files by kind and path: a {@link TableMetadata}, or a list of entries. */
   private final Cache<String, Object> entries;
 
   /** A cache of at most about {@code maxBytes} of heap. */
   public MetadataCache(long maxBytes) {
-    this.entries = Caffeine.newBuilder()
-        .maximumWeight(maxBytes)
-        .weigher((String key, Object value) -> ENTRY_BYTES * Math.max(1,
-            value instanceof TableMetadata metadata
-                ? metadata.snapshots().size() + metadata.schemas().size()
-                : ((List<?>) value).size()))
-        .build();
+    this.entries =
+        Caffeine.newBuilder()
+            .maximumWeight(maxBytes)
+            .weigher(
+                (String key, Object value) ->
+                    ENTRY_BYTES
+                        * Math.max(
+                            1,
+                            value instanceof TableMetadata metadata
+                                ? metadata.snapshots().size() + metadata.schemas().size()
+                                : ((List<?>) value).size()))
+            .build();
   }
 
   /** The cache every read of this JVM uses. */
@@ -75,34 +88,35 @@ public final class MetadataCache {
   }
 
   /**
-   * The table as metadata file {@code location} describes it, read with {@code io}: a
-   * read-only table whose snapshots (and their parsed manifest lists) are shared.
+   * The table as metadata file {@code location} describes it, read with {@code io}: a read-only
+   * table whose snapshots (and their parsed manifest lists) are shared.
    */
   public Table table(String location, FileIO io, String name) {
-    TableMetadata metadata = (TableMetadata) entries.get("metadata:" + location,
-        key -> CommittedMetadata.read(io, location));
+    TableMetadata metadata =
+        (TableMetadata)
+            entries.get("metadata:" + location, key -> CommittedMetadata.read(io, location));
     return new BaseTable(new StaticTableOperations(metadata, io), name);
   }
 
   /**
-   * Reads metadata file {@code location}, and the manifest list and the manifests a window
-   * ending at its snapshot {@code snapshotId} reads, into this cache in the background, so that
-   * window finds them parsed: a reader with a backlog of windows reads the next windows'
-   * metadata while it reads this window's rows. Failures are ignored here; the read itself
-   * reports them.
+   * Reads metadata file {@code location}, and the manifest list and the manifests a window ending
+   * at its snapshot {@code snapshotId} reads, into this cache in the background, so that window
+   * finds them parsed: a reader with a backlog of windows reads the next windows' metadata while it
+   * reads this window's rows. Failures are ignored here; the read itself reports them.
    */
   public void prefetch(String location, FileIO io, String name, long snapshotId) {
-    PREFETCH.execute(() -> {
-      try {
-        Table table = table(location, io, name);
-        Snapshot snapshot = table.snapshot(snapshotId);
-        if (snapshot != null) {
-          WindowFiles.prefetch(table, snapshot);
-        }
-      } catch (RuntimeException e) {
-        // the window's own read fails with this, where it can be reported
-      }
-    });
+    PREFETCH.execute(
+        () -> {
+          try {
+            Table table = table(location, io, name);
+            Snapshot snapshot = table.snapshot(snapshotId);
+            if (snapshot != null) {
+              WindowFiles.prefetch(table, snapshot);
+            }
+          } catch (RuntimeException e) {
+            // the window's own read fails with this, where it can be reported
+          }
+        });
   }
 
   /** The manifests of {@code snapshot}, data and deletes. */
@@ -112,34 +126,40 @@ public final class MetadataCache {
     if (list == null) { // a v1 snapshot may list its manifests inline
       return snapshot.allManifests(table.io());
     }
-    return (List<ManifestFile>) entries.get("list:" + list,
-        key -> List.copyOf(snapshot.allManifests(table.io())));
+    return (List<ManifestFile>)
+        entries.get("list:" + list, key -> List.copyOf(snapshot.allManifests(table.io())));
   }
 
   /** The live data files of a data manifest. */
   @SuppressWarnings("unchecked")
   public List<DataFile> dataFiles(ManifestFile manifest, Table table) {
-    return (List<DataFile>) entries.get(key(manifest), key -> {
-      try (ManifestReader<DataFile> reader =
-          ManifestFiles.read(manifest, table.io(), table.specs())) {
-        return copy(reader);
-      } catch (IOException e) {
-        throw new UncheckedIOException("cannot read manifest " + manifest.path(), e);
-      }
-    });
+    return (List<DataFile>)
+        entries.get(
+            key(manifest),
+            key -> {
+              try (ManifestReader<DataFile> reader =
+                  ManifestFiles.read(manifest, table.io(), table.specs())) {
+                return copy(reader);
+              } catch (IOException e) {
+                throw new UncheckedIOException("cannot read manifest " + manifest.path(), e);
+              }
+            });
   }
 
   /** The live delete files of a delete manifest. */
   @SuppressWarnings("unchecked")
   public List<DeleteFile> deleteFiles(ManifestFile manifest, Table table) {
-    return (List<DeleteFile>) entries.get(key(manifest), key -> {
-      try (ManifestReader<DeleteFile> reader =
-          ManifestFiles.readDeleteManifest(manifest, table.io(), table.specs())) {
-        return copy(reader);
-      } catch (IOException e) {
-        throw new UncheckedIOException("cannot read manifest " + manifest.path(), e);
-      }
-    });
+    return (List<DeleteFile>)
+        entries.get(
+            key(manifest),
+            key -> {
+              try (ManifestReader<DeleteFile> reader =
+                  ManifestFiles.readDeleteManifest(manifest, table.io(), table.specs())) {
+                return copy(reader);
+              } catch (IOException e) {
+                throw new UncheckedIOException("cannot read manifest " + manifest.path(), e);
+              }
+            });
   }
 
   /** Whether the manifest's entries are cached already (so reading it costs nothing). */

@@ -19,13 +19,13 @@ import org.apache.iceberg.expressions.UnboundPredicate;
 
 /**
  * Which data files, delete files and manifests may hold rows matching a row filter, judged by
- * partition alone: Iceberg's inclusive projection of the filter onto each partition spec,
- * evaluated on a file's partition tuple or a manifest's partition summaries. Inclusive means
- * whatever it rules out holds no matching row (what it keeps may hold none). Files of an
- * unpartitioned spec, such as equality deletes that apply to every partition, are always kept.
+ * partition alone: Iceberg's inclusive projection of the filter onto each partition spec, evaluated
+ * on a file's partition tuple or a manifest's partition summaries. Inclusive means whatever it
+ * rules out holds no matching row (what it keeps may hold none). Files of an unpartitioned spec,
+ * such as equality deletes that apply to every partition, are always kept.
  *
- * <p>A file's partition never changes, so a file is ruled in or out the same way at every
- * snapshot: a window compares states with the same files missing on both sides.
+ * <p>A file's partition never changes, so a file is ruled in or out the same way at every snapshot:
+ * a window compares states with the same files missing on both sides.
  *
  * <p>Thread-safe: manifests are judged from several threads.
  */
@@ -35,13 +35,14 @@ public final class PartitionFilter {
   private final Expression filter;
   private final boolean caseSensitive;
   private final boolean keepsAll;
+
   /** Per spec id, how its files are judged; empty when the spec's files are all kept. */
   private final Map<Integer, Optional<SpecFilter>> bySpec = new ConcurrentHashMap<>();
 
   private record SpecFilter(Evaluator files, ManifestEvaluator manifests) {}
 
-  public PartitionFilter(Map<Integer, PartitionSpec> specs, Schema schema, Expression filter,
-      boolean caseSensitive) {
+  public PartitionFilter(
+      Map<Integer, PartitionSpec> specs, Schema schema, Expression filter, boolean caseSensitive) {
     this.specs = specs;
     this.schema = schema;
     this.filter = filter;
@@ -71,32 +72,36 @@ public final class PartitionFilter {
   }
 
   private Optional<SpecFilter> of(int specId) {
-    return bySpec.computeIfAbsent(specId, id -> {
-      PartitionSpec spec = specs.get(id);
-      if (spec == null || spec.isUnpartitioned()) {
-        return Optional.empty();
-      }
-      Expression projected =
-          Projections.inclusive(spec, caseSensitive).project(projectable(spec));
-      if (projected.op() == Expression.Operation.TRUE) {
-        return Optional.empty();
-      }
-      return Optional.of(new SpecFilter(
-          new Evaluator(spec.partitionType(), projected, caseSensitive),
-          ManifestEvaluator.forPartitionFilter(projected, spec, caseSensitive)));
-    });
+    return bySpec.computeIfAbsent(
+        specId,
+        id -> {
+          PartitionSpec spec = specs.get(id);
+          if (spec == null || spec.isUnpartitioned()) {
+            return Optional.empty();
+          }
+          Expression projected =
+              Projections.inclusive(spec, caseSensitive).project(projectable(spec));
+          if (projected.op() == Expression.Operation.TRUE) {
+            return Optional.empty();
+          }
+          return Optional.of(
+              new SpecFilter(
+                  new Evaluator(spec.partitionType(), projected, caseSensitive),
+                  ManifestEvaluator.forPartitionFilter(projected, spec, caseSensitive)));
+        });
   }
 
   /**
    * The filter without what Iceberg 1.11 projects wrongly: a predicate on a transform of a column
-   * (such as {@code bucket(id, 8) = 3}) where the spec partitions by that column itself
-   * (identity). The identity projection drops the predicate's transform and would compare the
-   * column with the transformed literal, ruling out matching files (apache/iceberg#15502).
-   * Such a predicate becomes true, which keeps more files, never fewer; negations are pushed
-   * into the predicates first so that holds.
+   * (such as {@code bucket(id, 8) = 3}) where the spec partitions by that column itself (identity).
+   * The identity projection drops the predicate's transform and would compare the column with the
+   * transformed literal, ruling out matching files (apache/iceberg#15502). Such a predicate becomes
+   * true, which keeps more files, never fewer; negations are pushed into the predicates first so
+   * that holds.
    */
   private Expression projectable(PartitionSpec spec) {
-    return ExpressionVisitors.visit(Expressions.rewriteNot(filter),
+    return ExpressionVisitors.visit(
+        Expressions.rewriteNot(filter),
         new ExpressionVisitors.ExpressionVisitor<>() {
           @Override
           public Expression alwaysTrue() {
@@ -132,7 +137,8 @@ public final class PartitionFilter {
           public <T> Expression predicate(UnboundPredicate<T> pred) {
             Expression bound = pred.bind(schema.asStruct(), caseSensitive);
             return bound instanceof BoundPredicate<?> predicate && projectsWrongly(predicate, spec)
-                ? Expressions.alwaysTrue() : pred;
+                ? Expressions.alwaysTrue()
+                : pred;
           }
         });
   }

@@ -44,25 +44,27 @@ import org.apache.iceberg.util.ThreadPools;
  * deletes that apply to each data file there.
  *
  * <p>Every manifest of the window is read once (in parallel when there are several) and kept, so
- * the state at any snapshot of the window is assembled in memory from its manifest list instead
- * of planning a scan per snapshot. Which deletes apply follows Iceberg's planning rules: an
- * equality delete applies to older data files (lower data sequence number) of its partition, or
- * of every partition when written unpartitioned, unless column bounds prove it cannot match; a
- * position delete to data files of its partition or its referenced file, of an equal or lower
- * sequence number; a deletion vector to its referenced file only.
+ * the state at any snapshot of the window is assembled in memory from its manifest list instead of
+ * planning a scan per snapshot. Which deletes apply follows Iceberg's planning rules: an equality
+ * delete applies to older data files (lower data sequence number) of its partition, or of every
+ * partition when written unpartitioned, unless column bounds prove it cannot match; a position
+ * delete to data files of its partition or its referenced file, of an equal or lower sequence
+ * number; a deletion vector to its referenced file only.
  *
- * <p>Files a {@link PartitionFilter} rules out are left out of every state, and manifests it
- * rules out are not read: a file's partition is the same at every snapshot, so such a file is
- * missing from both sides of any comparison and never shows as added or removed. The deletes
- * that apply to a kept data file are all kept too, since they share its partition (or apply to
- * every partition, written unpartitioned), which Iceberg's own scan planning relies on as well.
- * Data files outside the read's {@link FileSlice} are left out in the same way (a file's unit
- * never changes either); delete files are not sliced.
+ * <p>Files a {@link PartitionFilter} rules out are left out of every state, and manifests it rules
+ * out are not read: a file's partition is the same at every snapshot, so such a file is missing
+ * from both sides of any comparison and never shows as added or removed. The deletes that apply to
+ * a kept data file are all kept too, since they share its partition (or apply to every partition,
+ * written unpartitioned), which Iceberg's own scan planning relies on as well. Data files outside
+ * the read's {@link FileSlice} are left out in the same way (a file's unit never changes either);
+ * delete files are not sliced.
  */
 public final class WindowFiles {
   private static final int PARALLEL_FROM = 4;
+
   /** How Iceberg names the threads of its worker pool ({@code ThreadPools.getWorkerPool}). */
   private static final String ICEBERG_WORKER_PREFIX = "iceberg-worker-pool";
+
   private static final MetadataCache CACHE = MetadataCache.shared();
   private static final Comparator<DeleteFile> BY_KEY = Comparator.comparing(WindowFiles::key);
 
@@ -115,11 +117,11 @@ public final class WindowFiles {
 
   /**
    * The data files {@code snapshots} (consecutive, each the parent of the next) appended, as a
-   * partial state that holds only them, when every one of them is a plain append; otherwise
-   * null. A step into that state from {@link #empty} emits exactly their rows as inserts, which
-   * are the snapshots' changes: an append adds no delete file and removes nothing, and no delete
-   * older than a data file applies to it. Only the manifests the snapshots wrote are read, so
-   * the cost follows the commit's size, not the table's.
+   * partial state that holds only them, when every one of them is a plain append; otherwise null. A
+   * step into that state from {@link #empty} emits exactly their rows as inserts, which are the
+   * snapshots' changes: an append adds no delete file and removes nothing, and no delete older than
+   * a data file applies to it. Only the manifests the snapshots wrote are read, so the cost follows
+   * the commit's size, not the table's.
    */
   public Live appended(List<Snapshot> snapshots) {
     Live live = new Live();
@@ -146,8 +148,8 @@ public final class WindowFiles {
   }
 
   /**
-   * The manifests {@code snapshot} wrote, when it is a plain append whose added files its
-   * sequence number tells apart (format 2 on); otherwise null.
+   * The manifests {@code snapshot} wrote, when it is a plain append whose added files its sequence
+   * number tells apart (format 2 on); otherwise null.
    */
   private List<ManifestFile> writtenBy(Snapshot snapshot) {
     if (!DataOperations.APPEND.equals(snapshot.operation()) || snapshot.sequenceNumber() == 0) {
@@ -166,21 +168,23 @@ public final class WindowFiles {
   }
 
   /**
-   * Reads into the shared cache what a window ending at {@code snapshot} reads of it: the
-   * manifests it wrote when it is a plain append, else all of its manifests.
+   * Reads into the shared cache what a window ending at {@code snapshot} reads of it: the manifests
+   * it wrote when it is a plain append, else all of its manifests.
    */
   static void prefetch(Table table, Snapshot snapshot) {
-    WindowFiles files = new WindowFiles(table,
-        new PartitionFilter(table.specs(), table.schema(), Expressions.alwaysTrue(), false),
-        FileSlice.ALL);
+    WindowFiles files =
+        new WindowFiles(
+            table,
+            new PartitionFilter(table.specs(), table.schema(), Expressions.alwaysTrue(), false),
+            FileSlice.ALL);
     if (files.appended(List.of(snapshot)) == null) {
       files.load(List.of(snapshot));
     }
   }
 
   /**
-   * Reads manifests on Iceberg's worker pool, waiting on their futures (Iceberg's own task
-   * runner waits by sleeping in steps, which costs milliseconds on every window).
+   * Reads manifests on Iceberg's worker pool, waiting on their futures (Iceberg's own task runner
+   * waits by sleeping in steps, which costs milliseconds on every window).
    */
   private void loadInParallel(List<ManifestFile> toRead) {
     List<Future<?>> loads = new ArrayList<>(toRead.size());
@@ -207,8 +211,8 @@ public final class WindowFiles {
   private void load(ManifestFile manifest) {
     switch (manifest.content()) {
       case DATA -> dataManifests.put(manifest.path(), kept(CACHE.dataFiles(manifest, table)));
-      case DELETES -> deleteManifests.put(manifest.path(),
-          kept(CACHE.deleteFiles(manifest, table)));
+      case DELETES ->
+          deleteManifests.put(manifest.path(), kept(CACHE.deleteFiles(manifest, table)));
     }
   }
 
@@ -240,15 +244,17 @@ public final class WindowFiles {
   }
 
   /**
-   * The live data files of {@code snapshot}, each as a scan task with the deletes that apply to
-   * it, as Iceberg's scan planning gives them, but assembled from the manifests in the shared
-   * {@link MetadataCache}: a snapshot parses only the manifests no earlier read of this JVM
-   * parsed, which after a commit are the ones it wrote.
+   * The live data files of {@code snapshot}, each as a scan task with the deletes that apply to it,
+   * as Iceberg's scan planning gives them, but assembled from the manifests in the shared {@link
+   * MetadataCache}: a snapshot parses only the manifests no earlier read of this JVM parsed, which
+   * after a commit are the ones it wrote.
    */
   public static List<FileScanTask> tasks(Table table, Snapshot snapshot) {
-    WindowFiles files = new WindowFiles(table,
-        new PartitionFilter(table.specs(), table.schema(), Expressions.alwaysTrue(), false),
-        FileSlice.ALL);
+    WindowFiles files =
+        new WindowFiles(
+            table,
+            new PartitionFilter(table.specs(), table.schema(), Expressions.alwaysTrue(), false),
+            FileSlice.ALL);
     files.load(List.of(snapshot));
     Live live = files.at(snapshot);
     String schema = SchemaParser.toJson(table.schema());
@@ -261,14 +267,23 @@ public final class WindowFiles {
   }
 
   /**
-   * A scan task of {@code file} and its {@code deletes}, every row kept; {@code specs} caches
-   * the table's partition specs as JSON by id.
+   * A scan task of {@code file} and its {@code deletes}, every row kept; {@code specs} caches the
+   * table's partition specs as JSON by id.
    */
-  public static FileScanTask task(Table table, DataFile file, List<DeleteFile> deletes,
-      String schemaJson, Map<Integer, String> specs) {
-    String spec = specs.computeIfAbsent(file.specId(),
-        id -> PartitionSpecParser.toJson(table.specs().get(id)));
-    return new BaseFileScanTask(file, deletes.toArray(new DeleteFile[0]), schemaJson, spec,
+  public static FileScanTask task(
+      Table table,
+      DataFile file,
+      List<DeleteFile> deletes,
+      String schemaJson,
+      Map<Integer, String> specs) {
+    String spec =
+        specs.computeIfAbsent(
+            file.specId(), id -> PartitionSpecParser.toJson(table.specs().get(id)));
+    return new BaseFileScanTask(
+        file,
+        deletes.toArray(new DeleteFile[0]),
+        schemaJson,
+        spec,
         ResidualEvaluator.unpartitioned(Expressions.alwaysTrue()));
   }
 
@@ -281,8 +296,10 @@ public final class WindowFiles {
   public final class Live {
     /** Live data files by location, in location order. */
     public final Map<String, DataFile> data = new TreeMap<>();
+
     /** Live delete files by {@link #key}. */
     private final Map<String, DeleteFile> deletes = new HashMap<>();
+
     private final List<DeleteFile> globalEquality = new ArrayList<>();
     private final PartitionMap<List<DeleteFile>> equalityByPartition =
         PartitionMap.create(table.specs());
@@ -297,7 +314,8 @@ public final class WindowFiles {
         if (table.specs().get(file.specId()).isUnpartitioned()) {
           globalEquality.add(file);
         } else {
-          equalityByPartition.computeIfAbsent(file.specId(), file.partition(), ArrayList::new)
+          equalityByPartition
+              .computeIfAbsent(file.specId(), file.partition(), ArrayList::new)
               .add(file);
         }
       } else if (ContentFileUtil.isDV(file)) {
@@ -307,7 +325,8 @@ public final class WindowFiles {
         if (path != null) {
           positionByPath.computeIfAbsent(path, p -> new ArrayList<>()).add(file);
         } else {
-          positionByPartition.computeIfAbsent(file.specId(), file.partition(), ArrayList::new)
+          positionByPartition
+              .computeIfAbsent(file.specId(), file.partition(), ArrayList::new)
               .add(file);
         }
       }
@@ -320,8 +339,7 @@ public final class WindowFiles {
       for (DeleteFile delete : globalEquality) {
         addEquality(file, sequence, delete, applying);
       }
-      List<DeleteFile> partitionEquality =
-          equalityByPartition.get(file.specId(), file.partition());
+      List<DeleteFile> partitionEquality = equalityByPartition.get(file.specId(), file.partition());
       if (partitionEquality != null) {
         partitionEquality.forEach(delete -> addEquality(file, sequence, delete, applying));
       }
@@ -336,15 +354,15 @@ public final class WindowFiles {
       return applying;
     }
 
-    private void addEquality(DataFile file, long sequence, DeleteFile delete,
-        List<DeleteFile> applying) {
+    private void addEquality(
+        DataFile file, long sequence, DeleteFile delete, List<DeleteFile> applying) {
       if (delete.dataSequenceNumber() > sequence && mayMatch(file, delete)) {
         applying.add(delete);
       }
     }
 
-    private static void addPositions(long sequence, List<DeleteFile> candidates,
-        List<DeleteFile> applying) {
+    private static void addPositions(
+        long sequence, List<DeleteFile> candidates, List<DeleteFile> applying) {
       if (candidates != null) {
         for (DeleteFile delete : candidates) {
           if (delete.dataSequenceNumber() >= sequence) {
@@ -364,8 +382,10 @@ public final class WindowFiles {
       boolean global = false;
       for (Map.Entry<String, DeleteFile> e : symmetricDifference(before.deletes, deletes)) {
         DeleteFile delete = e.getValue();
-        String path = delete.content() == FileContent.EQUALITY_DELETES
-            ? null : ContentFileUtil.referencedDataFileLocation(delete);
+        String path =
+            delete.content() == FileContent.EQUALITY_DELETES
+                ? null
+                : ContentFileUtil.referencedDataFileLocation(delete);
         if (path != null) {
           touchedPaths.add(path);
         } else if (delete.content() == FileContent.EQUALITY_DELETES
@@ -377,9 +397,10 @@ public final class WindowFiles {
       }
       Set<String> candidates = new TreeSet<>();
       for (DataFile file : data.values()) {
-        if (before.data.containsKey(file.location()) && (global
-            || touchedPaths.contains(file.location())
-            || touchedPartitions.contains(file.specId(), file.partition()))) {
+        if (before.data.containsKey(file.location())
+            && (global
+                || touchedPaths.contains(file.location())
+                || touchedPartitions.contains(file.specId(), file.partition()))) {
           candidates.add(file.location());
         }
       }
@@ -392,7 +413,8 @@ public final class WindowFiles {
    * Puffin file holds the vectors of several data files.
    */
   public static String key(DeleteFile file) {
-    return file.contentOffset() == null ? file.location()
+    return file.contentOffset() == null
+        ? file.location()
         : file.location() + '@' + file.contentOffset();
   }
 
@@ -429,7 +451,10 @@ public final class WindowFiles {
       if (mayHoldNull(file, id) && mayHoldNull(delete, id)) {
         continue; // null equals null for an equality delete, and bounds do not cover nulls
       }
-      if (dl != null && du != null && el != null && eu != null
+      if (dl != null
+          && du != null
+          && el != null
+          && eu != null
           && !overlap(field.type().asPrimitiveType(), dl, du, el, eu)) {
         return false;
       }
@@ -443,8 +468,12 @@ public final class WindowFiles {
     return count == null || count > 0;
   }
 
-  private static <T> boolean overlap(Type.PrimitiveType type, ByteBuffer lowerA,
-      ByteBuffer upperA, ByteBuffer lowerB, ByteBuffer upperB) {
+  private static <T> boolean overlap(
+      Type.PrimitiveType type,
+      ByteBuffer lowerA,
+      ByteBuffer upperA,
+      ByteBuffer lowerB,
+      ByteBuffer upperB) {
     Comparator<T> compare = Comparators.forType(type);
     T la = Conversions.fromByteBuffer(type, lowerA);
     T ua = Conversions.fromByteBuffer(type, upperA);

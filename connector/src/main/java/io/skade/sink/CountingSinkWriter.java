@@ -10,15 +10,15 @@ import org.apache.iceberg.ContentFile;
 import org.apache.iceberg.io.WriteResult;
 
 /**
- * Iceberg's writer, counted in Flink's standard sink metrics: rows handed to it, rows it
- * failed on, and the bytes of the files it wrote for each checkpoint.
+ * Iceberg's writer, counted in Flink's standard sink metrics: rows handed to it, rows it failed on,
+ * and the bytes of the files it wrote for each checkpoint.
  */
 final class CountingSinkWriter implements CommittingSinkWriter<RowData, WriteResult> {
   private final CommittingSinkWriter<RowData, WriteResult> writer;
   private final SinkWriterMetricGroup metrics;
 
-  CountingSinkWriter(CommittingSinkWriter<RowData, WriteResult> writer,
-      SinkWriterMetricGroup metrics) {
+  CountingSinkWriter(
+      CommittingSinkWriter<RowData, WriteResult> writer, SinkWriterMetricGroup metrics) {
     this.writer = writer;
     this.metrics = metrics;
   }
@@ -59,8 +59,7 @@ final class CountingSinkWriter implements CommittingSinkWriter<RowData, WriteRes
   }
 
   @Override
-  public void writeWatermark(Watermark watermark)
-      throws IOException, InterruptedException {
+  public void writeWatermark(Watermark watermark) throws IOException, InterruptedException {
     writer.writeWatermark(watermark);
   }
 

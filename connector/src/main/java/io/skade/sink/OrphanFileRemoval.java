@@ -39,15 +39,14 @@ import org.apache.iceberg.flink.source.ScanContext;
 
 /**
  * Removes a skade table's orphan files once, now, in a bounded Flink job of Iceberg's own
- * orphan-file operators (those of {@code DeleteOrphanFiles}): every file under the table's
- * location older than a minimum age that no live snapshot and no metadata file references is
- * deleted.
+ * orphan-file operators (those of {@code DeleteOrphanFiles}): every file under the table's location
+ * older than a minimum age that no live snapshot and no metadata file references is deleted.
  *
  * <p>skade adds one set of references Iceberg cannot know: the metadata files of the catalog's
  * commit log. A changelog reader plans and reads a window from the metadata file of the window's
- * last commit, which for a reader behind by more than the table's metadata log
- * ({@code write.metadata.previous-versions-max}) Iceberg no longer lists. So the metadata file of
- * every logged commit from the one that added the oldest live snapshot on is kept; those of older
+ * last commit, which for a reader behind by more than the table's metadata log ({@code
+ * write.metadata.previous-versions-max}) Iceberg no longer lists. So the metadata file of every
+ * logged commit from the one that added the oldest live snapshot on is kept; those of older
  * commits, whose snapshots are expired, can no longer be read from anyway and may go.
  *
  * <p>A file younger than the minimum age (at least {@link SinkMaintenance#MIN_ORPHAN_AGE}) may
@@ -70,26 +69,38 @@ public final class OrphanFileRemoval {
   public record Result(List<String> orphans, boolean dryRun) {}
 
   /**
-   * Removes the orphan files of {@code table} of the skade catalog {@code catalogProperties}
-   * name older than {@code minAge}, with the job run on {@code env}; or with {@code dryRun} only
-   * lists them, holding the table's maintenance lock. Nothing is deleted when any part of the
-   * listing failed.
+   * Removes the orphan files of {@code table} of the skade catalog {@code catalogProperties} name
+   * older than {@code minAge}, with the job run on {@code env}; or with {@code dryRun} only lists
+   * them, holding the table's maintenance lock. Nothing is deleted when any part of the listing
+   * failed.
    *
    * @throws IllegalArgumentException naming the minimum age when it is below {@link
    *     SinkMaintenance#MIN_ORPHAN_AGE}, before any I/O
-   * @throws IllegalStateException naming the table and the failure when the listing failed, or
-   *     the holder when other maintenance holds the table's lock
+   * @throws IllegalStateException naming the table and the failure when the listing failed, or the
+   *     holder when other maintenance holds the table's lock
    */
-  public static Result run(StreamExecutionEnvironment env, Map<String, String> catalogProperties,
-      TableIdentifier table, Duration minAge, boolean dryRun) throws Exception {
+  public static Result run(
+      StreamExecutionEnvironment env,
+      Map<String, String> catalogProperties,
+      TableIdentifier table,
+      Duration minAge,
+      boolean dryRun)
+      throws Exception {
     SinkMaintenance.requireOrphanAge("minimum age", minAge);
-    return CatalogLockFactory.whileHolding(catalogProperties, table, "an orphan-file call",
+    return CatalogLockFactory.whileHolding(
+        catalogProperties,
+        table,
+        "an orphan-file call",
         () -> remove(env, catalogProperties, table, minAge, dryRun));
   }
 
-  private static Result remove(StreamExecutionEnvironment env,
-      Map<String, String> catalogProperties, TableIdentifier table, Duration minAge,
-      boolean dryRun) throws Exception {
+  private static Result remove(
+      StreamExecutionEnvironment env,
+      Map<String, String> catalogProperties,
+      TableIdentifier table,
+      Duration minAge,
+      boolean dryRun)
+      throws Exception {
     SkadeTableLoader loader = SkadeTableLoader.forMaintenance(catalogProperties, table);
     Table loaded;
     List<String> logged;
@@ -98,53 +109,76 @@ public final class OrphanFileRemoval {
       logged = loggedMetadataFiles(loaded, connection.feed(), table);
     }
     long now = System.currentTimeMillis();
-    WatermarkStrategy<Trigger> atTrigger = WatermarkStrategy.<Trigger>noWatermarks()
-        .withTimestampAssigner((trigger, previous) -> trigger.timestamp());
+    WatermarkStrategy<Trigger> atTrigger =
+        WatermarkStrategy.<Trigger>noWatermarks()
+            .withTimestampAssigner((trigger, previous) -> trigger.timestamp());
     // Only the end of input moves event time, so the detector below decides once every
     // reference and every listed file has reached it.
-    DataStream<Trigger> trigger = env.fromData(TypeInformation.of(Trigger.class),
-            Trigger.create(now, 0))
-        .assignTimestampsAndWatermarks(atTrigger).name("remove orphan files of " + table);
+    DataStream<Trigger> trigger =
+        env.fromData(TypeInformation.of(Trigger.class), Trigger.create(now, 0))
+            .assignTimestampsAndWatermarks(atTrigger)
+            .name("remove orphan files of " + table);
 
-    SingleOutputStreamOperator<MetadataTablePlanner.SplitInfo> splits = trigger
-        .process(new MetadataTablePlanner(TASK, 0, loader, FILE_PATH_SCAN,
-            MetadataTableType.ALL_FILES, 1))
-        .name("plan the files of " + table).forceNonParallel();
-    SingleOutputStreamOperator<String> tableFiles = splits.rebalance()
-        .process(new FileNameReader(TASK, 0, loader, FILE_PATH, FILE_PATH_SCAN,
-            MetadataTableType.ALL_FILES))
-        .name("read the files of " + table);
-    SingleOutputStreamOperator<String> metadataFiles = trigger
-        .process(new ListMetadataFiles(TASK, 0, loader))
-        .name("list the metadata files of " + table).forceNonParallel();
-    DataStream<String> loggedFiles = env.fromData(Types.STRING, logged.toArray(String[]::new))
-        .assignTimestampsAndWatermarks(WatermarkStrategy.<String>noWatermarks()
-            .withTimestampAssigner((file, previous) -> now))
-        .name("metadata files of the commit log of " + table);
-    SingleOutputStreamOperator<String> fileSystemFiles = trigger
-        .process(new ListFileSystemFiles(TASK, 0, loader, null, minAge.toMillis(), true))
-        .name("list the files under " + table).forceNonParallel();
+    SingleOutputStreamOperator<MetadataTablePlanner.SplitInfo> splits =
+        trigger
+            .process(
+                new MetadataTablePlanner(
+                    TASK, 0, loader, FILE_PATH_SCAN, MetadataTableType.ALL_FILES, 1))
+            .name("plan the files of " + table)
+            .forceNonParallel();
+    SingleOutputStreamOperator<String> tableFiles =
+        splits
+            .rebalance()
+            .process(
+                new FileNameReader(
+                    TASK, 0, loader, FILE_PATH, FILE_PATH_SCAN, MetadataTableType.ALL_FILES))
+            .name("read the files of " + table);
+    SingleOutputStreamOperator<String> metadataFiles =
+        trigger
+            .process(new ListMetadataFiles(TASK, 0, loader))
+            .name("list the metadata files of " + table)
+            .forceNonParallel();
+    DataStream<String> loggedFiles =
+        env.fromData(Types.STRING, logged.toArray(String[]::new))
+            .assignTimestampsAndWatermarks(
+                WatermarkStrategy.<String>noWatermarks()
+                    .withTimestampAssigner((file, previous) -> now))
+            .name("metadata files of the commit log of " + table);
+    SingleOutputStreamOperator<String> fileSystemFiles =
+        trigger
+            .process(new ListFileSystemFiles(TASK, 0, loader, null, minAge.toMillis(), true))
+            .name("list the files under " + table)
+            .forceNonParallel();
 
     // Mutable maps: Iceberg looks a location without a scheme up by a null key.
     Map<String, String> schemes = new HashMap<>(Map.of("s3n", "s3", "s3a", "s3"));
     Map<String, String> authorities = new HashMap<>();
     FileUriKeySelector byUri = new FileUriKeySelector(schemes, authorities);
-    SingleOutputStreamOperator<String> orphans = metadataFiles.union(tableFiles, loggedFiles)
-        .keyBy(byUri)
-        .connect(fileSystemFiles.keyBy(byUri))
-        .process(new OrphanFilesDetector(PrefixMismatchMode.ERROR, schemes, authorities))
-        .name("find the orphans of " + table);
-    DataStream<Exception> errors = metadataFiles.getSideOutput(DeleteOrphanFiles.ERROR_STREAM)
-        .union(fileSystemFiles.getSideOutput(DeleteOrphanFiles.ERROR_STREAM),
-            tableFiles.getSideOutput(DeleteOrphanFiles.ERROR_STREAM),
-            splits.getSideOutput(DeleteOrphanFiles.ERROR_STREAM),
-            orphans.getSideOutput(DeleteOrphanFiles.ERROR_STREAM));
+    SingleOutputStreamOperator<String> orphans =
+        metadataFiles
+            .union(tableFiles, loggedFiles)
+            .keyBy(byUri)
+            .connect(fileSystemFiles.keyBy(byUri))
+            .process(new OrphanFilesDetector(PrefixMismatchMode.ERROR, schemes, authorities))
+            .name("find the orphans of " + table);
+    DataStream<Exception> errors =
+        metadataFiles
+            .getSideOutput(DeleteOrphanFiles.ERROR_STREAM)
+            .union(
+                fileSystemFiles.getSideOutput(DeleteOrphanFiles.ERROR_STREAM),
+                tableFiles.getSideOutput(DeleteOrphanFiles.ERROR_STREAM),
+                splits.getSideOutput(DeleteOrphanFiles.ERROR_STREAM),
+                orphans.getSideOutput(DeleteOrphanFiles.ERROR_STREAM));
     // Any failure of the listing means a reference may be missing: then nothing is deleted.
-    SingleOutputStreamOperator<String> safe = orphans.connect(errors)
-        .transform("skip all on an error", Types.STRING, new SkipOnError())
-        .forceNonParallel();
+    SingleOutputStreamOperator<String> safe =
+        orphans
+            .connect(errors)
+            .transform("skip all on an error", Types.STRING, new SkipOnError())
+            .forceNonParallel();
     if (!dryRun) {
-      safe.transform("delete the orphans of " + table, Types.VOID,
+      safe.transform(
+              "delete the orphans of " + table,
+              Types.VOID,
               new DeleteFilesProcessor(loaded, TASK, 0, 1000))
           .forceNonParallel();
     }
@@ -152,14 +186,19 @@ public final class OrphanFileRemoval {
     TypeInformation<Tuple2<Boolean, String>> outcome = Types.TUPLE(Types.BOOLEAN, Types.STRING);
     List<String> found = new ArrayList<>();
     List<String> failures = new ArrayList<>();
-    safe.map(file -> Tuple2.of(true, file)).returns(outcome)
+    safe.map(file -> Tuple2.of(true, file))
+        .returns(outcome)
         .union(errors.map(error -> Tuple2.of(false, String.valueOf(error))).returns(outcome))
         .executeAndCollect("remove orphan files of " + table)
         .forEachRemaining(row -> (row.f0 ? found : failures).add(row.f1));
     if (!failures.isEmpty()) {
-      throw new IllegalStateException("removing the orphan files of " + table + " failed: "
-          + failures.get(0) + (failures.size() > 1 ? " (and " + (failures.size() - 1)
-          + " more)" : "") + "; nothing was deleted");
+      throw new IllegalStateException(
+          "removing the orphan files of "
+              + table
+              + " failed: "
+              + failures.get(0)
+              + (failures.size() > 1 ? " (and " + (failures.size() - 1) + " more)" : "")
+              + "; nothing was deleted");
     }
     return new Result(List.copyOf(found), dryRun);
   }
@@ -168,15 +207,17 @@ public final class OrphanFileRemoval {
    * The metadata files of the table's logged commits from the one that added its oldest live
    * snapshot on (all of them while it has none); always at least the current one.
    */
-  private static List<String> loggedMetadataFiles(Table table, CommitFeed feed,
-      TableIdentifier id) {
+  private static List<String> loggedMetadataFiles(
+      Table table, CommitFeed feed, TableIdentifier id) {
     String key = feed.commitTableKey(id);
     Set<String> kept = new LinkedHashSet<>();
     boolean reached = table.currentSnapshot() == null;
     for (CommitEvent commit : feed.commitsSince(0)) {
       if (commit.tableKey().equals(key)) {
-        reached = reached || commit.addedSnapshotIds().stream()
-            .anyMatch(snapshot -> table.snapshot(snapshot) != null);
+        reached =
+            reached
+                || commit.addedSnapshotIds().stream()
+                    .anyMatch(snapshot -> table.snapshot(snapshot) != null);
         if (reached) {
           kept.add(commit.metadataLocation());
         }

@@ -13,8 +13,8 @@ import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.io.LocationProvider;
 
 /**
- * A table loader of the table as the job was planned: its metadata and FileIO, no catalog.
- * It writes files where the table's operations would put them and commits nothing.
+ * A table loader of the table as the job was planned: its metadata and FileIO, no catalog. It
+ * writes files where the table's operations would put them and commits nothing.
  */
 final class PlannedTableLoader implements TableLoader {
   private static final long serialVersionUID = 1L;
@@ -25,8 +25,8 @@ final class PlannedTableLoader implements TableLoader {
 
   PlannedTableLoader(Table table) {
     this.name = table.name();
-    this.metadataJson = TableMetadataParser.toJson(
-        ((HasTableOperations) table).operations().current());
+    this.metadataJson =
+        TableMetadataParser.toJson(((HasTableOperations) table).operations().current());
     this.io = table.io();
   }
 
@@ -43,38 +43,40 @@ final class PlannedTableLoader implements TableLoader {
     if (metadata == null) {
       metadata = TableMetadataParser.fromJson(metadataJson);
     }
-    return new BaseTable(new TableOperations() {
-      @Override
-      public TableMetadata current() {
-        return metadata;
-      }
+    return new BaseTable(
+        new TableOperations() {
+          @Override
+          public TableMetadata current() {
+            return metadata;
+          }
 
-      @Override
-      public TableMetadata refresh() {
-        return metadata;
-      }
+          @Override
+          public TableMetadata refresh() {
+            return metadata;
+          }
 
-      @Override
-      public void commit(TableMetadata base, TableMetadata updated) {
-        throw new UnsupportedOperationException("the table as planned commits nothing");
-      }
+          @Override
+          public void commit(TableMetadata base, TableMetadata updated) {
+            throw new UnsupportedOperationException("the table as planned commits nothing");
+          }
 
-      @Override
-      public FileIO io() {
-        return io;
-      }
+          @Override
+          public FileIO io() {
+            return io;
+          }
 
-      @Override
-      public String metadataFileLocation(String fileName) {
-        String dir = metadata.properties().get(TableProperties.WRITE_METADATA_LOCATION);
-        return (dir == null ? metadata.location() + "/metadata" : dir) + "/" + fileName;
-      }
+          @Override
+          public String metadataFileLocation(String fileName) {
+            String dir = metadata.properties().get(TableProperties.WRITE_METADATA_LOCATION);
+            return (dir == null ? metadata.location() + "/metadata" : dir) + "/" + fileName;
+          }
 
-      @Override
-      public LocationProvider locationProvider() {
-        return LocationProviders.locationsFor(metadata.location(), metadata.properties());
-      }
-    }, name);
+          @Override
+          public LocationProvider locationProvider() {
+            return LocationProviders.locationsFor(metadata.location(), metadata.properties());
+          }
+        },
+        name);
   }
 
   @Override

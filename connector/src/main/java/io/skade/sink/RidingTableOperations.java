@@ -21,11 +21,11 @@ import org.apache.iceberg.io.LocationProvider;
  * restart instead of failing the job: a refresh is tried again through any transient failure
  * ({@link CatalogConnection#isTransient}); a commit is sent again only through a refused
  * connection, which proves the server never saw it. A commit whose answer was lost (a reset, a
- * time-out, a 5xx) is settled from the table once the server answers again: when the table has
- * the commit's snapshots it was made; when not, it was not (the server makes a commit in one
- * write, or not at all), and a {@link CommitFailedException} has Iceberg apply it again to the
- * table as it is. Should the lost commit land after that look (a server that was slow, not
- * dead), the catalog refuses to apply the same checkpoint's files twice.
+ * time-out, a 5xx) is settled from the table once the server answers again: when the table has the
+ * commit's snapshots it was made; when not, it was not (the server makes a commit in one write, or
+ * not at all), and a {@link CommitFailedException} has Iceberg apply it again to the table as it
+ * is. Should the lost commit land after that look (a server that was slow, not dead), the catalog
+ * refuses to apply the same checkpoint's files twice.
  */
 final class RidingTableOperations implements TableOperations {
   private final TableOperations delegate;
@@ -49,10 +49,12 @@ final class RidingTableOperations implements TableOperations {
   @Override
   public void commit(TableMetadata base, TableMetadata metadata) {
     try {
-      ride(() -> {
-        delegate.commit(base, metadata);
-        return null;
-      }, RidingTableOperations::refused);
+      ride(
+          () -> {
+            delegate.commit(base, metadata);
+            return null;
+          },
+          RidingTableOperations::refused);
     } catch (RuntimeException e) {
       if (!(e instanceof CommitStateUnknownException) && !connection.isTransient(e)) {
         throw e;
@@ -61,12 +63,19 @@ final class RidingTableOperations implements TableOperations {
     }
   }
 
-  /** Returns when the table, read again, has the snapshots {@code metadata} adds to {@code base}. */
+  /**
+   * Returns when the table, read again, has the snapshots {@code metadata} adds to {@code base}.
+   */
   private void settle(TableMetadata base, TableMetadata metadata, RuntimeException lost) {
-    Set<Long> before = base == null ? Set.of() : base.snapshots().stream()
-        .map(Snapshot::snapshotId).collect(Collectors.toSet());
-    List<Long> added = metadata.snapshots().stream().map(Snapshot::snapshotId)
-        .filter(id -> !before.contains(id)).toList();
+    Set<Long> before =
+        base == null
+            ? Set.of()
+            : base.snapshots().stream().map(Snapshot::snapshotId).collect(Collectors.toSet());
+    List<Long> added =
+        metadata.snapshots().stream()
+            .map(Snapshot::snapshotId)
+            .filter(id -> !before.contains(id))
+            .toList();
     if (added.isEmpty()) {
       throw lost; // a commit of no snapshot: nothing in the table tells whether it was made
     }
@@ -74,9 +83,12 @@ final class RidingTableOperations implements TableOperations {
     if (added.stream().allMatch(id -> now.snapshot(id) != null)) {
       return;
     }
-    throw new CommitFailedException(lost, "the answer to the commit of snapshot %s was lost"
-        + " and the table, read again from %s, does not have it: it was not made",
-        added.get(added.size() - 1), connection.location());
+    throw new CommitFailedException(
+        lost,
+        "the answer to the commit of snapshot %s was lost"
+            + " and the table, read again from %s, does not have it: it was not made",
+        added.get(added.size() - 1),
+        connection.location());
   }
 
   /** Whether the connection was refused: the request was never sent. */
@@ -92,16 +104,17 @@ final class RidingTableOperations implements TableOperations {
   /** {@code call}, ridden through the transient failures that {@code again} accepts. */
   private <T> T ride(Callable<T> call, Predicate<Throwable> again) {
     try {
-      return connection.riding(() -> {
-        try {
-          return call.call();
-        } catch (RuntimeException e) {
-          if (again.test(e)) {
-            throw e; // the connection tries it again
-          }
-          throw new Final(e);
-        }
-      });
+      return connection.riding(
+          () -> {
+            try {
+              return call.call();
+            } catch (RuntimeException e) {
+              if (again.test(e)) {
+                throw e; // the connection tries it again
+              }
+              throw new Final(e);
+            }
+          });
     } catch (Final e) {
       throw e.failure;
     }

@@ -48,21 +48,24 @@ import org.apache.iceberg.io.WriteResult;
 /**
  * Writes {@link RowData} into a skade table: inserts, or upserts and deletes by key (equality
  * deletes), committed through the skade catalog once per checkpoint and at the end of a bounded
- * input, exactly once; optionally followed by the table's maintenance (compaction, snapshot
- * expiry, orphan cleanup; see {@link SkadeSinkBuilder#maintenance}). Built with
- * {@link #builder()}; used by {@code rows.sinkTo(sink)} and by skade's SQL sink.
+ * input, exactly once; optionally followed by the table's maintenance (compaction, snapshot expiry,
+ * orphan cleanup; see {@link SkadeSinkBuilder#maintenance}). Built with {@link #builder()}; used by
+ * {@code rows.sinkTo(sink)} and by skade's SQL sink.
  *
  * <p>A Flink Sink V2 over Iceberg's own {@link IcebergSink}: Iceberg's writers, one pre-commit
  * aggregator, its committer and its post-commit table maintenance do the work, so the sink's
  * parallelism ({@code sinkTo(sink).setParallelism(n)}, SQL's {@code sink.parallelism}) is the
- * writers'. This class adds what Iceberg's sink leaves out: Flink's standard sink metrics
- * ({@code numRecordsSend}, {@code numBytesSend}, {@code numRecordsSendErrors}), the table as its
- * lineage dataset (FLIP-314), and skade's catalog as the committer's and maintenance's catalog.
+ * writers'. This class adds what Iceberg's sink leaves out: Flink's standard sink metrics ({@code
+ * numRecordsSend}, {@code numBytesSend}, {@code numRecordsSendErrors}), the table as its lineage
+ * dataset (FLIP-314), and skade's catalog as the committer's and maintenance's catalog.
  */
 public final class SkadeSink
-    implements Sink<RowData>, SupportsPreWriteTopology<RowData>, SupportsCommitter<Object>,
-    SupportsPreCommitTopology<WriteResult, Object>, SupportsPostCommitTopology<Object>,
-    LineageVertexProvider {
+    implements Sink<RowData>,
+        SupportsPreWriteTopology<RowData>,
+        SupportsCommitter<Object>,
+        SupportsPreCommitTopology<WriteResult, Object>,
+        SupportsPostCommitTopology<Object>,
+        LineageVertexProvider {
   private static final long serialVersionUID = 1L;
 
   private final HashMap<String, String> catalogProperties;
@@ -77,11 +80,20 @@ public final class SkadeSink
   private transient Table planned;
 
   /** How the rows are written; see {@link SkadeSinkBuilder}. */
-  record Settings(ResolvedSchema schema, ReadableConfig flinkConf, List<String> upsertKey,
-      boolean overwrite, String actor, String uidSuffix, SinkMaintenance maintenance) {}
+  record Settings(
+      ResolvedSchema schema,
+      ReadableConfig flinkConf,
+      List<String> upsertKey,
+      boolean overwrite,
+      String actor,
+      String uidSuffix,
+      SinkMaintenance maintenance) {}
 
   /** {@code location}: the catalog's {@link CatalogConnection#location()}, for lineage. */
-  SkadeSink(Map<String, String> catalogProperties, String location, TableIdentifier table,
+  SkadeSink(
+      Map<String, String> catalogProperties,
+      String location,
+      TableIdentifier table,
       Settings settings) {
     this.catalogProperties = new HashMap<>(catalogProperties);
     this.table = table.toString();
@@ -102,14 +114,18 @@ public final class SkadeSink
   @Override
   public DataStream<RowData> addPreWriteTopology(DataStream<RowData> rows) {
     if (settings == null) {
-      throw new IllegalStateException("skade sink for " + table + " was deserialized before its"
-          + " job was planned; add it to a job with sinkTo");
+      throw new IllegalStateException(
+          "skade sink for "
+              + table
+              + " was deserialized before its"
+              + " job was planned; add it to a job with sinkTo");
     }
     planned = loadTable();
-    IcebergSink.Builder writer = IcebergSink.forRowData(rows)
-        .tableLoader(new SkadeTableLoader(catalogProperties, table()))
-        .table(planned)
-        .overwrite(settings.overwrite());
+    IcebergSink.Builder writer =
+        IcebergSink.forRowData(rows)
+            .tableLoader(new SkadeTableLoader(catalogProperties, table()))
+            .table(planned)
+            .overwrite(settings.overwrite());
     if (settings.schema() != null) {
       writer.resolvedSchema(settings.schema());
     }
@@ -136,8 +152,8 @@ public final class SkadeSink
   }
 
   /**
-   * Iceberg's builder builds its sink only inside {@code append()}, which also adds it to the
-   * job; this sink wraps Iceberg's instead, so it calls the builder's (package-private) build.
+   * Iceberg's builder builds its sink only inside {@code append()}, which also adds it to the job;
+   * this sink wraps Iceberg's instead, so it calls the builder's (package-private) build.
    */
   private IcebergSink build(IcebergSink.Builder builder) {
     try {
@@ -148,18 +164,25 @@ public final class SkadeSink
       if (e.getCause() instanceof RuntimeException failure) {
         throw failure;
       }
-      throw new IllegalStateException("skade sink for " + table + ": Iceberg's sink could not"
-          + " be built", e.getCause());
+      throw new IllegalStateException(
+          "skade sink for " + table + ": Iceberg's sink could not" + " be built", e.getCause());
     } catch (ReflectiveOperationException e) {
-      throw new IllegalStateException("skade sink for " + table + " needs IcebergSink.Builder"
-          + ".build() of iceberg-flink 1.11; is another Iceberg version on the class path?", e);
+      throw new IllegalStateException(
+          "skade sink for "
+              + table
+              + " needs IcebergSink.Builder"
+              + ".build() of iceberg-flink 1.11; is another Iceberg version on the class path?",
+          e);
     }
   }
 
   private IcebergSink iceberg() {
     if (iceberg == null) {
-      throw new IllegalStateException("skade sink for " + table + " is used before its job was"
-          + " planned; add it to a job with sinkTo");
+      throw new IllegalStateException(
+          "skade sink for "
+              + table
+              + " is used before its job was"
+              + " planned; add it to a job with sinkTo");
     }
     return iceberg;
   }
@@ -188,17 +211,17 @@ public final class SkadeSink
   @SuppressWarnings({"unchecked", "rawtypes"})
   public DataStream<CommittableMessage<Object>> addPreCommitTopology(
       DataStream<CommittableMessage<WriteResult>> written) {
-    DataStream<CommittableMessage<Object>> aggregated = withUids(written,
-        () -> (DataStream) iceberg().addPreCommitTopology(written));
+    DataStream<CommittableMessage<Object>> aggregated =
+        withUids(written, () -> (DataStream) iceberg().addPreCommitTopology(written));
     plannedTableForTheAggregator(aggregated);
     return aggregated;
   }
 
   /**
    * Gives Iceberg's pre-commit aggregator the table as planned instead of the catalog's loader.
-   * Why: the aggregator opens its loader and never closes it, which on a TaskManager would hold
-   * the skade catalog open after the job ends; it reads only the table's FileIO, spec and
-   * properties, to write each checkpoint's manifest.
+   * Why: the aggregator opens its loader and never closes it, which on a TaskManager would hold the
+   * skade catalog open after the job ends; it reads only the table's FileIO, spec and properties,
+   * to write each checkpoint's manifest.
    */
   private void plannedTableForTheAggregator(DataStream<?> aggregated) {
     Transformation<?> global = aggregated.getTransformation();
@@ -212,14 +235,20 @@ public final class SkadeSink
         loader.set(operator, new PlannedTableLoader(planned));
         return;
       } catch (ReflectiveOperationException e) {
-        throw new IllegalStateException("skade sink for " + table + " needs the pre-commit"
-            + " aggregator of iceberg-flink 1.11; is another Iceberg version on the class path?",
+        throw new IllegalStateException(
+            "skade sink for "
+                + table
+                + " needs the pre-commit"
+                + " aggregator of iceberg-flink 1.11; is another Iceberg version on the class path?",
             e);
       }
     }
-    throw new IllegalStateException("skade sink for " + table + " found no pre-commit"
-        + " aggregator of iceberg-flink 1.11 in Iceberg's topology; is another Iceberg version on"
-        + " the class path?");
+    throw new IllegalStateException(
+        "skade sink for "
+            + table
+            + " found no pre-commit"
+            + " aggregator of iceberg-flink 1.11 in Iceberg's topology; is another Iceberg version on"
+            + " the class path?");
   }
 
   /**
@@ -243,8 +272,8 @@ public final class SkadeSink
   }
 
   /**
-   * The table's maintenance, when it is enabled: Iceberg's, fed by the committed files as
-   * Iceberg's sink feeds it, on a loader whose compactions fold the deletes they leave dangling.
+   * The table's maintenance, when it is enabled: Iceberg's, fed by the committed files as Iceberg's
+   * sink feeds it, on a loader whose compactions fold the deletes they leave dangling.
    */
   @Override
   @SuppressWarnings({"unchecked", "rawtypes"})
@@ -255,18 +284,28 @@ public final class SkadeSink
     }
     iceberg();
     String suffix = settings.uidSuffix() == null ? table : settings.uidSuffix();
-    withUids(committed, () -> {
-      DataStream<TableChange> changes = committed.global()
-          .process((ProcessFunction) new CommittableToTableChangeConverter(planned.io(),
-              planned.name(), planned.specs()), TypeInformation.of(TableChange.class))
-          .uid("skade post-commit " + suffix)
-          .name("skade post-commit " + table)
-          .forceNonParallel();
-      maintenance.appendTo(changes, SkadeTableLoader.forMaintenance(catalogProperties, table()),
-          new CatalogLockFactory(catalogProperties, table(), "the maintenance of sink " + suffix),
-          suffix);
-      return null;
-    });
+    withUids(
+        committed,
+        () -> {
+          DataStream<TableChange> changes =
+              committed
+                  .global()
+                  .process(
+                      (ProcessFunction)
+                          new CommittableToTableChangeConverter(
+                              planned.io(), planned.name(), planned.specs()),
+                      TypeInformation.of(TableChange.class))
+                  .uid("skade post-commit " + suffix)
+                  .name("skade post-commit " + table)
+                  .forceNonParallel();
+          maintenance.appendTo(
+              changes,
+              SkadeTableLoader.forMaintenance(catalogProperties, table()),
+              new CatalogLockFactory(
+                  catalogProperties, table(), "the maintenance of sink " + suffix),
+              suffix);
+          return null;
+        });
   }
 
   private Table loadTable() {

@@ -69,8 +69,8 @@ public final class SkadeSinkBuilder {
   }
 
   /**
-   * Upserts by these columns: a row replaces the table's row with its key, a {@code -D} deletes
-   * it (equality deletes). Without a key (the default), rows are inserted.
+   * Upserts by these columns: a row replaces the table's row with its key, a {@code -D} deletes it
+   * (equality deletes). Without a key (the default), rows are inserted.
    */
   public SkadeSinkBuilder upsertKey(List<String> columns) {
     this.upsertKey = List.copyOf(columns);
@@ -90,9 +90,9 @@ public final class SkadeSinkBuilder {
   }
 
   /**
-   * A suffix of the uids of Iceberg's operators around the writers (the pre-commit aggregator,
-   * the maintenance operators), for stateful upgrades; the writer and committer take their uids
-   * from the sink's ({@code rows.sinkTo(sink).uid(...)}).
+   * A suffix of the uids of Iceberg's operators around the writers (the pre-commit aggregator, the
+   * maintenance operators), for stateful upgrades; the writer and committer take their uids from
+   * the sink's ({@code rows.sinkTo(sink).uid(...)}).
    */
   public SkadeSinkBuilder uidSuffix(String suffix) {
     this.uidSuffix = suffix;
@@ -101,8 +101,8 @@ public final class SkadeSinkBuilder {
 
   /**
    * Maintains the table after the sink's commits: compaction that folds deletes into the data
-   * files, snapshot expiry (kept back by live consumers) and orphan cleanup; see
-   * {@link SinkMaintenance}. Off by default.
+   * files, snapshot expiry (kept back by live consumers) and orphan cleanup; see {@link
+   * SinkMaintenance}. Off by default.
    */
   public SkadeSinkBuilder maintenance(SinkMaintenance settings) {
     this.maintenance = settings;
@@ -110,8 +110,8 @@ public final class SkadeSinkBuilder {
   }
 
   /**
-   * The table's schema, when the caller has just loaded the table (as SQL planning has):
-   * {@link #build()} then checks the key against it instead of opening the catalog again.
+   * The table's schema, when the caller has just loaded the table (as SQL planning has): {@link
+   * #build()} then checks the key against it instead of opening the catalog again.
    */
   public SkadeSinkBuilder tableSchema(Schema loaded) {
     this.tableSchema = loaded;
@@ -120,20 +120,27 @@ public final class SkadeSinkBuilder {
 
   /** Checks the table and the key against the catalog and builds the sink. */
   public SkadeSink build() {
-    if (catalogProperties == null || !catalogProperties.containsKey("warehouse")
-        && !catalogProperties.containsKey(CatalogConnection.URI)) {
-      throw new IllegalArgumentException("skade sink: the catalog properties must name a"
-          + " 'warehouse' (a catalog in this JVM) or a skade server's 'uri'; call"
-          + " catalogProperties(Map.of(\"warehouse\", \"/path\", ...)) or"
-          + " catalogProperties(Map.of(\"uri\", \"http://host:8181\", \"token\", ...))");
+    if (catalogProperties == null
+        || !catalogProperties.containsKey("warehouse")
+            && !catalogProperties.containsKey(CatalogConnection.URI)) {
+      throw new IllegalArgumentException(
+          "skade sink: the catalog properties must name a"
+              + " 'warehouse' (a catalog in this JVM) or a skade server's 'uri'; call"
+              + " catalogProperties(Map.of(\"warehouse\", \"/path\", ...)) or"
+              + " catalogProperties(Map.of(\"uri\", \"http://host:8181\", \"token\", ...))");
     }
     if (table == null) {
       throw new IllegalArgumentException("skade sink: no table given; call table(\"db.name\")");
     }
     if (overwrite && !upsertKey.isEmpty()) {
-      throw new IllegalArgumentException("skade sink for " + table + ": an overwrite replaces"
-          + " whole partitions and cannot upsert by key " + upsertKey + "; drop upsertKey or"
-          + " overwrite");
+      throw new IllegalArgumentException(
+          "skade sink for "
+              + table
+              + ": an overwrite replaces"
+              + " whole partitions and cannot upsert by key "
+              + upsertKey
+              + "; drop upsertKey or"
+              + " overwrite");
     }
     Schema columns;
     String location;
@@ -146,23 +153,35 @@ public final class SkadeSinkBuilder {
         location = connection.location();
       }
     }
-    List<String> unknown = upsertKey.stream()
-        .filter(name -> columns.caseInsensitiveFindField(name) == null).toList();
+    List<String> unknown =
+        upsertKey.stream().filter(name -> columns.caseInsensitiveFindField(name) == null).toList();
     if (!unknown.isEmpty()) {
-      throw new IllegalArgumentException("skade sink for " + table + ": upsert key column(s) "
-          + unknown + " are not columns of the table; its columns: "
-          + columns.columns().stream().map(field -> field.name()).toList());
+      throw new IllegalArgumentException(
+          "skade sink for "
+              + table
+              + ": upsert key column(s) "
+              + unknown
+              + " are not columns of the table; its columns: "
+              + columns.columns().stream().map(field -> field.name()).toList());
     }
-    return new SkadeSink(catalogProperties, location, table, new SkadeSink.Settings(schema,
-        flinkConf, upsertKey, overwrite, actor, uidSuffix, maintenance));
+    return new SkadeSink(
+        catalogProperties,
+        location,
+        table,
+        new SkadeSink.Settings(
+            schema, flinkConf, upsertKey, overwrite, actor, uidSuffix, maintenance));
   }
 
   private Schema loadSchema(CatalogConnection connection) {
     try {
       return connection.catalog().loadTable(table).schema();
     } catch (NoSuchTableException e) {
-      throw new IllegalArgumentException("skade sink: table " + table + " does not exist;"
-          + " create it first (SkadeCatalog.createTable, or CREATE TABLE in SQL)", e);
+      throw new IllegalArgumentException(
+          "skade sink: table "
+              + table
+              + " does not exist;"
+              + " create it first (SkadeCatalog.createTable, or CREATE TABLE in SQL)",
+          e);
     }
   }
 }

@@ -11,12 +11,12 @@ import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.flink.TableLoader;
 
 /**
- * Loads a table for Iceberg's Flink operators (those of {@link SkadeSink}, or Iceberg's own
- * source) through a {@link CatalogConnection}: the skade catalog shared in the JVM, or, with the
- * property {@code uri}, the skade server that owns it. Either way a committer commits through
- * the catalog's one commit path (and its commit feed) and a reader sees new snapshots on each
- * refresh, without opening the single-owner RocksDB store a second time, as Iceberg's {@code
- * CatalogLoader.custom} would.
+ * Loads a table for Iceberg's Flink operators (those of {@link SkadeSink}, or Iceberg's own source)
+ * through a {@link CatalogConnection}: the skade catalog shared in the JVM, or, with the property
+ * {@code uri}, the skade server that owns it. Either way a committer commits through the catalog's
+ * one commit path (and its commit feed) and a reader sees new snapshots on each refresh, without
+ * opening the single-owner RocksDB store a second time, as Iceberg's {@code CatalogLoader.custom}
+ * would.
  */
 public final class SkadeTableLoader implements TableLoader {
   private static final long serialVersionUID = 1L;
@@ -31,20 +31,20 @@ public final class SkadeTableLoader implements TableLoader {
     this(catalogProperties, table, false);
   }
 
-  private SkadeTableLoader(Map<String, String> catalogProperties, TableIdentifier table,
-      boolean maintained) {
+  private SkadeTableLoader(
+      Map<String, String> catalogProperties, TableIdentifier table, boolean maintained) {
     this.catalogProperties = new HashMap<>(catalogProperties);
     this.table = table.toString();
     this.maintained = maintained;
   }
 
   /**
-   * Loads the table for Iceberg's maintenance: its compactions also remove the delete files
-   * they leave dangling, and its expiries keep what the table's consumers need
-   * ({@link MaintainedTable}).
+   * Loads the table for Iceberg's maintenance: its compactions also remove the delete files they
+   * leave dangling, and its expiries keep what the table's consumers need ({@link
+   * MaintainedTable}).
    */
-  public static SkadeTableLoader forMaintenance(Map<String, String> catalogProperties,
-      TableIdentifier table) {
+  public static SkadeTableLoader forMaintenance(
+      Map<String, String> catalogProperties, TableIdentifier table) {
     return new SkadeTableLoader(catalogProperties, table, true);
   }
 
@@ -68,8 +68,9 @@ public final class SkadeTableLoader implements TableLoader {
     }
     TableIdentifier identifier = TableIdentifier.parse(table);
     Table loaded = load(identifier);
-    return maintained ? MaintainedTable.of(loaded, () -> connection.consumers()
-        .consumers(identifier)) : loaded;
+    return maintained
+        ? MaintainedTable.of(loaded, () -> connection.consumers().consumers(identifier))
+        : loaded;
   }
 
   private Table load(TableIdentifier identifier) {
@@ -77,10 +78,10 @@ public final class SkadeTableLoader implements TableLoader {
       return connection.catalog().loadTable(identifier);
     }
     // Through a server, the committer rides through its restarts (see RidingTableOperations).
-    BaseTable base = (BaseTable) connection.riding(() -> connection.catalog()
-        .loadTable(identifier));
-    return new BaseTable(new RidingTableOperations(base.operations(), connection), base.name(),
-        base.reporter());
+    BaseTable base =
+        (BaseTable) connection.riding(() -> connection.catalog().loadTable(identifier));
+    return new BaseTable(
+        new RidingTableOperations(base.operations(), connection), base.name(), base.reporter());
   }
 
   @Override

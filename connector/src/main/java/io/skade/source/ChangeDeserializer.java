@@ -8,9 +8,9 @@ import org.apache.flink.table.types.logical.RowType;
 import org.apache.flink.util.Collector;
 
 /**
- * Turns a change into the records a {@link SkadeSource} emits. The change is a {@link RowData}
- * of the source's projected columns whose {@code RowKind} says what happened ({@code +I -U +U
- * -D}); it is only valid during the call, so keep a copy, not the row itself.
+ * Turns a change into the records a {@link SkadeSource} emits. The change is a {@link RowData} of
+ * the source's projected columns whose {@code RowKind} says what happened ({@code +I -U +U -D}); it
+ * is only valid during the call, so keep a copy, not the row itself.
  *
  * @param <T> the emitted type
  */

@@ -32,15 +32,15 @@ import org.apache.flink.table.data.RowData;
  * one with {@link #builder()}.
  *
  * <p>The enumerator runs in the job manager and opens the catalog (shared with every skade
- * component of that JVM; read-only, and then polling, when another process owns it). Readers
- * never open the catalog: each split names a metadata file, and they read it with the table's
- * file IO.
+ * component of that JVM; read-only, and then polling, when another process owns it). Readers never
+ * open the catalog: each split names a metadata file, and they read it with the table's file IO.
  *
  * @param <T> the emitted type: {@link RowData} unless a {@link ChangeDeserializer} maps it
  */
 public final class SkadeSource<T>
-    implements Source<T, ChangelogSplit, SkadeEnumeratorState>, ResultTypeQueryable<T>,
-    LineageVertexProvider {
+    implements Source<T, ChangelogSplit, SkadeEnumeratorState>,
+        ResultTypeQueryable<T>,
+        LineageVertexProvider {
   private static final long serialVersionUID = 1L;
 
   private final Map<String, String> catalogProperties;
@@ -48,11 +48,16 @@ public final class SkadeSource<T>
   private final ChangelogOptions options;
   private final int batchRows;
   private final ChangeDeserializer<T> deserializer;
+
   /** The catalog's {@link CatalogConnection#location()}, naming the table in lineage. */
   private final String location;
 
-  SkadeSource(Map<String, String> catalogProperties, String location,
-      SkadeSplitEnumerator.Settings settings, ChangelogOptions options, int batchRows,
+  SkadeSource(
+      Map<String, String> catalogProperties,
+      String location,
+      SkadeSplitEnumerator.Settings settings,
+      ChangelogOptions options,
+      int batchRows,
       ChangeDeserializer<T> deserializer) {
     this.catalogProperties = new HashMap<>(catalogProperties);
     this.location = location;
@@ -70,8 +75,8 @@ public final class SkadeSource<T>
   /** The table this source reads, for Flink's lineage graph. */
   @Override
   public LineageVertex getLineageVertex() {
-    return new FlinkLineage.SourceVertex(getBoundedness(), List.of(FlinkLineage.dataset(
-        location, settings.table())));
+    return new FlinkLineage.SourceVertex(
+        getBoundedness(), List.of(FlinkLineage.dataset(location, settings.table())));
   }
 
   @Override
@@ -82,21 +87,24 @@ public final class SkadeSource<T>
   @Override
   public SplitEnumerator<ChangelogSplit, SkadeEnumeratorState> createEnumerator(
       SplitEnumeratorContext<ChangelogSplit> context) {
-    return new SkadeSplitEnumerator(context,
-        CatalogConnection.open(SkadeCatalog.inTask(catalogProperties)), settings, null);
+    return new SkadeSplitEnumerator(
+        context, CatalogConnection.open(SkadeCatalog.inTask(catalogProperties)), settings, null);
   }
 
   @Override
   public SplitEnumerator<ChangelogSplit, SkadeEnumeratorState> restoreEnumerator(
       SplitEnumeratorContext<ChangelogSplit> context, SkadeEnumeratorState checkpoint) {
-    return new SkadeSplitEnumerator(context,
-        CatalogConnection.open(SkadeCatalog.inTask(catalogProperties)), settings, checkpoint);
+    return new SkadeSplitEnumerator(
+        context,
+        CatalogConnection.open(SkadeCatalog.inTask(catalogProperties)),
+        settings,
+        checkpoint);
   }
 
   @Override
   public SourceReader<T, ChangelogSplit> createReader(SourceReaderContext context) {
-    return new SkadeSourceReader<>(SkadeCatalog.fileIO(catalogProperties, null), options,
-        batchRows, deserializer, context);
+    return new SkadeSourceReader<>(
+        SkadeCatalog.fileIO(catalogProperties, null), options, batchRows, deserializer, context);
   }
 
   @Override

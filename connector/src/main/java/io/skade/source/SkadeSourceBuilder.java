@@ -39,6 +39,7 @@ import org.apache.iceberg.types.Types;
 public final class SkadeSourceBuilder<T> {
   /** The default bound of changes per fetch. */
   public static final int DEFAULT_BATCH_ROWS = 1024;
+
   /** The default interval of the safety poll of the commit log. */
   public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
 
@@ -171,53 +172,74 @@ public final class SkadeSourceBuilder<T> {
   /** Checks everything against the catalog and builds the source. */
   @SuppressWarnings("unchecked")
   public SkadeSource<T> build() {
-    if (catalogProperties == null || !catalogProperties.containsKey("warehouse")
-        && !catalogProperties.containsKey(CatalogConnection.URI)) {
-      throw new IllegalArgumentException("skade source: the catalog properties must name a"
-          + " 'warehouse' (a catalog in this JVM) or a skade server's 'uri'; call"
-          + " catalogProperties(Map.of(\"warehouse\", \"/path\", ...)) or"
-          + " catalogProperties(Map.of(\"uri\", \"http://host:8181\", \"token\", ...))");
+    if (catalogProperties == null
+        || !catalogProperties.containsKey("warehouse")
+            && !catalogProperties.containsKey(CatalogConnection.URI)) {
+      throw new IllegalArgumentException(
+          "skade source: the catalog properties must name a"
+              + " 'warehouse' (a catalog in this JVM) or a skade server's 'uri'; call"
+              + " catalogProperties(Map.of(\"warehouse\", \"/path\", ...)) or"
+              + " catalogProperties(Map.of(\"uri\", \"http://host:8181\", \"token\", ...))");
     }
     if (table == null) {
       throw new IllegalArgumentException("skade source: no table given; call table(\"db.name\")");
     }
-    boolean takesValue = startupMode == StartupMode.FROM_SNAPSHOT
-        || startupMode == StartupMode.FROM_TIMESTAMP || startupMode == StartupMode.FROM_COMMIT_SEQ;
+    boolean takesValue =
+        startupMode == StartupMode.FROM_SNAPSHOT
+            || startupMode == StartupMode.FROM_TIMESTAMP
+            || startupMode == StartupMode.FROM_COMMIT_SEQ;
     if (takesValue != (startupValue != null)) {
-      throw new IllegalArgumentException("skade source on " + table + ": startup mode "
-          + startupMode.value() + (takesValue ? " needs its argument (a snapshot id, timestamp or"
-              + " commit_seq); use startFromSnapshot/startFromTimestamp/startFromCommitSeq"
-              : " takes no argument, got " + startupValue));
+      throw new IllegalArgumentException(
+          "skade source on "
+              + table
+              + ": startup mode "
+              + startupMode.value()
+              + (takesValue
+                  ? " needs its argument (a snapshot id, timestamp or"
+                      + " commit_seq); use startFromSnapshot/startFromTimestamp/startFromCommitSeq"
+                  : " takes no argument, got " + startupValue));
     }
     if (pollInterval == null || pollInterval.isNegative() || pollInterval.isZero()) {
-      throw new IllegalArgumentException("skade source on " + table + ": the poll interval must"
-          + " be positive, got " + pollInterval);
+      throw new IllegalArgumentException(
+          "skade source on "
+              + table
+              + ": the poll interval must"
+              + " be positive, got "
+              + pollInterval);
     }
     if (batchRows <= 0) {
-      throw new IllegalArgumentException("skade source on " + table + ": batch rows must be"
-          + " positive, got " + batchRows);
+      throw new IllegalArgumentException(
+          "skade source on " + table + ": batch rows must be" + " positive, got " + batchRows);
     }
-    SkadeSplitEnumerator.Settings settings = new SkadeSplitEnumerator.Settings(path(table),
-        startupMode, startupValue, bounded, endSnapshotId, options.mode(), pollInterval,
-        consumerId);
+    SkadeSplitEnumerator.Settings settings =
+        new SkadeSplitEnumerator.Settings(
+            path(table),
+            startupMode,
+            startupValue,
+            bounded,
+            endSnapshotId,
+            options.mode(),
+            pollInterval,
+            consumerId);
     Schema projected;
     String location;
     try (CatalogConnection connection = CatalogConnection.open(catalogProperties)) {
       location = connection.location();
       Table loaded = loadTable(connection, table);
       new ChangelogReader(loaded, options); // checks the projection against the table
-      projected = options.columns() == null ? loaded.schema()
-          : loaded.schema().select(options.columns());
+      projected =
+          options.columns() == null ? loaded.schema() : loaded.schema().select(options.columns());
       SkadeSplitEnumerator.checkStart(connection, settings); // start position and end
     }
     // Pin the projection: a column added later is not emitted, so rows keep their type.
-    ChangelogOptions pinned = options.withColumns(
-        projected.columns().stream().map(Types.NestedField::name).toList());
+    ChangelogOptions pinned =
+        options.withColumns(projected.columns().stream().map(Types.NestedField::name).toList());
     RowType rowType = FlinkSchemaUtil.convert(projected);
-    ChangeDeserializer<T> mapping = deserializer != null ? deserializer
-        : (ChangeDeserializer<T>) ChangeDeserializer.rowData(rowType);
-    return new SkadeSource<>(catalogProperties, location, settings, pinned, batchRows,
-        mapping);
+    ChangeDeserializer<T> mapping =
+        deserializer != null
+            ? deserializer
+            : (ChangeDeserializer<T>) ChangeDeserializer.rowData(rowType);
+    return new SkadeSource<>(catalogProperties, location, settings, pinned, batchRows, mapping);
   }
 
   private static List<String> path(TableIdentifier identifier) {
@@ -230,13 +252,21 @@ public final class SkadeSourceBuilder<T> {
     try {
       return connection.catalog().loadTable(identifier);
     } catch (NoSuchTableException e) {
-      List<String> existing = connection.namespaces().namespaceExists(identifier.namespace())
-          ? connection.catalog().listTables(identifier.namespace()).stream()
-              .map(TableIdentifier::toString).toList()
-          : List.of();
-      throw new IllegalArgumentException("skade source: table " + identifier + " does not exist;"
-          + " tables in namespace " + identifier.namespace() + ": "
-          + (existing.isEmpty() ? "none" : String.join(", ", existing)), e);
+      List<String> existing =
+          connection.namespaces().namespaceExists(identifier.namespace())
+              ? connection.catalog().listTables(identifier.namespace()).stream()
+                  .map(TableIdentifier::toString)
+                  .toList()
+              : List.of();
+      throw new IllegalArgumentException(
+          "skade source: table "
+              + identifier
+              + " does not exist;"
+              + " tables in namespace "
+              + identifier.namespace()
+              + ": "
+              + (existing.isEmpty() ? "none" : String.join(", ", existing)),
+          e);
     }
   }
 }

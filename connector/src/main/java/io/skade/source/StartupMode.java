@@ -29,7 +29,10 @@ public enum StartupMode {
         return mode;
       }
     }
-    throw new IllegalArgumentException("unknown skade startup mode '" + value + "'; use one of"
-        + " full, latest, earliest, from-snapshot, from-timestamp, from-commit-seq");
+    throw new IllegalArgumentException(
+        "unknown skade startup mode '"
+            + value
+            + "'; use one of"
+            + " full, latest, earliest, from-snapshot, from-timestamp, from-commit-seq");
   }
 }

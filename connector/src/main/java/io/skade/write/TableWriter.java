@@ -1,8 +1,8 @@
 package io.skade.write;
 
-import io.skade.scan.DataFileRows;
 import io.skade.lineage.CommitLineage;
 import io.skade.lineage.LineageDataset;
+import io.skade.scan.DataFileRows;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -65,21 +65,20 @@ import org.apache.iceberg.util.ContentFileUtil;
 import org.apache.iceberg.util.StructLikeMap;
 
 /**
- * skade's embedded write API: appends, upserts, deletes and overwrites on an Iceberg {@link
- * Table}, each one commit, written with Iceberg's own file writers (Parquet).
+ * skade's embedded write API: appends, upserts, deletes and overwrites on an Iceberg {@link Table},
+ * each one commit, written with Iceberg's own file writers (Parquet).
  *
  * <p>Upserts and key deletes are merge-on-read: an equality delete on the table's identifier
- * fields, plus the new rows, in one {@link RowDelta}. The deletes are written under every
- * partition spec that still has live data files (after a partition spec change), since an
- * equality delete reaches only data files of its own spec; the new rows go under the current
- * spec. Each of those specs must partition by identifier fields only, so a key never changes
- * partition. Position deletes are position delete files on format v2 and deletion vectors on v3.
- * An overwrite by filter replaces exactly the rows matching the filter: files holding only
- * matching rows are removed, matching rows of other files deleted by position (rewritten on
- * format v1).
- * Files written here carry the table's field ids and are laid out as {@link FileLayout} says:
- * rows in the table's sort order (by its key when it declares none), Parquet bloom filters on
- * the key columns unless the table sets them itself.
+ * fields, plus the new rows, in one {@link RowDelta}. The deletes are written under every partition
+ * spec that still has live data files (after a partition spec change), since an equality delete
+ * reaches only data files of its own spec; the new rows go under the current spec. Each of those
+ * specs must partition by identifier fields only, so a key never changes partition. Position
+ * deletes are position delete files on format v2 and deletion vectors on v3. An overwrite by filter
+ * replaces exactly the rows matching the filter: files holding only matching rows are removed,
+ * matching rows of other files deleted by position (rewritten on format v1). Files written here
+ * carry the table's field ids and are laid out as {@link FileLayout} says: rows in the table's sort
+ * order (by its key when it declares none), Parquet bloom filters on the key columns unless the
+ * table sets them itself.
  *
  * <p>Not thread-safe: give each writing thread its own writer.
  */
@@ -93,9 +92,8 @@ public final class TableWriter {
 
   public TableWriter(Table table) {
     this.table = table;
-    this.files = OutputFileFactory.builderFor(table, writerId, 0)
-        .format(FileFormat.PARQUET)
-        .build();
+    this.files =
+        OutputFileFactory.builderFor(table, writerId, 0).format(FileFormat.PARQUET).build();
   }
 
   /**
@@ -131,8 +129,8 @@ public final class TableWriter {
   }
 
   /**
-   * Inserts {@code rows}, replacing any current row with the same identifier-field values (the
-   * last of several rows with one key wins); returns the new snapshot.
+   * Inserts {@code rows}, replacing any current row with the same identifier-field values (the last
+   * of several rows with one key wins); returns the new snapshot.
    */
   public Snapshot upsert(Iterable<Record> rows) {
     Schema keys = requireKeySchema("upsert");
@@ -169,31 +167,41 @@ public final class TableWriter {
   }
 
   /**
-   * Deletes rows by position: for each live data file (by path), the 0-based positions of its
-   * rows to delete. Writes position delete files on format v2, deletion vectors (merged with the
-   * file's existing one) on v3. Returns the new snapshot.
+   * Deletes rows by position: for each live data file (by path), the 0-based positions of its rows
+   * to delete. Writes position delete files on format v2, deletion vectors (merged with the file's
+   * existing one) on v3. Returns the new snapshot.
    */
   public Snapshot deletePositions(Map<String, ? extends Collection<Long>> positionsByFile) {
     Snapshot base = table.currentSnapshot();
     Map<String, Collection<Long>> positions = new LinkedHashMap<>();
-    positionsByFile.forEach((path, list) -> {
-      if (!list.isEmpty()) {
-        positions.put(path, list);
-      }
-    });
+    positionsByFile.forEach(
+        (path, list) -> {
+          if (!list.isEmpty()) {
+            positions.put(path, list);
+          }
+        });
     if (positions.isEmpty()) {
       return base; // nothing to delete: no empty commit
     }
     Map<String, FileScanTask> live = liveDataFiles(positions.keySet());
-    positions.forEach((path, list) -> {
-      long rows = live.get(path).file().recordCount();
-      for (long position : list) {
-        if (position < 0 || position >= rows) {
-          throw new IllegalArgumentException("cannot delete position " + position + " of "
-              + path + ": the file holds " + rows + " rows (positions 0.." + (rows - 1) + ")");
-        }
-      }
-    });
+    positions.forEach(
+        (path, list) -> {
+          long rows = live.get(path).file().recordCount();
+          for (long position : list) {
+            if (position < 0 || position >= rows) {
+              throw new IllegalArgumentException(
+                  "cannot delete position "
+                      + position
+                      + " of "
+                      + path
+                      + ": the file holds "
+                      + rows
+                      + " rows (positions 0.."
+                      + (rows - 1)
+                      + ")");
+            }
+          }
+        });
     described(positionDelta(base, positions, live)).commit();
     return table.currentSnapshot();
   }
@@ -203,15 +211,15 @@ public final class TableWriter {
    * snapshot), whatever the partitioning; returns the new snapshot (the current one when nothing
    * matches and {@code rows} is empty).
    *
-   * <p>The live data files that may hold matching rows are planned at the current snapshot. A
-   * file Iceberg can prove holds only matching rows (its partition, under the strict projection
-   * of the filter, or its column metrics) is removed whole, with its file-scoped position
-   * deletes. Any other such file is read under its deletes and the filter evaluated on each
-   * live row: when every live row matches, the file is removed whole; otherwise the matching
-   * rows are deleted by position, as {@link #deletePositions} does (position delete files on
-   * format v2, a deletion vector merged with the file's existing one on v3). On format v1, which
-   * has no delete files, a partly matching file is rewritten instead (copy-on-write): its live
-   * rows that do not match go to new files under the current spec, and it is removed.
+   * <p>The live data files that may hold matching rows are planned at the current snapshot. A file
+   * Iceberg can prove holds only matching rows (its partition, under the strict projection of the
+   * filter, or its column metrics) is removed whole, with its file-scoped position deletes. Any
+   * other such file is read under its deletes and the filter evaluated on each live row: when every
+   * live row matches, the file is removed whole; otherwise the matching rows are deleted by
+   * position, as {@link #deletePositions} does (position delete files on format v2, a deletion
+   * vector merged with the file's existing one on v3). On format v1, which has no delete files, a
+   * partly matching file is rewritten instead (copy-on-write): its live rows that do not match go
+   * to new files under the current spec, and it is removed.
    *
    * <p>The commit fails, rather than leave a matching row behind, when another writer since the
    * planned snapshot added data files that may hold matching rows, or removed or rewrote a file
@@ -236,9 +244,7 @@ public final class TableWriter {
     written.forEach(delta::addRows);
     // A matching row appended by someone else since base must not survive the overwrite; a
     // file removed here must not have been rewritten (e.g. compacted) meanwhile.
-    delta.conflictDetectionFilter(filter)
-        .validateNoConflictingDataFiles()
-        .validateDeletedFiles();
+    delta.conflictDetectionFilter(filter).validateNoConflictingDataFiles().validateDeletedFiles();
     described(delta).commit();
     return table.currentSnapshot();
   }
@@ -246,11 +252,13 @@ public final class TableWriter {
   /**
    * A new {@link RowDelta}, validated from {@code base}, deleting {@code positionsByFile}
    * (non-empty position lists of files of {@code live}): position delete files on format v2,
-   * deletion vectors merged with each file's existing one (which is removed) on v3. Not
-   * committed, so a caller can add more to the same commit.
+   * deletion vectors merged with each file's existing one (which is removed) on v3. Not committed,
+   * so a caller can add more to the same commit.
    */
-  private RowDelta positionDelta(Snapshot base,
-      Map<String, ? extends Collection<Long>> positionsByFile, Map<String, FileScanTask> live) {
+  private RowDelta positionDelta(
+      Snapshot base,
+      Map<String, ? extends Collection<Long>> positionsByFile,
+      Map<String, FileScanTask> live) {
     RowDelta delta = table.newRowDelta();
     if (base != null) {
       // Conflicts are what others committed after the files were planned, not before.
@@ -259,13 +267,15 @@ public final class TableWriter {
     if (positionsByFile.isEmpty()) {
       return delta;
     }
-    DeleteWriteResult result = formatVersion() >= 3
-        ? writeDeletionVectors(positionsByFile, live)
-        : writePositionDeletes(positionsByFile, live);
+    DeleteWriteResult result =
+        formatVersion() >= 3
+            ? writeDeletionVectors(positionsByFile, live)
+            : writePositionDeletes(positionsByFile, live);
     result.deleteFiles().forEach(delta::addDeletes);
     Map<String, DeleteFile> replaced = new HashMap<>();
-    result.rewrittenDeleteFiles().forEach(file -> replaced.put(file.location() + "@"
-        + file.contentOffset(), file));
+    result
+        .rewrittenDeleteFiles()
+        .forEach(file -> replaced.put(file.location() + "@" + file.contentOffset(), file));
     if (formatVersion() >= 3) {
       // The new vector holds the old positions too; the old one must go (one DV per data file).
       for (String path : positionsByFile.keySet()) {
@@ -299,9 +309,13 @@ public final class TableWriter {
       // Iceberg drops a removed file's deletion vector itself; a v2 position delete file that
       // references only this file would dangle.
       task.deletes().stream()
-          .filter(file -> file.content() == FileContent.POSITION_DELETES
-              && !ContentFileUtil.isDV(file)
-              && task.file().location().equals(ContentFileUtil.referencedDataFileLocation(file)))
+          .filter(
+              file ->
+                  file.content() == FileContent.POSITION_DELETES
+                      && !ContentFileUtil.isDV(file)
+                      && task.file()
+                          .location()
+                          .equals(ContentFileUtil.referencedDataFileLocation(file)))
           .forEach(removedDeletes::add);
     }
 
@@ -320,10 +334,14 @@ public final class TableWriter {
     try (CloseableIterable<FileScanTask> tasks = table.newScan().filter(filter).planFiles()) {
       for (FileScanTask task : tasks) {
         DataFile file = task.file();
-        Evaluator partition = allByPartition.computeIfAbsent(file.specId(), id -> {
-          PartitionSpec spec = table.specs().get(id);
-          return new Evaluator(spec.partitionType(), Projections.strict(spec).project(filter));
-        });
+        Evaluator partition =
+            allByPartition.computeIfAbsent(
+                file.specId(),
+                id -> {
+                  PartitionSpec spec = table.specs().get(id);
+                  return new Evaluator(
+                      spec.partitionType(), Projections.strict(spec).project(filter));
+                });
         if (partition.eval(file.partition()) || allByMetrics.eval(file)) {
           matches.remove(task);
           continue;
@@ -349,8 +367,8 @@ public final class TableWriter {
   }
 
   /**
-   * A data file's live rows against a filter: how many there are, the positions of those that
-   * match and (when {@code keep}) those that do not, as rows of the table schema.
+   * A data file's live rows against a filter: how many there are, the positions of those that match
+   * and (when {@code keep}) those that do not, as rows of the table schema.
    */
   private record FileMatch(long live, List<Long> matching, List<Record> kept) {}
 
@@ -376,8 +394,8 @@ public final class TableWriter {
         }
       }
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot read " + task.file().location() + " of table "
-          + table.name(), e);
+      throw new UncheckedIOException(
+          "cannot read " + task.file().location() + " of table " + table.name(), e);
     }
     return new FileMatch(live, matching, kept);
   }
@@ -389,11 +407,18 @@ public final class TableWriter {
   private CloseableIterable<Record> open(FileScanTask task, Schema required, Expression filter) {
     DataFile file = task.file();
     if (file.format() != FileFormat.PARQUET) {
-      throw new UnsupportedOperationException("cannot overwrite by filter " + filter
-          + " in table " + table.name() + ": data file " + file.location() + " may hold rows"
-          + " that do not match, so its rows must be read, and it is " + file.format()
-          + "; skade reads Parquet data files only, so align the filter with the partitioning"
-          + " or rewrite the file to Parquet first");
+      throw new UnsupportedOperationException(
+          "cannot overwrite by filter "
+              + filter
+              + " in table "
+              + table.name()
+              + ": data file "
+              + file.location()
+              + " may hold rows"
+              + " that do not match, so its rows must be read, and it is "
+              + file.format()
+              + "; skade reads Parquet data files only, so align the filter with the partitioning"
+              + " or rewrite the file to Parquet first");
     }
     return DataFileRows.read(table, task, required, Expressions.alwaysTrue());
   }
@@ -401,8 +426,8 @@ public final class TableWriter {
   // ---- files -------------------------------------------------------------------------------
 
   /**
-   * Writes {@code rows} to new data files (one per partition) without committing them, e.g. for
-   * a {@code RewriteFiles} compaction or a commit the caller assembles.
+   * Writes {@code rows} to new data files (one per partition) without committing them, e.g. for a
+   * {@code RewriteFiles} compaction or a commit the caller assembles.
    */
   public List<DataFile> writeDataFiles(Iterable<Record> rows) {
     PartitionSpec spec = table.spec();
@@ -412,18 +437,18 @@ public final class TableWriter {
       Comparator<StructLike> byOrder = SortOrderComparators.forSchema(table.schema(), order);
       InternalRecordWrapper left = new InternalRecordWrapper(table.schema().asStruct());
       InternalRecordWrapper right = new InternalRecordWrapper(table.schema().asStruct());
-      groups.values().forEach(group ->
-          group.sort((a, b) -> byOrder.compare(left.wrap(a), right.wrap(b))));
+      groups
+          .values()
+          .forEach(group -> group.sort((a, b) -> byOrder.compare(left.wrap(a), right.wrap(b))));
     }
     GenericFileWriterFactory factory = factory(largest(groups)).build();
-    return write(spec, groups, (file, partition) ->
-        factory.newDataWriter(file, spec, partition));
+    return write(spec, groups, (file, partition) -> factory.newDataWriter(file, spec, partition));
   }
 
   /**
-   * Writes the equality deletes of {@code deletes} (records of the key schema) under each of
-   * {@code specs}: one file per partition of each spec, so a key is deleted from the data files
-   * of every spec.
+   * Writes the equality deletes of {@code deletes} (records of the key schema) under each of {@code
+   * specs}: one file per partition of each spec, so a key is deleted from the data files of every
+   * spec.
    */
   private List<DeleteFile> writeEqualityDeletes(
       List<Record> deletes, Schema keys, List<PartitionSpec> specs) {
@@ -431,12 +456,13 @@ public final class TableWriter {
     List<DeleteFile> written = new ArrayList<>();
     for (PartitionSpec spec : specs) {
       Map<PartitionKey, List<Record>> groups = byPartition(deletes, keys, spec);
-      GenericFileWriterFactory factory = factory(largest(groups))
-          .equalityFieldIds(fieldIds)
-          .equalityDeleteRowSchema(keys)
-          .build();
-      written.addAll(write(spec, groups, (file, partition) ->
-          factory.newEqualityDeleteWriter(file, spec, partition)));
+      GenericFileWriterFactory factory =
+          factory(largest(groups)).equalityFieldIds(fieldIds).equalityDeleteRowSchema(keys).build();
+      written.addAll(
+          write(
+              spec,
+              groups,
+              (file, partition) -> factory.newEqualityDeleteWriter(file, spec, partition)));
     }
     return written;
   }
@@ -462,7 +488,8 @@ public final class TableWriter {
   }
 
   /** One file per partition group of {@code spec}. */
-  private <F extends ContentFile<F>> List<F> write(PartitionSpec spec,
+  private <F extends ContentFile<F>> List<F> write(
+      PartitionSpec spec,
       Map<PartitionKey, List<Record>> groups,
       BiFunction<EncryptedOutputFile, StructLike, FileWriter<Record, ?>> writers) {
     List<F> written = new ArrayList<>();
@@ -521,12 +548,17 @@ public final class TableWriter {
       Map<String, ? extends Collection<Long>> positionsByFile, Map<String, FileScanTask> live) {
     BaseDeleteLoader loader = new BaseDeleteLoader(file -> table.io().newInputFile(file));
     // A v3 data file has at most one deletion vector: the new one includes the old positions.
-    OutputFileFactory puffinFiles = OutputFileFactory.builderFor(table, writerId, 0)
-        .format(FileFormat.PUFFIN)
-        .build();
-    PartitioningDVWriter<Record> writer = new PartitioningDVWriter<>(puffinFiles,
-        path -> loader.loadPositionDeletes(live.get(path.toString()).deletes().stream()
-            .filter(file -> file.content() == FileContent.POSITION_DELETES).toList(), path));
+    OutputFileFactory puffinFiles =
+        OutputFileFactory.builderFor(table, writerId, 0).format(FileFormat.PUFFIN).build();
+    PartitioningDVWriter<Record> writer =
+        new PartitioningDVWriter<>(
+            puffinFiles,
+            path ->
+                loader.loadPositionDeletes(
+                    live.get(path.toString()).deletes().stream()
+                        .filter(file -> file.content() == FileContent.POSITION_DELETES)
+                        .toList(),
+                    path));
     PositionDelete<Record> delete = PositionDelete.create();
     try (writer) {
       for (Map.Entry<String, ? extends Collection<Long>> e : positionsByFile.entrySet()) {
@@ -556,9 +588,14 @@ public final class TableWriter {
     }
     for (String path : paths) {
       if (!live.containsKey(path)) {
-        throw new IllegalArgumentException("cannot delete by position in " + path + ": it is not a"
-            + " live data file of table " + table.name() + " at its current snapshot; list the"
-            + " table's files (e.g. its 'files' metadata table) for valid paths");
+        throw new IllegalArgumentException(
+            "cannot delete by position in "
+                + path
+                + ": it is not a"
+                + " live data file of table "
+                + table.name()
+                + " at its current snapshot; list the"
+                + " table's files (e.g. its 'files' metadata table) for valid paths");
       }
     }
     return live;
@@ -582,19 +619,23 @@ public final class TableWriter {
     Schema schema = table.schema();
     Set<Integer> ids = schema.identifierFieldIds();
     if (ids.isEmpty()) {
-      throw new IllegalArgumentException("cannot " + operation + " on table " + table.name()
-          + ": it has no identifier fields (primary key); set them with"
-          + " table.updateSchema().setIdentifierFields(...), or use append and deletePositions");
+      throw new IllegalArgumentException(
+          "cannot "
+              + operation
+              + " on table "
+              + table.name()
+              + ": it has no identifier fields (primary key); set them with"
+              + " table.updateSchema().setIdentifierFields(...), or use append and deletePositions");
     }
     return schema.select(schema.identifierFieldNames());
   }
 
   /**
-   * The partition specs a key's equality delete must be written under: the current spec (first)
-   * and every other spec that still has live data files, since an equality delete of a spec
-   * reaches only data files of that spec (one of an unpartitioned spec reaches all of them).
-   * Each must partition by identifier fields only, so that a key's delete can be placed in the
-   * one partition of that spec where the key's rows are.
+   * The partition specs a key's equality delete must be written under: the current spec (first) and
+   * every other spec that still has live data files, since an equality delete of a spec reaches
+   * only data files of that spec (one of an unpartitioned spec reaches all of them). Each must
+   * partition by identifier fields only, so that a key's delete can be placed in the one partition
+   * of that spec where the key's rows are.
    */
   private List<PartitionSpec> keyDeleteSpecs(String operation) {
     Set<Integer> specIds = new LinkedHashSet<>();
@@ -628,17 +669,32 @@ public final class TableWriter {
         column = "a dropped column (field id " + field.sourceId() + ")";
       }
       if (spec.specId() == table.spec().specId()) {
-        throw new IllegalArgumentException("cannot " + operation + " on table " + table.name()
-            + ": it is partitioned by " + column + ", which is not an identifier field, so a key"
-            + " could change partition; partition by identifier fields only (identity or"
-            + " bucket)");
+        throw new IllegalArgumentException(
+            "cannot "
+                + operation
+                + " on table "
+                + table.name()
+                + ": it is partitioned by "
+                + column
+                + ", which is not an identifier field, so a key"
+                + " could change partition; partition by identifier fields only (identity or"
+                + " bucket)");
       }
-      throw new UnsupportedOperationException("cannot " + operation + " on table "
-          + table.name() + ": it still has data files of partition spec " + spec.specId()
-          + ", which is partitioned by " + column + ", not an identifier field, so a key's"
-          + " equality delete cannot be placed in that spec's partitions; rewrite those files"
-          + " into the current spec (id " + table.spec().specId() + ") first, e.g. a"
-          + " table.newRewrite() of their rows written with writeDataFiles");
+      throw new UnsupportedOperationException(
+          "cannot "
+              + operation
+              + " on table "
+              + table.name()
+              + ": it still has data files of partition spec "
+              + spec.specId()
+              + ", which is partitioned by "
+              + column
+              + ", not an identifier field, so a key's"
+              + " equality delete cannot be placed in that spec's partitions; rewrite those files"
+              + " into the current spec (id "
+              + table.spec().specId()
+              + ") first, e.g. a"
+              + " table.newRewrite() of their rows written with writeDataFiles");
     }
   }
 

@@ -1,8 +1,8 @@
 package io.skade.changelog;
 
-import io.skade.source.reader.FlinkChanges;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.skade.source.reader.FlinkChanges;
 import java.math.BigDecimal;
 import java.nio.ByteBuffer;
 import java.time.LocalDate;
@@ -10,8 +10,8 @@ import java.time.LocalDateTime;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
-import java.util.stream.IntStream;
 import java.util.Set;
+import java.util.stream.IntStream;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VarCharVector;
@@ -27,14 +27,15 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 class ChangelogBatchTest {
-  private static final Schema SCHEMA = new Schema(
-      Types.NestedField.optional(1, "a", Types.StringType.get()),
-      Types.NestedField.optional(2, "b", Types.StringType.get()),
-      Types.NestedField.optional(3, "n", Types.LongType.get()),
-      Types.NestedField.optional(4, "day", Types.DateType.get()),
-      Types.NestedField.optional(5, "at", Types.TimestampType.withoutZone()),
-      Types.NestedField.optional(6, "price", Types.DecimalType.of(9, 2)),
-      Types.NestedField.optional(7, "ok", Types.BooleanType.get()));
+  private static final Schema SCHEMA =
+      new Schema(
+          Types.NestedField.optional(1, "a", Types.StringType.get()),
+          Types.NestedField.optional(2, "b", Types.StringType.get()),
+          Types.NestedField.optional(3, "n", Types.LongType.get()),
+          Types.NestedField.optional(4, "day", Types.DateType.get()),
+          Types.NestedField.optional(5, "at", Types.TimestampType.withoutZone()),
+          Types.NestedField.optional(6, "price", Types.DecimalType.of(9, 2)),
+          Types.NestedField.optional(7, "ok", Types.BooleanType.get()));
 
   private final BufferAllocator allocator = new RootAllocator();
 
@@ -45,11 +46,12 @@ class ChangelogBatchTest {
 
   @Test
   void carriesTheChangeTypeStringsRowKindsAndFlinkRowsReadFromTheVectors() {
-    List<ChangeRow> changes = List.of(
-        change(ChangeType.INSERT, "x", "y", 1L),
-        change(ChangeType.UPDATE_BEFORE, "x", "y", 2L),
-        change(ChangeType.UPDATE_AFTER, "x", "z", 2L),
-        change(ChangeType.DELETE, null, "", null));
+    List<ChangeRow> changes =
+        List.of(
+            change(ChangeType.INSERT, "x", "y", 1L),
+            change(ChangeType.UPDATE_BEFORE, "x", "y", 2L),
+            change(ChangeType.UPDATE_AFTER, "x", "z", 2L),
+            change(ChangeType.DELETE, null, "", null));
     try (ChangelogBatch batch = ChangelogBatch.of(SCHEMA, List.of("a"), changes, allocator)) {
       VarCharVector types = (VarCharVector) batch.root().getVector(ChangelogBatch.CHANGE_TYPE);
       List<String> names = new ArrayList<>();
@@ -58,18 +60,20 @@ class ChangelogBatchTest {
       }
       assertThat(names).containsExactly("INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE");
       assertThat(IntStream.range(0, 4).mapToObj(i -> FlinkChanges.rowKind(batch.changeType(i))))
-          .containsExactly(RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER,
-              RowKind.DELETE);
+          .containsExactly(
+              RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE);
 
       RowData first = FlinkChanges.rowData(batch, 0);
       assertThat(first.getRowKind()).isEqualTo(RowKind.INSERT);
       assertThat(first.getString(0)).isEqualTo(StringData.fromString("x"));
       assertThat(first.getLong(2)).isEqualTo(1L);
       assertThat(first.getInt(3)).isEqualTo((int) LocalDate.of(2026, 11, 29).toEpochDay());
-      assertThat(first.getTimestamp(4, 6)).isEqualTo(
-          TimestampData.fromLocalDateTime(LocalDateTime.of(2026, 11, 29, 12, 30, 0, 123_456_000)));
-      assertThat(first.getDecimal(5, 9, 2)).isEqualTo(
-          DecimalData.fromBigDecimal(new BigDecimal("12.34"), 9, 2));
+      assertThat(first.getTimestamp(4, 6))
+          .isEqualTo(
+              TimestampData.fromLocalDateTime(
+                  LocalDateTime.of(2026, 11, 29, 12, 30, 0, 123_456_000)));
+      assertThat(first.getDecimal(5, 9, 2))
+          .isEqualTo(DecimalData.fromBigDecimal(new BigDecimal("12.34"), 9, 2));
       assertThat(first.getBoolean(6)).isTrue();
 
       RowData last = FlinkChanges.rowData(batch, 3);
@@ -84,10 +88,24 @@ class ChangelogBatchTest {
   void identityKeysAreInjectiveOnAdversarialValues() {
     // Pairs that a separator-joined string key would confuse, and null vs empty.
     String[][] keys = {
-        {"a", "bc"}, {"ab", "c"}, {"a\u0000", "bc"}, {"a", "\u0000bc"},
-        {"a\u001f", "b"}, {"a", "\u001fb"}, {"a|b", ""}, {"a", "b|"},
-        {null, ""}, {"", null}, {null, null}, {"", ""}, {"null", null},
-        {"\u0001", ""}, {"", "\u0001"}, {"é", ""}, {"e\u0301", ""}};
+      {"a", "bc"},
+      {"ab", "c"},
+      {"a\u0000", "bc"},
+      {"a", "\u0000bc"},
+      {"a\u001f", "b"},
+      {"a", "\u001fb"},
+      {"a|b", ""},
+      {"a", "b|"},
+      {null, ""},
+      {"", null},
+      {null, null},
+      {"", ""},
+      {"null", null},
+      {"\u0001", ""},
+      {"", "\u0001"},
+      {"é", ""},
+      {"e\u0301", ""}
+    };
     List<ChangeRow> changes = new ArrayList<>();
     for (String[] key : keys) {
       changes.add(change(ChangeType.INSERT, key[0], key[1], 0L));

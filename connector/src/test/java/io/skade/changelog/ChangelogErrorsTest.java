@@ -19,7 +19,9 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-/** Windows that cannot be read exactly fail with errors naming the snapshot or file and a way out. */
+/**
+ * Windows that cannot be read exactly fail with errors naming the snapshot or file and a way out.
+ */
 class ChangelogErrorsTest {
   private static final Schema SCHEMA = IdRows.SCHEMA;
 
@@ -54,15 +56,20 @@ class ChangelogErrorsTest {
 
     assertThatThrownBy(() -> reader().read(first, third))
         .isInstanceOf(MissingHistoryException.class)
-        .hasMessageContaining("snapshot " + second).hasMessageContaining("full-reload");
+        .hasMessageContaining("snapshot " + second)
+        .hasMessageContaining("full-reload");
     assertThatThrownBy(() -> reader().read(second, third))
         .isInstanceOf(MissingHistoryException.class)
         .hasMessageContaining("snapshot " + second + ", was expired");
 
-    List<ChangeRow> reload = new ChangelogReader(table, ChangelogOptions.defaults()
-        .withOnMissingHistory(OnMissingHistory.FULL_RELOAD)).read(first, third);
+    List<ChangeRow> reload =
+        new ChangelogReader(
+                table,
+                ChangelogOptions.defaults().withOnMissingHistory(OnMissingHistory.FULL_RELOAD))
+            .read(first, third);
     assertThat(reload).extracting(ChangeRow::type).containsOnly(ChangeType.INSERT);
-    assertThat(reload).extracting(change -> change.row().getField("name"))
+    assertThat(reload)
+        .extracting(change -> change.row().getField("name"))
         .containsExactlyInAnyOrder("a2", "b", "c");
   }
 
@@ -81,14 +88,19 @@ class ChangelogErrorsTest {
   @Test
   void aWindowAcrossAChangeOfIdentifierFieldsIsRefused() {
     long first = writer.append(List.of(row(1, "a"))).snapshotId();
-    table.updateSchema().allowIncompatibleChanges().requireColumn("name")
-        .setIdentifierFields("id", "name").commit();
+    table
+        .updateSchema()
+        .allowIncompatibleChanges()
+        .requireColumn("name")
+        .setIdentifierFields("id", "name")
+        .commit();
     long second = new TableWriter(table).append(List.of(row(2, "b"))).snapshotId();
     assertThatThrownBy(() -> reader().read(null, second))
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("identifier fields [id]")
         .hasMessageContaining("read windows on either side");
-    assertThat(reader().read(first, second)).extracting(ChangeRow::type)
+    assertThat(reader().read(first, second))
+        .extracting(ChangeRow::type)
         .containsExactly(ChangeType.INSERT);
   }
 
@@ -96,10 +108,14 @@ class ChangelogErrorsTest {
   void anUnknownEndOrColumnIsNamed() {
     writer.append(List.of(row(1, "a")));
     assertThatThrownBy(() -> reader().read(null, 42L))
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no snapshot 42");
-    assertThatThrownBy(() -> new ChangelogReader(table,
-            ChangelogOptions.defaults().withColumns(List.of("nope"))))
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("nope");
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("no snapshot 42");
+    assertThatThrownBy(
+            () ->
+                new ChangelogReader(
+                    table, ChangelogOptions.defaults().withColumns(List.of("nope"))))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("nope");
   }
 
   private ChangelogReader reader() {

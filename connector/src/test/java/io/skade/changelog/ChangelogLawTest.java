@@ -1,12 +1,12 @@
 package io.skade.changelog;
 
-import io.skade.scan.FileSlice;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.maintenance.MaintainedTable;
+import io.skade.scan.FileSlice;
 import io.skade.testing.FullCompaction;
 import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
@@ -51,15 +51,17 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * The changelog law as a property test: over seeded random histories (appends, upserts, key
  * deletes, position deletes, overwrites, an added column, a new partitioning, whole-table
- * compactions, and compactions and snapshot expiries by Iceberg's maintenance machinery) on log
- * and primary-key tables, for random windows, applying the emitted changes to the rows at {@code
- * from} gives the rows at {@code to}, and no change comes from a {@code replace} snapshot. A
- * window from before the first snapshot of an expired history is refused, never read short. Reference states come from Iceberg's own reader at each snapshot. Every
- * removed row must be present when removed, so before-images are checked to be the exact old rows.
+ * compactions, and compactions and snapshot expiries by Iceberg's maintenance machinery) on log and
+ * primary-key tables, for random windows, applying the emitted changes to the rows at {@code from}
+ * gives the rows at {@code to}, and no change comes from a {@code replace} snapshot. A window from
+ * before the first snapshot of an expired history is refused, never read short. Reference states
+ * come from Iceberg's own reader at each snapshot. Every removed row must be present when removed,
+ * so before-images are checked to be the exact old rows.
  *
  * <p>CI runs {@value #QUICK_HISTORIES} histories; the full run of 200 is {@code mvn -pl connector
- * -am test -Dtest=ChangelogLawTest -Dskade.law.histories=200 -Dsurefire.failIfNoSpecifiedTests=false}.
- * A failure names its seed; replay it with {@code -Dskade.law.seed=<seed>}.
+ * -am test -Dtest=ChangelogLawTest -Dskade.law.histories=200
+ * -Dsurefire.failIfNoSpecifiedTests=false}. A failure names its seed; replay it with {@code
+ * -Dskade.law.seed=<seed>}.
  */
 class ChangelogLawTest {
   static final int QUICK_HISTORIES = 8;
@@ -109,12 +111,23 @@ class ChangelogLawTest {
       Long from = a < 0 ? null : ids.get(a);
       long to = ids.get(b);
       for (Mode mode : Mode.values()) {
-        String context = "seed " + seed + " (replay with -Dskade.law.seed=" + seed + "), "
-            + mode + " window (" + from + ", " + to + "]";
-        ChangelogReader reader = new ChangelogReader(table,
-            ChangelogOptions.defaults().withMode(mode));
+        String context =
+            "seed "
+                + seed
+                + " (replay with -Dskade.law.seed="
+                + seed
+                + "), "
+                + mode
+                + " window ("
+                + from
+                + ", "
+                + to
+                + "]";
+        ChangelogReader reader =
+            new ChangelogReader(table, ChangelogOptions.defaults().withMode(mode));
         if (from == null && history.expired) {
-          assertThatThrownBy(() -> reader.read(null, to)).as(context)
+          assertThatThrownBy(() -> reader.read(null, to))
+              .as(context)
               .isInstanceOf(MissingHistoryException.class);
           continue;
         }
@@ -122,8 +135,9 @@ class ChangelogLawTest {
         // (A collapsed window names its last snapshot on every change, whatever it is.)
         assertThat(mode == Mode.COLLAPSED ? List.<ChangeRow>of() : changes)
             .as("%s: a replace snapshot changes no row", context)
-            .noneMatch(change -> DataOperations.REPLACE.equals(
-                table.snapshot(change.snapshotId()).operation()));
+            .noneMatch(
+                change ->
+                    DataOperations.REPLACE.equals(table.snapshot(change.snapshotId()).operation()));
         Map<String, Integer> rows = new HashMap<>(from == null ? Map.of() : states.get(from));
         int lastIndex = -1;
         for (int c = 0; c < changes.size(); c++) {
@@ -131,17 +145,21 @@ class ChangelogLawTest {
           if (mode == Mode.PER_SNAPSHOT) {
             // Changes come grouped by snapshot, in commit order, each inside the window...
             int index = ids.indexOf(change.snapshotId());
-            assertThat(index).as("%s: snapshot of a change", context)
-                .isGreaterThan(a).isLessThanOrEqualTo(b).isGreaterThanOrEqualTo(lastIndex);
+            assertThat(index)
+                .as("%s: snapshot of a change", context)
+                .isGreaterThan(a)
+                .isLessThanOrEqualTo(b)
+                .isGreaterThanOrEqualTo(lastIndex);
             lastIndex = index;
           }
           apply(rows, change, table.schema(), context);
-          boolean groupEnds = c + 1 == changes.size()
-              || changes.get(c + 1).snapshotId() != change.snapshotId();
+          boolean groupEnds =
+              c + 1 == changes.size() || changes.get(c + 1).snapshotId() != change.snapshotId();
           if (mode == Mode.PER_SNAPSHOT && groupEnds) {
             // ...and after each snapshot's changes the rows are the table at that snapshot.
-            assertThat(new TreeMap<>(rows)).as("%s: rows after snapshot %s", context,
-                change.snapshotId()).isEqualTo(new TreeMap<>(states.get(change.snapshotId())));
+            assertThat(new TreeMap<>(rows))
+                .as("%s: rows after snapshot %s", context, change.snapshotId())
+                .isEqualTo(new TreeMap<>(states.get(change.snapshotId())));
           }
         }
         assertThat(new TreeMap<>(rows)).as(context).isEqualTo(new TreeMap<>(states.get(to)));
@@ -155,11 +173,11 @@ class ChangelogLawTest {
 
   /**
    * Slices of a window (the ordering units of a parallel read) each obey the law on their own:
-   * applying one slice's changes strictly (a removal must meet its row) to the rows its files
-   * held at {@code from} gives the rows its files hold at {@code to}, at every snapshot in
-   * per-snapshot mode, and compactions or overwrites that move rows between slices show as a
-   * delete in one and an insert in the other. Reference states: Iceberg's reader, each row
-   * placed in a slice by the data file Iceberg read it from.
+   * applying one slice's changes strictly (a removal must meet its row) to the rows its files held
+   * at {@code from} gives the rows its files hold at {@code to}, at every snapshot in per-snapshot
+   * mode, and compactions or overwrites that move rows between slices show as a delete in one and
+   * an insert in the other. Reference states: Iceberg's reader, each row placed in a slice by the
+   * data file Iceberg read it from.
    */
   @ParameterizedTest(name = "seed {0}, primary key {1}")
   @MethodSource("sliceHistories")
@@ -191,24 +209,38 @@ class ChangelogLawTest {
       }
       for (Mode mode : Mode.values()) {
         for (FileSlice slice : slices) {
-          String context = "seed " + seed + " (replay with -Dskade.law.seed=" + seed + "), "
-              + mode + " window (" + from + ", " + to + "], " + slice;
-          List<ChangeRow> changes = new ChangelogReader(table,
-              ChangelogOptions.defaults().withMode(mode).withSlice(slice)).read(from, to);
+          String context =
+              "seed "
+                  + seed
+                  + " (replay with -Dskade.law.seed="
+                  + seed
+                  + "), "
+                  + mode
+                  + " window ("
+                  + from
+                  + ", "
+                  + to
+                  + "], "
+                  + slice;
+          List<ChangeRow> changes =
+              new ChangelogReader(
+                      table, ChangelogOptions.defaults().withMode(mode).withSlice(slice))
+                  .read(from, to);
           Map<String, Integer> rows =
               new HashMap<>(from == null ? Map.of() : states.get(from).get(slice));
           for (int c = 0; c < changes.size(); c++) {
             ChangeRow change = changes.get(c);
             apply(rows, change, table.schema(), context);
-            boolean groupEnds = c + 1 == changes.size()
-                || changes.get(c + 1).snapshotId() != change.snapshotId();
+            boolean groupEnds =
+                c + 1 == changes.size() || changes.get(c + 1).snapshotId() != change.snapshotId();
             if (mode == Mode.PER_SNAPSHOT && groupEnds) {
-              assertThat(new TreeMap<>(rows)).as("%s: rows after snapshot %s", context,
-                  change.snapshotId())
+              assertThat(new TreeMap<>(rows))
+                  .as("%s: rows after snapshot %s", context, change.snapshotId())
                   .isEqualTo(new TreeMap<>(states.get(change.snapshotId()).get(slice)));
             }
           }
-          assertThat(new TreeMap<>(rows)).as(context)
+          assertThat(new TreeMap<>(rows))
+              .as(context)
               .isEqualTo(new TreeMap<>(states.get(to).get(slice)));
         }
       }
@@ -226,11 +258,11 @@ class ChangelogLawTest {
   }
 
   /**
-   * The table's rows at a snapshot by Iceberg's reader, per slice: each row in the slices that
-   * keep the data file it was read from.
+   * The table's rows at a snapshot by Iceberg's reader, per slice: each row in the slices that keep
+   * the data file it was read from.
    */
-  private static Map<FileSlice, Map<String, Integer>> slicedState(Table table, long snapshotId,
-      List<FileSlice> slices) throws IOException {
+  private static Map<FileSlice, Map<String, Integer>> slicedState(
+      Table table, long snapshotId, List<FileSlice> slices) throws IOException {
     Map<String, DataFile> files = new HashMap<>();
     try (CloseableIterable<FileScanTask> tasks =
         table.newScan().useSnapshot(snapshotId).planFiles()) {
@@ -255,12 +287,13 @@ class ChangelogLawTest {
   }
 
   /** Applies {@code change} to the multiset {@code rows}: a removal must meet its row. */
-  private static void apply(Map<String, Integer> rows, ChangeRow change, Schema schema,
-      String context) {
+  private static void apply(
+      Map<String, Integer> rows, ChangeRow change, Schema schema, String context) {
     String row = canonical(change.row(), schema);
     if (change.type().removes()) {
       Integer count = rows.get(row);
-      assertThat(count).as("%s: %s of a row not present: %s", context, change.type(), row)
+      assertThat(count)
+          .as("%s: %s of a row not present: %s", context, change.type(), row)
           .isNotNull();
       if (count == 1) {
         rows.remove(row);
@@ -272,16 +305,23 @@ class ChangelogLawTest {
     }
   }
 
-  private static void assertCollapsedShape(List<ChangeRow> changes, Schema schema,
-      boolean primaryKey, String context) {
+  private static void assertCollapsedShape(
+      List<ChangeRow> changes, Schema schema, boolean primaryKey, String context) {
     if (primaryKey) {
       Map<Object, List<ChangeType>> byKey = new HashMap<>();
       for (ChangeRow change : changes) {
-        byKey.computeIfAbsent(change.row().getField("id"), k -> new ArrayList<>()).add(change.type());
+        byKey
+            .computeIfAbsent(change.row().getField("id"), k -> new ArrayList<>())
+            .add(change.type());
       }
-      byKey.forEach((key, types) -> assertThat(types).as("%s: changes of key %s", context, key)
-          .isIn(List.of(ChangeType.INSERT), List.of(ChangeType.DELETE),
-              List.of(ChangeType.UPDATE_BEFORE, ChangeType.UPDATE_AFTER)));
+      byKey.forEach(
+          (key, types) ->
+              assertThat(types)
+                  .as("%s: changes of key %s", context, key)
+                  .isIn(
+                      List.of(ChangeType.INSERT),
+                      List.of(ChangeType.DELETE),
+                      List.of(ChangeType.UPDATE_BEFORE, ChangeType.UPDATE_AFTER)));
       for (int i = 0; i < changes.size(); i++) {
         if (changes.get(i).type() == ChangeType.UPDATE_BEFORE) {
           assertThat(canonical(changes.get(i).row(), schema))
@@ -304,7 +344,8 @@ class ChangelogLawTest {
     for (int i = 0; i < changes.size(); i++) {
       if (changes.get(i).type() == ChangeType.UPDATE_BEFORE) {
         assertThat(changes.get(i + 1).type()).as(context).isEqualTo(ChangeType.UPDATE_AFTER);
-        assertThat(changes.get(i + 1).row().getField("id")).as(context)
+        assertThat(changes.get(i + 1).row().getField("id"))
+            .as(context)
             .isEqualTo(changes.get(i).row().getField("id"));
       }
       if (changes.get(i).type() == ChangeType.UPDATE_AFTER) {
@@ -319,8 +360,12 @@ class ChangelogLawTest {
    * holds a random id).
    */
   private static String fileOrder(DataFile file) {
-    return String.format("%012d/%012d/%09d/%012d", file.dataSequenceNumber(),
-        file.fileSequenceNumber(), file.recordCount(), file.fileSizeInBytes());
+    return String.format(
+        "%012d/%012d/%09d/%012d",
+        file.dataSequenceNumber(),
+        file.fileSequenceNumber(),
+        file.recordCount(),
+        file.fileSizeInBytes());
   }
 
   private static Map<String, Integer> state(Table table, long snapshotId) throws IOException {
@@ -345,15 +390,18 @@ class ChangelogLawTest {
 
   /** A seeded random history of one table. */
   private static final class History {
-    private static final Schema PK = new Schema(
-        List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
+    private static final Schema PK =
+        new Schema(
+            List.of(
+                Types.NestedField.required(1, "id", Types.LongType.get()),
+                Types.NestedField.optional(2, "name", Types.StringType.get()),
+                Types.NestedField.optional(3, "region", Types.StringType.get())),
+            Set.of(1));
+    private static final Schema LOG =
+        new Schema(
+            Types.NestedField.required(1, "id", Types.LongType.get()),
             Types.NestedField.optional(2, "name", Types.StringType.get()),
-            Types.NestedField.optional(3, "region", Types.StringType.get())),
-        Set.of(1));
-    private static final Schema LOG = new Schema(
-        Types.NestedField.required(1, "id", Types.LongType.get()),
-        Types.NestedField.optional(2, "name", Types.StringType.get()),
-        Types.NestedField.optional(3, "region", Types.StringType.get()));
+            Types.NestedField.optional(3, "region", Types.StringType.get()));
     private static final List<String> REGIONS = List.of("eu", "us", "ap");
 
     final Table table;
@@ -363,6 +411,7 @@ class ChangelogLawTest {
     private final Set<Long> keys = new HashSet<>();
     private boolean extraColumn;
     private long nextId;
+
     /** Whether some history was expired, so the windows from before it cannot be read. */
     boolean expired;
 
@@ -370,14 +419,18 @@ class ChangelogLawTest {
       this.random = new Random(seed);
       this.primaryKey = primaryKey;
       Schema schema = primaryKey ? PK : LOG;
-      PartitionSpec spec = primaryKey
-          ? (random.nextBoolean() ? PartitionSpec.builderFor(schema).bucket("id", 3).build()
-              : PartitionSpec.unpartitioned())
-          : PartitionSpec.builderFor(schema).identity("region").build();
-      this.table = catalog.buildTable(TableIdentifier.of("db", "t"), schema)
-          .withPartitionSpec(spec)
-          .withProperty("format-version", String.valueOf(2 + random.nextInt(2)))
-          .create();
+      PartitionSpec spec =
+          primaryKey
+              ? (random.nextBoolean()
+                  ? PartitionSpec.builderFor(schema).bucket("id", 3).build()
+                  : PartitionSpec.unpartitioned())
+              : PartitionSpec.builderFor(schema).identity("region").build();
+      this.table =
+          catalog
+              .buildTable(TableIdentifier.of("db", "t"), schema)
+              .withPartitionSpec(spec)
+              .withProperty("format-version", String.valueOf(2 + random.nextInt(2)))
+              .create();
       this.writer = new TableWriter(table);
     }
 
@@ -524,30 +577,37 @@ class ChangelogLawTest {
     }
 
     /**
-     * A compaction as Iceberg's maintenance makes it: Iceberg's planner picks file groups
-     * (small files, files with deletes; small groups, so a partition is often rewritten only in
-     * part), a random share of them is rewritten with their live rows, and Iceberg's commit
-     * manager commits them at the starting sequence number through {@link MaintainedTable},
-     * which removes the delete files left dangling.
+     * A compaction as Iceberg's maintenance makes it: Iceberg's planner picks file groups (small
+     * files, files with deletes; small groups, so a partition is often rewritten only in part), a
+     * random share of them is rewritten with their live rows, and Iceberg's commit manager commits
+     * them at the starting sequence number through {@link MaintainedTable}, which removes the
+     * delete files left dangling.
      */
     private void icebergCompaction() throws IOException {
       Snapshot start = table.currentSnapshot();
       Table maintained = MaintainedTable.of(table, List::of);
       BinPackRewriteFilePlanner planner = new BinPackRewriteFilePlanner(maintained);
-      planner.init(Map.of(
-          BinPackRewriteFilePlanner.DELETE_FILE_THRESHOLD, String.valueOf(1 + random.nextInt(2)),
-          SizeBasedFileRewritePlanner.MIN_INPUT_FILES, String.valueOf(1 + random.nextInt(3)),
-          SizeBasedFileRewritePlanner.MAX_FILE_GROUP_SIZE_BYTES,
-          String.valueOf(1500 + random.nextInt(4000))));
+      planner.init(
+          Map.of(
+              BinPackRewriteFilePlanner.DELETE_FILE_THRESHOLD,
+              String.valueOf(1 + random.nextInt(2)),
+              SizeBasedFileRewritePlanner.MIN_INPUT_FILES,
+              String.valueOf(1 + random.nextInt(3)),
+              SizeBasedFileRewritePlanner.MAX_FILE_GROUP_SIZE_BYTES,
+              String.valueOf(1500 + random.nextInt(4000))));
       // Iceberg plans groups in an order of its hash sets, which varies between runs: they are
       // drawn in an order of their own, so that a seed replays the same history.
       List<RewriteFileGroup> planned = new ArrayList<>();
       try (CloseableIterable<RewriteFileGroup> groups = planner.plan().groups()) {
         groups.forEach(planned::add);
       }
-      planned.sort(Comparator.comparing(group -> String.valueOf(group.info().partition())
-          + inReplayOrder(group.rewrittenFiles()).stream().map(ChangelogLawTest::fileOrder)
-              .toList()));
+      planned.sort(
+          Comparator.comparing(
+              group ->
+                  String.valueOf(group.info().partition())
+                      + inReplayOrder(group.rewrittenFiles()).stream()
+                          .map(ChangelogLawTest::fileOrder)
+                          .toList()));
       Set<RewriteFileGroup> chosen = new HashSet<>();
       for (RewriteFileGroup group : planned) {
         if (random.nextInt(10) < 6) {
@@ -561,8 +621,8 @@ class ChangelogLawTest {
       Map<String, List<Record>> liveRowsByFile = liveRowsByFile(start.snapshotId());
       for (RewriteFileGroup group : chosen) {
         List<Record> rows = new ArrayList<>();
-        inReplayOrder(group.rewrittenFiles()).forEach(file ->
-            rows.addAll(liveRowsByFile.getOrDefault(file.location(), List.of())));
+        inReplayOrder(group.rewrittenFiles())
+            .forEach(file -> rows.addAll(liveRowsByFile.getOrDefault(file.location(), List.of())));
         group.setOutputFiles(new HashSet<>(writer.writeDataFiles(rows)));
       }
       new RewriteDataFilesCommitManager(maintained, start.snapshotId(), true)
@@ -575,15 +635,18 @@ class ChangelogLawTest {
     }
 
     /**
-     * Iceberg's expiry of every snapshot older than a random one, through {@link
-     * MaintainedTable} as maintenance expires (no consumer holds any), expired files deleted.
+     * Iceberg's expiry of every snapshot older than a random one, through {@link MaintainedTable}
+     * as maintenance expires (no consumer holds any), expired files deleted.
      */
     private void expire() {
       List<Snapshot> live = new ArrayList<>();
       table.snapshots().forEach(live::add);
       Snapshot oldestKept = live.get(random.nextInt(live.size()));
-      MaintainedTable.of(table, List::of).expireSnapshots()
-          .expireOlderThan(oldestKept.timestampMillis()).retainLast(1).commit();
+      MaintainedTable.of(table, List::of)
+          .expireSnapshots()
+          .expireOlderThan(oldestKept.timestampMillis())
+          .retainLast(1)
+          .commit();
       table.refresh();
       expired |= Iterables.size(table.snapshots()) < live.size();
     }
@@ -597,8 +660,10 @@ class ChangelogLawTest {
         for (Record record : records) {
           Record row = GenericRecord.create(table.schema());
           table.schema().columns().forEach(c -> row.setField(c.name(), record.getField(c.name())));
-          rows.computeIfAbsent(record.getField(MetadataColumns.FILE_PATH.name()).toString(),
-              f -> new ArrayList<>()).add(row);
+          rows.computeIfAbsent(
+                  record.getField(MetadataColumns.FILE_PATH.name()).toString(),
+                  f -> new ArrayList<>())
+              .add(row);
         }
       }
       return rows;

@@ -50,19 +50,21 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * A filter that selects partitions prunes files: a window read with it gives exactly the
- * unfiltered window's changes of rows in those partitions, and opens no data file, delete file or
- * manifest that holds only other partitions. Tables here are partitioned by key columns, so a key
- * never changes partition and an update pair is kept or dropped whole. Which partition a row is
- * in is computed here from the Iceberg spec's definition of the transform, not by the reader.
+ * A filter that selects partitions prunes files: a window read with it gives exactly the unfiltered
+ * window's changes of rows in those partitions, and opens no data file, delete file or manifest
+ * that holds only other partitions. Tables here are partitioned by key columns, so a key never
+ * changes partition and an update pair is kept or dropped whole. Which partition a row is in is
+ * computed here from the Iceberg spec's definition of the transform, not by the reader.
  */
 class ChangelogPartitionFilterTest {
   private static final Schema BY_ID = IdRows.SCHEMA;
-  private static final Schema BY_REGION = new Schema(
-      List.of(Types.NestedField.required(1, "region", Types.StringType.get()),
-          Types.NestedField.required(2, "id", Types.LongType.get()),
-          Types.NestedField.optional(3, "name", Types.StringType.get())),
-      Set.of(1, 2));
+  private static final Schema BY_REGION =
+      new Schema(
+          List.of(
+              Types.NestedField.required(1, "region", Types.StringType.get()),
+              Types.NestedField.required(2, "id", Types.LongType.get()),
+              Types.NestedField.optional(3, "name", Types.StringType.get())),
+          Set.of(1, 2));
   private static final List<String> REGIONS = List.of("eu", "us", "ap", "af");
   private static final int BUCKETS = 8;
   private static final int SNAPSHOTS = 26;
@@ -94,8 +96,9 @@ class ChangelogPartitionFilterTest {
   @BeforeEach
   void open() {
     catalog = new SkadeCatalog();
-    catalog.initialize("counting", Map.of("warehouse", warehouse.toString(),
-        "io-impl", CountingFileIO.class.getName()));
+    catalog.initialize(
+        "counting",
+        Map.of("warehouse", warehouse.toString(), "io-impl", CountingFileIO.class.getName()));
     catalog.createNamespace(Namespace.of("db"));
   }
 
@@ -109,16 +112,22 @@ class ChangelogPartitionFilterTest {
   void aBucketFilterGivesTheUnfilteredChangesOfRowsInTheSelectedBuckets(int format)
       throws IOException {
     Table table = new History(catalog, "by_id", format, false, 7L).build();
-    assertFilteredEqualsRestricted(table, List.of(
-        new Case(Expressions.equal(Expressions.bucket("id", BUCKETS), 3),
-            row -> bucket(row) == 3),
-        new Case(Expressions.in(Expressions.bucket("id", BUCKETS), 1, 5),
-            row -> bucket(row) == 1 || bucket(row) == 5),
-        new Case(Expressions.or(Expressions.equal(Expressions.bucket("id", BUCKETS), 0),
-                Expressions.equal(Expressions.bucket("ID", BUCKETS), 6)),
-            row -> bucket(row) == 0 || bucket(row) == 6),
-        new Case(Expressions.in("id", 2L, 11L, 17L, 30L),
-            row -> Set.of(2L, 11L, 17L, 30L).contains((Long) row.getField("id")))));
+    assertFilteredEqualsRestricted(
+        table,
+        List.of(
+            new Case(
+                Expressions.equal(Expressions.bucket("id", BUCKETS), 3), row -> bucket(row) == 3),
+            new Case(
+                Expressions.in(Expressions.bucket("id", BUCKETS), 1, 5),
+                row -> bucket(row) == 1 || bucket(row) == 5),
+            new Case(
+                Expressions.or(
+                    Expressions.equal(Expressions.bucket("id", BUCKETS), 0),
+                    Expressions.equal(Expressions.bucket("ID", BUCKETS), 6)),
+                row -> bucket(row) == 0 || bucket(row) == 6),
+            new Case(
+                Expressions.in("id", 2L, 11L, 17L, 30L),
+                row -> Set.of(2L, 11L, 17L, 30L).contains((Long) row.getField("id")))));
   }
 
   @ParameterizedTest(name = "format v{0}")
@@ -126,35 +135,45 @@ class ChangelogPartitionFilterTest {
   void anIdentityFilterGivesTheUnfilteredChangesOfRowsInTheSelectedRegions(int format)
       throws IOException {
     Table table = new History(catalog, "by_region", format, true, 11L).build();
-    assertFilteredEqualsRestricted(table, List.of(
-        new Case(Expressions.equal("region", "eu"), row -> row.getField("region").equals("eu")),
-        new Case(Expressions.in("region", "us", "ap"),
-            row -> Set.of("us", "ap").contains(row.getField("region"))),
-        new Case(Expressions.or(Expressions.equal("region", "eu"),
-                Expressions.equal("REGION", "af")),
-            row -> Set.of("eu", "af").contains(row.getField("region"))),
-        new Case(Expressions.not(Expressions.equal("region", "eu")),
-            row -> !row.getField("region").equals("eu")),
-        // Iceberg 1.11 projects this onto identity(region) as region = 'a', which matches no
-        // file: the pruning must keep every file instead (apache/iceberg#15502).
-        new Case(Expressions.equal(Expressions.truncate("region", 1), "a"),
-            row -> ((String) row.getField("region")).startsWith("a"))));
+    assertFilteredEqualsRestricted(
+        table,
+        List.of(
+            new Case(Expressions.equal("region", "eu"), row -> row.getField("region").equals("eu")),
+            new Case(
+                Expressions.in("region", "us", "ap"),
+                row -> Set.of("us", "ap").contains(row.getField("region"))),
+            new Case(
+                Expressions.or(
+                    Expressions.equal("region", "eu"), Expressions.equal("REGION", "af")),
+                row -> Set.of("eu", "af").contains(row.getField("region"))),
+            new Case(
+                Expressions.not(Expressions.equal("region", "eu")),
+                row -> !row.getField("region").equals("eu")),
+            // Iceberg 1.11 projects this onto identity(region) as region = 'a', which matches no
+            // file: the pruning must keep every file instead (apache/iceberg#15502).
+            new Case(
+                Expressions.equal(Expressions.truncate("region", 1), "a"),
+                row -> ((String) row.getField("region")).startsWith("a"))));
   }
 
   @Test
   void filesOfOtherBucketsAreNotRead() throws IOException {
     Table table = new History(catalog, "by_id", 2, false, 7L).build();
-    assertOnlySelectedPartitionsRead(table,
+    assertOnlySelectedPartitionsRead(
+        table,
         Expressions.in(Expressions.bucket("id", BUCKETS), 1, 5),
-        Set.of("id_bucket_8=1", "id_bucket_8=5"), false);
+        Set.of("id_bucket_8=1", "id_bucket_8=5"),
+        false);
   }
 
   @Test
   void filesAndManifestsOfOtherRegionsAreNotRead() throws IOException {
     Table table = new History(catalog, "by_region", 2, true, 11L).build();
-    assertOnlySelectedPartitionsRead(table,
+    assertOnlySelectedPartitionsRead(
+        table,
         Expressions.or(Expressions.equal("region", "eu"), Expressions.equal("region", "ap")),
-        Set.of("region=eu", "region=ap"), true);
+        Set.of("region=eu", "region=ap"),
+        true);
   }
 
   @Test
@@ -175,17 +194,23 @@ class ChangelogPartitionFilterTest {
     }
     for (Mode mode : Mode.values()) {
       for (Long[] window : windows) {
-        List<ChangeRow> all = new ChangelogReader(table,
-            ChangelogOptions.defaults().withMode(mode)).read(window[0], window[1]);
+        List<ChangeRow> all =
+            new ChangelogReader(table, ChangelogOptions.defaults().withMode(mode))
+                .read(window[0], window[1]);
         for (Case c : cases) {
-          String context = mode + " window (" + window[0] + ", " + window[1] + "] with filter "
-              + c.filter();
-          List<String> expected = all.stream().filter(change -> c.selects().test(change.row()))
-              .map(change -> render(change, table.schema())).toList();
-          List<String> filtered = new ChangelogReader(table,
-                  ChangelogOptions.defaults().withMode(mode).withFilter(c.filter()))
-              .read(window[0], window[1]).stream()
-              .map(change -> render(change, table.schema())).toList();
+          String context =
+              mode + " window (" + window[0] + ", " + window[1] + "] with filter " + c.filter();
+          List<String> expected =
+              all.stream()
+                  .filter(change -> c.selects().test(change.row()))
+                  .map(change -> render(change, table.schema()))
+                  .toList();
+          List<String> filtered =
+              new ChangelogReader(
+                      table, ChangelogOptions.defaults().withMode(mode).withFilter(c.filter()))
+                  .read(window[0], window[1]).stream()
+                      .map(change -> render(change, table.schema()))
+                      .toList();
           assertThat(filtered).as(context).isEqualTo(expected);
           if (window[0] == null && mode == Mode.PER_SNAPSHOT) {
             // The whole history: the filter keeps some changes and drops others.
@@ -197,14 +222,14 @@ class ChangelogPartitionFilterTest {
   }
 
   /**
-   * Reads the whole history under {@code filter} and checks what was opened: data and delete
-   * files only of the selected partitions or of an unpartitioned spec; with {@code manifests},
-   * also no manifest all of whose files are of other partitions (of which the history must
-   * have some). That holds where each commit writes one partition: a manifest's partition
-   * summary is a range of values, so one of buckets 0 and 6 may match bucket 5.
+   * Reads the whole history under {@code filter} and checks what was opened: data and delete files
+   * only of the selected partitions or of an unpartitioned spec; with {@code manifests}, also no
+   * manifest all of whose files are of other partitions (of which the history must have some). That
+   * holds where each commit writes one partition: a manifest's partition summary is a range of
+   * values, so one of buckets 0 and 6 may match bucket 5.
    */
-  private static void assertOnlySelectedPartitionsRead(Table table, Expression filter,
-      Set<String> selected, boolean manifests) throws IOException {
+  private static void assertOnlySelectedPartitionsRead(
+      Table table, Expression filter, Set<String> selected, boolean manifests) throws IOException {
     Predicate<String> kept = partition -> partition.isEmpty() || selected.contains(partition);
     Map<String, String> partitionOfFile = new HashMap<>();
     Set<String> seen = new HashSet<>();
@@ -219,7 +244,8 @@ class ChangelogPartitionFilterTest {
         }
       }
     }
-    assertThat(partitionOfFile.values()).as("the history has files of other partitions")
+    assertThat(partitionOfFile.values())
+        .as("the history has files of other partitions")
         .anyMatch(kept.negate());
     if (manifests) {
       assertThat(foreign).as("the history has manifests of other partitions only").isNotEmpty();
@@ -227,23 +253,27 @@ class ChangelogPartitionFilterTest {
     long last = table.currentSnapshot().snapshotId();
 
     for (Mode mode : Mode.values()) {
-      ChangelogReader unfiltered = new ChangelogReader(table,
-          ChangelogOptions.defaults().withMode(mode));
+      ChangelogReader unfiltered =
+          new ChangelogReader(table, ChangelogOptions.defaults().withMode(mode));
       unfiltered.read(null, last);
       CountingFileIO.OPENED.clear();
-      ChangelogReader reader = new ChangelogReader(table,
-          ChangelogOptions.defaults().withMode(mode).withFilter(filter));
+      ChangelogReader reader =
+          new ChangelogReader(table, ChangelogOptions.defaults().withMode(mode).withFilter(filter));
       assertThat(reader.read(null, last)).as(mode + ": changes").isNotEmpty();
       Set<String> opened = Set.copyOf(CountingFileIO.OPENED);
 
       List<String> files = opened.stream().filter(partitionOfFile::containsKey).toList();
-      assertThat(files).as(mode + ": data and delete files opened").isNotEmpty()
-          .allMatch(path -> kept.test(partitionOfFile.get(path)),
+      assertThat(files)
+          .as(mode + ": data and delete files opened")
+          .isNotEmpty()
+          .allMatch(
+              path -> kept.test(partitionOfFile.get(path)),
               "is of a selected partition or unpartitioned");
       if (manifests) {
         assertThat(opened).as(mode + ": manifests opened").doesNotContainAnyElementsOf(foreign);
       }
-      assertThat(reader.rowsScanned()).as(mode + ": rows decoded")
+      assertThat(reader.rowsScanned())
+          .as(mode + ": rows decoded")
           .isLessThan(unfiltered.rowsScanned());
     }
   }
@@ -253,8 +283,8 @@ class ChangelogPartitionFilterTest {
    * each file's into {@code partitionOfFile}; null when the manifest also lists removed files,
    * whose partitions its reader does not show.
    */
-  private static Set<String> partitions(Table table, ManifestFile manifest,
-      Map<String, String> partitionOfFile) throws IOException {
+  private static Set<String> partitions(
+      Table table, ManifestFile manifest, Map<String, String> partitionOfFile) throws IOException {
     Set<String> partitions = new HashSet<>();
     if (manifest.content() == ManifestContent.DATA) {
       try (ManifestReader<DataFile> reader =
@@ -270,8 +300,8 @@ class ChangelogPartitionFilterTest {
     return manifest.hasDeletedFiles() ? null : partitions;
   }
 
-  private static String record(Table table, ContentFile<?> file,
-      Map<String, String> partitionOfFile) {
+  private static String record(
+      Table table, ContentFile<?> file, Map<String, String> partitionOfFile) {
     String partition = table.specs().get(file.specId()).partitionToPath(file.partition());
     partitionOfFile.put(file.location(), partition);
     return partition;
@@ -293,8 +323,8 @@ class ChangelogPartitionFilterTest {
   }
 
   private static String render(ChangeRow change, Schema schema) {
-    StringBuilder out = new StringBuilder(change.type().symbol()).append(" @")
-        .append(change.snapshotId());
+    StringBuilder out =
+        new StringBuilder(change.type().symbol()).append(" @").append(change.snapshotId());
     for (Types.NestedField field : schema.columns()) {
       out.append(' ').append(field.name()).append('=').append(change.row().getField(field.name()));
     }
@@ -305,8 +335,8 @@ class ChangelogPartitionFilterTest {
    * A seeded history of one primary-key table: appends, upserts (equality deletes), key deletes,
    * position deletes, overwrites and compactions. The table by id starts unpartitioned and is
    * bucketed by id after a few snapshots, so equality deletes of the unpartitioned spec (which
-   * apply to every partition) live beside bucketed files until a compaction rewrites them. On
-   * the table by region, each commit writes to one region.
+   * apply to every partition) live beside bucketed files until a compaction rewrites them. On the
+   * table by region, each commit writes to one region.
    */
   private static final class History {
     private final Table table;
@@ -319,12 +349,16 @@ class ChangelogPartitionFilterTest {
       this.byRegion = byRegion;
       this.random = new Random(seed);
       Schema schema = byRegion ? BY_REGION : BY_ID;
-      PartitionSpec spec = byRegion ? PartitionSpec.builderFor(schema).identity("region").build()
-          : PartitionSpec.unpartitioned();
-      this.table = catalog.buildTable(TableIdentifier.of("db", name), schema)
-          .withPartitionSpec(spec)
-          .withProperty("format-version", String.valueOf(format))
-          .create();
+      PartitionSpec spec =
+          byRegion
+              ? PartitionSpec.builderFor(schema).identity("region").build()
+              : PartitionSpec.unpartitioned();
+      this.table =
+          catalog
+              .buildTable(TableIdentifier.of("db", name), schema)
+              .withPartitionSpec(spec)
+              .withProperty("format-version", String.valueOf(format))
+              .create();
       this.writer = new TableWriter(table);
     }
 
@@ -414,8 +448,8 @@ class ChangelogPartitionFilterTest {
     /** A region replaced with fresh rows; on the table by id, some keys deleted by filter. */
     private void overwrite(String region) throws IOException {
       if (byRegion) {
-        writer.overwrite(Expressions.equal("region", region),
-            newRows(region, 1 + random.nextInt(3)));
+        writer.overwrite(
+            Expressions.equal("region", region), newRows(region, 1 + random.nextInt(3)));
       } else {
         List<Long> ids = pick(region, 3).stream().map(r -> (Long) r.getField("id")).toList();
         if (ids.isEmpty()) {

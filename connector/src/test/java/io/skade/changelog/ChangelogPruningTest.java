@@ -18,8 +18,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * An upsert of one key reads only the older file that can hold it: column bounds rule out files
- * of other key ranges, and bloom filters rule out files whose ranges overlap but lack the key.
+ * An upsert of one key reads only the older file that can hold it: column bounds rule out files of
+ * other key ranges, and bloom filters rule out files whose ranges overlap but lack the key.
  */
 class ChangelogPruningTest {
   private static final Schema SCHEMA = IdRows.SCHEMA;
@@ -57,9 +57,14 @@ class ChangelogPruningTest {
 
     ChangelogReader reader =
         new ChangelogReader(table, ChangelogOptions.defaults().withMode(Mode.COLLAPSED));
-    assertThat(reader.read(start, end)).extracting(
-            change -> change.type().symbol() + " " + change.row().getField("id") + " "
-                + change.row().getField("name"))
+    assertThat(reader.read(start, end))
+        .extracting(
+            change ->
+                change.type().symbol()
+                    + " "
+                    + change.row().getField("id")
+                    + " "
+                    + change.row().getField("name"))
         .containsExactly("-U " + key + " v1", "+U " + key + " v2");
     // The file holding the key, and the one new row; the seven other files are not decoded.
     assertThat(reader.rowsScanned()).isEqualTo(ROWS_PER_FILE + 1);

@@ -36,8 +36,9 @@ class DataFileRowsTest {
   @Test
   void aFileIoOfTheUsersOwnOpensEveryDataFileAWindowReads() throws Exception {
     SkadeCatalog catalog = new SkadeCatalog();
-    catalog.initialize("counting", Map.of("warehouse", warehouse.toString(),
-        "io-impl", CountingFileIO.class.getName()));
+    catalog.initialize(
+        "counting",
+        Map.of("warehouse", warehouse.toString(), "io-impl", CountingFileIO.class.getName()));
     try (catalog) {
       catalog.createNamespace(Namespace.of("db"));
       Table table = catalog.createTable(TableIdentifier.of("db", "t"), SCHEMA);
@@ -48,20 +49,31 @@ class DataFileRowsTest {
       table.refresh();
       Set<String> dataFiles;
       try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
-        dataFiles = StreamSupport.stream(tasks.spliterator(), false).map(FileScanTask::file)
-            .map(DataFile::location).collect(Collectors.toSet());
+        dataFiles =
+            StreamSupport.stream(tasks.spliterator(), false)
+                .map(FileScanTask::file)
+                .map(DataFile::location)
+                .collect(Collectors.toSet());
       }
       assertThat(dataFiles).hasSize(3);
 
       CountingFileIO.OPENED.clear();
-      List<ChangeRow> changes = new ChangelogReader(table, ChangelogOptions.defaults())
-          .read(null, table.currentSnapshot().snapshotId());
+      List<ChangeRow> changes =
+          new ChangelogReader(table, ChangelogOptions.defaults())
+              .read(null, table.currentSnapshot().snapshotId());
 
-      assertThat(changes).extracting(change -> change.type() + " " + change.row().getField("id")
-          + " " + change.row().getField("name"))
-          .containsExactly("INSERT 1 a", "INSERT 2 b", "INSERT 3 c", "UPDATE_BEFORE 2 b",
-              "UPDATE_AFTER 2 b2");
-      assertThat(CountingFileIO.OPENED).as("files opened through the configured file IO")
+      assertThat(changes)
+          .extracting(
+              change ->
+                  change.type()
+                      + " "
+                      + change.row().getField("id")
+                      + " "
+                      + change.row().getField("name"))
+          .containsExactly(
+              "INSERT 1 a", "INSERT 2 b", "INSERT 3 c", "UPDATE_BEFORE 2 b", "UPDATE_AFTER 2 b2");
+      assertThat(CountingFileIO.OPENED)
+          .as("files opened through the configured file IO")
           .containsAll(dataFiles);
     }
   }

@@ -70,17 +70,21 @@ class ManifestReadsTest {
           writer.upsert(List.of(row(s, "upserted")));
         }
       }
-      Set<String> manifests = table.currentSnapshot().allManifests(table.io()).stream()
-          .map(ManifestFile::path).collect(Collectors.toSet());
+      Set<String> manifests =
+          table.currentSnapshot().allManifests(table.io()).stream()
+              .map(ManifestFile::path)
+              .collect(Collectors.toSet());
 
       CountingFileIO.MANIFEST_OPENS.clear();
-      List<ChangeRow> changes = new ChangelogReader(table, ChangelogOptions.defaults())
-          .read(null, table.currentSnapshot().snapshotId());
+      List<ChangeRow> changes =
+          new ChangelogReader(table, ChangelogOptions.defaults())
+              .read(null, table.currentSnapshot().snapshotId());
 
       assertThat(changes).hasSize(2 * SNAPSHOTS + 2 * (SNAPSHOTS / 3));
       // Every manifest of the window once; planning each of the 16 snapshots would open the
       // older ones again and again.
-      assertThat(CountingFileIO.MANIFEST_OPENS.keySet()).containsExactlyInAnyOrderElementsOf(manifests);
+      assertThat(CountingFileIO.MANIFEST_OPENS.keySet())
+          .containsExactlyInAnyOrderElementsOf(manifests);
       assertThat(new ArrayList<>(CountingFileIO.MANIFEST_OPENS.values())).containsOnly(1);
     }
   }
@@ -99,26 +103,30 @@ class ManifestReadsTest {
       writer.append(List.of(row(1001, "second")));
       table.refresh();
       Set<String> written = new HashSet<>();
-      for (long id : List.of(table.currentSnapshot().parentId(),
-          table.currentSnapshot().snapshotId())) {
+      for (long id :
+          List.of(table.currentSnapshot().parentId(), table.currentSnapshot().snapshotId())) {
         table.snapshot(id).allManifests(table.io()).stream()
-            .filter(m -> m.snapshotId() == id).map(ManifestFile::path).forEach(written::add);
+            .filter(m -> m.snapshotId() == id)
+            .map(ManifestFile::path)
+            .forEach(written::add);
       }
 
       // Per-snapshot first: manifests are parsed once per JVM, so the second read opens none.
-      for (ChangelogOptions.Mode mode : List.of(ChangelogOptions.Mode.PER_SNAPSHOT,
-          ChangelogOptions.Mode.COLLAPSED)) {
+      for (ChangelogOptions.Mode mode :
+          List.of(ChangelogOptions.Mode.PER_SNAPSHOT, ChangelogOptions.Mode.COLLAPSED)) {
         CountingFileIO.MANIFEST_OPENS.clear();
-        List<ChangeRow> changes = new ChangelogReader(table,
-            ChangelogOptions.defaults().withMode(mode))
-            .read(from, table.currentSnapshot().snapshotId());
+        List<ChangeRow> changes =
+            new ChangelogReader(table, ChangelogOptions.defaults().withMode(mode))
+                .read(from, table.currentSnapshot().snapshotId());
 
-        assertThat(changes).extracting(c -> c.type(), c -> c.row().getField("id"))
+        assertThat(changes)
+            .extracting(c -> c.type(), c -> c.row().getField("id"))
             .as("mode %s", mode)
-            .containsExactlyInAnyOrder(tuple(ChangeType.INSERT, 1000L),
-                tuple(ChangeType.INSERT, 1001L));
+            .containsExactlyInAnyOrder(
+                tuple(ChangeType.INSERT, 1000L), tuple(ChangeType.INSERT, 1001L));
         if (mode == ChangelogOptions.Mode.PER_SNAPSHOT) {
-          assertThat(CountingFileIO.MANIFEST_OPENS.keySet()).containsExactlyInAnyOrderElementsOf(written);
+          assertThat(CountingFileIO.MANIFEST_OPENS.keySet())
+              .containsExactlyInAnyOrderElementsOf(written);
         } else {
           assertThat(CountingFileIO.MANIFEST_OPENS).isEmpty();
         }
@@ -129,8 +137,9 @@ class ManifestReadsTest {
   /** A catalog on this test's warehouse whose file IO counts manifest opens, with {@code db}. */
   private SkadeCatalog countingCatalog() {
     SkadeCatalog catalog = new SkadeCatalog();
-    catalog.initialize("counting", Map.of("warehouse", warehouse.toString(),
-        "io-impl", CountingFileIO.class.getName()));
+    catalog.initialize(
+        "counting",
+        Map.of("warehouse", warehouse.toString(), "io-impl", CountingFileIO.class.getName()));
     catalog.createNamespace(Namespace.of("db"));
     return catalog;
   }

@@ -21,8 +21,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Every commit of the catalog is described once, in commit_seq order, with the actor and inputs
- * its writer named; expected commit_seqs come from the catalog's own commit log.
+ * Every commit of the catalog is described once, in commit_seq order, with the actor and inputs its
+ * writer named; expected commit_seqs come from the catalog's own commit log.
  */
 class CommitLineageTest {
   private static final Schema SCHEMA = IdRows.SCHEMA;
@@ -43,24 +43,31 @@ class CommitLineageTest {
       Table b = catalog.get().buildTable(B, SCHEMA).withProperty("format-version", "2").create();
       Table c = catalog.get().buildTable(C, SCHEMA).withProperty("format-version", "2").create();
       new TableWriter(a).append(List.of(row(1, "a1")));
-      TableWriter writer = new TableWriter(c).describedAs("nightly-merge",
-          List.of(dataset(A), dataset(B), LineageDataset.external("kafka", "kafka://broker:9092",
-              "orders")));
-      snapshots = List.of(
-          writer.append(List.of(row(1, "one"), row(2, "two"))),
-          writer.deleteKeys(List.of(row(2, null))),
-          writer.upsert(List.of(row(1, "uno"))),
-          writer.overwrite(Expressions.equal("id", 1L), List.of(row(3, "tres"))));
+      TableWriter writer =
+          new TableWriter(c)
+              .describedAs(
+                  "nightly-merge",
+                  List.of(
+                      dataset(A),
+                      dataset(B),
+                      LineageDataset.external("kafka", "kafka://broker:9092", "orders")));
+      snapshots =
+          List.of(
+              writer.append(List.of(row(1, "one"), row(2, "two"))),
+              writer.deleteKeys(List.of(row(2, null))),
+              writer.upsert(List.of(row(1, "uno"))),
+              writer.overwrite(Expressions.equal("id", 1L), List.of(row(3, "tres"))));
 
       captured.awaitCommits(events -> events.size() == 8, Duration.ofSeconds(30));
     }
 
     List<LineageEvent> events = captured.commits();
-    assertThat(events).extracting(LineageEvent::commitSeq)
-        .containsExactlyElementsOf(java.util.stream.LongStream.rangeClosed(before + 1, before + 8)
-            .boxed().toList());
-    assertThat(events).extracting(e -> e.output().name(), LineageEvent::operation,
-            LineageEvent::actor)
+    assertThat(events)
+        .extracting(LineageEvent::commitSeq)
+        .containsExactlyElementsOf(
+            java.util.stream.LongStream.rangeClosed(before + 1, before + 8).boxed().toList());
+    assertThat(events)
+        .extracting(e -> e.output().name(), LineageEvent::operation, LineageEvent::actor)
         .containsExactly(
             tuple("db.a", LineageOperation.CREATE, "skade"),
             tuple("db.b", LineageOperation.CREATE, "skade"),
@@ -77,14 +84,16 @@ class CommitLineageTest {
       assertThat(writes.get(i).snapshotId()).isEqualTo(snapshot.snapshotId());
       assertThat(writes.get(i).commitSeq()).isEqualTo(commit.commitSeq());
       assertThat(writes.get(i).tsMicros()).isEqualTo(commit.tsMicros());
-      assertThat(writes.get(i).inputs()).extracting(LineageDataset::name, LineageDataset::system)
+      assertThat(writes.get(i).inputs())
+          .extracting(LineageDataset::name, LineageDataset::system)
           .containsExactly(tuple("db.a", null), tuple("db.b", null), tuple("orders", "kafka"));
     }
     LineageDataset output = writes.get(0).output();
     assertThat(output.namespace()).isEqualTo(catalog.get().warehouse());
     assertThat(output.location()).isEqualTo(catalog.get().loadTable(C).location());
-    assertThat(output.fields()).containsExactly(new LineageDataset.Field("id", "long"),
-        new LineageDataset.Field("name", "string"));
+    assertThat(output.fields())
+        .containsExactly(
+            new LineageDataset.Field("id", "long"), new LineageDataset.Field("name", "string"));
     assertThat(writes.get(0).inputs().get(0).location())
         .isEqualTo(catalog.get().loadTable(A).location());
     assertThat(events.get(0).snapshotId()).isNull();
@@ -126,8 +135,7 @@ class CommitLineageTest {
   }
 
   @Test
-  void aMultiTableCommitIsOneReleaseNamingEveryTableLiveAndReplayedFromTheLog()
-      throws Exception {
+  void aMultiTableCommitIsOneReleaseNamingEveryTableLiveAndReplayedFromTheLog() throws Exception {
     CapturingLineageSink live = new CapturingLineageSink();
     long start = catalog.get().commitSeq();
     Snapshot a;
@@ -146,10 +154,11 @@ class CommitLineageTest {
     LineageEvent release = live.commits().get(2);
     assertThat(release.operation()).isEqualTo(LineageOperation.RELEASE);
     assertThat(release.actor()).isEqualTo("release-job");
-    assertThat(release.outputs()).extracting(LineageDataset::name, LineageDataset::snapshotId)
+    assertThat(release.outputs())
+        .extracting(LineageDataset::name, LineageDataset::snapshotId)
         .containsExactly(tuple("db.a", a.snapshotId()), tuple("db.c", c.snapshotId()));
-    assertThat(release.commitSeq()).isEqualTo(
-        catalog.get().commitOf(A, a.snapshotId()).orElseThrow().commitSeq());
+    assertThat(release.commitSeq())
+        .isEqualTo(catalog.get().commitOf(A, a.snapshotId()).orElseThrow().commitSeq());
     assertThat(catalog.get().commitOf(C, c.snapshotId()).orElseThrow().commitSeq())
         .isEqualTo(release.commitSeq() + 1);
 
@@ -171,15 +180,15 @@ class CommitLineageTest {
     return tx;
   }
 
-  private static org.apache.iceberg.catalog.TableCommit tableCommit(TableIdentifier id,
-      org.apache.iceberg.Transaction tx) {
+  private static org.apache.iceberg.catalog.TableCommit tableCommit(
+      TableIdentifier id, org.apache.iceberg.Transaction tx) {
     org.apache.iceberg.BaseTransaction prepared = (org.apache.iceberg.BaseTransaction) tx;
-    return org.apache.iceberg.catalog.TableCommit.create(id, prepared.startMetadata(),
-        prepared.currentMetadata());
+    return org.apache.iceberg.catalog.TableCommit.create(
+        id, prepared.startMetadata(), prepared.currentMetadata());
   }
 
   private LineageDataset dataset(TableIdentifier id) {
-    return new LineageDataset(catalog.get().warehouse(), id.toString(), null, null, null,
-        List.of());
+    return new LineageDataset(
+        catalog.get().warehouse(), id.toString(), null, null, null, List.of());
   }
 }

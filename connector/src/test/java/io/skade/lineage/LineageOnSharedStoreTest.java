@@ -45,16 +45,16 @@ class LineageOnSharedStoreTest {
 
   @Test
   void lineageRunsOnceForTheStoreAndOutlivesTheCatalogThatOpenedIt() throws Exception {
-    Map<String, String> props = Map.of("warehouse", dir.resolve("a b%c#d+é/wh").toString(),
-        CatalogLineage.SINK, "table");
-    SkadeCatalog opener = (SkadeCatalog) CatalogUtil.loadCatalog(SkadeCatalog.class.getName(),
-        "opener", props, null);
+    Map<String, String> props =
+        Map.of("warehouse", dir.resolve("a b%c#d+é/wh").toString(), CatalogLineage.SINK, "table");
+    SkadeCatalog opener =
+        (SkadeCatalog) CatalogUtil.loadCatalog(SkadeCatalog.class.getName(), "opener", props, null);
     SkadeCatalog second = new SkadeCatalog();
     second.initialize("second", props);
     CatalogLineage.Running running = CatalogLineage.Running.of(opener).orElseThrow();
     assertThat(CatalogLineage.Running.of(second)).containsSame(running);
-    assertThat(CatalogLineage.running().stream()
-        .filter(r -> r.catalog().sharesStoreWith(second))).containsExactly(running);
+    assertThat(CatalogLineage.running().stream().filter(r -> r.catalog().sharesStoreWith(second)))
+        .containsExactly(running);
 
     opener.createNamespace(Namespace.of("db"));
     Table c = opener.buildTable(C, SCHEMA).withProperty("format-version", "2").create();
@@ -64,14 +64,20 @@ class LineageOnSharedStoreTest {
 
     await().atMost(WAIT).until(() -> lineageRows(second).size() >= 3);
     List<Record> rows = lineageRows(second);
-    assertThat(rows).extracting(r -> r.getField("operation"), r -> r.getField("output_snapshot_id"),
+    assertThat(rows)
+        .extracting(
+            r -> r.getField("operation"),
+            r -> r.getField("output_snapshot_id"),
             r -> r.getField("output_location"))
-        .containsExactly(tuple("CREATE", null, c.location()),
-            tuple("APPEND", first, c.location()), tuple("APPEND", after, c.location()));
+        .containsExactly(
+            tuple("CREATE", null, c.location()),
+            tuple("APPEND", first, c.location()),
+            tuple("APPEND", after, c.location()));
     assertThat(c.location()).contains("a b%c#d+é");
 
     second.close();
-    assertThat(CatalogLineage.running()).as("stopped with the store's last catalog")
+    assertThat(CatalogLineage.running())
+        .as("stopped with the store's last catalog")
         .doesNotContain(running);
   }
 
@@ -79,15 +85,20 @@ class LineageOnSharedStoreTest {
   void theOpenLineageFileTransportWritesToAFileWhosePathHasAnyCharacter() throws Exception {
     Path events = dir.resolve("a b%c#d+é").resolve("events.jsonl");
     Files.createDirectories(events.getParent());
-    Map<String, String> props = Map.of("warehouse", dir.resolve("wh a#b").toString(),
-        CatalogLineage.SINK, "openlineage", CatalogLineage.OPENLINEAGE_URL, "file:" + events);
+    Map<String, String> props =
+        Map.of(
+            "warehouse",
+            dir.resolve("wh a#b").toString(),
+            CatalogLineage.SINK,
+            "openlineage",
+            CatalogLineage.OPENLINEAGE_URL,
+            "file:" + events);
     try (SkadeCatalog catalog = new SkadeCatalog()) {
       catalog.initialize("c", props);
       catalog.createNamespace(Namespace.of("db"));
       Table c = catalog.buildTable(C, SCHEMA).withProperty("format-version", "2").create();
       new TableWriter(c).append(List.of(row(1, "one")));
-      assertThat(CatalogLineage.Running.of(catalog).orElseThrow()
-          .awaitCaughtUp(WAIT)).isTrue();
+      assertThat(CatalogLineage.Running.of(catalog).orElseThrow().awaitCaughtUp(WAIT)).isTrue();
 
       List<JsonNode> lines = new ArrayList<>();
       ObjectMapper json = new ObjectMapper();
@@ -97,15 +108,17 @@ class LineageOnSharedStoreTest {
       assertThat(lines).hasSize(2);
       JsonNode output = lines.get(1).path("outputs").get(0);
       assertThat(output.path("namespace").asText()).isEqualTo("file");
-      assertThat(output.path("name").asText()).as("the table's directory, as it is named")
+      assertThat(output.path("name").asText())
+          .as("the table's directory, as it is named")
           .isEqualTo(c.location());
     }
   }
 
   @Test
   void catalogsSharingAStoreMustAgreeOnItsLineage() throws Exception {
-    Map<String, String> props = new HashMap<>(Map.of("warehouse", dir.resolve("wh").toString(),
-        CatalogLineage.SINK, "table"));
+    Map<String, String> props =
+        new HashMap<>(
+            Map.of("warehouse", dir.resolve("wh").toString(), CatalogLineage.SINK, "table"));
     try (SkadeCatalog owner = new SkadeCatalog()) {
       owner.initialize("owner", props);
       props.remove(CatalogLineage.SINK);

@@ -34,8 +34,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Lineage sent through OpenLineage's HTTP transport to a collector this test runs on loopback:
- * the events carry OpenLineage's required fields and skade's facets, and a collector that fails,
+ * Lineage sent through OpenLineage's HTTP transport to a collector this test runs on loopback: the
+ * events carry OpenLineage's required fields and skade's facets, and a collector that fails,
  * refuses connections or hangs never fails or holds up a commit.
  */
 class OpenLineageSinkTest {
@@ -60,14 +60,19 @@ class OpenLineageSinkTest {
     URI url = startCollector(200, null);
     Table c;
     Snapshot appended;
-    try (BestEffortLineage out = new BestEffortLineage(
-            OpenLineageSink.http(url, Duration.ofSeconds(5), "skade-test"));
+    try (BestEffortLineage out =
+            new BestEffortLineage(OpenLineageSink.http(url, Duration.ofSeconds(5), "skade-test"));
         CommitLineage lineage = new CommitLineage(catalog.get(), out, "skade", -1, Set.of())) {
       catalog.get().buildTable(A, SCHEMA).withProperty("format-version", "2").create();
       c = catalog.get().buildTable(C, SCHEMA).withProperty("format-version", "2").create();
-      appended = new TableWriter(c).describedAs("loader", List.of(new LineageDataset(
-              catalog.get().warehouse(), "db.a", null, null, null, List.of())))
-          .append(List.of(row(1, "one")));
+      appended =
+          new TableWriter(c)
+              .describedAs(
+                  "loader",
+                  List.of(
+                      new LineageDataset(
+                          catalog.get().warehouse(), "db.a", null, null, null, List.of())))
+              .append(List.of(row(1, "one")));
       awaitReceived(3);
       assertThat(out.failed()).isZero();
     }
@@ -98,13 +103,31 @@ class OpenLineageSinkTest {
     assertThat(output.path("facets").path("schema").path("fields").findValuesAsText("name"))
         .containsExactly("id", "name");
     JsonNode input = event.path("inputs").get(0);
-    assertThat(input.path("facets").path("symlinks").path("identifiers").get(0).path("name")
-        .asText()).isEqualTo("db.a");
+    assertThat(
+            input.path("facets").path("symlinks").path("identifiers").get(0).path("name").asText())
+        .isEqualTo("db.a");
 
-    assertThat(received.get(0).path("outputs").get(0).path("facets").path("symlinks")
-        .path("identifiers").get(0).path("name").asText()).isEqualTo("db.a");
-    assertThat(received.get(0).path("run").path("facets").path("skade_commit")
-        .path("operation").asText()).isEqualTo("CREATE");
+    assertThat(
+            received
+                .get(0)
+                .path("outputs")
+                .get(0)
+                .path("facets")
+                .path("symlinks")
+                .path("identifiers")
+                .get(0)
+                .path("name")
+                .asText())
+        .isEqualTo("db.a");
+    assertThat(
+            received
+                .get(0)
+                .path("run")
+                .path("facets")
+                .path("skade_commit")
+                .path("operation")
+                .asText())
+        .isEqualTo("CREATE");
   }
 
   @Test
@@ -120,8 +143,8 @@ class OpenLineageSinkTest {
     try (ServerSocket closed = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
       port = closed.getLocalPort();
     }
-    assertCommitsUnaffected(URI.create("http://127.0.0.1:" + port),
-        out -> awaitCount(out::failed, 3));
+    assertCommitsUnaffected(
+        URI.create("http://127.0.0.1:" + port), out -> awaitCount(out::failed, 3));
   }
 
   @Test
@@ -130,10 +153,12 @@ class OpenLineageSinkTest {
     URI url = startCollector(200, release);
     try {
       // Every commit returns while the collector holds the first request unanswered.
-      assertCommitsUnaffected(url, out -> {
-        awaitReceived(1);
-        assertThat(out.delivered() + out.failed()).isZero();
-      });
+      assertCommitsUnaffected(
+          url,
+          out -> {
+            awaitReceived(1);
+            assertThat(out.delivered() + out.failed()).isZero();
+          });
     } finally {
       release.countDown();
     }
@@ -142,8 +167,7 @@ class OpenLineageSinkTest {
   @Test
   void theFileTransportWritesOneJsonEventPerLine(@TempDir Path dir) throws Exception {
     Path file = dir.resolve("lineage.jsonl");
-    try (BestEffortLineage out = new BestEffortLineage(
-            OpenLineageSink.file(file, "skade-test"));
+    try (BestEffortLineage out = new BestEffortLineage(OpenLineageSink.file(file, "skade-test"));
         CommitLineage lineage = new CommitLineage(catalog.get(), out, "skade", -1, Set.of())) {
       Table c = catalog.get().buildTable(C, SCHEMA).withProperty("format-version", "2").create();
       new TableWriter(c).append(List.of(row(1, "one")));
@@ -151,8 +175,14 @@ class OpenLineageSinkTest {
     }
     List<String> lines = Files.readAllLines(file);
     assertThat(lines).hasSize(2);
-    assertThat(JSON.readTree(lines.get(1)).path("run").path("facets").path("skade_commit")
-        .path("operation").asText()).isEqualTo("APPEND");
+    assertThat(
+            JSON.readTree(lines.get(1))
+                .path("run")
+                .path("facets")
+                .path("skade_commit")
+                .path("operation")
+                .asText())
+        .isEqualTo("APPEND");
   }
 
   private interface Check {
@@ -162,9 +192,11 @@ class OpenLineageSinkTest {
   /** Three commits through a lineage sending to {@code url}; every one lands in the catalog. */
   private void assertCommitsUnaffected(URI url, Check whileOpen) throws Exception {
     long before = catalog.get().commitSeq();
-    try (BestEffortLineage out = new BestEffortLineage(
-            OpenLineageSink.http(url, Duration.ofSeconds(1), "skade-test"),
-            100, Duration.ofSeconds(2));
+    try (BestEffortLineage out =
+            new BestEffortLineage(
+                OpenLineageSink.http(url, Duration.ofSeconds(1), "skade-test"),
+                100,
+                Duration.ofSeconds(2));
         CommitLineage lineage = new CommitLineage(catalog.get(), out, "skade", -1, Set.of())) {
       Table c = catalog.get().buildTable(C, SCHEMA).withProperty("format-version", "2").create();
       TableWriter writer = new TableWriter(c);
@@ -179,37 +211,44 @@ class OpenLineageSinkTest {
   /** A collector answering {@code status}; when {@code hold} is given, only once it opens. */
   private URI startCollector(int status, CountDownLatch hold) throws IOException {
     collector = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
-    collector.createContext("/api/v1/lineage", exchange -> {
-      byte[] body = exchange.getRequestBody().readAllBytes();
-      synchronized (received) {
-        received.add(JSON.readTree(new String(body, StandardCharsets.UTF_8)));
-      }
-      try {
-        if (hold != null) {
-          hold.await(30, TimeUnit.SECONDS);
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-      exchange.sendResponseHeaders(status, -1);
-      exchange.close();
-    });
+    collector.createContext(
+        "/api/v1/lineage",
+        exchange -> {
+          byte[] body = exchange.getRequestBody().readAllBytes();
+          synchronized (received) {
+            received.add(JSON.readTree(new String(body, StandardCharsets.UTF_8)));
+          }
+          try {
+            if (hold != null) {
+              hold.await(30, TimeUnit.SECONDS);
+            }
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+          exchange.sendResponseHeaders(status, -1);
+          exchange.close();
+        });
     collector.setExecutor(java.util.concurrent.Executors.newCachedThreadPool());
     collector.start();
     return URI.create("http://127.0.0.1:" + collector.getAddress().getPort());
   }
 
   private void awaitReceived(int count) {
-    await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> {
-      synchronized (received) {
-        assertThat(received).hasSizeGreaterThanOrEqualTo(count);
-      }
-    });
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .untilAsserted(
+            () -> {
+              synchronized (received) {
+                assertThat(received).hasSizeGreaterThanOrEqualTo(count);
+              }
+            });
   }
 
   /** Waits until {@code counter} reached {@code count}, then asserts it went no further. */
   private static void awaitCount(java.util.function.LongSupplier counter, long count) {
-    await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .pollInterval(Duration.ofMillis(20))
         .until(() -> counter.getAsLong() >= count);
     assertThat(counter.getAsLong()).isEqualTo(count);
   }

@@ -28,9 +28,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Lineage kept in the catalog's own {@code skade_system.lineage_events} table: one row per
- * commit, read back with Iceberg's reader; none for the table's own commits; after a restart,
- * the commits made while lineage was off are recorded from the log, and none twice.
+ * Lineage kept in the catalog's own {@code skade_system.lineage_events} table: one row per commit,
+ * read back with Iceberg's reader; none for the table's own commits; after a restart, the commits
+ * made while lineage was off are recorded from the log, and none twice.
  */
 class WarehouseLineageSinkTest {
   private static final Schema SCHEMA = IdRows.SCHEMA;
@@ -41,8 +41,8 @@ class WarehouseLineageSinkTest {
   @Test
   void everyCommitIsARowAndTheTablesOwnCommitsAreNot() throws Exception {
     List<Snapshot> snapshots = new ArrayList<>();
-    try (SharedCatalogs.Handle handle = open(Map.of(CatalogLineage.SINK, "table",
-        CatalogLineage.ACTOR, "nightly"))) {
+    try (SharedCatalogs.Handle handle =
+        open(Map.of(CatalogLineage.SINK, "table", CatalogLineage.ACTOR, "nightly"))) {
       SkadeCatalog catalog = handle.catalog();
       catalog.createNamespace(Namespace.of("db"));
       Table c = catalog.buildTable(C, SCHEMA).withProperty("format-version", "2").create();
@@ -51,15 +51,20 @@ class WarehouseLineageSinkTest {
       snapshots.add(writer.deleteKeys(List.of(row(1, null))));
       List<Record> rows = awaitRows(catalog, 3);
 
-      assertThat(rows).extracting(r -> r.getField("output_table"), r -> r.getField("operation"),
-              r -> r.getField("actor"), r -> r.getField("output_snapshot_id"))
-          .containsExactly(tuple("db.c", "CREATE", "nightly", null),
+      assertThat(rows)
+          .extracting(
+              r -> r.getField("output_table"),
+              r -> r.getField("operation"),
+              r -> r.getField("actor"),
+              r -> r.getField("output_snapshot_id"))
+          .containsExactly(
+              tuple("db.c", "CREATE", "nightly", null),
               tuple("db.c", "APPEND", "nightly", snapshots.get(0).snapshotId()),
               tuple("db.c", "DELETE", "nightly", snapshots.get(1).snapshotId()));
-      assertThat(rows.get(1).getField("commit_seq")).isEqualTo(
-          catalog.commitOf(C, snapshots.get(0).snapshotId()).orElseThrow().commitSeq());
-      assertThat(rows.get(2).getField("commit_seq")).isEqualTo(
-          catalog.commitOf(C, snapshots.get(1).snapshotId()).orElseThrow().commitSeq());
+      assertThat(rows.get(1).getField("commit_seq"))
+          .isEqualTo(catalog.commitOf(C, snapshots.get(0).snapshotId()).orElseThrow().commitSeq());
+      assertThat(rows.get(2).getField("commit_seq"))
+          .isEqualTo(catalog.commitOf(C, snapshots.get(1).snapshotId()).orElseThrow().commitSeq());
       assertThat(rows.get(1).getField("outputs")).isEqualTo(List.of("db.c"));
       assertThat(rows.get(1).getField("output_location")).isEqualTo(c.location());
 
@@ -80,8 +85,7 @@ class WarehouseLineageSinkTest {
     Snapshot second;
     try (SharedCatalogs.Handle handle = open(Map.of(CatalogLineage.SINK, "table"))) {
       handle.catalog().createNamespace(Namespace.of("db"));
-      Table c = handle.catalog().buildTable(C, SCHEMA).withProperty("format-version", "2")
-          .create();
+      Table c = handle.catalog().buildTable(C, SCHEMA).withProperty("format-version", "2").create();
       first = new TableWriter(c).append(List.of(row(1, "one")));
       awaitRows(handle.catalog(), 2);
     }
@@ -90,9 +94,11 @@ class WarehouseLineageSinkTest {
     }
     try (SharedCatalogs.Handle handle = open(Map.of(CatalogLineage.SINK, "table"))) {
       List<Record> rows = awaitRows(handle.catalog(), 3);
-      assertThat(rows).extracting(r -> r.getField("operation"),
-              r -> r.getField("output_snapshot_id"))
-          .containsExactly(tuple("CREATE", null), tuple("APPEND", first.snapshotId()),
+      assertThat(rows)
+          .extracting(r -> r.getField("operation"), r -> r.getField("output_snapshot_id"))
+          .containsExactly(
+              tuple("CREATE", null),
+              tuple("APPEND", first.snapshotId()),
               tuple("APPEND", second.snapshotId()));
       awaitQuiet(handle.catalog());
       assertThat(read(handle.catalog())).hasSize(3);
@@ -120,10 +126,16 @@ class WarehouseLineageSinkTest {
 
   /** The lineage rows in commit_seq order, once there are {@code count} of them. */
   private static List<Record> awaitRows(SkadeCatalog catalog, int count) {
-    List<Record> rows = await().atMost(Duration.ofSeconds(30))
-        .pollInterval(Duration.ofMillis(20))
-        .until(() -> catalog.tableExists(WarehouseLineageSink.TABLE) ? read(catalog)
-            : List.<Record>of(), read -> read.size() >= count);
+    List<Record> rows =
+        await()
+            .atMost(Duration.ofSeconds(30))
+            .pollInterval(Duration.ofMillis(20))
+            .until(
+                () ->
+                    catalog.tableExists(WarehouseLineageSink.TABLE)
+                        ? read(catalog)
+                        : List.<Record>of(),
+                read -> read.size() >= count);
     assertThat(rows).hasSize(count);
     return rows;
   }
@@ -141,7 +153,9 @@ class WarehouseLineageSinkTest {
   /** Waits until lineage has described every commit of the catalog. */
   private static void awaitQuiet(SkadeCatalog catalog) {
     CatalogLineage.Running running = CatalogLineage.Running.of(catalog).orElseThrow();
-    await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .pollInterval(Duration.ofMillis(20))
         .until(() -> running.cursor() >= catalog.commitSeq());
     assertThat(running.cursor()).isEqualTo(catalog.commitSeq());
   }

@@ -21,8 +21,8 @@ import org.apache.iceberg.types.Types;
 
 /**
  * What the lookup tests compare against: rows read by Iceberg's own generic reader, matched on
- * their values here (Iceberg's {@code where} only prunes files and row groups), and rows written
- * as canonical strings so that rows of either reader compare as multisets.
+ * their values here (Iceberg's {@code where} only prunes files and row groups), and rows written as
+ * canonical strings so that rows of either reader compare as multisets.
  */
 final class IcebergReference {
   private static final LocalDateTime EPOCH = LocalDateTime.of(1970, 1, 1, 0, 0);
@@ -34,15 +34,14 @@ final class IcebergReference {
    * (Iceberg internal values, as a lookup takes them), as canonical strings in read order: a
    * filtered read by Iceberg, then an exact match on each row.
    */
-  static List<String> rowsWith(Table table, long snapshotId, List<String> columns,
-      List<?> values) {
+  static List<String> rowsWith(Table table, long snapshotId, List<String> columns, List<?> values) {
     Expression filter = Expressions.alwaysTrue();
     for (int i = 0; i < columns.size(); i++) {
       filter = Expressions.and(filter, Expressions.equal(columns.get(i), values.get(i)));
     }
     List<String> rows = new ArrayList<>();
-    try (CloseableIterable<Record> records = IcebergGenerics.read(table)
-        .useSnapshot(snapshotId).where(filter).build()) {
+    try (CloseableIterable<Record> records =
+        IcebergGenerics.read(table).useSnapshot(snapshotId).where(filter).build()) {
       for (Record record : records) {
         if (keyOf(record, columns).equals(keyOf(values))) {
           rows.add(canonical(record, table.schema()));
@@ -101,8 +100,8 @@ final class IcebergReference {
 
   /**
    * A value as read by Iceberg's generic reader (or already internal) in Iceberg's internal
-   * representation, computed here with java.time: days for a date, microseconds for a timestamp,
-   * a String for any character sequence.
+   * representation, computed here with java.time: days for a date, microseconds for a timestamp, a
+   * String for any character sequence.
    */
   static Object internal(Object value) {
     if (value instanceof LocalDate date) {
@@ -110,8 +109,8 @@ final class IcebergReference {
     } else if (value instanceof LocalDateTime time) {
       return ChronoUnit.MICROS.between(EPOCH, time);
     } else if (value instanceof OffsetDateTime time) {
-      return ChronoUnit.MICROS.between(EPOCH, time.withOffsetSameInstant(ZoneOffset.UTC)
-          .toLocalDateTime());
+      return ChronoUnit.MICROS.between(
+          EPOCH, time.withOffsetSameInstant(ZoneOffset.UTC).toLocalDateTime());
     } else if (value instanceof CharSequence chars) {
       return chars.toString();
     }

@@ -2,8 +2,8 @@ package io.skade.lookup;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.skade.testing.TestCatalog;
 import io.skade.catalog.CatalogConnection;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -25,15 +25,17 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Lookups through {@link LatestTable} see every commit acknowledged before the probe, with no
- * waiting: the commits go through a writer on a table loaded separately from the catalog, the
- * poll interval is an hour, and expected rows come from Iceberg's reader on a fresh load.
+ * waiting: the commits go through a writer on a table loaded separately from the catalog, the poll
+ * interval is an hour, and expected rows come from Iceberg's reader on a fresh load.
  */
 class PointLookupFreshnessTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "city", Types.StringType.get()),
-          Types.NestedField.optional(3, "version", Types.IntegerType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA =
+      new Schema(
+          List.of(
+              Types.NestedField.required(1, "id", Types.LongType.get()),
+              Types.NestedField.optional(2, "city", Types.StringType.get()),
+              Types.NestedField.optional(3, "version", Types.IntegerType.get())),
+          Set.of(1));
   private static final TableIdentifier ID = TableIdentifier.of("db", "fresh");
 
   @RegisterExtension final TestCatalog catalog = new TestCatalog();
@@ -61,10 +63,12 @@ class PointLookupFreshnessTest {
     assertThat(probe("id", 1L)).containsExactly(canonical(row(1, "Oslo", 0)));
     for (int version = 1; version <= 8; version++) {
       writer.upsert(List.of(row(1, version % 2 == 0 ? "Oslo" : "Bergen", version)));
-      assertThat(probe("id", 1L)).as("after upsert %s", version)
+      assertThat(probe("id", 1L))
+          .as("after upsert %s", version)
           .containsExactly(canonical(row(1, version % 2 == 0 ? "Oslo" : "Bergen", version)))
           .isEqualTo(reference("id", 1L));
-      assertThat(probe("city", "Oslo")).as("Oslo after upsert %s", version)
+      assertThat(probe("city", "Oslo"))
+          .as("Oslo after upsert %s", version)
           .isEqualTo(reference("city", "Oslo"))
           .hasSize(version % 2 == 0 ? 2 : 1);
     }
@@ -84,8 +88,7 @@ class PointLookupFreshnessTest {
 
   @Test
   void aLookupOnATableAsLoadedKeepsAnsweringAtItsSnapshot() {
-    PointLookup before = new PointLookup(latest.table(), List.of("id"), caches.caches(),
-        counters);
+    PointLookup before = new PointLookup(latest.table(), List.of("id"), caches.caches(), counters);
     writer.upsert(List.of(row(1, "Bergen", 1)));
     writer.deleteKeys(List.of(row(2, null, null)));
 
@@ -103,8 +106,8 @@ class PointLookupFreshnessTest {
     Path metadata = Path.of(catalog.get().loadTable(ID).location(), "metadata");
     List<Path> manifests;
     try (Stream<Path> files = Files.list(metadata)) {
-      manifests = files.filter(file -> file.getFileName().toString().matches(".*-m\\d+\\.avro"))
-          .toList();
+      manifests =
+          files.filter(file -> file.getFileName().toString().matches(".*-m\\d+\\.avro")).toList();
     }
     assertThat(manifests).isNotEmpty();
     for (Path manifest : manifests) {
@@ -120,15 +123,18 @@ class PointLookupFreshnessTest {
 
   /** One probe on the latest table, as sorted canonical rows. */
   private List<String> probe(String column, Object value) {
-    PointLookup lookup = new PointLookup(latest.table(), List.of(column), caches.caches(),
-        counters);
+    PointLookup lookup =
+        new PointLookup(latest.table(), List.of(column), caches.caches(), counters);
     return IcebergReference.sortedCanonical(lookup.lookup(null, List.of(value)), SCHEMA);
   }
 
   private List<String> reference(String column, Object value) {
     Table table = catalog.get().loadTable(ID);
-    return IcebergReference.rowsWith(table, table.currentSnapshot().snapshotId(),
-        List.of(column), List.of(value)).stream().sorted().toList();
+    return IcebergReference.rowsWith(
+            table, table.currentSnapshot().snapshotId(), List.of(column), List.of(value))
+        .stream()
+        .sorted()
+        .toList();
   }
 
   private static String canonical(Record row) {

@@ -23,10 +23,12 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** What a lookup does with input it cannot answer, or answers with nothing. */
 class PointLookupInputTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "city", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA =
+      new Schema(
+          List.of(
+              Types.NestedField.required(1, "id", Types.LongType.get()),
+              Types.NestedField.optional(2, "city", Types.StringType.get())),
+          Set.of(1));
 
   @RegisterExtension final TestCatalog catalog = new TestCatalog();
   private final PointLookup.Counters counters = new PointLookup.Counters();
@@ -36,8 +38,12 @@ class PointLookupInputTest {
   @BeforeEach
   void writeTwoRows() {
     caches = LookupCaches.acquire();
-    table = catalog.get().buildTable(TableIdentifier.of("db", "t"), SCHEMA)
-        .withProperty("format-version", "2").create();
+    table =
+        catalog
+            .get()
+            .buildTable(TableIdentifier.of("db", "t"), SCHEMA)
+            .withProperty("format-version", "2")
+            .create();
     new TableWriter(table).append(List.of(row(1, "Oslo"), row(2, null)));
   }
 
@@ -69,9 +75,11 @@ class PointLookupInputTest {
   @Test
   void aKeyGivenAsAnImmutableListIsLookedUp() {
     // List.of(...) is how most callers build a key; its contains(null) throws.
-    assertThat(lookupBy("id").lookup(null, List.of(1L))).extracting(r -> r.getField("city"))
+    assertThat(lookupBy("id").lookup(null, List.of(1L)))
+        .extracting(r -> r.getField("city"))
         .containsExactly("Oslo");
-    assertThat(lookupBy("city").lookup(null, List.of("Oslo"))).extracting(r -> r.getField("id"))
+    assertThat(lookupBy("city").lookup(null, List.of("Oslo")))
+        .extracting(r -> r.getField("id"))
         .containsExactly(1L);
   }
 
@@ -88,7 +96,8 @@ class PointLookupInputTest {
     PointLookup lookup = lookupBy("id");
     assertThatThrownBy(() -> lookup.lookup(null, Arrays.asList(1L, 2L)))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("[id]").hasMessageContaining("2");
+        .hasMessageContaining("[id]")
+        .hasMessageContaining("2");
     assertThatThrownBy(() -> lookup.lookup(null, new ArrayList<>()))
         .isInstanceOf(IllegalArgumentException.class);
   }
@@ -103,8 +112,12 @@ class PointLookupInputTest {
 
   @Test
   void aTableWithoutSnapshotsHasNoRows() {
-    Table empty = catalog.get().buildTable(TableIdentifier.of("db", "empty"), SCHEMA)
-        .withProperty("format-version", "2").create();
+    Table empty =
+        catalog
+            .get()
+            .buildTable(TableIdentifier.of("db", "empty"), SCHEMA)
+            .withProperty("format-version", "2")
+            .create();
     PointLookup lookup = new PointLookup(empty, List.of("id"), caches.caches(), counters);
     assertThat(lookup.lookup(null, Arrays.asList(1L))).isEmpty();
   }

@@ -2,8 +2,8 @@ package io.skade.lookup;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.skade.testing.TestCatalog;
 import io.skade.catalog.SkadeCatalog;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -48,30 +48,30 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The lookup law as a property test: over seeded random histories (appends, upserts, key
- * deletes, re-inserts of deleted keys, position deletes, overwrites by a filter that leave
- * position deletes in partly matching files, compactions) of format v2 tables with identifier
- * fields, a probe at any snapshot returns exactly the rows of that snapshot whose key columns
- * hold the probed values, as a multiset. Four key spaces: a long key unpartitioned, an int key
- * bucketed, a (string, string) key partitioned by identity of its first column, and a (date,
- * timestamp) key partitioned by identity of the date.
+ * The lookup law as a property test: over seeded random histories (appends, upserts, key deletes,
+ * re-inserts of deleted keys, position deletes, overwrites by a filter that leave position deletes
+ * in partly matching files, compactions) of format v2 tables with identifier fields, a probe at any
+ * snapshot returns exactly the rows of that snapshot whose key columns hold the probed values, as a
+ * multiset. Four key spaces: a long key unpartitioned, an int key bucketed, a (string, string) key
+ * partitioned by identity of its first column, and a (date, timestamp) key partitioned by identity
+ * of the date.
  *
  * <p>The expected rows are Iceberg's: every snapshot is read whole with Iceberg's generic reader
  * and indexed by key here (values made internal with java.time, matched exactly); one probe in
  * {@value #FILTERED_READ_EVERY}, at random, is also compared with Iceberg's filtered read of that
- * key (exactly matched too: its filter only prunes). Probes are hits, keys deleted (or not live
- * at a pinned snapshot), keys never written inside the written range, and keys out of every
- * range; at the latest snapshot after each commit and at pinned older snapshots (through a table
- * loaded afresh); by the identifier fields and by a non-identifier column ({@code city}, and
- * {@code (region, city)}), whose probes return several rows. One string probe in ten passes a
- * {@code CharSequence} that is not a {@code String}.
+ * key (exactly matched too: its filter only prunes). Probes are hits, keys deleted (or not live at
+ * a pinned snapshot), keys never written inside the written range, and keys out of every range; at
+ * the latest snapshot after each commit and at pinned older snapshots (through a table loaded
+ * afresh); by the identifier fields and by a non-identifier column ({@code city}, and {@code
+ * (region, city)}), whose probes return several rows. One string probe in ten passes a {@code
+ * CharSequence} that is not a {@code String}.
  *
  * <p>Sizes: {@code -Dskade.lookup.snapshots} (default {@value #SNAPSHOTS}), {@code
  * -Dskade.lookup.latestProbes} per commit (default {@value #LATEST_PROBES}), {@code
  * -Dskade.lookup.pinnedProbes} per history (default {@value #PINNED_PROBES}), {@code
- * -Dskade.lookup.histories} seeds per key space (default 1); {@code -Dskade.lookup.format=3}
- * runs the histories on format v3 tables (deletion vectors instead of position delete files). A
- * failure names its seed and key space; replay it with {@code -Dskade.lookup.seed=<seed>
+ * -Dskade.lookup.histories} seeds per key space (default 1); {@code -Dskade.lookup.format=3} runs
+ * the histories on format v3 tables (deletion vectors instead of position delete files). A failure
+ * names its seed and key space; replay it with {@code -Dskade.lookup.seed=<seed>
  * -Dskade.lookup.keys=<key space>}.
  */
 class PointLookupLawTest {
@@ -101,10 +101,13 @@ class PointLookupLawTest {
     long base = Long.getLong("skade.lookup.seed", DEFAULT_SEED);
     int count = Integer.getInteger("skade.lookup.histories", 1);
     String only = System.getProperty("skade.lookup.keys");
-    return LongStream.range(base, base + count).boxed().flatMap(seed ->
-        Arrays.stream(KeySpace.values())
-            .filter(keys -> only == null || keys.name().equalsIgnoreCase(only))
-            .map(keys -> Arguments.of(keys, seed)));
+    return LongStream.range(base, base + count)
+        .boxed()
+        .flatMap(
+            seed ->
+                Arrays.stream(KeySpace.values())
+                    .filter(keys -> only == null || keys.name().equalsIgnoreCase(only))
+                    .map(keys -> Arguments.of(keys, seed)));
   }
 
   @ParameterizedTest(name = "{0}, seed {1}")
@@ -112,7 +115,8 @@ class PointLookupLawTest {
   void aProbeReturnsExactlyTheRowsIcebergReadsForItsKeyAtItsSnapshot(KeySpace keys, long seed) {
     long started = System.nanoTime();
     History history = new History(catalog.get(), keys, seed);
-    history.run(Integer.getInteger("skade.lookup.snapshots", SNAPSHOTS),
+    history.run(
+        Integer.getInteger("skade.lookup.snapshots", SNAPSHOTS),
         Integer.getInteger("skade.lookup.latestProbes", LATEST_PROBES),
         Integer.getInteger("skade.lookup.pinnedProbes", PINNED_PROBES));
     history.report((System.nanoTime() - started) / 1_000_000);
@@ -121,8 +125,8 @@ class PointLookupLawTest {
   // ---- key spaces --------------------------------------------------------------------------
 
   /**
-   * The tables, each with a map from a key ordinal {@code n >= 0} to a key: ordinals are written
-   * in increasing order (with gaps, never written), so files appended later hold later keys.
+   * The tables, each with a map from a key ordinal {@code n >= 0} to a key: ordinals are written in
+   * increasing order (with gaps, never written), so files appended later hold later keys.
    */
   enum KeySpace {
     /** {@code id long}, unpartitioned, small row groups. */
@@ -154,13 +158,16 @@ class PointLookupLawTest {
 
       @Override
       List<Object> outOfRange(Random random, long end) {
-        return List.of(random.nextBoolean() ? 999L - random.nextInt(1_000)
-            : 1_000L + end + random.nextInt(1_000));
+        return List.of(
+            random.nextBoolean()
+                ? 999L - random.nextInt(1_000)
+                : 1_000L + end + random.nextInt(1_000));
       }
 
       @Override
       Expression slice(long from, long to) {
-        return Expressions.and(Expressions.greaterThanOrEqual("id", 1_000 + from),
+        return Expressions.and(
+            Expressions.greaterThanOrEqual("id", 1_000 + from),
             Expressions.lessThan("id", 1_000 + to));
       }
     },
@@ -189,13 +196,16 @@ class PointLookupLawTest {
 
       @Override
       List<Object> outOfRange(Random random, long end) {
-        return List.of(random.nextBoolean() ? Integer.MIN_VALUE + random.nextInt(1_000)
-            : Math.toIntExact(-50_000 + end + random.nextInt(100_000)));
+        return List.of(
+            random.nextBoolean()
+                ? Integer.MIN_VALUE + random.nextInt(1_000)
+                : Math.toIntExact(-50_000 + end + random.nextInt(100_000)));
       }
 
       @Override
       Expression slice(long from, long to) {
-        return Expressions.and(Expressions.greaterThanOrEqual("id", (int) (-50_000 + from)),
+        return Expressions.and(
+            Expressions.greaterThanOrEqual("id", (int) (-50_000 + from)),
             Expressions.lessThan("id", (int) (-50_000 + to)));
       }
     },
@@ -210,7 +220,8 @@ class PointLookupLawTest {
 
       @Override
       Schema schema() {
-        return withValueColumns(Types.NestedField.required(1, "region", Types.StringType.get()),
+        return withValueColumns(
+            Types.NestedField.required(1, "region", Types.StringType.get()),
             Types.NestedField.required(2, "code", Types.StringType.get()));
       }
 
@@ -221,8 +232,14 @@ class PointLookupLawTest {
 
       @Override
       Map<String, String> properties() {
-        return layout(Map.of("write.parquet.page-version", "v2",
-            "write.parquet.compression-codec", "snappy", "write.parquet.page-row-limit", "50"));
+        return layout(
+            Map.of(
+                "write.parquet.page-version",
+                "v2",
+                "write.parquet.compression-codec",
+                "snappy",
+                "write.parquet.page-row-limit",
+                "50"));
       }
 
       @Override
@@ -261,21 +278,23 @@ class PointLookupLawTest {
       /** One region's codes of the ten ordinals that share all but the last digit of from. */
       @Override
       Expression slice(long from, long to) {
-        return Expressions.and(Expressions.equal("region", REGIONS.get((int) (from % 3))),
+        return Expressions.and(
+            Expressions.equal("region", REGIONS.get((int) (from % 3))),
             Expressions.startsWith("code", String.format("c%06d", from / 10)));
       }
     },
 
     /**
-     * {@code (day date, at timestamp)}, partitioned by {@code identity(day)}: key {@code n} is
-     * on day {@code n % 4}, at {@code n} seconds (and a few micros) after its midnight.
+     * {@code (day date, at timestamp)}, partitioned by {@code identity(day)}: key {@code n} is on
+     * day {@code n % 4}, at {@code n} seconds (and a few micros) after its midnight.
      */
     DATE_TIMESTAMP_IDENTITY(List.of("day", "at")) {
       private static final LocalDate FIRST_DAY = LocalDate.of(2024, 2, 27);
 
       @Override
       Schema schema() {
-        return withValueColumns(Types.NestedField.required(1, "day", Types.DateType.get()),
+        return withValueColumns(
+            Types.NestedField.required(1, "day", Types.DateType.get()),
             Types.NestedField.required(2, "at", Types.TimestampType.withoutZone()));
       }
 
@@ -286,8 +305,12 @@ class PointLookupLawTest {
 
       @Override
       Map<String, String> properties() {
-        return layout(Map.of("write.parquet.page-version", "v2",
-            "write.parquet.page-row-limit", "20")); // zstd, Iceberg's default
+        return layout(
+            Map.of(
+                "write.parquet.page-version",
+                "v2",
+                "write.parquet.page-row-limit",
+                "20")); // zstd, Iceberg's default
       }
 
       private LocalDate day(long n) {
@@ -317,28 +340,37 @@ class PointLookupLawTest {
       List<Object> outOfRange(Random random, long end) {
         LocalDate day = day(random.nextInt(4));
         return switch (random.nextInt(3)) {
-          case 0 -> List.of((int) FIRST_DAY.plusDays(4 + random.nextInt(100)).toEpochDay(),
-              micros(at(random.nextInt((int) end + 1))));
-          case 1 -> List.of((int) day.toEpochDay(),
-              micros(day.atStartOfDay()) - 1 - random.nextInt(1_000_000));
-          default -> List.of((int) day.toEpochDay(),
-              micros(day.atStartOfDay().plusDays(1)) + random.nextInt(1_000_000));
+          case 0 ->
+              List.of(
+                  (int) FIRST_DAY.plusDays(4 + random.nextInt(100)).toEpochDay(),
+                  micros(at(random.nextInt((int) end + 1))));
+          case 1 ->
+              List.of(
+                  (int) day.toEpochDay(),
+                  micros(day.atStartOfDay()) - 1 - random.nextInt(1_000_000));
+          default ->
+              List.of(
+                  (int) day.toEpochDay(),
+                  micros(day.atStartOfDay().plusDays(1)) + random.nextInt(1_000_000));
         };
       }
 
       @Override
       Expression slice(long from, long to) {
         LocalDate day = day(from);
-        return Expressions.and(Expressions.equal("day", (int) day.toEpochDay()),
-            Expressions.and(Expressions.greaterThanOrEqual("at", micros(at(from))),
+        return Expressions.and(
+            Expressions.equal("day", (int) day.toEpochDay()),
+            Expressions.and(
+                Expressions.greaterThanOrEqual("at", micros(at(from))),
                 Expressions.lessThan("at", micros(at(to)))));
       }
     };
 
-    static final Map<String, String> SMALL_ROW_GROUPS = Map.of(
-        "write.parquet.row-group-size-bytes", "2048",
-        "write.parquet.row-group-check-min-record-count", "16",
-        "write.parquet.row-group-check-max-record-count", "64");
+    static final Map<String, String> SMALL_ROW_GROUPS =
+        Map.of(
+            "write.parquet.row-group-size-bytes", "2048",
+            "write.parquet.row-group-check-min-record-count", "16",
+            "write.parquet.row-group-check-max-record-count", "64");
 
     /**
      * Small row groups over {@code pages}: each key space writes its files differently (page
@@ -375,8 +407,8 @@ class PointLookupLawTest {
     abstract List<Object> outOfRange(Random random, long end);
 
     /**
-     * A filter on the key columns, not aligned with the partitioning, that holds a few keys
-     * near {@code from} (those from {@code from} to {@code to - 1}, or a prefix's).
+     * A filter on the key columns, not aligned with the partitioning, that holds a few keys near
+     * {@code from} (those from {@code from} to {@code to - 1}, or a prefix's).
      */
     abstract Expression slice(long from, long to);
 
@@ -410,6 +442,7 @@ class PointLookupLawTest {
     final long snapshotId;
     final Map<List<String>, Map<String, List<String>>> rowsByColumns = new HashMap<>();
     final List<String> liveKeys = new ArrayList<>();
+
     /** Written ordinals whose key this snapshot does not hold, computed when first needed. */
     List<Long> notLive;
 
@@ -421,7 +454,8 @@ class PointLookupLawTest {
         Map<String, List<String>> byValues = new HashMap<>();
         for (Record row : rows) {
           if (columns.stream().allMatch(c -> row.getField(c) != null)) {
-            byValues.computeIfAbsent(IcebergReference.keyOf(row, columns), k -> new ArrayList<>())
+            byValues
+                .computeIfAbsent(IcebergReference.keyOf(row, columns), k -> new ArrayList<>())
                 .add(IcebergReference.canonical(row, table.schema()));
           }
         }
@@ -437,7 +471,13 @@ class PointLookupLawTest {
   }
 
   /** What a probe was meant to be, to show the probes cover every case. */
-  enum Kind { HIT, WRITTEN_NOT_LIVE, NEVER_WRITTEN, OUT_OF_RANGE, OTHER_COLUMNS }
+  enum Kind {
+    HIT,
+    WRITTEN_NOT_LIVE,
+    NEVER_WRITTEN,
+    OUT_OF_RANGE,
+    OTHER_COLUMNS
+  }
 
   // ---- histories ---------------------------------------------------------------------------
 
@@ -473,8 +513,11 @@ class PointLookupLawTest {
       this.seed = seed;
       this.random = new Random(seed * 31 + keys.ordinal());
       Schema schema = keys.schema();
-      var create = catalog.buildTable(ID, schema).withPartitionSpec(keys.spec(schema))
-          .withProperty("format-version", System.getProperty("skade.lookup.format", "2"));
+      var create =
+          catalog
+              .buildTable(ID, schema)
+              .withPartitionSpec(keys.spec(schema))
+              .withProperty("format-version", System.getProperty("skade.lookup.format", "2"));
       keys.properties().forEach(create::withProperty);
       this.table = create.create();
       this.schema = table.schema();
@@ -487,8 +530,14 @@ class PointLookupLawTest {
     }
 
     String context() {
-      return keys + ", seed " + seed + " (replay with -Dskade.lookup.seed=" + seed
-          + " -Dskade.lookup.keys=" + keys + ")";
+      return keys
+          + ", seed "
+          + seed
+          + " (replay with -Dskade.lookup.seed="
+          + seed
+          + " -Dskade.lookup.keys="
+          + keys
+          + ")";
     }
 
     void run(int snapshots, int latestPerCommit, int pinned) {
@@ -527,15 +576,14 @@ class PointLookupLawTest {
 
     // ---- probes ----------------------------------------------------------------------------
 
-    private void probeKey(PointLookup lookup, State state, Long pinned,
-        Map<Kind, Integer> counts) {
+    private void probeKey(PointLookup lookup, State state, Long pinned, Map<Kind, Integer> counts) {
       Kind kind;
       List<Object> values;
       int dice = random.nextInt(100);
       if (dice < 40 && !state.liveKeys.isEmpty()) {
         kind = Kind.HIT;
-        values = keys.key(ordinalOfKey.get(state.liveKeys.get(random.nextInt(
-            state.liveKeys.size()))));
+        values =
+            keys.key(ordinalOfKey.get(state.liveKeys.get(random.nextInt(state.liveKeys.size()))));
       } else if (dice < 60 && !notLive(state).isEmpty()) {
         kind = Kind.WRITTEN_NOT_LIVE;
         values = keys.key(notLive(state).get(random.nextInt(notLive(state).size())));
@@ -547,8 +595,12 @@ class PointLookupLawTest {
         values = keys.outOfRange(random, nextOrdinal);
       }
       List<String> expected = state.expected(keys.keyColumns, values);
-      assertThat(kind == Kind.HIT).as(() -> describe(state, pinned, keys.keyColumns, values)
-          + ": whether Iceberg has the key").isEqualTo(!expected.isEmpty());
+      assertThat(kind == Kind.HIT)
+          .as(
+              () ->
+                  describe(state, pinned, keys.keyColumns, values)
+                      + ": whether Iceberg has the key")
+          .isEqualTo(!expected.isEmpty());
       counts.merge(kind, 1, Integer::sum);
       check(lookup, state, pinned, keys.keyColumns, probeValues(values), expected);
     }
@@ -569,24 +621,26 @@ class PointLookupLawTest {
     private List<Long> notLive(State state) {
       if (state.notLive == null) {
         Set<String> live = new HashSet<>(state.liveKeys);
-        state.notLive = written.stream()
-            .filter(n -> !live.contains(IcebergReference.keyOf(keys.key(n)))).toList();
+        state.notLive =
+            written.stream()
+                .filter(n -> !live.contains(IcebergReference.keyOf(keys.key(n))))
+                .toList();
       }
       return state.notLive;
     }
 
-    private void probeOtherColumns(Table on, State state, Long pinned, int probes,
-        Map<Kind, Integer> counts) {
+    private void probeOtherColumns(
+        Table on, State state, Long pinned, int probes, Map<Kind, Integer> counts) {
       for (int p = 0; p < probes; p++) {
         List<String> columns = probedColumns.get(1 + random.nextInt(probedColumns.size() - 1));
         List<Object> values = new ArrayList<>();
         for (String column : columns) {
           if (column.equals("city")) {
-            values.add(random.nextInt(10) == 0 ? "Atlantis"
-                : CITIES.get(random.nextInt(CITIES.size())));
+            values.add(
+                random.nextInt(10) == 0 ? "Atlantis" : CITIES.get(random.nextInt(CITIES.size())));
           } else {
-            values.add(keys.key(random.nextInt((int) nextOrdinal))
-                .get(keys.keyColumns.indexOf(column)));
+            values.add(
+                keys.key(random.nextInt((int) nextOrdinal)).get(keys.keyColumns.indexOf(column)));
           }
         }
         PointLookup lookup = new PointLookup(on, columns, caches.caches(), counters);
@@ -597,8 +651,13 @@ class PointLookupLawTest {
       }
     }
 
-    private void check(PointLookup lookup, State state, Long pinned, List<String> columns,
-        List<Object> values, List<String> expected) {
+    private void check(
+        PointLookup lookup,
+        State state,
+        Long pinned,
+        List<String> columns,
+        List<Object> values,
+        List<String> expected) {
       long looking = System.nanoTime();
       List<Record> rows = lookup.lookup(pinned, values);
       lookupNanos += System.nanoTime() - looking;
@@ -607,42 +666,77 @@ class PointLookupLawTest {
       if (random.nextInt(FILTERED_READ_EVERY) == 0) {
         filteredReads++;
         long reading = System.nanoTime();
-        List<String> filtered = IcebergReference.rowsWith(table, state.snapshotId, columns,
-            values).stream().sorted().toList();
+        List<String> filtered =
+            IcebergReference.rowsWith(table, state.snapshotId, columns, values).stream()
+                .sorted()
+                .toList();
         filteredNanos += System.nanoTime() - reading;
-        assertThat(found).as(() -> describe(state, pinned, columns, values)
-            + ", against Iceberg's filtered read").isEqualTo(filtered);
+        assertThat(found)
+            .as(
+                () ->
+                    describe(state, pinned, columns, values) + ", against Iceberg's filtered read")
+            .isEqualTo(filtered);
       }
     }
 
     private String describe(State state, Long pinned, List<String> columns, List<?> values) {
-      return context() + ": probe " + columns + " = " + values + " at "
-          + (pinned == null ? "the latest snapshot" : "pinned snapshot") + " #" + state.index
-          + " (" + state.snapshotId + ", after " + operations.get(state.index) + ")";
+      return context()
+          + ": probe "
+          + columns
+          + " = "
+          + values
+          + " at "
+          + (pinned == null ? "the latest snapshot" : "pinned snapshot")
+          + " #"
+          + state.index
+          + " ("
+          + state.snapshotId
+          + ", after "
+          + operations.get(state.index)
+          + ")";
     }
 
     void report(long millis) {
       int latest = latestProbes.values().stream().mapToInt(Integer::intValue).sum();
       int pinned = pinnedProbes.values().stream().mapToInt(Integer::intValue).sum();
       LookupStats stats = counters.stats();
-      System.out.printf("%s: %d snapshots (%s); %d probes at the latest snapshot %s, %d at"
+      System.out.printf(
+          "%s: %d snapshots (%s); %d probes at the latest snapshot %s, %d at"
               + " pinned snapshots %s (%d by other columns found several rows), %d also against"
               + " Iceberg's filtered read; per probe"
               + " %.2f files read, %.2f opens, %.0f bytes, %.1f rows decoded; %d ms: %d writing,"
               + " %d reading snapshots with Iceberg, %d in Iceberg's filtered reads,"
               + " %d in lookups%n",
-          context(), states.size(), String.join(" ", operations), latest, latestProbes, pinned,
-          pinnedProbes, severalRows, filteredReads, stats.filesRead() / (double) stats.probes(),
+          context(),
+          states.size(),
+          String.join(" ", operations),
+          latest,
+          latestProbes,
+          pinned,
+          pinnedProbes,
+          severalRows,
+          filteredReads,
+          stats.filesRead() / (double) stats.probes(),
           stats.fileOpens() / (double) stats.probes(),
           stats.bytesRead() / (double) stats.probes(),
-          stats.rowsDecoded() / (double) stats.probes(), millis, writeNanos / 1_000_000,
-          referenceNanos / 1_000_000, filteredNanos / 1_000_000, lookupNanos / 1_000_000);
-      assertThat(severalRows).as("%s: probes by other columns that found several rows",
-          context()).isPositive();
+          stats.rowsDecoded() / (double) stats.probes(),
+          millis,
+          writeNanos / 1_000_000,
+          referenceNanos / 1_000_000,
+          filteredNanos / 1_000_000,
+          lookupNanos / 1_000_000);
+      assertThat(severalRows)
+          .as("%s: probes by other columns that found several rows", context())
+          .isPositive();
       for (Map<Kind, Integer> counts : List.of(latestProbes, pinnedProbes)) {
         for (Kind kind : Kind.values()) {
-          assertThat(counts.getOrDefault(kind, 0)).as("%s: %s probes of %s", context(), kind,
-              counts == latestProbes ? "the latest snapshots" : "pinned snapshots").isPositive();
+          assertThat(counts.getOrDefault(kind, 0))
+              .as(
+                  "%s: %s probes of %s",
+                  context(),
+                  kind,
+                  counts == latestProbes ? "the latest snapshots" : "pinned snapshots")
+              .isPositive();
         }
       }
     }
@@ -696,8 +790,8 @@ class PointLookupLawTest {
     private Record row(long n) {
       GenericRecord row = GenericRecord.create(schema);
       keys.setKey(row, n);
-      row.setField("city", random.nextInt(12) == 0 ? null
-          : CITIES.get(random.nextInt(CITIES.size())));
+      row.setField(
+          "city", random.nextInt(12) == 0 ? null : CITIES.get(random.nextInt(CITIES.size())));
       row.setField("amount", random.nextInt(20) == 0 ? null : random.nextInt(1_000));
       row.setField("note", "n" + random.nextInt(100_000));
       String key = IcebergReference.keyOf(keys.key(n));
@@ -712,8 +806,8 @@ class PointLookupLawTest {
     }
 
     /**
-     * Some live keys, mostly a run of neighbours (so the new file's bounds stay narrow),
-     * sometimes scattered over the table.
+     * Some live keys, mostly a run of neighbours (so the new file's bounds stay narrow), sometimes
+     * scattered over the table.
      */
     private List<Long> pickLive(int count) {
       List<Long> live = liveOrdinals();
@@ -807,8 +901,8 @@ class PointLookupLawTest {
 
     /**
      * An overwrite of the rows of one city within a slice of keys: the slice is not the
-     * partitioning, so files partly matching get position deletes. Most matching rows come
-     * back with new values; some are dropped.
+     * partitioning, so files partly matching get position deletes. Most matching rows come back
+     * with new values; some are dropped.
      */
     private void overwriteSlice() {
       long from = random.nextInt((int) nextOrdinal);
@@ -818,8 +912,7 @@ class PointLookupLawTest {
       List<Record> rows = new ArrayList<>();
       Evaluator exactly = new Evaluator(schema.asStruct(), filter);
       InternalRecordWrapper internal = new InternalRecordWrapper(schema.asStruct());
-      try (CloseableIterable<Record> matching =
-          IcebergGenerics.read(table).where(filter).build()) {
+      try (CloseableIterable<Record> matching = IcebergGenerics.read(table).where(filter).build()) {
         for (Record row : matching) {
           if (exactly.eval(internal.wrap(row)) && random.nextInt(4) > 0) {
             Record again = row.copy();
@@ -847,10 +940,11 @@ class PointLookupLawTest {
       }
       long base = table.currentSnapshot().snapshotId();
       List<Record> rows = IcebergReference.allRows(table, base);
-      table.newRewrite()
+      table
+          .newRewrite()
           .validateFromSnapshot(base)
-          .rewriteFiles(dataFiles, deleteFiles, new HashSet<>(writer.writeDataFiles(rows)),
-              Set.of())
+          .rewriteFiles(
+              dataFiles, deleteFiles, new HashSet<>(writer.writeDataFiles(rows)), Set.of())
           .commit();
       return true;
     }

@@ -27,17 +27,19 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * What a probe reads on a table laid out for lookups as skade creates keyed tables ({@link
  * PointLookup#LOOKUP_FILE_PROPERTIES}: small row groups, 250-row pages, sorted by the key, bloom
- * filters on it), by the lookup's counters: a page not read before costs one read call of at
- * most 24 KB on a file already open and decodes one page of rows, and a page read before
- * costs no read and no decoding. Expected rows come from Iceberg's reader.
+ * filters on it), by the lookup's counters: a page not read before costs one read call of at most
+ * 24 KB on a file already open and decodes one page of rows, and a page read before costs no read
+ * and no decoding. Expected rows come from Iceberg's reader.
  */
 class PointLookupPageReadsTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get()),
-          Types.NestedField.optional(3, "city", Types.StringType.get()),
-          Types.NestedField.optional(4, "score", Types.IntegerType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA =
+      new Schema(
+          List.of(
+              Types.NestedField.required(1, "id", Types.LongType.get()),
+              Types.NestedField.optional(2, "name", Types.StringType.get()),
+              Types.NestedField.optional(3, "city", Types.StringType.get()),
+              Types.NestedField.optional(4, "score", Types.IntegerType.get())),
+          Set.of(1));
   private static final int FILES = 4;
   private static final int ROWS_PER_FILE = 20_000;
   private static final int PAGE_ROWS = 250;
@@ -48,12 +50,15 @@ class PointLookupPageReadsTest {
 
   @BeforeEach
   void writeFourSortedFiles() {
-    table = catalog.get().buildTable(TableIdentifier.of("db", "dim"), SCHEMA)
-        .withSortOrder(SortOrder.builderFor(SCHEMA).asc("id").build())
-        .withProperty("format-version", "2")
-        .withProperty("write.parquet.bloom-filter-enabled.column.id", "true")
-        .withProperties(PointLookup.LOOKUP_FILE_PROPERTIES)
-        .create();
+    table =
+        catalog
+            .get()
+            .buildTable(TableIdentifier.of("db", "dim"), SCHEMA)
+            .withSortOrder(SortOrder.builderFor(SCHEMA).asc("id").build())
+            .withProperty("format-version", "2")
+            .withProperty("write.parquet.bloom-filter-enabled.column.id", "true")
+            .withProperties(PointLookup.LOOKUP_FILE_PROPERTIES)
+            .create();
     TableWriter writer = new TableWriter(table);
     for (int f = 0; f < FILES; f++) {
       List<Record> rows = new ArrayList<>();
@@ -84,14 +89,17 @@ class PointLookupPageReadsTest {
           assertThat(cold.fileOpens()).as("opens, key %s", key).isZero();
           assertThat(cold.readCalls()).as("read calls, key %s", key).isBetween(1L, 2L);
           assertThat(cold.bytesRead()).as("bytes, key %s", key).isBetween(1L, 24L << 10);
-          assertThat(cold.rowsDecoded()).as("rows decoded, key %s", key)
+          assertThat(cold.rowsDecoded())
+              .as("rows decoded, key %s", key)
               .isBetween(1L, (long) PAGE_ROWS);
 
           LookupStats warm = probe(lookup, key);
-          assertThat(warm).as("warm probe of key %s", key)
+          assertThat(warm)
+              .as("warm probe of key %s", key)
               .isEqualTo(new LookupStats(1, 0, 0, 0, 0, 1));
           LookupStats miss = probe(lookup, key + 1); // never written, inside the file's range
-          assertThat(miss.bytesRead() + miss.rowsDecoded()).as("miss %s", key + 1)
+          assertThat(miss.bytesRead() + miss.rowsDecoded())
+              .as("miss %s", key + 1)
               .isLessThanOrEqualTo(24L << 10);
         }
       }
@@ -113,29 +121,32 @@ class PointLookupPageReadsTest {
   void probesOnFourThreadsAtOnceOverColdCachesAreExact() throws Exception {
     Map<Long, List<String>> expected = new HashMap<>();
     for (Record row : IcebergReference.allRows(table, table.currentSnapshot().snapshotId())) {
-      expected.computeIfAbsent((Long) row.getField("id"), k -> new ArrayList<>())
+      expected
+          .computeIfAbsent((Long) row.getField("id"), k -> new ArrayList<>())
           .add(IcebergReference.canonical(row, SCHEMA));
     }
     // Every thread probes keys of the same pages, so they decode and fill the same pages.
-    PointLookup lookup = new PointLookup(table, List.of("id"), new LookupCaches(1L << 30),
-        counters);
+    PointLookup lookup =
+        new PointLookup(table, List.of("id"), new LookupCaches(1L << 30), counters);
     ExecutorService threads = Executors.newFixedThreadPool(4);
     try {
       List<Future<List<String>>> mismatches = new ArrayList<>();
       for (int t = 0; t < 4; t++) {
         Random random = new Random(t);
-        mismatches.add(threads.submit(() -> {
-          List<String> wrong = new ArrayList<>();
-          for (int i = 0; i < 3_000; i++) {
-            long key = random.nextInt(2 * FILES * ROWS_PER_FILE + 10) - 5;
-            List<String> rows = IcebergReference.sortedCanonical(
-                lookup.lookup(null, List.of(key)), SCHEMA);
-            if (!rows.equals(expected.getOrDefault(key, List.of()))) {
-              wrong.add(key + " -> " + rows);
-            }
-          }
-          return wrong;
-        }));
+        mismatches.add(
+            threads.submit(
+                () -> {
+                  List<String> wrong = new ArrayList<>();
+                  for (int i = 0; i < 3_000; i++) {
+                    long key = random.nextInt(2 * FILES * ROWS_PER_FILE + 10) - 5;
+                    List<String> rows =
+                        IcebergReference.sortedCanonical(lookup.lookup(null, List.of(key)), SCHEMA);
+                    if (!rows.equals(expected.getOrDefault(key, List.of()))) {
+                      wrong.add(key + " -> " + rows);
+                    }
+                  }
+                  return wrong;
+                }));
       }
       for (Future<List<String>> thread : mismatches) {
         assertThat(thread.get()).as("keys whose rows differ from Iceberg's").isEmpty();
@@ -154,9 +165,14 @@ class PointLookupPageReadsTest {
     LookupStats before = counters.stats();
     List<Record> found = lookup.lookup(null, List.of(key));
     LookupStats cost = counters.stats().minus(before);
-    assertThat(IcebergReference.sortedCanonical(found, SCHEMA)).as("rows of key %s", key)
-        .isEqualTo(IcebergReference.rowsWith(table, table.currentSnapshot().snapshotId(),
-            List.of("id"), List.of(key)).stream().sorted().toList());
+    assertThat(IcebergReference.sortedCanonical(found, SCHEMA))
+        .as("rows of key %s", key)
+        .isEqualTo(
+            IcebergReference.rowsWith(
+                    table, table.currentSnapshot().snapshotId(), List.of("id"), List.of(key))
+                .stream()
+                .sorted()
+                .toList());
     return cost;
   }
 }

@@ -32,17 +32,19 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * What a probe reads, by the lookup's counters (their change around one probe), on a table of
- * {@value #FILES} data files with disjoint, sorted id ranges, bloom filters on the id and small
- * row groups (several per file). File {@code f} holds the even ids {@code FIRST_ID + 2 *
- * (f * ROWS_PER_FILE + i)}, so odd ids inside a file's range were never written. Expected rows
- * come from Iceberg's reader.
+ * {@value #FILES} data files with disjoint, sorted id ranges, bloom filters on the id and small row
+ * groups (several per file). File {@code f} holds the even ids {@code FIRST_ID + 2 * (f *
+ * ROWS_PER_FILE + i)}, so odd ids inside a file's range were never written. Expected rows come from
+ * Iceberg's reader.
  */
 class PointLookupPruningTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get()),
-          Types.NestedField.optional(3, "payload", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA =
+      new Schema(
+          List.of(
+              Types.NestedField.required(1, "id", Types.LongType.get()),
+              Types.NestedField.optional(2, "name", Types.StringType.get()),
+              Types.NestedField.optional(3, "payload", Types.StringType.get())),
+          Set.of(1));
   private static final TableIdentifier ID = TableIdentifier.of("db", "ranges");
   private static final int FILES = 16;
   private static final int ROWS_PER_FILE = 2000;
@@ -58,13 +60,16 @@ class PointLookupPruningTest {
   @BeforeEach
   void writeSixteenFilesOfDisjointRanges() {
     caches = LookupCaches.acquire();
-    table = catalog.get().buildTable(ID, SCHEMA)
-        .withProperty("format-version", "2")
-        .withProperty("write.parquet.bloom-filter-enabled.column.id", "true")
-        // Sized for a file's keys: without it Parquet gives each row group a 1 MiB filter.
-        .withProperty("write.parquet.bloom-filter-ndv.column.id", String.valueOf(ROWS_PER_FILE))
-        .withProperty("write.parquet.row-group-size-bytes", "8192")
-        .create();
+    table =
+        catalog
+            .get()
+            .buildTable(ID, SCHEMA)
+            .withProperty("format-version", "2")
+            .withProperty("write.parquet.bloom-filter-enabled.column.id", "true")
+            // Sized for a file's keys: without it Parquet gives each row group a 1 MiB filter.
+            .withProperty("write.parquet.bloom-filter-ndv.column.id", String.valueOf(ROWS_PER_FILE))
+            .withProperty("write.parquet.row-group-size-bytes", "8192")
+            .create();
     writer = new TableWriter(table);
     for (int f = 0; f < FILES; f++) {
       List<Record> rows = new ArrayList<>();
@@ -89,9 +94,13 @@ class PointLookupPruningTest {
       List<BlockMetaData> rowGroups = rowGroups(file);
       assertThat(rowGroups).as("row groups of %s", file.location()).hasSizeGreaterThan(2);
       for (BlockMetaData rowGroup : rowGroups) {
-        ColumnChunkMetaData id = rowGroup.getColumns().stream()
-            .filter(c -> c.getPath().toDotString().equals("id")).findFirst().orElseThrow();
-        assertThat(id.getBloomFilterOffset()).as("bloom filter of id in %s", file.location())
+        ColumnChunkMetaData id =
+            rowGroup.getColumns().stream()
+                .filter(c -> c.getPath().toDotString().equals("id"))
+                .findFirst()
+                .orElseThrow();
+        assertThat(id.getBloomFilterOffset())
+            .as("bloom filter of id in %s", file.location())
             .isGreaterThanOrEqualTo(0);
       }
     }
@@ -100,11 +109,16 @@ class PointLookupPruningTest {
   @Test
   void aKeyBeyondEveryFilesBoundsReadsNoDataFile() {
     lookup.lookup(null, List.of(idAt(3, 7))); // warm: the snapshot's files are planned
-    for (long key : List.of(idAt(FILES - 1, ROWS_PER_FILE - 1) + 2, idAt(FILES, 500),
-        FIRST_ID - 1, -5L, Long.MAX_VALUE, Long.MIN_VALUE)) {
+    for (long key :
+        List.of(
+            idAt(FILES - 1, ROWS_PER_FILE - 1) + 2,
+            idAt(FILES, 500),
+            FIRST_ID - 1,
+            -5L,
+            Long.MAX_VALUE,
+            Long.MIN_VALUE)) {
       LookupStats cost = probe(key, List.of());
-      assertThat(cost).as("key %s", key)
-          .isEqualTo(new LookupStats(1, 0, 0, 0, 0, 0));
+      assertThat(cost).as("key %s", key).isEqualTo(new LookupStats(1, 0, 0, 0, 0, 0));
     }
   }
 
@@ -127,15 +141,16 @@ class PointLookupPruningTest {
     lookup.lookup(null, List.of(idAt(3, 7)));
     for (int f : List.of(0, 9, FILES - 1)) {
       DataFile file = fileHolding(idAt(f, 0));
-      long largestRowGroup = rowGroups(file).stream()
-          .mapToLong(BlockMetaData::getRowCount).max().orElseThrow();
+      long largestRowGroup =
+          rowGroups(file).stream().mapToLong(BlockMetaData::getRowCount).max().orElseThrow();
       assertThat(largestRowGroup).isLessThan(ROWS_PER_FILE);
       for (int i : rowGroupEdges(file)) {
         long key = idAt(f, i);
         LookupStats cost = probe(key, List.of(canonical(row(key, "v1"))));
         assertThat(cost.filesRead()).as("files read for key %s", key).isEqualTo(1);
         // Zero when an earlier probe decoded the key's pages: they are cached decoded.
-        assertThat(cost.rowsDecoded()).as("rows decoded for key %s", key)
+        assertThat(cost.rowsDecoded())
+            .as("rows decoded for key %s", key)
             .isBetween(0L, largestRowGroup);
       }
     }
@@ -168,9 +183,11 @@ class PointLookupPruningTest {
     writer.upsert(List.of(row(key, "v2")));
     PointLookup latest = new PointLookup(table, List.of("id"), caches.caches(), counters);
 
-    assertThat(lookupRows(latest, null, key)).containsExactly(canonical(row(key, "v2")))
+    assertThat(lookupRows(latest, null, key))
+        .containsExactly(canonical(row(key, "v2")))
         .isEqualTo(reference(table.currentSnapshot().snapshotId(), key));
-    assertThat(lookupRows(latest, before, key)).containsExactly(canonical(row(key, "v1")))
+    assertThat(lookupRows(latest, before, key))
+        .containsExactly(canonical(row(key, "v1")))
         .isEqualTo(reference(before, key));
     // The neighbours in the same row group are untouched.
     assertThat(lookupRows(latest, null, key + 2)).containsExactly(canonical(row(key + 2, "v1")));
@@ -224,14 +241,15 @@ class PointLookupPruningTest {
   }
 
   /**
-   * One probe of {@code key} at the table's current snapshot: asserts its rows are {@code
-   * expected} and Iceberg's, and returns what it cost.
+   * One probe of {@code key} at the table's current snapshot: asserts its rows are {@code expected}
+   * and Iceberg's, and returns what it cost.
    */
   private LookupStats probe(long key, List<String> expected) {
     LookupStats before = counters.stats();
     List<Record> found = lookup.lookup(null, List.of(key));
     LookupStats cost = counters.stats().minus(before);
-    assertThat(IcebergReference.sortedCanonical(found, SCHEMA)).as("rows of key %s", key)
+    assertThat(IcebergReference.sortedCanonical(found, SCHEMA))
+        .as("rows of key %s", key)
         .isEqualTo(expected)
         .isEqualTo(reference(table.currentSnapshot().snapshotId(), key));
     return cost;
@@ -247,9 +265,15 @@ class PointLookupPruningTest {
 
   private static String perProbe(LookupStats total) {
     double n = total.probes();
-    return String.format("bytesRead=%.1f readCalls=%.1f fileOpens=%.2f rowsDecoded=%.1f"
-            + " filesRead=%.2f (over %d probes)", total.bytesRead() / n, total.readCalls() / n,
-        total.fileOpens() / n, total.rowsDecoded() / n, total.filesRead() / n, total.probes());
+    return String.format(
+        "bytesRead=%.1f readCalls=%.1f fileOpens=%.2f rowsDecoded=%.1f"
+            + " filesRead=%.2f (over %d probes)",
+        total.bytesRead() / n,
+        total.readCalls() / n,
+        total.fileOpens() / n,
+        total.rowsDecoded() / n,
+        total.filesRead() / n,
+        total.probes());
   }
 
   private static List<String> lookupRows(PointLookup lookup, Long snapshotId, long key) {
@@ -258,7 +282,8 @@ class PointLookupPruningTest {
 
   private List<String> reference(long snapshotId, long key) {
     return IcebergReference.rowsWith(table, snapshotId, List.of("id"), List.of(key)).stream()
-        .sorted().toList();
+        .sorted()
+        .toList();
   }
 
   private List<DataFile> dataFiles() {
@@ -275,10 +300,14 @@ class PointLookupPruningTest {
   private DataFile fileHolding(long key) {
     List<DataFile> holding = new ArrayList<>();
     for (DataFile file : dataFiles()) {
-      long lower = (Long) org.apache.iceberg.types.Conversions.fromByteBuffer(
-          Types.LongType.get(), file.lowerBounds().get(1));
-      long upper = (Long) org.apache.iceberg.types.Conversions.fromByteBuffer(
-          Types.LongType.get(), file.upperBounds().get(1));
+      long lower =
+          (Long)
+              org.apache.iceberg.types.Conversions.fromByteBuffer(
+                  Types.LongType.get(), file.lowerBounds().get(1));
+      long upper =
+          (Long)
+              org.apache.iceberg.types.Conversions.fromByteBuffer(
+                  Types.LongType.get(), file.upperBounds().get(1));
       if (lower <= key && key <= upper) {
         holding.add(file);
       }
@@ -289,8 +318,9 @@ class PointLookupPruningTest {
 
   /** The row groups of a data file, from its Parquet footer. */
   private static List<BlockMetaData> rowGroups(DataFile file) {
-    try (ParquetFileReader reader = ParquetFileReader.open(
-        HadoopInputFile.fromPath(new Path(file.location()), new Configuration()))) {
+    try (ParquetFileReader reader =
+        ParquetFileReader.open(
+            HadoopInputFile.fromPath(new Path(file.location()), new Configuration()))) {
       return reader.getFooter().getBlocks();
     } catch (IOException e) {
       throw new UncheckedIOException(e);

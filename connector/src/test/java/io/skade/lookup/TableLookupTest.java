@@ -42,28 +42,32 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * The engine of lookup joins without Flink: a lookup returns exactly the rows of its key that
- * its filter keeps at the latest commit, in every caching mode, as the table changes under it
- * (expected rows: Iceberg's reader and Iceberg's evaluator of the filter); I/O failures are
- * retried with backoff, other failures are not.
+ * The engine of lookup joins without Flink: a lookup returns exactly the rows of its key that its
+ * filter keeps at the latest commit, in every caching mode, as the table changes under it (expected
+ * rows: Iceberg's reader and Iceberg's evaluator of the filter); I/O failures are retried with
+ * backoff, other failures are not.
  */
 class TableLookupTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "city", Types.StringType.get()),
-          Types.NestedField.optional(3, "score", Types.IntegerType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA =
+      new Schema(
+          List.of(
+              Types.NestedField.required(1, "id", Types.LongType.get()),
+              Types.NestedField.optional(2, "city", Types.StringType.get()),
+              Types.NestedField.optional(3, "score", Types.IntegerType.get())),
+          Set.of(1));
   private static final TableIdentifier ID = TableIdentifier.of("db", "people");
   private static final List<String> CITIES = List.of("Oslo", "Bergen", "Tromsø");
-  private static final List<Expression> FILTERS = List.of(
-      Expressions.alwaysTrue(),
-      Expressions.and(Expressions.notNull("city"), Expressions.equal("city", "Oslo")),
-      Expressions.and(Expressions.notNull("score"), Expressions.greaterThanOrEqual("score", 5)),
-      Expressions.isNull("score"),
-      Expressions.or(
-          Expressions.and(Expressions.notNull("city"), Expressions.notEqual("city", "Oslo")),
-          Expressions.and(Expressions.notNull("score"), Expressions.lessThan("score", 2))));
+  private static final List<Expression> FILTERS =
+      List.of(
+          Expressions.alwaysTrue(),
+          Expressions.and(Expressions.notNull("city"), Expressions.equal("city", "Oslo")),
+          Expressions.and(Expressions.notNull("score"), Expressions.greaterThanOrEqual("score", 5)),
+          Expressions.isNull("score"),
+          Expressions.or(
+              Expressions.and(Expressions.notNull("city"), Expressions.notEqual("city", "Oslo")),
+              Expressions.and(Expressions.notNull("score"), Expressions.lessThan("score", 2))));
   private static final int KEYS = 12;
+
   /** Keys appended later start here. */
   private static final int NEW_KEYS = 1000;
 
@@ -121,20 +125,20 @@ class TableLookupTest {
   }
 
   /**
-   * A lookup by a double column compares as SQL does: 0.0 equals -0.0 (which files store and
-   * order apart), NaN equals nothing; the expected rows are those Java's {@code ==} on doubles
-   * (SQL's {@code =}) keeps.
+   * A lookup by a double column compares as SQL does: 0.0 equals -0.0 (which files store and order
+   * apart), NaN equals nothing; the expected rows are those Java's {@code ==} on doubles (SQL's
+   * {@code =}) keeps.
    */
   @ParameterizedTest(name = "{0}")
   @EnumSource(TableLookup.Caching.class)
   void aLookupByADoubleColumnTakesBothZerosAndNaNForNothing(TableLookup.Caching caching)
       throws IOException {
-    Schema schema = new Schema(
-        Types.NestedField.required(1, "id", Types.LongType.get()),
-        Types.NestedField.optional(2, "ratio", Types.DoubleType.get()));
+    Schema schema =
+        new Schema(
+            Types.NestedField.required(1, "id", Types.LongType.get()),
+            Types.NestedField.optional(2, "ratio", Types.DoubleType.get()));
     TableIdentifier id = TableIdentifier.of("db", "ratios");
-    Table table = catalog.get().buildTable(id, schema).withProperty("format-version", "2")
-        .create();
+    Table table = catalog.get().buildTable(id, schema).withProperty("format-version", "2").create();
     double[] ratios = {0.0, -0.0, Double.NaN, 1.5, -0.0, Double.NaN};
     List<Record> rows = new ArrayList<>();
     for (int i = 0; i < ratios.length; i++) {
@@ -145,10 +149,20 @@ class TableLookupTest {
     }
     new TableWriter(table).append(rows.subList(0, 3));
     new TableWriter(table).append(rows.subList(3, 6)); // two files
-    TableLookup<Record> lookup = new TableLookup<>(CatalogConnection.of(catalog.get()), id,
-        new TableLookup.Settings(List.of("ratio"), null, Duration.ofHours(1), caching,
-            caching == TableLookup.Caching.ROWS ? 100 : 0, Expressions.alwaysTrue(), 0),
-        caches.caches(), t -> Function.identity());
+    TableLookup<Record> lookup =
+        new TableLookup<>(
+            CatalogConnection.of(catalog.get()),
+            id,
+            new TableLookup.Settings(
+                List.of("ratio"),
+                null,
+                Duration.ofHours(1),
+                caching,
+                caching == TableLookup.Caching.ROWS ? 100 : 0,
+                Expressions.alwaysTrue(),
+                0),
+            caches.caches(),
+            t -> Function.identity());
 
     for (double probe : new double[] {0.0, -0.0, Double.NaN, 1.5, 2.0}) {
       List<Long> expected = new ArrayList<>();
@@ -166,13 +180,17 @@ class TableLookupTest {
   }
 
   /**
-   * Lookups on several threads decode pages of one file at once, dictionary-encoded strings
-   * among them, and each still returns the row Iceberg's reader has for its key.
+   * Lookups on several threads decode pages of one file at once, dictionary-encoded strings among
+   * them, and each still returns the row Iceberg's reader has for its key.
    */
   @Test
   void concurrentLookupsOfOneFileReturnTheRowsThatIcebergReads() throws Exception {
-    catalog.get().loadTable(ID).updateProperties()
-        .set("write.parquet.page-row-limit", "100").commit(); // many pages to decode
+    catalog
+        .get()
+        .loadTable(ID)
+        .updateProperties()
+        .set("write.parquet.page-row-limit", "100")
+        .commit(); // many pages to decode
     List<Record> rows = new ArrayList<>();
     for (long key = 0; key < 20_000; key++) {
       rows.add(row(key, CITIES.get((int) (key % 3)) + "-" + (key % 17), (int) (key % 8)));
@@ -181,29 +199,37 @@ class TableLookupTest {
     Table written = catalog.get().loadTable(ID);
     Map<Long, List<String>> expected = new HashMap<>();
     for (Record row : IcebergReference.allRows(written, written.currentSnapshot().snapshotId())) {
-      expected.computeIfAbsent((Long) row.getField("id"), k -> new ArrayList<>())
+      expected
+          .computeIfAbsent((Long) row.getField("id"), k -> new ArrayList<>())
           .add(IcebergReference.canonical(row, SCHEMA));
     }
     for (int round = 0; round < 3; round++) {
       // Caches of its own: every page is decoded anew.
-      TableLookup<Record> lookup = new TableLookup<>(CatalogConnection.of(catalog.get()), ID,
-          settings(TableLookup.Caching.PROBE, Expressions.alwaysTrue(), 0),
-          new LookupCaches(LookupCaches.DEFAULT_MAX_BYTES), t -> Function.identity());
+      TableLookup<Record> lookup =
+          new TableLookup<>(
+              CatalogConnection.of(catalog.get()),
+              ID,
+              settings(TableLookup.Caching.PROBE, Expressions.alwaysTrue(), 0),
+              new LookupCaches(LookupCaches.DEFAULT_MAX_BYTES),
+              t -> Function.identity());
       ExecutorService pool = Executors.newFixedThreadPool(4);
       try {
         List<Future<List<String>>> probes = new ArrayList<>();
         for (int thread = 0; thread < 4; thread++) {
           long first = thread * 5_000L;
-          probes.add(pool.submit(() -> {
-            List<String> mismatches = new ArrayList<>();
-            for (long key = first; key < first + 5_000; key += 7) {
-              List<String> found = lookup(lookup, key);
-              if (!found.equals(expected.get(key))) {
-                mismatches.add("key " + key + ": " + found + " instead of " + expected.get(key));
-              }
-            }
-            return mismatches;
-          }));
+          probes.add(
+              pool.submit(
+                  () -> {
+                    List<String> mismatches = new ArrayList<>();
+                    for (long key = first; key < first + 5_000; key += 7) {
+                      List<String> found = lookup(lookup, key);
+                      if (!found.equals(expected.get(key))) {
+                        mismatches.add(
+                            "key " + key + ": " + found + " instead of " + expected.get(key));
+                      }
+                    }
+                    return mismatches;
+                  }));
         }
         for (Future<List<String>> probe : probes) {
           assertThat(probe.get()).as("round %s", round).isEmpty();
@@ -217,21 +243,24 @@ class TableLookupTest {
   @Test
   void aLookupWhoseFileComesBackDuringItsRetriesSucceeds() throws Exception {
     writer.append(List.of(row(1, "Oslo", 3)));
-    TableLookup<Record> lookup = lookup(settings(TableLookup.Caching.PROBE,
-        Expressions.alwaysTrue(), 6));
+    TableLookup<Record> lookup =
+        lookup(settings(TableLookup.Caching.PROBE, Expressions.alwaysTrue(), 6));
     Path file = onlyDataFile();
     Path aside = file.resolveSibling("aside.parquet");
     Files.move(file, aside);
 
-    Thread restore = new Thread(() -> {
-      Awaitility.await().atMost(Duration.ofSeconds(30))
-          .until(() -> lookup.stats().probes() >= 2); // the first retry failed too
-      try {
-        Files.move(aside, file);
-      } catch (IOException e) {
-        throw new IllegalStateException(e);
-      }
-    });
+    Thread restore =
+        new Thread(
+            () -> {
+              Awaitility.await()
+                  .atMost(Duration.ofSeconds(30))
+                  .until(() -> lookup.stats().probes() >= 2); // the first retry failed too
+              try {
+                Files.move(aside, file);
+              } catch (IOException e) {
+                throw new IllegalStateException(e);
+              }
+            });
     restore.start();
     List<Record> rows = lookup.lookup(List.of(1L));
     restore.join();
@@ -243,8 +272,8 @@ class TableLookupTest {
   @Test
   void aLookupWhoseFileStaysGoneFailsAfterItsRetriesNamingTheTableAndKey() throws Exception {
     writer.append(List.of(row(1, "Oslo", 3)));
-    TableLookup<Record> lookup = lookup(settings(TableLookup.Caching.PROBE,
-        Expressions.alwaysTrue(), 2));
+    TableLookup<Record> lookup =
+        lookup(settings(TableLookup.Caching.PROBE, Expressions.alwaysTrue(), 2));
     Files.delete(onlyDataFile());
 
     assertThatThrownBy(() -> lookup.lookup(List.of(1L)))
@@ -258,8 +287,8 @@ class TableLookupTest {
   @Test
   void aLookupThatCannotHealFailsAtItsFirstAttempt() {
     writer.append(List.of(row(1, "Oslo", 3)));
-    TableLookup<Record> lookup = lookup(settings(TableLookup.Caching.PROBE,
-        Expressions.alwaysTrue(), 5));
+    TableLookup<Record> lookup =
+        lookup(settings(TableLookup.Caching.PROBE, Expressions.alwaysTrue(), 5));
 
     assertThatThrownBy(() -> lookup.lookup(List.of(1L, 2L)))
         .isInstanceOf(IllegalArgumentException.class)
@@ -271,22 +300,33 @@ class TableLookupTest {
   void aFilterOnAColumnTheTableLacksFailsWhenTheLookupIsMade() {
     writer.append(List.of(row(1, "Oslo", 3)));
 
-    assertThatThrownBy(() -> lookup(settings(TableLookup.Caching.PROBE,
-        Expressions.equal("country", "NO"), 0)))
+    assertThatThrownBy(
+            () ->
+                lookup(settings(TableLookup.Caching.PROBE, Expressions.equal("country", "NO"), 0)))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("country")
         .hasMessageContaining("[id, city, score]");
   }
 
   private TableLookup<Record> lookup(TableLookup.Settings settings) {
-    return new TableLookup<>(CatalogConnection.of(catalog.get()), ID, settings, caches.caches(),
+    return new TableLookup<>(
+        CatalogConnection.of(catalog.get()),
+        ID,
+        settings,
+        caches.caches(),
         table -> Function.identity());
   }
 
-  private static TableLookup.Settings settings(TableLookup.Caching caching, Expression filter,
-      int retries) {
-    return new TableLookup.Settings(List.of("id"), null, Duration.ofHours(1), caching,
-        caching == TableLookup.Caching.ROWS ? 100 : 0, filter, retries);
+  private static TableLookup.Settings settings(
+      TableLookup.Caching caching, Expression filter, int retries) {
+    return new TableLookup.Settings(
+        List.of("id"),
+        null,
+        Duration.ofHours(1),
+        caching,
+        caching == TableLookup.Caching.ROWS ? 100 : 0,
+        filter,
+        retries);
   }
 
   private static List<String> lookup(TableLookup<Record> lookup, long key) {
@@ -301,9 +341,10 @@ class TableLookupTest {
   private static List<String> expected(List<Record> all, Expression filter, long key) {
     Evaluator keeps = new Evaluator(SCHEMA.asStruct(), filter, false);
     InternalRecordWrapper internal = new InternalRecordWrapper(SCHEMA.asStruct());
-    List<Record> kept = all.stream()
-        .filter(row -> row.getField("id").equals(key) && keeps.eval(internal.wrap(row)))
-        .toList();
+    List<Record> kept =
+        all.stream()
+            .filter(row -> row.getField("id").equals(key) && keeps.eval(internal.wrap(row)))
+            .toList();
     return IcebergReference.sortedCanonical(kept, SCHEMA);
   }
 
@@ -314,16 +355,19 @@ class TableLookupTest {
       tasks.forEach(all::add);
       assertThat(all).hasSize(1);
       // Read as Iceberg's Hadoop file IO reads a location: never percent-decoded.
-      return Paths.get(new org.apache.hadoop.fs.Path(all.get(0).file().location()).toUri()
-          .getPath());
+      return Paths.get(
+          new org.apache.hadoop.fs.Path(all.get(0).file().location()).toUri().getPath());
     }
   }
 
   private static List<Record> rows(Random random, int firstKey, int count) {
     List<Record> rows = new ArrayList<>();
     for (int key = firstKey; key < firstKey + count; key++) {
-      rows.add(row(key, random.nextInt(5) == 0 ? null : CITIES.get(random.nextInt(3)),
-          random.nextInt(5) == 0 ? null : random.nextInt(8)));
+      rows.add(
+          row(
+              key,
+              random.nextInt(5) == 0 ? null : CITIES.get(random.nextInt(3)),
+              random.nextInt(5) == 0 ? null : random.nextInt(8)));
     }
     return rows;
   }

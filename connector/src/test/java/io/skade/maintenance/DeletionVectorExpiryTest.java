@@ -31,12 +31,12 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Snapshot expiry on format v3, where one Puffin file holds the deletion vectors of several data
- * files. A commit that replaces one of those vectors (a new delete merged into it, or a rewrite
- * of its data file) removes only that vector's entry; the others in the file stay live. When the
+ * files. A commit that replaces one of those vectors (a new delete merged into it, or a rewrite of
+ * its data file) removes only that vector's entry; the others in the file stay live. When the
  * snapshot of that removal expires, Iceberg's incremental cleanup deletes every file a removed
- * entry names, by path, so the Puffin file goes while a live snapshot still reads vectors in it.
- * A {@link MaintainedTable}'s expiry keeps such a file, and still deletes it once no live vector
- * is left in it.
+ * entry names, by path, so the Puffin file goes while a live snapshot still reads vectors in it. A
+ * {@link MaintainedTable}'s expiry keeps such a file, and still deletes it once no live vector is
+ * left in it.
  *
  * <p>Each history: data files A and B; one commit deletes a row of each, so one Puffin file holds
  * both vectors; A's vector is replaced; one more append; then every snapshot but the current one
@@ -53,9 +53,13 @@ class DeletionVectorExpiryTest {
 
   @BeforeEach
   void sharedPuffinFile() {
-    table = new HadoopTables(new Configuration()).create(KeyValue.SCHEMA,
-        PartitionSpec.unpartitioned(), Map.of("format-version", "3"),
-        warehouse.resolve("t").toString());
+    table =
+        new HadoopTables(new Configuration())
+            .create(
+                KeyValue.SCHEMA,
+                PartitionSpec.unpartitioned(),
+                Map.of("format-version", "3"),
+                warehouse.resolve("t").toString());
     writer = new TableWriter(table);
     a = Iterables.getOnlyElement(writer.append(rows(1, 2, 3)).addedDataFiles(table.io()));
     b = Iterables.getOnlyElement(writer.append(rows(4, 5, 6)).addedDataFiles(table.io()));
@@ -65,7 +69,9 @@ class DeletionVectorExpiryTest {
     List<DeleteFile> vectors = new ArrayList<>();
     writer.deletePositions(positions).addedDeleteFiles(table.io()).forEach(vectors::add);
     assertThat(vectors).as("one vector per data file").hasSize(2);
-    assertThat(vectors).extracting(DeleteFile::location).as("in one Puffin file")
+    assertThat(vectors)
+        .extracting(DeleteFile::location)
+        .as("in one Puffin file")
         .containsOnly(vectors.get(0).location());
     shared = vectors.get(0).location();
   }
@@ -89,26 +95,33 @@ class DeletionVectorExpiryTest {
     // A rewrite of A (as a compaction commits it) drops A's vector with A.
     Snapshot start = table.currentSnapshot();
     DataFile rewritten = Iterables.getOnlyElement(writer.writeDataFiles(rows(2, 3)));
-    MaintainedTable.of(table, List::of).newRewrite()
+    MaintainedTable.of(table, List::of)
+        .newRewrite()
         .validateFromSnapshot(start.snapshotId())
         .rewriteFiles(Set.of(a), Set.of(rewritten), start.sequenceNumber())
         .commit();
     assertThat(table.currentSnapshot().removedDeleteFiles(table.io()))
-        .extracting(DeleteFile::location).containsExactly(shared);
+        .extracting(DeleteFile::location)
+        .containsExactly(shared);
     writer.append(rows(7));
 
     // Through a caller's delete function too (Iceberg's Flink expiry passes its own).
     List<String> deleted = new ArrayList<>();
-    MaintainedTable.of(table, List::of).expireSnapshots()
-        .expireOlderThan(Long.MAX_VALUE).retainLast(1)
-        .deleteWith(path -> {
-          deleted.add(path);
-          table.io().deleteFile(path);
-        })
+    MaintainedTable.of(table, List::of)
+        .expireSnapshots()
+        .expireOlderThan(Long.MAX_VALUE)
+        .retainLast(1)
+        .deleteWith(
+            path -> {
+              deleted.add(path);
+              table.io().deleteFile(path);
+            })
         .commit();
     table.refresh();
 
-    assertThat(deleted).as("the rewritten data file goes").contains(a.location())
+    assertThat(deleted)
+        .as("the rewritten data file goes")
+        .contains(a.location())
         .doesNotContain(shared);
     assertThat(Files.exists(Path.of(shared))).as("Puffin file holding B's live vector").isTrue();
     assertThat(ids()).containsExactlyInAnyOrder(2L, 3L, 5L, 6L, 7L);
@@ -143,7 +156,8 @@ class DeletionVectorExpiryTest {
 
     assertThat(liveVectorFiles()).contains(shared);
     assertThat(Files.exists(Path.of(shared))).isFalse();
-    assertThatThrownBy(this::ids).isInstanceOf(NotFoundException.class)
+    assertThatThrownBy(this::ids)
+        .isInstanceOf(NotFoundException.class)
         .hasMessageContaining(shared);
   }
 

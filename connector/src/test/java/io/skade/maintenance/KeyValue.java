@@ -33,9 +33,11 @@ final class KeyValue {
   /** The rows of one data file of a table of this shape, in the file's order. */
   static List<Record> fileRows(Table table, DataFile file) throws IOException {
     List<Record> rows = new ArrayList<>();
-    try (CloseableIterable<Record> records = Parquet.read(table.io().newInputFile(
-        file.location())).project(SCHEMA).createReaderFunc(fileSchema ->
-            GenericParquetReaders.buildReader(SCHEMA, fileSchema)).build()) {
+    try (CloseableIterable<Record> records =
+        Parquet.read(table.io().newInputFile(file.location()))
+            .project(SCHEMA)
+            .createReaderFunc(fileSchema -> GenericParquetReaders.buildReader(SCHEMA, fileSchema))
+            .build()) {
       records.forEach(r -> rows.add(r.copy()));
     }
     return rows;

@@ -1,9 +1,9 @@
 package io.skade.maintenance;
 
-import static org.assertj.core.api.Assertions.assertThat;
 import static io.skade.maintenance.KeyValue.SCHEMA;
 import static io.skade.maintenance.KeyValue.env;
 import static io.skade.maintenance.KeyValue.row;
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
@@ -35,8 +35,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The catalog is the lock of table maintenance across jobs: while another holder has a table's
- * maintenance lock, neither a compaction call nor a streaming sink's maintenance touches the
- * table; once it is released, both do.
+ * maintenance lock, neither a compaction call nor a streaming sink's maintenance touches the table;
+ * once it is released, both do.
  */
 class MaintenanceLockTest {
   private static final TableIdentifier ORDERS = TableIdentifier.of("db", "orders");
@@ -73,17 +73,25 @@ class MaintenanceLockTest {
     assertThat(catalog.get().tryLock(ORDERS, LOCK, "another job", Duration.ofHours(1))).isTrue();
     JobClient job = startWriter();
     try {
-      await("commits of the writer while the lock is held").atMost(Duration.ofSeconds(90))
+      await("commits of the writer while the lock is held")
+          .atMost(Duration.ofSeconds(90))
           .until(() -> snapshots(orders).size() >= 12);
-      assertThat(snapshots(orders)).as("compactions while another job holds the table")
+      assertThat(snapshots(orders))
+          .as("compactions while another job holds the table")
           .noneMatch(s -> DataOperations.REPLACE.equals(s.operation()));
 
       assertThat(catalog.get().unlock(ORDERS, LOCK, "another job")).isTrue();
-      await("a compaction once the lock is free").atMost(Duration.ofSeconds(60))
-          .until(() -> snapshots(orders).stream()
-              .anyMatch(s -> DataOperations.REPLACE.equals(s.operation())));
-      Snapshot compaction = snapshots(orders).stream()
-          .filter(s -> DataOperations.REPLACE.equals(s.operation())).findFirst().orElseThrow();
+      await("a compaction once the lock is free")
+          .atMost(Duration.ofSeconds(60))
+          .until(
+              () ->
+                  snapshots(orders).stream()
+                      .anyMatch(s -> DataOperations.REPLACE.equals(s.operation())));
+      Snapshot compaction =
+          snapshots(orders).stream()
+              .filter(s -> DataOperations.REPLACE.equals(s.operation()))
+              .findFirst()
+              .orElseThrow();
       for (DataFile file : compaction.addedDataFiles(orders.io())) {
         assertThat(KeyValue.fileKeys(orders, file))
             .as("%s, written by the sink's compaction, is in key order", file.location())
@@ -102,11 +110,16 @@ class MaintenanceLockTest {
     env.setParallelism(2);
     env.fromSequence(1, Long.MAX_VALUE)
         .map(MaintenanceLockTest::upsert, InternalTypeInfo.of(FlinkSchemaUtil.convert(SCHEMA)))
-        .sinkTo(SkadeSink.builder().catalogProperties(catalog.properties()).table("db.orders")
-            .upsertKey(List.of("id"))
-            .maintenance(SinkMaintenance.defaults().withCompaction(2, 2)
-                .withInterval(Duration.ofMillis(200)))
-            .build());
+        .sinkTo(
+            SkadeSink.builder()
+                .catalogProperties(catalog.properties())
+                .table("db.orders")
+                .upsertKey(List.of("id"))
+                .maintenance(
+                    SinkMaintenance.defaults()
+                        .withCompaction(2, 2)
+                        .withInterval(Duration.ofMillis(200)))
+                .build());
     return env.executeAsync("orders writer");
   }
 
@@ -119,5 +132,4 @@ class MaintenanceLockTest {
     table.refresh();
     return StreamSupport.stream(table.snapshots().spliterator(), false).toList();
   }
-
 }

@@ -1,9 +1,9 @@
 package io.skade.maintenance;
 
-import static org.assertj.core.api.Assertions.assertThat;
 import static io.skade.maintenance.KeyValue.SCHEMA;
 import static io.skade.maintenance.KeyValue.env;
 import static io.skade.maintenance.KeyValue.row;
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.skade.catalog.CommitEvent;
@@ -44,11 +44,11 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Orphan cleanup by Iceberg's own Flink operators ({@link OrphanFileRemoval}) deletes exactly the
- * files nothing can read any more, on a table where every file is old enough to be taken:
- * a file written for a commit that never came, a stray manifest, and the metadata files of
- * commits whose snapshots are expired. It keeps every file of every live snapshot, a file of a
- * commit still in flight, and the metadata file of every logged commit a lagging changelog reader
- * may still plan from, although Iceberg's metadata log (here 2 long) has forgotten it.
+ * files nothing can read any more, on a table where every file is old enough to be taken: a file
+ * written for a commit that never came, a stray manifest, and the metadata files of commits whose
+ * snapshots are expired. It keeps every file of every live snapshot, a file of a commit still in
+ * flight, and the metadata file of every logged commit a lagging changelog reader may still plan
+ * from, although Iceberg's metadata log (here 2 long) has forgotten it.
  */
 class OrphanFileRemovalTest {
   private static final TableIdentifier TABLE = TableIdentifier.of("db", "aged");
@@ -60,8 +60,11 @@ class OrphanFileRemovalTest {
   @Test
   void deletesWhatNothingReadsAndKeepsWhatLiveSnapshotsInFlightCommitsAndTheLogReference()
       throws Exception {
-    Table table = catalog.get().createTable(TABLE, SCHEMA, null,
-        Map.of(TableProperties.METADATA_PREVIOUS_VERSIONS_MAX, "2"));
+    Table table =
+        catalog
+            .get()
+            .createTable(
+                TABLE, SCHEMA, null, Map.of(TableProperties.METADATA_PREVIOUS_VERSIONS_MAX, "2"));
     TableWriter writer = new TableWriter(table);
     for (int commit = 0; commit < COMMITS; commit++) {
       writer.upsert(List.of(row(commit % 4, "v" + commit), row(100 + commit, "new")));
@@ -69,19 +72,26 @@ class OrphanFileRemovalTest {
     table.refresh();
     List<Snapshot> history = new ArrayList<>();
     table.snapshots().forEach(history::add);
-    table.expireSnapshots().expireOlderThan(history.get(EXPIRED).timestampMillis())
-        .retainLast(1).commit();
+    table
+        .expireSnapshots()
+        .expireOlderThan(history.get(EXPIRED).timestampMillis())
+        .retainLast(1)
+        .commit();
     table.refresh();
     assertThat(table.snapshot(history.get(EXPIRED - 1).snapshotId())).isNull();
     assertThat(table.snapshot(history.get(EXPIRED).snapshotId())).isNotNull();
 
     List<CommitEvent> log = new ArrayList<>();
     String key = catalog.get().commitTableKey(TABLE);
-    catalog.get().commitsSince(0).forEach(e -> {
-      if (e.tableKey().equals(key)) {
-        log.add(e);
-      }
-    });
+    catalog
+        .get()
+        .commitsSince(0)
+        .forEach(
+            e -> {
+              if (e.tableKey().equals(key)) {
+                log.add(e);
+              }
+            });
     // What a reader behind by any live commit reads: each window from its commit's metadata.
     Map<String, List<String>> windowsBefore = windows(table, log);
     Map<Long, Map<Long, String>> snapshotsBefore = new HashMap<>();
@@ -108,20 +118,23 @@ class OrphanFileRemovalTest {
         expected.add(path(event.metadataLocation())); // commits of expired snapshots only
       }
     }
-    assertThat(expected).as("metadata files of expired commits are among the orphans")
+    assertThat(expected)
+        .as("metadata files of expired commits are among the orphans")
         .hasSizeGreaterThan(2);
     Set<String> filesBefore = files(location);
 
-    OrphanFileRemoval.Result dry = OrphanFileRemoval.run(env(), catalog.properties(), TABLE,
-        Duration.ofHours(1), true);
-    assertThat(dry.orphans()).extracting(OrphanFileRemovalTest::path)
+    OrphanFileRemoval.Result dry =
+        OrphanFileRemoval.run(env(), catalog.properties(), TABLE, Duration.ofHours(1), true);
+    assertThat(dry.orphans())
+        .extracting(OrphanFileRemovalTest::path)
         .containsExactlyInAnyOrderElementsOf(expected);
     assertThat(files(location)).as("a dry run deletes nothing").isEqualTo(filesBefore);
 
-    OrphanFileRemoval.Result removed = OrphanFileRemoval.run(env(), catalog.properties(), TABLE,
-        Duration.ofHours(1), false);
+    OrphanFileRemoval.Result removed =
+        OrphanFileRemoval.run(env(), catalog.properties(), TABLE, Duration.ofHours(1), false);
 
-    assertThat(removed.orphans()).extracting(OrphanFileRemovalTest::path)
+    assertThat(removed.orphans())
+        .extracting(OrphanFileRemovalTest::path)
         .containsExactlyInAnyOrderElementsOf(expected);
     Set<String> left = new TreeSet<>(filesBefore);
     left.removeAll(expected);
@@ -129,39 +142,46 @@ class OrphanFileRemovalTest {
     assertThat(Files.exists(Paths.get(path(inFlight.location())))).as("in flight").isTrue();
     table.refresh();
     for (Snapshot snapshot : table.snapshots()) {
-      assertThat(read(table, snapshot)).as("snapshot %s", snapshot.snapshotId())
+      assertThat(read(table, snapshot))
+          .as("snapshot %s", snapshot.snapshotId())
           .isEqualTo(snapshotsBefore.get(snapshot.snapshotId()));
     }
-    assertThat(windows(table, log)).as("every window a lagging reader plans still reads")
+    assertThat(windows(table, log))
+        .as("every window a lagging reader plans still reads")
         .isEqualTo(windowsBefore);
   }
 
   @Test
   void aMinimumAgeBelowAnHourIsRefusedBeforeAnyIo() {
-    assertThatThrownBy(() -> OrphanFileRemoval.run(env(), catalog.properties(), TABLE,
-        Duration.ofMinutes(10), false))
+    assertThatThrownBy(
+            () ->
+                OrphanFileRemoval.run(
+                    env(), catalog.properties(), TABLE, Duration.ofMinutes(10), false))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("minimum age").hasMessageContaining("at least 60 min")
+        .hasMessageContaining("minimum age")
+        .hasMessageContaining("at least 60 min")
         .hasMessageContaining("in flight");
   }
 
   /**
-   * The changes of each live logged commit, read as a changelog reader reads a window ending
-   * there: from the metadata file the log gives for it, read afresh.
+   * The changes of each live logged commit, read as a changelog reader reads a window ending there:
+   * from the metadata file the log gives for it, read afresh.
    */
   private static Map<String, List<String>> windows(Table table, List<CommitEvent> log) {
     Map<String, List<String>> windows = new HashMap<>();
     for (CommitEvent event : log) {
-      Snapshot added = event.snapshotId().isEmpty() ? null
-          : table.snapshot(event.snapshotId().getAsLong());
+      Snapshot added =
+          event.snapshotId().isEmpty() ? null : table.snapshot(event.snapshotId().getAsLong());
       if (added == null || added.parentId() == null || table.snapshot(added.parentId()) == null) {
         continue; // not a live commit with a live one before it
       }
-      Table at = new BaseTable(new StaticTableOperations(event.metadataLocation(),
-          table.io()), TABLE.toString());
+      Table at =
+          new BaseTable(
+              new StaticTableOperations(event.metadataLocation(), table.io()), TABLE.toString());
       List<String> changes = new ArrayList<>();
-      for (ChangeRow change : new ChangelogReader(at, ChangelogOptions.defaults())
-          .read(added.parentId(), added.snapshotId())) {
+      for (ChangeRow change :
+          new ChangelogReader(at, ChangelogOptions.defaults())
+              .read(added.parentId(), added.snapshotId())) {
         changes.add(change.type() + " " + change.row());
       }
       windows.put(event.metadataLocation(), changes);
@@ -172,8 +192,8 @@ class OrphanFileRemovalTest {
 
   private static Map<Long, String> read(Table table, Snapshot snapshot) {
     Map<Long, String> rows = new HashMap<>();
-    try (CloseableIterable<Record> records = IcebergGenerics.read(table)
-        .useSnapshot(snapshot.snapshotId()).build()) {
+    try (CloseableIterable<Record> records =
+        IcebergGenerics.read(table).useSnapshot(snapshot.snapshotId()).build()) {
       records.forEach(r -> rows.put(r.get(0, Long.class), r.get(1, String.class)));
     } catch (IOException e) {
       throw new AssertionError(e);
@@ -181,14 +201,14 @@ class OrphanFileRemovalTest {
     return rows;
   }
 
-
-
   /** The table's files as Iceberg lists them (hidden ones, such as checksums, left out). */
   private static Set<String> files(Path root) throws IOException {
     try (Stream<Path> paths = Files.walk(root)) {
-      return paths.filter(Files::isRegularFile)
+      return paths
+          .filter(Files::isRegularFile)
           .filter(p -> !p.getFileName().toString().startsWith("."))
-          .map(Path::toString).collect(TreeSet::new, Set::add, Set::addAll);
+          .map(Path::toString)
+          .collect(TreeSet::new, Set::add, Set::addAll);
     }
   }
 
@@ -203,7 +223,8 @@ class OrphanFileRemovalTest {
 
   /** The local path of a location, with or without a {@code file:} scheme. */
   private static String path(String location) {
-    return location.startsWith("file:") ? Paths.get(URI.create(location)).toString()
+    return location.startsWith("file:")
+        ? Paths.get(URI.create(location)).toString()
         : Paths.get(location).toString();
   }
 }

@@ -2,9 +2,9 @@ package io.skade.maintenance;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.skade.testing.TestCatalog;
 import io.skade.scan.DataFileRows;
 import io.skade.sink.SkadeTableLoader;
+import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -33,17 +33,17 @@ import org.apache.iceberg.flink.maintenance.api.Trigger;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.TypeUtil;
 import org.apache.parquet.hadoop.ParquetFileReader;
-import org.apache.parquet.hadoop.util.HadoopInputFile;
 import org.apache.parquet.hadoop.metadata.BlockMetaData;
+import org.apache.parquet.hadoop.util.HadoopInputFile;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * skade's compaction ({@link CompactionStages}: Iceberg's planner and committer around the
- * {@link SortingRewriteRunner}) writes each file in the table's order (its key when it declares
- * none) with bloom filters on the key, and changes no row: files written in key order by
- * separate commits overlap in key range, so a rewrite that concatenated them, as Iceberg's Flink
- * rewriter does, would leave files out of order.
+ * skade's compaction ({@link CompactionStages}: Iceberg's planner and committer around the {@link
+ * SortingRewriteRunner}) writes each file in the table's order (its key when it declares none) with
+ * bloom filters on the key, and changes no row: files written in key order by separate commits
+ * overlap in key range, so a rewrite that concatenated them, as Iceberg's Flink rewriter does,
+ * would leave files out of order.
  */
 class SortedCompactionTest {
   private static final TableIdentifier ID = TableIdentifier.of("db", "t");
@@ -53,8 +53,12 @@ class SortedCompactionTest {
   @Test
   void aGroupLargerThanTheSortBufferIsWrittenInSortedRunsOfOneFileEachKeepingRowIds()
       throws Exception {
-    Table table = catalog.get().buildTable(ID, KeyValue.SCHEMA)
-        .withProperty(TableProperties.FORMAT_VERSION, "3").create();
+    Table table =
+        catalog
+            .get()
+            .buildTable(ID, KeyValue.SCHEMA)
+            .withProperty(TableProperties.FORMAT_VERSION, "3")
+            .create();
     write(table, new Random(3), 6, 40);
     Map<Long, String> before = rows(table);
     Map<Long, Long> rowIds = rowIds(table);
@@ -65,7 +69,8 @@ class SortedCompactionTest {
     List<DataFile> files = dataFiles(table);
     assertThat(files).as("runs of a few dozen rows, each its own file").hasSizeGreaterThan(2);
     for (DataFile file : files) {
-      assertThat(KeyValue.fileKeys(table, file)).as("%s is in key order", file.location())
+      assertThat(KeyValue.fileKeys(table, file))
+          .as("%s is in key order", file.location())
           .isSorted();
     }
     assertThat(rows(table)).isEqualTo(before);
@@ -75,10 +80,13 @@ class SortedCompactionTest {
   @Test
   void aPartitionedTableIsCompactedInItsDeclaredSortOrderWithBloomFiltersOnTheKey()
       throws Exception {
-    Table table = catalog.get().buildTable(ID, KeyValue.SCHEMA)
-        .withPartitionSpec(PartitionSpec.builderFor(KeyValue.SCHEMA).bucket("id", 2).build())
-        .withSortOrder(SortOrder.builderFor(KeyValue.SCHEMA).desc("v").build())
-        .create();
+    Table table =
+        catalog
+            .get()
+            .buildTable(ID, KeyValue.SCHEMA)
+            .withPartitionSpec(PartitionSpec.builderFor(KeyValue.SCHEMA).bucket("id", 2).build())
+            .withSortOrder(SortOrder.builderFor(KeyValue.SCHEMA).desc("v").build())
+            .create();
     write(table, new Random(5), 5, 30);
     Map<Long, String> before = rows(table);
 
@@ -87,9 +95,10 @@ class SortedCompactionTest {
     List<DataFile> files = dataFiles(table);
     assertThat(files).as("one file per bucket").hasSize(2);
     for (DataFile file : files) {
-      List<String> values = KeyValue.fileRows(table, file).stream()
-          .map(r -> r.get(1, String.class)).toList();
-      assertThat(values).as("%s is in the declared order, v descending", file.location())
+      List<String> values =
+          KeyValue.fileRows(table, file).stream().map(r -> r.get(1, String.class)).toList();
+      assertThat(values)
+          .as("%s is in the declared order, v descending", file.location())
           .isSortedAccordingTo((a, b) -> b.compareTo(a));
       assertThat(keyBloomFilterInEveryRowGroup(table, file)).isTrue();
     }
@@ -112,10 +121,15 @@ class SortedCompactionTest {
 
   private void compact(Table table, long sortBufferBytes) throws Exception {
     StreamExecutionEnvironment env = KeyValue.env();
-    CompactionStages stages = CompactionStages.append(
-        env.fromData(TypeInformation.of(Trigger.class), Trigger.create(0, 0)), ID.toString(),
-        "compact", 0, SkadeTableLoader.forMaintenance(catalog.properties(), ID),
-        Map.of(SizeBasedFileRewritePlanner.REWRITE_ALL, "true"), sortBufferBytes);
+    CompactionStages stages =
+        CompactionStages.append(
+            env.fromData(TypeInformation.of(Trigger.class), Trigger.create(0, 0)),
+            ID.toString(),
+            "compact",
+            0,
+            SkadeTableLoader.forMaintenance(catalog.properties(), ID),
+            Map.of(SizeBasedFileRewritePlanner.REWRITE_ALL, "true"),
+            sortBufferBytes);
     List<Exception> errors = new ArrayList<>();
     stages.errors().executeAndCollect("compact").forEachRemaining(errors::add);
     assertThat(errors).isEmpty();
@@ -133,8 +147,8 @@ class SortedCompactionTest {
 
   /**
    * Each live row's {@code _row_id} (format v3 row lineage), by key: read from every data file
-   * without deletes, a row is live when its value is the key's live one (each commit writes
-   * values of its own).
+   * without deletes, a row is live when its value is the key's live one (each commit writes values
+   * of its own).
    */
   private static Map<Long, Long> rowIds(Table table) throws IOException {
     Map<Long, String> live = rows(table);
@@ -142,8 +156,8 @@ class SortedCompactionTest {
     Map<Long, Long> ids = new HashMap<>();
     try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
       for (FileScanTask task : tasks) {
-        try (CloseableIterable<Record> records = DataFileRows.read(table, task, withRowIds,
-            Expressions.alwaysTrue())) {
+        try (CloseableIterable<Record> records =
+            DataFileRows.read(table, task, withRowIds, Expressions.alwaysTrue())) {
           for (Record r : records) {
             if (r.get(1, String.class).equals(live.get(r.get(0, Long.class)))) {
               ids.put(r.get(0, Long.class), (Long) r.getField(MetadataColumns.ROW_ID.name()));
@@ -160,18 +174,20 @@ class SortedCompactionTest {
   private static List<DataFile> dataFiles(Table table) throws IOException {
     List<DataFile> files = new ArrayList<>();
     try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
-      tasks.forEach(task -> {
-        assertThat(task.deletes()).as("deletes folded").isEmpty();
-        files.add(task.file());
-      });
+      tasks.forEach(
+          task -> {
+            assertThat(task.deletes()).as("deletes folded").isEmpty();
+            files.add(task.file());
+          });
     }
     return files;
   }
 
   private static boolean keyBloomFilterInEveryRowGroup(Table table, DataFile file)
       throws IOException {
-    try (ParquetFileReader reader = ParquetFileReader.open(
-        HadoopInputFile.fromPath(new Path(file.location()), new Configuration()))) {
+    try (ParquetFileReader reader =
+        ParquetFileReader.open(
+            HadoopInputFile.fromPath(new Path(file.location()), new Configuration()))) {
       for (BlockMetaData group : reader.getFooter().getBlocks()) {
         if (group.getColumns().get(0).getBloomFilterOffset() < 0) {
           return false;

@@ -40,18 +40,20 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * Compaction by Iceberg's own Flink rewrite operators ({@link TableCompaction}) on a folding
- * table ({@link MaintainedTable}): Iceberg's read of the table is the same before and after, the
+ * Compaction by Iceberg's own Flink rewrite operators ({@link TableCompaction}) on a folding table
+ * ({@link MaintainedTable}): Iceberg's read of the table is the same before and after, the
  * compaction is a {@code replace} snapshot with no changelog rows, the delete files it leaves
- * dangling are gone, and the changelog of later commits stays exact. A commit of deletes that
- * lands while a rewrite is under way still deletes the rows it deletes, from the rewritten files.
+ * dangling are gone, and the changelog of later commits stays exact. A commit of deletes that lands
+ * while a rewrite is under way still deletes the rows it deletes, from the rewritten files.
  */
 class TableCompactionTest {
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "bucket", Types.IntegerType.get()),
-          Types.NestedField.optional(3, "v", Types.StringType.get())),
-      Set.of(1));
+  private static final Schema SCHEMA =
+      new Schema(
+          List.of(
+              Types.NestedField.required(1, "id", Types.LongType.get()),
+              Types.NestedField.optional(2, "bucket", Types.IntegerType.get()),
+              Types.NestedField.optional(3, "v", Types.StringType.get())),
+          Set.of(1));
   private static final TableIdentifier KEYED = TableIdentifier.of("db", "keyed");
 
   @RegisterExtension final TestCatalog catalog = new TestCatalog();
@@ -59,8 +61,10 @@ class TableCompactionTest {
   @ParameterizedTest(name = "partitioned {0}")
   @ValueSource(booleans = {false, true})
   void aCompactionFoldsTheDeletesAndChangesNoRow(boolean partitioned) throws Exception {
-    PartitionSpec spec = partitioned
-        ? PartitionSpec.builderFor(SCHEMA).bucket("id", 4).build() : PartitionSpec.unpartitioned();
+    PartitionSpec spec =
+        partitioned
+            ? PartitionSpec.builderFor(SCHEMA).bucket("id", 4).build()
+            : PartitionSpec.unpartitioned();
     Table table = catalog.get().createTable(KEYED, SCHEMA, spec);
     Random random = new Random(partitioned ? 7 : 11);
     TableWriter writer = new TableWriter(table);
@@ -86,7 +90,8 @@ class TableCompactionTest {
     assertThat(read(table, null)).isEqualTo(before);
     assertThat(deleteFiles(table)).as("every delete folded into the rewritten files").isEmpty();
     assertThat(changes(table, compacted.snapshotId(), replace.snapshotId()))
-        .as("a replace snapshot changes no row").isEmpty();
+        .as("a replace snapshot changes no row")
+        .isEmpty();
 
     // Later commits: the changelog from the compacted snapshot on is still exact.
     for (int commit = 0; commit < 4; commit++) {
@@ -94,8 +99,8 @@ class TableCompactionTest {
     }
     table.refresh();
     Map<Long, String> applied = new HashMap<>(before);
-    for (ChangeRow change : changes(table, replace.snapshotId(),
-        table.currentSnapshot().snapshotId())) {
+    for (ChangeRow change :
+        changes(table, replace.snapshotId(), table.currentSnapshot().snapshotId())) {
       apply(change, applied);
     }
     assertThat(applied).isEqualTo(read(table, null));
@@ -113,8 +118,8 @@ class TableCompactionTest {
     Snapshot start = table.currentSnapshot();
     // The rewrite reads the table at its start and writes its rows anew...
     List<Record> live = new ArrayList<>();
-    try (CloseableIterable<Record> records = IcebergGenerics.read(table)
-        .useSnapshot(start.snapshotId()).build()) {
+    try (CloseableIterable<Record> records =
+        IcebergGenerics.read(table).useSnapshot(start.snapshotId()).build()) {
       records.forEach(r -> live.add(r.copy()));
     }
     List<DataFile> rewritten = writer.writeDataFiles(live);
@@ -130,19 +135,23 @@ class TableCompactionTest {
     table.refresh();
     Map<Long, String> expected = read(table, null);
     Set<String> deletesSinceStart = new HashSet<>();
-    deleteFiles(table).stream().filter(d -> d.dataSequenceNumber() > start.sequenceNumber())
+    deleteFiles(table).stream()
+        .filter(d -> d.dataSequenceNumber() > start.sequenceNumber())
         .forEach(d -> deletesSinceStart.add(d.location()));
 
-    RewriteFiles rewrite = MaintainedTable.of(table, List::of).newRewrite()
-        .validateFromSnapshot(start.snapshotId())
-        .dataSequenceNumber(start.sequenceNumber());
+    RewriteFiles rewrite =
+        MaintainedTable.of(table, List::of)
+            .newRewrite()
+            .validateFromSnapshot(start.snapshotId())
+            .dataSequenceNumber(start.sequenceNumber());
     old.forEach(rewrite::deleteFile);
     rewritten.forEach(rewrite::addFile);
     rewrite.commit();
 
     table.refresh();
     assertThat(read(table, null)).isEqualTo(expected);
-    assertThat(deleteFiles(table)).extracting(DeleteFile::location)
+    assertThat(deleteFiles(table))
+        .extracting(DeleteFile::location)
         .as("the deletes from before the rewrite are folded, the later ones kept")
         .containsExactlyInAnyOrderElementsOf(deletesSinceStart);
   }
@@ -188,14 +197,17 @@ class TableCompactionTest {
   private static List<DeleteFile> deleteFiles(Table table) {
     List<DeleteFile> files = new ArrayList<>();
     Snapshot current = table.currentSnapshot();
-    current.deleteManifests(table.io()).forEach(manifest -> {
-      try (ManifestReader<DeleteFile> reader = ManifestFiles.readDeleteManifest(manifest,
-          table.io(), table.specs())) {
-        reader.forEach(file -> files.add(file.copyWithoutStats()));
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-    });
+    current
+        .deleteManifests(table.io())
+        .forEach(
+            manifest -> {
+              try (ManifestReader<DeleteFile> reader =
+                  ManifestFiles.readDeleteManifest(manifest, table.io(), table.specs())) {
+                reader.forEach(file -> files.add(file.copyWithoutStats()));
+              } catch (IOException e) {
+                throw new UncheckedIOException(e);
+              }
+            });
     return files;
   }
 

@@ -47,9 +47,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Flink's own sink conformance suite against {@link SkadeSink}: a basic write, a restore from a
- * savepoint at the same, a higher and a lower parallelism, and the standard sink metric
- * {@code numRecordsSend}, each read back from the table through Iceberg's reader and compared
- * with what was written, exactly once.
+ * savepoint at the same, a higher and a lower parallelism, and the standard sink metric {@code
+ * numRecordsSend}, each read back from the table through Iceberg's reader and compared with what
+ * was written, exactly once.
  */
 class SkadeSinkConformanceTest extends SinkTestSuiteBase<SkadeSinkConformanceTest.Row> {
   private static final Schema SCHEMA = IdRows.log("v");
@@ -59,11 +59,9 @@ class SkadeSinkConformanceTest extends SinkTestSuiteBase<SkadeSinkConformanceTes
 
   @TestEnv final MiniClusterTestEnvironment flink = new MiniClusterTestEnvironment();
 
-  @TestSemantics
-  final CheckpointingMode[] semantics = {CheckpointingMode.EXACTLY_ONCE};
+  @TestSemantics final CheckpointingMode[] semantics = {CheckpointingMode.EXACTLY_ONCE};
 
-  @TestContext
-  final ExternalContextFactory<Context> tables = testName -> new Context();
+  @TestContext final ExternalContextFactory<Context> tables = testName -> new Context();
 
   /** A row of the test table that the suite can sort (Flink's own rows are not comparable). */
   static final class Row implements RowData, Comparable<Row>, Serializable {
@@ -203,7 +201,8 @@ class SkadeSinkConformanceTest extends SinkTestSuiteBase<SkadeSinkConformanceTes
     private final TableIdentifier table = TableIdentifier.of("db", "t" + TABLES.incrementAndGet());
 
     private Table table() {
-      return catalog.get().tableExists(table) ? catalog.get().loadTable(table)
+      return catalog.get().tableExists(table)
+          ? catalog.get().loadTable(table)
           : catalog.get().createTable(table, SCHEMA);
     }
 
@@ -211,8 +210,8 @@ class SkadeSinkConformanceTest extends SinkTestSuiteBase<SkadeSinkConformanceTes
     @SuppressWarnings({"unchecked", "rawtypes"})
     public Sink<Row> createSink(TestingSinkSettings settings) {
       table();
-      return (Sink) SkadeSink.builder().catalogProperties(catalog.properties())
-          .table(table).build();
+      return (Sink)
+          SkadeSink.builder().catalogProperties(catalog.properties()).table(table).build();
     }
 
     @Override

@@ -8,8 +8,8 @@ import io.skade.catalog.CommitEvent;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.testing.IdRows;
 import io.skade.testing.TestCatalog;
-import java.util.ArrayList;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -47,22 +47,36 @@ class SkadeSinkTest {
   @Test
   void upsertsAndDeletesByKeyAreCommittedThroughTheCatalogOncePerJob() throws Exception {
     Table table = catalog.get().createTable(CUSTOMERS, SCHEMA);
-    String first = run(upserting(), row(RowKind.INSERT, 1, "ada"), row(RowKind.INSERT, 2, "bob"),
-        row(RowKind.INSERT, 3, "cy"));
-    String second = run(upserting(), row(RowKind.UPDATE_AFTER, 2, "bo"),
-        row(RowKind.DELETE, 3, null), row(RowKind.INSERT, 4, "dee"));
+    String first =
+        run(
+            upserting(),
+            row(RowKind.INSERT, 1, "ada"),
+            row(RowKind.INSERT, 2, "bob"),
+            row(RowKind.INSERT, 3, "cy"));
+    String second =
+        run(
+            upserting(),
+            row(RowKind.UPDATE_AFTER, 2, "bo"),
+            row(RowKind.DELETE, 3, null),
+            row(RowKind.INSERT, 4, "dee"));
 
     table.refresh();
-    assertThat(rows(table)).containsExactly(Map.entry(1L, "ada"), Map.entry(2L, "bo"),
-        Map.entry(4L, "dee"));
+    assertThat(rows(table))
+        .containsExactly(Map.entry(1L, "ada"), Map.entry(2L, "bo"), Map.entry(4L, "dee"));
     List<Snapshot> snapshots = new ArrayList<>();
     table.snapshots().forEach(snapshots::add);
-    assertThat(snapshots).extracting(s -> s.summary().get("flink.job-id"))
+    assertThat(snapshots)
+        .extracting(s -> s.summary().get("flink.job-id"))
         .containsExactly(first, second);
     for (Snapshot snapshot : snapshots) {
       // Each commit went through the catalog's one commit path: it is in its commit log.
-      assertThat(catalog.get().commitOf(CUSTOMERS, snapshot.snapshotId())
-          .map(CommitEvent::snapshotId).orElseThrow()).hasValue(snapshot.snapshotId());
+      assertThat(
+              catalog
+                  .get()
+                  .commitOf(CUSTOMERS, snapshot.snapshotId())
+                  .map(CommitEvent::snapshotId)
+                  .orElseThrow())
+          .hasValue(snapshot.snapshotId());
     }
   }
 
@@ -70,9 +84,14 @@ class SkadeSinkTest {
   void withoutAKeyRowsAreInsertedAndTheActorIsRecorded() throws Exception {
     // A table without identifier fields: Iceberg's writers would use those as the key.
     Table table = catalog.get().createTable(CUSTOMERS, new Schema(SCHEMA.columns()));
-    run(SkadeSink.builder().catalogProperties(catalog.properties()).table("db.customers")
-        .lineageActor("nightly import").build(),
-        row(RowKind.INSERT, 1, "ada"), row(RowKind.INSERT, 1, "ada again"));
+    run(
+        SkadeSink.builder()
+            .catalogProperties(catalog.properties())
+            .table("db.customers")
+            .lineageActor("nightly import")
+            .build(),
+        row(RowKind.INSERT, 1, "ada"),
+        row(RowKind.INSERT, 1, "ada again"));
     table.refresh();
     try (CloseableIterable<Record> records = IcebergGenerics.read(table).build()) {
       assertThat(records).hasSize(2); // no key: both rows are kept
@@ -91,21 +110,33 @@ class SkadeSinkTest {
     assertThat(graph.sinks()).hasSize(1);
     assertThat(graph.sinks().get(0).datasets())
         .extracting(LineageDataset::namespace, LineageDataset::name)
-        .containsExactly(tuple(SkadeCatalog.warehouse("test", catalog.properties()),
-            "db.customers"));
+        .containsExactly(
+            tuple(SkadeCatalog.warehouse("test", catalog.properties()), "db.customers"));
   }
 
   @Test
   void theSinksUidAndSuffixNameItsOperatorsForStatefulUpgrades() throws Exception {
     catalog.get().createTable(CUSTOMERS, SCHEMA);
     StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-    input(env, row(RowKind.INSERT, 1, "ada")).sinkTo(SkadeSink.builder()
-        .catalogProperties(catalog.properties()).table("db.customers").upsertKey(List.of("id"))
-        .uidSuffix("customers").build()).uid("customers-sink");
-    List<String> uids = env.getStreamGraph(false).getStreamNodes().stream()
-        .map(node -> node.getTransformationUID()).filter(uid -> uid != null).toList();
-    assertThat(uids).containsExactlyInAnyOrder("customers-sink", "Sink Committer: customers-sink",
-        "customers-sink: Sink pre-commit aggregator: customers");
+    input(env, row(RowKind.INSERT, 1, "ada"))
+        .sinkTo(
+            SkadeSink.builder()
+                .catalogProperties(catalog.properties())
+                .table("db.customers")
+                .upsertKey(List.of("id"))
+                .uidSuffix("customers")
+                .build())
+        .uid("customers-sink");
+    List<String> uids =
+        env.getStreamGraph(false).getStreamNodes().stream()
+            .map(node -> node.getTransformationUID())
+            .filter(uid -> uid != null)
+            .toList();
+    assertThat(uids)
+        .containsExactlyInAnyOrder(
+            "customers-sink",
+            "Sink Committer: customers-sink",
+            "customers-sink: Sink pre-commit aggregator: customers");
 
     env.execute("write with uids");
     Table table = catalog.get().loadTable(CUSTOMERS);
@@ -115,19 +146,38 @@ class SkadeSinkTest {
   @Test
   void badSettingsAreNamed() {
     catalog.get().createTable(CUSTOMERS, SCHEMA);
-    assertThatThrownBy(() -> SkadeSink.builder().catalogProperties(catalog.properties())
-        .table("db.nope").build())
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("db.nope")
+    assertThatThrownBy(
+            () ->
+                SkadeSink.builder()
+                    .catalogProperties(catalog.properties())
+                    .table("db.nope")
+                    .build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("db.nope")
         .hasMessageContaining("does not exist");
-    assertThatThrownBy(() -> SkadeSink.builder().catalogProperties(catalog.properties())
-        .table("db.customers").upsertKey(List.of("idd")).build())
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("[idd]")
+    assertThatThrownBy(
+            () ->
+                SkadeSink.builder()
+                    .catalogProperties(catalog.properties())
+                    .table("db.customers")
+                    .upsertKey(List.of("idd"))
+                    .build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("[idd]")
         .hasMessageContaining("[id, name]");
-    assertThatThrownBy(() -> SkadeSink.builder().catalogProperties(catalog.properties())
-        .table("db.customers").upsertKey(List.of("id")).overwrite(true).build())
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("overwrite");
+    assertThatThrownBy(
+            () ->
+                SkadeSink.builder()
+                    .catalogProperties(catalog.properties())
+                    .table("db.customers")
+                    .upsertKey(List.of("id"))
+                    .overwrite(true)
+                    .build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("overwrite");
     assertThatThrownBy(() -> SkadeSink.builder().table("db.customers").build())
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'warehouse'");
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("'warehouse'");
   }
 
   @Test
@@ -136,9 +186,13 @@ class SkadeSinkTest {
     StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
     env.enableCheckpointing(Duration.ofMinutes(50).toMillis());
     env.getCheckpointConfig().setCheckpointTimeout(Duration.ofMinutes(20).toMillis());
-    SkadeSink sink = SkadeSink.builder().catalogProperties(catalog.properties())
-        .table("db.customers").upsertKey(List.of("id"))
-        .maintenance(SinkMaintenance.defaults().withOrphanMinAge(Duration.ofHours(1))).build();
+    SkadeSink sink =
+        SkadeSink.builder()
+            .catalogProperties(catalog.properties())
+            .table("db.customers")
+            .upsertKey(List.of("id"))
+            .maintenance(SinkMaintenance.defaults().withOrphanMinAge(Duration.ofHours(1)))
+            .build();
 
     input(env, row(RowKind.INSERT, 1, "ada")).sinkTo(sink);
     assertThatThrownBy(() -> env.getStreamGraph(false))
@@ -148,8 +202,11 @@ class SkadeSinkTest {
   }
 
   private SkadeSink upserting() {
-    return SkadeSink.builder().catalogProperties(catalog.properties()).table("db.customers")
-        .upsertKey(List.of("id")).build();
+    return SkadeSink.builder()
+        .catalogProperties(catalog.properties())
+        .table("db.customers")
+        .upsertKey(List.of("id"))
+        .build();
   }
 
   /** Runs a bounded job writing {@code rows}; returns its job id. */

@@ -21,8 +21,9 @@ class SkadeTableLoaderTaskSideTest {
   @Test
   void aCommitterOnAMachineWithoutTheCatalogFailsAndCreatesNothing() {
     Path warehouse = root.resolve("warehouse");
-    SkadeTableLoader loader = new SkadeTableLoader(Map.of("warehouse", warehouse.toString()),
-        TableIdentifier.of("shop", "orders"));
+    SkadeTableLoader loader =
+        new SkadeTableLoader(
+            Map.of("warehouse", warehouse.toString()), TableIdentifier.of("shop", "orders"));
     assertThatThrownBy(loader::open)
         .isInstanceOf(CatalogMissingException.class)
         .hasMessageContaining(warehouse.toString())

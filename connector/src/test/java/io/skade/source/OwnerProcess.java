@@ -17,10 +17,10 @@ import org.apache.iceberg.catalog.TableIdentifier;
  * and appends {@code args[1]} one-row commits ({@code id} 0, 1, ...) to the log table {@code
  * db.events}, {@code args[2]} ms apart.
  *
- * <p>Protocol, one line each: on stdout {@code READY} once the table exists; then {@code ACK
- * <id>} after each append returned, the first half of the rows before and the second half after
- * a {@code GO} line on stdin; then {@code DONE}. It keeps owning the catalog until its stdin is
- * closed, then closes it and exits 0.
+ * <p>Protocol, one line each: on stdout {@code READY} once the table exists; then {@code ACK <id>}
+ * after each append returned, the first half of the rows before and the second half after a {@code
+ * GO} line on stdin; then {@code DONE}. It keeps owning the catalog until its stdin is closed, then
+ * closes it and exits 0.
  */
 public final class OwnerProcess {
   static final TableIdentifier TABLE = TableIdentifier.of("db", "events");

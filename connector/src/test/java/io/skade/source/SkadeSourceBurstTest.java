@@ -43,13 +43,17 @@ class SkadeSourceBurstTest {
   private static final int WRITERS = 4;
   private static final int COMMITS_PER_WRITER = 20;
   private static final int KEYS_PER_WRITER = 5;
+
   /** Far more than the feed buffer: a multi-table commit of them all overflows it at once. */
   private static final int OTHER_TABLES = 8;
+
   /** Changes of the table made alone, once all else was read; each -U +U of key 0. */
   private static final int QUIET_ROUNDS = 5;
+
   private static final TableIdentifier TABLE = TableIdentifier.of("db", "t");
 
-  @RegisterExtension final TestCatalog catalog =
+  @RegisterExtension
+  final TestCatalog catalog =
       new TestCatalog(Map.of(SkadeCatalog.FEED_BUFFER_SIZE, String.valueOf(FEED_BUFFER)));
 
   /** One commit of a writer: an upsert of {@code key} to {@code name}, or its delete. */
@@ -62,11 +66,14 @@ class SkadeSourceBurstTest {
   @Test
   @Timeout(value = 120, threadMode = ThreadMode.SEPARATE_THREAD) // next() ignores interrupts
   void aBurstOfCommitsBeyondTheFeedBufferLosesNothingAndKeepsEachKeysOrder() throws Exception {
-    Table table = catalog.get().buildTable(TABLE, SCHEMA)
-        .withProperty(TableProperties.COMMIT_NUM_RETRIES, "1000") // the writers race
-        .withProperty(TableProperties.COMMIT_MIN_RETRY_WAIT_MS, "1")
-        .withProperty(TableProperties.COMMIT_MAX_RETRY_WAIT_MS, "20")
-        .create();
+    Table table =
+        catalog
+            .get()
+            .buildTable(TABLE, SCHEMA)
+            .withProperty(TableProperties.COMMIT_NUM_RETRIES, "1000") // the writers race
+            .withProperty(TableProperties.COMMIT_MIN_RETRY_WAIT_MS, "1")
+            .withProperty(TableProperties.COMMIT_MAX_RETRY_WAIT_MS, "20")
+            .create();
     new TableWriter(table).append(List.of(row(0, "seed")));
     List<TableIdentifier> others = new ArrayList<>();
     for (int i = 0; i < OTHER_TABLES; i++) {
@@ -102,9 +109,12 @@ class SkadeSourceBurstTest {
     env.setParallelism(2);
     // No safety poll of the log: the feed alone wakes the enumerator, so a wake-up lost with
     // dropped events would leave changes unread, and the test would time out.
-    SkadeSource<RowData> source = SkadeSource.builder()
-        .catalogProperties(catalog.properties()).table("db.t")
-        .pollInterval(Duration.ofHours(1)).build();
+    SkadeSource<RowData> source =
+        SkadeSource.builder()
+            .catalogProperties(catalog.properties())
+            .table("db.t")
+            .pollInterval(Duration.ofHours(1))
+            .build();
     Map<Long, String> materialised = new HashMap<>();
     ExecutorService pool = Executors.newFixedThreadPool(WRITERS + 1);
     try (CloseableIterator<RowData> rows =
@@ -119,16 +129,20 @@ class SkadeSourceBurstTest {
           CompletableFuture.allOf(threads.toArray(CompletableFuture[]::new));
       // Meanwhile, commits of all the other tables at once keep overflowing the feed, so that
       // the table's own events are dropped with theirs.
-      threads.add(CompletableFuture.runAsync(() -> {
-        for (int round = 0; !writing.isDone(); round++) {
-          commitWithOthers(others, round, null);
-        }
-      }, pool));
+      threads.add(
+          CompletableFuture.runAsync(
+              () -> {
+                for (int round = 0; !writing.isDone(); round++) {
+                  commitWithOthers(others, round, null);
+                }
+              },
+              pool));
       for (CompletableFuture<Void> thread : threads) {
-        thread.exceptionally(failure -> { // no waiting for changes that will not come
-          closeQuietly(rows);
-          return null;
-        });
+        thread.exceptionally(
+            failure -> { // no waiting for changes that will not come
+              closeQuietly(rows);
+              return null;
+            });
       }
       try {
         for (int i = 0; i < expectedChanges; i++) {
@@ -144,8 +158,8 @@ class SkadeSourceBurstTest {
       // drop happens depends on thread timing, so this is done a few times, each change awaited.
       for (int round = 0; round < QUIET_ROUNDS; round++) {
         String name = "last" + round;
-        commitWithOthers(others, -1, tx -> new TableWriter(tx.table()).upsert(
-            List.of(row(0, name))));
+        commitWithOthers(
+            others, -1, tx -> new TableWriter(tx.table()).upsert(List.of(row(0, name))));
         for (String change : take(rows, 2)) {
           apply(materialised, change);
         }
@@ -172,11 +186,11 @@ class SkadeSourceBurstTest {
   }
 
   /**
-   * One multi-table commit (one batch of consecutive events): when {@code changeOfTable} is
-   * given, that change of the source's table, then a property change of each other table.
+   * One multi-table commit (one batch of consecutive events): when {@code changeOfTable} is given,
+   * that change of the source's table, then a property change of each other table.
    */
-  private void commitWithOthers(List<TableIdentifier> others, int round,
-      Consumer<Transaction> changeOfTable) {
+  private void commitWithOthers(
+      List<TableIdentifier> others, int round, Consumer<Transaction> changeOfTable) {
     List<TableCommit> commits = new ArrayList<>();
     if (changeOfTable != null) {
       Transaction tx = catalog.get().loadTable(TABLE).newTransaction();

@@ -45,13 +45,13 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A job reading a primary-key table and a log table while a writer commits, through injected
- * failures of the reader and of a downstream operator and a stop-with-savepoint and restore into
- * a new job: the changes it emitted, applied in order to an empty state, equal the tables, and
- * every appended row of the log table came exactly once.
+ * failures of the reader and of a downstream operator and a stop-with-savepoint and restore into a
+ * new job: the changes it emitted, applied in order to an empty state, equal the tables, and every
+ * appended row of the log table came exactly once.
  *
  * <p>The collected changelog is applied strictly: an insert must meet no row, a {@code -U} or
- * {@code -D} must meet exactly the row it retracts. A change repeated, lost or out of order
- * fails that check at once, so it also proves that each key's changes came in commit order.
+ * {@code -D} must meet exactly the row it retracts. A change repeated, lost or out of order fails
+ * that check at once, so it also proves that each key's changes came in commit order.
  */
 class SkadeSourceExactlyOnceTest {
   private static final Schema SCHEMA = IdRows.keyed("v");
@@ -59,6 +59,7 @@ class SkadeSourceExactlyOnceTest {
 
   /** Failures injected so far, across restarts (the MiniCluster runs in this JVM). */
   private static final AtomicInteger FAILURES = new AtomicInteger();
+
   private static final AtomicLong RECORDS = new AtomicLong();
   private static volatile long[] failAt = new long[0];
 
@@ -72,16 +73,22 @@ class SkadeSourceExactlyOnceTest {
     System.out.println("SkadeSourceExactlyOnceTest seed " + seed);
     Random random = new Random(seed);
     // Failure points by record count (reader and downstream alternate), six in the first job.
-    failAt = new long[] {30 + random.nextInt(40), 100 + random.nextInt(50),
-        180 + random.nextInt(50), 260 + random.nextInt(50), 340 + random.nextInt(50),
-        420 + random.nextInt(40)};
+    failAt =
+        new long[] {
+          30 + random.nextInt(40),
+          100 + random.nextInt(50),
+          180 + random.nextInt(50),
+          260 + random.nextInt(50),
+          340 + random.nextInt(50),
+          420 + random.nextInt(40)
+        };
     FAILURES.set(0);
     RECORDS.set(0);
     Table keyed = catalog.get().createTable(TableIdentifier.of("db", "keyed"), SCHEMA);
     Table log = catalog.get().createTable(TableIdentifier.of("db", "log"), LOG_SCHEMA);
     Materialized state = new Materialized();
-    CompletableFuture<Integer> writer = CompletableFuture.supplyAsync(
-        () -> write(keyed, log, new Random(seed + 1), 25));
+    CompletableFuture<Integer> writer =
+        CompletableFuture.supplyAsync(() -> write(keyed, log, new Random(seed + 1), 25));
     JobClient first;
     try (Running job = start(null)) {
       first = job.client;
@@ -89,20 +96,33 @@ class SkadeSourceExactlyOnceTest {
       while (!writer.isDone() || state.applied < 400) {
         state.apply(job.rows.next());
       }
-      String savepoint = first.stopWithSavepoint(false, savepoints.toUri().toString(),
-          SavepointFormatType.CANONICAL).get(60, TimeUnit.SECONDS);
+      String savepoint =
+          first
+              .stopWithSavepoint(
+                  false, savepoints.toUri().toString(), SavepointFormatType.CANONICAL)
+              .get(60, TimeUnit.SECONDS);
       job.rows.forEachRemaining(state::apply); // what was emitted before the savepoint
       int changesBefore = writer.get();
       // A new job restored from the savepoint, while more is written, with two more failures.
       long now = RECORDS.get();
-      failAt = new long[] {failAt[0], failAt[1], failAt[2], failAt[3], failAt[4], failAt[5],
-          now + 30 + random.nextInt(40), now + 120 + random.nextInt(40)};
-      CompletableFuture<Integer> more = CompletableFuture.supplyAsync(
-          () -> write(keyed, log, new Random(seed + 2), 12));
+      failAt =
+          new long[] {
+            failAt[0],
+            failAt[1],
+            failAt[2],
+            failAt[3],
+            failAt[4],
+            failAt[5],
+            now + 30 + random.nextInt(40),
+            now + 120 + random.nextInt(40)
+          };
+      CompletableFuture<Integer> more =
+          CompletableFuture.supplyAsync(() -> write(keyed, log, new Random(seed + 2), 12));
       try (Running restored = start(savepoint)) {
         Map<Long, String> expectedKeyed = ChangeLines.rows(keyed);
         Map<Long, String> expectedLog = null;
-        while (expectedLog == null || !state.keyed.equals(expectedKeyed)
+        while (expectedLog == null
+            || !state.keyed.equals(expectedKeyed)
             || !state.log.equals(expectedLog)) {
           state.apply(restored.rows.next());
           if (more.isDone() && expectedLog == null) {
@@ -133,19 +153,24 @@ class SkadeSourceExactlyOnceTest {
     }
     StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
     env.setParallelism(2);
-    DataStream<String> keyedChanges = env.fromSource(source("db.keyed", "k"),
-        WatermarkStrategy.noWatermarks(), "keyed").uid("keyed");
-    DataStream<String> logChanges = env.fromSource(source("db.log", "l"),
-        WatermarkStrategy.noWatermarks(), "log").uid("log");
-    DataStream<String> all = keyedChanges.union(logChanges)
-        .map(SkadeSourceExactlyOnceTest::failSometimes).uid("fail");
+    DataStream<String> keyedChanges =
+        env.fromSource(source("db.keyed", "k"), WatermarkStrategy.noWatermarks(), "keyed")
+            .uid("keyed");
+    DataStream<String> logChanges =
+        env.fromSource(source("db.log", "l"), WatermarkStrategy.noWatermarks(), "log").uid("log");
+    DataStream<String> all =
+        keyedChanges.union(logChanges).map(SkadeSourceExactlyOnceTest::failSometimes).uid("fail");
     CloseableIterator<String> rows = all.collectAsync();
     return new Running(env.executeAsync("exactly-once"), rows);
   }
 
   private SkadeSource<String> source(String table, String tag) {
-    return SkadeSource.builder().catalogProperties(catalog.properties()).table(table)
-        .batchRows(16).deserializer(new Lines(tag)).build();
+    return SkadeSource.builder()
+        .catalogProperties(catalog.properties())
+        .table(table)
+        .batchRows(16)
+        .deserializer(new Lines(tag))
+        .build();
   }
 
   /** Changes as text, {@code tag kind id v}; a reader-side failure at every other point. */
@@ -177,7 +202,9 @@ class SkadeSourceExactlyOnceTest {
   private static void maybeFail(int side) {
     long n = RECORDS.incrementAndGet();
     int done = FAILURES.get();
-    if (done < failAt.length && done % 2 == side && n >= failAt[done]
+    if (done < failAt.length
+        && done % 2 == side
+        && n >= failAt[done]
         && FAILURES.compareAndSet(done, done + 1)) {
       throw new IllegalStateException("injected failure " + (done + 1) + " at record " + n);
     }
@@ -239,13 +266,24 @@ class SkadeSourceExactlyOnceTest {
       long id = Long.parseLong(parts[2]);
       String v = parts[3].equals("null") ? null : parts[3];
       switch (parts[1]) {
-        case "+I", "+U" -> assertThat(rows.containsKey(id))
-            .as("%s meets no row (a change repeated or out of order?); history of its key: %s",
-                line, history.stream().filter(h -> h.startsWith(parts[0] + " ")
-                    && h.split(" ")[2].equals(parts[2])).toList()).isFalse();
-        case "-U", "-D" -> assertThat(rows.containsKey(id) && java.util.Objects.equals(
-            rows.get(id), v)).as("%s retracts the row there: %s; history: %s", line, rows.get(id),
-                history.subList(Math.max(0, history.size() - 60), history.size())).isTrue();
+        case "+I", "+U" ->
+            assertThat(rows.containsKey(id))
+                .as(
+                    "%s meets no row (a change repeated or out of order?); history of its key: %s",
+                    line,
+                    history.stream()
+                        .filter(
+                            h -> h.startsWith(parts[0] + " ") && h.split(" ")[2].equals(parts[2]))
+                        .toList())
+                .isFalse();
+        case "-U", "-D" ->
+            assertThat(rows.containsKey(id) && java.util.Objects.equals(rows.get(id), v))
+                .as(
+                    "%s retracts the row there: %s; history: %s",
+                    line,
+                    rows.get(id),
+                    history.subList(Math.max(0, history.size() - 60), history.size()))
+                .isTrue();
         default -> throw new AssertionError("unknown change " + line);
       }
       if (parts[1].startsWith("+")) {

@@ -68,10 +68,16 @@ class SkadeSourceExpiryTest {
       job.cancel(); // the consumer stays: the job may be restored
     }
     Table table = history.table;
-    assertThat(stored.cursor()).isEqualTo(new ConsumerCursor(TableIdentifier.of("db", "t"),
-        table.uuid().toString(), history.s4.snapshotId(), stored.cursor().commitSeq()));
+    assertThat(stored.cursor())
+        .isEqualTo(
+            new ConsumerCursor(
+                TableIdentifier.of("db", "t"),
+                table.uuid().toString(),
+                history.s4.snapshotId(),
+                stored.cursor().commitSeq()));
     assertThat(catalog.get().consumers(TableIdentifier.of("db", "t")))
-        .extracting(StoredConsumer::consumerId).containsExactly(CONSUMER);
+        .extracting(StoredConsumer::consumerId)
+        .containsExactly(CONSUMER);
 
     long s5 = history.commitS5().snapshotId();
     history.commitS6();
@@ -81,8 +87,8 @@ class SkadeSourceExpiryTest {
         .isInstanceOf(ExpiryBlockedException.class)
         .hasMessageContaining("consumer '" + CONSUMER + "'")
         .hasMessageContaining("still needs snapshot(s) [" + s4 + "]");
-    assertThatThrownBy(() -> table.expireSnapshots().expireOlderThan(Long.MAX_VALUE)
-        .retainLast(1).commit())
+    assertThatThrownBy(
+            () -> table.expireSnapshots().expireOlderThan(Long.MAX_VALUE).retainLast(1).commit())
         .isInstanceOf(ExpiryBlockedException.class)
         .hasMessageContaining("still needs snapshot(s) [" + s4 + ", " + s5 + "]");
     table.refresh();
@@ -108,8 +114,7 @@ class SkadeSourceExpiryTest {
   }
 
   @Test
-  void aJobRestoredAtASnapshotThatWasExpiredFailsNamingItAndTheModesThatRecover()
-      throws Exception {
+  void aJobRestoredAtASnapshotThatWasExpiredFailsNamingItAndTheModesThatRecover() throws Exception {
     Savepoint savepoint = readUpToS5AndStop();
     // While the job is stopped, S5 is expired anyway (its consumer dropped first).
     history.commitS6();
@@ -119,9 +124,15 @@ class SkadeSourceExpiryTest {
     Job restored = start(environment(restoring(savepoint)), builder().consumerId(CONSUMER).build());
     try {
       assertThatThrownBy(restored::awaitEnd)
-          .satisfies(failure -> assertThat(messages(failure)).anySatisfy(message -> assertThat(
-              message).contains("snapshot " + savepoint.s5()).contains("startup-mode=full")
-              .contains("startup-mode=latest")));
+          .satisfies(
+              failure ->
+                  assertThat(messages(failure))
+                      .anySatisfy(
+                          message ->
+                              assertThat(message)
+                                  .contains("snapshot " + savepoint.s5())
+                                  .contains("startup-mode=full")
+                                  .contains("startup-mode=latest")));
     } finally {
       restored.rows().close();
     }
@@ -146,8 +157,11 @@ class SkadeSourceExpiryTest {
       assertCommits(take(job.rows(), ROWS_AT_S4.size()), List.of(ROWS_AT_S4));
       long s5 = history.commitS5().snapshotId();
       assertCommits(take(job.rows(), S5.size()), List.of(S5));
-      String path = job.client().stopWithSavepoint(false, savepoints.toUri().toString(),
-          SavepointFormatType.CANONICAL).get();
+      String path =
+          job.client()
+              .stopWithSavepoint(
+                  false, savepoints.toUri().toString(), SavepointFormatType.CANONICAL)
+              .get();
       job.awaitEnd();
       return new Savepoint(path, s5);
     } finally {
@@ -183,8 +197,10 @@ class SkadeSourceExpiryTest {
 
   private static Job start(StreamExecutionEnvironment env, SkadeSource<RowData> source)
       throws Exception {
-    CloseableIterator<RowData> rows = env.fromSource(source, WatermarkStrategy.noWatermarks(),
-        "skade").uid("skade").collectAsync();
+    CloseableIterator<RowData> rows =
+        env.fromSource(source, WatermarkStrategy.noWatermarks(), "skade")
+            .uid("skade")
+            .collectAsync();
     return new Job(rows, env.executeAsync("skade expiry test"));
   }
 
@@ -200,10 +216,10 @@ class SkadeSourceExpiryTest {
   }
 
   /**
-   * Drops the consumer and expires every snapshot but the current one. A stopped job's
-   * enumerator may store its cursor once more after the job's result came (it handles the
-   * notice of its last completed checkpoint asynchronously, until its coordinator is closed), so
-   * a refusal caused by such a late store is answered by dropping it again.
+   * Drops the consumer and expires every snapshot but the current one. A stopped job's enumerator
+   * may store its cursor once more after the job's result came (it handles the notice of its last
+   * completed checkpoint asynchronously, until its coordinator is closed), so a refusal caused by
+   * such a late store is answered by dropping it again.
    */
   private void expireAllButCurrent() {
     while (true) {

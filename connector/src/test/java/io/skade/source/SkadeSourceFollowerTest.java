@@ -25,8 +25,8 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A source in a process that does not own the catalog: another JVM ({@link OwnerProcess}) owns
- * it and commits, so the source follows it read-only and learns of commits only by polling.
+ * A source in a process that does not own the catalog: another JVM ({@link OwnerProcess}) owns it
+ * and commits, so the source follows it read-only and learns of commits only by polling.
  */
 class SkadeSourceFollowerTest {
   private static final int ROWS = 40;
@@ -36,35 +36,45 @@ class SkadeSourceFollowerTest {
 
   @Test
   @Timeout(180)
-  void aSourceFollowingACatalogOwnedByAnotherProcessDeliversEveryCommitOnceInOrder() throws Exception {
+  void aSourceFollowingACatalogOwnedByAnotherProcessDeliversEveryCommitOnceInOrder()
+      throws Exception {
     Map<String, String> properties = Map.of("warehouse", root.resolve("wh").toString());
-    try (ChildJvm owner = ChildJvm.start(OwnerProcess.class, root.resolve("owner.err"),
-        Duration.ofMillis(WAIT_MS), root.resolve("wh").toString(), String.valueOf(ROWS), "50")) {
+    try (ChildJvm owner =
+        ChildJvm.start(
+            OwnerProcess.class,
+            root.resolve("owner.err"),
+            Duration.ofMillis(WAIT_MS),
+            root.resolve("wh").toString(),
+            String.valueOf(ROWS),
+            "50")) {
       owner.await("ACK " + (ROWS / 2 - 1)); // the first half is committed before the job starts
 
       assertThatThrownBy(() -> SharedCatalogs.acquire(properties).close())
           .as("this JVM cannot own the catalog, so the source below follows it")
-          .isInstanceOfSatisfying(CatalogLockedException.class,
-              e -> assertThat(e.heldByAnotherProcess()).isTrue());
+          .isInstanceOfSatisfying(
+              CatalogLockedException.class, e -> assertThat(e.heldByAnotherProcess()).isTrue());
 
-      SkadeSource<RowData> source = SkadeSource.builder()
-          .catalogProperties(properties)
-          .table(OwnerProcess.TABLE)
-          .startupMode(StartupMode.EARLIEST)
-          .pollInterval(Duration.ofMillis(100))
-          .build();
+      SkadeSource<RowData> source =
+          SkadeSource.builder()
+              .catalogProperties(properties)
+              .table(OwnerProcess.TABLE)
+              .startupMode(StartupMode.EARLIEST)
+              .pollInterval(Duration.ofMillis(100))
+              .build();
       StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
       env.setParallelism(1);
       List<String> seen = new ArrayList<>();
-      try (Rows rows = new Rows(
-          env.fromSource(source, WatermarkStrategy.noWatermarks(), "skade").executeAndCollect())) {
+      try (Rows rows =
+          new Rows(
+              env.fromSource(source, WatermarkStrategy.noWatermarks(), "skade")
+                  .executeAndCollect())) {
         rows.take(ROWS / 2, seen, owner); // replayed from the log at startup
         owner.send("GO"); // the second half is committed while the job runs: only polling finds it
         rows.take(ROWS - ROWS / 2, seen, owner);
       }
 
-      assertThat(seen).containsExactlyElementsOf(
-          LongStream.range(0, ROWS).mapToObj(id -> "+I " + id).toList());
+      assertThat(seen)
+          .containsExactlyElementsOf(LongStream.range(0, ROWS).mapToObj(id -> "+I " + id).toList());
       owner.await("DONE");
     }
   }
@@ -103,8 +113,13 @@ class SkadeSourceFollowerTest {
           throw new AssertionError("job failed after rows " + seen, failure);
         }
         if (next == null) {
-          fail("no row within " + WAIT_MS + " ms; rows so far " + seen + "; owner's stderr:\n"
-              + owner.stderr());
+          fail(
+              "no row within "
+                  + WAIT_MS
+                  + " ms; rows so far "
+                  + seen
+                  + "; owner's stderr:\n"
+                  + owner.stderr());
         }
         seen.add((String) next);
       }

@@ -41,9 +41,10 @@ class SkadeSourceFullStartTest {
   @ValueSource(booleans = {false, true})
   @Timeout(120)
   void aFullStartAtACompactionEmitsTheTablesRows(boolean primaryKey) throws Exception {
-    List<Types.NestedField> columns = List.of(
-        Types.NestedField.required(1, "id", Types.LongType.get()),
-        Types.NestedField.optional(2, "v", Types.StringType.get()));
+    List<Types.NestedField> columns =
+        List.of(
+            Types.NestedField.required(1, "id", Types.LongType.get()),
+            Types.NestedField.optional(2, "v", Types.StringType.get()));
     Schema schema = primaryKey ? new Schema(columns, Set.of(1)) : new Schema(columns);
     Table table = catalog.get().createTable(TableIdentifier.of("db", "compacted"), schema);
     TableWriter writer = new TableWriter(table);
@@ -58,15 +59,23 @@ class SkadeSourceFullStartTest {
 
     StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
     env.setParallelism(1);
-    SkadeSource<String> source = SkadeSource.builder().catalogProperties(catalog.properties())
-        .table("db.compacted").bounded().deserializer(new ChangeLines.Deserializer()).build();
+    SkadeSource<String> source =
+        SkadeSource.builder()
+            .catalogProperties(catalog.properties())
+            .table("db.compacted")
+            .bounded()
+            .deserializer(new ChangeLines.Deserializer())
+            .build();
     List<String> seen = new ArrayList<>();
-    try (CloseableIterator<String> changes = env
-        .fromSource(source, WatermarkStrategy.noWatermarks(), "compacted").executeAndCollect()) {
+    try (CloseableIterator<String> changes =
+        env.fromSource(source, WatermarkStrategy.noWatermarks(), "compacted").executeAndCollect()) {
       changes.forEachRemaining(seen::add);
     }
-    assertThat(seen).as("a full start at snapshot %d (%s)", table.currentSnapshot().snapshotId(),
-        table.currentSnapshot().operation()).containsExactlyInAnyOrderElementsOf(expected);
+    assertThat(seen)
+        .as(
+            "a full start at snapshot %d (%s)",
+            table.currentSnapshot().snapshotId(), table.currentSnapshot().operation())
+        .containsExactlyInAnyOrderElementsOf(expected);
   }
 
   /** Rewrites every data file into one file of the same rows: a {@code replace} snapshot. */
@@ -79,7 +88,9 @@ class SkadeSourceFullStartTest {
     try (CloseableIterable<Record> records = IcebergGenerics.read(table).build()) {
       records.forEach(rows::add);
     }
-    table.newRewrite().validateFromSnapshot(table.currentSnapshot().snapshotId())
+    table
+        .newRewrite()
+        .validateFromSnapshot(table.currentSnapshot().snapshotId())
         .rewriteFiles(old, Set.of(), new HashSet<>(writer.writeDataFiles(rows)), Set.of())
         .commit();
   }

@@ -3,8 +3,8 @@ package io.skade.source;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.skade.testing.ChangeTap.Received;
 import io.skade.testing.ChangeTap;
+import io.skade.testing.ChangeTap.Received;
 import io.skade.testing.IcebergWorkers;
 import io.skade.testing.IdRows;
 import io.skade.testing.LocalCluster;
@@ -56,24 +56,23 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * LOG tables (no identifier fields) read per snapshot by {@link SkadeSource} at parallelism 1,
- * 2 and 4, from startup {@code full} and {@code earliest}, while a seeded random history is
- * written to them, part of it before the job starts and the rest while it runs: appends (with
- * identical duplicate rows, in one file and across files), position deletes, overwrites by a
- * filter, whole data files deleted, and compactions ({@code replace} snapshots rewriting some
- * data files of a partition into one file of their live rows). One job reads two such tables:
- * one unpartitioned on format v2 (position delete files), one partitioned by {@code bucket(id,
- * 4)} on format v3 (deletion vectors).
+ * LOG tables (no identifier fields) read per snapshot by {@link SkadeSource} at parallelism 1, 2
+ * and 4, from startup {@code full} and {@code earliest}, while a seeded random history is written
+ * to them, part of it before the job starts and the rest while it runs: appends (with identical
+ * duplicate rows, in one file and across files), position deletes, overwrites by a filter, whole
+ * data files deleted, and compactions ({@code replace} snapshots rewriting some data files of a
+ * partition into one file of their live rows). One job reads two such tables: one unpartitioned on
+ * format v2 (position delete files), one partitioned by {@code bucket(id, 4)} on format v3
+ * (deletion vectors).
  *
  * <p>Each change is tagged with the source subtask (reader) that emitted it, and all go to one
- * downstream task. Checked: (a) each reader's own changes, applied strictly to a multiset of
- * rows, never fail (a {@code -D} meets an equal row that same reader inserted before it); (b)
- * all changes, in the order the one task received them, applied strictly, never fail; (c) the
- * rows they leave equal Iceberg's own read of the end snapshot ({@link IcebergGenerics}).
+ * downstream task. Checked: (a) each reader's own changes, applied strictly to a multiset of rows,
+ * never fail (a {@code -D} meets an equal row that same reader inserted before it); (b) all
+ * changes, in the order the one task received them, applied strictly, never fail; (c) the rows they
+ * leave equal Iceberg's own read of the end snapshot ({@link IcebergGenerics}).
  *
  * <p>Seeds derive from one base seed, printed with each case; replay with {@code
- * -Dskade.logorder.seed=<base seed>}. A larger run (more rounds of every case, longer
- * histories):
+ * -Dskade.logorder.seed=<base seed>}. A larger run (more rounds of every case, longer histories):
  *
  * <pre>{@code
  * mvn -B -pl connector -am -Dtest=SkadeSourceLogOrderTest -Dsurefire.failIfNoSpecifiedTests=false \
@@ -83,12 +82,16 @@ import org.junit.jupiter.params.provider.MethodSource;
 class SkadeSourceLogOrderTest {
   private static final Schema SCHEMA = IdRows.log("v");
   private static final long BASE_SEED = Long.getLong("skade.logorder.seed", System.nanoTime());
+
   /** How many times every case runs, each with its own seed. */
   private static final int ROUNDS = Integer.getInteger("skade.logorder.rounds", 1);
+
   /** Commits per case, over both tables; a third of them before the job starts. */
   private static final int COMMITS = Integer.getInteger("skade.logorder.commits", 45);
+
   /** Longer than any commit takes, even on a loaded machine. */
   private static final long STUCK_NANOS = TimeUnit.SECONDS.toNanos(30);
+
   @RegisterExtension static final LocalCluster cluster = new LocalCluster(4);
 
   @RegisterExtension final TestCatalog catalog = new TestCatalog();
@@ -108,30 +111,55 @@ class SkadeSourceLogOrderTest {
   @ParameterizedTest(name = "parallelism {0}, startup {1}, round {2}")
   @MethodSource("cases")
   @Timeout(240)
-  void everyDeleteComesFromTheReaderThatInsertedItsRowAndAfterIt(int parallelism,
-      StartupMode startup, int round) throws Exception {
+  void everyDeleteComesFromTheReaderThatInsertedItsRowAndAfterIt(
+      int parallelism, StartupMode startup, int round) throws Exception {
     long seed = BASE_SEED + 1000L * round + 10L * parallelism + startup.ordinal();
-    String where = "seed " + seed + " (base seed " + BASE_SEED + ", replay with"
-        + " -Dskade.logorder.seed=" + BASE_SEED + "), parallelism " + parallelism + ", startup "
-        + startup.value();
+    String where =
+        "seed "
+            + seed
+            + " (base seed "
+            + BASE_SEED
+            + ", replay with"
+            + " -Dskade.logorder.seed="
+            + BASE_SEED
+            + "), parallelism "
+            + parallelism
+            + ", startup "
+            + startup.value();
     System.out.println("SkadeSourceLogOrderTest " + where);
     java.util.Random random = new java.util.Random(seed);
-    List<LogHistory> tables = List.of(
-        new LogHistory(create("log", PartitionSpec.unpartitioned(), 2), seed * 31 + 1),
-        new LogHistory(create("log_parts",
-            PartitionSpec.builderFor(SCHEMA).bucket("id", 4).build(), 3), seed * 31 + 2));
+    List<LogHistory> tables =
+        List.of(
+            new LogHistory(create("log", PartitionSpec.unpartitioned(), 2), seed * 31 + 1),
+            new LogHistory(
+                create("log_parts", PartitionSpec.builderFor(SCHEMA).bucket("id", 4).build(), 3),
+                seed * 31 + 2));
     int before = COMMITS / 3;
-    awaitWrites(CompletableFuture.runAsync(() -> {
-      for (int i = 0; i < before; i++) {
-        tables.get(random.nextInt(tables.size())).step();
-      }
-    }), tables, where);
+    awaitWrites(
+        CompletableFuture.runAsync(
+            () -> {
+              for (int i = 0; i < before; i++) {
+                tables.get(random.nextInt(tables.size())).step();
+              }
+            }),
+        tables,
+        where);
     for (LogHistory history : tables) {
       history.table.refresh();
-      System.out.println("SkadeSourceLogOrderTest " + where + ": " + history.name + " before the"
-          + " job: " + (history.table.currentSnapshot() == null ? "no snapshot"
-              : "snapshot " + history.table.currentSnapshot().snapshotId() + " ("
-                  + history.table.currentSnapshot().operation() + ")"));
+      System.out.println(
+          "SkadeSourceLogOrderTest "
+              + where
+              + ": "
+              + history.name
+              + " before the"
+              + " job: "
+              + (history.table.currentSnapshot() == null
+                  ? "no snapshot"
+                  : "snapshot "
+                      + history.table.currentSnapshot().snapshotId()
+                      + " ("
+                      + history.table.currentSnapshot().operation()
+                      + ")"));
     }
     List<Received> received = new ArrayList<>();
     Map<String, Map<String, Integer>> expected;
@@ -140,26 +168,36 @@ class SkadeSourceLogOrderTest {
       StreamExecutionEnvironment env = LocalCluster.environment(parallelism);
       DataStream<String> all = null;
       for (LogHistory history : tables) {
-        SkadeSource<String> source = SkadeSource.builder()
-            .catalogProperties(catalog.properties()).table("db." + history.name)
-            .startupMode(startup).batchRows(8).deserializer(new ChangeTap.Lines(history.name))
-            .build();
-        DataStream<String> tagged = tap.tagged(env.fromSource(source,
-            WatermarkStrategy.noWatermarks(), history.name).uid("source-" + history.name),
-            "reader-of-" + history.name);
+        SkadeSource<String> source =
+            SkadeSource.builder()
+                .catalogProperties(catalog.properties())
+                .table("db." + history.name)
+                .startupMode(startup)
+                .batchRows(8)
+                .deserializer(new ChangeTap.Lines(history.name))
+                .build();
+        DataStream<String> tagged =
+            tap.tagged(
+                env.fromSource(source, WatermarkStrategy.noWatermarks(), history.name)
+                    .uid("source-" + history.name),
+                "reader-of-" + history.name);
         all = all == null ? tagged : all.union(tagged);
       }
       tap.sinkInto(all, "one-task");
       JobID job = cluster.submit(env, "log-order", null);
       try {
-        await().atMost(Duration.ofSeconds(120)).pollInSameThread()
+        await()
+            .atMost(Duration.ofSeconds(120))
+            .pollInSameThread()
             .until(() -> take(tap, job, received) >= 0 && cluster.allTasksRunning(job));
         // The rest of the history is written while the job runs.
-        CompletableFuture<Void> rest = CompletableFuture.runAsync(() -> {
-          for (int i = before; i < COMMITS; i++) {
-            tables.get(random.nextInt(tables.size())).step();
-          }
-        });
+        CompletableFuture<Void> rest =
+            CompletableFuture.runAsync(
+                () -> {
+                  for (int i = before; i < COMMITS; i++) {
+                    tables.get(random.nextInt(tables.size())).step();
+                  }
+                });
         awaitWrites(rest, tables, where);
         expected = new TreeMap<>();
         for (LogHistory history : tables) {
@@ -174,24 +212,39 @@ class SkadeSourceLogOrderTest {
       }
       received.addAll(tap.drain().stream().map(Received::parse).toList());
     }
-    System.out.println("SkadeSourceLogOrderTest " + where + ": " + received.size()
-        + " changes; readers per table " + received.stream().collect(Collectors.groupingBy(
-            Received::table, TreeMap::new, Collectors.mapping(Received::reader,
-                Collectors.toCollection(TreeSet::new)))));
-    assertThat(firstStrictFailure(received, r -> r.table() + " of reader " + r.reader(),
-        "that reader"))
-        .as("%s: (a) each reader's changes applied strictly", where).isNull();
+    System.out.println(
+        "SkadeSourceLogOrderTest "
+            + where
+            + ": "
+            + received.size()
+            + " changes; readers per table "
+            + received.stream()
+                .collect(
+                    Collectors.groupingBy(
+                        Received::table,
+                        TreeMap::new,
+                        Collectors.mapping(
+                            Received::reader, Collectors.toCollection(TreeSet::new)))));
+    assertThat(
+            firstStrictFailure(
+                received, r -> r.table() + " of reader " + r.reader(), "that reader"))
+        .as("%s: (a) each reader's changes applied strictly", where)
+        .isNull();
     assertThat(firstStrictFailure(received, Received::table, "any reader"))
         .as("%s: (b) all changes, in the order one task received them, applied strictly", where)
         .isNull();
     assertThat(net(received))
-        .as("%s: (c) the rows the changes leave (complete: %s) equal Iceberg's read of the end"
-            + " snapshot", where, complete)
+        .as(
+            "%s: (c) the rows the changes leave (complete: %s) equal Iceberg's read of the end"
+                + " snapshot",
+            where, complete)
         .isEqualTo(expected);
   }
 
   private Table create(String name, PartitionSpec spec, int formatVersion) {
-    return catalog.get().buildTable(TableIdentifier.of("db", name), SCHEMA)
+    return catalog
+        .get()
+        .buildTable(TableIdentifier.of("db", name), SCHEMA)
         .withPartitionSpec(spec)
         .withProperty("format-version", String.valueOf(formatVersion))
         .create();
@@ -201,8 +254,8 @@ class SkadeSourceLogOrderTest {
    * Waits for the history's writer; if it makes no commit for a long time, fails naming what
    * Iceberg's worker pool, which writes every commit's manifests, is doing.
    */
-  private static void awaitWrites(CompletableFuture<Void> writes, List<LogHistory> tables,
-      String where) throws Exception {
+  private static void awaitWrites(
+      CompletableFuture<Void> writes, List<LogHistory> tables, String where) throws Exception {
     long start = System.nanoTime();
     while (true) {
       try {
@@ -211,9 +264,14 @@ class SkadeSourceLogOrderTest {
       } catch (TimeoutException e) {
         long last = Math.max(start, tables.stream().mapToLong(h -> h.lastStep).max().orElse(0));
         if (System.nanoTime() - last > STUCK_NANOS) {
-          throw new AssertionError(where + ": the history's writer made no commit in "
-              + TimeUnit.NANOSECONDS.toSeconds(STUCK_NANOS) + " s; Iceberg's worker pool,"
-              + " which writes every commit's manifests:\n" + IcebergWorkers.stacks(), e);
+          throw new AssertionError(
+              where
+                  + ": the history's writer made no commit in "
+                  + TimeUnit.NANOSECONDS.toSeconds(STUCK_NANOS)
+                  + " s; Iceberg's worker pool,"
+                  + " which writes every commit's manifests:\n"
+                  + IcebergWorkers.stacks(),
+              e);
         }
       }
     }
@@ -231,11 +289,17 @@ class SkadeSourceLogOrderTest {
    * Waits until the changes received leave exactly {@code expected} and nothing more comes for a
    * while; false if that never happened (the assertions then say what differs).
    */
-  private static boolean awaitRows(ChangeTap tap, JobID job, List<Received> received,
+  private static boolean awaitRows(
+      ChangeTap tap,
+      JobID job,
+      List<Received> received,
       Map<String, Map<String, Integer>> expected) {
     try {
-      await().atMost(Duration.ofSeconds(120)).during(Duration.ofMillis(400))
-          .pollInterval(Duration.ofMillis(50)).pollInSameThread()
+      await()
+          .atMost(Duration.ofSeconds(120))
+          .during(Duration.ofMillis(400))
+          .pollInterval(Duration.ofMillis(50))
+          .pollInSameThread()
           .until(() -> take(tap, job, received) >= 0 && net(received).equals(expected));
       return true;
     } catch (ConditionTimeoutException e) {
@@ -266,12 +330,12 @@ class SkadeSourceLogOrderTest {
   }
 
   /**
-   * Applies {@code changes} in order, strictly, to one multiset of rows per group: an insert
-   * adds its row, a delete must find an equal row there and removes it. Describes the first
-   * delete that finds none, with every change of that row; null when all apply.
+   * Applies {@code changes} in order, strictly, to one multiset of rows per group: an insert adds
+   * its row, a delete must find an equal row there and removes it. Describes the first delete that
+   * finds none, with every change of that row; null when all apply.
    */
-  static String firstStrictFailure(List<Received> changes, Function<Received, String> group,
-      String inserter) {
+  static String firstStrictFailure(
+      List<Received> changes, Function<Received, String> group, String inserter) {
     Map<String, Map<String, Integer>> rows = new HashMap<>();
     for (int i = 0; i < changes.size(); i++) {
       Received change = changes.get(i);
@@ -288,24 +352,32 @@ class SkadeSourceLogOrderTest {
             ofRow.add("#" + j + " " + other);
           }
         }
-        return "change #" + i + " (" + change + ") deletes a row that " + inserter + " had not"
+        return "change #"
+            + i
+            + " ("
+            + change
+            + ") deletes a row that "
+            + inserter
+            + " had not"
             + " inserted (and not deleted) before it; the changes of that row, in the order"
-            + " received (at most 40): " + ofRow;
+            + " received (at most 40): "
+            + ofRow;
       }
     }
     return null;
   }
 
   /**
-   * A LOG table {@code (id, v)} and its seeded random history, one commit per step. Every choice
-   * is made from the table's live files and rows as Iceberg plans and reads them, in an order
-   * that does not depend on file names (which are random), so a seed replays the same history.
+   * A LOG table {@code (id, v)} and its seeded random history, one commit per step. Every choice is
+   * made from the table's live files and rows as Iceberg plans and reads them, in an order that
+   * does not depend on file names (which are random), so a seed replays the same history.
    */
   private static final class LogHistory {
     final String name;
     final Table table;
     private final TableWriter writer;
     private final java.util.Random random;
+
     /** When the last step committed (System.nanoTime). */
     volatile long lastStep = System.nanoTime();
 
@@ -371,49 +443,60 @@ class SkadeSourceLogOrderTest {
     }
 
     private void overwrite() {
-      Expression filter = switch (random.nextInt(3)) {
-        case 0 -> Expressions.equal("id", (long) random.nextInt(6));
-        case 1 -> Expressions.lessThan("id", (long) random.nextInt(6));
-        default -> Expressions.equal("v", random.nextBoolean() ? "a" : "b");
-      };
+      Expression filter =
+          switch (random.nextInt(3)) {
+            case 0 -> Expressions.equal("id", (long) random.nextInt(6));
+            case 1 -> Expressions.lessThan("id", (long) random.nextInt(6));
+            default -> Expressions.equal("v", random.nextBoolean() ? "a" : "b");
+          };
       writer.overwrite(filter, newRows(random.nextInt(4)));
     }
 
     /**
-     * Rewrites some data files of one partition (with the deletes scoped to them) into one file
-     * of their live rows: a {@code replace} snapshot, which changes no row of the table.
+     * Rewrites some data files of one partition (with the deletes scoped to them) into one file of
+     * their live rows: a {@code replace} snapshot, which changes no row of the table.
      */
     private void compact(List<FileScanTask> files, List<LiveRow> rows) {
       Map<String, List<FileScanTask>> byPartition = new TreeMap<>();
-      files.forEach(task -> byPartition.computeIfAbsent(task.file().partition().toString(),
-          p -> new ArrayList<>()).add(task));
-      List<List<FileScanTask>> candidates = byPartition.values().stream()
-          .filter(group -> group.size() > 1 || !group.get(0).deletes().isEmpty()).toList();
+      files.forEach(
+          task ->
+              byPartition
+                  .computeIfAbsent(task.file().partition().toString(), p -> new ArrayList<>())
+                  .add(task));
+      List<List<FileScanTask>> candidates =
+          byPartition.values().stream()
+              .filter(group -> group.size() > 1 || !group.get(0).deletes().isEmpty())
+              .toList();
       if (candidates.isEmpty()) {
         writer.append(newRows(1 + random.nextInt(3)));
         return;
       }
-      List<FileScanTask> group = new ArrayList<>(
-          candidates.get(random.nextInt(candidates.size())));
+      List<FileScanTask> group = new ArrayList<>(candidates.get(random.nextInt(candidates.size())));
       while (group.size() > 2 && random.nextBoolean()) {
         group.remove(random.nextInt(group.size()));
       }
       Set<String> paths = new HashSet<>();
       Set<DataFile> oldFiles = new HashSet<>();
       Set<DeleteFile> oldDeletes = new HashSet<>();
-      group.forEach(task -> {
-        paths.add(task.file().location());
-        oldFiles.add(task.file());
-      });
-      group.forEach(task -> task.deletes().stream()
-          .filter(d -> paths.contains(ContentFileUtil.referencedDataFileLocation(d)))
-          .forEach(oldDeletes::add));
-      List<Record> kept = rows.stream().filter(r -> paths.contains(r.file))
-          .map(r -> row(r.id, r.v)).toList();
+      group.forEach(
+          task -> {
+            paths.add(task.file().location());
+            oldFiles.add(task.file());
+          });
+      group.forEach(
+          task ->
+              task.deletes().stream()
+                  .filter(d -> paths.contains(ContentFileUtil.referencedDataFileLocation(d)))
+                  .forEach(oldDeletes::add));
+      List<Record> kept =
+          rows.stream().filter(r -> paths.contains(r.file)).map(r -> row(r.id, r.v)).toList();
       long base = table.currentSnapshot().snapshotId();
       Set<DataFile> newFiles = new HashSet<>(writer.writeDataFiles(kept));
-      table.newRewrite().validateFromSnapshot(base)
-          .rewriteFiles(oldFiles, oldDeletes, newFiles, Set.of()).commit();
+      table
+          .newRewrite()
+          .validateFromSnapshot(base)
+          .rewriteFiles(oldFiles, oldDeletes, newFiles, Set.of())
+          .commit();
     }
 
     /** The live data files, in an order fixed by the history (not by the random file names). */
@@ -422,10 +505,11 @@ class SkadeSourceLogOrderTest {
       try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
         tasks.forEach(files::add);
       }
-      files.sort(Comparator.comparingLong((FileScanTask t) -> t.file().dataSequenceNumber())
-          .thenComparing(t -> t.file().partition().toString())
-          .thenComparingLong(t -> t.file().recordCount())
-          .thenComparing(t -> t.file().location()));
+      files.sort(
+          Comparator.comparingLong((FileScanTask t) -> t.file().dataSequenceNumber())
+              .thenComparing(t -> t.file().partition().toString())
+              .thenComparingLong(t -> t.file().recordCount())
+              .thenComparing(t -> t.file().location()));
       return files;
     }
 
@@ -433,8 +517,9 @@ class SkadeSourceLogOrderTest {
     private List<LiveRow> liveRows(List<FileScanTask> files) throws IOException {
       Map<String, Integer> order = new HashMap<>();
       files.forEach(task -> order.put(task.file().location(), order.size()));
-      Schema projection = TypeUtil.join(table.schema(),
-          new Schema(MetadataColumns.FILE_PATH, MetadataColumns.ROW_POSITION));
+      Schema projection =
+          TypeUtil.join(
+              table.schema(), new Schema(MetadataColumns.FILE_PATH, MetadataColumns.ROW_POSITION));
       List<LiveRow> rows = new ArrayList<>();
       if (table.currentSnapshot() == null) {
         return rows;
@@ -442,13 +527,16 @@ class SkadeSourceLogOrderTest {
       try (CloseableIterable<Record> records =
           IcebergGenerics.read(table).project(projection).build()) {
         for (Record r : records) {
-          rows.add(new LiveRow(r.getField(MetadataColumns.FILE_PATH.name()).toString(),
-              (Long) r.getField(MetadataColumns.ROW_POSITION.name()), (Long) r.getField("id"),
-              (String) r.getField("v")));
+          rows.add(
+              new LiveRow(
+                  r.getField(MetadataColumns.FILE_PATH.name()).toString(),
+                  (Long) r.getField(MetadataColumns.ROW_POSITION.name()),
+                  (Long) r.getField("id"),
+                  (String) r.getField("v")));
         }
       }
-      rows.sort(Comparator.comparingInt((LiveRow r) -> order.get(r.file))
-          .thenComparingLong(r -> r.pos));
+      rows.sort(
+          Comparator.comparingInt((LiveRow r) -> order.get(r.file)).thenComparingLong(r -> r.pos));
       return rows;
     }
 

@@ -29,8 +29,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The reader's metrics while a throttled job reads a backlog: {@code pendingRecords} (what the
- * Flink autoscaler scales on) starts near the backlog, falls as the changes are read and ends at
- * 0; {@code currentFetchEventTimeLag} is the age of the commits being read.
+ * Flink autoscaler scales on) starts near the backlog, falls as the changes are read and ends at 0;
+ * {@code currentFetchEventTimeLag} is the age of the commits being read.
  */
 class SkadeSourceMetricsTest {
   private static final Schema SCHEMA = IdRows.log("v");
@@ -54,17 +54,26 @@ class SkadeSourceMetricsTest {
     Thread.sleep(200); // the commits are at least this old when read
 
     InMemoryReporter reporter = InMemoryReporter.createWithRetainedMetrics();
-    StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(
-        reporter.addToConfiguration(new Configuration()));
+    StreamExecutionEnvironment env =
+        StreamExecutionEnvironment.getExecutionEnvironment(
+            reporter.addToConfiguration(new Configuration()));
     env.setParallelism(1);
-    env.fromSource(SkadeSource.builder().catalogProperties(catalog.properties())
-            .table("db.backlog").startupMode(StartupMode.EARLIEST).bounded().batchRows(10)
-            .deserializer(new ChangeLines.Deserializer()).build(),
-        WatermarkStrategy.noWatermarks(), "backlog")
-        .map(line -> {
-          Thread.sleep(2); // a slow job: the backlog is read over about 2 s
-          return line;
-        })
+    env.fromSource(
+            SkadeSource.builder()
+                .catalogProperties(catalog.properties())
+                .table("db.backlog")
+                .startupMode(StartupMode.EARLIEST)
+                .bounded()
+                .batchRows(10)
+                .deserializer(new ChangeLines.Deserializer())
+                .build(),
+            WatermarkStrategy.noWatermarks(),
+            "backlog")
+        .map(
+            line -> {
+              Thread.sleep(2); // a slow job: the backlog is read over about 2 s
+              return line;
+            })
         .sinkTo(new DiscardingSink<>());
     JobClient job = env.executeAsync("backlog");
     JobID id = job.getJobID();
@@ -83,19 +92,24 @@ class SkadeSourceMetricsTest {
     long backlog = (long) COMMITS * ROWS;
     assertThat(pending).as("pendingRecords seen while the job ran").isNotEmpty();
     assertThat(pending.stream().mapToLong(Long::longValue).max().orElse(0))
-        .as("the largest backlog reported").isGreaterThan(backlog / 2).isLessThanOrEqualTo(backlog);
+        .as("the largest backlog reported")
+        .isGreaterThan(backlog / 2)
+        .isLessThanOrEqualTo(backlog);
     assertThat(pending.get(pending.size() - 1)).as("pending at the end").isZero();
     assertThat(lags).as("fetch lags seen").isNotEmpty();
     assertThat(lags.stream().mapToLong(Long::longValue).max().orElse(0))
-        .as("the age of the commits read").isGreaterThanOrEqualTo(200);
+        .as("the age of the commits read")
+        .isGreaterThanOrEqualTo(200);
   }
 
   /** The value of the reader's gauge {@code name}, once it is registered. */
-  private static Optional<Long> gauge(InMemoryReporter reporter, JobID job,
-      String name) {
+  private static Optional<Long> gauge(InMemoryReporter reporter, JobID job, String name) {
     Map<String, Metric> metrics = reporter.findMetrics(job, name);
-    return metrics.values().stream().filter(m -> m instanceof Gauge<?>)
-        .map(m -> ((Gauge<?>) m).getValue()).filter(v -> v instanceof Long)
-        .map(v -> (Long) v).findFirst();
+    return metrics.values().stream()
+        .filter(m -> m instanceof Gauge<?>)
+        .map(m -> ((Gauge<?>) m).getValue())
+        .filter(v -> v instanceof Long)
+        .map(v -> (Long) v)
+        .findFirst();
   }
 }

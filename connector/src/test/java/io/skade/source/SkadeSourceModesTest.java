@@ -31,9 +31,9 @@ import org.junit.jupiter.api.Timeout.ThreadMode;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Every startup mode, bounded reads, and the errors of bad input, on {@link KnownHistory}'s
- * table: four commits before the job starts (S1 to S4) and two while it runs (S5, S6). Jobs run
- * in a local MiniCluster with two readers; each test waits on the changes themselves.
+ * Every startup mode, bounded reads, and the errors of bad input, on {@link KnownHistory}'s table:
+ * four commits before the job starts (S1 to S4) and two while it runs (S5, S6). Jobs run in a local
+ * MiniCluster with two readers; each test waits on the changes themselves.
  */
 @Timeout(value = 60, threadMode = ThreadMode.SEPARATE_THREAD) // next() ignores interrupts
 class SkadeSourceModesTest {
@@ -59,8 +59,8 @@ class SkadeSourceModesTest {
     // commits only once the start is known to be fixed: the enumerator stores its cursor as a
     // consumer on each completed checkpoint, and only after it resolved its start. Once the
     // consumer is there (at S4, the snapshot current at start), every commit is after the start.
-    SkadeSource<RowData> source = builder().startupMode(StartupMode.LATEST)
-        .consumerId("latest-test").build();
+    SkadeSource<RowData> source =
+        builder().startupMode(StartupMode.LATEST).consumerId("latest-test").build();
     StreamExecutionEnvironment env = environment();
     env.enableCheckpointing(100);
     List<String> seen;
@@ -77,15 +77,19 @@ class SkadeSourceModesTest {
   @Test
   void anEarliestStartEmitsEveryChangeSinceTheFirstSnapshotInCommitOrder() throws Exception {
     List<List<String>> expected = List.of(S1, S2, S3, S4, S5, S6);
-    assertCommits(runWhileCommitting(builder().startupMode(StartupMode.EARLIEST).build(),
-        S1.size(), expected), expected);
+    assertCommits(
+        runWhileCommitting(
+            builder().startupMode(StartupMode.EARLIEST).build(), S1.size(), expected),
+        expected);
   }
 
   @Test
   void aStartFromSnapshotIncludesThatSnapshotsOwnChanges() throws Exception {
     List<List<String>> expected = List.of(S2, S3, S4, S5, S6);
-    assertCommits(runWhileCommitting(builder().startFromSnapshot(history.s2.snapshotId()).build(),
-        S2.size(), expected), expected);
+    assertCommits(
+        runWhileCommitting(
+            builder().startFromSnapshot(history.s2.snapshotId()).build(), S2.size(), expected),
+        expected);
   }
 
   @Test
@@ -93,15 +97,19 @@ class SkadeSourceModesTest {
     assertThat(history.s2.timestampMillis()).isLessThan(history.beforeS3Millis);
     assertThat(history.s3.timestampMillis()).isGreaterThanOrEqualTo(history.beforeS3Millis);
     List<List<String>> expected = List.of(S3, S4, S5, S6);
-    assertCommits(runWhileCommitting(builder().startFromTimestamp(history.beforeS3Millis).build(),
-        S3.size(), expected), expected);
+    assertCommits(
+        runWhileCommitting(
+            builder().startFromTimestamp(history.beforeS3Millis).build(), S3.size(), expected),
+        expected);
   }
 
   @Test
   void aStartFromCommitSeqEmitsTheCommitsAfterThatCommitSeq() throws Exception {
     List<List<String>> expected = List.of(S3, S4, S5, S6);
-    assertCommits(runWhileCommitting(builder().startFromCommitSeq(history.seqAfterS2).build(),
-        S3.size(), expected), expected);
+    assertCommits(
+        runWhileCommitting(
+            builder().startFromCommitSeq(history.seqAfterS2).build(), S3.size(), expected),
+        expected);
   }
 
   @Test
@@ -128,8 +136,11 @@ class SkadeSourceModesTest {
   @Test
   void anEndSnapshotFromAStartSnapshotReadsExactlyThatWindow() throws Exception {
     history.commitS5(); // the end is not the current snapshot
-    SkadeSource<RowData> source = builder().startFromSnapshot(history.s2.snapshotId())
-        .endSnapshot(history.s3.snapshotId()).build();
+    SkadeSource<RowData> source =
+        builder()
+            .startFromSnapshot(history.s2.snapshotId())
+            .endSnapshot(history.s3.snapshotId())
+            .build();
     List<String> seen;
     try (CloseableIterator<RowData> rows = collect(environment(), source)) {
       seen = drain(rows);
@@ -166,8 +177,9 @@ class SkadeSourceModesTest {
 
   @Test
   void aStartupModeWithoutItsArgumentIsRefused() {
-    for (StartupMode mode : List.of(StartupMode.FROM_SNAPSHOT, StartupMode.FROM_TIMESTAMP,
-        StartupMode.FROM_COMMIT_SEQ)) {
+    for (StartupMode mode :
+        List.of(
+            StartupMode.FROM_SNAPSHOT, StartupMode.FROM_TIMESTAMP, StartupMode.FROM_COMMIT_SEQ)) {
       assertThatThrownBy(() -> builder().startup(mode, null).build())
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("startup mode " + mode.value() + " needs its argument");
@@ -191,8 +203,8 @@ class SkadeSourceModesTest {
     return env;
   }
 
-  private static CloseableIterator<RowData> collect(StreamExecutionEnvironment env,
-      SkadeSource<RowData> source) throws Exception {
+  private static CloseableIterator<RowData> collect(
+      StreamExecutionEnvironment env, SkadeSource<RowData> source) throws Exception {
     return env.fromSource(source, WatermarkStrategy.noWatermarks(), "skade").executeAndCollect();
   }
 
@@ -201,8 +213,8 @@ class SkadeSourceModesTest {
    * runs), commits S5 and S6, then takes as many changes as {@code expected} holds in all and
    * cancels the job.
    */
-  private List<String> runWhileCommitting(SkadeSource<RowData> source, int before,
-      List<List<String>> expected) throws Exception {
+  private List<String> runWhileCommitting(
+      SkadeSource<RowData> source, int before, List<List<String>> expected) throws Exception {
     List<String> seen;
     try (CloseableIterator<RowData> rows = collect(environment(), source)) {
       seen = new ArrayList<>(take(rows, before));

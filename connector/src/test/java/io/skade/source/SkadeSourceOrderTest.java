@@ -30,9 +30,9 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * With four readers, a bucket-partitioned primary-key table under heavy upsert churn on a few
- * keys: each key's changes come from one reader, in commit order, so the changelog applied
- * strictly to an empty state equals the table; and the partitions are spread over readers.
+ * With four readers, a bucket-partitioned primary-key table under heavy upsert churn on a few keys:
+ * each key's changes come from one reader, in commit order, so the changelog applied strictly to an
+ * empty state equals the table; and the partitions are spread over readers.
  */
 class SkadeSourceOrderTest {
   private static final Schema SCHEMA = IdRows.keyed("v");
@@ -44,37 +44,46 @@ class SkadeSourceOrderTest {
   void eachKeysChangesComeFromOneReaderInCommitOrderAtParallelismFour() throws Exception {
     long seed = System.nanoTime();
     System.out.println("SkadeSourceOrderTest seed " + seed);
-    Table table = catalog.get().buildTable(TableIdentifier.of("db", "churn"), SCHEMA)
-        .withPartitionSpec(PartitionSpec.builderFor(SCHEMA).bucket("id", 8).build())
-        .create();
+    Table table =
+        catalog
+            .get()
+            .buildTable(TableIdentifier.of("db", "churn"), SCHEMA)
+            .withPartitionSpec(PartitionSpec.builderFor(SCHEMA).bucket("id", 8).build())
+            .create();
     TableWriter writer = new TableWriter(table);
     writer.upsert(List.of(row(0, "start")));
     StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
     env.setParallelism(4);
-    SkadeSource<String> source = SkadeSource.builder().catalogProperties(catalog.properties())
-        .table("db.churn").deserializer(new ChangeLines.Deserializer()).build();
+    SkadeSource<String> source =
+        SkadeSource.builder()
+            .catalogProperties(catalog.properties())
+            .table("db.churn")
+            .deserializer(new ChangeLines.Deserializer())
+            .build();
     Map<Long, String> state = new HashMap<>();
     Map<Long, Set<Integer>> readersOfKey = new HashMap<>();
     Set<Integer> readers = new HashSet<>();
-    try (CloseableIterator<String> lines = env
-        .fromSource(source, WatermarkStrategy.noWatermarks(), "churn")
-        .map(new TagWithSubtask())
-        .executeAndCollect()) {
+    try (CloseableIterator<String> lines =
+        env.fromSource(source, WatermarkStrategy.noWatermarks(), "churn")
+            .map(new TagWithSubtask())
+            .executeAndCollect()) {
       Random random = new Random(seed);
-      CompletableFuture<Void> churn = CompletableFuture.runAsync(() -> {
-        for (int c = 0; c < 40; c++) {
-          List<Record> upserts = new ArrayList<>();
-          Set<Long> keys = new LinkedHashSet<>();
-          for (int i = 0; i < 6; i++) {
-            keys.add((long) random.nextInt(12));
-          }
-          keys.forEach(id -> upserts.add(row(id, "v" + random.nextInt(100))));
-          writer.upsert(upserts);
-          if (random.nextInt(4) == 0) {
-            writer.deleteKeys(List.of(row(random.nextInt(12), null)));
-          }
-        }
-      });
+      CompletableFuture<Void> churn =
+          CompletableFuture.runAsync(
+              () -> {
+                for (int c = 0; c < 40; c++) {
+                  List<Record> upserts = new ArrayList<>();
+                  Set<Long> keys = new LinkedHashSet<>();
+                  for (int i = 0; i < 6; i++) {
+                    keys.add((long) random.nextInt(12));
+                  }
+                  keys.forEach(id -> upserts.add(row(id, "v" + random.nextInt(100))));
+                  writer.upsert(upserts);
+                  if (random.nextInt(4) == 0) {
+                    writer.deleteKeys(List.of(row(random.nextInt(12), null)));
+                  }
+                }
+              });
       Map<Long, String> expected = null;
       while (expected == null || !state.equals(expected)) {
         String[] parts = lines.next().split(" ", 4); // subtask kind id v
@@ -88,7 +97,8 @@ class SkadeSourceOrderTest {
           state.put(id, v);
         } else {
           assertThat(state.containsKey(id) && Objects.equals(state.get(id), v))
-              .as("%s %d %s retracts the row there, %s", parts[1], id, v, state.get(id)).isTrue();
+              .as("%s %d %s retracts the row there, %s", parts[1], id, v, state.get(id))
+              .isTrue();
           state.remove(id);
         }
         if (expected == null && churn.isDone()) {

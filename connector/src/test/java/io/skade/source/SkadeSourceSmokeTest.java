@@ -32,8 +32,8 @@ class SkadeSourceSmokeTest {
     writer.upsert(List.of(row(2, "b2")));
     StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
     env.setParallelism(2);
-    SkadeSource<RowData> source = SkadeSource.builder()
-        .catalogProperties(catalog.properties()).table("db.t").build();
+    SkadeSource<RowData> source =
+        SkadeSource.builder().catalogProperties(catalog.properties()).table("db.t").build();
     List<String> seen = new ArrayList<>();
     try (CloseableIterator<RowData> rows =
         env.fromSource(source, WatermarkStrategy.noWatermarks(), "skade").executeAndCollect()) {

@@ -42,19 +42,19 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.flink.FlinkSchemaUtil;
+import org.apache.iceberg.io.CloseableIterable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A streaming upsert job whose sink maintains its table as it goes (compactions folding the
- * deletes, snapshot expiry), read meanwhile by an exactly-once CDC job at parallelism 2 that
- * fails and restarts several times: the changes the reader emitted, applied strictly, equal the
- * table (so no compaction emitted a change and no window lost or repeated one), compactions and
- * expiries really ran, a stalled consumer's snapshot outlived every expiry, and point lookups of
- * every key, made all along, answer what Iceberg's own read of their snapshot holds.
+ * deletes, snapshot expiry), read meanwhile by an exactly-once CDC job at parallelism 2 that fails
+ * and restarts several times: the changes the reader emitted, applied strictly, equal the table (so
+ * no compaction emitted a change and no window lost or repeated one), compactions and expiries
+ * really ran, a stalled consumer's snapshot outlived every expiry, and point lookups of every key,
+ * made all along, answer what Iceberg's own read of their snapshot holds.
  */
 class SkadeSourceUnderMaintenanceTest {
   private static final Schema SCHEMA = IdRows.keyed("v");
@@ -81,18 +81,21 @@ class SkadeSourceUnderMaintenanceTest {
     List<String> wrongLookups = new ArrayList<>();
     int lookups = 0;
     LookupCaches.Handle caches = LookupCaches.acquire();
-    PointLookup lookup = new PointLookup(orders, List.of("id"), caches.caches(),
-        new PointLookup.Counters());
+    PointLookup lookup =
+        new PointLookup(orders, List.of("id"), caches.caches(), new PointLookup.Counters());
     CloseableIterator<String> changes = startReader();
-    Thread applier = new Thread(() -> {
-      try {
-        while (changes.hasNext()) {
-          ChangeLines.applyStrictly(changes.next(), mirror, failures);
-        }
-      } catch (RuntimeException closed) {
-        // the iterator closed at the end of the test
-      }
-    }, "applier");
+    Thread applier =
+        new Thread(
+            () -> {
+              try {
+                while (changes.hasNext()) {
+                  ChangeLines.applyStrictly(changes.next(), mirror, failures);
+                }
+              } catch (RuntimeException closed) {
+                // the iterator closed at the end of the test
+              }
+            },
+            "applier");
     applier.start();
     try {
       // Each job runs on a MiniCluster of its own, gone when the job ends: wait on its result.
@@ -105,36 +108,47 @@ class SkadeSourceUnderMaintenanceTest {
         if (stalled == null && seen.size() >= 6) {
           // A consumer that stops here: expiry must keep this snapshot and every newer one.
           stalled = orders.currentSnapshot();
-          catalog.get().storeConsumer("stalled", new ConsumerCursor(ORDERS,
-              orders.uuid().toString(), stalled.snapshotId(), 0));
+          catalog
+              .get()
+              .storeConsumer(
+                  "stalled",
+                  new ConsumerCursor(ORDERS, orders.uuid().toString(), stalled.snapshotId(), 0));
         }
         Thread.sleep(50); // the checks above run every 50 ms for as long as the writer runs
       }
       writer.get(); // fails the test if the writer failed
       Map<Long, String> expected = ChangeLines.rows(orders);
-      await("the reader's changes, applied, equal the table").atMost(Duration.ofSeconds(60))
-          .until(() -> {
-            synchronized (mirror) {
-              return mirror.equals(expected) || !failures.isEmpty();
-            }
-          });
+      await("the reader's changes, applied, equal the table")
+          .atMost(Duration.ofSeconds(60))
+          .until(
+              () -> {
+                synchronized (mirror) {
+                  return mirror.equals(expected) || !failures.isEmpty();
+                }
+              });
       synchronized (mirror) {
         assertThat(failures).as("changes that met the wrong row").isEmpty();
         assertThat(mirror).isEqualTo(expected);
       }
       assertThat(FAILURES.get()).as("reader failures injected").isEqualTo(FAIL_AT.length);
       lookups += lookUp(orders, lookup, wrongLookups);
-      assertThat(wrongLookups).as("lookups that differ from Iceberg's read of their snapshot,"
-          + " of %s, before, during and after compactions", lookups).isEmpty();
+      assertThat(wrongLookups)
+          .as(
+              "lookups that differ from Iceberg's read of their snapshot,"
+                  + " of %s, before, during and after compactions",
+              lookups)
+          .isEmpty();
 
       orders.refresh();
       orders.snapshots().forEach(s -> seen.put(s.snapshotId(), s));
       assertThat(seen.values().stream().filter(s -> "replace".equals(s.operation())).count())
-          .as("compactions the sink's maintenance committed").isGreaterThanOrEqualTo(2);
+          .as("compactions the sink's maintenance committed")
+          .isGreaterThanOrEqualTo(2);
       assertThat(stalled).as("a consumer stalled mid-way").isNotNull();
       long from = stalled.sequenceNumber();
       assertThat(seen.values().stream().filter(s -> orders.snapshot(s.snapshotId()) == null))
-          .as("snapshots expired: some, all older than the stalled consumer's").isNotEmpty()
+          .as("snapshots expired: some, all older than the stalled consumer's")
+          .isNotEmpty()
           .allMatch(s -> s.sequenceNumber() < from);
     } finally {
       changes.close();
@@ -144,8 +158,8 @@ class SkadeSourceUnderMaintenanceTest {
   }
 
   /**
-   * Looks up every key at the table's current snapshot and compares each answer with Iceberg's
-   * own read of that snapshot; returns how many lookups it made.
+   * Looks up every key at the table's current snapshot and compares each answer with Iceberg's own
+   * read of that snapshot; returns how many lookups it made.
    */
   private static int lookUp(Table orders, PointLookup lookup, List<String> wrong)
       throws IOException {
@@ -155,16 +169,25 @@ class SkadeSourceUnderMaintenanceTest {
       return 0;
     }
     Map<Long, String> expected = new HashMap<>();
-    try (CloseableIterable<Record> rows = IcebergGenerics.read(orders)
-        .useSnapshot(at.snapshotId()).build()) {
+    try (CloseableIterable<Record> rows =
+        IcebergGenerics.read(orders).useSnapshot(at.snapshotId()).build()) {
       rows.forEach(r -> expected.put(r.get(0, Long.class), r.get(1, String.class)));
     }
     for (long key = 0; key < KEYS; key++) {
       List<Record> found = lookup.lookup(at.snapshotId(), List.of(key));
       String value = found.isEmpty() ? null : found.get(0).get(1, String.class);
       if (found.size() > 1 || !Objects.equals(value, expected.get(key))) {
-        wrong.add("key " + key + " at snapshot " + at.snapshotId() + " (" + at.operation()
-            + "): " + found + ", Iceberg: " + expected.get(key));
+        wrong.add(
+            "key "
+                + key
+                + " at snapshot "
+                + at.snapshotId()
+                + " ("
+                + at.operation()
+                + "): "
+                + found
+                + ", Iceberg: "
+                + expected.get(key));
       }
     }
     return KEYS;
@@ -172,15 +195,24 @@ class SkadeSourceUnderMaintenanceTest {
 
   /** The CDC job: parallelism 2, checkpoints every 200 ms, failures at the set record counts. */
   private CloseableIterator<String> startReader() throws Exception {
-    StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(
-        restarting(Duration.ofMillis(200)));
+    StreamExecutionEnvironment env =
+        StreamExecutionEnvironment.getExecutionEnvironment(restarting(Duration.ofMillis(200)));
     env.setParallelism(2);
-    DataStream<String> changes = env.fromSource(SkadeSource.builder()
-            .catalogProperties(catalog.properties()).table("db.orders").consumerId("mirror")
-            .pollInterval(Duration.ofMillis(50)).batchRows(32)
-            .deserializer(new ChangeLines.Deserializer()).build(),
-        WatermarkStrategy.noWatermarks(), "orders").uid("orders")
-        .map(SkadeSourceUnderMaintenanceTest::failSometimes).uid("fail");
+    DataStream<String> changes =
+        env.fromSource(
+                SkadeSource.builder()
+                    .catalogProperties(catalog.properties())
+                    .table("db.orders")
+                    .consumerId("mirror")
+                    .pollInterval(Duration.ofMillis(50))
+                    .batchRows(32)
+                    .deserializer(new ChangeLines.Deserializer())
+                    .build(),
+                WatermarkStrategy.noWatermarks(),
+                "orders")
+            .uid("orders")
+            .map(SkadeSourceUnderMaintenanceTest::failSometimes)
+            .uid("fail");
     CloseableIterator<String> rows = changes.collectAsync();
     env.executeAsync("mirror");
     return rows;
@@ -188,17 +220,25 @@ class SkadeSourceUnderMaintenanceTest {
 
   /** The writer: upserts and deletes over few keys at parallelism 2, its sink maintaining. */
   private JobClient startWriter() throws Exception {
-    StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(
-        restarting(Duration.ofMillis(150)));
+    StreamExecutionEnvironment env =
+        StreamExecutionEnvironment.getExecutionEnvironment(restarting(Duration.ofMillis(150)));
     env.setParallelism(2);
-    DataStream<RowData> rows = env.fromSequence(1, CHANGES)
-        .map(SkadeSourceUnderMaintenanceTest::change,
-            InternalTypeInfo.of(FlinkSchemaUtil.convert(SCHEMA)));
-    rows.sinkTo(SkadeSink.builder().catalogProperties(catalog.properties()).table("db.orders")
-        .upsertKey(List.of("id"))
-        .maintenance(SinkMaintenance.defaults().withCompaction(4, 4)
-            .withSnapshotExpiry(Duration.ZERO, 3).withInterval(Duration.ofMillis(300)))
-        .build());
+    DataStream<RowData> rows =
+        env.fromSequence(1, CHANGES)
+            .map(
+                SkadeSourceUnderMaintenanceTest::change,
+                InternalTypeInfo.of(FlinkSchemaUtil.convert(SCHEMA)));
+    rows.sinkTo(
+        SkadeSink.builder()
+            .catalogProperties(catalog.properties())
+            .table("db.orders")
+            .upsertKey(List.of("id"))
+            .maintenance(
+                SinkMaintenance.defaults()
+                    .withCompaction(4, 4)
+                    .withSnapshotExpiry(Duration.ZERO, 3)
+                    .withInterval(Duration.ofMillis(300)))
+            .build());
     return env.executeAsync("orders writer");
   }
 
@@ -215,7 +255,8 @@ class SkadeSourceUnderMaintenanceTest {
   private static RowData change(long n) throws InterruptedException {
     Thread.sleep(6); // spread the changes over many checkpoints
     long key = n % KEYS;
-    return n % 9 == 0 ? GenericRowData.ofKind(RowKind.DELETE, key, null)
+    return n % 9 == 0
+        ? GenericRowData.ofKind(RowKind.DELETE, key, null)
         : GenericRowData.ofKind(RowKind.INSERT, key, StringData.fromString("v" + n));
   }
 

@@ -21,8 +21,8 @@ import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
 
 /**
- * Changes of {@code (id bigint, <a string column>)} rows as text lines, e.g. {@code "+U 2 b2"},
- * and the rows of such a table as Iceberg's own reader reads them.
+ * Changes of {@code (id bigint, <a string column>)} rows as text lines, e.g. {@code "+U 2 b2"}, and
+ * the rows of such a table as Iceberg's own reader reads them.
  */
 public final class ChangeLines {
   private ChangeLines() {}
@@ -53,10 +53,10 @@ public final class ChangeLines {
   }
 
   /**
-   * Applies one change line to {@code rows} (guarded by {@code rows}' monitor), strictly: an
-   * insert ({@code +I}, {@code +U}) must meet no row with its id, a retraction ({@code -U},
-   * {@code -D}) exactly the row it retracts; a change that does not is added to {@code failures}
-   * (and applied all the same, so one slip is not reported again by every later change).
+   * Applies one change line to {@code rows} (guarded by {@code rows}' monitor), strictly: an insert
+   * ({@code +I}, {@code +U}) must meet no row with its id, a retraction ({@code -U}, {@code -D})
+   * exactly the row it retracts; a change that does not is added to {@code failures} (and applied
+   * all the same, so one slip is not reported again by every later change).
    */
   public static void applyStrictly(String change, Map<Long, String> rows, List<String> failures) {
     String[] parts = change.split(" ", 3);
@@ -77,7 +77,10 @@ public final class ChangeLines {
   }
 
   public static String text(RowData row) {
-    return row.getRowKind().shortString() + " " + row.getLong(0) + " "
+    return row.getRowKind().shortString()
+        + " "
+        + row.getLong(0)
+        + " "
         + (row.isNullAt(1) ? "null" : row.getString(1).toString());
   }
 
@@ -111,7 +114,8 @@ public final class ChangeLines {
     for (int c = 0; c < commits.size(); c++) {
       List<String> commit = commits.get(c);
       List<String> part = seen.subList(at, at + commit.size());
-      assertThat(part).as("commit %d of %s in %s", c + 1, commits, seen)
+      assertThat(part)
+          .as("commit %d of %s in %s", c + 1, commits, seen)
           .containsExactlyInAnyOrderElementsOf(commit);
       at += commit.size();
     }
@@ -119,7 +123,8 @@ public final class ChangeLines {
       if (seen.get(i).startsWith("-U ")) {
         String key = seen.get(i).split(" ")[1];
         assertThat(i + 1 < seen.size() ? seen.get(i + 1) : "nothing")
-            .as("the change after %s in %s", seen.get(i), seen).startsWith("+U " + key + " ");
+            .as("the change after %s in %s", seen.get(i), seen)
+            .startsWith("+U " + key + " ");
       }
     }
   }

@@ -23,20 +23,19 @@ import org.apache.flink.table.data.RowData;
 import org.apache.flink.util.Collector;
 
 /**
- * Which reader emitted each change, and the order one downstream task received them in, for
- * jobs on a MiniCluster in the test's JVM.
+ * Which reader emitted each change, and the order one downstream task received them in, for jobs on
+ * a MiniCluster in the test's JVM.
  *
  * <p>{@link #tagged} chains a map right after a source, at its parallelism, that prefixes each
  * record with the index of its subtask (the source reader that emitted it); it can be made slow
- * ({@link #throttle}), which back-pressures the reader it is chained to, so the reader keeps
- * splits unfinished. {@link #sinkInto} sends every record to one sink task, which hands each to
- * the test, in the order that task received them, through a queue of this JVM; {@link #drain}
- * takes what arrived. A tap outlives jobs: a job restored from a savepoint can write into the
- * tap of the job it was restored from. A job never restarts (see {@link LocalCluster}), so a
- * record the sink received is one the job emitted once.
+ * ({@link #throttle}), which back-pressures the reader it is chained to, so the reader keeps splits
+ * unfinished. {@link #sinkInto} sends every record to one sink task, which hands each to the test,
+ * in the order that task received them, through a queue of this JVM; {@link #drain} takes what
+ * arrived. A tap outlives jobs: a job restored from a savepoint can write into the tap of the job
+ * it was restored from. A job never restarts (see {@link LocalCluster}), so a record the sink
+ * received is one the job emitted once.
  *
- * <p>{@link Lines} turns a source's changes into records the tap parses back as {@link
- * Received}.
+ * <p>{@link Lines} turns a source's changes into records the tap parses back as {@link Received}.
  */
 public final class ChangeTap implements AutoCloseable {
   private static final Map<String, BlockingQueue<String>> QUEUES = new ConcurrentHashMap<>();
@@ -129,8 +128,8 @@ public final class ChangeTap implements AutoCloseable {
   }
 
   /**
-   * A source's changes of {@code (id bigint, v string)} rows as {@code "<table> <commit_seq>
-   * <kind> <id> <v>"}, e.g. {@code "log 12 -D 3 a"}; values hold no spaces.
+   * A source's changes of {@code (id bigint, v string)} rows as {@code "<table> <commit_seq> <kind>
+   * <id> <v>"}, e.g. {@code "log 12 -D 3 a"}; values hold no spaces.
    */
   public static final class Lines implements ChangeDeserializer<String> {
     private final String table;
@@ -159,13 +158,18 @@ public final class ChangeTap implements AutoCloseable {
    * @param kind {@code +I}, {@code -U}, {@code +U} or {@code -D}
    * @param row the row as {@code "<id> <v>"}
    */
-  public record Received(int reader, String table, long commitSeq, String kind, long id,
-      String row) {
+  public record Received(
+      int reader, String table, long commitSeq, String kind, long id, String row) {
     /** Parses a record of a tagged {@link Lines} stream. */
     public static Received parse(String record) {
       String[] parts = record.split(" ", 6); // reader table seq kind id v
-      return new Received(Integer.parseInt(parts[0]), parts[1], Long.parseLong(parts[2]),
-          parts[3], Long.parseLong(parts[4]), parts[4] + " " + parts[5]);
+      return new Received(
+          Integer.parseInt(parts[0]),
+          parts[1],
+          Long.parseLong(parts[2]),
+          parts[3],
+          Long.parseLong(parts[4]),
+          parts[4] + " " + parts[5]);
     }
 
     /** The value column, null for a null value. */
@@ -180,8 +184,17 @@ public final class ChangeTap implements AutoCloseable {
 
     @Override
     public String toString() {
-      return "reader " + reader + ": " + table + " " + kind + " " + row + " (commit_seq "
-          + commitSeq + ")";
+      return "reader "
+          + reader
+          + ": "
+          + table
+          + " "
+          + kind
+          + " "
+          + row
+          + " (commit_seq "
+          + commitSeq
+          + ")";
     }
   }
 }

@@ -20,8 +20,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 
 /**
- * A test's child process: a main class of this class path in a JVM of its own, spoken to in
- * lines (the child's stdin, its stdout), its stderr kept in a file for failure messages.
+ * A test's child process: a main class of this class path in a JVM of its own, spoken to in lines
+ * (the child's stdin, its stdout), its stderr kept in a file for failure messages.
  */
 public final class ChildJvm implements AutoCloseable {
   private static final String END = "\u0000end of stdout";
@@ -42,19 +42,24 @@ public final class ChildJvm implements AutoCloseable {
   }
 
   /**
-   * Starts {@code main} with {@code args}; its stderr goes to {@code stderr}, and every wait
-   * for one of its lines, or for its exit, is bounded by {@code wait}.
+   * Starts {@code main} with {@code args}; its stderr goes to {@code stderr}, and every wait for
+   * one of its lines, or for its exit, is bounded by {@code wait}.
    */
   public static ChildJvm start(Class<?> main, Path stderr, Duration wait, String... args)
       throws IOException {
-    List<String> command = new ArrayList<>(List.of(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        // Surefire's java.class.path is a manifest-only jar whose Class-Path the child inherits.
-        "-cp", System.getProperty("java.class.path")));
+    List<String> command =
+        new ArrayList<>(
+            List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                // Surefire's java.class.path is a manifest-only jar whose Class-Path the child
+                // inherits.
+                "-cp",
+                System.getProperty("java.class.path")));
     // The child runs this class path's code, so it needs this JVM's module openings (the
     // surefire argLine's --add-opens, e.g. for Arrow, or Kryo serializing a ByteBuffer).
     ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
-        .filter(option -> option.startsWith("--add-opens")).forEach(command::add);
+        .filter(option -> option.startsWith("--add-opens"))
+        .forEach(command::add);
     command.add(main.getName());
     command.addAll(List.of(args));
     Process process = new ProcessBuilder(command).redirectError(stderr.toFile()).start();
@@ -62,8 +67,9 @@ public final class ChildJvm implements AutoCloseable {
   }
 
   private void readStdout() {
-    try (BufferedReader in = new BufferedReader(
-        new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+    try (BufferedReader in =
+        new BufferedReader(
+            new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
       for (String line = in.readLine(); line != null; line = in.readLine()) {
         lines.add(line);
       }
@@ -88,19 +94,30 @@ public final class ChildJvm implements AutoCloseable {
 
   /** Waits for a line starting with {@code prefix}, skipping the lines before it; returns it. */
   public String lineStartingWith(String prefix) throws InterruptedException {
-    return next(line -> line.startsWith(prefix), "a line starting with '" + prefix + "'",
+    return next(
+        line -> line.startsWith(prefix),
+        "a line starting with '" + prefix + "'",
         new ArrayList<>());
   }
 
   private String next(Predicate<String> wanted, String what, List<String> before)
       throws InterruptedException {
     long deadline = System.nanoTime() + wait.toNanos();
-    for (;;) {
+    for (; ; ) {
       String line = lines.poll(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
       if (line == null || line.equals(END)) {
-        fail(name + " did not print " + what + " within " + wait + " ("
-            + (line == null ? "timed out" : "its stdout ended") + "); the lines before: "
-            + before + "; its stderr:\n" + stderr());
+        fail(
+            name
+                + " did not print "
+                + what
+                + " within "
+                + wait
+                + " ("
+                + (line == null ? "timed out" : "its stdout ended")
+                + "); the lines before: "
+                + before
+                + "; its stderr:\n"
+                + stderr());
       }
       if (wanted.test(line)) {
         return line;
@@ -131,10 +148,15 @@ public final class ChildJvm implements AutoCloseable {
     try {
       process.getOutputStream().close();
       if (!process.waitFor(wait.toMillis(), TimeUnit.MILLISECONDS)) {
-        fail(name + " did not exit within " + wait + " of its stdin closing; its stderr:\n"
-            + stderr());
+        fail(
+            name
+                + " did not exit within "
+                + wait
+                + " of its stdin closing; its stderr:\n"
+                + stderr());
       }
-      assertThat(process.exitValue()).as("%s's exit code; its stderr:\n%s", name, stderr())
+      assertThat(process.exitValue())
+          .as("%s's exit code; its stderr:\n%s", name, stderr())
           .isZero();
     } finally {
       process.destroyForcibly(); // a no-op once it exited; never leave it running

@@ -37,7 +37,8 @@ public final class FullCompaction {
     }
     long base = table.currentSnapshot().snapshotId();
     List<DataFile> rewritten = writer.writeDataFiles(liveRows(table));
-    table.newRewrite()
+    table
+        .newRewrite()
         .validateFromSnapshot(base)
         .rewriteFiles(dataFiles, deleteFiles, new HashSet<>(rewritten), Set.of())
         .commit();

@@ -8,9 +8,9 @@ import org.apache.iceberg.data.Record;
 import org.apache.iceberg.types.Types;
 
 /**
- * The tests' usual table shape, {@code (id BIGINT, <one string column>)}: {@link #SCHEMA} is
- * {@code (id BIGINT key, name STRING)}, {@link #keyed} and {@link #log} name the string column
- * ({@code v}) with or without {@code id} as the key; {@link #row} makes a row of any of them.
+ * The tests' usual table shape, {@code (id BIGINT, <one string column>)}: {@link #SCHEMA} is {@code
+ * (id BIGINT key, name STRING)}, {@link #keyed} and {@link #log} name the string column ({@code v})
+ * with or without {@code id} as the key; {@link #row} makes a row of any of them.
  */
 public final class IdRows {
   /** {@code (id BIGINT key, name STRING)}. */
@@ -20,13 +20,17 @@ public final class IdRows {
 
   /** {@code (id BIGINT key, <column> STRING)}: a primary-key table. */
   public static Schema keyed(String column) {
-    return new Schema(List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-        Types.NestedField.optional(2, column, Types.StringType.get())), Set.of(1));
+    return new Schema(
+        List.of(
+            Types.NestedField.required(1, "id", Types.LongType.get()),
+            Types.NestedField.optional(2, column, Types.StringType.get())),
+        Set.of(1));
   }
 
   /** {@code (id BIGINT, <column> STRING)} without a key: a log table. */
   public static Schema log(String column) {
-    return new Schema(Types.NestedField.required(1, "id", Types.LongType.get()),
+    return new Schema(
+        Types.NestedField.required(1, "id", Types.LongType.get()),
         Types.NestedField.optional(2, column, Types.StringType.get()));
   }
 

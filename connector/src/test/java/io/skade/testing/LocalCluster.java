@@ -28,12 +28,12 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * (restored from a savepoint or not), stopped with a savepoint, cancelled. Started once per test
  * class, since starting a cluster costs more than a short job. Jobs never restart unless they
  * configure a restart strategy of their own: the first failure fails the job, and {@link
- * #requireNotFailed} reports it. A job may also be submitted as a client submits it, through
- * {@link #restAddress}.
+ * #requireNotFailed} reports it. A job may also be submitted as a client submits it, through {@link
+ * #restAddress}.
  *
  * <p>A test class registers it as a static extension, {@code @RegisterExtension static final
- * LocalCluster cluster = new LocalCluster(4);}: it starts before the class's first test and
- * closes after its last.
+ * LocalCluster cluster = new LocalCluster(4);}: it starts before the class's first test and closes
+ * after its last.
  */
 public final class LocalCluster implements BeforeAllCallback, AfterAllCallback, AutoCloseable {
   private static final Duration TIMEOUT = Duration.ofSeconds(120);
@@ -50,8 +50,13 @@ public final class LocalCluster implements BeforeAllCallback, AfterAllCallback, 
     Configuration conf = new Configuration();
     conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
     conf.set(RestOptions.BIND_PORT, "0"); // any free port: other JVMs on the machine run tests
-    cluster = new MiniCluster(new MiniClusterConfiguration.Builder().setConfiguration(conf)
-        .setNumTaskManagers(1).setNumSlotsPerTaskManager(slots).build());
+    cluster =
+        new MiniCluster(
+            new MiniClusterConfiguration.Builder()
+                .setConfiguration(conf)
+                .setNumTaskManagers(1)
+                .setNumSlotsPerTaskManager(slots)
+                .build());
     cluster.start();
   }
 
@@ -71,8 +76,8 @@ public final class LocalCluster implements BeforeAllCallback, AfterAllCallback, 
   }
 
   /**
-   * Submits the job built in {@code env}, restored from {@code savepoint} unless it is null
-   * (every operator's state must be claimed); returns its id.
+   * Submits the job built in {@code env}, restored from {@code savepoint} unless it is null (every
+   * operator's state must be claimed); returns its id.
    */
   public JobID submit(StreamExecutionEnvironment env, String name, String savepoint)
       throws Exception {
@@ -81,14 +86,19 @@ public final class LocalCluster implements BeforeAllCallback, AfterAllCallback, 
     if (savepoint != null) {
       graph.setSavepointRestoreSettings(SavepointRestoreSettings.forPath(savepoint, false));
     }
-    return cluster.submitJob(graph.getJobGraph()).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS)
+    return cluster
+        .submitJob(graph.getJobGraph())
+        .get(TIMEOUT.toSeconds(), TimeUnit.SECONDS)
         .getJobID();
   }
 
   /** Stops the job with a savepoint in {@code directory} and waits for its end; the path. */
   public String stopWithSavepoint(JobID job, Path directory) throws Exception {
-    String path = cluster.stopWithSavepoint(job, directory.toUri().toString(), false,
-        SavepointFormatType.CANONICAL).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+    String path =
+        cluster
+            .stopWithSavepoint(
+                job, directory.toUri().toString(), false, SavepointFormatType.CANONICAL)
+            .get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
     cluster.requestJobResult(job).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
     return path;
   }
@@ -119,7 +129,8 @@ public final class LocalCluster implements BeforeAllCallback, AfterAllCallback, 
   /** The error a failed job ended with; waits for its end. */
   public Throwable failure(JobID job) throws Exception {
     JobResult result = cluster.requestJobResult(job).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
-    return result.getSerializedThrowable()
+    return result
+        .getSerializedThrowable()
         .map(t -> t.deserializeError(getClass().getClassLoader()))
         .orElseThrow(() -> new AssertionError("job " + job + " ended without an error"));
   }
@@ -137,8 +148,11 @@ public final class LocalCluster implements BeforeAllCallback, AfterAllCallback, 
     JobStatus status = cluster.getJobStatus(job).get();
     if (status == JobStatus.FAILED) {
       JobResult result = cluster.requestJobResult(job).get();
-      throw new AssertionError("job " + job + " failed",
-          result.getSerializedThrowable().map(t -> t.deserializeError(getClass().getClassLoader()))
+      throw new AssertionError(
+          "job " + job + " failed",
+          result
+              .getSerializedThrowable()
+              .map(t -> t.deserializeError(getClass().getClassLoader()))
               .orElse(null));
     }
   }

@@ -11,8 +11,8 @@ import org.apache.iceberg.io.DataWriter;
 import org.apache.iceberg.io.OutputFileFactory;
 
 /**
- * Rows written the way any Iceberg program writes them, with Iceberg's own generic Parquet
- * writer rather than skade's: one real data file of a table, appended or not.
+ * Rows written the way any Iceberg program writes them, with Iceberg's own generic Parquet writer
+ * rather than skade's: one real data file of a table, appended or not.
  */
 public final class ParquetFiles {
   private ParquetFiles() {}
@@ -24,11 +24,15 @@ public final class ParquetFiles {
 
   /** {@code rows} written to a new Parquet data file of {@code table}, not committed. */
   public static DataFile write(Table table, List<Record> rows) throws IOException {
-    OutputFileFactory files = OutputFileFactory.builderFor(table, 1, System.nanoTime())
-        .format(FileFormat.PARQUET).build();
-    DataWriter<Record> writer = new GenericFileWriterFactory.Builder(table)
-        .dataFileFormat(FileFormat.PARQUET).build()
-        .newDataWriter(files.newOutputFile(), table.spec(), null);
+    OutputFileFactory files =
+        OutputFileFactory.builderFor(table, 1, System.nanoTime())
+            .format(FileFormat.PARQUET)
+            .build();
+    DataWriter<Record> writer =
+        new GenericFileWriterFactory.Builder(table)
+            .dataFileFormat(FileFormat.PARQUET)
+            .build()
+            .newDataWriter(files.newOutputFile(), table.spec(), null);
     try (writer) {
       rows.forEach(writer::write);
     }

@@ -20,10 +20,10 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
  * A real skade catalog on a fresh local warehouse with namespace {@code db}, opened before each
- * test and closed (and deleted) after it: {@code @RegisterExtension final TestCatalog catalog =
- * new TestCatalog();} (or {@code new TestCatalog(Map.of(...))} with more catalog properties). It
- * is acquired through {@link SharedCatalogs}, so a source or sink of a MiniCluster job in the
- * test's JVM shares it.
+ * test and closed (and deleted) after it: {@code @RegisterExtension final TestCatalog catalog = new
+ * TestCatalog();} (or {@code new TestCatalog(Map.of(...))} with more catalog properties). It is
+ * acquired through {@link SharedCatalogs}, so a source or sink of a MiniCluster job in the test's
+ * JVM shares it.
  */
 public class TestCatalog implements BeforeEachCallback, AfterEachCallback {
   private final Map<String, String> extraProperties;
@@ -63,12 +63,14 @@ public class TestCatalog implements BeforeEachCallback, AfterEachCallback {
   }
 
   /**
-   * Waits until a consumer {@code id} is stored (a source stores one on a completed checkpoint)
-   * and returns it; polls the catalog for at most a minute, the source tests' own timeout.
+   * Waits until a consumer {@code id} is stored (a source stores one on a completed checkpoint) and
+   * returns it; polls the catalog for at most a minute, the source tests' own timeout.
    */
   public StoredConsumer awaitConsumer(String id) {
-    return await("consumer " + id + " stored").atMost(Duration.ofMinutes(1))
-        .pollInterval(Duration.ofMillis(20)).until(() -> get().consumer(id), Optional::isPresent)
+    return await("consumer " + id + " stored")
+        .atMost(Duration.ofMinutes(1))
+        .pollInterval(Duration.ofMillis(20))
+        .until(() -> get().consumer(id), Optional::isPresent)
         .get();
   }
 

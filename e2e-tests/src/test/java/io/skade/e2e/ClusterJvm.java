@@ -8,31 +8,32 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * One process of a test cluster: a JVM on a class path of jars (Flink's lib/, the connector
- * jar), its output, stdout and stderr together, appended to a log file of its own.
+ * One process of a test cluster: a JVM on a class path of jars (Flink's lib/, the connector jar),
+ * its output, stdout and stderr together, appended to a log file of its own.
  */
 public final class ClusterJvm implements AutoCloseable {
   /**
-   * The module openings Flink's own {@code config.yaml} passes on Java 17
-   * ({@code env.java.opts.all}): Flink's serializers (Kryo), its memory and network stacks reach
-   * into these packages.
+   * The module openings Flink's own {@code config.yaml} passes on Java 17 ({@code
+   * env.java.opts.all}): Flink's serializers (Kryo), its memory and network stacks reach into these
+   * packages.
    */
-  static final List<String> JAVA_17_OPTIONS = List.of(
-      "--add-exports=java.base/sun.net.util=ALL-UNNAMED",
-      "--add-exports=java.rmi/sun.rmi.registry=ALL-UNNAMED",
-      "--add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED",
-      "--add-opens=java.base/java.lang=ALL-UNNAMED",
-      "--add-opens=java.base/java.net=ALL-UNNAMED",
-      "--add-opens=java.base/java.io=ALL-UNNAMED",
-      "--add-opens=java.base/java.nio=ALL-UNNAMED",
-      "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-      "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
-      "--add-opens=java.base/java.text=ALL-UNNAMED",
-      "--add-opens=java.base/java.time=ALL-UNNAMED",
-      "--add-opens=java.base/java.util=ALL-UNNAMED",
-      "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
-      "--add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED",
-      "--add-opens=java.base/java.util.concurrent.locks=ALL-UNNAMED");
+  static final List<String> JAVA_17_OPTIONS =
+      List.of(
+          "--add-exports=java.base/sun.net.util=ALL-UNNAMED",
+          "--add-exports=java.rmi/sun.rmi.registry=ALL-UNNAMED",
+          "--add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED",
+          "--add-opens=java.base/java.lang=ALL-UNNAMED",
+          "--add-opens=java.base/java.net=ALL-UNNAMED",
+          "--add-opens=java.base/java.io=ALL-UNNAMED",
+          "--add-opens=java.base/java.nio=ALL-UNNAMED",
+          "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+          "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+          "--add-opens=java.base/java.text=ALL-UNNAMED",
+          "--add-opens=java.base/java.time=ALL-UNNAMED",
+          "--add-opens=java.base/java.util=ALL-UNNAMED",
+          "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+          "--add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED",
+          "--add-opens=java.base/java.util.concurrent.locks=ALL-UNNAMED");
 
   private final String name;
   private final Process process;
@@ -45,11 +46,17 @@ public final class ClusterJvm implements AutoCloseable {
   }
 
   /**
-   * Starts {@code main} with {@code jvmOptions} (besides {@link #JAVA_17_OPTIONS}) and {@code
-   * args} on {@code classpath}, its output appended to {@code log}.
+   * Starts {@code main} with {@code jvmOptions} (besides {@link #JAVA_17_OPTIONS}) and {@code args}
+   * on {@code classpath}, its output appended to {@code log}.
    */
-  public static ClusterJvm start(String name, List<String> classpath, List<String> jvmOptions,
-      String main, List<String> args, Path log) throws IOException {
+  public static ClusterJvm start(
+      String name,
+      List<String> classpath,
+      List<String> jvmOptions,
+      String main,
+      List<String> args,
+      Path log)
+      throws IOException {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.addAll(JAVA_17_OPTIONS);
@@ -58,8 +65,11 @@ public final class ClusterJvm implements AutoCloseable {
     command.add(String.join(File.pathSeparator, classpath));
     command.add(main);
     command.addAll(args);
-    Process process = new ProcessBuilder(command).redirectErrorStream(true)
-        .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+    Process process =
+        new ProcessBuilder(command)
+            .redirectErrorStream(true)
+            .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
+            .start();
     return new ClusterJvm(name, process, log);
   }
 
@@ -71,8 +81,8 @@ public final class ClusterJvm implements AutoCloseable {
   public int waitFor(long seconds) throws InterruptedException {
     if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
       kill();
-      throw new IllegalStateException(name + " did not end within " + seconds + " s; its log: "
-          + log);
+      throw new IllegalStateException(
+          name + " did not end within " + seconds + " s; its log: " + log);
     }
     return process.exitValue();
   }

@@ -16,16 +16,20 @@ import org.junit.jupiter.api.extension.TestWatcher;
 final class ClusterLogs implements TestWatcher {
   /** The log directory of {@code test} of {@code testClass}, created empty. */
   static Path of(Class<?> testClass, String test) throws IOException {
-    Path dir = Path.of("target", "cluster-logs", testClass.getSimpleName(), test)
-        .toAbsolutePath();
+    Path dir = Path.of("target", "cluster-logs", testClass.getSimpleName(), test).toAbsolutePath();
     delete(dir);
     return Files.createDirectories(dir);
   }
 
   @Override
   public void testSuccessful(ExtensionContext context) {
-    delete(Path.of("target", "cluster-logs", context.getRequiredTestClass().getSimpleName(),
-        context.getRequiredTestMethod().getName()).toAbsolutePath());
+    delete(
+        Path.of(
+                "target",
+                "cluster-logs",
+                context.getRequiredTestClass().getSimpleName(),
+                context.getRequiredTestMethod().getName())
+            .toAbsolutePath());
   }
 
   private static void delete(Path dir) {
@@ -33,13 +37,16 @@ final class ClusterLogs implements TestWatcher {
       return;
     }
     try (Stream<Path> files = Files.walk(dir)) {
-      files.sorted(Comparator.reverseOrder()).forEach(file -> {
-        try {
-          Files.delete(file);
-        } catch (IOException e) {
-          throw new UncheckedIOException(e);
-        }
-      });
+      files
+          .sorted(Comparator.reverseOrder())
+          .forEach(
+              file -> {
+                try {
+                  Files.delete(file);
+                } catch (IOException e) {
+                  throw new UncheckedIOException(e);
+                }
+              });
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

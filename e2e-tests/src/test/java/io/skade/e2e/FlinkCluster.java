@@ -32,13 +32,13 @@ import org.apache.flink.runtime.jobmanager.JobManagerProcessUtils;
 import org.apache.flink.runtime.util.config.memory.ProcessMemoryUtils;
 
 /**
- * A Flink standalone session cluster of child JVMs, set up as Flink's own scripts set one up,
- * from Maven Central jars (there is no Flink distribution here): a {@code conf/config.yaml}, a
+ * A Flink standalone session cluster of child JVMs, set up as Flink's own scripts set one up, from
+ * Maven Central jars (there is no Flink distribution here): a {@code conf/config.yaml}, a
  * JobManager ({@code StandaloneSessionClusterEntrypoint}) and TaskManagers ({@code
- * TaskManagerRunner}), each with the JVM memory options and dynamic properties Flink's
- * {@code BashJavaUtils} derives from the configured process sizes, and Java 17's module
- * openings. Its {@code lib/} is a class path: Flink's jars and whatever the test adds (skade's
- * {@code skade-sql-connector} jar, as a user drops it into {@code lib/}).
+ * TaskManagerRunner}), each with the JVM memory options and dynamic properties Flink's {@code
+ * BashJavaUtils} derives from the configured process sizes, and Java 17's module openings. Its
+ * {@code lib/} is a class path: Flink's jars and whatever the test adds (skade's {@code
+ * skade-sql-connector} jar, as a user drops it into {@code lib/}).
  */
 public final class FlinkCluster implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -53,11 +53,12 @@ public final class FlinkCluster implements AutoCloseable {
   private ClusterJvm jobManager;
 
   /**
-   * Writes {@code dir}/conf/config.yaml with {@code settings} and the ports, memory sizes and
-   * slots of this cluster, and starts a JobManager and {@code taskManagers} TaskManagers.
+   * Writes {@code dir}/conf/config.yaml with {@code settings} and the ports, memory sizes and slots
+   * of this cluster, and starts a JobManager and {@code taskManagers} TaskManagers.
    */
-  public static FlinkCluster start(Path dir, List<String> lib, int taskManagers, int slots,
-      Map<String, String> settings) throws Exception {
+  public static FlinkCluster start(
+      Path dir, List<String> lib, int taskManagers, int slots, Map<String, String> settings)
+      throws Exception {
     FlinkCluster cluster = new FlinkCluster(dir, lib, slots, settings);
     try {
       cluster.startJobManager();
@@ -97,8 +98,11 @@ public final class FlinkCluster implements AutoCloseable {
     yaml.put("execution.checkpointing.dir", dir.resolve("checkpoints").toUri().toString());
     yaml.put("io.tmp.dirs", Files.createDirectories(dir.resolve("tmp")).toString());
     yaml.putAll(settings);
-    Files.writeString(conf.resolve("config.yaml"), yaml.entrySet().stream()
-        .map(e -> e.getKey() + ": " + e.getValue()).collect(Collectors.joining("\n", "", "\n")));
+    Files.writeString(
+        conf.resolve("config.yaml"),
+        yaml.entrySet().stream()
+            .map(e -> e.getKey() + ": " + e.getValue())
+            .collect(Collectors.joining("\n", "", "\n")));
   }
 
   private static int freePort() throws IOException {
@@ -116,12 +120,18 @@ public final class FlinkCluster implements AutoCloseable {
     JobManagerProcessSpec spec = JobManagerProcessUtils.processSpecFromConfig(config);
     List<String> args = new ArrayList<>(List.of("--configDir", conf.toString()));
     args.addAll(words(JobManagerProcessUtils.generateDynamicConfigsStr(spec)));
-    jobManager = ClusterJvm.start("jobmanager", lib,
-        words(JobManagerProcessUtils.generateJvmParametersStr(spec, config)),
-        "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint", args,
-        dir.resolve("jobmanager.log"));
-    await("the JobManager's REST endpoint on port " + restPort).atMost(START_TIMEOUT)
-        .pollInterval(Duration.ofMillis(500)).ignoreExceptions()
+    jobManager =
+        ClusterJvm.start(
+            "jobmanager",
+            lib,
+            words(JobManagerProcessUtils.generateJvmParametersStr(spec, config)),
+            "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint",
+            args,
+            dir.resolve("jobmanager.log"));
+    await("the JobManager's REST endpoint on port " + restPort)
+        .atMost(START_TIMEOUT)
+        .pollInterval(Duration.ofMillis(500))
+        .ignoreExceptions()
         .until(() -> get("/overview").has("taskmanagers"));
   }
 
@@ -131,10 +141,14 @@ public final class FlinkCluster implements AutoCloseable {
     List<String> args = new ArrayList<>(List.of("--configDir", conf.toString()));
     args.addAll(words(TaskExecutorProcessUtils.generateDynamicConfigsStr(spec)));
     args.addAll(List.of("-D", "taskmanager.resource-id=taskmanager-" + index));
-    taskManagers.add(ClusterJvm.start("taskmanager-" + index, lib,
-        words(ProcessMemoryUtils.generateJvmParametersStr(spec)),
-        "org.apache.flink.runtime.taskexecutor.TaskManagerRunner", args,
-        dir.resolve("taskmanager-" + index + ".log")));
+    taskManagers.add(
+        ClusterJvm.start(
+            "taskmanager-" + index,
+            lib,
+            words(ProcessMemoryUtils.generateJvmParametersStr(spec)),
+            "org.apache.flink.runtime.taskexecutor.TaskManagerRunner",
+            args,
+            dir.resolve("taskmanager-" + index + ".log")));
   }
 
   private static List<String> words(String text) {
@@ -143,8 +157,10 @@ public final class FlinkCluster implements AutoCloseable {
 
   /** Waits until the JobManager has {@code count} TaskManagers registered. */
   public void awaitTaskManagers(int count) {
-    await(count + " TaskManagers registered").atMost(START_TIMEOUT)
-        .pollInterval(Duration.ofMillis(500)).ignoreExceptions()
+    await(count + " TaskManagers registered")
+        .atMost(START_TIMEOUT)
+        .pollInterval(Duration.ofMillis(500))
+        .ignoreExceptions()
         .until(() -> get("/overview").get("taskmanagers").asInt() == count);
   }
 
@@ -179,22 +195,26 @@ public final class FlinkCluster implements AutoCloseable {
     JsonNode job = get("/jobs/" + jobId);
     return job.get("state").asText().equals("RUNNING")
         && StreamSupport.stream(job.get("vertices").spliterator(), false)
-            .allMatch(v -> v.get("status").asText().equals("RUNNING")
-                || v.get("status").asText().equals("FINISHED"));
+            .allMatch(
+                v ->
+                    v.get("status").asText().equals("RUNNING")
+                        || v.get("status").asText().equals("FINISHED"));
   }
 
   /** The names of the job's vertices, e.g. {@code DeltaJoin[12]}. */
   public List<String> vertexNames(String jobId) throws Exception {
     return StreamSupport.stream(get("/jobs/" + jobId).get("vertices").spliterator(), false)
-        .map(vertex -> vertex.get("name").asText()).toList();
+        .map(vertex -> vertex.get("name").asText())
+        .toList();
   }
 
   /** The indexes of the TaskManagers running tasks of the job. */
   public Set<Integer> taskManagersOf(String jobId) throws Exception {
     Set<Integer> hosts = new TreeSet<>();
     for (JsonNode vertex : get("/jobs/" + jobId).get("vertices")) {
-      for (JsonNode host : get("/jobs/" + jobId + "/vertices/" + vertex.get("id").asText()
-          + "/taskmanagers").get("taskmanagers")) {
+      for (JsonNode host :
+          get("/jobs/" + jobId + "/vertices/" + vertex.get("id").asText() + "/taskmanagers")
+              .get("taskmanagers")) {
         String id = host.get("taskmanager-id").asText();
         hosts.add(Integer.parseInt(id.substring(id.lastIndexOf('-') + 1)));
       }
@@ -203,15 +223,15 @@ public final class FlinkCluster implements AutoCloseable {
   }
 
   /**
-   * How often the job's tasks were started again: the sum of their attempt numbers, read from
-   * the job's execution graph (Flink's {@code numRestarts} metric reaches the REST API up to
-   * {@code metrics.fetcher.update-interval} late).
+   * How often the job's tasks were started again: the sum of their attempt numbers, read from the
+   * job's execution graph (Flink's {@code numRestarts} metric reaches the REST API up to {@code
+   * metrics.fetcher.update-interval} late).
    */
   public long restarts(String jobId) throws Exception {
     long attempts = 0;
     for (JsonNode vertex : get("/jobs/" + jobId).get("vertices")) {
-      for (JsonNode subtask : get("/jobs/" + jobId + "/vertices/" + vertex.get("id").asText())
-          .get("subtasks")) {
+      for (JsonNode subtask :
+          get("/jobs/" + jobId + "/vertices/" + vertex.get("id").asText()).get("subtasks")) {
         attempts += subtask.get("attempt").asLong();
       }
     }
@@ -225,23 +245,29 @@ public final class FlinkCluster implements AutoCloseable {
 
   /** Cancels the job. */
   public void cancel(String jobId) throws Exception {
-    HttpResponse<String> response = http.send(HttpRequest.newBuilder(
-            URI.create("http://localhost:" + restPort + "/jobs/" + jobId + "?mode=cancel"))
-        .method("PATCH", HttpRequest.BodyPublishers.noBody()).build(),
-        HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+    HttpResponse<String> response =
+        http.send(
+            HttpRequest.newBuilder(
+                    URI.create("http://localhost:" + restPort + "/jobs/" + jobId + "?mode=cancel"))
+                .method("PATCH", HttpRequest.BodyPublishers.noBody())
+                .build(),
+            HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
     if (response.statusCode() != 202) {
-      throw new IllegalStateException("cancelling " + jobId + ": " + response.statusCode() + " "
-          + response.body());
+      throw new IllegalStateException(
+          "cancelling " + jobId + ": " + response.statusCode() + " " + response.body());
     }
   }
 
   private JsonNode get(String path) throws Exception {
-    HttpResponse<String> response = http.send(HttpRequest.newBuilder(
-            URI.create("http://localhost:" + restPort + path)).timeout(Duration.ofSeconds(10))
-        .build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+    HttpResponse<String> response =
+        http.send(
+            HttpRequest.newBuilder(URI.create("http://localhost:" + restPort + path))
+                .timeout(Duration.ofSeconds(10))
+                .build(),
+            HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
     if (response.statusCode() != 200) {
-      throw new IllegalStateException("GET " + path + ": " + response.statusCode() + " "
-          + response.body());
+      throw new IllegalStateException(
+          "GET " + path + ": " + response.statusCode() + " " + response.body());
     }
     return JSON.readTree(response.body());
   }

@@ -15,39 +15,46 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The README's main job, run end to end on a fresh warehouse and then again on the same one, and
- * on a warehouse whose path holds characters that need quoting in a URI.
+ * The README's main job, run end to end on a fresh warehouse and then again on the same one, and on
+ * a warehouse whose path holds characters that need quoting in a URI.
  */
 class QuickstartTest {
-  private static final Pattern LIVE = Pattern.compile("^  commit_seq (\\d+) .*durable → received", Pattern.MULTILINE);
+  private static final Pattern LIVE =
+      Pattern.compile("^  commit_seq (\\d+) .*durable → received", Pattern.MULTILINE);
 
-  private static final String TAIL = String.join("\n",
-      "a Flink job tails shop.customers while a writer upserts and deletes:",
-      "  job: -U id=1 name=Ada city=Oslo",
-      "  job: +U id=1 name=Ada city=Bergen",
-      "  job: +I id=5 name=Eve city=Oslo",
-      "  job: -D id=4 name=Di city=Bodø",
-      "  job: -D id=5 name=Eve city=Oslo");
+  private static final String TAIL =
+      String.join(
+          "\n",
+          "a Flink job tails shop.customers while a writer upserts and deletes:",
+          "  job: -U id=1 name=Ada city=Oslo",
+          "  job: +U id=1 name=Ada city=Bergen",
+          "  job: +I id=5 name=Eve city=Oslo",
+          "  job: -D id=4 name=Di city=Bodø",
+          "  job: -D id=5 name=Eve city=Oslo");
 
-  private static final String SQL = String.join("\n",
-      "  select: -U[1, kettle, 25.00]",
-      "  select: +U[1, kettle, 22.50]",
-      "  select: +I[4, tray, 12.00]",
-      "  select: -U[2, teapot, 40.00]",
-      "  select: +U[2, teapot, 80.00]",
-      "  select: -D[3, mug, 8.50]");
+  private static final String SQL =
+      String.join(
+          "\n",
+          "  select: -U[1, kettle, 25.00]",
+          "  select: +U[1, kettle, 22.50]",
+          "  select: +I[4, tray, 12.00]",
+          "  select: -U[2, teapot, 40.00]",
+          "  select: +U[2, teapot, 80.00]",
+          "  select: -D[3, mug, 8.50]");
 
   /** The lookup join sees the table after those statements: 3 deleted, 5 never written. */
-  private static final String LOOKUP_JOIN = String.join("\n",
-      "  join: +I[1, kettle, 22.50]",
-      "  join: +I[2, teapot, 80.00]",
-      "  join: +I[3, null, null]",
-      "  join: +I[4, tray, 12.00]",
-      "  join: +I[5, null, null]");
+  private static final String LOOKUP_JOIN =
+      String.join(
+          "\n",
+          "  join: +I[1, kettle, 22.50]",
+          "  join: +I[2, teapot, 80.00]",
+          "  join: +I[3, null, null]",
+          "  join: +I[4, tray, 12.00]",
+          "  join: +I[5, null, null]");
 
   /** Lineage lines: a commit's, with its snapshot id, and a job run's. */
-  private static final Pattern LINEAGE_COMMIT = Pattern.compile(
-      "^  commit_seq (\\d+) +(\\w+) +(\\S+)@\\d+ by (.+)$", Pattern.MULTILINE);
+  private static final Pattern LINEAGE_COMMIT =
+      Pattern.compile("^  commit_seq (\\d+) +(\\w+) +(\\S+)@\\d+ by (.+)$", Pattern.MULTILINE);
 
   @TempDir Path root;
 
@@ -68,9 +75,9 @@ class QuickstartTest {
   }
 
   /**
-   * Every step on a warehouse whose path holds a space, '%', '#', '+' and a non-ASCII letter:
-   * the catalog, the Java writers, the changelog, the source, SQL (catalog, source, sink,
-   * lookup) and lineage (OpenLineage's file transport) all reach the same directory.
+   * Every step on a warehouse whose path holds a space, '%', '#', '+' and a non-ASCII letter: the
+   * catalog, the Java writers, the changelog, the source, SQL (catalog, source, sink, lookup) and
+   * lineage (OpenLineage's file transport) all reach the same directory.
    */
   @Test
   void theQuickstartRunsOnAWarehouseWhosePathHasSpacesPercentHashPlusAndNonAscii()
@@ -87,34 +94,39 @@ class QuickstartTest {
   private static void assertFirstRun(String first) {
     // 1 create + 2 writers x 5 appends, each printed live once, in commit_seq order.
     assertThat(liveSeqs(first)).isEqualTo("1,2,3,4,5,6,7,8,9,10,11");
-    assertThat(first).contains("commit log replays 11 commits (1..11, gapless)")
+    assertThat(first)
+        .contains("commit log replays 11 commits (1..11, gapless)")
         .contains("shop.orders holds 200 rows in 10 snapshots");
 
     // The primary-key table's window: upserts as -U/+U pairs, a key delete as -D, full rows.
-    assertThat(first).contains(String.join("\n",
-        "  +I INSERT        id=1 name=Ada city=Oslo",
-        "  +I INSERT        id=2 name=Bo city=Bergen",
-        "  +I INSERT        id=3 name=Cy city=Tromsø",
-        "  -U UPDATE_BEFORE id=2 name=Bo city=Bergen",
-        "  +U UPDATE_AFTER  id=2 name=Bo city=Oslo",
-        "  -D DELETE        id=3 name=Cy city=Tromsø",
-        "  +I INSERT        id=4 name=Di city=Bodø"));
+    assertThat(first)
+        .contains(
+            String.join(
+                "\n",
+                "  +I INSERT        id=1 name=Ada city=Oslo",
+                "  +I INSERT        id=2 name=Bo city=Bergen",
+                "  +I INSERT        id=3 name=Cy city=Tromsø",
+                "  -U UPDATE_BEFORE id=2 name=Bo city=Bergen",
+                "  +U UPDATE_AFTER  id=2 name=Bo city=Oslo",
+                "  -D DELETE        id=3 name=Cy city=Tromsø",
+                "  +I INSERT        id=4 name=Di city=Bodø"));
 
     // A Flink job tails the same table live while a writer upserts and deletes.
     assertThat(first).contains(TAIL);
 
     // Flink SQL on the same warehouse: a streaming SELECT sees what INSERT, UPDATE and DELETE
     // statements do, and a batch query reads what the Java writers wrote.
-    assertThat(first).contains(SQL).contains(LOOKUP_JOIN)
-        .contains("  +I[customer-0, 29, 454.0]");
+    assertThat(first).contains(SQL).contains(LOOKUP_JOIN).contains("  +I[customer-0, 29, 454.0]");
 
     // The lineage of the run: every commit that wrote data, in commit_seq order, by its writer
     // (a Java writer's name, or a SQL job's name and id), and the SQL jobs' runs.
     List<String> lineage = lineageCommits(first);
     assertThat(lineage).hasSize(10 + 7 + 4);
     assertThat(lineage.get(0)).isEqualTo("2 APPEND shop.orders quickstart-writer-?");
-    assertThat(lineage).filteredOn(line -> line.contains("shop.customers"))
-        .containsExactly("13 OVERWRITE shop.customers quickstart-customers",
+    assertThat(lineage)
+        .filteredOn(line -> line.contains("shop.customers"))
+        .containsExactly(
+            "13 OVERWRITE shop.customers quickstart-customers",
             "14 OVERWRITE shop.customers quickstart-customers",
             "15 DELETE shop.customers quickstart-customers",
             "16 OVERWRITE shop.customers quickstart-customers",
@@ -122,10 +134,12 @@ class QuickstartTest {
             "18 OVERWRITE shop.customers quickstart-customers",
             "19 DELETE shop.customers quickstart-customers");
     assertThat(lineage.get(lineage.size() - 2))
-        .matches("24 OVERWRITE shop.products insert-into_demo.shop.products \\(\\w+\\)"
-            + " from shop.products");
-    assertThat(first).contains("  job START    insert-into_demo.shop.products reads []"
-        + " writes [shop.products]");
+        .matches(
+            "24 OVERWRITE shop.products insert-into_demo.shop.products \\(\\w+\\)"
+                + " from shop.products");
+    assertThat(first)
+        .contains(
+            "  job START    insert-into_demo.shop.products reads []" + " writes [shop.products]");
   }
 
   private static String runQuickstart(Path warehouse) throws Exception {
@@ -141,8 +155,14 @@ class QuickstartTest {
     List<String> commits = new ArrayList<>();
     Matcher m = LINEAGE_COMMIT.matcher(output.substring(output.indexOf("Lineage of this run")));
     while (m.find()) {
-      commits.add(m.group(1) + " " + m.group(2) + " " + m.group(3) + " "
-          + m.group(4).replaceAll("writer-\\d", "writer-?"));
+      commits.add(
+          m.group(1)
+              + " "
+              + m.group(2)
+              + " "
+              + m.group(3)
+              + " "
+              + m.group(4).replaceAll("writer-\\d", "writer-?"));
     }
     return commits;
   }

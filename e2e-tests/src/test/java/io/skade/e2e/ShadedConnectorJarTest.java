@@ -17,20 +17,36 @@ import org.junit.jupiter.api.Test;
 
 /**
  * What the shaded skade-sql-connector jar (table-factory's package phase) holds: skade and its
- * libraries, third-party packages relocated under io.skade.shaded, and neither RocksDB nor
- * anything of Flink but flink-connector-base.
+ * libraries, third-party packages relocated under io.skade.shaded, and neither RocksDB nor anything
+ * of Flink but flink-connector-base.
  */
 class ShadedConnectorJarTest {
   /** Packages that must appear only under io/skade/shaded/. */
-  private static final List<String> RELOCATED = List.of(
-      "org/apache/parquet/", "shaded/parquet/", "org/apache/avro/", "com/fasterxml/jackson/",
-      "com/github/benmanes/caffeine/", "org/apache/orc/", "io/airlift/", "org/threeten/extra/",
-      "org/apache/hc/", "org/roaringbitmap/", "org/apache/datasketches/",
-      "com/google/flatbuffers/", "org/eclipse/collections/", "org/locationtech/jts/",
-      "org/apache/commons/codec/", "org/apache/commons/pool/", "io/openlineage/",
-      "io/micrometer/", "org/HdrHistogram/", "org/yaml/snakeyaml/");
+  private static final List<String> RELOCATED =
+      List.of(
+          "org/apache/parquet/",
+          "shaded/parquet/",
+          "org/apache/avro/",
+          "com/fasterxml/jackson/",
+          "com/github/benmanes/caffeine/",
+          "org/apache/orc/",
+          "io/airlift/",
+          "org/threeten/extra/",
+          "org/apache/hc/",
+          "org/roaringbitmap/",
+          "org/apache/datasketches/",
+          "com/google/flatbuffers/",
+          "org/eclipse/collections/",
+          "org/locationtech/jts/",
+          "org/apache/commons/codec/",
+          "org/apache/commons/pool/",
+          "io/openlineage/",
+          "io/micrometer/",
+          "org/HdrHistogram/",
+          "org/yaml/snakeyaml/");
 
-  private static final String SERVICES = "META-INF/services/org.apache.flink.table.factories.Factory";
+  private static final String SERVICES =
+      "META-INF/services/org.apache.flink.table.factories.Factory";
 
   private static JarFile jar;
   private static List<String> entries;
@@ -57,23 +73,28 @@ class ShadedConnectorJarTest {
 
   @Test
   void holdsTheSkadeFactoriesAndTheirServiceEntries() throws IOException {
-    assertThat(entries).contains(
-        "io/skade/table/SkadeDynamicTableFactory.class",
-        "io/skade/table/SkadeCatalogFactory.class",
-        "io/skade/catalog/SkadeCatalog.class",
-        "org/apache/iceberg/flink/sink/IcebergSink.class",
-        "org/apache/flink/connector/base/source/reader/SourceReaderBase.class");
+    assertThat(entries)
+        .contains(
+            "io/skade/table/SkadeDynamicTableFactory.class",
+            "io/skade/table/SkadeCatalogFactory.class",
+            "io/skade/catalog/SkadeCatalog.class",
+            "org/apache/iceberg/flink/sink/IcebergSink.class",
+            "org/apache/flink/connector/base/source/reader/SourceReaderBase.class");
 
     List<String> factories = serviceLines(SERVICES);
-    assertThat(factories).contains(
-        "io.skade.table.SkadeDynamicTableFactory", "io.skade.table.SkadeCatalogFactory");
+    assertThat(factories)
+        .contains("io.skade.table.SkadeDynamicTableFactory", "io.skade.table.SkadeCatalogFactory");
     // Iceberg's 'iceberg' connector and catalog belong to an iceberg-flink-runtime jar.
-    assertThat(factories).doesNotContain(
-        "org.apache.iceberg.flink.FlinkDynamicTableFactory",
-        "org.apache.iceberg.flink.FlinkCatalogFactory");
-    assertThat(factories).allSatisfy(name ->
-        assertThat(entries).as("service class of %s", name)
-            .contains(name.replace('.', '/') + ".class"));
+    assertThat(factories)
+        .doesNotContain(
+            "org.apache.iceberg.flink.FlinkDynamicTableFactory",
+            "org.apache.iceberg.flink.FlinkCatalogFactory");
+    assertThat(factories)
+        .allSatisfy(
+            name ->
+                assertThat(entries)
+                    .as("service class of %s", name)
+                    .contains(name.replace('.', '/') + ".class"));
     // Owner catalogs find skade's lineage as a catalog service.
     assertThat(serviceLines("META-INF/services/io.skade.catalog.CatalogService"))
         .containsExactly("io.skade.lineage.CatalogLineage");
@@ -89,18 +110,21 @@ class ShadedConnectorJarTest {
   @Test
   void bundlesNothingOfFlinkButConnectorBase() {
     assertThat(entries).noneMatch(e -> e.startsWith("org/apache/flink/table/"));
-    assertThat(entries.stream().filter(e -> e.startsWith("org/apache/flink/") && e.endsWith(".class")))
+    assertThat(
+            entries.stream().filter(e -> e.startsWith("org/apache/flink/") && e.endsWith(".class")))
         .isNotEmpty()
         .allMatch(e -> e.startsWith("org/apache/flink/connector/base/"));
     assertThat(entries).noneMatch(e -> e.startsWith("org/slf4j/"));
-    assertThat(entries).noneMatch(e -> e.startsWith("org/apache/log4j/")
-        || e.startsWith("org/apache/logging/log4j/"));
+    assertThat(entries)
+        .noneMatch(
+            e -> e.startsWith("org/apache/log4j/") || e.startsWith("org/apache/logging/log4j/"));
   }
 
   @Test
   void relocatesThirdPartyPackagesUnderIoSkadeShaded() throws IOException {
     for (String pkg : RELOCATED) {
-      assertThat(entries).as("relocated %s", pkg)
+      assertThat(entries)
+          .as("relocated %s", pkg)
           .anyMatch(e -> e.startsWith("io/skade/shaded/" + pkg) && e.endsWith(".class"));
       assertThat(entries).as("unrelocated %s", pkg).noneMatch(e -> e.startsWith(pkg));
     }
@@ -113,12 +137,15 @@ class ShadedConnectorJarTest {
         .doesNotContain("Lorg/apache/parquet/");
     // Multi-release variants move with their packages, or they would define the original names.
     assertThat(manifestValue("Multi-Release")).isEqualTo("true");
-    List<String> versioned = entries.stream()
-        .filter(e -> e.startsWith("META-INF/versions/") && e.endsWith(".class"))
-        .map(e -> e.replaceFirst("^META-INF/versions/\\d+/", ""))
-        .collect(Collectors.toList());
-    assertThat(versioned).isNotEmpty().allSatisfy(name ->
-        assertThat(entries).as("base class of versioned %s", name).contains(name));
+    List<String> versioned =
+        entries.stream()
+            .filter(e -> e.startsWith("META-INF/versions/") && e.endsWith(".class"))
+            .map(e -> e.replaceFirst("^META-INF/versions/\\d+/", ""))
+            .collect(Collectors.toList());
+    assertThat(versioned)
+        .isNotEmpty()
+        .allSatisfy(
+            name -> assertThat(entries).as("base class of versioned %s", name).contains(name));
     for (String pkg : RELOCATED) {
       assertThat(versioned).as("unrelocated versioned %s", pkg).noneMatch(e -> e.startsWith(pkg));
     }
@@ -127,14 +154,18 @@ class ShadedConnectorJarTest {
   @Test
   void keepsIcebergArrowAndHadoopUnderTheirOwnNames() throws IOException {
     // Iceberg's io-impl / catalog-impl and Arrow's allocator are found by class name.
-    assertThat(entries).contains(
-        "org/apache/iceberg/hadoop/HadoopFileIO.class",
-        "org/apache/arrow/memory/DefaultAllocationManagerFactory.class",
-        "org/apache/hadoop/conf/Configuration.class",
-        "org/apache/hadoop/fs/LocalFileSystem.class");
-    assertThat(entries).noneMatch(e -> e.startsWith("io/skade/shaded/org/apache/iceberg/")
-        || e.startsWith("io/skade/shaded/org/apache/arrow/")
-        || e.startsWith("io/skade/shaded/org/apache/hadoop/"));
+    assertThat(entries)
+        .contains(
+            "org/apache/iceberg/hadoop/HadoopFileIO.class",
+            "org/apache/arrow/memory/DefaultAllocationManagerFactory.class",
+            "org/apache/hadoop/conf/Configuration.class",
+            "org/apache/hadoop/fs/LocalFileSystem.class");
+    assertThat(entries)
+        .noneMatch(
+            e ->
+                e.startsWith("io/skade/shaded/org/apache/iceberg/")
+                    || e.startsWith("io/skade/shaded/org/apache/arrow/")
+                    || e.startsWith("io/skade/shaded/org/apache/hadoop/"));
     // Hadoop's FileSystem registry survives the merge of META-INF/services.
     assertThat(serviceLines("META-INF/services/org.apache.hadoop.fs.FileSystem"))
         .contains("org.apache.hadoop.fs.LocalFileSystem");

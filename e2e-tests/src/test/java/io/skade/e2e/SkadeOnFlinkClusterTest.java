@@ -44,27 +44,31 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * skade on the layout a user runs: a skade server (its shaded jar), a Flink standalone session
  * cluster of a JobManager and two TaskManagers, each its own JVM with skade's {@code
  * skade-sql-connector} jar in its lib/, and jobs submitted by a SQL client's way ({@code
- * execution.target: remote}) from a JVM of their own. Processes are killed with SIGKILL under
- * load. See the README's "Run on a Flink cluster".
+ * execution.target: remote}) from a JVM of their own. Processes are killed with SIGKILL under load.
+ * See the README's "Run on a Flink cluster".
  */
 @ExtendWith(ClusterLogs.class)
 class SkadeOnFlinkClusterTest {
   private static final TableIdentifier ORDERS = TableIdentifier.of("shop", "orders");
   private static final TableIdentifier COPY = TableIdentifier.of("shop", "orders_copy");
   private static final TableIdentifier LOOKUPS = TableIdentifier.of("shop", "lookups");
+
   /** Job (a) writes versions 1..ROWS of KEYS keys: version v to key v % KEYS. */
   private static final long ROWS = 6_000;
+
   private static final long KEYS = 500;
   private static final String ROWS_PER_SECOND = "100";
+
   /** The staleness a lookup may show outside the server's outage: the feed's delivery. */
   private static final Duration LOOKUP_STALENESS = Duration.ofSeconds(3);
 
   /**
-   * Jobs (a) upsert into {@code orders} from a generator, (b) mirror {@code orders}' changelog
-   * into {@code orders_copy}, (c) look generated probes up in {@code orders}.
+   * Jobs (a) upsert into {@code orders} from a generator, (b) mirror {@code orders}' changelog into
+   * {@code orders_copy}, (c) look generated probes up in {@code orders}.
    */
   static String jobs(String uri) {
-    return String.join("\n",
+    return String.join(
+        "\n",
         "CREATE CATALOG lake WITH ('type' = 'skade', 'uri' = '" + uri + "',",
         "  'token' = '" + ServerProcess.TOKEN + "', 'server.retry-timeout' = '2 min');",
         "CREATE DATABASE lake.shop;",
@@ -84,7 +88,9 @@ class SkadeOnFlinkClusterTest {
         "SET 'execution.checkpointing.interval' = '1s';",
         "SET 'parallelism.default' = '2';",
         "-- (a) a streaming upsert",
-        "INSERT INTO lake.shop.orders SELECT seq % " + KEYS + ", seq, seq * 7 % 1000"
+        "INSERT INTO lake.shop.orders SELECT seq % "
+            + KEYS
+            + ", seq, seq * 7 % 1000"
             + " FROM order_feed;",
         "SET 'parallelism.default' = '1';",
         "-- (b) its exact changelog into a second table, the cursor stored on the server",
@@ -100,15 +106,25 @@ class SkadeOnFlinkClusterTest {
   @Test
   @Timeout(600)
   void threeJobsStayExactThroughATaskManagerAndTheServerKilled() throws Exception {
-    Path root = ClusterLogs.of(getClass(),
-        "threeJobsStayExactThroughATaskManagerAndTheServerKilled");
+    Path root =
+        ClusterLogs.of(getClass(), "threeJobsStayExactThroughATaskManagerAndTheServerKilled");
     Files.createDirectories(root.resolve("server"));
     try (ServerProcess server = ServerProcess.fromJar(root.resolve("server"), serverJar());
-        FlinkCluster cluster = FlinkCluster.start(root.resolve("flink"), libWithConnector(), 2,
-            4, Map.of("taskmanager.load-balance.mode", "SLOTS",
-                "restart-strategy.type", "fixed-delay",
-                "restart-strategy.fixed-delay.attempts", "1000",
-                "restart-strategy.fixed-delay.delay", "1 s"));
+        FlinkCluster cluster =
+            FlinkCluster.start(
+                root.resolve("flink"),
+                libWithConnector(),
+                2,
+                4,
+                Map.of(
+                    "taskmanager.load-balance.mode",
+                    "SLOTS",
+                    "restart-strategy.type",
+                    "fixed-delay",
+                    "restart-strategy.fixed-delay.attempts",
+                    "1000",
+                    "restart-strategy.fixed-delay.delay",
+                    "1 s"));
         RESTCatalog rest = rest(server)) {
       List<String> jobIds = jobIds(submit(cluster, root, jobs(server.uri()), List.of()));
       assertThat(jobIds).hasSize(3);
@@ -116,38 +132,49 @@ class SkadeOnFlinkClusterTest {
       String mirror = jobIds.get(1);
       String lookup = jobIds.get(2);
       for (String job : jobIds) {
-        await("job " + job + " running").atMost(Duration.ofMinutes(2))
-            .pollInterval(Duration.ofMillis(500)).until(() -> cluster.allTasksRunning(job));
+        await("job " + job + " running")
+            .atMost(Duration.ofMinutes(2))
+            .pollInterval(Duration.ofMillis(500))
+            .until(() -> cluster.allTasksRunning(job));
       }
-      await("commits and lookups flowing").atMost(Duration.ofMinutes(2))
-          .pollInterval(Duration.ofMillis(500)).until(() -> snapshots(rest, ORDERS) >= 3
-              && snapshots(rest, LOOKUPS) >= 1);
+      await("commits and lookups flowing")
+          .atMost(Duration.ofMinutes(2))
+          .pollInterval(Duration.ofMillis(500))
+          .until(() -> snapshots(rest, ORDERS) >= 3 && snapshots(rest, LOOKUPS) >= 1);
 
       // A TaskManager dies: every task it ran restarts on the other one (four slots each).
       int victim = cluster.taskManagersOf(writer).iterator().next();
       cluster.killTaskManager(victim);
       cluster.awaitTaskManagers(1);
-      await("a job restarted on the other TaskManager").atMost(Duration.ofMinutes(2))
-          .pollInterval(Duration.ofMillis(500)).until(() -> total(cluster, jobIds) > 0);
+      await("a job restarted on the other TaskManager")
+          .atMost(Duration.ofMinutes(2))
+          .pollInterval(Duration.ofMillis(500))
+          .until(() -> total(cluster, jobIds) > 0);
       for (String job : jobIds) {
-        await("job " + job + " running again").atMost(Duration.ofMinutes(2))
-            .pollInterval(Duration.ofMillis(500)).until(() -> cluster.allTasksRunning(job));
+        await("job " + job + " running again")
+            .atMost(Duration.ofMinutes(2))
+            .pollInterval(Duration.ofMillis(500))
+            .until(() -> cluster.allTasksRunning(job));
       }
       for (String job : jobIds) {
-        assertThat(cluster.taskManagersOf(job)).as("where job %s runs after the failover", job)
+        assertThat(cluster.taskManagersOf(job))
+            .as("where job %s runs after the failover", job)
             .doesNotContain(victim);
       }
       long committed = snapshots(rest, ORDERS);
-      await("commits after the failover").atMost(Duration.ofMinutes(1))
+      await("commits after the failover")
+          .atMost(Duration.ofMinutes(1))
           .pollInterval(Duration.ofMillis(500))
           .until(() -> snapshots(rest, ORDERS) >= committed + 2);
 
       // The server dies and comes back: the jobs ride through, nothing acknowledged is lost.
       Map<String, Long> restartsBefore = restarts(cluster, jobIds);
-      assertThat(cluster.jobState(writer)).as("job (a) when the server is killed")
+      assertThat(cluster.jobState(writer))
+          .as("job (a) when the server is killed")
           .isEqualTo("RUNNING");
-      SkadeServerClient client = new SkadeServerClient(URI.create(server.uri()),
-          ServerProcess.TOKEN, Duration.ofMinutes(1));
+      SkadeServerClient client =
+          new SkadeServerClient(
+              URI.create(server.uri()), ServerProcess.TOKEN, Duration.ofMinutes(1));
       List<CommitEvent> acknowledged = client.commits(0, 10_000, Duration.ZERO).commits();
       Instant down = Instant.now();
       server.killAndRestart(3_000);
@@ -156,30 +183,40 @@ class SkadeOnFlinkClusterTest {
           .as("the commits the server acknowledged before it was killed")
           .isEqualTo(acknowledged);
 
-      await("job (a) finished").atMost(Duration.ofMinutes(4)).pollInterval(Duration.ofSeconds(1))
+      await("job (a) finished")
+          .atMost(Duration.ofMinutes(4))
+          .pollInterval(Duration.ofSeconds(1))
           .until(() -> cluster.jobState(writer).equals("FINISHED"));
       Map<Long, Record> orders = rowsByKey(rest, ORDERS);
-      await("job (b) caught up").atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofSeconds(1))
+      await("job (b) caught up")
+          .atMost(Duration.ofMinutes(2))
+          .pollInterval(Duration.ofSeconds(1))
           .until(() -> rowsByKey(rest, COPY).equals(orders));
       Map<String, Long> restartsAfter = restarts(cluster, jobIds);
       for (String job : List.of(mirror, lookup)) {
         cluster.cancel(job);
       }
-      assertThat(restartsAfter).as("restarts per job across the server's outage (exceptions: %s)",
-          exceptionsOf(cluster, jobIds)).isEqualTo(restartsBefore);
+      assertThat(restartsAfter)
+          .as(
+              "restarts per job across the server's outage (exceptions: %s)",
+              exceptionsOf(cluster, jobIds))
+          .isEqualTo(restartsBefore);
 
       // (a) exactly once: every version written once, and the last per key is the table.
       // When each version was committed: the server's stamp of the commit adding its file.
       Map<Long, Instant> stamps = new HashMap<>();
       for (CommitEvent commit : client.commits(0, 10_000, Duration.ZERO).commits()) {
-        commit.snapshotId().ifPresent(id -> stamps.put(id,
-            Instant.EPOCH.plus(commit.tsMicros(), ChronoUnit.MICROS)));
+        commit
+            .snapshotId()
+            .ifPresent(
+                id -> stamps.put(id, Instant.EPOCH.plus(commit.tsMicros(), ChronoUnit.MICROS)));
       }
       Map<Long, Instant> commitTimes = new HashMap<>();
       List<Long> versions = new ArrayList<>();
       Table table = rest.loadTable(ORDERS);
       for (Snapshot snapshot : table.snapshots()) {
-        assertThat(stamps).as("the commit log's entry of each snapshot of orders")
+        assertThat(stamps)
+            .as("the commit log's entry of each snapshot of orders")
             .containsKey(snapshot.snapshotId());
         for (DataFile file : snapshot.addedDataFiles(table.io())) {
           for (Record row : read(table, file)) {
@@ -190,19 +227,23 @@ class SkadeOnFlinkClusterTest {
         }
       }
       versions.sort(null);
-      assertThat(versions).as("the versions in orders' committed data files")
+      assertThat(versions)
+          .as("the versions in orders' committed data files")
           .isEqualTo(LongStream.rangeClosed(1, ROWS).boxed().toList());
       assertThat(orders).as("orders after job (a)").isEqualTo(expectedOrders(table));
-      assertThat(SnapshotUtil.isAncestorOf(table, table.currentSnapshot().snapshotId(),
-          lastSnapshotOf(acknowledged, table))).isTrue();
+      assertThat(
+              SnapshotUtil.isAncestorOf(
+                  table, table.currentSnapshot().snapshotId(), lastSnapshotOf(acknowledged, table)))
+          .isTrue();
 
       // (c): each lookup found a committed row, committed before the probe, and not stale.
       List<Record> lookups = rows(rest, LOOKUPS);
       assertThat(lookups).as("lookup results").hasSizeGreaterThan(100);
       List<String> wrong = new ArrayList<>();
       TreeMap<Long, List<Long>> versionsByKey = new TreeMap<>();
-      commitTimes.keySet().forEach(v -> versionsByKey.computeIfAbsent(v % KEYS,
-          k -> new ArrayList<>()).add(v));
+      commitTimes
+          .keySet()
+          .forEach(v -> versionsByKey.computeIfAbsent(v % KEYS, k -> new ArrayList<>()).add(v));
       versionsByKey.values().forEach(list -> list.sort(null));
       // Per lookup that found a superseded row, ms since the newer commit; outside the outage.
       List<Long> staleness = new ArrayList<>();
@@ -213,86 +254,110 @@ class SkadeOnFlinkClusterTest {
         Instant probedAt = ((OffsetDateTime) lookupRow.getField("probed_at")).toInstant();
         Instant committedAt = commitTimes.get(version);
         List<Long> later = versionsByKey.get(key).stream().filter(v -> v > version).toList();
-        Instant supersededAt = later.stream().map(commitTimes::get).min(Instant::compareTo)
-            .orElse(Instant.MAX);
-        boolean outage = probedAt.isAfter(down.minusSeconds(1))
-            && probedAt.isBefore(up.plusSeconds(10));
+        Instant supersededAt =
+            later.stream().map(commitTimes::get).min(Instant::compareTo).orElse(Instant.MAX);
+        boolean outage =
+            probedAt.isAfter(down.minusSeconds(1)) && probedAt.isBefore(up.plusSeconds(10));
         if (supersededAt.isBefore(probedAt)) {
-          (outage ? stalenessInOutage : staleness).add(
-              Duration.between(supersededAt, probedAt).toMillis());
+          (outage ? stalenessInOutage : staleness)
+              .add(Duration.between(supersededAt, probedAt).toMillis());
         }
-        if (version % KEYS != key || !lookupRow.getField("amount").equals(version * 7 % 1000)
-            || committedAt == null || committedAt.isAfter(probedAt)
+        if (version % KEYS != key
+            || !lookupRow.getField("amount").equals(version * 7 % 1000)
+            || committedAt == null
+            || committedAt.isAfter(probedAt)
             || !outage && supersededAt.isBefore(probedAt.minus(LOOKUP_STALENESS))) {
           wrong.add(lookupRow + " committed " + committedAt + " superseded " + supersededAt);
         }
       }
-      System.out.printf("cluster: restarts per job after the TaskManager's death %s; %d lookups;"
-          + " outside the server's outage %d found a row a newer commit had superseded, by at"
-          + " most %d ms; in it %d, by at most %d ms%n", restartsBefore, lookups.size(),
-          staleness.size(), staleness.stream().mapToLong(Long::longValue).max().orElse(0),
+      System.out.printf(
+          "cluster: restarts per job after the TaskManager's death %s; %d lookups;"
+              + " outside the server's outage %d found a row a newer commit had superseded, by at"
+              + " most %d ms; in it %d, by at most %d ms%n",
+          restartsBefore,
+          lookups.size(),
+          staleness.size(),
+          staleness.stream().mapToLong(Long::longValue).max().orElse(0),
           stalenessInOutage.size(),
           stalenessInOutage.stream().mapToLong(Long::longValue).max().orElse(0));
-      assertThat(wrong).as("lookups that found no row of the table as of a commit before the"
-          + " probe, or one superseded more than %s before it", LOOKUP_STALENESS).isEmpty();
+      assertThat(wrong)
+          .as(
+              "lookups that found no row of the table as of a commit before the"
+                  + " probe, or one superseded more than %s before it",
+              LOOKUP_STALENESS)
+          .isEmpty();
 
       // Job (b)'s cursor lives on the server: stopped, the job resumes from it, so expiring
       // through the server the snapshots after it is refused.
-      assertThat(client.consumers(ORDERS)).extracting(StoredConsumer::consumerId)
+      assertThat(client.consumers(ORDERS))
+          .extracting(StoredConsumer::consumerId)
           .contains("orders-mirror");
       rest.loadTable(ORDERS).newAppend().commit(); // a snapshot job (b) has not read
       long now = System.currentTimeMillis() + 1;
-      assertThatThrownBy(() -> rest.loadTable(ORDERS).expireSnapshots().expireOlderThan(now)
-          .retainLast(1).commit())
+      assertThatThrownBy(
+              () ->
+                  rest.loadTable(ORDERS)
+                      .expireSnapshots()
+                      .expireOlderThan(now)
+                      .retainLast(1)
+                      .commit())
           .as("expiring through the server the snapshots job (b) still has to read")
-          .isInstanceOf(BadRequestException.class).hasMessageContaining("orders-mirror");
+          .isInstanceOf(BadRequestException.class)
+          .hasMessageContaining("orders-mirror");
     }
   }
 
   /**
    * The connector shipped with each job ({@code pipeline.jars}) instead of lib/: two jobs on one
-   * TaskManager, each with skade in its own class loader, one writing a table and one mirroring
-   * it through the same catalog, both at once.
+   * TaskManager, each with skade in its own class loader, one writing a table and one mirroring it
+   * through the same catalog, both at once.
    */
   @Test
   @Timeout(300)
   void twoJobsShippingTheConnectorJarShareOneTaskManagerAndCatalog() throws Exception {
-    Path root = ClusterLogs.of(getClass(),
-        "twoJobsShippingTheConnectorJarShareOneTaskManagerAndCatalog");
+    Path root =
+        ClusterLogs.of(getClass(), "twoJobsShippingTheConnectorJarShareOneTaskManagerAndCatalog");
     Files.createDirectories(root.resolve("server"));
     String jar = ShadedConnectorJarTest.sqlConnectorJar().toUri().toString();
     try (ServerProcess server = ServerProcess.fromJar(root.resolve("server"), serverJar());
-        FlinkCluster cluster = FlinkCluster.start(root.resolve("flink"),
-            ShadedConnectorSqlTest.flinkLib(), 1, 2, Map.of());
+        FlinkCluster cluster =
+            FlinkCluster.start(
+                root.resolve("flink"), ShadedConnectorSqlTest.flinkLib(), 1, 2, Map.of());
         RESTCatalog rest = rest(server)) {
-      String script = String.join("\n",
-          "CREATE CATALOG lake WITH ('type' = 'skade', 'uri' = '" + server.uri() + "',",
-          "  'token' = '" + ServerProcess.TOKEN + "');",
-          "CREATE DATABASE lake.shop;",
-          "CREATE TABLE lake.shop.events (id BIGINT, name STRING,",
-          "  PRIMARY KEY (id) NOT ENFORCED);",
-          "CREATE TABLE lake.shop.events_copy (id BIGINT, name STRING,",
-          "  PRIMARY KEY (id) NOT ENFORCED);",
-          "CREATE TEMPORARY TABLE feed (id BIGINT, name STRING) WITH ('connector' = 'datagen',",
-          "  'rows-per-second' = '100', 'fields.id.kind' = 'sequence', 'fields.id.start' = '1',",
-          "  'fields.id.end' = '400', 'fields.name.length' = '8');",
-          "SET 'execution.checkpointing.interval' = '1s';",
-          "INSERT INTO lake.shop.events SELECT * FROM feed;",
-          "INSERT INTO lake.shop.events_copy SELECT * FROM lake.shop.events;",
-          "");
-      List<String> jobIds = jobIds(submit(cluster, root, script,
-          List.of("pipeline.jars=" + jar)));
+      String script =
+          String.join(
+              "\n",
+              "CREATE CATALOG lake WITH ('type' = 'skade', 'uri' = '" + server.uri() + "',",
+              "  'token' = '" + ServerProcess.TOKEN + "');",
+              "CREATE DATABASE lake.shop;",
+              "CREATE TABLE lake.shop.events (id BIGINT, name STRING,",
+              "  PRIMARY KEY (id) NOT ENFORCED);",
+              "CREATE TABLE lake.shop.events_copy (id BIGINT, name STRING,",
+              "  PRIMARY KEY (id) NOT ENFORCED);",
+              "CREATE TEMPORARY TABLE feed (id BIGINT, name STRING) WITH ('connector' = 'datagen',",
+              "  'rows-per-second' = '100', 'fields.id.kind' = 'sequence', 'fields.id.start' = '1',",
+              "  'fields.id.end' = '400', 'fields.name.length' = '8');",
+              "SET 'execution.checkpointing.interval' = '1s';",
+              "INSERT INTO lake.shop.events SELECT * FROM feed;",
+              "INSERT INTO lake.shop.events_copy SELECT * FROM lake.shop.events;",
+              "");
+      List<String> jobIds = jobIds(submit(cluster, root, script, List.of("pipeline.jars=" + jar)));
       assertThat(jobIds).hasSize(2);
-      await("the writing job finished").atMost(Duration.ofMinutes(2))
+      await("the writing job finished")
+          .atMost(Duration.ofMinutes(2))
           .pollInterval(Duration.ofSeconds(1))
           .until(() -> cluster.jobState(jobIds.get(0)).equals("FINISHED"));
       List<Record> events = rows(rest, TableIdentifier.of("shop", "events"));
-      assertThat(events).extracting(row -> (Long) row.getField("id"))
+      assertThat(events)
+          .extracting(row -> (Long) row.getField("id"))
           .containsExactlyInAnyOrderElementsOf(LongStream.rangeClosed(1, 400).boxed().toList());
-      await("the mirroring job caught up").atMost(Duration.ofMinutes(1))
-          .pollInterval(Duration.ofSeconds(1)).untilAsserted(() ->
-              assertThat(rows(rest, TableIdentifier.of("shop", "events_copy")))
-                  .containsExactlyInAnyOrderElementsOf(events));
+      await("the mirroring job caught up")
+          .atMost(Duration.ofMinutes(1))
+          .pollInterval(Duration.ofSeconds(1))
+          .untilAsserted(
+              () ->
+                  assertThat(rows(rest, TableIdentifier.of("shop", "events_copy")))
+                      .containsExactlyInAnyOrderElementsOf(events));
       assertThat(cluster.jobState(jobIds.get(1))).isEqualTo("RUNNING");
       cluster.cancel(jobIds.get(1));
     }
@@ -300,8 +365,7 @@ class SkadeOnFlinkClusterTest {
 
   static Path serverJar() {
     Path jar = Path.of(System.getProperty("skade.serverJar")).toAbsolutePath().normalize();
-    assertThat(jar).as("the server's shaded jar; built by server's package phase")
-        .isRegularFile();
+    assertThat(jar).as("the server's shaded jar; built by server's package phase").isRegularFile();
     return jar;
   }
 
@@ -314,29 +378,40 @@ class SkadeOnFlinkClusterTest {
 
   static RESTCatalog rest(ServerProcess server) {
     RESTCatalog rest = new RESTCatalog();
-    rest.initialize("check", new HashMap<>(Map.of("uri", server.uri(),
-        "token", ServerProcess.TOKEN)));
+    rest.initialize(
+        "check", new HashMap<>(Map.of("uri", server.uri(), "token", ServerProcess.TOKEN)));
     return rest;
   }
 
   /**
-   * Runs {@code script} through {@link SubmitSql} against {@code cluster}, on the client
-   * class path of Flink's lib/ and the connector jar (as a SQL client has it), with {@code
-   * options}; the lines it printed.
+   * Runs {@code script} through {@link SubmitSql} against {@code cluster}, on the client class path
+   * of Flink's lib/ and the connector jar (as a SQL client has it), with {@code options}; the lines
+   * it printed.
    */
-  static List<String> submit(FlinkCluster cluster, Path root, String script,
-      List<String> options) throws Exception {
+  static List<String> submit(FlinkCluster cluster, Path root, String script, List<String> options)
+      throws Exception {
     Path file = Files.writeString(Files.createTempFile(root, "script", ".sql"), script);
     List<String> classpath = new ArrayList<>(libWithConnector());
-    classpath.add(Path.of(SubmitSql.class.getProtectionDomain().getCodeSource().getLocation()
-        .toURI()).toString());
-    List<String> args = new ArrayList<>(List.of(file.toString(), "execution.target=remote",
-        "rest.address=" + cluster.restAddress(), "rest.port=" + cluster.restPort()));
+    classpath.add(
+        Path.of(SubmitSql.class.getProtectionDomain().getCodeSource().getLocation().toURI())
+            .toString());
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                file.toString(),
+                "execution.target=remote",
+                "rest.address=" + cluster.restAddress(),
+                "rest.port=" + cluster.restPort()));
     args.addAll(options);
     Path log = Files.createTempFile(root, "client", ".log");
-    ClusterJvm client = ClusterJvm.start("sql-client", classpath,
-        List.of("-Xmx512m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"),
-        SubmitSql.class.getName(), args, log);
+    ClusterJvm client =
+        ClusterJvm.start(
+            "sql-client",
+            classpath,
+            List.of("-Xmx512m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"),
+            SubmitSql.class.getName(),
+            args,
+            log);
     int exit = client.waitFor(180);
     String output = Files.readString(log, StandardCharsets.UTF_8);
     assertThat(exit).as("the SQL client's exit; its output:\n%s", output).isZero();
@@ -345,7 +420,9 @@ class SkadeOnFlinkClusterTest {
 
   /** The ids of the jobs {@link SubmitSql} printed it submitted, in order. */
   private static List<String> jobIds(List<String> output) {
-    return output.stream().filter(line -> line.startsWith("JOB ")).map(line -> line.substring(4))
+    return output.stream()
+        .filter(line -> line.startsWith("JOB "))
+        .map(line -> line.substring(4))
         .toList();
   }
 
@@ -389,8 +466,8 @@ class SkadeOnFlinkClusterTest {
 
   private static Map<Long, Record> rowsByKey(RESTCatalog rest, TableIdentifier id)
       throws Exception {
-    return rows(rest, id).stream().collect(Collectors.toMap(
-        row -> (Long) row.getField("order_id"), row -> row));
+    return rows(rest, id).stream()
+        .collect(Collectors.toMap(row -> (Long) row.getField("order_id"), row -> row));
   }
 
   private static Map<Long, Record> expectedOrders(Table table) {
@@ -414,17 +491,19 @@ class SkadeOnFlinkClusterTest {
         last = commit.snapshotId().getAsLong();
       }
     }
-    assertThat(last).as("a commit of orders acknowledged before the server was killed")
+    assertThat(last)
+        .as("a commit of orders acknowledged before the server was killed")
         .isNotEqualTo(-1);
     return last;
   }
 
   private static List<Record> read(Table table, DataFile file) throws Exception {
     List<Record> rows = new ArrayList<>();
-    try (CloseableIterable<Record> read = Parquet.read(table.io().newInputFile(file.location()))
-        .project(table.schema())
-        .createReaderFunc(schema -> GenericParquetReaders.buildReader(table.schema(), schema))
-        .build()) {
+    try (CloseableIterable<Record> read =
+        Parquet.read(table.io().newInputFile(file.location()))
+            .project(table.schema())
+            .createReaderFunc(schema -> GenericParquetReaders.buildReader(table.schema(), schema))
+            .build()) {
       read.forEach(row -> rows.add(row.copy()));
     }
     return rows;

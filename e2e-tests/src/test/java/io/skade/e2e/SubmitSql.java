@@ -18,20 +18,19 @@ import org.apache.flink.types.Row;
 import org.apache.flink.util.CloseableIterator;
 
 /**
- * What a SQL client does with a script, in a JVM of its own on Flink's lib/ and the connector
- * jar (this class uses Flink's API only): runs the statements of {@code args[0]} (separated by
- * a {@code ;} at the end of a line; lines starting with {@code --} are comments) against the
- * cluster named by the options of the other arguments ({@code key=value}, e.g. {@code
- * execution.target=remote}, {@code rest.port=...}). {@code SET 'key' = 'value'} sets an option
- * for the statements after it; an {@code INSERT} is submitted without waiting and prints {@code
- * JOB <id>} (with {@code -Dskade.submit.await=true} it is then awaited and prints {@code DONE
- * <id> <net runtime ms>}: a job of an embedded MiniCluster, without {@code execution.target},
- * lives only as long as this JVM); a {@code SELECT} prints {@code ROW <row>} per row and then
- * {@code END}.
+ * What a SQL client does with a script, in a JVM of its own on Flink's lib/ and the connector jar
+ * (this class uses Flink's API only): runs the statements of {@code args[0]} (separated by a {@code
+ * ;} at the end of a line; lines starting with {@code --} are comments) against the cluster named
+ * by the options of the other arguments ({@code key=value}, e.g. {@code execution.target=remote},
+ * {@code rest.port=...}). {@code SET 'key' = 'value'} sets an option for the statements after it;
+ * an {@code INSERT} is submitted without waiting and prints {@code JOB <id>} (with {@code
+ * -Dskade.submit.await=true} it is then awaited and prints {@code DONE <id> <net runtime ms>}: a
+ * job of an embedded MiniCluster, without {@code execution.target}, lives only as long as this
+ * JVM); a {@code SELECT} prints {@code ROW <row>} per row and then {@code END}.
  */
 public final class SubmitSql {
-  private static final Pattern SET = Pattern.compile(
-      "SET\\s+'([^']+)'\\s*=\\s*'([^']*)'", Pattern.CASE_INSENSITIVE);
+  private static final Pattern SET =
+      Pattern.compile("SET\\s+'([^']+)'\\s*=\\s*'([^']*)'", Pattern.CASE_INSENSITIVE);
 
   private SubmitSql() {}
 
@@ -41,12 +40,20 @@ public final class SubmitSql {
       int equals = args[i].indexOf('=');
       options.put(args[i].substring(0, equals), args[i].substring(equals + 1));
     }
-    TableEnvironment env = TableEnvironment.create(EnvironmentSettings.newInstance()
-        .inStreamingMode().withConfiguration(Configuration.fromMap(options)).build());
+    TableEnvironment env =
+        TableEnvironment.create(
+            EnvironmentSettings.newInstance()
+                .inStreamingMode()
+                .withConfiguration(Configuration.fromMap(options))
+                .build());
     String script = Files.readString(Path.of(args[0]), StandardCharsets.UTF_8);
     for (String statement : script.split(";\\s*\\n")) {
-      String sql = statement.lines().filter(line -> !line.strip().startsWith("--"))
-          .collect(Collectors.joining("\n")).strip(); // comment lines dropped
+      String sql =
+          statement
+              .lines()
+              .filter(line -> !line.strip().startsWith("--"))
+              .collect(Collectors.joining("\n"))
+              .strip(); // comment lines dropped
       if (sql.isEmpty()) {
         continue;
       }

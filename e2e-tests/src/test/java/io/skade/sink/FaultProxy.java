@@ -11,18 +11,22 @@ import java.nio.charset.StandardCharsets;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * A TCP proxy in front of a skade server that loses one HTTP exchange for real: the first
- * request whose head starts with {@code requestLine} either never reaches the server ({@link
+ * A TCP proxy in front of a skade server that loses one HTTP exchange for real: the first request
+ * whose head starts with {@code requestLine} either never reaches the server ({@link
  * Fault#REQUEST}) or reaches it and its answer never reaches the client ({@link Fault#ANSWER});
  * either way the client's connection is closed under it, as when the server's process dies.
  */
 final class FaultProxy implements AutoCloseable {
-  enum Fault { REQUEST, ANSWER }
+  enum Fault {
+    REQUEST,
+    ANSWER
+  }
 
   private final ServerSocket listener;
   private final URI target;
   private final String requestLine;
   private final Fault fault;
+
   /** Exchanges of {@code requestLine} that went wrong: at most one. */
   private final AtomicInteger lost = new AtomicInteger();
 
@@ -60,13 +64,16 @@ final class FaultProxy implements AutoCloseable {
   }
 
   private static void start(IoTask task) {
-    Thread thread = new Thread(() -> {
-      try {
-        task.run();
-      } catch (IOException e) {
-        // the other side closed
-      }
-    }, "fault-proxy-pump");
+    Thread thread =
+        new Thread(
+            () -> {
+              try {
+                task.run();
+              } catch (IOException e) {
+                // the other side closed
+              }
+            },
+            "fault-proxy-pump");
     thread.setDaemon(true);
     thread.start();
   }
@@ -79,6 +86,7 @@ final class FaultProxy implements AutoCloseable {
   private final class Connection {
     private final Socket client;
     private final Socket server;
+
     /** Set once the chosen request went to the server: its answer is to be lost. */
     private volatile boolean answerToLose;
 
@@ -91,8 +99,9 @@ final class FaultProxy implements AutoCloseable {
       byte[] buffer = new byte[65536];
       try {
         for (int n; (n = in.read(buffer)) > 0; ) {
-          if (request && new String(buffer, 0, n, StandardCharsets.ISO_8859_1)
-              .startsWith(requestLine) && lost.compareAndSet(0, 1)) {
+          if (request
+              && new String(buffer, 0, n, StandardCharsets.ISO_8859_1).startsWith(requestLine)
+              && lost.compareAndSet(0, 1)) {
             if (fault == Fault.REQUEST) {
               return; // never sent on
             }

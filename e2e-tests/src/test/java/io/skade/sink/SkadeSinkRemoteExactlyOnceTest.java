@@ -40,17 +40,18 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A remote {@link SkadeSink} stays exactly-once across restarts of its committer and of the
- * server: a job (parallelism 2, checkpoints every 300 ms) appends 2,400 generated rows at a bounded
- * rate to a table without a key, so a row committed twice stays twice; the job fails once on its
- * own (an injected failure, restored from its checkpoint) and the skade server is killed with
- * SIGKILL and restarted while it runs. At the end every row is in the table exactly once, and
- * every snapshot took one commit_seq on the server's log.
+ * A remote {@link SkadeSink} stays exactly-once across restarts of its committer and of the server:
+ * a job (parallelism 2, checkpoints every 300 ms) appends 2,400 generated rows at a bounded rate to
+ * a table without a key, so a row committed twice stays twice; the job fails once on its own (an
+ * injected failure, restored from its checkpoint) and the skade server is killed with SIGKILL and
+ * restarted while it runs. At the end every row is in the table exactly once, and every snapshot
+ * took one commit_seq on the server's log.
  */
 class SkadeSinkRemoteExactlyOnceTest {
   private static final Schema SCHEMA = IdRows.log("name");
   private static final TableIdentifier TABLE = TableIdentifier.of("db", "events");
   private static final long ROWS = 2_400;
+
   /** Set once the injected failure happened (the failing task runs in this JVM). */
   private static final AtomicBoolean FAILED = new AtomicBoolean();
 
@@ -71,24 +72,33 @@ class SkadeSinkRemoteExactlyOnceTest {
       StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
       env.setParallelism(2);
       env.enableCheckpointing(300);
-      DataGeneratorSource<RowData> generated = new DataGeneratorSource<>(
-          id -> GenericRowData.of(id, StringData.fromString("v" + id)), ROWS,
-          RateLimiterStrategy.perSecond(300),
-          InternalTypeInfo.of(FlinkSchemaUtil.convert(SCHEMA)));
+      DataGeneratorSource<RowData> generated =
+          new DataGeneratorSource<>(
+              id -> GenericRowData.of(id, StringData.fromString("v" + id)),
+              ROWS,
+              RateLimiterStrategy.perSecond(300),
+              InternalTypeInfo.of(FlinkSchemaUtil.convert(SCHEMA)));
       env.fromSource(generated, WatermarkStrategy.noWatermarks(), "rows")
-          .map(new FailOnce()).returns(InternalTypeInfo.of(FlinkSchemaUtil.convert(SCHEMA)))
-          .sinkTo(SkadeSink.builder().catalogProperties(remote.properties()).table("db.events")
-              .build());
-      CompletableFuture<Void> job = CompletableFuture.runAsync(() -> {
-        try {
-          env.execute("remote exactly-once sink");
-        } catch (Exception e) {
-          throw new IllegalStateException(e);
-        }
-      });
+          .map(new FailOnce())
+          .returns(InternalTypeInfo.of(FlinkSchemaUtil.convert(SCHEMA)))
+          .sinkTo(
+              SkadeSink.builder()
+                  .catalogProperties(remote.properties())
+                  .table("db.events")
+                  .build());
+      CompletableFuture<Void> job =
+          CompletableFuture.runAsync(
+              () -> {
+                try {
+                  env.execute("remote exactly-once sink");
+                } catch (Exception e) {
+                  throw new IllegalStateException(e);
+                }
+              });
 
       // Killed once the job commits, long before its last row.
-      await().atMost(Duration.ofSeconds(120))
+      await()
+          .atMost(Duration.ofSeconds(120))
           .until(() -> rest.loadTable(TABLE).currentSnapshot() != null);
       remote.server().killAndRestart(2_000); // SIGKILL, down 2 s, the same directory and port
       job.get(240, TimeUnit.SECONDS);
@@ -112,7 +122,9 @@ class SkadeSinkRemoteExactlyOnceTest {
         }
         Set<Long> snapshots = new HashSet<>();
         table.snapshots().forEach(s -> snapshots.add(s.snapshotId()));
-        assertThat(logged).as("each snapshot on the log once").doesNotHaveDuplicates()
+        assertThat(logged)
+            .as("each snapshot on the log once")
+            .doesNotHaveDuplicates()
             .containsExactlyInAnyOrderElementsOf(snapshots);
       }
     }

@@ -33,9 +33,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * {@link SkadeSink} in remote mode: the job has only the skade server's {@code uri}; the
- * committer commits through the server's REST routes, so the commit takes a {@code commit_seq}
- * in the server's log, and the upserted rows are the table's.
+ * {@link SkadeSink} in remote mode: the job has only the skade server's {@code uri}; the committer
+ * commits through the server's REST routes, so the commit takes a {@code commit_seq} in the
+ * server's log, and the upserted rows are the table's.
  */
 class SkadeSinkRemoteTest {
   private static final Schema SCHEMA = IdRows.SCHEMA;
@@ -48,18 +48,27 @@ class SkadeSinkRemoteTest {
     try (RemoteCatalog remote = RemoteCatalog.start(root)) {
       RESTCatalog rest = remote.rest();
       rest.createTable(TABLE, SCHEMA);
-      SkadeServerClient client = new SkadeServerClient(URI.create(remote.server().uri()),
-          ServerProcess.TOKEN, Duration.ofSeconds(30));
+      SkadeServerClient client =
+          new SkadeServerClient(
+              URI.create(remote.server().uri()), ServerProcess.TOKEN, Duration.ofSeconds(30));
       long before = client.commitSeq();
 
       StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
       env.setParallelism(2);
-      List<RowData> rows = List.of(row(RowKind.INSERT, 1, "ada"), row(RowKind.INSERT, 2, "bo"),
-          row(RowKind.UPDATE_AFTER, 1, "ada2"), row(RowKind.DELETE, 2, "bo"));
+      List<RowData> rows =
+          List.of(
+              row(RowKind.INSERT, 1, "ada"),
+              row(RowKind.INSERT, 2, "bo"),
+              row(RowKind.UPDATE_AFTER, 1, "ada2"),
+              row(RowKind.DELETE, 2, "bo"));
       env.fromData(rows, InternalTypeInfo.of(FlinkSchemaUtil.convert(SCHEMA)))
           .setParallelism(1)
-          .sinkTo(SkadeSink.builder().catalogProperties(remote.properties()).table("db.customers")
-              .upsertKey(List.of("id")).build());
+          .sinkTo(
+              SkadeSink.builder()
+                  .catalogProperties(remote.properties())
+                  .table("db.customers")
+                  .upsertKey(List.of("id"))
+                  .build());
       env.execute("remote sink");
 
       Table table = rest.loadTable(TABLE);
@@ -68,8 +77,8 @@ class SkadeSinkRemoteTest {
         records.forEach(r -> written.put(r.get(0, Long.class), r.get(1, String.class)));
       }
       assertThat(written).isEqualTo(Map.of(1L, "ada2"));
-      List<CommitEvent> commits = new ArrayList<>(
-          client.commits(before, 100, Duration.ZERO).commits());
+      List<CommitEvent> commits =
+          new ArrayList<>(client.commits(before, 100, Duration.ZERO).commits());
       assertThat(commits).isNotEmpty();
       String key = new RemoteCommitFeed(client).commitTableKey(TABLE);
       assertThat(commits).allSatisfy(commit -> assertThat(commit.tableKey()).isEqualTo(key));

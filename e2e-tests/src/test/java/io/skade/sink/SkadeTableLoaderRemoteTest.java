@@ -35,17 +35,17 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The table a remote sink's committer commits to rides through a skade server's restart: killed
- * with SIGKILL, the server is down (its port refuses connections) when the committer refreshes
- * the table and commits, and both wait for it instead of failing (a connection refused proves
- * the server never saw the commit, so sending it again is safe); the commit lands once. And a
- * commit whose HTTP exchange is lost (the connection closed under it, as when the server dies
- * mid-commit) neither fails nor commits twice: lost before the server saw it, the commit is made
- * once by Iceberg's retry; lost after the server made it (its answer lost), the committer finds
- * its snapshot in the table and is done.
+ * with SIGKILL, the server is down (its port refuses connections) when the committer refreshes the
+ * table and commits, and both wait for it instead of failing (a connection refused proves the
+ * server never saw the commit, so sending it again is safe); the commit lands once. And a commit
+ * whose HTTP exchange is lost (the connection closed under it, as when the server dies mid-commit)
+ * neither fails nor commits twice: lost before the server saw it, the commit is made once by
+ * Iceberg's retry; lost after the server made it (its answer lost), the committer finds its
+ * snapshot in the table and is done.
  */
 class SkadeTableLoaderRemoteTest {
-  private static final Schema SCHEMA = new Schema(
-      Types.NestedField.required(1, "id", Types.LongType.get()));
+  private static final Schema SCHEMA =
+      new Schema(Types.NestedField.required(1, "id", Types.LongType.get()));
   private static final TableIdentifier TABLE = TableIdentifier.of("db", "events");
 
   @TempDir Path root;
@@ -63,13 +63,15 @@ class SkadeTableLoaderRemoteTest {
         Table table = loader.loadTable();
         DataFile file = new TableWriter(table).writeDataFiles(List.of(row(1), row(2))).get(0);
 
-        CompletableFuture<Void> restarted = CompletableFuture.runAsync(() -> {
-          try {
-            server.killAndRestart(5_000);
-          } catch (Exception e) {
-            throw new IllegalStateException(e);
-          }
-        });
+        CompletableFuture<Void> restarted =
+            CompletableFuture.runAsync(
+                () -> {
+                  try {
+                    server.killAndRestart(5_000);
+                  } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                  }
+                });
         URI address = URI.create(server.uri());
         await().atMost(Duration.ofSeconds(30)).until(() -> refuses(address));
         // The client's pooled connections idle past its stale check, as between checkpoints.
@@ -92,18 +94,30 @@ class SkadeTableLoaderRemoteTest {
   @Timeout(120)
   void aCommitWhoseExchangeIsLostLandsOnce(FaultProxy.Fault fault) throws Exception {
     try (RemoteCatalog remote = RemoteCatalog.start(root);
-        FaultProxy proxy = new FaultProxy(URI.create(remote.server().uri()),
-            "POST /v1/namespaces/db/tables/events ", fault)) {
+        FaultProxy proxy =
+            new FaultProxy(
+                URI.create(remote.server().uri()),
+                "POST /v1/namespaces/db/tables/events ",
+                fault)) {
       RESTCatalog rest = remote.rest();
       rest.createTable(TABLE, SCHEMA);
-      SkadeTableLoader loader = new SkadeTableLoader(Map.of("uri", proxy.uri(),
-          "token", ServerProcess.TOKEN, "server.retry-timeout", "1 min"), TABLE);
+      SkadeTableLoader loader =
+          new SkadeTableLoader(
+              Map.of(
+                  "uri",
+                  proxy.uri(),
+                  "token",
+                  ServerProcess.TOKEN,
+                  "server.retry-timeout",
+                  "1 min"),
+              TABLE);
       loader.open();
       try {
         Table table = loader.loadTable();
         DataFile file = new TableWriter(table).writeDataFiles(List.of(row(1), row(2))).get(0);
         table.newAppend().appendFile(file).commit();
-        assertThat(table.currentSnapshot()).as("the committer's table after its commit")
+        assertThat(table.currentSnapshot())
+            .as("the committer's table after its commit")
             .isNotNull();
       } finally {
         loader.close();

@@ -26,17 +26,17 @@ import org.apache.iceberg.flink.FlinkCatalog;
 
 /**
  * Child process of {@link SecondEngineOverRestTest}: a second engine, Iceberg's own Flink
- * connector, in a JVM of its own, on the skade server {@code args[0]} with the bearer token
- * {@code args[1]}. It uses only Flink SQL and Iceberg's {@code 'catalog-type' = 'rest'}; nothing
- * of skade is on its code path.
+ * connector, in a JVM of its own, on the skade server {@code args[0]} with the bearer token {@code
+ * args[1]}. It uses only Flink SQL and Iceberg's {@code 'catalog-type' = 'rest'}; nothing of skade
+ * is on its code path.
  *
  * <p>Protocol, one line each. It creates the format-v2 table {@code db.orders (id BIGINT, name
  * STRING, PRIMARY KEY (id))} with upserts on and prints {@code CREATED}. Then, on stdin, a commit
- * is change lines ({@code +I 1 a}, {@code -U 2 b}, {@code +U 2 b2}, {@code -D 3 c}) ended by
- * {@code COMMIT}: it writes them into {@code db.orders} with one Flink job (one Iceberg commit)
- * and prints {@code COMMITTED <snapshot id>}. On {@code END} it prints the rows of {@code
- * db.orders} as {@code ORDERS <id> <name>} and those of {@code db.skade_written} as {@code
- * SKADE_WRITTEN <id> <name>}, then {@code DONE}, and exits 0.
+ * is change lines ({@code +I 1 a}, {@code -U 2 b}, {@code +U 2 b2}, {@code -D 3 c}) ended by {@code
+ * COMMIT}: it writes them into {@code db.orders} with one Flink job (one Iceberg commit) and prints
+ * {@code COMMITTED <snapshot id>}. On {@code END} it prints the rows of {@code db.orders} as {@code
+ * ORDERS <id> <name>} and those of {@code db.skade_written} as {@code SKADE_WRITTEN <id> <name>},
+ * then {@code DONE}, and exits 0.
  */
 public final class IcebergFlinkEngine {
   private static final TableIdentifier ORDERS = TableIdentifier.of("db", "orders");
@@ -49,8 +49,13 @@ public final class IcebergFlinkEngine {
     Configuration conf = new Configuration();
     conf.set(RestOptions.BIND_PORT, "0");
     // One cluster for all of its jobs: a local environment would start one per job.
-    try (MiniCluster cluster = new MiniCluster(new MiniClusterConfiguration.Builder()
-        .setConfiguration(conf).setNumTaskManagers(1).setNumSlotsPerTaskManager(1).build())) {
+    try (MiniCluster cluster =
+        new MiniCluster(
+            new MiniClusterConfiguration.Builder()
+                .setConfiguration(conf)
+                .setNumTaskManagers(1)
+                .setNumSlotsPerTaskManager(1)
+                .build())) {
       cluster.start();
       URI rest = cluster.getRestAddress().get();
       StreamExecutionEnvironment env =
@@ -60,13 +65,20 @@ public final class IcebergFlinkEngine {
     }
   }
 
-  private static void run(StreamTableEnvironment sql, StreamExecutionEnvironment env,
-      String uri, String token) throws Exception {
-    sql.executeSql("CREATE CATALOG other WITH ('type' = 'iceberg', 'catalog-type' = 'rest',"
-        + " 'uri' = '" + uri + "', 'token' = '" + token + "')");
-    sql.executeSql("CREATE TABLE other.db.orders (id BIGINT, name STRING,"
-        + " PRIMARY KEY (id) NOT ENFORCED)"
-        + " WITH ('format-version' = '2', 'write.upsert.enabled' = 'true')");
+  private static void run(
+      StreamTableEnvironment sql, StreamExecutionEnvironment env, String uri, String token)
+      throws Exception {
+    sql.executeSql(
+        "CREATE CATALOG other WITH ('type' = 'iceberg', 'catalog-type' = 'rest',"
+            + " 'uri' = '"
+            + uri
+            + "', 'token' = '"
+            + token
+            + "')");
+    sql.executeSql(
+        "CREATE TABLE other.db.orders (id BIGINT, name STRING,"
+            + " PRIMARY KEY (id) NOT ENFORCED)"
+            + " WITH ('format-version' = '2', 'write.upsert.enabled' = 'true')");
     say("CREATED");
 
     BufferedReader stdin =
@@ -78,10 +90,15 @@ public final class IcebergFlinkEngine {
       }
       if (line.equals("COMMIT")) {
         // The changes keep their kinds: the planner hands the sink -U, +U and -D as they are.
-        Table changes = sql.fromChangelogStream(env.fromData(commit, CHANGE_TYPE),
-            Schema.newBuilder().column("id", DataTypes.BIGINT().notNull())
-                .column("name", DataTypes.STRING()).primaryKey("id").build(),
-            ChangelogMode.all());
+        Table changes =
+            sql.fromChangelogStream(
+                env.fromData(commit, CHANGE_TYPE),
+                Schema.newBuilder()
+                    .column("id", DataTypes.BIGINT().notNull())
+                    .column("name", DataTypes.STRING())
+                    .primaryKey("id")
+                    .build(),
+                ChangelogMode.all());
         changes.executeInsert("other.db.orders").await();
         FlinkCatalog catalog = (FlinkCatalog) sql.getCatalog("other").orElseThrow();
         org.apache.iceberg.Table orders = catalog.catalog().loadTable(ORDERS);
@@ -93,10 +110,11 @@ public final class IcebergFlinkEngine {
       }
     }
     // Both tables in one job, each row labelled with its table.
-    try (CloseableIterator<Row> rows = sql.executeSql(
-        "SELECT CAST('ORDERS' AS STRING), id, name FROM other.db.orders UNION ALL"
-            + " SELECT CAST('SKADE_WRITTEN' AS STRING), id, name FROM other.db.skade_written")
-        .collect()) {
+    try (CloseableIterator<Row> rows =
+        sql.executeSql(
+                "SELECT CAST('ORDERS' AS STRING), id, name FROM other.db.orders UNION ALL"
+                    + " SELECT CAST('SKADE_WRITTEN' AS STRING), id, name FROM other.db.skade_written")
+            .collect()) {
       while (rows.hasNext()) {
         Row row = rows.next();
         say(row.getField(0) + " " + row.getField(1) + " " + row.getField(2));

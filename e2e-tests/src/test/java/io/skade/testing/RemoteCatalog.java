@@ -8,9 +8,9 @@ import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.rest.RESTCatalog;
 
 /**
- * A skade server in a process of its own under a test's directory, and an Iceberg REST client
- * of it that created the namespace {@code db}: what a remote test starts from. Closing it closes
- * the client, then the server.
+ * A skade server in a process of its own under a test's directory, and an Iceberg REST client of it
+ * that created the namespace {@code db}: what a remote test starts from. Closing it closes the
+ * client, then the server.
  */
 public final class RemoteCatalog implements AutoCloseable {
   private final ServerProcess server;

@@ -64,16 +64,19 @@ import org.apache.iceberg.types.Types;
  */
 public final class Quickstart {
   static final TableIdentifier ORDERS = TableIdentifier.of("shop", "orders");
-  static final Schema ORDERS_SCHEMA = new Schema(
-      Types.NestedField.required(1, "order_id", Types.LongType.get()),
-      Types.NestedField.required(2, "customer", Types.StringType.get()),
-      Types.NestedField.required(3, "amount", Types.DoubleType.get()));
+  static final Schema ORDERS_SCHEMA =
+      new Schema(
+          Types.NestedField.required(1, "order_id", Types.LongType.get()),
+          Types.NestedField.required(2, "customer", Types.StringType.get()),
+          Types.NestedField.required(3, "amount", Types.DoubleType.get()));
   static final TableIdentifier CUSTOMERS = TableIdentifier.of("shop", "customers");
-  static final Schema CUSTOMERS_SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get()),
-          Types.NestedField.optional(3, "city", Types.StringType.get())),
-      Set.of(1));
+  static final Schema CUSTOMERS_SCHEMA =
+      new Schema(
+          List.of(
+              Types.NestedField.required(1, "id", Types.LongType.get()),
+              Types.NestedField.optional(2, "name", Types.StringType.get()),
+              Types.NestedField.optional(3, "city", Types.StringType.get())),
+          Set.of(1));
   static final int WRITERS = 2;
   static final int APPENDS_PER_WRITER = 5;
   static final int ROWS_PER_APPEND = 20;
@@ -81,9 +84,10 @@ public final class Quickstart {
   private Quickstart() {}
 
   public static void main(String[] args) throws Exception {
-    Path warehouse = args.length > 0 && !args[0].isBlank()
-        ? Path.of(args[0])
-        : Files.createTempDirectory("skade-quickstart-");
+    Path warehouse =
+        args.length > 0 && !args[0].isBlank()
+            ? Path.of(args[0])
+            : Files.createTempDirectory("skade-quickstart-");
     run(warehouse, System.out);
   }
 
@@ -93,17 +97,25 @@ public final class Quickstart {
     // Lineage of every commit, as OpenLineage events (JSON lines) in a file of the warehouse.
     Path lineage = warehouse.resolve("openlineage.jsonl");
     long lineageStart = Files.exists(lineage) ? Files.size(lineage) : 0;
-    Map<String, String> properties = Map.of("warehouse", warehouse.toString(),
-        "lineage.sink", "openlineage", "lineage.openlineage.url", "file:" + lineage);
+    Map<String, String> properties =
+        Map.of(
+            "warehouse",
+            warehouse.toString(),
+            "lineage.sink",
+            "openlineage",
+            "lineage.openlineage.url",
+            "file:" + lineage);
     // Opened the Iceberg way; the Flink jobs' sources, sinks and lookups and the SQL catalog
     // of this JVM share its store (one committer, one commit feed) while it is open.
-    try (SkadeCatalog catalog = (SkadeCatalog) CatalogUtil.loadCatalog(
-        SkadeCatalog.class.getName(), "demo", properties, null)) {
+    try (SkadeCatalog catalog =
+        (SkadeCatalog)
+            CatalogUtil.loadCatalog(SkadeCatalog.class.getName(), "demo", properties, null)) {
       out.printf("catalog open at %s, commit_seq %d%n", catalog.catalogPath(), catalog.commitSeq());
 
       try (CommitSubscription feed = catalog.subscribeCommits()) {
         long start = feed.startCursor();
-        long end = start + (catalog.tableExists(ORDERS) ? 0 : 1) + (long) WRITERS * APPENDS_PER_WRITER;
+        long end =
+            start + (catalog.tableExists(ORDERS) ? 0 : 1) + (long) WRITERS * APPENDS_PER_WRITER;
         ExecutorService threads = Executors.newFixedThreadPool(WRITERS + 1);
         Future<?> printer = threads.submit(() -> printFeed(catalog, feed, start, end, out));
         createOrders(catalog);
@@ -123,9 +135,10 @@ public final class Quickstart {
           replayed++;
         }
         long rows = countRows(catalog.loadTable(ORDERS));
-        out.printf("commit log replays %d commits (1..%d, gapless); shop.orders holds %d rows in"
-            + " %d snapshots%n", replayed, catalog.commitSeq(), rows,
-            catalog.loadTable(ORDERS).history().size());
+        out.printf(
+            "commit log replays %d commits (1..%d, gapless); shop.orders holds %d rows in"
+                + " %d snapshots%n",
+            replayed, catalog.commitSeq(), rows, catalog.loadTable(ORDERS).history().size());
         printCustomerChangelog(catalog, out);
         tailCustomers(catalog, properties, out);
         sql(catalog, warehouse, lineage, out);
@@ -137,58 +150,71 @@ public final class Quickstart {
 
   /** Upserts and deletes on a primary-key table, then the changelog of exactly that window. */
   private static void printCustomerChangelog(SkadeCatalog catalog, PrintStream out) {
-    Table customers = catalog.tableExists(CUSTOMERS)
-        ? catalog.loadTable(CUSTOMERS)
-        : catalog.createTable(CUSTOMERS, CUSTOMERS_SCHEMA);
-    TableWriter writer = new TableWriter(customers).describedAs("quickstart-customers",
-        List.of());
-    Long before = customers.currentSnapshot() == null
-        ? null : customers.currentSnapshot().snapshotId();
-    writer.upsert(List.of(customer(1, "Ada", "Oslo"), customer(2, "Bo", "Bergen"),
-        customer(3, "Cy", "Tromsø")));
-    writer.upsert(List.of(customer(2, "Bo", "Oslo")));                  // Bo moves: -U/+U
-    writer.deleteKeys(List.of(customer(3, null, null)));                // Cy leaves: -D
+    Table customers =
+        catalog.tableExists(CUSTOMERS)
+            ? catalog.loadTable(CUSTOMERS)
+            : catalog.createTable(CUSTOMERS, CUSTOMERS_SCHEMA);
+    TableWriter writer = new TableWriter(customers).describedAs("quickstart-customers", List.of());
+    Long before =
+        customers.currentSnapshot() == null ? null : customers.currentSnapshot().snapshotId();
+    writer.upsert(
+        List.of(
+            customer(1, "Ada", "Oslo"), customer(2, "Bo", "Bergen"), customer(3, "Cy", "Tromsø")));
+    writer.upsert(List.of(customer(2, "Bo", "Oslo"))); // Bo moves: -U/+U
+    writer.deleteKeys(List.of(customer(3, null, null))); // Cy leaves: -D
     long after = writer.upsert(List.of(customer(4, "Di", "Bodø"))).snapshotId();
-    out.printf("changelog of shop.customers, window (%s, %d], per snapshot:%n",
+    out.printf(
+        "changelog of shop.customers, window (%s, %d], per snapshot:%n",
         before == null ? "start" : before, after);
-    for (ChangeRow change : new ChangelogReader(customers, ChangelogOptions.defaults())
-        .read(before, after)) {
+    for (ChangeRow change :
+        new ChangelogReader(customers, ChangelogOptions.defaults()).read(before, after)) {
       Record row = change.row();
-      out.printf("  %s %-13s id=%s name=%s city=%s%n", change.type().symbol(),
-          change.type(), row.getField("id"), row.getField("name"), row.getField("city"));
+      out.printf(
+          "  %s %-13s id=%s name=%s city=%s%n",
+          change.type().symbol(),
+          change.type(),
+          row.getField("id"),
+          row.getField("name"),
+          row.getField("city"));
     }
   }
 
   /**
-   * A Flink job tails {@code shop.customers} from the current commit on, while a writer upserts
-   * and deletes; each change is printed the moment the job emits it.
+   * A Flink job tails {@code shop.customers} from the current commit on, while a writer upserts and
+   * deletes; each change is printed the moment the job emits it.
    */
-  private static void tailCustomers(SkadeCatalog catalog, Map<String, String> properties,
-      PrintStream out) throws Exception {
-    SkadeSource<RowData> source = SkadeSource.builder()
-        .catalogProperties(properties)
-        .table(CUSTOMERS)
-        .startFromCommitSeq(catalog.commitSeq()) // every commit after this one, none before
-        .build();
+  private static void tailCustomers(
+      SkadeCatalog catalog, Map<String, String> properties, PrintStream out) throws Exception {
+    SkadeSource<RowData> source =
+        SkadeSource.builder()
+            .catalogProperties(properties)
+            .table(CUSTOMERS)
+            .startFromCommitSeq(catalog.commitSeq()) // every commit after this one, none before
+            .build();
     StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
     env.setParallelism(1);
     out.println("a Flink job tails shop.customers while a writer upserts and deletes:");
-    try (CloseableIterator<RowData> changes = env
-        .fromSource(source, WatermarkStrategy.noWatermarks(), "skade shop.customers")
-        .executeAndCollect("skade quickstart tail")) {
-      TableWriter writer = new TableWriter(catalog.loadTable(CUSTOMERS))
-          .describedAs("quickstart-customers", List.of());
+    try (CloseableIterator<RowData> changes =
+        env.fromSource(source, WatermarkStrategy.noWatermarks(), "skade shop.customers")
+            .executeAndCollect("skade quickstart tail")) {
+      TableWriter writer =
+          new TableWriter(catalog.loadTable(CUSTOMERS))
+              .describedAs("quickstart-customers", List.of());
       ExecutorService background = Executors.newSingleThreadExecutor();
-      Future<?> writes = background.submit(() -> {
-        writer.upsert(List.of(customer(1, "Ada", "Bergen")));           // Ada moves: -U/+U
-        writer.upsert(List.of(customer(5, "Eve", "Oslo")));             // Eve joins: +I
-        writer.deleteKeys(List.of(customer(4, null, null), customer(5, null, null))); // -D -D
-        return null;
-      });
+      Future<?> writes =
+          background.submit(
+              () -> {
+                writer.upsert(List.of(customer(1, "Ada", "Bergen"))); // Ada moves: -U/+U
+                writer.upsert(List.of(customer(5, "Eve", "Oslo"))); // Eve joins: +I
+                writer.deleteKeys(
+                    List.of(customer(4, null, null), customer(5, null, null))); // -D -D
+                return null;
+              });
       for (int i = 0; i < 5; i++) {
         RowData row = changes.next();
-        out.printf("  job: %s id=%d name=%s city=%s%n", row.getRowKind().shortString(),
-            row.getLong(0), row.getString(1), row.getString(2));
+        out.printf(
+            "  job: %s id=%d name=%s city=%s%n",
+            row.getRowKind().shortString(), row.getLong(0), row.getString(1), row.getString(2));
       }
       writes.get();
       background.shutdown();
@@ -197,48 +223,68 @@ public final class Quickstart {
 
   /**
    * The same warehouse through Flink SQL: a {@code skade} catalog, a table created and reset by
-   * SQL, a streaming {@code SELECT} printing the changelog that other statements cause, and a
-   * batch query over the table the Java writers filled.
+   * SQL, a streaming {@code SELECT} printing the changelog that other statements cause, and a batch
+   * query over the table the Java writers filled.
    */
   private static void sql(SkadeCatalog catalog, Path warehouse, Path lineage, PrintStream out)
       throws Exception {
-    String createCatalog = "CREATE CATALOG demo WITH ('type' = 'skade', 'warehouse' = "
-        + sqlString(warehouse.toString()) + ", 'lineage.sink' = 'openlineage',"
-        + " 'lineage.openlineage.url' = " + sqlString("file:" + lineage) + ")";
+    String createCatalog =
+        "CREATE CATALOG demo WITH ('type' = 'skade', 'warehouse' = "
+            + sqlString(warehouse.toString())
+            + ", 'lineage.sink' = 'openlineage',"
+            + " 'lineage.openlineage.url' = "
+            + sqlString("file:" + lineage)
+            + ")";
     // skade's job listener: the jobs' runs in the lineage, and their commits naming them.
     Configuration listener = new Configuration();
-    listener.set(DeploymentOptions.JOB_STATUS_CHANGED_LISTENERS,
+    listener.set(
+        DeploymentOptions.JOB_STATUS_CHANGED_LISTENERS,
         List.of(SkadeJobListenerFactory.class.getName()));
-    TableEnvironment batch = TableEnvironment.create(EnvironmentSettings.newInstance()
-        .inBatchMode().withConfiguration(listener).build());
+    TableEnvironment batch =
+        TableEnvironment.create(
+            EnvironmentSettings.newInstance().inBatchMode().withConfiguration(listener).build());
     batch.executeSql(createCatalog);
     batch.executeSql("USE CATALOG demo");
-    batch.executeSql("CREATE TABLE IF NOT EXISTS shop.products (id BIGINT, name STRING,"
-        + " price DECIMAL(10, 2), PRIMARY KEY (id) NOT ENFORCED)");
-    batch.executeSql("INSERT OVERWRITE shop.products VALUES (1, 'kettle', 25.00),"
-        + " (2, 'teapot', 40.00), (3, 'mug', 8.50)").await();
-    out.println("Flink SQL: a streaming SELECT on shop.products while other statements change"
-        + " it:");
+    batch.executeSql(
+        "CREATE TABLE IF NOT EXISTS shop.products (id BIGINT, name STRING,"
+            + " price DECIMAL(10, 2), PRIMARY KEY (id) NOT ENFORCED)");
+    batch
+        .executeSql(
+            "INSERT OVERWRITE shop.products VALUES (1, 'kettle', 25.00),"
+                + " (2, 'teapot', 40.00), (3, 'mug', 8.50)")
+        .await();
+    out.println(
+        "Flink SQL: a streaming SELECT on shop.products while other statements change" + " it:");
 
-    TableEnvironment streaming = TableEnvironment.create(EnvironmentSettings.newInstance()
-        .inStreamingMode().withConfiguration(listener).build());
+    TableEnvironment streaming =
+        TableEnvironment.create(
+            EnvironmentSettings.newInstance()
+                .inStreamingMode()
+                .withConfiguration(listener)
+                .build());
     streaming.executeSql(createCatalog);
     streaming.executeSql("USE CATALOG demo");
-    TableResult tail = streaming.executeSql("SELECT * FROM shop.products /*+ OPTIONS("
-        + "'scan.startup.mode' = 'from-commit-seq', 'scan.startup.commit-seq' = '"
-        + catalog.commitSeq() + "') */");
+    TableResult tail =
+        streaming.executeSql(
+            "SELECT * FROM shop.products /*+ OPTIONS("
+                + "'scan.startup.mode' = 'from-commit-seq', 'scan.startup.commit-seq' = '"
+                + catalog.commitSeq()
+                + "') */");
     String[] statements = {
-        "INSERT INTO shop.products VALUES (1, 'kettle', 22.50), (4, 'tray', 12.00)",
-        "UPDATE shop.products SET price = price * 2 WHERE name = 'teapot'",
-        "DELETE FROM shop.products WHERE id = 3"};
+      "INSERT INTO shop.products VALUES (1, 'kettle', 22.50), (4, 'tray', 12.00)",
+      "UPDATE shop.products SET price = price * 2 WHERE name = 'teapot'",
+      "DELETE FROM shop.products WHERE id = 3"
+    };
     try (CloseableIterator<Row> changes = tail.collect()) {
       ExecutorService background = Executors.newSingleThreadExecutor();
-      Future<?> writes = background.submit(() -> {
-        for (String statement : statements) {
-          batch.executeSql(statement).await();
-        }
-        return null;
-      });
+      Future<?> writes =
+          background.submit(
+              () -> {
+                for (String statement : statements) {
+                  batch.executeSql(statement).await();
+                }
+                return null;
+              });
       for (String statement : statements) {
         out.println("  sql> " + statement);
       }
@@ -249,9 +295,12 @@ public final class Quickstart {
       background.shutdown();
     }
     lookupJoin(streaming, out);
-    try (CloseableIterator<Row> totals = batch.executeSql("SELECT customer, COUNT(*) AS orders,"
-        + " SUM(amount) AS total FROM shop.orders GROUP BY customer ORDER BY customer LIMIT 3")
-        .collect()) {
+    try (CloseableIterator<Row> totals =
+        batch
+            .executeSql(
+                "SELECT customer, COUNT(*) AS orders,"
+                    + " SUM(amount) AS total FROM shop.orders GROUP BY customer ORDER BY customer LIMIT 3")
+            .collect()) {
       out.println("Flink SQL batch query over shop.orders (written by the Java writers):");
       totals.forEachRemaining(row -> out.println("  " + row));
     }
@@ -264,19 +313,21 @@ public final class Quickstart {
 
   /**
    * A lookup join: order lines (product ids 1 to 5 from Flink's datagen source) joined with
-   * shop.products as of their processing time. Each probe reads the table's Parquet files in
-   * place; the product deleted above (3) and the one never written (5) join no row.
+   * shop.products as of their processing time. Each probe reads the table's Parquet files in place;
+   * the product deleted above (3) and the one never written (5) join no row.
    */
   private static void lookupJoin(TableEnvironment streaming, PrintStream out) throws Exception {
     streaming.getConfig().set("parallelism.default", "1"); // the lines in order
-    streaming.executeSql("CREATE TEMPORARY TABLE default_catalog.default_database.order_lines ("
-        + "product_id BIGINT, proc_time AS PROCTIME()) WITH ('connector' = 'datagen',"
-        + " 'fields.product_id.kind' = 'sequence', 'fields.product_id.start' = '1',"
-        + " 'fields.product_id.end' = '5')");
-    String join = "SELECT l.product_id, p.name, p.price"
-        + " FROM default_catalog.default_database.order_lines AS l"
-        + " LEFT JOIN shop.products FOR SYSTEM_TIME AS OF l.proc_time AS p"
-        + " ON l.product_id = p.id";
+    streaming.executeSql(
+        "CREATE TEMPORARY TABLE default_catalog.default_database.order_lines ("
+            + "product_id BIGINT, proc_time AS PROCTIME()) WITH ('connector' = 'datagen',"
+            + " 'fields.product_id.kind' = 'sequence', 'fields.product_id.start' = '1',"
+            + " 'fields.product_id.end' = '5')");
+    String join =
+        "SELECT l.product_id, p.name, p.price"
+            + " FROM default_catalog.default_database.order_lines AS l"
+            + " LEFT JOIN shop.products FOR SYSTEM_TIME AS OF l.proc_time AS p"
+            + " ON l.product_id = p.id";
     out.println("Flink SQL lookup join: " + join);
     try (CloseableIterator<Row> rows = streaming.executeSql(join).collect()) {
       rows.forEachRemaining(row -> out.println("  join: " + row));
@@ -296,8 +347,8 @@ public final class Quickstart {
     out.println("Lineage of this run (OpenLineage events in " + file + "):");
     ObjectMapper json = new ObjectMapper();
     byte[] events = Files.readAllBytes(file); // JSON lines in UTF-8
-    String written = new String(events, (int) from, events.length - (int) from,
-        StandardCharsets.UTF_8);
+    String written =
+        new String(events, (int) from, events.length - (int) from, StandardCharsets.UTF_8);
     for (String line : written.split("\n")) {
       if (!line.isBlank()) {
         out.println("  " + describeLineage(json.readTree(line)));
@@ -310,13 +361,20 @@ public final class Quickstart {
     String outputs = datasets(event.path("outputs"), true);
     String inputs = datasets(event.path("inputs"), false);
     if (facets.has("skade_commit")) {
-      return String.format("commit_seq %-3d %-9s %s by %s%s",
+      return String.format(
+          "commit_seq %-3d %-9s %s by %s%s",
           facets.path("skade_commit").path("commitSeq").asLong(),
-          facets.path("skade_commit").path("operation").asText(), outputs,
-          event.path("job").path("name").asText(), inputs.isEmpty() ? "" : " from " + inputs);
+          facets.path("skade_commit").path("operation").asText(),
+          outputs,
+          event.path("job").path("name").asText(),
+          inputs.isEmpty() ? "" : " from " + inputs);
     }
-    return String.format("job %-8s %s reads [%s] writes [%s]", event.path("eventType").asText(),
-        shortName(event.path("job").path("name").asText()), inputs, outputs);
+    return String.format(
+        "job %-8s %s reads [%s] writes [%s]",
+        event.path("eventType").asText(),
+        shortName(event.path("job").path("name").asText()),
+        inputs,
+        outputs);
   }
 
   /** A job's name on one line: a SQL query's job is named by its text. */
@@ -330,8 +388,8 @@ public final class Quickstart {
     List<String> names = new ArrayList<>();
     for (JsonNode dataset : datasets) {
       JsonNode symlink = dataset.path("facets").path("symlinks").path("identifiers").path(0);
-      String name = symlink.isMissingNode() ? dataset.path("name").asText()
-          : symlink.path("name").asText();
+      String name =
+          symlink.isMissingNode() ? dataset.path("name").asText() : symlink.path("name").asText();
       JsonNode version = dataset.path("facets").path("version").path("datasetVersion");
       names.add(withVersion && !version.isMissingNode() ? name + "@" + version.asText() : name);
     }
@@ -354,31 +412,37 @@ public final class Quickstart {
       return;
     }
     // Two writers append to one table: Iceberg retries a lost compare-and-swap.
-    catalog.buildTable(ORDERS, ORDERS_SCHEMA)
+    catalog
+        .buildTable(ORDERS, ORDERS_SCHEMA)
         .withProperty(TableProperties.COMMIT_NUM_RETRIES, "20")
         .withProperty(TableProperties.COMMIT_MIN_RETRY_WAIT_MS, "5")
         .create();
   }
 
   private static Void write(Table table, int writer) {
-    TableWriter tableWriter = new TableWriter(table).describedAs("quickstart-writer-" + writer,
-        List.of());
+    TableWriter tableWriter =
+        new TableWriter(table).describedAs("quickstart-writer-" + writer, List.of());
     GenericRecord template = GenericRecord.create(ORDERS_SCHEMA);
     for (int batch = 0; batch < APPENDS_PER_WRITER; batch++) {
       List<Record> rows = new ArrayList<>();
       for (int i = 0; i < ROWS_PER_APPEND; i++) {
         long id = ((long) writer * APPENDS_PER_WRITER + batch) * ROWS_PER_APPEND + i;
-        rows.add(template.copy(Map.of(
-            "order_id", id, "customer", "customer-" + (id % 7), "amount", 10.0 + id % 13)));
+        rows.add(
+            template.copy(
+                Map.of(
+                    "order_id", id, "customer", "customer-" + (id % 7), "amount", 10.0 + id % 13)));
       }
       tableWriter.append(rows);
     }
     return null;
   }
 
-  /** Prints each commit as the feed pushes it, until {@code end}; recovers from the log if lagged. */
-  private static Void printFeed(SkadeCatalog catalog, CommitSubscription feed, long cursor,
-      long end, PrintStream out) throws InterruptedException {
+  /**
+   * Prints each commit as the feed pushes it, until {@code end}; recovers from the log if lagged.
+   */
+  private static Void printFeed(
+      SkadeCatalog catalog, CommitSubscription feed, long cursor, long end, PrintStream out)
+      throws InterruptedException {
     while (cursor < end) {
       CommitEvent event;
       try {
@@ -404,8 +468,11 @@ public final class Quickstart {
   }
 
   private static String describe(SkadeCatalog catalog, CommitEvent event) {
-    return String.format("commit_seq %-3d %-12s %-7s snapshot %s", event.commitSeq(),
-        catalog.commitTableIdentifier(event.tableKey()), event.operation(),
+    return String.format(
+        "commit_seq %-3d %-12s %-7s snapshot %s",
+        event.commitSeq(),
+        catalog.commitTableIdentifier(event.tableKey()),
+        event.operation(),
         event.snapshotId().isPresent() ? event.snapshotId().getAsLong() : "-");
   }
 

@@ -9,9 +9,9 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Who may call the server: the bearer tokens of a token file (one per line; blank lines and
- * lines starting with {@code #} are skipped), compared in constant time. Iceberg's REST client
- * sends its {@code token} property as {@code Authorization: Bearer <token>}.
+ * Who may call the server: the bearer tokens of a token file (one per line; blank lines and lines
+ * starting with {@code #} are skipped), compared in constant time. Iceberg's REST client sends its
+ * {@code token} property as {@code Authorization: Bearer <token>}.
  */
 final class BearerTokens {
   private final List<byte[]> tokens;
@@ -30,8 +30,13 @@ final class BearerTokens {
     try {
       lines = Files.readAllLines(file, StandardCharsets.UTF_8);
     } catch (IOException e) {
-      throw new IllegalArgumentException("--token-file " + file + " cannot be read (" + e
-          + "); give a file with one bearer token per line", e);
+      throw new IllegalArgumentException(
+          "--token-file "
+              + file
+              + " cannot be read ("
+              + e
+              + "); give a file with one bearer token per line",
+          e);
     }
     List<byte[]> tokens = new ArrayList<>();
     for (String line : lines) {
@@ -41,8 +46,11 @@ final class BearerTokens {
       }
     }
     if (tokens.isEmpty()) {
-      throw new IllegalArgumentException("--token-file " + file + " holds no token; write one"
-          + " bearer token per line (lines starting with # are comments)");
+      throw new IllegalArgumentException(
+          "--token-file "
+              + file
+              + " holds no token; write one"
+              + " bearer token per line (lines starting with # are comments)");
     }
     return new BearerTokens(List.copyOf(tokens));
   }

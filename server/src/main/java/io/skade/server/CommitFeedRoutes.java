@@ -22,10 +22,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The commit feed over HTTP: a long-poll on the durable commit log ({@link SkadeProtocol#COMMITS}).
- * A request for commits after {@code SEQ} is answered at once when the log has some; otherwise
- * it is parked (no thread held) until a commit lands or its wait ends. Every answer is read from
- * the log itself, so it is gapless and oldest first whatever a client missed: the server keeps
- * no buffer per client, only the parked requests.
+ * A request for commits after {@code SEQ} is answered at once when the log has some; otherwise it
+ * is parked (no thread held) until a commit lands or its wait ends. Every answer is read from the
+ * log itself, so it is gapless and oldest first whatever a client missed: the server keeps no
+ * buffer per client, only the parked requests.
  *
  * <p>One subscription to the catalog's in-process feed wakes the parked requests; its events are
  * only a signal, so a lagged subscription loses nothing.
@@ -52,8 +52,10 @@ final class CommitFeedRoutes implements AutoCloseable {
   private final ServerMetrics metrics;
   private final Set<Waiter> waiters = ConcurrentHashMap.newKeySet();
   private final ScheduledExecutorService timers;
+
   /** Wakes waiters, off the committer's thread (which a subscription callback must not block). */
   private final ExecutorService waker;
+
   private final CommitSubscription subscription;
   private volatile boolean closing;
 
@@ -94,8 +96,8 @@ final class CommitFeedRoutes implements AutoCloseable {
 
   static void requireGet(Exchange exchange) {
     if (!exchange.method().equals("GET")) {
-      throw new UnsupportedOperationException(exchange.method() + " is not served on "
-          + exchange.route().substring(4) + "; use GET");
+      throw new UnsupportedOperationException(
+          exchange.method() + " is not served on " + exchange.route().substring(4) + "; use GET");
     }
   }
 
@@ -106,9 +108,15 @@ final class CommitFeedRoutes implements AutoCloseable {
     long waitMs = parameter(exchange, "wait-ms", 0, 0, SkadeProtocol.MAX_WAIT_MS);
     long current = catalog.commitSeq();
     if (after > current) {
-      throw new IllegalArgumentException("after=" + after + " is beyond the catalog's newest"
-          + " commit_seq " + current + ": the cursor does not come from this catalog (or its"
-          + " log was replaced); start from a commit_seq at most " + current);
+      throw new IllegalArgumentException(
+          "after="
+              + after
+              + " is beyond the catalog's newest"
+              + " commit_seq "
+              + current
+              + ": the cursor does not come from this catalog (or its"
+              + " log was replaced); start from a commit_seq at most "
+              + current);
     }
     if (after < current || waitMs == 0 || limit == 0 || closing) {
       answer(exchange, after, limit);
@@ -116,11 +124,15 @@ final class CommitFeedRoutes implements AutoCloseable {
     }
     Waiter waiter = new Waiter(exchange, after, limit);
     waiters.add(waiter); // before its timer, so that the timer always finds it
-    waiter.timeout = timers.schedule(() -> {
-      if (waiters.remove(waiter)) {
-        answer(exchange, after, limit);
-      }
-    }, waitMs, TimeUnit.MILLISECONDS);
+    waiter.timeout =
+        timers.schedule(
+            () -> {
+              if (waiters.remove(waiter)) {
+                answer(exchange, after, limit);
+              }
+            },
+            waitMs,
+            TimeUnit.MILLISECONDS);
     // A commit that landed between the read above and the registration woke nobody.
     if (catalog.commitSeq() > after || closing) {
       wake(waiter);
@@ -170,19 +182,24 @@ final class CommitFeedRoutes implements AutoCloseable {
     String namespace = exchange.query("namespace");
     String table = exchange.query("table");
     if (namespace == null || table == null) {
-      throw new IllegalArgumentException("query parameters 'namespace' and 'table' are required,"
-          + " with 'snapshot-id'");
+      throw new IllegalArgumentException(
+          "query parameters 'namespace' and 'table' are required," + " with 'snapshot-id'");
     }
-    long snapshotId = parameter(exchange, "snapshot-id", Long.MIN_VALUE, Long.MIN_VALUE,
-        Long.MAX_VALUE);
+    long snapshotId =
+        parameter(exchange, "snapshot-id", Long.MIN_VALUE, Long.MIN_VALUE, Long.MAX_VALUE);
     if (snapshotId == Long.MIN_VALUE) {
       throw new IllegalArgumentException("query parameter 'snapshot-id' is required");
     }
-    TableIdentifier identifier = TableIdentifier.of(RESTUtil.namespaceFromQueryParam(namespace),
-        table);
-    CommitEvent commit = catalog.commitOf(identifier, snapshotId).orElseThrow(() ->
-        new NotFoundException("the catalog recorded no commit of snapshot %s of %s", snapshotId,
-            identifier));
+    TableIdentifier identifier =
+        TableIdentifier.of(RESTUtil.namespaceFromQueryParam(namespace), table);
+    CommitEvent commit =
+        catalog
+            .commitOf(identifier, snapshotId)
+            .orElseThrow(
+                () ->
+                    new NotFoundException(
+                        "the catalog recorded no commit of snapshot %s of %s",
+                        snapshotId, identifier));
     exchange.json(200, SkadeProtocol.commit(commit));
   }
 
@@ -200,8 +217,15 @@ final class CommitFeedRoutes implements AutoCloseable {
     } catch (NumberFormatException e) {
       // answered below
     }
-    throw new IllegalArgumentException("query parameter '" + name + "' = '" + value
-        + "' must be an integer from " + min + " to " + max);
+    throw new IllegalArgumentException(
+        "query parameter '"
+            + name
+            + "' = '"
+            + value
+            + "' must be an integer from "
+            + min
+            + " to "
+            + max);
   }
 
   /** Answers every parked request now, and answers new ones at once, for a shutdown. */

@@ -43,8 +43,10 @@ final class ConsumerRoutes {
     switch (exchange.method()) {
       case "GET" -> {
         exchange.route("GET " + SkadeProtocol.CONSUMERS + "/{id}");
-        exchange.json(200, SkadeProtocol.consumer(catalog.consumer(consumerId)
-            .orElseThrow(() -> unknown(consumerId))));
+        exchange.json(
+            200,
+            SkadeProtocol.consumer(
+                catalog.consumer(consumerId).orElseThrow(() -> unknown(consumerId))));
       }
       case "PUT" -> {
         // Storing a cursor is idempotent by itself: a retry stores the same cursor again.
@@ -61,8 +63,10 @@ final class ConsumerRoutes {
         }
         boolean dropped;
         try {
-          dropped = key == null ? catalog.dropConsumer(consumerId)
-              : catalog.withIdempotencyKey(key, () -> catalog.dropConsumer(consumerId));
+          dropped =
+              key == null
+                  ? catalog.dropConsumer(consumerId)
+                  : catalog.withIdempotencyKey(key, () -> catalog.dropConsumer(consumerId));
         } catch (IdempotencyKeyUsedException e) {
           dropped = true; // a racing retry of the same request dropped it
         }
@@ -73,8 +77,11 @@ final class ConsumerRoutes {
       }
       default -> {
         exchange.route(exchange.method() + " " + SkadeProtocol.CONSUMERS + "/{id}");
-        throw new UnsupportedOperationException(exchange.method() + " is not served on "
-            + SkadeProtocol.CONSUMERS + "/{id}; use GET, PUT or DELETE");
+        throw new UnsupportedOperationException(
+            exchange.method()
+                + " is not served on "
+                + SkadeProtocol.CONSUMERS
+                + "/{id}; use GET, PUT or DELETE");
       }
     }
     return true;
@@ -87,11 +94,12 @@ final class ConsumerRoutes {
       return catalog.consumers();
     }
     if (namespace == null || table == null) {
-      throw new IllegalArgumentException("query parameters 'namespace' and 'table' go together:"
-          + " give both to list a table's consumers, or neither to list all");
+      throw new IllegalArgumentException(
+          "query parameters 'namespace' and 'table' go together:"
+              + " give both to list a table's consumers, or neither to list all");
     }
-    return catalog.consumers(TableIdentifier.of(RESTUtil.namespaceFromQueryParam(namespace),
-        table));
+    return catalog.consumers(
+        TableIdentifier.of(RESTUtil.namespaceFromQueryParam(namespace), table));
   }
 
   private static NotFoundException unknown(String consumerId) {

@@ -17,9 +17,8 @@ import org.eclipse.jetty.util.Fields;
 
 /**
  * One HTTP request and its answer, on Jetty's core API: the path split into its still-encoded
- * segments (a table name may hold an encoded {@code /}), the query, a body read with a size
- * limit, and the answer written once, as JSON or as the REST error model's {@link
- * ErrorResponse}.
+ * segments (a table name may hold an encoded {@code /}), the query, a body read with a size limit,
+ * and the answer written once, as JSON or as the REST error model's {@link ErrorResponse}.
  */
 final class Exchange {
   /** Largest request body accepted; a commit of many updates stays far below it. */
@@ -32,8 +31,10 @@ final class Exchange {
   private final AtomicBoolean answered = new AtomicBoolean();
   private Fields query;
   private String body;
+
   /** The route's template, for metrics and logs; set when the request is routed. */
   private String route = "unrouted";
+
   private int status;
 
   Exchange(Request request, Response response, Callback callback) {
@@ -134,16 +135,20 @@ final class Exchange {
       if (e.getCause() instanceof IllegalStateException) { // more than the limit arrived
         throw new PayloadTooLargeException(-1);
       }
-      throw new IllegalArgumentException("the request body could not be read: " + e.getCause(),
-          e.getCause());
+      throw new IllegalArgumentException(
+          "the request body could not be read: " + e.getCause(), e.getCause());
     }
   }
 
   /** A body longer than {@link #MAX_BODY_BYTES}: answered 413. */
   static final class PayloadTooLargeException extends RuntimeException {
     PayloadTooLargeException(long declared) {
-      super("the request body" + (declared > 0 ? " of " + declared + " bytes" : "")
-          + " is larger than the " + MAX_BODY_BYTES + " bytes the server accepts");
+      super(
+          "the request body"
+              + (declared > 0 ? " of " + declared + " bytes" : "")
+              + " is larger than the "
+              + MAX_BODY_BYTES
+              + " bytes the server accepts");
     }
   }
 
@@ -173,20 +178,21 @@ final class Exchange {
 
   /** Answers with the REST error model: {@code {"error": {message, type, code}}}. */
   void error(int status, String type, String message) {
-    ErrorResponse error = ErrorResponse.builder().responseCode(status).withType(type)
-        .withMessage(message).build();
+    ErrorResponse error =
+        ErrorResponse.builder().responseCode(status).withType(type).withMessage(message).build();
     json(status, IcebergJson.write(error));
   }
 
   /**
    * Says {@code Connection: close} when the request's body was not read (a replayed commit, a
-   * refusal before the body): Jetty then closes the connection once the answer is sent, unless
-   * the whole body happened to arrive already, and a client that was not told reuses a closed
+   * refusal before the body): Jetty then closes the connection once the answer is sent, unless the
+   * whole body happened to arrive already, and a client that was not told reuses a closed
    * connection for its next request.
    */
   private void closeIfBodyUnread() {
-    if (body == null && (request.getLength() > 0
-        || request.getHeaders().contains(HttpHeader.TRANSFER_ENCODING))) {
+    if (body == null
+        && (request.getLength() > 0
+            || request.getHeaders().contains(HttpHeader.TRANSFER_ENCODING))) {
       response.getHeaders().put(HttpHeader.CONNECTION, "close");
     }
   }

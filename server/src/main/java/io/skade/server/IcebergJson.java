@@ -12,9 +12,9 @@ import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import org.apache.iceberg.rest.RESTSerializers;
 
 /**
- * The JSON of the Iceberg REST protocol: Iceberg's own request and response classes, written
- * and read by Iceberg's serializers ({@link RESTSerializers}) on a mapper set up as Iceberg's
- * client sets up its own (kebab-case fields, unknown fields ignored).
+ * The JSON of the Iceberg REST protocol: Iceberg's own request and response classes, written and
+ * read by Iceberg's serializers ({@link RESTSerializers}) on a mapper set up as Iceberg's client
+ * sets up its own (kebab-case fields, unknown fields ignored).
  */
 final class IcebergJson {
   private static final ObjectMapper MAPPER = mapper();
@@ -22,10 +22,11 @@ final class IcebergJson {
   private IcebergJson() {}
 
   private static ObjectMapper mapper() {
-    JsonFactory factory = new JsonFactoryBuilder()
-        .configure(JsonFactory.Feature.INTERN_FIELD_NAMES, false)
-        .configure(JsonFactory.Feature.FAIL_ON_SYMBOL_HASH_OVERFLOW, false)
-        .build();
+    JsonFactory factory =
+        new JsonFactoryBuilder()
+            .configure(JsonFactory.Feature.INTERN_FIELD_NAMES, false)
+            .configure(JsonFactory.Feature.FAIL_ON_SYMBOL_HASH_OVERFLOW, false)
+            .build();
     ObjectMapper mapper = new ObjectMapper(factory);
     mapper.setVisibility(PropertyAccessor.FIELD, JsonAutoDetect.Visibility.ANY);
     mapper.configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
@@ -62,16 +63,21 @@ final class IcebergJson {
           "the request body is not valid JSON (" + expected + "): " + e.getOriginalMessage(), e);
     }
     if (tree == null || !tree.isObject()) { // some deserializers read any value as empty
-      throw new IllegalArgumentException("the request body must be a JSON object (" + expected
-          + "), got: " + (json.length() > 100 ? json.substring(0, 100) + "…" : json));
+      throw new IllegalArgumentException(
+          "the request body must be a JSON object ("
+              + expected
+              + "), got: "
+              + (json.length() > 100 ? json.substring(0, 100) + "…" : json));
     }
     try {
       return MAPPER.treeToValue(tree, type);
     } catch (JsonProcessingException | RuntimeException e) {
       // Iceberg's deserializers check fields with Preconditions and cast JSON nodes: a body of
       // the wrong shape fails with an IllegalArgumentException, a NullPointerException or a cast.
-      String problem = e instanceof JsonProcessingException json1 ? json1.getOriginalMessage()
-          : e.getMessage() == null ? e.toString() : e.getMessage();
+      String problem =
+          e instanceof JsonProcessingException json1
+              ? json1.getOriginalMessage()
+              : e.getMessage() == null ? e.toString() : e.getMessage();
       throw new IllegalArgumentException(
           "the request body is not a valid " + expected + ": " + problem, e);
     }

@@ -8,9 +8,9 @@ import io.skade.catalog.SkadeCatalog;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.time.Duration;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
@@ -79,11 +79,15 @@ final class IcebergRoutes {
   }
 
   /** A table's changes of a multi-table commit, as {@link SkadeCatalog} takes them. */
-  private record Change(TableIdentifier identifier, List<UpdateRequirement> requirements,
-      List<MetadataUpdate> updates) implements TableCommit {}
+  private record Change(
+      TableIdentifier identifier,
+      List<UpdateRequirement> requirements,
+      List<MetadataUpdate> updates)
+      implements TableCommit {}
 
   /** Set on an answer rebuilt for a retry of a request already committed under its key. */
   static final String REPLAY_HEADER = "X-Skade-Idempotent-Replay";
+
   /** How long a key is honoured at least, as {@code /v1/config} advertises it. */
   static final Duration IDEMPOTENCY_LIFETIME = Duration.ofMinutes(30);
 
@@ -96,48 +100,92 @@ final class IcebergRoutes {
     this.metrics = metrics;
     route("GET", "/v1/config", this::config);
     route("GET", ResourcePaths.V1_NAMESPACES, this::listNamespaces);
-    route("POST", ResourcePaths.V1_NAMESPACES, (ex, vars) -> ex.json(200, IcebergJson.write(
-        CatalogHandlers.createNamespace(catalog, body(ex, CreateNamespaceRequest.class)))));
-    route("HEAD", ResourcePaths.V1_NAMESPACE, (ex, vars) -> {
-      CatalogHandlers.namespaceExists(catalog, namespace(vars));
-      ex.empty(204);
-    });
-    route("GET", ResourcePaths.V1_NAMESPACE, (ex, vars) -> ex.json(200,
-        IcebergJson.write(CatalogHandlers.loadNamespace(catalog, namespace(vars)))));
-    route("DELETE", ResourcePaths.V1_NAMESPACE, (ex, vars) -> {
-      CatalogHandlers.dropNamespace(catalog, namespace(vars));
-      ex.empty(204);
-    });
-    route("POST", ResourcePaths.V1_NAMESPACE_PROPERTIES, (ex, vars) -> ex.json(200,
-        IcebergJson.write(CatalogHandlers.updateNamespaceProperties(catalog, namespace(vars),
-            body(ex, UpdateNamespacePropertiesRequest.class)))));
+    route(
+        "POST",
+        ResourcePaths.V1_NAMESPACES,
+        (ex, vars) ->
+            ex.json(
+                200,
+                IcebergJson.write(
+                    CatalogHandlers.createNamespace(
+                        catalog, body(ex, CreateNamespaceRequest.class)))));
+    route(
+        "HEAD",
+        ResourcePaths.V1_NAMESPACE,
+        (ex, vars) -> {
+          CatalogHandlers.namespaceExists(catalog, namespace(vars));
+          ex.empty(204);
+        });
+    route(
+        "GET",
+        ResourcePaths.V1_NAMESPACE,
+        (ex, vars) ->
+            ex.json(
+                200, IcebergJson.write(CatalogHandlers.loadNamespace(catalog, namespace(vars)))));
+    route(
+        "DELETE",
+        ResourcePaths.V1_NAMESPACE,
+        (ex, vars) -> {
+          CatalogHandlers.dropNamespace(catalog, namespace(vars));
+          ex.empty(204);
+        });
+    route(
+        "POST",
+        ResourcePaths.V1_NAMESPACE_PROPERTIES,
+        (ex, vars) ->
+            ex.json(
+                200,
+                IcebergJson.write(
+                    CatalogHandlers.updateNamespaceProperties(
+                        catalog,
+                        namespace(vars),
+                        body(ex, UpdateNamespacePropertiesRequest.class)))));
     route("GET", ResourcePaths.V1_TABLES, this::listTables);
     route("POST", ResourcePaths.V1_TABLES, this::createTable);
-    route("POST", ResourcePaths.V1_TABLE_REGISTER, (ex, vars) -> answerTable(ex, 200,
-        CatalogHandlers.registerTable(catalog, namespace(vars),
-            body(ex, RegisterTableRequest.class)), RESTCatalogProperties.SnapshotMode.ALL));
-    route("HEAD", ResourcePaths.V1_TABLE, (ex, vars) -> {
-      CatalogHandlers.tableExists(catalog, table(vars));
-      ex.empty(204);
-    });
+    route(
+        "POST",
+        ResourcePaths.V1_TABLE_REGISTER,
+        (ex, vars) ->
+            answerTable(
+                ex,
+                200,
+                CatalogHandlers.registerTable(
+                    catalog, namespace(vars), body(ex, RegisterTableRequest.class)),
+                RESTCatalogProperties.SnapshotMode.ALL));
+    route(
+        "HEAD",
+        ResourcePaths.V1_TABLE,
+        (ex, vars) -> {
+          CatalogHandlers.tableExists(catalog, table(vars));
+          ex.empty(204);
+        });
     route("GET", ResourcePaths.V1_TABLE, this::loadTable);
     route("POST", ResourcePaths.V1_TABLE, this::updateTable);
-    route("DELETE", ResourcePaths.V1_TABLE, (ex, vars) -> {
-      if (Boolean.parseBoolean(ex.query("purgeRequested"))) {
-        CatalogHandlers.purgeTable(catalog, table(vars));
-      } else {
-        CatalogHandlers.dropTable(catalog, table(vars));
-      }
-      ex.empty(204);
-    });
-    route("POST", ResourcePaths.V1_TABLE_RENAME, (ex, vars) -> {
-      CatalogHandlers.renameTable(catalog, body(ex, RenameTableRequest.class));
-      ex.empty(204);
-    });
-    route("POST", ResourcePaths.V1_TABLE_METRICS, (ex, vars) -> {
-      body(ex, ReportMetricsRequest.class); // accepted (checked) and dropped
-      ex.empty(204);
-    });
+    route(
+        "DELETE",
+        ResourcePaths.V1_TABLE,
+        (ex, vars) -> {
+          if (Boolean.parseBoolean(ex.query("purgeRequested"))) {
+            CatalogHandlers.purgeTable(catalog, table(vars));
+          } else {
+            CatalogHandlers.dropTable(catalog, table(vars));
+          }
+          ex.empty(204);
+        });
+    route(
+        "POST",
+        ResourcePaths.V1_TABLE_RENAME,
+        (ex, vars) -> {
+          CatalogHandlers.renameTable(catalog, body(ex, RenameTableRequest.class));
+          ex.empty(204);
+        });
+    route(
+        "POST",
+        ResourcePaths.V1_TABLE_METRICS,
+        (ex, vars) -> {
+          body(ex, ReportMetricsRequest.class); // accepted (checked) and dropped
+          ex.empty(204);
+        });
     route("POST", ResourcePaths.V1_TRANSACTIONS_COMMIT, this::commitTransaction);
   }
 
@@ -146,8 +194,8 @@ final class IcebergRoutes {
   }
 
   /**
-   * Handles {@code exchange} when it is a route of the protocol; false when no route matches.
-   * The handler's failures reach the caller, which answers them with {@link RestErrors}.
+   * Handles {@code exchange} when it is a route of the protocol; false when no route matches. The
+   * handler's failures reach the caller, which answers them with {@link RestErrors}.
    */
   boolean handle(Exchange exchange) throws Exception {
     for (Route route : routes) {
@@ -167,56 +215,76 @@ final class IcebergRoutes {
   }
 
   /**
-   * Runs a mutation under the client's idempotency key, or, when a commit was already made
-   * under it (before a lost answer, a restart, or by a racing retry), answers from that commit.
+   * Runs a mutation under the client's idempotency key, or, when a commit was already made under it
+   * (before a lost answer, a restart, or by a racing retry), answers from that commit.
    */
-  private void idempotently(Exchange exchange, Route route, Map<String, String> vars,
-      String key) throws Exception {
+  private void idempotently(Exchange exchange, Route route, Map<String, String> vars, String key)
+      throws Exception {
     Optional<IdempotencyRecord> done = catalog.idempotencyRecord(key);
     if (done.isPresent()) {
       replay(exchange, route, vars, done.get());
       return;
     }
     try {
-      catalog.withIdempotencyKey(key, () -> {
-        route.handler().handle(exchange, vars);
-        return null;
-      });
+      catalog.withIdempotencyKey(
+          key,
+          () -> {
+            route.handler().handle(exchange, vars);
+            return null;
+          });
     } catch (IdempotencyKeyUsedException e) {
       replay(exchange, route, vars, e.record());
     }
   }
 
   /** The answer a mutation gave, rebuilt from what it committed. */
-  private void replay(Exchange exchange, Route route, Map<String, String> vars,
-      IdempotencyRecord record) throws Exception {
+  private void replay(
+      Exchange exchange, Route route, Map<String, String> vars, IdempotencyRecord record)
+      throws Exception {
     // Read the body as the first try did: answering while the client still sends it resets the
     // connection under the answer, and Jetty closes a connection whose body is left unread.
     exchange.body();
     exchange.header(REPLAY_HEADER, "true");
     String path = route.method().equals("POST") ? route.specPath() : "";
-    if (path.equals(ResourcePaths.V1_TABLES) || path.equals(ResourcePaths.V1_TABLE_REGISTER)
+    if (path.equals(ResourcePaths.V1_TABLES)
+        || path.equals(ResourcePaths.V1_TABLE_REGISTER)
         || path.equals(ResourcePaths.V1_TABLE)) {
       List<String> locations = record.metadataLocations();
       if (locations.isEmpty()) { // committed nothing of a table: the table as it is
-        answerTable(exchange, 200, CatalogHandlers.loadTable(catalog, replayedTable(exchange,
-            route, vars)), RESTCatalogProperties.SnapshotMode.ALL);
+        answerTable(
+            exchange,
+            200,
+            CatalogHandlers.loadTable(catalog, replayedTable(exchange, route, vars)),
+            RESTCatalogProperties.SnapshotMode.ALL);
         return;
       }
       String location = locations.get(locations.size() - 1);
-      answerTable(exchange, 200, LoadTableResponse.builder()
-          .withTableMetadata(TableMetadataParser.read(catalog.io(), location)).build(),
+      answerTable(
+          exchange,
+          200,
+          LoadTableResponse.builder()
+              .withTableMetadata(TableMetadataParser.read(catalog.io(), location))
+              .build(),
           RESTCatalogProperties.SnapshotMode.ALL);
     } else if (path.equals(ResourcePaths.V1_NAMESPACES)) {
       Namespace namespace = body(exchange, CreateNamespaceRequest.class).namespace();
-      exchange.json(200, IcebergJson.write(CreateNamespaceResponse.builder()
-          .withNamespace(namespace)
-          .setProperties(catalog.loadNamespaceMetadata(namespace)).build()));
+      exchange.json(
+          200,
+          IcebergJson.write(
+              CreateNamespaceResponse.builder()
+                  .withNamespace(namespace)
+                  .setProperties(catalog.loadNamespaceMetadata(namespace))
+                  .build()));
     } else if (path.equals(ResourcePaths.V1_NAMESPACE_PROPERTIES)) {
       UpdateNamespacePropertiesRequest request =
           body(exchange, UpdateNamespacePropertiesRequest.class);
-      exchange.json(200, IcebergJson.write(UpdateNamespacePropertiesResponse.builder()
-          .addUpdated(request.updates().keySet()).addRemoved(request.removals()).build()));
+      exchange.json(
+          200,
+          IcebergJson.write(
+              UpdateNamespacePropertiesResponse.builder()
+                  .addUpdated(request.updates().keySet())
+                  .addRemoved(request.removals())
+                  .build()));
     } else {
       exchange.empty(204);
     }
@@ -227,9 +295,10 @@ final class IcebergRoutes {
     if (vars.containsKey("table")) {
       return table(vars);
     }
-    String name = route.template().endsWith("/register")
-        ? body(exchange, RegisterTableRequest.class).name()
-        : body(exchange, CreateTableRequest.class).name();
+    String name =
+        route.template().endsWith("/register")
+            ? body(exchange, RegisterTableRequest.class).name()
+            : body(exchange, CreateTableRequest.class).name();
     return TableIdentifier.of(namespace(vars), name);
   }
 
@@ -242,30 +311,42 @@ final class IcebergRoutes {
   }
 
   private void config(Exchange exchange, Map<String, String> vars) {
-    exchange.json(200, IcebergJson.write(ConfigResponse.builder()
-        .withOverride(CatalogConnection.SERVER_WAREHOUSE, catalog.warehouse())
-        .withEndpoints(endpoints())
-        .withIdempotencyKeyLifetime(IDEMPOTENCY_LIFETIME.toString())
-        .build()));
+    exchange.json(
+        200,
+        IcebergJson.write(
+            ConfigResponse.builder()
+                .withOverride(CatalogConnection.SERVER_WAREHOUSE, catalog.warehouse())
+                .withEndpoints(endpoints())
+                .withIdempotencyKeyLifetime(IDEMPOTENCY_LIFETIME.toString())
+                .build()));
   }
 
   private void listNamespaces(Exchange exchange, Map<String, String> vars) {
     String parent = exchange.query("parent");
-    Namespace namespace = parent == null || parent.isEmpty()
-        ? Namespace.empty() : RESTUtil.namespaceFromQueryParam(parent);
+    Namespace namespace =
+        parent == null || parent.isEmpty()
+            ? Namespace.empty()
+            : RESTUtil.namespaceFromQueryParam(parent);
     String pageSize = exchange.query("pageSize");
-    exchange.json(200, IcebergJson.write(pageSize == null
-        ? CatalogHandlers.listNamespaces(catalog, namespace)
-        : CatalogHandlers.listNamespaces(catalog, namespace, exchange.query("pageToken"),
-            pageSize)));
+    exchange.json(
+        200,
+        IcebergJson.write(
+            pageSize == null
+                ? CatalogHandlers.listNamespaces(catalog, namespace)
+                : CatalogHandlers.listNamespaces(
+                    catalog, namespace, exchange.query("pageToken"), pageSize)));
   }
 
   private void listTables(Exchange exchange, Map<String, String> vars) {
     Namespace namespace = namespace(vars);
     String pageSize = exchange.query("pageSize");
-    exchange.json(200, IcebergJson.write(pageSize == null
-        ? CatalogHandlers.listTables(catalog, namespace)
-        : CatalogHandlers.listTables(catalog, namespace, exchange.query("pageToken"), pageSize)));
+    exchange.json(
+        200,
+        IcebergJson.write(
+            pageSize == null
+                ? CatalogHandlers.listTables(catalog, namespace)
+                : CatalogHandlers.listTables(
+                    catalog, namespace, exchange.query("pageToken"), pageSize)));
   }
 
   private void createTable(Exchange exchange, Map<String, String> vars) throws Exception {
@@ -273,19 +354,24 @@ final class IcebergRoutes {
     request.validate();
     Namespace namespace = namespace(vars);
     if (request.stageCreate()) {
-      answerTable(exchange, 200, CatalogHandlers.stageTableCreate(catalog, namespace, request),
+      answerTable(
+          exchange,
+          200,
+          CatalogHandlers.stageTableCreate(catalog, namespace, request),
           RESTCatalogProperties.SnapshotMode.ALL);
     } else {
-      answerTable(exchange, 200, timedCommit(
-          () -> CatalogHandlers.createTable(catalog, namespace, request)),
+      answerTable(
+          exchange,
+          200,
+          timedCommit(() -> CatalogHandlers.createTable(catalog, namespace, request)),
           RESTCatalogProperties.SnapshotMode.ALL);
     }
   }
 
   private void loadTable(Exchange exchange, Map<String, String> vars) {
     String snapshots = exchange.query(RESTCatalogProperties.SNAPSHOTS_QUERY_PARAMETER);
-    RESTCatalogProperties.SnapshotMode mode = snapshots == null
-        ? RESTCatalogProperties.SnapshotMode.ALL : snapshotMode(snapshots);
+    RESTCatalogProperties.SnapshotMode mode =
+        snapshots == null ? RESTCatalogProperties.SnapshotMode.ALL : snapshotMode(snapshots);
     LoadTableResponse response = CatalogHandlers.loadTable(catalog, table(vars), mode);
     String etag = etag(response, mode);
     String ifNoneMatch = exchange.header("If-None-Match");
@@ -301,15 +387,17 @@ final class IcebergRoutes {
     try {
       return RESTCatalogProperties.SnapshotMode.valueOf(value.toUpperCase(Locale.ROOT));
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("query parameter 'snapshots' = '" + value
-          + "'; accepted values are 'all' and 'refs'", e);
+      throw new IllegalArgumentException(
+          "query parameter 'snapshots' = '" + value + "'; accepted values are 'all' and 'refs'", e);
     }
   }
 
   private void updateTable(Exchange exchange, Map<String, String> vars) throws Exception {
     UpdateTableRequest request = body(exchange, UpdateTableRequest.class);
     TableIdentifier table = table(vars);
-    answerTable(exchange, 200,
+    answerTable(
+        exchange,
+        200,
         timedCommit(() -> CatalogHandlers.updateTable(catalog, table, request)),
         RESTCatalogProperties.SnapshotMode.ALL);
   }
@@ -317,14 +405,16 @@ final class IcebergRoutes {
   private void commitTransaction(Exchange exchange, Map<String, String> vars) throws Exception {
     CommitTransactionRequest request = body(exchange, CommitTransactionRequest.class);
     request.validate();
-    List<TableCommit> changes = request.tableChanges().stream()
-        .<TableCommit>map(change -> new Change(change.identifier(), change.requirements(),
-            change.updates()))
-        .toList();
-    timedCommit(() -> {
-      catalog.commitTransaction(changes);
-      return null;
-    });
+    List<TableCommit> changes =
+        request.tableChanges().stream()
+            .<TableCommit>map(
+                change -> new Change(change.identifier(), change.requirements(), change.updates()))
+            .toList();
+    timedCommit(
+        () -> {
+          catalog.commitTransaction(changes);
+          return null;
+        });
     exchange.empty(204);
   }
 
@@ -335,7 +425,10 @@ final class IcebergRoutes {
     return result;
   }
 
-  private static void answerTable(Exchange exchange, int status, LoadTableResponse response,
+  private static void answerTable(
+      Exchange exchange,
+      int status,
+      LoadTableResponse response,
       RESTCatalogProperties.SnapshotMode mode) {
     if (response.metadataLocation() != null) { // a staged create has none yet
       exchange.header("ETag", quote(etag(response, mode)));
@@ -346,9 +439,13 @@ final class IcebergRoutes {
   /** The table's version as a client caches it: its metadata file and the snapshot mode. */
   private static String etag(LoadTableResponse response, RESTCatalogProperties.SnapshotMode mode) {
     try {
-      byte[] digest = MessageDigest.getInstance("SHA-256").digest((response.metadataLocation()
-          + ",snapshots=" + mode.name().toLowerCase(Locale.ROOT))
-          .getBytes(StandardCharsets.UTF_8));
+      byte[] digest =
+          MessageDigest.getInstance("SHA-256")
+              .digest(
+                  (response.metadataLocation()
+                          + ",snapshots="
+                          + mode.name().toLowerCase(Locale.ROOT))
+                      .getBytes(StandardCharsets.UTF_8));
       return HexFormat.of().formatHex(digest, 0, 16);
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("every Java has SHA-256", e);
@@ -365,7 +462,8 @@ final class IcebergRoutes {
       trimmed = trimmed.substring(2);
     }
     return trimmed.length() >= 2 && trimmed.startsWith("\"") && trimmed.endsWith("\"")
-        ? trimmed.substring(1, trimmed.length() - 1) : trimmed;
+        ? trimmed.substring(1, trimmed.length() - 1)
+        : trimmed;
   }
 
   private static <T> T body(Exchange exchange, Class<T> type) throws InterruptedException {

@@ -29,8 +29,8 @@ final class LineageRoutes {
     }
     exchange.route("POST " + SkadeProtocol.JOB_RUNS);
     if (!exchange.method().equals("POST")) {
-      throw new UnsupportedOperationException(exchange.method() + " is not served on "
-          + SkadeProtocol.JOB_RUNS + "; POST a job run");
+      throw new UnsupportedOperationException(
+          exchange.method() + " is not served on " + SkadeProtocol.JOB_RUNS + "; POST a job run");
     }
     JobRunEvent reported = JobRunJson.read(exchange.body());
     Optional<CatalogLineage.Running> lineage = CatalogLineage.Running.of(catalog);
@@ -39,13 +39,18 @@ final class LineageRoutes {
       return true;
     }
     CatalogLineage.Running running = lineage.get();
-    JobRunEvent run = new JobRunEvent(reported.jobId(), reported.jobName(), reported.state(),
-        reported.inputs().stream().map(running::resolve).toList(),
-        reported.outputs().stream().map(running::resolve).toList(), reported.tsMicros(),
-        reported.error());
+    JobRunEvent run =
+        new JobRunEvent(
+            reported.jobId(),
+            reported.jobName(),
+            reported.state(),
+            reported.inputs().stream().map(running::resolve).toList(),
+            reported.outputs().stream().map(running::resolve).toList(),
+            reported.tsMicros(),
+            reported.error());
     if (run.state() == JobRunEvent.State.START) {
-      FlinkJobs.submitted(new FlinkJobs.Job(run.jobId(), run.jobName(), run.inputs(),
-          run.outputs()));
+      FlinkJobs.submitted(
+          new FlinkJobs.Job(run.jobId(), run.jobName(), run.inputs(), run.outputs()));
     }
     running.out().jobRun(run);
     exchange.empty(204);

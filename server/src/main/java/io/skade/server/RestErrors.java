@@ -21,9 +21,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * What a failure of a request is answered with: the REST error model's status codes, so that
- * Iceberg's client raises the same exception the catalog did. A lost compare-and-swap is 409,
- * which clients retry; the expiry guard's refusal is 400, which no client retries; an outcome
- * the catalog cannot know is 500 ({@link CommitStateUnknownException}), never a success.
+ * Iceberg's client raises the same exception the catalog did. A lost compare-and-swap is 409, which
+ * clients retry; the expiry guard's refusal is 400, which no client retries; an outcome the catalog
+ * cannot know is 500 ({@link CommitStateUnknownException}), never a success.
  */
 final class RestErrors {
   private static final Logger LOG = LoggerFactory.getLogger(RestErrors.class);

@@ -14,58 +14,96 @@ import picocli.CommandLine.Option;
  * until the process is stopped (SIGTERM or Ctrl-C shut it down gracefully). Prints {@code skade
  * server listening on <uri>} once it serves.
  */
-@Command(name = "skade-server", mixinStandardHelpOptions = true, version = "skade server 0.1",
-    description = "Owns one skade catalog and serves it over the Iceberg REST protocol, with"
-        + " its commit feed and consumer cursors, to every other process.")
+@Command(
+    name = "skade-server",
+    mixinStandardHelpOptions = true,
+    version = "skade server 0.1",
+    description =
+        "Owns one skade catalog and serves it over the Iceberg REST protocol, with"
+            + " its commit feed and consumer cursors, to every other process.")
 public final class ServerMain implements Callable<Integer> {
-  @Option(names = "--warehouse", required = true, paramLabel = "DIR",
-      description = "Root of table data: a local directory, or a URI every process reaches"
-          + " (then give --catalog-path).")
+  @Option(
+      names = "--warehouse",
+      required = true,
+      paramLabel = "DIR",
+      description =
+          "Root of table data: a local directory, or a URI every process reaches"
+              + " (then give --catalog-path).")
   String warehouse;
 
-  @Option(names = "--catalog-path", paramLabel = "DIR",
+  @Option(
+      names = "--catalog-path",
+      paramLabel = "DIR",
       description = "The catalog's RocksDB directory (default: <warehouse>/_catalog).")
   Path catalogPath;
 
-  @Option(names = "--bind", defaultValue = "127.0.0.1", paramLabel = "ADDRESS",
-      description = "Address to listen on (default: ${DEFAULT-VALUE}; 0.0.0.0 for every"
-          + " interface).")
+  @Option(
+      names = "--bind",
+      defaultValue = "127.0.0.1",
+      paramLabel = "ADDRESS",
+      description =
+          "Address to listen on (default: ${DEFAULT-VALUE}; 0.0.0.0 for every" + " interface).")
   String bind;
 
-  @Option(names = "--port", defaultValue = "8181",
+  @Option(
+      names = "--port",
+      defaultValue = "8181",
       description = "Port to listen on (default: ${DEFAULT-VALUE}; 0 for any free one).")
   int port;
 
-  @Option(names = "--token-file", paramLabel = "FILE",
+  @Option(
+      names = "--token-file",
+      paramLabel = "FILE",
       description = "Bearer tokens clients must send, one per line.")
   Path tokenFile;
 
-  @Option(names = "--insecure-no-auth",
+  @Option(
+      names = "--insecure-no-auth",
       description = "Serve anyone without a token (only on a trusted network).")
   boolean insecureNoAuth;
 
-  @Option(names = "--tls-keystore", paramLabel = "FILE",
+  @Option(
+      names = "--tls-keystore",
+      paramLabel = "FILE",
       description = "Serve HTTPS with this PKCS12 or JKS keystore.")
   Path tlsKeystore;
 
-  @Option(names = "--tls-keystore-password", paramLabel = "PASSWORD",
+  @Option(
+      names = "--tls-keystore-password",
+      paramLabel = "PASSWORD",
       defaultValue = "${env:SKADE_TLS_KEYSTORE_PASSWORD}",
       description = "The keystore's password (default: $SKADE_TLS_KEYSTORE_PASSWORD).")
   String tlsKeystorePassword;
 
-  @Option(names = {"-P", "--catalog-property"}, paramLabel = "KEY=VALUE",
+  @Option(
+      names = {"-P", "--catalog-property"},
+      paramLabel = "KEY=VALUE",
       description = "A further catalog property, e.g. consumer.expiry-timeout=1h; repeatable.")
   Map<String, String> catalogProperties = new LinkedHashMap<>();
 
   @Override
   public Integer call() throws Exception {
-    SkadeServer server = SkadeServer.start(new SkadeServer.Settings(warehouse, catalogPath, bind,
-        port, tokenFile, insecureNoAuth, tlsKeystore, tlsKeystorePassword, catalogProperties));
+    SkadeServer server =
+        SkadeServer.start(
+            new SkadeServer.Settings(
+                warehouse,
+                catalogPath,
+                bind,
+                port,
+                tokenFile,
+                insecureNoAuth,
+                tlsKeystore,
+                tlsKeystorePassword,
+                catalogProperties));
     CountDownLatch stopped = new CountDownLatch(1);
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      server.close();
-      stopped.countDown();
-    }, "skade-server-shutdown"));
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(
+                () -> {
+                  server.close();
+                  stopped.countDown();
+                },
+                "skade-server-shutdown"));
     System.out.println("skade server listening on " + server.uri());
     System.out.flush();
     stopped.await();
@@ -74,11 +112,17 @@ public final class ServerMain implements Callable<Integer> {
 
   public static void main(String[] args) {
     CommandLine command = new CommandLine(new ServerMain());
-    command.setExecutionExceptionHandler((e, line, parsed) -> {
-      line.getErr().println("skade server: " + (e instanceof IllegalArgumentException
-          || e instanceof io.skade.catalog.CatalogLockedException ? e.getMessage() : e));
-      return 2;
-    });
+    command.setExecutionExceptionHandler(
+        (e, line, parsed) -> {
+          line.getErr()
+              .println(
+                  "skade server: "
+                      + (e instanceof IllegalArgumentException
+                              || e instanceof io.skade.catalog.CatalogLockedException
+                          ? e.getMessage()
+                          : e));
+          return 2;
+        });
     System.exit(command.execute(args));
   }
 }

@@ -16,13 +16,15 @@ import java.util.function.Supplier;
 final class ServerMetrics {
   private final PrometheusMeterRegistry registry =
       new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-  private final Counter commits = Counter.builder("skade.commits")
-      .description("commits made in the catalog, as its feed delivered them")
-      .register(registry);
-  private final Timer commitLatency = Timer.builder("skade.commit.latency")
-      .description("time a commit route took, from its parsed request to its durable commit")
-      .publishPercentiles(0.5, 0.99)
-      .register(registry);
+  private final Counter commits =
+      Counter.builder("skade.commits")
+          .description("commits made in the catalog, as its feed delivered them")
+          .register(registry);
+  private final Timer commitLatency =
+      Timer.builder("skade.commit.latency")
+          .description("time a commit route took, from its parsed request to its durable commit")
+          .publishPercentiles(0.5, 0.99)
+          .register(registry);
 
   /** Registers the gauge of parked long-polls, read from {@code waiters}. */
   void feedWaiters(Supplier<Number> waiters) {

@@ -14,22 +14,25 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * A skade server as its own process: a child JVM running {@link ServerMain} on the caller's
- * class path, on a warehouse, with one bearer token ({@link #TOKEN}). What a Flink job reaches
- * with the {@code uri} option, for tests and benchmarks that need the catalog in another JVM
- * (and killed with SIGKILL, see {@link #killAndRestart}).
+ * A skade server as its own process: a child JVM running {@link ServerMain} on the caller's class
+ * path, on a warehouse, with one bearer token ({@link #TOKEN}). What a Flink job reaches with the
+ * {@code uri} option, for tests and benchmarks that need the catalog in another JVM (and killed
+ * with SIGKILL, see {@link #killAndRestart}).
  */
 public final class ServerProcess implements AutoCloseable {
   /** The one bearer token the server accepts. */
   public static final String TOKEN = "remote-token";
+
   private static final Pattern LISTENING =
       Pattern.compile("skade server listening on (http://[^:]+:(\\d+))");
   private final Path root;
   private final String classpath;
   private final List<String> flags;
   private Process process;
+
   /** Copies the process's output into the log. */
   private Thread reader;
+
   private String uri;
 
   /**
@@ -43,8 +46,8 @@ public final class ServerProcess implements AutoCloseable {
   }
 
   /**
-   * Starts a server on {@code root}/warehouse, on a free port, from the server's shaded jar, as
-   * a user runs it.
+   * Starts a server on {@code root}/warehouse, on a free port, from the server's shaded jar, as a
+   * user runs it.
    */
   public static ServerProcess fromJar(Path root, Path jar, String... flags) throws Exception {
     return new ServerProcess(root, jar.toString(), List.of(flags));
@@ -64,32 +67,49 @@ public final class ServerProcess implements AutoCloseable {
   }
 
   private void start(int port) throws Exception {
-    List<String> command = new ArrayList<>(List.of(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-cp", classpath, ServerMain.class.getName(),
-        "--warehouse", root.resolve("warehouse").toString(), "--port", String.valueOf(port),
-        "--token-file", root.resolve("tokens").toString()));
+    List<String> command =
+        new ArrayList<>(
+            List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp",
+                classpath,
+                ServerMain.class.getName(),
+                "--warehouse",
+                root.resolve("warehouse").toString(),
+                "--port",
+                String.valueOf(port),
+                "--token-file",
+                root.resolve("tokens").toString()));
     command.addAll(flags);
     process = new ProcessBuilder(command).redirectErrorStream(true).start();
     Process started = process;
     CompletableFuture<String> listening = new CompletableFuture<>();
-    reader = new Thread(() -> {
-      try (BufferedReader lines = new BufferedReader(
-          new InputStreamReader(started.getInputStream(), StandardCharsets.UTF_8))) {
-        for (String line; (line = lines.readLine()) != null; ) {
-          Files.writeString(log(), line + System.lineSeparator(), StandardCharsets.UTF_8,
-              StandardOpenOption.CREATE, StandardOpenOption.APPEND);
-          Matcher matcher = LISTENING.matcher(line);
-          if (matcher.find()) {
-            listening.complete(matcher.group(1));
-          }
-        }
-      } catch (Exception e) {
-        listening.completeExceptionally(e);
-      }
-      listening.completeExceptionally(new IllegalStateException("the server process ended;"
-          + " its output is in " + log()));
-    }, "server-output");
+    reader =
+        new Thread(
+            () -> {
+              try (BufferedReader lines =
+                  new BufferedReader(
+                      new InputStreamReader(started.getInputStream(), StandardCharsets.UTF_8))) {
+                for (String line; (line = lines.readLine()) != null; ) {
+                  Files.writeString(
+                      log(),
+                      line + System.lineSeparator(),
+                      StandardCharsets.UTF_8,
+                      StandardOpenOption.CREATE,
+                      StandardOpenOption.APPEND);
+                  Matcher matcher = LISTENING.matcher(line);
+                  if (matcher.find()) {
+                    listening.complete(matcher.group(1));
+                  }
+                }
+              } catch (Exception e) {
+                listening.completeExceptionally(e);
+              }
+              listening.completeExceptionally(
+                  new IllegalStateException(
+                      "the server process ended;" + " its output is in " + log()));
+            },
+            "server-output");
     reader.setDaemon(true);
     reader.start();
     uri = listening.get(60, TimeUnit.SECONDS);

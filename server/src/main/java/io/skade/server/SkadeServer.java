@@ -31,29 +31,29 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The skade server: the one process that owns a skade catalog (its RocksDB store, its commit
- * path, unchanged) and serves it to every other process over HTTP, on Jetty: the Iceberg REST
- * catalog protocol ({@link IcebergRoutes}), the commit feed as a long-poll ({@link
- * CommitFeedRoutes}), consumer cursors ({@link ConsumerRoutes}), table locks ({@link
- * LockRoutes}), Flink job runs for the lineage
- * ({@link LineageRoutes}), {@code /healthz} and Prometheus {@code /metrics}. Every route needs a
- * bearer token unless the server was started without authentication on purpose.
+ * The skade server: the one process that owns a skade catalog (its RocksDB store, its commit path,
+ * unchanged) and serves it to every other process over HTTP, on Jetty: the Iceberg REST catalog
+ * protocol ({@link IcebergRoutes}), the commit feed as a long-poll ({@link CommitFeedRoutes}),
+ * consumer cursors ({@link ConsumerRoutes}), table locks ({@link LockRoutes}), Flink job runs for
+ * the lineage ({@link LineageRoutes}), {@code /healthz} and Prometheus {@code /metrics}. Every
+ * route needs a bearer token unless the server was started without authentication on purpose.
  *
- * <p>Closing it shuts down gracefully: parked long-polls are answered at once, no new
- * connection is accepted, requests in flight (commits among them) finish, then the catalog
- * closes.
+ * <p>Closing it shuts down gracefully: parked long-polls are answered at once, no new connection is
+ * accepted, requests in flight (commits among them) finish, then the catalog closes.
  */
 public final class SkadeServer implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(SkadeServer.class);
+
   /** Longer than any long-poll waits, so that an idle connection is not cut under one. */
   private static final long IDLE_TIMEOUT_MS = 2 * io.skade.catalog.SkadeProtocol.MAX_WAIT_MS;
+
   private static final long STOP_TIMEOUT_MS = 30_000;
 
   /**
    * How to run a server.
    *
-   * @param warehouse the root of table data (a local directory, or a URI with {@code
-   *     catalogPath} given)
+   * @param warehouse the root of table data (a local directory, or a URI with {@code catalogPath}
+   *     given)
    * @param catalogPath the RocksDB directory, or null for {@code <warehouse>/_catalog}
    * @param bind the address to listen on
    * @param port the port, 0 for any free one
@@ -61,11 +61,18 @@ public final class SkadeServer implements AutoCloseable {
    * @param insecureNoAuth serve anyone, without a token
    * @param tlsKeystore a keystore (PKCS12 or JKS) to serve HTTPS with, or null for HTTP
    * @param tlsKeystorePassword the keystore's password
-   * @param catalogProperties more properties of the catalog (e.g. {@code
-   *     consumer.expiry-timeout}); {@code warehouse} and {@code catalog.path} come from above
+   * @param catalogProperties more properties of the catalog (e.g. {@code consumer.expiry-timeout});
+   *     {@code warehouse} and {@code catalog.path} come from above
    */
-  public record Settings(String warehouse, Path catalogPath, String bind, int port,
-      Path tokenFile, boolean insecureNoAuth, Path tlsKeystore, String tlsKeystorePassword,
+  public record Settings(
+      String warehouse,
+      Path catalogPath,
+      String bind,
+      int port,
+      Path tokenFile,
+      boolean insecureNoAuth,
+      Path tlsKeystore,
+      String tlsKeystorePassword,
       Map<String, String> catalogProperties) {
     public Settings {
       Objects.requireNonNull(warehouse, "warehouse");
@@ -75,8 +82,8 @@ public final class SkadeServer implements AutoCloseable {
 
     /** Plain HTTP with bearer tokens from {@code tokenFile} (or none, when it is null). */
     public static Settings of(String warehouse, String bind, int port, Path tokenFile) {
-      return new Settings(warehouse, null, bind, port, tokenFile, tokenFile == null, null, null,
-          Map.of());
+      return new Settings(
+          warehouse, null, bind, port, tokenFile, tokenFile == null, null, null, Map.of());
     }
   }
 
@@ -84,13 +91,15 @@ public final class SkadeServer implements AutoCloseable {
   private final SkadeCatalog catalog;
   private final CommitFeedRoutes feed;
   private final URI uri;
+
   /** Forgets idempotency keys older than their lifetime, every few minutes. */
   private final ScheduledExecutorService maintenance =
-      Executors.newSingleThreadScheduledExecutor(runnable -> {
-        Thread thread = new Thread(runnable, "skade-server-maintenance");
-        thread.setDaemon(true);
-        return thread;
-      });
+      Executors.newSingleThreadScheduledExecutor(
+          runnable -> {
+            Thread thread = new Thread(runnable, "skade-server-maintenance");
+            thread.setDaemon(true);
+            return thread;
+          });
 
   private SkadeServer(Server jetty, SkadeCatalog catalog, CommitFeedRoutes feed, URI uri) {
     this.jetty = jetty;
@@ -117,9 +126,11 @@ public final class SkadeServer implements AutoCloseable {
   public static SkadeServer start(Settings settings) throws Exception {
     BearerTokens tokens = authentication(settings); // bad settings fail before any catalog I/O
     if (settings.tlsKeystore() != null && !Files.isReadable(settings.tlsKeystore())) {
-      throw new IllegalArgumentException("--tls-keystore " + settings.tlsKeystore()
-          + " is not a readable file; give a PKCS12 or JKS keystore holding the server's"
-          + " certificate and key");
+      throw new IllegalArgumentException(
+          "--tls-keystore "
+              + settings.tlsKeystore()
+              + " is not a readable file; give a PKCS12 or JKS keystore holding the server's"
+              + " certificate and key");
     }
     Map<String, String> properties = new HashMap<>(settings.catalogProperties());
     properties.put("warehouse", settings.warehouse());
@@ -141,9 +152,16 @@ public final class SkadeServer implements AutoCloseable {
       ServerConnector connector = connector(jetty, settings);
       jetty.addConnector(connector);
       GracefulHandler graceful = new GracefulHandler();
-      graceful.setHandler(new Routes(tokens, metrics, feed, new ConsumerRoutes(catalog),
-          new LockRoutes(catalog), new LineageRoutes(catalog),
-          new IcebergRoutes(catalog, metrics), catalog));
+      graceful.setHandler(
+          new Routes(
+              tokens,
+              metrics,
+              feed,
+              new ConsumerRoutes(catalog),
+              new LockRoutes(catalog),
+              new LineageRoutes(catalog),
+              new IcebergRoutes(catalog, metrics),
+              catalog));
       jetty.setHandler(graceful);
       jetty.setStopTimeout(STOP_TIMEOUT_MS);
       jetty.start();
@@ -170,13 +188,15 @@ public final class SkadeServer implements AutoCloseable {
 
   private static BearerTokens authentication(Settings settings) {
     if (settings.tokenFile() != null && settings.insecureNoAuth()) {
-      throw new IllegalArgumentException("--token-file and --insecure-no-auth exclude each"
-          + " other; give the token file to require tokens, or only --insecure-no-auth to"
-          + " serve anyone");
+      throw new IllegalArgumentException(
+          "--token-file and --insecure-no-auth exclude each"
+              + " other; give the token file to require tokens, or only --insecure-no-auth to"
+              + " serve anyone");
     }
     if (settings.tokenFile() == null && !settings.insecureNoAuth()) {
-      throw new IllegalArgumentException("the server needs --token-file FILE (bearer tokens,"
-          + " one per line) or, to serve anyone without a token, --insecure-no-auth");
+      throw new IllegalArgumentException(
+          "the server needs --token-file FILE (bearer tokens,"
+              + " one per line) or, to serve anyone without a token, --insecure-no-auth");
     }
     return settings.tokenFile() == null ? null : BearerTokens.read(settings.tokenFile());
   }
@@ -185,11 +205,13 @@ public final class SkadeServer implements AutoCloseable {
     HttpConfiguration http = new HttpConfiguration();
     http.setSendServerVersion(false);
     // Table names may hold an encoded '/' (%2F): the routes split the raw path themselves.
-    http.setUriCompliance(UriCompliance.DEFAULT.with("skade",
-        UriCompliance.Violation.AMBIGUOUS_PATH_SEPARATOR,
-        UriCompliance.Violation.AMBIGUOUS_PATH_ENCODING,
-        UriCompliance.Violation.AMBIGUOUS_PATH_SEGMENT,
-        UriCompliance.Violation.SUSPICIOUS_PATH_CHARACTERS));
+    http.setUriCompliance(
+        UriCompliance.DEFAULT.with(
+            "skade",
+            UriCompliance.Violation.AMBIGUOUS_PATH_SEPARATOR,
+            UriCompliance.Violation.AMBIGUOUS_PATH_ENCODING,
+            UriCompliance.Violation.AMBIGUOUS_PATH_SEGMENT,
+            UriCompliance.Violation.SUSPICIOUS_PATH_CHARACTERS));
     ServerConnector connector;
     if (settings.tlsKeystore() == null) {
       connector = new ServerConnector(jetty, new HttpConnectionFactory(http));
@@ -198,8 +220,9 @@ public final class SkadeServer implements AutoCloseable {
       tls.setKeyStorePath(settings.tlsKeystore().toString());
       tls.setKeyStorePassword(settings.tlsKeystorePassword());
       http.addCustomizer(new SecureRequestCustomizer());
-      connector = new ServerConnector(jetty, new SslConnectionFactory(tls, "http/1.1"),
-          new HttpConnectionFactory(http));
+      connector =
+          new ServerConnector(
+              jetty, new SslConnectionFactory(tls, "http/1.1"), new HttpConnectionFactory(http));
     }
     connector.setHost(settings.bind());
     connector.setPort(settings.port());
@@ -250,8 +273,14 @@ public final class SkadeServer implements AutoCloseable {
     private final IcebergRoutes iceberg;
     private final SkadeCatalog catalog;
 
-    Routes(BearerTokens tokens, ServerMetrics metrics, CommitFeedRoutes feed,
-        ConsumerRoutes consumers, LockRoutes locks, LineageRoutes lineage, IcebergRoutes iceberg,
+    Routes(
+        BearerTokens tokens,
+        ServerMetrics metrics,
+        CommitFeedRoutes feed,
+        ConsumerRoutes consumers,
+        LockRoutes locks,
+        LineageRoutes lineage,
+        IcebergRoutes iceberg,
         SkadeCatalog catalog) {
       this.tokens = tokens;
       this.metrics = metrics;
@@ -267,15 +296,24 @@ public final class SkadeServer implements AutoCloseable {
     public boolean handle(Request request, Response response, Callback callback) {
       long started = System.nanoTime();
       Exchange exchange = new Exchange(request, response, callback);
-      Request.addCompletionListener(request, failure -> metrics.request(exchange.route(),
-          exchange.method(), exchange.status(), System.nanoTime() - started));
+      Request.addCompletionListener(
+          request,
+          failure ->
+              metrics.request(
+                  exchange.route(),
+                  exchange.method(),
+                  exchange.status(),
+                  System.nanoTime() - started));
       try {
         if (tokens != null && !tokens.allows(exchange.header("Authorization"))) {
           exchange.route("unauthorized");
           exchange.header("WWW-Authenticate", "Bearer realm=\"skade\"");
-          exchange.error(401, "NotAuthorizedException", "a bearer token is required"
-              + " (Authorization: Bearer <token>; Iceberg clients: the catalog property"
-              + " 'token'), and the one given, if any, is not one of the server's");
+          exchange.error(
+              401,
+              "NotAuthorizedException",
+              "a bearer token is required"
+                  + " (Authorization: Bearer <token>; Iceberg clients: the catalog property"
+                  + " 'token'), and the one given, if any, is not one of the server's");
         } else if (exchange.pathIs("healthz")) {
           exchange.route("GET /healthz");
           CommitFeedRoutes.requireGet(exchange);
@@ -284,11 +322,20 @@ public final class SkadeServer implements AutoCloseable {
           exchange.route("GET /metrics");
           CommitFeedRoutes.requireGet(exchange);
           exchange.text(200, "text/plain; version=0.0.4", metrics.scrape());
-        } else if (!feed.handle(exchange) && !consumers.handle(exchange)
-            && !locks.handle(exchange) && !lineage.handle(exchange) && !iceberg.handle(exchange)) {
-          exchange.error(400, "BadRequestException", "no route for " + exchange.method() + " "
-              + request.getHttpURI().getPath() + "; the server serves the Iceberg REST catalog"
-              + " protocol under /v1 and skade's commit feed, consumers, locks and lineage under /skade/v1");
+        } else if (!feed.handle(exchange)
+            && !consumers.handle(exchange)
+            && !locks.handle(exchange)
+            && !lineage.handle(exchange)
+            && !iceberg.handle(exchange)) {
+          exchange.error(
+              400,
+              "BadRequestException",
+              "no route for "
+                  + exchange.method()
+                  + " "
+                  + request.getHttpURI().getPath()
+                  + "; the server serves the Iceberg REST catalog"
+                  + " protocol under /v1 and skade's commit feed, consumers, locks and lineage under /skade/v1");
         }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();

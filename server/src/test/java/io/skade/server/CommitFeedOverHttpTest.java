@@ -32,8 +32,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The commit feed over HTTP: a parked long-poll answers when a commit lands (not when its wait
- * ends), or empty when its wait ends, or at once on shutdown; a remote subscriber that stalls
- * while thousands of commits land gets every one of them once, in order, by the log.
+ * ends), or empty when its wait ends, or at once on shutdown; a remote subscriber that stalls while
+ * thousands of commits land gets every one of them once, in order, by the log.
  */
 class CommitFeedOverHttpTest {
   private static final Schema SCHEMA =
@@ -49,8 +49,8 @@ class CommitFeedOverHttpTest {
     fixture = new ServerFixture(root);
     owner = fixture.server.catalog();
     owner.createNamespace(Namespace.of("db"));
-    client = new SkadeServerClient(fixture.server.uri(), ServerFixture.TOKEN,
-        Duration.ofSeconds(10));
+    client =
+        new SkadeServerClient(fixture.server.uri(), ServerFixture.TOKEN, Duration.ofSeconds(10));
   }
 
   @AfterEach
@@ -61,8 +61,13 @@ class CommitFeedOverHttpTest {
   }
 
   private String waiters() {
-    return fixture.call("GET", "/metrics", null).body().lines()
-        .filter(line -> line.startsWith("skade_feed_waiters")).findFirst().orElse("");
+    return fixture
+        .call("GET", "/metrics", null)
+        .body()
+        .lines()
+        .filter(line -> line.startsWith("skade_feed_waiters"))
+        .findFirst()
+        .orElse("");
   }
 
   @Test
@@ -90,7 +95,8 @@ class CommitFeedOverHttpTest {
     CommitPage page = client.commits(seq, 10, Duration.ofMillis(300));
     assertThat(page.commits()).isEmpty();
     assertThat(page.lastCommitSeq()).isEqualTo(seq);
-    assertThat(System.nanoTime() - started).as("the server waited")
+    assertThat(System.nanoTime() - started)
+        .as("the server waited")
         .isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(300));
   }
 
@@ -131,11 +137,13 @@ class CommitFeedOverHttpTest {
       ExecutorService committers = Executors.newFixedThreadPool(tables);
       List<Future<?>> done = new ArrayList<>();
       for (Table table : written) {
-        done.add(committers.submit(() -> {
-          for (int n = 0; n < perTable; n++) {
-            table.updateProperties().set("n", String.valueOf(n)).commit();
-          }
-        }));
+        done.add(
+            committers.submit(
+                () -> {
+                  for (int n = 0; n < perTable; n++) {
+                    table.updateProperties().set("n", String.valueOf(n)).commit();
+                  }
+                }));
       }
       for (Future<?> future : done) {
         future.get(300, TimeUnit.SECONDS);
@@ -166,7 +174,8 @@ class CommitFeedOverHttpTest {
         }
       }
       assertThat(lags).as("the stalled subscription lagged").isPositive();
-      assertThat(received).as("commit_seqs received after %s", start)
+      assertThat(received)
+          .as("commit_seqs received after %s", start)
           .containsExactlyElementsOf(LongStream.rangeClosed(start + 1, end).boxed().toList());
     }
   }

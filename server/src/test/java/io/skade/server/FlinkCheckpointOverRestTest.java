@@ -24,16 +24,16 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The race of apache/iceberg#14425 through the server: a Flink committer's commit of checkpoint
- * 1 is still in flight when the committer restarts; the restarted committer finds no checkpoint
- * of its job on the table, the first request lands, and the restarted one commits the same files
- * for the same checkpoint — on the table as the first left it, after Iceberg's client retried
- * the lost compare-and-swap. The server refuses it, so the rows are in the table once.
+ * The race of apache/iceberg#14425 through the server: a Flink committer's commit of checkpoint 1
+ * is still in flight when the committer restarts; the restarted committer finds no checkpoint of
+ * its job on the table, the first request lands, and the restarted one commits the same files for
+ * the same checkpoint — on the table as the first left it, after Iceberg's client retried the lost
+ * compare-and-swap. The server refuses it, so the rows are in the table once.
  */
 class FlinkCheckpointOverRestTest {
   private static final TableIdentifier ORDERS = TableIdentifier.of("shop", "orders");
-  private static final Schema SCHEMA = new Schema(
-      Types.NestedField.required(1, "id", Types.LongType.get()));
+  private static final Schema SCHEMA =
+      new Schema(Types.NestedField.required(1, "id", Types.LongType.get()));
 
   @TempDir Path root;
 
@@ -53,7 +53,8 @@ class FlinkCheckpointOverRestTest {
           .isInstanceOf(CommitFailedException.class)
           .hasMessageContaining("already committed checkpoint 1 of Flink job job-1");
       stamped(table.newAppend().appendFile(ParquetFiles.write(table, List.of(row(3)))))
-          .set("flink.max-committed-checkpoint-id", "2").commit(); // the next checkpoint
+          .set("flink.max-committed-checkpoint-id", "2")
+          .commit(); // the next checkpoint
 
       Table read = fixture.rest().loadTable(ORDERS);
       assertThat(read.snapshots()).hasSize(2);
@@ -66,7 +67,9 @@ class FlinkCheckpointOverRestTest {
   }
 
   private static AppendFiles stamped(AppendFiles append) {
-    return append.set("flink.job-id", "job-1").set("flink.operator-id", "committer")
+    return append
+        .set("flink.job-id", "job-1")
+        .set("flink.operator-id", "committer")
         .set("flink.max-committed-checkpoint-id", "1");
   }
 

@@ -25,10 +25,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * {@code Idempotency-Key} on mutations: a request whose answer the client never got (the
- * commit made, the answer dropped) retried with its key commits once, and gets the first
- * commit's answer; also after the server restarted, and when two retries race. The key is
- * stored in the commit's own synced batch, so no restart can separate them.
+ * {@code Idempotency-Key} on mutations: a request whose answer the client never got (the commit
+ * made, the answer dropped) retried with its key commits once, and gets the first commit's answer;
+ * also after the server restarted, and when two retries race. The key is stored in the commit's own
+ * synced batch, so no restart can separate them.
  */
 class IdempotencyKeyTest {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -43,8 +43,7 @@ class IdempotencyKeyTest {
     fixture = new ServerFixture(root);
     RESTCatalog rest = fixture.rest();
     rest.createNamespace(Namespace.of("shop"));
-    rest.createTable(ORDERS, new Schema(Types.NestedField.required(1, "id",
-        Types.LongType.get())));
+    rest.createTable(ORDERS, new Schema(Types.NestedField.required(1, "id", Types.LongType.get())));
   }
 
   @AfterEach
@@ -53,10 +52,12 @@ class IdempotencyKeyTest {
   }
 
   private ServerFixture.Answer update(String key, String value) {
-    String body = "{\"requirements\":[],\"updates\":[{\"action\":\"set-properties\","
-        + "\"updates\":{\"k\":\"" + value + "\"}}]}";
-    return fixture.call("POST", UPDATE, body, ServerFixture.TOKEN,
-        Map.of("Idempotency-Key", key));
+    String body =
+        "{\"requirements\":[],\"updates\":[{\"action\":\"set-properties\","
+            + "\"updates\":{\"k\":\""
+            + value
+            + "\"}}]}";
+    return fixture.call("POST", UPDATE, body, ServerFixture.TOKEN, Map.of("Idempotency-Key", key));
   }
 
   private static String metadataLocation(ServerFixture.Answer answer) throws Exception {
@@ -75,8 +76,7 @@ class IdempotencyKeyTest {
   }
 
   @Test
-  void aCommitWhoseAnswerWasLostRetriedWithItsKeyCommitsOnceAlsoAcrossARestart()
-      throws Exception {
+  void aCommitWhoseAnswerWasLostRetriedWithItsKeyCommitsOnceAlsoAcrossARestart() throws Exception {
     String key = UUID.randomUUID().toString();
     long before = commitSeq();
     String lost = metadataLocation(update(key, "first")); // committed; the client never saw it
@@ -94,8 +94,7 @@ class IdempotencyKeyTest {
     assertThat(fixture.server.catalog().loadTable(ORDERS).properties()).containsEntry("k", "first");
 
     // Another key is another request.
-    assertThat(metadataLocation(update(UUID.randomUUID().toString(), "second")))
-        .isNotEqualTo(lost);
+    assertThat(metadataLocation(update(UUID.randomUUID().toString(), "second"))).isNotEqualTo(lost);
     assertThat(commitSeq()).isEqualTo(before + 2);
   }
 
@@ -105,21 +104,31 @@ class IdempotencyKeyTest {
       String key = UUID.randomUUID().toString();
       long before = commitSeq();
       CyclicBarrier together = new CyclicBarrier(2);
-      List<CompletableFuture<ServerFixture.Answer>> tries = List.of(1, 2).stream()
-          .map(i -> CompletableFuture.supplyAsync(() -> {
-            await(together);
-            return update(key, "race");
-          })).toList();
-      List<String> locations = tries.stream().map(CompletableFuture::join)
-          .map(answer -> {
-            try {
-              return metadataLocation(answer);
-            } catch (Exception e) {
-              throw new AssertionError(e);
-            }
-          }).toList();
+      List<CompletableFuture<ServerFixture.Answer>> tries =
+          List.of(1, 2).stream()
+              .map(
+                  i ->
+                      CompletableFuture.supplyAsync(
+                          () -> {
+                            await(together);
+                            return update(key, "race");
+                          }))
+              .toList();
+      List<String> locations =
+          tries.stream()
+              .map(CompletableFuture::join)
+              .map(
+                  answer -> {
+                    try {
+                      return metadataLocation(answer);
+                    } catch (Exception e) {
+                      throw new AssertionError(e);
+                    }
+                  })
+              .toList();
       assertThat(locations.get(0)).isEqualTo(locations.get(1));
-      assertThat(commitSeq()).as("commit_seq after two racing tries of one request")
+      assertThat(commitSeq())
+          .as("commit_seq after two racing tries of one request")
           .isEqualTo(before + 1);
     }
   }
@@ -135,35 +144,65 @@ class IdempotencyKeyTest {
   @Test
   void aMultiTableCommitAndADropRetriedWithTheirKeysHappenOnce() throws Exception {
     // A body the client is still sending when a replay could answer (it must read it first).
-    String body = "{\"table-changes\":[{\"identifier\":{\"namespace\":[\"shop\"],\"name\":"
-        + "\"orders\"},\"requirements\":[],\"updates\":[{\"action\":\"set-properties\","
-        + "\"updates\":{\"t\":\"" + "1".repeat(300_000) + "\"}}]}]}";
+    String body =
+        "{\"table-changes\":[{\"identifier\":{\"namespace\":[\"shop\"],\"name\":"
+            + "\"orders\"},\"requirements\":[],\"updates\":[{\"action\":\"set-properties\","
+            + "\"updates\":{\"t\":\""
+            + "1".repeat(300_000)
+            + "\"}}]}]}";
     String key = UUID.randomUUID().toString();
     long before = commitSeq();
     for (int i = 0; i < 5; i++) {
-      assertThat(fixture.call("POST", "/v1/transactions/commit", body, ServerFixture.TOKEN,
-          Map.of("Idempotency-Key", key)).status()).isEqualTo(204);
+      assertThat(
+              fixture
+                  .call(
+                      "POST",
+                      "/v1/transactions/commit",
+                      body,
+                      ServerFixture.TOKEN,
+                      Map.of("Idempotency-Key", key))
+                  .status())
+          .isEqualTo(204);
     }
     assertThat(commitSeq()).isEqualTo(before + 1);
 
     Table orders = fixture.server.catalog().loadTable(ORDERS);
-    SkadeServerClient client = new SkadeServerClient(fixture.server.uri(), ServerFixture.TOKEN,
-        Duration.ofSeconds(5));
-    client.storeConsumer("c1", new ConsumerCursor(ORDERS, orders.uuid().toString(),
-        ConsumerCursor.NO_SNAPSHOT, 1));
+    SkadeServerClient client =
+        new SkadeServerClient(fixture.server.uri(), ServerFixture.TOKEN, Duration.ofSeconds(5));
+    client.storeConsumer(
+        "c1", new ConsumerCursor(ORDERS, orders.uuid().toString(), ConsumerCursor.NO_SNAPSHOT, 1));
     String dropKey = UUID.randomUUID().toString();
     for (int i = 0; i < 2; i++) {
-      assertThat(fixture.call("DELETE", "/skade/v1/consumers/c1", null, ServerFixture.TOKEN,
-          Map.of("Idempotency-Key", dropKey)).status()).as("drop try %d", i).isEqualTo(204);
+      assertThat(
+              fixture
+                  .call(
+                      "DELETE",
+                      "/skade/v1/consumers/c1",
+                      null,
+                      ServerFixture.TOKEN,
+                      Map.of("Idempotency-Key", dropKey))
+                  .status())
+          .as("drop try %d", i)
+          .isEqualTo(204);
     }
     assertThat(fixture.call("DELETE", "/skade/v1/consumers/c1", null).status())
-        .as("a drop without the key, of a consumer gone").isEqualTo(404);
+        .as("a drop without the key, of a consumer gone")
+        .isEqualTo(404);
 
     String tableKey = UUID.randomUUID().toString();
     long beforeDrop = commitSeq();
     for (int i = 0; i < 2; i++) {
-      assertThat(fixture.call("DELETE", UPDATE, null, ServerFixture.TOKEN,
-          Map.of("Idempotency-Key", tableKey)).status()).as("drop try %d", i).isEqualTo(204);
+      assertThat(
+              fixture
+                  .call(
+                      "DELETE",
+                      UPDATE,
+                      null,
+                      ServerFixture.TOKEN,
+                      Map.of("Idempotency-Key", tableKey))
+                  .status())
+          .as("drop try %d", i)
+          .isEqualTo(204);
     }
     assertThat(commitSeq()).isEqualTo(beforeDrop + 1);
   }

@@ -15,8 +15,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Iceberg's own catalog conformance suite, run by Iceberg's {@link RESTCatalog} against a skade
- * server over real HTTP with bearer tokens: each test gets its own server on its own catalog
- * (real RocksDB, real metadata files), as the suite expects a new catalog per test.
+ * server over real HTTP with bearer tokens: each test gets its own server on its own catalog (real
+ * RocksDB, real metadata files), as the suite expects a new catalog per test.
  */
 class RestCatalogConformanceTest extends CatalogTests<RESTCatalog> {
   private static final String TOKEN = "conformance-token";
@@ -28,14 +28,19 @@ class RestCatalogConformanceTest extends CatalogTests<RESTCatalog> {
   @BeforeEach
   void startServer() throws Exception {
     Path tokens = Files.writeString(root.resolve("tokens"), TOKEN + "\n");
-    server = SkadeServer.start(SkadeServer.Settings.of(root.resolve("warehouse").toString(),
-        "127.0.0.1", 0, tokens));
-    catalog = initCatalog("rest", Map.of(
-        CatalogProperties.TABLE_DEFAULT_PREFIX + "default-key1", "catalog-default-key1",
-        CatalogProperties.TABLE_DEFAULT_PREFIX + "default-key2", "catalog-default-key2",
-        CatalogProperties.TABLE_DEFAULT_PREFIX + "override-key3", "catalog-default-key3",
-        CatalogProperties.TABLE_OVERRIDE_PREFIX + "override-key3", "catalog-override-key3",
-        CatalogProperties.TABLE_OVERRIDE_PREFIX + "override-key4", "catalog-override-key4"));
+    server =
+        SkadeServer.start(
+            SkadeServer.Settings.of(root.resolve("warehouse").toString(), "127.0.0.1", 0, tokens));
+    catalog =
+        initCatalog(
+            "rest",
+            Map.of(
+                CatalogProperties.TABLE_DEFAULT_PREFIX + "default-key1", "catalog-default-key1",
+                CatalogProperties.TABLE_DEFAULT_PREFIX + "default-key2", "catalog-default-key2",
+                CatalogProperties.TABLE_DEFAULT_PREFIX + "override-key3", "catalog-default-key3",
+                CatalogProperties.TABLE_OVERRIDE_PREFIX + "override-key3", "catalog-override-key3",
+                CatalogProperties.TABLE_OVERRIDE_PREFIX + "override-key4",
+                    "catalog-override-key4"));
   }
 
   @AfterEach
@@ -54,9 +59,9 @@ class RestCatalogConformanceTest extends CatalogTests<RESTCatalog> {
   }
 
   /**
-   * A client of the test's server; when the suite asks for a catalog property that only the
-   * catalog behind a REST server can honour (where new tables go), a server of its own on a
-   * catalog with that property.
+   * A client of the test's server; when the suite asks for a catalog property that only the catalog
+   * behind a REST server can honour (where new tables go), a server of its own on a catalog with
+   * that property.
    */
   @Override
   protected RESTCatalog initCatalog(String name, Map<String, String> additional) {
@@ -65,10 +70,18 @@ class RestCatalogConformanceTest extends CatalogTests<RESTCatalog> {
     String unique = props.remove(CatalogProperties.UNIQUE_TABLE_LOCATION);
     if (unique != null) {
       try {
-        target = SkadeServer.start(new SkadeServer.Settings(
-            root.resolve("warehouse-" + name).toString(), null, "127.0.0.1", 0,
-            root.resolve("tokens"), false, null, null,
-            Map.of(CatalogProperties.UNIQUE_TABLE_LOCATION, unique)));
+        target =
+            SkadeServer.start(
+                new SkadeServer.Settings(
+                    root.resolve("warehouse-" + name).toString(),
+                    null,
+                    "127.0.0.1",
+                    0,
+                    root.resolve("tokens"),
+                    false,
+                    null,
+                    null,
+                    Map.of(CatalogProperties.UNIQUE_TABLE_LOCATION, unique)));
       } catch (Exception e) {
         throw new IllegalStateException(e);
       }

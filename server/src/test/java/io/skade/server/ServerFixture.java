@@ -24,11 +24,13 @@ import org.apache.iceberg.rest.RESTCatalog;
  */
 final class ServerFixture implements AutoCloseable {
   static final String TOKEN = "test-token";
+
   /**
    * This server's own client: a client shared by tests keeps connections to an earlier test's
    * server, and a new server on the same port then sees a POST on a connection it never had.
    */
   private HttpClient http = HttpClient.newHttpClient();
+
   private final List<AutoCloseable> opened = new ArrayList<>();
   private final Path root;
   SkadeServer server;
@@ -40,8 +42,9 @@ final class ServerFixture implements AutoCloseable {
   }
 
   private SkadeServer start() throws Exception {
-    return SkadeServer.start(SkadeServer.Settings.of(root.resolve("warehouse").toString(),
-        "127.0.0.1", 0, root.resolve("tokens")));
+    return SkadeServer.start(
+        SkadeServer.Settings.of(
+            root.resolve("warehouse").toString(), "127.0.0.1", 0, root.resolve("tokens")));
   }
 
   /** Stops the server and starts a new one on the same catalog (on another port). */
@@ -54,8 +57,8 @@ final class ServerFixture implements AutoCloseable {
   /** Iceberg's REST catalog client of the server, with the token. */
   RESTCatalog rest() {
     RESTCatalog client = new RESTCatalog();
-    client.initialize("rest", Map.of(CatalogProperties.URI, server.uri().toString(),
-        "token", TOKEN));
+    client.initialize(
+        "rest", Map.of(CatalogProperties.URI, server.uri().toString(), "token", TOKEN));
     opened.add(client);
     return client;
   }
@@ -63,8 +66,11 @@ final class ServerFixture implements AutoCloseable {
   /** One answer: its status, body and headers. */
   record Answer(int status, String body, Map<String, List<String>> headers) {
     String header(String name) {
-      return headers.entrySet().stream().filter(e -> e.getKey().equalsIgnoreCase(name))
-          .findFirst().map(e -> e.getValue().get(0)).orElse(null);
+      return headers.entrySet().stream()
+          .filter(e -> e.getKey().equalsIgnoreCase(name))
+          .findFirst()
+          .map(e -> e.getValue().get(0))
+          .orElse(null);
     }
   }
 
@@ -74,18 +80,21 @@ final class ServerFixture implements AutoCloseable {
   }
 
   /** A raw call; {@code token} null sends no Authorization header. */
-  Answer call(String method, String path, String body, String token,
-      Map<String, String> headers) {
-    HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(server.uri() + path))
-        .method(method, body == null ? HttpRequest.BodyPublishers.noBody()
-            : HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8));
+  Answer call(String method, String path, String body, String token, Map<String, String> headers) {
+    HttpRequest.Builder request =
+        HttpRequest.newBuilder(URI.create(server.uri() + path))
+            .method(
+                method,
+                body == null
+                    ? HttpRequest.BodyPublishers.noBody()
+                    : HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8));
     if (token != null) {
       request.header("Authorization", "Bearer " + token);
     }
     headers.forEach(request::header);
     try {
-      HttpResponse<String> response = http.send(request.build(),
-          HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+      HttpResponse<String> response =
+          http.send(request.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
       return new Answer(response.statusCode(), response.body(), response.headers().map());
     } catch (IOException e) {
       throw new UncheckedIOException(e);
@@ -96,15 +105,25 @@ final class ServerFixture implements AutoCloseable {
   }
 
   /**
-   * Sends the head of a POST announcing a body of {@code length} bytes, and none of the body,
-   * on a plain socket; the whole answer as text.
+   * Sends the head of a POST announcing a body of {@code length} bytes, and none of the body, on a
+   * plain socket; the whole answer as text.
    */
   String rawPostHeadOnly(String path, long length) throws IOException {
     try (Socket socket = new Socket(server.uri().getHost(), server.uri().getPort())) {
       socket.setSoTimeout(10_000);
-      socket.getOutputStream().write(("POST " + path + " HTTP/1.1\r\nHost: localhost\r\n"
-          + "Authorization: Bearer " + TOKEN + "\r\nContent-Type: application/json\r\n"
-          + "Content-Length: " + length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+      socket
+          .getOutputStream()
+          .write(
+              ("POST "
+                      + path
+                      + " HTTP/1.1\r\nHost: localhost\r\n"
+                      + "Authorization: Bearer "
+                      + TOKEN
+                      + "\r\nContent-Type: application/json\r\n"
+                      + "Content-Length: "
+                      + length
+                      + "\r\n\r\n")
+                  .getBytes(StandardCharsets.US_ASCII));
       socket.getOutputStream().flush();
       ByteArrayOutputStream answer = new ByteArrayOutputStream();
       byte[] buffer = new byte[8192];

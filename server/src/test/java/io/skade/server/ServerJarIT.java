@@ -43,8 +43,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The runnable jar as a user runs it ({@code java -jar server/target/skade-server-<version>.jar}):
- * it prints the line it listens on, serves with tokens, refuses bad flags with a message and
- * exit code 2, and on SIGTERM shuts down gracefully, releasing the catalog for the next start.
+ * it prints the line it listens on, serves with tokens, refuses bad flags with a message and exit
+ * code 2, and on SIGTERM shuts down gracefully, releasing the catalog for the next start.
  */
 class ServerJarIT {
   private static final Pattern LISTENING = Pattern.compile("skade server listening on (\\S+)");
@@ -57,9 +57,12 @@ class ServerJarIT {
   }
 
   private Process jar(String... args) throws Exception {
-    List<String> command = new ArrayList<>(List.of(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-jar", System.getProperty("skade.server.jar")));
+    List<String> command =
+        new ArrayList<>(
+            List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-jar",
+                System.getProperty("skade.server.jar")));
     command.addAll(List.of(args));
     Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
     started.add(process);
@@ -68,23 +71,26 @@ class ServerJarIT {
 
   private static CompletableFuture<String> listening(Process process, StringBuilder output) {
     CompletableFuture<String> uri = new CompletableFuture<>();
-    Thread reader = new Thread(() -> {
-      try (BufferedReader lines = new BufferedReader(
-          new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-        for (String line; (line = lines.readLine()) != null; ) {
-          synchronized (output) {
-            output.append(line).append('\n');
-          }
-          Matcher matcher = LISTENING.matcher(line);
-          if (matcher.find()) {
-            uri.complete(matcher.group(1));
-          }
-        }
-      } catch (Exception e) {
-        uri.completeExceptionally(e);
-      }
-      uri.completeExceptionally(new IllegalStateException("the jar ended:\n" + output));
-    });
+    Thread reader =
+        new Thread(
+            () -> {
+              try (BufferedReader lines =
+                  new BufferedReader(
+                      new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+                for (String line; (line = lines.readLine()) != null; ) {
+                  synchronized (output) {
+                    output.append(line).append('\n');
+                  }
+                  Matcher matcher = LISTENING.matcher(line);
+                  if (matcher.find()) {
+                    uri.complete(matcher.group(1));
+                  }
+                }
+              } catch (Exception e) {
+                uri.completeExceptionally(e);
+              }
+              uri.completeExceptionally(new IllegalStateException("the jar ended:\n" + output));
+            });
     reader.setDaemon(true);
     reader.start();
     return uri;
@@ -114,7 +120,8 @@ class ServerJarIT {
     if (token != null) {
       request.header("Authorization", "Bearer " + token);
     }
-    return HttpClient.newHttpClient().send(request.build(), HttpResponse.BodyHandlers.ofString())
+    return HttpClient.newHttpClient()
+        .send(request.build(), HttpResponse.BodyHandlers.ofString())
         .statusCode();
   }
 
@@ -122,8 +129,14 @@ class ServerJarIT {
   @Timeout(120)
   void theJarServesWithTokensAndShutsDownGracefullyOnSigterm() throws Exception {
     Path tokens = Files.writeString(root.resolve("tokens"), "jar-token\n");
-    String[] args = {"--warehouse", root.resolve("warehouse").toString(), "--port", "0",
-        "--token-file", tokens.toString()};
+    String[] args = {
+      "--warehouse",
+      root.resolve("warehouse").toString(),
+      "--port",
+      "0",
+      "--token-file",
+      tokens.toString()
+    };
     Process server = jar(args);
     StringBuilder output = new StringBuilder();
     String uri = listening(server, output).get(60, TimeUnit.SECONDS);
@@ -132,8 +145,7 @@ class ServerJarIT {
     assertThat(get(uri, null)).isEqualTo(401);
 
     server.destroy(); // SIGTERM
-    assertThat(server.waitFor(30, TimeUnit.SECONDS)).as("exited on SIGTERM:\n%s", output)
-        .isTrue();
+    assertThat(server.waitFor(30, TimeUnit.SECONDS)).as("exited on SIGTERM:\n%s", output).isTrue();
     // Closed gracefully: the catalog's lock is released, so a new server opens it.
     Process again = jar(args);
     String uriAgain = listening(again, new StringBuilder()).get(60, TimeUnit.SECONDS);
@@ -158,43 +170,69 @@ class ServerJarIT {
 
   /**
    * With {@code -P lineage.sink=table} the jar runs skade's commit lineage beside its catalog: a
-   * commit made over REST by a Flink sink (its snapshot names the job's id) is recorded naming
-   * the job and its inputs, which a job listener in another process reported to the server.
+   * commit made over REST by a Flink sink (its snapshot names the job's id) is recorded naming the
+   * job and its inputs, which a job listener in another process reported to the server.
    */
   @Test
   @Timeout(120)
   void theJarRecordsTheLineageOfCommitsNamingTheJobsReportedToIt() throws Exception {
     Path tokens = Files.writeString(root.resolve("tokens"), "jar-token\n");
-    Process server = jar("--warehouse", root.resolve("warehouse").toString(), "--port", "0",
-        "--token-file", tokens.toString(), "-P", "lineage.sink=table");
+    Process server =
+        jar(
+            "--warehouse",
+            root.resolve("warehouse").toString(),
+            "--port",
+            "0",
+            "--token-file",
+            tokens.toString(),
+            "-P",
+            "lineage.sink=table");
     StringBuilder output = new StringBuilder();
     String uri = listening(server, output).get(60, TimeUnit.SECONDS);
     new SkadeServerClient(URI.create(uri), "jar-token", Duration.ofSeconds(30))
-        .reportJobRun(JobRunJson.write(new JobRunEvent("job-7", "nightly-load",
-            JobRunEvent.State.START, List.of(LineageDataset.external("kafka",
-                "kafka://broker:9092", "orders-topic")), List.of(), 1L, null)));
+        .reportJobRun(
+            JobRunJson.write(
+                new JobRunEvent(
+                    "job-7",
+                    "nightly-load",
+                    JobRunEvent.State.START,
+                    List.of(
+                        LineageDataset.external("kafka", "kafka://broker:9092", "orders-topic")),
+                    List.of(),
+                    1L,
+                    null)));
     try (RESTCatalog rest = new RESTCatalog()) {
       rest.initialize("jar", Map.of("uri", uri, "token", "jar-token"));
       rest.createNamespace(Namespace.of("shop"));
-      Table orders = rest.createTable(TableIdentifier.of("shop", "orders"),
-          new Schema(Types.NestedField.required(1, "id", Types.LongType.get())));
+      Table orders =
+          rest.createTable(
+              TableIdentifier.of("shop", "orders"),
+              new Schema(Types.NestedField.required(1, "id", Types.LongType.get())));
       GenericRecord row = GenericRecord.create(orders.schema());
       row.setField("id", 1L);
-      orders.newAppend().appendFile(ParquetFiles.write(orders, List.of(row)))
-          .set("flink.job-id", "job-7").commit();
+      orders
+          .newAppend()
+          .appendFile(ParquetFiles.write(orders, List.of(row)))
+          .set("flink.job-id", "job-7")
+          .commit();
 
       TableIdentifier lineage = TableIdentifier.of("skade_system", "lineage_events");
       List<String> all = new ArrayList<>();
       try {
-        await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200))
-            .ignoreExceptions().until(() -> !appends(rest.loadTable(lineage), all).isEmpty());
+        await()
+            .atMost(Duration.ofSeconds(60))
+            .pollInterval(Duration.ofMillis(200))
+            .ignoreExceptions()
+            .until(() -> !appends(rest.loadTable(lineage), all).isEmpty());
       } catch (ConditionTimeoutException e) {
         // the assertion says what was recorded, and what the server said
       }
       assertThat(appends(rest.loadTable(lineage), all))
           .as("the append's lineage among %s; the server said:%n%s", all, output)
-          .singleElement().asString()
-          .startsWith("nightly-load (job-7)").contains("orders-topic");
+          .singleElement()
+          .asString()
+          .startsWith("nightly-load (job-7)")
+          .contains("orders-topic");
     }
   }
 }

@@ -39,9 +39,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The server's routes over real HTTP: authentication on every route, the REST error model for
- * bad input on every route (and nothing changed by either), ETags, consumers holding expiry
- * back for remote readers, and multi-table commits (all tables or none).
+ * The server's routes over real HTTP: authentication on every route, the REST error model for bad
+ * input on every route (and nothing changed by either), ETags, consumers holding expiry back for
+ * remote readers, and multi-table commits (all tables or none).
  */
 class ServerRoutesTest {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -70,8 +70,9 @@ class ServerRoutesTest {
   /** Every route the server has, with a body each would accept. */
   private List<String[]> everyRoute() {
     String ns = "{\"namespace\":[\"x\"]}";
-    String create = "{\"name\":\"t2\",\"schema\":{\"type\":\"struct\",\"schema-id\":0,\"fields\":"
-        + "[{\"id\":1,\"name\":\"id\",\"required\":true,\"type\":\"long\"}]}}";
+    String create =
+        "{\"name\":\"t2\",\"schema\":{\"type\":\"struct\",\"schema-id\":0,\"fields\":"
+            + "[{\"id\":1,\"name\":\"id\",\"required\":true,\"type\":\"long\"}]}}";
     return List.of(
         new String[] {"GET", "/v1/config", null},
         new String[] {"GET", "/v1/namespaces", null},
@@ -79,27 +80,48 @@ class ServerRoutesTest {
         new String[] {"HEAD", "/v1/namespaces/shop", null},
         new String[] {"GET", "/v1/namespaces/shop", null},
         new String[] {"DELETE", "/v1/namespaces/shop", null},
-        new String[] {"POST", "/v1/namespaces/shop/properties",
-            "{\"updates\":{\"a\":\"b\"},\"removals\":[\"owner\"]}"},
+        new String[] {
+          "POST",
+          "/v1/namespaces/shop/properties",
+          "{\"updates\":{\"a\":\"b\"},\"removals\":[\"owner\"]}"
+        },
         new String[] {"GET", "/v1/namespaces/shop/tables", null},
         new String[] {"POST", "/v1/namespaces/shop/tables", create},
-        new String[] {"POST", "/v1/namespaces/shop/register",
-            "{\"name\":\"t3\",\"metadata-location\":\"" + metadataLocation() + "\"}"},
+        new String[] {
+          "POST",
+          "/v1/namespaces/shop/register",
+          "{\"name\":\"t3\",\"metadata-location\":\"" + metadataLocation() + "\"}"
+        },
         new String[] {"HEAD", "/v1/namespaces/shop/tables/orders", null},
         new String[] {"GET", "/v1/namespaces/shop/tables/orders", null},
-        new String[] {"POST", "/v1/namespaces/shop/tables/orders",
-            "{\"requirements\":[],\"updates\":[{\"action\":\"set-properties\",\"updates\":"
-                + "{\"k\":\"v\"}}]}"},
+        new String[] {
+          "POST",
+          "/v1/namespaces/shop/tables/orders",
+          "{\"requirements\":[],\"updates\":[{\"action\":\"set-properties\",\"updates\":"
+              + "{\"k\":\"v\"}}]}"
+        },
         new String[] {"DELETE", "/v1/namespaces/shop/tables/orders?purgeRequested=true", null},
-        new String[] {"POST", "/v1/tables/rename", "{\"source\":{\"namespace\":[\"shop\"],"
-            + "\"name\":\"orders\"},\"destination\":{\"namespace\":[\"shop\"],\"name\":\"o2\"}}"},
+        new String[] {
+          "POST",
+          "/v1/tables/rename",
+          "{\"source\":{\"namespace\":[\"shop\"],"
+              + "\"name\":\"orders\"},\"destination\":{\"namespace\":[\"shop\"],\"name\":\"o2\"}}"
+        },
         new String[] {"POST", "/v1/namespaces/shop/tables/orders/metrics", "{}"},
-        new String[] {"POST", "/v1/transactions/commit", "{\"table-changes\":[{\"identifier\":"
-            + "{\"namespace\":[\"shop\"],\"name\":\"orders\"},\"requirements\":[],\"updates\":"
-            + "[{\"action\":\"set-properties\",\"updates\":{\"k\":\"v\"}}]}]}"},
+        new String[] {
+          "POST",
+          "/v1/transactions/commit",
+          "{\"table-changes\":[{\"identifier\":"
+              + "{\"namespace\":[\"shop\"],\"name\":\"orders\"},\"requirements\":[],\"updates\":"
+              + "[{\"action\":\"set-properties\",\"updates\":{\"k\":\"v\"}}]}]}"
+        },
         new String[] {"GET", "/skade/v1/commits?after=0&wait-ms=0", null},
-        new String[] {"GET", "/skade/v1/commits/of?namespace=shop&table=orders&snapshot-id="
-            + rest.loadTable(ORDERS).currentSnapshot().snapshotId(), null},
+        new String[] {
+          "GET",
+          "/skade/v1/commits/of?namespace=shop&table=orders&snapshot-id="
+              + rest.loadTable(ORDERS).currentSnapshot().snapshotId(),
+          null
+        },
         new String[] {"GET", "/skade/v1/consumers", null},
         new String[] {"GET", "/skade/v1/consumers/c1", null},
         new String[] {"PUT", "/skade/v1/consumers/c1", cursorJson()},
@@ -110,14 +132,17 @@ class ServerRoutesTest {
   }
 
   private String metadataLocation() {
-    return ((HasTableOperations) fixture.server.catalog().loadTable(ORDERS)).operations()
-        .current().metadataFileLocation();
+    return ((HasTableOperations) fixture.server.catalog().loadTable(ORDERS))
+        .operations()
+        .current()
+        .metadataFileLocation();
   }
 
   private String cursorJson() {
     Table table = rest.loadTable(ORDERS);
-    return SkadeProtocol.cursor(new ConsumerCursor(ORDERS,
-        table.uuid().toString(), table.currentSnapshot().snapshotId(), 1));
+    return SkadeProtocol.cursor(
+        new ConsumerCursor(
+            ORDERS, table.uuid().toString(), table.currentSnapshot().snapshotId(), 1));
   }
 
   /** What a request could change: the log, namespaces, tables and consumers. */
@@ -127,9 +152,15 @@ class ServerRoutesTest {
     for (Namespace namespace : catalog.listNamespaces()) {
       state.append("; ").append(namespace).append(catalog.loadNamespaceMetadata(namespace));
       for (TableIdentifier table : catalog.listTables(namespace)) {
-        state.append(" ").append(table).append("@").append(
-            ((HasTableOperations) catalog.loadTable(table)).operations()
-                .current().metadataFileLocation());
+        state
+            .append(" ")
+            .append(table)
+            .append("@")
+            .append(
+                ((HasTableOperations) catalog.loadTable(table))
+                    .operations()
+                    .current()
+                    .metadataFileLocation());
       }
     }
     return state.append("; consumers ").append(catalog.consumers()).toString();
@@ -142,10 +173,10 @@ class ServerRoutesTest {
     List<String> answered = new ArrayList<>();
     for (String[] route : routes) {
       for (String token : new String[] {null, "wrong-token", ""}) {
-        ServerFixture.Answer answer = fixture.call(route[0], route[1], route[2], token,
-            Map.of());
+        ServerFixture.Answer answer = fixture.call(route[0], route[1], route[2], token, Map.of());
         answered.add(route[0] + " " + route[1] + " token=" + token + " → " + answer.status());
-        assertThat(answer.status()).as("%s %s with token %s", route[0], route[1], token)
+        assertThat(answer.status())
+            .as("%s %s with token %s", route[0], route[1], token)
             .isEqualTo(401);
         assertThat(answer.header("WWW-Authenticate")).startsWith("Bearer");
         if (!route[0].equals("HEAD")) {
@@ -153,8 +184,16 @@ class ServerRoutesTest {
         }
       }
       // A Basic credential carrying the right token is no bearer token either.
-      assertThat(fixture.call(route[0], route[1], route[2], null,
-          Map.of("Authorization", "Basic " + ServerFixture.TOKEN)).status()).isEqualTo(401);
+      assertThat(
+              fixture
+                  .call(
+                      route[0],
+                      route[1],
+                      route[2],
+                      null,
+                      Map.of("Authorization", "Basic " + ServerFixture.TOKEN))
+                  .status())
+          .isEqualTo(401);
     }
     assertThat(answered).hasSize(routes.size() * 3);
     assertThat(state()).as("the catalog after every unauthorized request").isEqualTo(before);
@@ -163,31 +202,41 @@ class ServerRoutesTest {
   @Test
   void badInputOnEveryRouteIsAnsweredWithTheRestErrorModelAndChangesNothing() throws Exception {
     String before = state();
-    List<String[]> routes = everyRoute().stream()
-        .filter(route -> route[2] != null).toList(); // every route that takes a body
+    List<String[]> routes =
+        everyRoute().stream()
+            .filter(route -> route[2] != null)
+            .toList(); // every route that takes a body
     for (String[] route : routes) {
       for (String body : new String[] {"{not json", "[1,2]", "", "null", "{\"x\":"}) {
         ServerFixture.Answer answer = fixture.call(route[0], route[1], body);
-        assertThat(answer.status()).as("%s %s with body %s: %s", route[0], route[1], body,
-            answer.body()).isEqualTo(400);
+        assertThat(answer.status())
+            .as("%s %s with body %s: %s", route[0], route[1], body, answer.body())
+            .isEqualTo(400);
         assertThat(error(answer).path("code").asInt()).isEqualTo(answer.status());
         assertThat(error(answer).path("message").asText()).isNotBlank();
       }
     }
     // Announced larger than the limit: refused before the body is read.
     String tooLarge = fixture.rawPostHeadOnly("/v1/namespaces", 17 * 1024 * 1024);
-    assertThat(tooLarge).startsWith("HTTP/1.1 413").contains("larger than").contains("\"code\":413");
+    assertThat(tooLarge)
+        .startsWith("HTTP/1.1 413")
+        .contains("larger than")
+        .contains("\"code\":413");
 
     expect(404, "GET", "/v1/namespaces/nope", null, "nope");
     expect(404, "GET", "/v1/namespaces/nope/tables", null, "nope");
     expect(404, "GET", "/v1/namespaces/shop/tables/nope", null, "nope");
     expect(404, "DELETE", "/v1/namespaces/shop/tables/nope", null, "nope");
-    expect(404, "POST", "/v1/namespaces/shop/tables/nope", "{\"requirements\":[],"
-        + "\"updates\":[]}", "nope");
+    expect(
+        404,
+        "POST",
+        "/v1/namespaces/shop/tables/nope",
+        "{\"requirements\":[]," + "\"updates\":[]}",
+        "nope");
     expect(404, "GET", "/skade/v1/consumers/nobody", null, "nobody");
     expect(404, "DELETE", "/skade/v1/consumers/nobody", null, "nobody");
-    expect(404, "GET", "/skade/v1/commits/of?namespace=shop&table=orders&snapshot-id=42", null,
-        "42");
+    expect(
+        404, "GET", "/skade/v1/commits/of?namespace=shop&table=orders&snapshot-id=42", null, "42");
     expect(400, "GET", "/skade/v1/commits?after=-1", null, "'after'");
     expect(400, "GET", "/skade/v1/commits?after=abc", null, "'after'");
     expect(400, "GET", "/skade/v1/commits?after=999999", null, "beyond");
@@ -213,7 +262,8 @@ class ServerRoutesTest {
   private static JsonNode error(ServerFixture.Answer answer) {
     try {
       JsonNode error = JSON.readTree(answer.body()).path("error");
-      assertThat(error.path("type").asText()).as("the error's type in %s", answer.body())
+      assertThat(error.path("type").asText())
+          .as("the error's type in %s", answer.body())
           .isNotBlank();
       return error;
     } catch (java.io.IOException e) {
@@ -229,18 +279,19 @@ class ServerRoutesTest {
     assertThat(first.status()).isEqualTo(200);
     assertThat(etag).startsWith("\"").endsWith("\"");
 
-    ServerFixture.Answer unchanged = fixture.call("GET", path, null, ServerFixture.TOKEN,
-        Map.of("If-None-Match", etag));
+    ServerFixture.Answer unchanged =
+        fixture.call("GET", path, null, ServerFixture.TOKEN, Map.of("If-None-Match", etag));
     assertThat(unchanged.status()).isEqualTo(304);
     assertThat(unchanged.body()).isEmpty();
 
     ParquetFiles.append(rest.loadTable(ORDERS), rows(3));
-    ServerFixture.Answer changed = fixture.call("GET", path, null, ServerFixture.TOKEN,
-        Map.of("If-None-Match", etag));
+    ServerFixture.Answer changed =
+        fixture.call("GET", path, null, ServerFixture.TOKEN, Map.of("If-None-Match", etag));
     assertThat(changed.status()).isEqualTo(200);
     assertThat(changed.header("ETag")).isNotEqualTo(etag);
     assertThat(fixture.call("GET", path + "?snapshots=refs", null).header("ETag"))
-        .as("another snapshot mode is another version").isNotEqualTo(changed.header("ETag"));
+        .as("another snapshot mode is another version")
+        .isNotEqualTo(changed.header("ETag"));
   }
 
   @Test
@@ -251,14 +302,18 @@ class ServerRoutesTest {
     assertThat(metrics)
         .contains("skade_commit_latency_seconds_count")
         .contains("skade_feed_waiters")
-        .contains("skade_http_requests_seconds_count{method=\"POST\","
-            + "route=\"POST /v1/namespaces/{namespace}/tables/{table}\",status=\"200\"}");
+        .contains(
+            "skade_http_requests_seconds_count{method=\"POST\","
+                + "route=\"POST /v1/namespaces/{namespace}/tables/{table}\",status=\"200\"}");
     assertThat(healthz().path("commit-seq").asLong())
         .isEqualTo(fixture.server.catalog().commitSeq());
   }
 
   private double metric(String name) {
-    return fixture.call("GET", "/metrics", null).body().lines()
+    return fixture
+        .call("GET", "/metrics", null)
+        .body()
+        .lines()
         .filter(line -> line.startsWith(name + " ") || line.startsWith(name + "{"))
         .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1)))
         .sum();
@@ -275,16 +330,18 @@ class ServerRoutesTest {
     JsonNode config = JSON.readTree(fixture.call("GET", "/v1/config", null).body());
     List<String> endpoints = new ArrayList<>();
     config.path("endpoints").forEach(endpoint -> endpoints.add(endpoint.asText()));
-    assertThat(endpoints).contains("POST /v1/{prefix}/transactions/commit",
-        "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-        "POST /v1/{prefix}/namespaces/{namespace}/register",
-        "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics");
+    assertThat(endpoints)
+        .contains(
+            "POST /v1/{prefix}/transactions/commit",
+            "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+            "POST /v1/{prefix}/namespaces/{namespace}/register",
+            "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics");
   }
 
   @Test
   void aTableLockTakenThroughTheServerIsTheCatalogsOne() {
-    SkadeServerClient client = new SkadeServerClient(fixture.server.uri(), ServerFixture.TOKEN,
-        Duration.ofSeconds(5));
+    SkadeServerClient client =
+        new SkadeServerClient(fixture.server.uri(), ServerFixture.TOKEN, Duration.ofSeconds(5));
     SkadeCatalog owner = fixture.server.catalog();
     String lock = MaintenanceLock.MAINTENANCE;
     Duration hour = Duration.ofHours(1);
@@ -300,8 +357,8 @@ class ServerRoutesTest {
     assertThat(owner.tryLock(ORDERS, lock, "local job", hour)).isTrue();
     assertThat(client.tryLock(ORDERS, lock, "remote job", hour)).isFalse();
 
-    ServerFixture.Answer missing = fixture.call("GET", SkadeProtocol.LOCKS + "?namespace=shop"
-        + "&table=orders", null);
+    ServerFixture.Answer missing =
+        fixture.call("GET", SkadeProtocol.LOCKS + "?namespace=shop" + "&table=orders", null);
     assertThat(missing.status()).isEqualTo(400);
     assertThat(missing.body()).contains("query parameter 'name' is missing");
   }
@@ -312,17 +369,23 @@ class ServerRoutesTest {
     long held = orders.currentSnapshot().snapshotId();
     ParquetFiles.append(orders, rows(3));
     ParquetFiles.append(orders, rows(4));
-    SkadeServerClient client = new SkadeServerClient(fixture.server.uri(), ServerFixture.TOKEN,
-        Duration.ofSeconds(5));
-    StoredConsumer stored = client.storeConsumer("remote-reader",
-        new ConsumerCursor(ORDERS, orders.uuid().toString(), held, 2));
+    SkadeServerClient client =
+        new SkadeServerClient(fixture.server.uri(), ServerFixture.TOKEN, Duration.ofSeconds(5));
+    StoredConsumer stored =
+        client.storeConsumer(
+            "remote-reader", new ConsumerCursor(ORDERS, orders.uuid().toString(), held, 2));
     assertThat(client.consumer("remote-reader")).contains(stored);
     assertThat(client.consumers(ORDERS)).containsExactly(stored);
     assertThat(client.consumers(TableIdentifier.of("shop", "other"))).isEmpty();
 
     long now = System.currentTimeMillis() + 1;
-    assertThatThrownBy(() -> rest.loadTable(ORDERS).expireSnapshots().expireOlderThan(now)
-        .retainLast(1).commit())
+    assertThatThrownBy(
+            () ->
+                rest.loadTable(ORDERS)
+                    .expireSnapshots()
+                    .expireOlderThan(now)
+                    .retainLast(1)
+                    .commit())
         .as("expiry through REST of a snapshot a remote consumer needs")
         .isInstanceOf(BadRequestException.class)
         .hasMessageContaining("remote-reader");
@@ -346,7 +409,8 @@ class ServerRoutesTest {
     TableCommit ordersCommit = appendCommit(ORDERS, rest.loadTable(ORDERS), rows(5));
     assertThatThrownBy(() -> rest.commitTransaction(List.of(ordersCommit, returnsCommit)))
         .isInstanceOf(CommitFailedException.class);
-    assertThat(fixture.server.catalog().commitSeq()).as("commit_seq after the refused commit")
+    assertThat(fixture.server.catalog().commitSeq())
+        .as("commit_seq after the refused commit")
         .isEqualTo(seq);
     assertThat(metadataLocation()).as("orders after the refused commit").isEqualTo(ordersBefore);
 

@@ -21,9 +21,9 @@ import java.util.concurrent.TimeUnit;
 /**
  * A Spark SQL session in its own JVM: Spark in local mode, running spark-session's {@code
  * SqlSession} on Spark's own class path (the file {@code skade.spark.classpath} names, which
- * spark-session's build writes), with the JVM options Spark's own launcher passes on Java 17
- * (read from that class path's {@code JavaModuleOptions}). {@link #sql} runs one statement and
- * returns its rows; the child's log goes to this JVM's standard error.
+ * spark-session's build writes), with the JVM options Spark's own launcher passes on Java 17 (read
+ * from that class path's {@code JavaModuleOptions}). {@link #sql} runs one statement and returns
+ * its rows; the child's log goes to this JVM's standard error.
  */
 final class SparkSqlProcess implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -33,8 +33,10 @@ final class SparkSqlProcess implements AutoCloseable {
 
   /** Starts a session with {@code conf} ({@code spark.*} keys) and waits until it is up. */
   SparkSqlProcess(Map<String, String> conf) throws Exception {
-    String classPath = Files.readString(Path.of(System.getProperty("skade.spark.classpath")))
-        .trim() + File.pathSeparator + System.getProperty("skade.spark.session.classes");
+    String classPath =
+        Files.readString(Path.of(System.getProperty("skade.spark.classpath"))).trim()
+            + File.pathSeparator
+            + System.getProperty("skade.spark.session.classes");
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.add("-Xmx1g");
@@ -44,21 +46,25 @@ final class SparkSqlProcess implements AutoCloseable {
     ProcessBuilder builder = new ProcessBuilder(command);
     builder.environment().put("SPARK_LOCAL_IP", "127.0.0.1"); // local mode, on loopback only
     process = builder.start();
-    Thread log = new Thread(() -> {
-      try (BufferedReader lines = new BufferedReader(
-          new InputStreamReader(process.getErrorStream(), StandardCharsets.UTF_8))) {
-        for (String line; (line = lines.readLine()) != null; ) {
-          System.err.println("[spark] " + line);
-        }
-      } catch (IOException e) {
-        System.err.println("[spark] log ended: " + e);
-      }
-    }, "spark-log");
+    Thread log =
+        new Thread(
+            () -> {
+              try (BufferedReader lines =
+                  new BufferedReader(
+                      new InputStreamReader(process.getErrorStream(), StandardCharsets.UTF_8))) {
+                for (String line; (line = lines.readLine()) != null; ) {
+                  System.err.println("[spark] " + line);
+                }
+              } catch (IOException e) {
+                System.err.println("[spark] log ended: " + e);
+              }
+            },
+            "spark-log");
     log.setDaemon(true);
     log.start();
     statements = new PrintStream(process.getOutputStream(), true, StandardCharsets.UTF_8);
-    answers = new BufferedReader(
-        new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+    answers =
+        new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
     JsonNode ready = next();
     if (!ready.isTextual() || !ready.asText().equals("ready")) {
       throw new IllegalStateException("the Spark session did not start: " + ready);
@@ -73,8 +79,8 @@ final class SparkSqlProcess implements AutoCloseable {
     statements.println(JSON.writeValueAsString(statement));
     JsonNode answer = next();
     if (answer.has("error")) {
-      throw new IllegalStateException("Spark failed on " + statement + ": "
-          + answer.get("error").asText());
+      throw new IllegalStateException(
+          "Spark failed on " + statement + ": " + answer.get("error").asText());
     }
     List<List<String>> rows = new ArrayList<>();
     for (JsonNode row : answer.get("rows")) {
@@ -100,8 +106,11 @@ final class SparkSqlProcess implements AutoCloseable {
       urls.add(Path.of(entry).toUri().toURL());
     }
     try (URLClassLoader spark = new URLClassLoader(urls.toArray(URL[]::new), null)) {
-      return (String[]) spark.loadClass("org.apache.spark.launcher.JavaModuleOptions")
-          .getMethod("defaultModuleOptionArray").invoke(null);
+      return (String[])
+          spark
+              .loadClass("org.apache.spark.launcher.JavaModuleOptions")
+              .getMethod("defaultModuleOptionArray")
+              .invoke(null);
     }
   }
 

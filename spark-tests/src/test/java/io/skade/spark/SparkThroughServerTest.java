@@ -44,9 +44,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Spark as a second engine on a skade server: one server child JVM, one Spark SQL session in
- * another (local mode, Iceberg's {@code SparkCatalog} of type {@code rest} on the server's
- * {@code uri} and bearer token), and this JVM as skade (Iceberg's REST client, skade's writer,
- * a Flink MiniCluster job).
+ * another (local mode, Iceberg's {@code SparkCatalog} of type {@code rest} on the server's {@code
+ * uri} and bearer token), and this JVM as skade (Iceberg's REST client, skade's writer, a Flink
+ * MiniCluster job).
  */
 class SparkThroughServerTest {
   private static final String TOKEN = ServerProcess.TOKEN;
@@ -75,7 +75,8 @@ class SparkThroughServerTest {
     conf.put("spark.sql.session.timeZone", "UTC");
     conf.put("spark.sql.datetime.java8API.enabled", "true"); // LocalDate, Instant
     // MERGE INTO and ALTER TABLE ... SET IDENTIFIER FIELDS.
-    conf.put("spark.sql.extensions",
+    conf.put(
+        "spark.sql.extensions",
         "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions");
     conf.put("spark.sql.catalog.lake", "org.apache.iceberg.spark.SparkCatalog");
     conf.put("spark.sql.catalog.lake.type", "rest");
@@ -89,7 +90,8 @@ class SparkThroughServerTest {
 
   @AfterAll
   static void stopSparkAndServer() throws Exception {
-    try (ServerProcess stopping = server; RESTCatalog closing = rest) {
+    try (ServerProcess stopping = server;
+        RESTCatalog closing = rest) {
       if (spark != null) {
         spark.close();
       }
@@ -97,73 +99,93 @@ class SparkThroughServerTest {
   }
 
   /**
-   * Spark creates a format-v2 table with merge-on-read deletes, updates and merges, makes
-   * {@code id} its identifier field, and then inserts, merges, updates and deletes (the last
-   * three write position deletes). A {@link SkadeSource} in remote mode (parallelism 2), started
-   * before Spark's first write, emits exactly the changes Spark's own reads of the table before
-   * and after each statement show: {@code +I} for a new id, {@code -D} for a gone one, the pair
-   * {@code -U}/{@code +U} for a changed one. Applied strictly (an insert meets no row, a
-   * retraction exactly the row it retracts), they give Spark's final {@code SELECT}.
+   * Spark creates a format-v2 table with merge-on-read deletes, updates and merges, makes {@code
+   * id} its identifier field, and then inserts, merges, updates and deletes (the last three write
+   * position deletes). A {@link SkadeSource} in remote mode (parallelism 2), started before Spark's
+   * first write, emits exactly the changes Spark's own reads of the table before and after each
+   * statement show: {@code +I} for a new id, {@code -D} for a gone one, the pair {@code -U}/{@code
+   * +U} for a changed one. Applied strictly (an insert meets no row, a retraction exactly the row
+   * it retracts), they give Spark's final {@code SELECT}.
    */
   @Test
   @Timeout(300)
-  void aRemoteSkadeSourceSeesSparksInsertMergeUpdateAndDeleteAsAnExactChangelog()
-      throws Exception {
-    spark.sql("CREATE TABLE lake.db.written_by_spark (id BIGINT NOT NULL, name STRING)"
-        + " USING iceberg TBLPROPERTIES ('format-version' = '2',"
-        + " 'write.delete.mode' = 'merge-on-read', 'write.update.mode' = 'merge-on-read',"
-        + " 'write.merge.mode' = 'merge-on-read')");
+  void aRemoteSkadeSourceSeesSparksInsertMergeUpdateAndDeleteAsAnExactChangelog() throws Exception {
+    spark.sql(
+        "CREATE TABLE lake.db.written_by_spark (id BIGINT NOT NULL, name STRING)"
+            + " USING iceberg TBLPROPERTIES ('format-version' = '2',"
+            + " 'write.delete.mode' = 'merge-on-read', 'write.update.mode' = 'merge-on-read',"
+            + " 'write.merge.mode' = 'merge-on-read')");
     spark.sql("ALTER TABLE lake.db.written_by_spark SET IDENTIFIER FIELDS id");
 
     StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
     env.setParallelism(2);
-    SkadeSource<RowData> source = SkadeSource.builder()
-        .catalogProperties(Map.of("uri", server.uri(), "token", TOKEN))
-        .table(WRITTEN_BY_SPARK)
-        // Every change since the first snapshot, however soon the job is up.
-        .startupMode(StartupMode.EARLIEST)
-        // Longer than the test: only the server's commit feed wakes the enumerator.
-        .pollInterval(Duration.ofMinutes(30))
-        .build();
+    SkadeSource<RowData> source =
+        SkadeSource.builder()
+            .catalogProperties(Map.of("uri", server.uri(), "token", TOKEN))
+            .table(WRITTEN_BY_SPARK)
+            // Every change since the first snapshot, however soon the job is up.
+            .startupMode(StartupMode.EARLIEST)
+            // Longer than the test: only the server's commit feed wakes the enumerator.
+            .pollInterval(Duration.ofMinutes(30))
+            .build();
     List<String> seen = new ArrayList<>();
-    try (CloseableIterator<RowData> job = env.fromSource(source,
-        WatermarkStrategy.noWatermarks(), "spark's table").executeAndCollect()) {
-      CompletableFuture<Void> reading = CompletableFuture.runAsync(() -> job.forEachRemaining(
-          row -> {
-            synchronized (seen) {
-              seen.add(change(row));
-            }
-          }));
+    try (CloseableIterator<RowData> job =
+        env.fromSource(source, WatermarkStrategy.noWatermarks(), "spark's table")
+            .executeAndCollect()) {
+      CompletableFuture<Void> reading =
+          CompletableFuture.runAsync(
+              () ->
+                  job.forEachRemaining(
+                      row -> {
+                        synchronized (seen) {
+                          seen.add(change(row));
+                        }
+                      }));
 
       List<String> expected = new ArrayList<>();
-      sparkWrites("INSERT INTO lake.db.written_by_spark"
-          + " SELECT id, concat('a', id) FROM range(0, 40)", expected);
-      Snapshot merge = sparkWrites("MERGE INTO lake.db.written_by_spark t"
-          + " USING (SELECT id, concat('b', id) AS name FROM range(30, 50)) s ON t.id = s.id"
-          + " WHEN MATCHED AND t.id % 3 = 0 THEN DELETE"
-          + " WHEN MATCHED THEN UPDATE SET t.name = s.name"
-          + " WHEN NOT MATCHED THEN INSERT (id, name) VALUES (s.id, s.name)", expected);
-      Snapshot update = sparkWrites("UPDATE lake.db.written_by_spark"
-          + " SET name = concat(name, '-c') WHERE id % 5 = 1", expected);
-      Snapshot delete = sparkWrites("DELETE FROM lake.db.written_by_spark WHERE id % 4 = 0",
+      sparkWrites(
+          "INSERT INTO lake.db.written_by_spark" + " SELECT id, concat('a', id) FROM range(0, 40)",
           expected);
+      Snapshot merge =
+          sparkWrites(
+              "MERGE INTO lake.db.written_by_spark t"
+                  + " USING (SELECT id, concat('b', id) AS name FROM range(30, 50)) s ON t.id = s.id"
+                  + " WHEN MATCHED AND t.id % 3 = 0 THEN DELETE"
+                  + " WHEN MATCHED THEN UPDATE SET t.name = s.name"
+                  + " WHEN NOT MATCHED THEN INSERT (id, name) VALUES (s.id, s.name)",
+              expected);
+      Snapshot update =
+          sparkWrites(
+              "UPDATE lake.db.written_by_spark" + " SET name = concat(name, '-c') WHERE id % 5 = 1",
+              expected);
+      Snapshot delete =
+          sparkWrites("DELETE FROM lake.db.written_by_spark WHERE id % 4 = 0", expected);
       for (Snapshot rowLevel : List.of(merge, update, delete)) {
         assertThat(rowLevel.summary())
-            .as("merge-on-read: position deletes, no data file rewritten (%s)",
-                rowLevel.summary())
+            .as("merge-on-read: position deletes, no data file rewritten (%s)", rowLevel.summary())
             .containsKey("added-position-delete-files")
             .doesNotContainKey("deleted-data-files");
       }
-      assertThat(expected).as("the changes of Spark's statements")
-          .contains("-U 31 a31", "+U 31 b31", "-D 33 a33", "+I 45 b45", "-U 1 a1", "+U 1 a1-c",
+      assertThat(expected)
+          .as("the changes of Spark's statements")
+          .contains(
+              "-U 31 a31",
+              "+U 31 b31",
+              "-D 33 a33",
+              "+I 45 b45",
+              "-U 1 a1",
+              "+U 1 a1-c",
               "-D 4 a4");
 
-      await().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(200))
-          .until(() -> {
-            synchronized (seen) {
-              return seen.size() >= expected.size();
-            }
-          });
+      await()
+          .atMost(Duration.ofSeconds(120))
+          .pollInterval(Duration.ofMillis(200))
+          .until(
+              () -> {
+                synchronized (seen) {
+                  return seen.size() >= expected.size();
+                }
+              });
       Map<Long, String> sparkRows = sparkRowsOf("lake.db.written_by_spark");
       synchronized (seen) {
         assertThat(seen).as("the changelog").containsExactlyInAnyOrderElementsOf(expected);
@@ -178,26 +200,30 @@ class SparkThroughServerTest {
   }
 
   /**
-   * skade writes a table through the server (bucketed by its key): appends, an upsert
-   * (equality deletes), key deletes (equality deletes) and an overwrite by filter (position
-   * deletes). Spark reads every column of every row skade wrote, after the upsert and after the
-   * deletes.
+   * skade writes a table through the server (bucketed by its key): appends, an upsert (equality
+   * deletes), key deletes (equality deletes) and an overwrite by filter (position deletes). Spark
+   * reads every column of every row skade wrote, after the upsert and after the deletes.
    */
   @Test
   @Timeout(300)
   void sparkReadsWhatSkadeWroteThroughTheServerEqualityAndPositionDeletesApplied()
       throws Exception {
-    Schema schema = new Schema(List.of(
-        Types.NestedField.required(1, "id", Types.LongType.get()),
-        Types.NestedField.optional(2, "name", Types.StringType.get()),
-        Types.NestedField.optional(3, "qty", Types.IntegerType.get()),
-        Types.NestedField.optional(4, "price", Types.DecimalType.of(10, 2)),
-        Types.NestedField.optional(5, "day", Types.DateType.get()),
-        Types.NestedField.optional(6, "at", Types.TimestampType.withZone())),
-        Set.of(1));
-    Table table = rest.createTable(WRITTEN_BY_SKADE, schema,
-        PartitionSpec.builderFor(schema).bucket("id", 4).build(),
-        Map.of("format-version", "2"));
+    Schema schema =
+        new Schema(
+            List.of(
+                Types.NestedField.required(1, "id", Types.LongType.get()),
+                Types.NestedField.optional(2, "name", Types.StringType.get()),
+                Types.NestedField.optional(3, "qty", Types.IntegerType.get()),
+                Types.NestedField.optional(4, "price", Types.DecimalType.of(10, 2)),
+                Types.NestedField.optional(5, "day", Types.DateType.get()),
+                Types.NestedField.optional(6, "at", Types.TimestampType.withZone())),
+            Set.of(1));
+    Table table =
+        rest.createTable(
+            WRITTEN_BY_SKADE,
+            schema,
+            PartitionSpec.builderFor(schema).bucket("id", 4).build(),
+            Map.of("format-version", "2"));
     TableWriter writer = new TableWriter(table);
     Map<Long, List<String>> wrote = new TreeMap<>();
 
@@ -215,43 +241,48 @@ class SparkThroughServerTest {
     upserted.forEach(row -> wrote.put((Long) row.getField("id"), rendered(row)));
     assertThat(sparkRead()).as("Spark's read after the append and the upsert").isEqualTo(wrote);
 
-    Snapshot keyDeletes = writer.deleteKeys(List.of(skadeRow(schema, 0, 0),
-        skadeRow(schema, 7, 0), skadeRow(schema, 12, 0)));
+    Snapshot keyDeletes =
+        writer.deleteKeys(
+            List.of(skadeRow(schema, 0, 0), skadeRow(schema, 7, 0), skadeRow(schema, 12, 0)));
     List.of(0L, 7L, 12L).forEach(wrote::remove);
     Snapshot overwrite = writer.overwrite(Expressions.greaterThanOrEqual("qty", 20), List.of());
     wrote.values().removeIf(row -> row.get(2) != null && Integer.parseInt(row.get(2)) >= 20);
     assertThat(keyDeletes.summary()).containsKey("added-equality-delete-files");
     assertThat(overwrite.summary()).containsKey("added-position-delete-files");
     assertThat(wrote).as("rows left").hasSizeBetween(10, 25);
-    assertThat(sparkRead()).as("Spark's read after the key deletes and the overwrite")
+    assertThat(sparkRead())
+        .as("Spark's read after the key deletes and the overwrite")
         .isEqualTo(wrote);
   }
 
   /**
-   * Runs one write in Spark and adds to {@code changes} what Spark reads as its difference
-   * (rows by id before and after); returns the snapshot it committed.
+   * Runs one write in Spark and adds to {@code changes} what Spark reads as its difference (rows by
+   * id before and after); returns the snapshot it committed.
    */
   private static Snapshot sparkWrites(String statement, List<String> changes) throws Exception {
     Map<Long, String> before = sparkRowsOf("lake.db.written_by_spark");
     long snapshotsBefore = snapshotCount(rest.loadTable(WRITTEN_BY_SPARK));
     spark.sql(statement);
     Map<Long, String> after = sparkRowsOf("lake.db.written_by_spark");
-    before.forEach((id, name) -> {
-      String now = after.get(id);
-      if (now == null) {
-        changes.add("-D " + id + " " + name);
-      } else if (!now.equals(name)) {
-        changes.add("-U " + id + " " + name);
-        changes.add("+U " + id + " " + now);
-      }
-    });
-    after.forEach((id, name) -> {
-      if (!before.containsKey(id)) {
-        changes.add("+I " + id + " " + name);
-      }
-    });
+    before.forEach(
+        (id, name) -> {
+          String now = after.get(id);
+          if (now == null) {
+            changes.add("-D " + id + " " + name);
+          } else if (!now.equals(name)) {
+            changes.add("-U " + id + " " + name);
+            changes.add("+U " + id + " " + now);
+          }
+        });
+    after.forEach(
+        (id, name) -> {
+          if (!before.containsKey(id)) {
+            changes.add("+I " + id + " " + name);
+          }
+        });
     Table table = rest.loadTable(WRITTEN_BY_SPARK);
-    assertThat(snapshotCount(table)).as("snapshots after %s", statement)
+    assertThat(snapshotCount(table))
+        .as("snapshots after %s", statement)
         .isEqualTo(snapshotsBefore + 1);
     return table.currentSnapshot();
   }
@@ -268,7 +299,8 @@ class SparkThroughServerTest {
   private static Map<Long, String> sparkRowsOf(String table) throws Exception {
     Map<Long, String> rows = new HashMap<>();
     for (List<String> row : spark.sql("SELECT id, name FROM " + table)) {
-      assertThat(rows.put(Long.parseLong(row.get(0)), row.get(1))).as("rows with id %s", row)
+      assertThat(rows.put(Long.parseLong(row.get(0)), row.get(1)))
+          .as("rows with id %s", row)
           .isNull();
     }
     return rows;
@@ -277,8 +309,8 @@ class SparkThroughServerTest {
   /** Spark's rows of skade's table, by id. */
   private static Map<Long, List<String>> sparkRead() throws Exception {
     Map<Long, List<String>> rows = new TreeMap<>();
-    for (List<String> row : spark.sql(
-        "SELECT id, name, qty, price, day, at FROM lake.db.written_by_skade")) {
+    for (List<String> row :
+        spark.sql("SELECT id, name, qty, price, day, at FROM lake.db.written_by_skade")) {
       assertThat(rows.put(Long.parseLong(row.get(0)), row)).as("rows with id %s", row).isNull();
     }
     return rows;
@@ -292,23 +324,32 @@ class SparkThroughServerTest {
     row.setField("qty", id % 9 == 4 ? null : (int) ((id * 7 + version * 11) % 31));
     row.setField("price", BigDecimal.valueOf(id * 125 + version, 2));
     row.setField("day", LocalDate.of(2024, 2, 27).plusDays(id + version));
-    row.setField("at", OffsetDateTime.of(2024, 3, 1, 12, 0, 0, 0, ZoneOffset.UTC)
-        .plusSeconds(id * 3601 + version).plusNanos(id * 1_000L));
+    row.setField(
+        "at",
+        OffsetDateTime.of(2024, 3, 1, 12, 0, 0, 0, ZoneOffset.UTC)
+            .plusSeconds(id * 3601 + version)
+            .plusNanos(id * 1_000L));
     return row;
   }
 
   /** A row as Spark's Java values render: Long, String, Integer, BigDecimal, LocalDate, Instant. */
   private static List<String> rendered(Record row) {
     OffsetDateTime at = (OffsetDateTime) row.getField("at");
-    return Arrays.asList(String.valueOf(row.getField("id")), (String) row.getField("name"),
+    return Arrays.asList(
+        String.valueOf(row.getField("id")),
+        (String) row.getField("name"),
         row.getField("qty") == null ? null : String.valueOf(row.getField("qty")),
-        String.valueOf(row.getField("price")), String.valueOf(row.getField("day")),
+        String.valueOf(row.getField("price")),
+        String.valueOf(row.getField("day")),
         at.toInstant().toString());
   }
 
   /** A change of an {@code (id, name)} row, e.g. {@code "+U 2 b2"}. */
   private static String change(RowData row) {
-    return row.getRowKind().shortString() + " " + row.getLong(0) + " "
+    return row.getRowKind().shortString()
+        + " "
+        + row.getLong(0)
+        + " "
         + (row.isNullAt(1) ? "null" : row.getString(1).toString());
   }
 

@@ -1,5 +1,6 @@
 package io.skade.table;
 
+import static io.skade.table.SkadeConnectorOptions.BUCKET;
 import static io.skade.table.SkadeConnectorOptions.CATALOG_PATH;
 import static io.skade.table.SkadeConnectorOptions.CHANGELOG_BEFORE_IMAGE;
 import static io.skade.table.SkadeConnectorOptions.CHANGELOG_MODE;
@@ -13,17 +14,6 @@ import static io.skade.table.SkadeConnectorOptions.LOOKUP_ASYNC_THREADS;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_POLL_INTERVAL;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_ROW_CACHE_MAX_ROWS;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_SNAPSHOT_ID;
-import static io.skade.table.SkadeConnectorOptions.SCAN_APPEND_ONLY;
-import static io.skade.table.SkadeConnectorOptions.SCAN_BOUNDED;
-import static io.skade.table.SkadeConnectorOptions.SCAN_CONSUMER_ID;
-import static io.skade.table.SkadeConnectorOptions.SCAN_END_SNAPSHOT_ID;
-import static io.skade.table.SkadeConnectorOptions.SCAN_POLL_INTERVAL;
-import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_COMMIT_SEQ;
-import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_MODE;
-import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_SNAPSHOT_ID;
-import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_TIMESTAMP_MILLIS;
-import static io.skade.table.SkadeConnectorOptions.SERVER_RETRY_TIMEOUT;
-import static io.skade.table.SkadeConnectorOptions.BUCKET;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_COMPACT_DATA_FILES;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_COMPACT_DELETE_FILES;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_ENABLED;
@@ -31,7 +21,17 @@ import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_INTERVAL;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_ORPHAN_MIN_AGE;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_SNAPSHOT_MAX_AGE;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_SNAPSHOT_RETAIN_LAST;
+import static io.skade.table.SkadeConnectorOptions.SCAN_APPEND_ONLY;
+import static io.skade.table.SkadeConnectorOptions.SCAN_BOUNDED;
+import static io.skade.table.SkadeConnectorOptions.SCAN_CONSUMER_ID;
+import static io.skade.table.SkadeConnectorOptions.SCAN_END_SNAPSHOT_ID;
 import static io.skade.table.SkadeConnectorOptions.SCAN_PARALLELISM;
+import static io.skade.table.SkadeConnectorOptions.SCAN_POLL_INTERVAL;
+import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_COMMIT_SEQ;
+import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_MODE;
+import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_SNAPSHOT_ID;
+import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_TIMESTAMP_MILLIS;
+import static io.skade.table.SkadeConnectorOptions.SERVER_RETRY_TIMEOUT;
 import static io.skade.table.SkadeConnectorOptions.SINK_PARALLELISM;
 import static io.skade.table.SkadeConnectorOptions.TABLE;
 import static io.skade.table.SkadeConnectorOptions.TOKEN;
@@ -85,105 +85,120 @@ import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 
 /**
- * The options of a skade table or catalog, turned into checked values before anything is opened:
- * no catalog, directory or table is touched until every option has passed. Unknown keys fail
- * with the closest known key suggested; a value that does not parse, is out of range or is not
- * one of the accepted ones fails naming the option, the value and what is accepted; so do options
- * that need one another ({@code from-snapshot} and its snapshot id) or exclude one another (a
- * companion of another mode). The one place where skade's SQL options are read.
+ * The options of a skade table or catalog, turned into checked values before anything is opened: no
+ * catalog, directory or table is touched until every option has passed. Unknown keys fail with the
+ * closest known key suggested; a value that does not parse, is out of range or is not one of the
+ * accepted ones fails naming the option, the value and what is accepted; so do options that need
+ * one another ({@code from-snapshot} and its snapshot id) or exclude one another (a companion of
+ * another mode). The one place where skade's SQL options are read.
  */
 final class CheckedOptions {
   private CheckedOptions() {}
 
-  private static final Map<String, StartupMode> STARTUP_MODES = Arrays.stream(
-      StartupMode.values()).collect(Collectors.toMap(StartupMode::value, mode -> mode,
-          (a, b) -> a, LinkedHashMap::new));
+  private static final Map<String, StartupMode> STARTUP_MODES =
+      Arrays.stream(StartupMode.values())
+          .collect(
+              Collectors.toMap(StartupMode::value, mode -> mode, (a, b) -> a, LinkedHashMap::new));
 
-  private static final Map<String, Mode> CHANGELOG_MODES = choices(
-      "per-snapshot", Mode.PER_SNAPSHOT, "collapsed", Mode.COLLAPSED);
+  private static final Map<String, Mode> CHANGELOG_MODES =
+      choices("per-snapshot", Mode.PER_SNAPSHOT, "collapsed", Mode.COLLAPSED);
 
-  private static final Map<String, BeforeImage> BEFORE_IMAGES = choices(
-      "full", BeforeImage.FULL, "key-only", BeforeImage.KEY_ONLY);
+  private static final Map<String, BeforeImage> BEFORE_IMAGES =
+      choices("full", BeforeImage.FULL, "key-only", BeforeImage.KEY_ONLY);
 
   /** Each startup mode that takes a value, and the option giving it. */
-  private static final Map<StartupMode, ConfigOption<Long>> STARTUP_VALUES = choices(
-      StartupMode.FROM_SNAPSHOT, SCAN_STARTUP_SNAPSHOT_ID,
-      StartupMode.FROM_TIMESTAMP, SCAN_STARTUP_TIMESTAMP_MILLIS,
-      StartupMode.FROM_COMMIT_SEQ, SCAN_STARTUP_COMMIT_SEQ);
+  private static final Map<StartupMode, ConfigOption<Long>> STARTUP_VALUES =
+      choices(
+          StartupMode.FROM_SNAPSHOT, SCAN_STARTUP_SNAPSHOT_ID,
+          StartupMode.FROM_TIMESTAMP, SCAN_STARTUP_TIMESTAMP_MILLIS,
+          StartupMode.FROM_COMMIT_SEQ, SCAN_STARTUP_COMMIT_SEQ);
 
   /** The options that bound Flink's PARTIAL cache: one of them is needed. */
-  private static final List<ConfigOption<?>> PARTIAL_CACHE_BOUNDS = List.of(
-      PARTIAL_CACHE_MAX_ROWS, PARTIAL_CACHE_EXPIRE_AFTER_WRITE,
-      PARTIAL_CACHE_EXPIRE_AFTER_ACCESS);
+  private static final List<ConfigOption<?>> PARTIAL_CACHE_BOUNDS =
+      List.of(
+          PARTIAL_CACHE_MAX_ROWS,
+          PARTIAL_CACHE_EXPIRE_AFTER_WRITE,
+          PARTIAL_CACHE_EXPIRE_AFTER_ACCESS);
 
-  private static final List<ConfigOption<?>> PARTIAL_CACHE_OPTIONS = Stream.concat(
-      PARTIAL_CACHE_BOUNDS.stream(), Stream.of(PARTIAL_CACHE_CACHE_MISSING_KEY)).toList();
+  private static final List<ConfigOption<?>> PARTIAL_CACHE_OPTIONS =
+      Stream.concat(PARTIAL_CACHE_BOUNDS.stream(), Stream.of(PARTIAL_CACHE_CACHE_MISSING_KEY))
+          .toList();
 
   private static final String SNAPSHOT_ID = "a snapshot id, an integer";
   private static final String BOOLEAN = "'true' or 'false'";
-  private static final String DURATION = "a positive duration such as '500 ms', '2 s' or"
-      + " '1 min'";
-  private static final String OPENLINEAGE_URLS = "an OpenLineage collector's http:// or"
-      + " https:// URL, file:<path> or console";
+  private static final String DURATION =
+      "a positive duration such as '500 ms', '2 s' or" + " '1 min'";
+  private static final String OPENLINEAGE_URLS =
+      "an OpenLineage collector's http:// or" + " https:// URL, file:<path> or console";
 
   /** What each option accepts, as its errors say; an option missing here takes any string. */
-  private static final Map<String, String> ACCEPTED = Map.ofEntries(
-      entry(SCAN_STARTUP_MODE.key(), quoted(STARTUP_MODES.keySet())),
-      entry(SCAN_STARTUP_SNAPSHOT_ID.key(), SNAPSHOT_ID),
-      entry(SCAN_STARTUP_TIMESTAMP_MILLIS.key(), "epoch milliseconds, 0 or more"),
-      entry(SCAN_STARTUP_COMMIT_SEQ.key(), "a catalog commit_seq, 0 or more"),
-      entry(SCAN_BOUNDED.key(), BOOLEAN),
-      entry(SCAN_APPEND_ONLY.key(), BOOLEAN),
-      entry(SCAN_END_SNAPSHOT_ID.key(), SNAPSHOT_ID),
-      entry(SCAN_POLL_INTERVAL.key(), DURATION),
-      entry(CHANGELOG_MODE.key(), quoted(CHANGELOG_MODES.keySet())),
-      entry(CHANGELOG_BEFORE_IMAGE.key(), quoted(BEFORE_IMAGES.keySet())),
-      entry(LOOKUP_ASYNC.key(), BOOLEAN),
-      entry(LOOKUP_ASYNC_THREADS.key(), "a positive integer"),
-      entry(LOOKUP_SNAPSHOT_ID.key(), SNAPSHOT_ID),
-      entry(LOOKUP_POLL_INTERVAL.key(), "'0 s' (every probe sees every commit durable when it"
-          + " began) or " + DURATION),
-      entry(LOOKUP_ROW_CACHE_MAX_ROWS.key(), "0 (off) or a positive number of rows"),
-      entry(CACHE_TYPE.key(), quoted(Arrays.stream(LookupCacheType.values())
-          .map(Enum::name).toList())),
-      entry(MAX_RETRIES.key(), "0 or a positive integer"),
-      entry(PARTIAL_CACHE_MAX_ROWS.key(), "a positive number of rows"),
-      entry(PARTIAL_CACHE_EXPIRE_AFTER_WRITE.key(), DURATION),
-      entry(PARTIAL_CACHE_EXPIRE_AFTER_ACCESS.key(), DURATION),
-      entry(PARTIAL_CACHE_CACHE_MISSING_KEY.key(), BOOLEAN),
-      entry(SINK_PARALLELISM.key(), "a positive integer"),
-      entry(SCAN_PARALLELISM.key(), "a positive integer"),
-      entry(BUCKET.key(), "a whole number of buckets, 1 or more, e.g. '8'"),
-      entry(MAINTENANCE_ENABLED.key(), BOOLEAN),
-      entry(MAINTENANCE_COMPACT_DATA_FILES.key(), "a positive integer"),
-      entry(MAINTENANCE_COMPACT_DELETE_FILES.key(), "a positive integer"),
-      entry(MAINTENANCE_SNAPSHOT_MAX_AGE.key(), DURATION),
-      entry(MAINTENANCE_SNAPSHOT_RETAIN_LAST.key(), "a positive integer"),
-      entry(MAINTENANCE_ORPHAN_MIN_AGE.key(), DURATION),
-      entry(MAINTENANCE_INTERVAL.key(), DURATION),
-      entry(LINEAGE_SINK.key(), quoted(CatalogLineage.SINKS)),
-      entry(LINEAGE_OPENLINEAGE_URL.key(), OPENLINEAGE_URLS),
-      entry(WAREHOUSE.key(), "a local path or a URI"),
-      entry(SERVER_RETRY_TIMEOUT.key(), DURATION));
+  private static final Map<String, String> ACCEPTED =
+      Map.ofEntries(
+          entry(SCAN_STARTUP_MODE.key(), quoted(STARTUP_MODES.keySet())),
+          entry(SCAN_STARTUP_SNAPSHOT_ID.key(), SNAPSHOT_ID),
+          entry(SCAN_STARTUP_TIMESTAMP_MILLIS.key(), "epoch milliseconds, 0 or more"),
+          entry(SCAN_STARTUP_COMMIT_SEQ.key(), "a catalog commit_seq, 0 or more"),
+          entry(SCAN_BOUNDED.key(), BOOLEAN),
+          entry(SCAN_APPEND_ONLY.key(), BOOLEAN),
+          entry(SCAN_END_SNAPSHOT_ID.key(), SNAPSHOT_ID),
+          entry(SCAN_POLL_INTERVAL.key(), DURATION),
+          entry(CHANGELOG_MODE.key(), quoted(CHANGELOG_MODES.keySet())),
+          entry(CHANGELOG_BEFORE_IMAGE.key(), quoted(BEFORE_IMAGES.keySet())),
+          entry(LOOKUP_ASYNC.key(), BOOLEAN),
+          entry(LOOKUP_ASYNC_THREADS.key(), "a positive integer"),
+          entry(LOOKUP_SNAPSHOT_ID.key(), SNAPSHOT_ID),
+          entry(
+              LOOKUP_POLL_INTERVAL.key(),
+              "'0 s' (every probe sees every commit durable when it" + " began) or " + DURATION),
+          entry(LOOKUP_ROW_CACHE_MAX_ROWS.key(), "0 (off) or a positive number of rows"),
+          entry(
+              CACHE_TYPE.key(),
+              quoted(Arrays.stream(LookupCacheType.values()).map(Enum::name).toList())),
+          entry(MAX_RETRIES.key(), "0 or a positive integer"),
+          entry(PARTIAL_CACHE_MAX_ROWS.key(), "a positive number of rows"),
+          entry(PARTIAL_CACHE_EXPIRE_AFTER_WRITE.key(), DURATION),
+          entry(PARTIAL_CACHE_EXPIRE_AFTER_ACCESS.key(), DURATION),
+          entry(PARTIAL_CACHE_CACHE_MISSING_KEY.key(), BOOLEAN),
+          entry(SINK_PARALLELISM.key(), "a positive integer"),
+          entry(SCAN_PARALLELISM.key(), "a positive integer"),
+          entry(BUCKET.key(), "a whole number of buckets, 1 or more, e.g. '8'"),
+          entry(MAINTENANCE_ENABLED.key(), BOOLEAN),
+          entry(MAINTENANCE_COMPACT_DATA_FILES.key(), "a positive integer"),
+          entry(MAINTENANCE_COMPACT_DELETE_FILES.key(), "a positive integer"),
+          entry(MAINTENANCE_SNAPSHOT_MAX_AGE.key(), DURATION),
+          entry(MAINTENANCE_SNAPSHOT_RETAIN_LAST.key(), "a positive integer"),
+          entry(MAINTENANCE_ORPHAN_MIN_AGE.key(), DURATION),
+          entry(MAINTENANCE_INTERVAL.key(), DURATION),
+          entry(LINEAGE_SINK.key(), quoted(CatalogLineage.SINKS)),
+          entry(LINEAGE_OPENLINEAGE_URL.key(), OPENLINEAGE_URLS),
+          entry(WAREHOUSE.key(), "a local path or a URI"),
+          entry(SERVER_RETRY_TIMEOUT.key(), DURATION));
 
   /** Where a declaration's table is: the skade catalog's properties and the Iceberg table. */
   record Location(Map<String, String> catalogProperties, TableIdentifier table) {}
 
   /**
    * The unknown-key check of a declaration. A skade catalog's table carries its Iceberg table
-   * properties among its options, which can be told from unknown keys only once it is loaded;
-   * every other declaration has been checked already, and this does nothing.
+   * properties among its options, which can be told from unknown keys only once it is loaded; every
+   * other declaration has been checked already, and this does nothing.
    */
   interface KeyCheck {
     void afterLoading(Table table);
   }
 
   /** A table source's checked options. */
-  record Source(Location location, SkadeTableSource.Scan scan, SkadeTableSource.Lookup lookup,
+  record Source(
+      Location location,
+      SkadeTableSource.Scan scan,
+      SkadeTableSource.Lookup lookup,
       KeyCheck keys) {}
 
   /** A table sink's checked options; {@code parallelism} and {@code actor} may be null. */
-  record Sink(Location location, Integer parallelism, String actor, SinkMaintenance maintenance,
+  record Sink(
+      Location location,
+      Integer parallelism,
+      String actor,
+      SinkMaintenance maintenance,
       KeyCheck keys) {}
 
   /** A {@code skade} catalog's checked options. */
@@ -193,39 +208,51 @@ final class CheckedOptions {
    * The options of a table read by {@code factory}; {@code catalogProperties} are those of the
    * skade catalog serving the table, or null for a {@code 'connector' = 'skade'} table.
    */
-  static Source source(DynamicTableFactory factory, DynamicTableFactory.Context context,
+  static Source source(
+      DynamicTableFactory factory,
+      DynamicTableFactory.Context context,
       Map<String, String> catalogProperties) {
     Declaration declaration = new Declaration(factory, context, catalogProperties);
     Location location = declaration.location(context.getObjectIdentifier());
-    boolean batch = context.getConfiguration().get(ExecutionOptions.RUNTIME_MODE)
-        == RuntimeExecutionMode.BATCH;
-    ResolvedSchema physical = TableResolution.physical(context.getCatalogTable()
-        .getResolvedSchema());
-    return new Source(location, declaration.options.scan(location, batch, physical),
-        declaration.options.lookup(), declaration.keyCheck());
+    boolean batch =
+        context.getConfiguration().get(ExecutionOptions.RUNTIME_MODE) == RuntimeExecutionMode.BATCH;
+    ResolvedSchema physical =
+        TableResolution.physical(context.getCatalogTable().getResolvedSchema());
+    return new Source(
+        location,
+        declaration.options.scan(location, batch, physical),
+        declaration.options.lookup(),
+        declaration.keyCheck());
   }
 
   /** The options of a table written by {@code factory}; see {@link #source}. */
-  static Sink sink(DynamicTableFactory factory, DynamicTableFactory.Context context,
+  static Sink sink(
+      DynamicTableFactory factory,
+      DynamicTableFactory.Context context,
       Map<String, String> catalogProperties) {
     Declaration declaration = new Declaration(factory, context, catalogProperties);
     Location location = declaration.location(context.getObjectIdentifier());
     Values options = declaration.options;
-    return new Sink(location, options.config.getOptional(SINK_PARALLELISM).orElse(null),
-        options.config.getOptional(LINEAGE_ACTOR).orElse(null), options.maintenance(),
+    return new Sink(
+        location,
+        options.config.getOptional(SINK_PARALLELISM).orElse(null),
+        options.config.getOptional(LINEAGE_ACTOR).orElse(null),
+        options.maintenance(),
         declaration.keyCheck());
   }
 
   /** The options of a {@code CREATE CATALOG ... WITH ('type' = 'skade', ...)}. */
   static CatalogSettings catalog(CatalogFactory factory, CatalogFactory.Context context) {
-    FactoryUtil.CatalogFactoryHelper helper = FactoryUtil.createCatalogFactoryHelper(factory,
-        context);
+    FactoryUtil.CatalogFactoryHelper helper =
+        FactoryUtil.createCatalogFactoryHelper(factory, context);
     Values options = new Values(helper.getOptions());
     options.parse(factory);
     validateKeys(factory, options.config.toMap().keySet(), Set.of(), helper::validate);
     Map<String, String> properties = options.catalogProperties();
-    options.config.getOptional(LINEAGE_ACTOR).ifPresent(actor ->
-        properties.put(LINEAGE_ACTOR.key(), actor));
+    options
+        .config
+        .getOptional(LINEAGE_ACTOR)
+        .ifPresent(actor -> properties.put(LINEAGE_ACTOR.key(), actor));
     return new CatalogSettings(options.config.get(DEFAULT_DATABASE), properties);
   }
 
@@ -236,7 +263,9 @@ final class CheckedOptions {
     final Map<String, String> catalogProperties;
     final Values options;
 
-    Declaration(DynamicTableFactory factory, DynamicTableFactory.Context context,
+    Declaration(
+        DynamicTableFactory factory,
+        DynamicTableFactory.Context context,
         Map<String, String> catalogProperties) {
       this.factory = factory;
       this.helper = FactoryUtil.createTableFactoryHelper(factory, context);
@@ -251,8 +280,9 @@ final class CheckedOptions {
 
     Location location(ObjectIdentifier id) {
       if (catalogProperties != null) {
-        return new Location(catalogProperties, TableIdentifier.of(
-            Namespace.of(id.getDatabaseName()), id.getObjectName()));
+        return new Location(
+            catalogProperties,
+            TableIdentifier.of(Namespace.of(id.getDatabaseName()), id.getObjectName()));
       }
       Map<String, String> properties = options.catalogProperties();
       String database = options.config.getOptional(DATABASE).orElse(id.getDatabaseName());
@@ -262,14 +292,17 @@ final class CheckedOptions {
 
     KeyCheck keyCheck() {
       if (catalogProperties == null) {
-        return table -> { };
+        return table -> {};
       }
       return table -> {
         String[] tableProperties = table.properties().keySet().toArray(String[]::new);
         if (tableProperties.length == 0) {
           validateKeys(factory, options.config.toMap().keySet(), Set.of(), helper::validate);
         } else {
-          validateKeys(factory, options.config.toMap().keySet(), Set.of(tableProperties),
+          validateKeys(
+              factory,
+              options.config.toMap().keySet(),
+              Set.of(tableProperties),
               () -> helper.validateExcept(tableProperties));
         }
       };
@@ -278,52 +311,64 @@ final class CheckedOptions {
 
   /**
    * Runs Flink's key check ({@code validate}); when it fails on keys the factory does not know,
-   * fails instead naming each with the closest known key. {@code prefixesToSkip} are let
-   * through, as Flink's {@code validateExcept} lets them.
+   * fails instead naming each with the closest known key. {@code prefixesToSkip} are let through,
+   * as Flink's {@code validateExcept} lets them.
    */
-  private static void validateKeys(Factory factory, Set<String> keys, Set<String> prefixesToSkip,
-      Runnable validate) {
+  private static void validateKeys(
+      Factory factory, Set<String> keys, Set<String> prefixesToSkip, Runnable validate) {
     try {
       validate.run();
     } catch (ValidationException e) {
       Set<String> supported = new TreeSet<>();
       Stream.concat(factory.requiredOptions().stream(), factory.optionalOptions().stream())
-          .flatMap(CheckedOptions::allKeys).forEach(supported::add);
+          .flatMap(CheckedOptions::allKeys)
+          .forEach(supported::add);
       Set<String> known = new LinkedHashSet<>(supported);
-      Stream.of(FactoryUtil.CONNECTOR, FactoryUtil.PROPERTY_VERSION,
-          FactoryUtil.WATERMARK_EMIT_STRATEGY, FactoryUtil.WATERMARK_ALIGNMENT_GROUP,
-          FactoryUtil.WATERMARK_ALIGNMENT_MAX_DRIFT,
-          FactoryUtil.WATERMARK_ALIGNMENT_UPDATE_INTERVAL, FactoryUtil.SOURCE_IDLE_TIMEOUT)
-          .flatMap(CheckedOptions::allKeys).forEach(known::add);
-      List<String> unknown = keys.stream().sorted()
-          .filter(key -> !known.contains(key))
-          .filter(key -> prefixesToSkip.stream().noneMatch(key::startsWith))
-          .toList();
+      Stream.of(
+              FactoryUtil.CONNECTOR,
+              FactoryUtil.PROPERTY_VERSION,
+              FactoryUtil.WATERMARK_EMIT_STRATEGY,
+              FactoryUtil.WATERMARK_ALIGNMENT_GROUP,
+              FactoryUtil.WATERMARK_ALIGNMENT_MAX_DRIFT,
+              FactoryUtil.WATERMARK_ALIGNMENT_UPDATE_INTERVAL,
+              FactoryUtil.SOURCE_IDLE_TIMEOUT)
+          .flatMap(CheckedOptions::allKeys)
+          .forEach(known::add);
+      List<String> unknown =
+          keys.stream()
+              .sorted()
+              .filter(key -> !known.contains(key))
+              .filter(key -> prefixesToSkip.stream().noneMatch(key::startsWith))
+              .toList();
       if (unknown.isEmpty()) {
         throw e;
       }
       List<String> named = new ArrayList<>();
       for (String key : unknown) {
         String closest = closestKey(key, supported);
-        named.add("'" + key + "'" + (closest == null ? "" : " (did you mean '" + closest
-            + "'?)"));
+        named.add("'" + key + "'" + (closest == null ? "" : " (did you mean '" + closest + "'?)"));
       }
-      throw new ValidationException("Unsupported options found for '"
-          + factory.factoryIdentifier() + "': " + String.join(", ", named)
-          + ".\n\nSupported options:\n\n" + String.join("\n", supported), e);
+      throw new ValidationException(
+          "Unsupported options found for '"
+              + factory.factoryIdentifier()
+              + "': "
+              + String.join(", ", named)
+              + ".\n\nSupported options:\n\n"
+              + String.join("\n", supported),
+          e);
     }
   }
 
   private static Stream<String> allKeys(ConfigOption<?> option) {
-    return Stream.concat(Stream.of(option.key()),
-        StreamSupport.stream(option.fallbackKeys().spliterator(), false)
-            .map(FallbackKey::getKey));
+    return Stream.concat(
+        Stream.of(option.key()),
+        StreamSupport.stream(option.fallbackKeys().spliterator(), false).map(FallbackKey::getKey));
   }
 
   /**
-   * The known key {@code key} most likely stands for: the nearest by edit distance (ignoring
-   * case), if within a third of its length (at least 2), else the one it is the last part of
-   * ({@code startup.mode} for {@code scan.startup.mode}); null if none is near.
+   * The known key {@code key} most likely stands for: the nearest by edit distance (ignoring case),
+   * if within a third of its length (at least 2), else the one it is the last part of ({@code
+   * startup.mode} for {@code scan.startup.mode}); null if none is near.
    */
   static String closestKey(String key, Collection<String> known) {
     String lower = key.toLowerCase(Locale.ROOT);
@@ -339,9 +384,11 @@ final class CheckedOptions {
     if (closest != null && best <= Math.max(2, key.length() / 3)) {
       return closest;
     }
-    return new TreeSet<>(known).stream()
-        .filter(candidate -> candidate.toLowerCase(Locale.ROOT).endsWith("." + lower))
-        .findFirst().orElse(null);
+    return new TreeSet<>(known)
+        .stream()
+            .filter(candidate -> candidate.toLowerCase(Locale.ROOT).endsWith("." + lower))
+            .findFirst()
+            .orElse(null);
   }
 
   /** Levenshtein distance: the fewest inserted, deleted or replaced characters. */
@@ -377,13 +424,14 @@ final class CheckedOptions {
     /** Parses every option of {@code factory} that is set, as Flink would on first use. */
     void parse(Factory factory) {
       Stream.concat(factory.requiredOptions().stream(), factory.optionalOptions().stream())
-          .forEach(option -> {
-            try {
-              config.getOptional(option);
-            } catch (IllegalArgumentException e) {
-              throw invalid(option, "does not parse", e);
-            }
-          });
+          .forEach(
+              option -> {
+                try {
+                  config.getOptional(option);
+                } catch (IllegalArgumentException e) {
+                  throw invalid(option, "does not parse", e);
+                }
+              });
     }
 
     /** Checks the ranges and choices of all values, whether the table is read or written. */
@@ -395,11 +443,14 @@ final class CheckedOptions {
       atLeast(SCAN_STARTUP_COMMIT_SEQ, 0);
       positive(SCAN_POLL_INTERVAL);
       positive(SERVER_RETRY_TIMEOUT);
-      config.getOptional(LOOKUP_POLL_INTERVAL).ifPresent(value -> {
-        if (value.isNegative()) {
-          throw invalid(LOOKUP_POLL_INTERVAL, "is negative", null);
-        }
-      });
+      config
+          .getOptional(LOOKUP_POLL_INTERVAL)
+          .ifPresent(
+              value -> {
+                if (value.isNegative()) {
+                  throw invalid(LOOKUP_POLL_INTERVAL, "is negative", null);
+                }
+              });
       positive(PARTIAL_CACHE_EXPIRE_AFTER_WRITE);
       positive(PARTIAL_CACHE_EXPIRE_AFTER_ACCESS);
       atLeast(LOOKUP_ASYNC_THREADS, 1);
@@ -413,15 +464,19 @@ final class CheckedOptions {
 
     /** The sink's maintenance; its own checks name the option that is wrong. */
     SinkMaintenance maintenance() {
-      return new SinkMaintenance(config.get(MAINTENANCE_ENABLED),
-          config.get(MAINTENANCE_COMPACT_DATA_FILES), config.get(MAINTENANCE_COMPACT_DELETE_FILES),
-          config.get(MAINTENANCE_SNAPSHOT_MAX_AGE), config.get(MAINTENANCE_SNAPSHOT_RETAIN_LAST),
-          config.get(MAINTENANCE_ORPHAN_MIN_AGE), config.get(MAINTENANCE_INTERVAL));
+      return new SinkMaintenance(
+          config.get(MAINTENANCE_ENABLED),
+          config.get(MAINTENANCE_COMPACT_DATA_FILES),
+          config.get(MAINTENANCE_COMPACT_DELETE_FILES),
+          config.get(MAINTENANCE_SNAPSHOT_MAX_AGE),
+          config.get(MAINTENANCE_SNAPSHOT_RETAIN_LAST),
+          config.get(MAINTENANCE_ORPHAN_MIN_AGE),
+          config.get(MAINTENANCE_INTERVAL));
     }
 
     /**
-     * The properties of the skade catalog a {@code 'connector' = 'skade'} table or a {@code
-     * skade} catalog opens: warehouse, catalog path and the lineage sink.
+     * The properties of the skade catalog a {@code 'connector' = 'skade'} table or a {@code skade}
+     * catalog opens: warehouse, catalog path and the lineage sink.
      */
     Map<String, String> catalogProperties() {
       Map<String, String> properties = new HashMap<>();
@@ -432,42 +487,70 @@ final class CheckedOptions {
       }
       for (ConfigOption<?> remoteOnly : List.of(TOKEN, SERVER_RETRY_TIMEOUT)) {
         if (config.getOptional(remoteOnly).isPresent()) {
-          throw new ValidationException("option '" + remoteOnly.key() + "' applies only to a"
-              + " catalog reached through a skade server ('" + URI.key() + "'), but none is"
-              + " set: remove it, or set '" + URI.key() + "'");
+          throw new ValidationException(
+              "option '"
+                  + remoteOnly.key()
+                  + "' applies only to a"
+                  + " catalog reached through a skade server ('"
+                  + URI.key()
+                  + "'), but none is"
+                  + " set: remove it, or set '"
+                  + URI.key()
+                  + "'");
         }
       }
       String warehouse = config.getOptional(WAREHOUSE).orElse(null);
       if (warehouse == null) {
-        throw new ValidationException("a skade table or catalog needs option '"
-            + WAREHOUSE.key() + "' (a local path or a URI: the catalog is opened in this JVM)"
-            + " or option '" + URI.key() + "' (a skade server's http:// address: the catalog"
-            + " is reached through it); set one of them");
+        throw new ValidationException(
+            "a skade table or catalog needs option '"
+                + WAREHOUSE.key()
+                + "' (a local path or a URI: the catalog is opened in this JVM)"
+                + " or option '"
+                + URI.key()
+                + "' (a skade server's http:// address: the catalog"
+                + " is reached through it); set one of them");
       }
       if (warehouse.isBlank()) {
         throw invalid(WAREHOUSE, "is empty", null);
       }
       properties.put(WAREHOUSE.key(), warehouse);
-      config.getOptional(CATALOG_PATH).ifPresent(path -> properties.put(CATALOG_PATH.key(),
-          path));
-      String sink = choice(LINEAGE_SINK, CatalogLineage.SINKS.stream()
-          .collect(Collectors.toMap(s -> s, s -> s, (a, b) -> a, LinkedHashMap::new)));
+      config.getOptional(CATALOG_PATH).ifPresent(path -> properties.put(CATALOG_PATH.key(), path));
+      String sink =
+          choice(
+              LINEAGE_SINK,
+              CatalogLineage.SINKS.stream()
+                  .collect(Collectors.toMap(s -> s, s -> s, (a, b) -> a, LinkedHashMap::new)));
       String url = config.getOptional(LINEAGE_OPENLINEAGE_URL).orElse(null);
       if (sink.equals("openlineage")) {
         if (url == null || url.isBlank()) {
-          throw new ValidationException("option '" + LINEAGE_SINK.key() + "' = 'openlineage'"
-              + " needs option '" + LINEAGE_OPENLINEAGE_URL.key() + "' (" + OPENLINEAGE_URLS
-              + "); set it");
+          throw new ValidationException(
+              "option '"
+                  + LINEAGE_SINK.key()
+                  + "' = 'openlineage'"
+                  + " needs option '"
+                  + LINEAGE_OPENLINEAGE_URL.key()
+                  + "' ("
+                  + OPENLINEAGE_URLS
+                  + "); set it");
         }
-        if (!(url.equals("console") || url.startsWith("file:") || url.startsWith("http://")
+        if (!(url.equals("console")
+            || url.startsWith("file:")
+            || url.startsWith("http://")
             || url.startsWith("https://"))) {
           throw invalid(LINEAGE_OPENLINEAGE_URL, "is not a destination", null);
         }
         properties.put(LINEAGE_OPENLINEAGE_URL.key(), url);
       } else if (url != null) {
-        throw new ValidationException("option '" + LINEAGE_OPENLINEAGE_URL.key()
-            + "' applies only to '" + LINEAGE_SINK.key() + "' = 'openlineage', but the sink is '"
-            + sink + "': remove it (it is '" + url + "') or set the sink to 'openlineage'");
+        throw new ValidationException(
+            "option '"
+                + LINEAGE_OPENLINEAGE_URL.key()
+                + "' applies only to '"
+                + LINEAGE_SINK.key()
+                + "' = 'openlineage', but the sink is '"
+                + sink
+                + "': remove it (it is '"
+                + url
+                + "') or set the sink to 'openlineage'");
       }
       if (!sink.equals("none")) {
         properties.put(LINEAGE_SINK.key(), sink);
@@ -476,9 +559,9 @@ final class CheckedOptions {
     }
 
     /**
-     * The properties of a catalog reached through the skade server {@code uri}: its address,
-     * token and retry time, checked here. The server owns the warehouse, the store and the
-     * commit lineage, so the options that set them for a catalog of this JVM are refused.
+     * The properties of a catalog reached through the skade server {@code uri}: its address, token
+     * and retry time, checked here. The server owns the warehouse, the store and the commit
+     * lineage, so the options that set them for a catalog of this JVM are refused.
      */
     private void remote(String uri, Map<String, String> properties) {
       java.net.URI parsed; // not imported: URI is the option here
@@ -487,24 +570,37 @@ final class CheckedOptions {
       } catch (IllegalArgumentException e) {
         parsed = null;
       }
-      if (parsed == null || parsed.getHost() == null || !("http".equalsIgnoreCase(
-          parsed.getScheme()) || "https".equalsIgnoreCase(parsed.getScheme()))) {
-        throw invalid(URI, "is not the http:// or https:// address of a skade server (such as"
-            + " 'http://catalog-host:8181')", null);
+      if (parsed == null
+          || parsed.getHost() == null
+          || !("http".equalsIgnoreCase(parsed.getScheme())
+              || "https".equalsIgnoreCase(parsed.getScheme()))) {
+        throw invalid(
+            URI,
+            "is not the http:// or https:// address of a skade server (such as"
+                + " 'http://catalog-host:8181')",
+            null);
       }
-      for (ConfigOption<?> local : List.of(WAREHOUSE, CATALOG_PATH, LINEAGE_SINK,
-          LINEAGE_OPENLINEAGE_URL)) {
+      for (ConfigOption<?> local :
+          List.of(WAREHOUSE, CATALOG_PATH, LINEAGE_SINK, LINEAGE_OPENLINEAGE_URL)) {
         if (config.getOptional(local).isPresent()) {
-          throw new ValidationException("option '" + local.key() + "' sets up a catalog"
-              + " opened in this JVM, but option '" + URI.key() + "' = '" + uri + "' names a"
-              + " skade server, which owns the catalog's warehouse, store and lineage: remove '"
-              + local.key() + "' (the server's own flags set it)");
+          throw new ValidationException(
+              "option '"
+                  + local.key()
+                  + "' sets up a catalog"
+                  + " opened in this JVM, but option '"
+                  + URI.key()
+                  + "' = '"
+                  + uri
+                  + "' names a"
+                  + " skade server, which owns the catalog's warehouse, store and lineage: remove '"
+                  + local.key()
+                  + "' (the server's own flags set it)");
         }
       }
       properties.put(URI.key(), uri.trim());
       config.getOptional(TOKEN).ifPresent(token -> properties.put(TOKEN.key(), token));
-      properties.put(SERVER_RETRY_TIMEOUT.key(),
-          config.get(SERVER_RETRY_TIMEOUT).toMillis() + " ms");
+      properties.put(
+          SERVER_RETRY_TIMEOUT.key(), config.get(SERVER_RETRY_TIMEOUT).toMillis() + " ms");
     }
 
     SkadeTableSource.Scan scan(Location location, boolean batch, ResolvedSchema physical) {
@@ -513,38 +609,83 @@ final class CheckedOptions {
       for (Map.Entry<StartupMode, ConfigOption<Long>> entry : STARTUP_VALUES.entrySet()) {
         ConfigOption<Long> option = entry.getValue();
         if (entry.getKey() == mode) {
-          value = config.getOptional(option).orElseThrow(() -> new ValidationException(
-              "option '" + SCAN_STARTUP_MODE.key() + "' = '" + mode.value() + "' needs option '"
-                  + option.key() + "' (" + ACCEPTED.get(option.key()) + "); set it"));
+          value =
+              config
+                  .getOptional(option)
+                  .orElseThrow(
+                      () ->
+                          new ValidationException(
+                              "option '"
+                                  + SCAN_STARTUP_MODE.key()
+                                  + "' = '"
+                                  + mode.value()
+                                  + "' needs option '"
+                                  + option.key()
+                                  + "' ("
+                                  + ACCEPTED.get(option.key())
+                                  + "); set it"));
         } else if (raw.containsKey(option.key())) {
-          throw new ValidationException("option '" + option.key() + "' applies only to '"
-              + SCAN_STARTUP_MODE.key() + "' = '" + entry.getKey().value() + "', but the mode is"
-              + " '" + mode.value() + "': remove it (it is '" + raw.get(option.key())
-              + "') or set the mode to '" + entry.getKey().value() + "'");
+          throw new ValidationException(
+              "option '"
+                  + option.key()
+                  + "' applies only to '"
+                  + SCAN_STARTUP_MODE.key()
+                  + "' = '"
+                  + entry.getKey().value()
+                  + "', but the mode is"
+                  + " '"
+                  + mode.value()
+                  + "': remove it (it is '"
+                  + raw.get(option.key())
+                  + "') or set the mode to '"
+                  + entry.getKey().value()
+                  + "'");
         }
       }
       if (batch && mode != StartupMode.FULL) {
-        throw new ValidationException("option '" + SCAN_STARTUP_MODE.key() + "' = '"
-            + mode.value() + "' reads changes, which batch mode cannot take: a batch query reads"
-            + " the table's rows ('full', optionally as of '" + SCAN_END_SNAPSHOT_ID.key()
-            + "'). Run the query in streaming mode to read changes");
+        throw new ValidationException(
+            "option '"
+                + SCAN_STARTUP_MODE.key()
+                + "' = '"
+                + mode.value()
+                + "' reads changes, which batch mode cannot take: a batch query reads"
+                + " the table's rows ('full', optionally as of '"
+                + SCAN_END_SNAPSHOT_ID.key()
+                + "'). Run the query in streaming mode to read changes");
       }
       BeforeImage beforeImage = choice(CHANGELOG_BEFORE_IMAGE, BEFORE_IMAGES);
       if (beforeImage == BeforeImage.KEY_ONLY && physical.getPrimaryKey().isEmpty()) {
-        throw new ValidationException("option '" + CHANGELOG_BEFORE_IMAGE.key() + "' ="
-            + " 'key-only' emits upserts, which need a primary key: declare PRIMARY KEY (...)"
-            + " NOT ENFORCED (the table's identifier fields), or use 'full'");
+        throw new ValidationException(
+            "option '"
+                + CHANGELOG_BEFORE_IMAGE.key()
+                + "' ="
+                + " 'key-only' emits upserts, which need a primary key: declare PRIMARY KEY (...)"
+                + " NOT ENFORCED (the table's identifier fields), or use 'full'");
       }
       boolean appendOnly = config.get(SCAN_APPEND_ONLY);
       if (appendOnly && beforeImage == BeforeImage.KEY_ONLY) {
-        throw new ValidationException("option '" + SCAN_APPEND_ONLY.key() + "' = 'true' reads"
-            + " inserts only, but '" + CHANGELOG_BEFORE_IMAGE.key() + "' = 'key-only' asks for"
-            + " upserts: remove one of them");
+        throw new ValidationException(
+            "option '"
+                + SCAN_APPEND_ONLY.key()
+                + "' = 'true' reads"
+                + " inserts only, but '"
+                + CHANGELOG_BEFORE_IMAGE.key()
+                + "' = 'key-only' asks for"
+                + " upserts: remove one of them");
       }
-      return new SkadeTableSource.Scan(location.catalogProperties(), location.table(), mode,
-          value, config.get(SCAN_BOUNDED), config.getOptional(SCAN_END_SNAPSHOT_ID).orElse(null),
-          choice(CHANGELOG_MODE, CHANGELOG_MODES), beforeImage, config.get(SCAN_POLL_INTERVAL),
-          config.getOptional(SCAN_CONSUMER_ID).orElse(null), batch, appendOnly,
+      return new SkadeTableSource.Scan(
+          location.catalogProperties(),
+          location.table(),
+          mode,
+          value,
+          config.get(SCAN_BOUNDED),
+          config.getOptional(SCAN_END_SNAPSHOT_ID).orElse(null),
+          choice(CHANGELOG_MODE, CHANGELOG_MODES),
+          beforeImage,
+          config.get(SCAN_POLL_INTERVAL),
+          config.getOptional(SCAN_CONSUMER_ID).orElse(null),
+          batch,
+          appendOnly,
           config.getOptional(SCAN_PARALLELISM).orElse(null));
     }
 
@@ -553,37 +694,70 @@ final class CheckedOptions {
       LookupCache flinkCache = null;
       if (cacheType == LookupCacheType.PARTIAL) {
         if (PARTIAL_CACHE_BOUNDS.stream().noneMatch(o -> raw.containsKey(o.key()))) {
-          throw new ValidationException("option '" + CACHE_TYPE.key() + "' = 'PARTIAL' needs a"
-              + " bound: set '" + PARTIAL_CACHE_MAX_ROWS.key() + "' ("
-              + ACCEPTED.get(PARTIAL_CACHE_MAX_ROWS.key()) + "), '"
-              + PARTIAL_CACHE_EXPIRE_AFTER_WRITE.key() + "' or '"
-              + PARTIAL_CACHE_EXPIRE_AFTER_ACCESS.key() + "' (" + DURATION + ")");
+          throw new ValidationException(
+              "option '"
+                  + CACHE_TYPE.key()
+                  + "' = 'PARTIAL' needs a"
+                  + " bound: set '"
+                  + PARTIAL_CACHE_MAX_ROWS.key()
+                  + "' ("
+                  + ACCEPTED.get(PARTIAL_CACHE_MAX_ROWS.key())
+                  + "), '"
+                  + PARTIAL_CACHE_EXPIRE_AFTER_WRITE.key()
+                  + "' or '"
+                  + PARTIAL_CACHE_EXPIRE_AFTER_ACCESS.key()
+                  + "' ("
+                  + DURATION
+                  + ")");
         }
         flinkCache = DefaultLookupCache.fromConfig(config);
       } else {
         for (ConfigOption<?> option : PARTIAL_CACHE_OPTIONS) {
           if (raw.containsKey(option.key())) {
-            throw new ValidationException("option '" + option.key() + "' applies only to '"
-                + CACHE_TYPE.key() + "' = 'PARTIAL', but the cache is '" + cacheType + "':"
-                + " remove it (it is '" + raw.get(option.key()) + "') or set the cache to"
-                + " 'PARTIAL'");
+            throw new ValidationException(
+                "option '"
+                    + option.key()
+                    + "' applies only to '"
+                    + CACHE_TYPE.key()
+                    + "' = 'PARTIAL', but the cache is '"
+                    + cacheType
+                    + "':"
+                    + " remove it (it is '"
+                    + raw.get(option.key())
+                    + "') or set the cache to"
+                    + " 'PARTIAL'");
           }
         }
       }
       long rowCacheRows = config.get(LOOKUP_ROW_CACHE_MAX_ROWS);
       if (rowCacheRows > 0 && cacheType != LookupCacheType.NONE) {
-        throw new ValidationException("option '" + LOOKUP_ROW_CACHE_MAX_ROWS.key()
-            + "' applies only to '" + CACHE_TYPE.key() + "' = 'NONE' (skade's row cache), but"
-            + " the cache is '" + cacheType + "': remove it (it is '" + rowCacheRows
-            + "') or set the cache to 'NONE'");
+        throw new ValidationException(
+            "option '"
+                + LOOKUP_ROW_CACHE_MAX_ROWS.key()
+                + "' applies only to '"
+                + CACHE_TYPE.key()
+                + "' = 'NONE' (skade's row cache), but"
+                + " the cache is '"
+                + cacheType
+                + "': remove it (it is '"
+                + rowCacheRows
+                + "') or set the cache to 'NONE'");
       }
-      return new SkadeTableSource.Lookup(config.get(LOOKUP_ASYNC),
-          config.get(LOOKUP_ASYNC_THREADS), config.getOptional(LOOKUP_SNAPSHOT_ID).orElse(null),
+      return new SkadeTableSource.Lookup(
+          config.get(LOOKUP_ASYNC),
+          config.get(LOOKUP_ASYNC_THREADS),
+          config.getOptional(LOOKUP_SNAPSHOT_ID).orElse(null),
           // A delta join reads append-only, and needs each probe to see every row emitted.
-          config.getOptional(LOOKUP_POLL_INTERVAL).orElse(config.get(SCAN_APPEND_ONLY)
-              ? Duration.ZERO : LOOKUP_POLL_INTERVAL.defaultValue()),
-          config.get(MAX_RETRIES), cacheType,
-          rowCacheRows, flinkCache);
+          config
+              .getOptional(LOOKUP_POLL_INTERVAL)
+              .orElse(
+                  config.get(SCAN_APPEND_ONLY)
+                      ? Duration.ZERO
+                      : LOOKUP_POLL_INTERVAL.defaultValue()),
+          config.get(MAX_RETRIES),
+          cacheType,
+          rowCacheRows,
+          flinkCache);
     }
 
     private StartupMode startupMode() {
@@ -600,19 +774,25 @@ final class CheckedOptions {
     }
 
     private void atLeast(ConfigOption<? extends Number> option, long min) {
-      config.getOptional(option).ifPresent(value -> {
-        if (value.longValue() < min) {
-          throw invalid(option, min == 0 ? "is negative" : "is not positive", null);
-        }
-      });
+      config
+          .getOptional(option)
+          .ifPresent(
+              value -> {
+                if (value.longValue() < min) {
+                  throw invalid(option, min == 0 ? "is negative" : "is not positive", null);
+                }
+              });
     }
 
     private void positive(ConfigOption<Duration> option) {
-      config.getOptional(option).ifPresent(value -> {
-        if (value.isNegative() || value.isZero()) {
-          throw invalid(option, "must be positive", null);
-        }
-      });
+      config
+          .getOptional(option)
+          .ifPresent(
+              value -> {
+                if (value.isNegative() || value.isZero()) {
+                  throw invalid(option, "must be positive", null);
+                }
+              });
     }
 
     /**
@@ -620,11 +800,23 @@ final class CheckedOptions {
      * written, or the default when the option is not set.
      */
     private ValidationException invalid(ConfigOption<?> option, String problem, Throwable cause) {
-      String value = allKeys(option).map(raw::get).filter(v -> v != null).findFirst()
-          .orElse(String.valueOf(option.hasDefaultValue() ? option.defaultValue() : ""));
+      String value =
+          allKeys(option)
+              .map(raw::get)
+              .filter(v -> v != null)
+              .findFirst()
+              .orElse(String.valueOf(option.hasDefaultValue() ? option.defaultValue() : ""));
       String accepted = ACCEPTED.getOrDefault(option.key(), "see the option's description");
-      return new ValidationException("option '" + option.key() + "' has an invalid value '"
-          + value + "' (" + problem + "); accepted: " + accepted, cause);
+      return new ValidationException(
+          "option '"
+              + option.key()
+              + "' has an invalid value '"
+              + value
+              + "' ("
+              + problem
+              + "); accepted: "
+              + accepted,
+          cause);
     }
   }
 
@@ -643,7 +835,8 @@ final class CheckedOptions {
 
   private static String quoted(Collection<String> values) {
     List<String> quoted = values.stream().map(v -> "'" + v + "'").toList();
-    return String.join(", ", quoted.subList(0, quoted.size() - 1)) + " or "
+    return String.join(", ", quoted.subList(0, quoted.size() - 1))
+        + " or "
         + quoted.get(quoted.size() - 1);
   }
 }

@@ -7,10 +7,10 @@ import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.flink.CatalogLoader;
 
 /**
- * Hands Iceberg's Flink catalog the skade catalog its properties name: one sharing the store
- * this JVM has open on its directory (or opening it, as its owner), or, with {@code uri}, the
- * server's catalog through Iceberg's REST client. It is closed by {@link #release()}, when the
- * Flink catalog closes.
+ * Hands Iceberg's Flink catalog the skade catalog its properties name: one sharing the store this
+ * JVM has open on its directory (or opening it, as its owner), or, with {@code uri}, the server's
+ * catalog through Iceberg's REST client. It is closed by {@link #release()}, when the Flink catalog
+ * closes.
  */
 final class ConnectionCatalogLoader implements CatalogLoader {
   private static final long serialVersionUID = 1L;

@@ -12,9 +12,9 @@ import org.apache.flink.table.functions.AsyncLookupFunction;
 import org.apache.flink.table.functions.FunctionContext;
 
 /**
- * The asynchronous lookup function of a skade table ({@code lookup.async}): probes run on a pool
- * of its own threads, so one task keeps several probes in flight (Flink bounds how many with
- * {@code table.exec.async-lookup.buffer-capacity}).
+ * The asynchronous lookup function of a skade table ({@code lookup.async}): probes run on a pool of
+ * its own threads, so one task keeps several probes in flight (Flink bounds how many with {@code
+ * table.exec.async-lookup.buffer-capacity}).
  */
 public final class SkadeAsyncLookupFunction extends AsyncLookupFunction {
   private static final long serialVersionUID = 1L;
@@ -31,22 +31,27 @@ public final class SkadeAsyncLookupFunction extends AsyncLookupFunction {
   public void open(FunctionContext context) {
     lookup.open(context.getMetricGroup());
     AtomicInteger count = new AtomicInteger();
-    pool = Executors.newFixedThreadPool(threads, runnable -> {
-      Thread thread = new Thread(runnable, "skade-lookup-" + count.incrementAndGet());
-      thread.setDaemon(true);
-      return thread;
-    });
+    pool =
+        Executors.newFixedThreadPool(
+            threads,
+            runnable -> {
+              Thread thread = new Thread(runnable, "skade-lookup-" + count.incrementAndGet());
+              thread.setDaemon(true);
+              return thread;
+            });
   }
 
   @Override
   public CompletableFuture<Collection<RowData>> asyncLookup(RowData keyRow) {
-    return CompletableFuture.supplyAsync(() -> {
-      try {
-        return lookup.lookup(keyRow);
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-    }, pool);
+    return CompletableFuture.supplyAsync(
+        () -> {
+          try {
+            return lookup.lookup(keyRow);
+          } catch (IOException e) {
+            throw new UncheckedIOException(e);
+          }
+        },
+        pool);
   }
 
   @Override

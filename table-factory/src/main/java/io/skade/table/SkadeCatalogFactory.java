@@ -17,10 +17,9 @@ import org.apache.flink.table.factories.CatalogFactory;
 
 /**
  * The {@code skade} catalog type: {@code CREATE CATALOG c WITH ('type' = 'skade', 'warehouse' =
- * '/data/warehouse')}, or {@code 'uri' = 'http://catalog-host:8181'} for the catalog a skade
- * server owns. Its databases are the catalog's namespaces; its tables persist in the RocksDB
- * catalog (this JVM's, or the server's) and are read and written with the {@code skade}
- * connector.
+ * '/data/warehouse')}, or {@code 'uri' = 'http://catalog-host:8181'} for the catalog a skade server
+ * owns. Its databases are the catalog's namespaces; its tables persist in the RocksDB catalog (this
+ * JVM's, or the server's) and are read and written with the {@code skade} connector.
  */
 public final class SkadeCatalogFactory implements CatalogFactory {
 
@@ -36,15 +35,23 @@ public final class SkadeCatalogFactory implements CatalogFactory {
 
   @Override
   public Set<ConfigOption<?>> optionalOptions() {
-    return Set.of(WAREHOUSE, URI, TOKEN, SERVER_RETRY_TIMEOUT, CATALOG_PATH, DEFAULT_DATABASE,
-        LINEAGE_SINK, LINEAGE_OPENLINEAGE_URL, LINEAGE_ACTOR);
+    return Set.of(
+        WAREHOUSE,
+        URI,
+        TOKEN,
+        SERVER_RETRY_TIMEOUT,
+        CATALOG_PATH,
+        DEFAULT_DATABASE,
+        LINEAGE_SINK,
+        LINEAGE_OPENLINEAGE_URL,
+        LINEAGE_ACTOR);
   }
 
   /** Checks every option before the catalog is opened, then opens it (shared in this JVM). */
   @Override
   public Catalog createCatalog(Context context) {
     CheckedOptions.CatalogSettings settings = CheckedOptions.catalog(this, context);
-    return new SkadeFlinkCatalog(context.getName(), settings.defaultDatabase(),
-        settings.properties());
+    return new SkadeFlinkCatalog(
+        context.getName(), settings.defaultDatabase(), settings.properties());
   }
 }

@@ -1,5 +1,7 @@
 package io.skade.table;
 
+import static io.skade.table.SkadeConnectorOptions.BUCKET;
+import static io.skade.table.SkadeConnectorOptions.BUCKET_KEY;
 import static io.skade.table.SkadeConnectorOptions.CATALOG_PATH;
 import static io.skade.table.SkadeConnectorOptions.CHANGELOG_BEFORE_IMAGE;
 import static io.skade.table.SkadeConnectorOptions.CHANGELOG_MODE;
@@ -12,18 +14,6 @@ import static io.skade.table.SkadeConnectorOptions.LOOKUP_ASYNC_THREADS;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_POLL_INTERVAL;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_ROW_CACHE_MAX_ROWS;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_SNAPSHOT_ID;
-import static io.skade.table.SkadeConnectorOptions.SCAN_APPEND_ONLY;
-import static io.skade.table.SkadeConnectorOptions.SCAN_BOUNDED;
-import static io.skade.table.SkadeConnectorOptions.SCAN_CONSUMER_ID;
-import static io.skade.table.SkadeConnectorOptions.SCAN_END_SNAPSHOT_ID;
-import static io.skade.table.SkadeConnectorOptions.SCAN_POLL_INTERVAL;
-import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_COMMIT_SEQ;
-import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_MODE;
-import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_SNAPSHOT_ID;
-import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_TIMESTAMP_MILLIS;
-import static io.skade.table.SkadeConnectorOptions.SERVER_RETRY_TIMEOUT;
-import static io.skade.table.SkadeConnectorOptions.BUCKET;
-import static io.skade.table.SkadeConnectorOptions.BUCKET_KEY;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_COMPACT_DATA_FILES;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_COMPACT_DELETE_FILES;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_ENABLED;
@@ -31,7 +21,17 @@ import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_INTERVAL;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_ORPHAN_MIN_AGE;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_SNAPSHOT_MAX_AGE;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_SNAPSHOT_RETAIN_LAST;
+import static io.skade.table.SkadeConnectorOptions.SCAN_APPEND_ONLY;
+import static io.skade.table.SkadeConnectorOptions.SCAN_BOUNDED;
+import static io.skade.table.SkadeConnectorOptions.SCAN_CONSUMER_ID;
+import static io.skade.table.SkadeConnectorOptions.SCAN_END_SNAPSHOT_ID;
 import static io.skade.table.SkadeConnectorOptions.SCAN_PARALLELISM;
+import static io.skade.table.SkadeConnectorOptions.SCAN_POLL_INTERVAL;
+import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_COMMIT_SEQ;
+import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_MODE;
+import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_SNAPSHOT_ID;
+import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_TIMESTAMP_MILLIS;
+import static io.skade.table.SkadeConnectorOptions.SERVER_RETRY_TIMEOUT;
 import static io.skade.table.SkadeConnectorOptions.SINK_PARALLELISM;
 import static io.skade.table.SkadeConnectorOptions.TABLE;
 import static io.skade.table.SkadeConnectorOptions.TOKEN;
@@ -47,8 +47,8 @@ import java.util.Set;
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.table.catalog.ResolvedSchema;
 import org.apache.flink.table.connector.sink.DynamicTableSink;
-import org.apache.flink.table.connector.source.lookup.LookupOptions;
 import org.apache.flink.table.connector.source.DynamicTableSource;
+import org.apache.flink.table.connector.source.lookup.LookupOptions;
 import org.apache.flink.table.factories.DynamicTableSinkFactory;
 import org.apache.flink.table.factories.DynamicTableSourceFactory;
 import org.apache.iceberg.Schema;
@@ -57,10 +57,10 @@ import org.apache.iceberg.flink.FlinkSchemaUtil;
 
 /**
  * The {@code skade} connector of Flink SQL: {@code CREATE TABLE t (...) WITH ('connector' =
- * 'skade', 'warehouse' = '/data/warehouse')} (or {@code 'uri' = 'http://catalog-host:8181'}, a skade
- * server) reads the table's changelog and writes upserts, deletes and overwrites through the
- * skade catalog of the warehouse (or the server's). Tables of a {@code skade}
- * catalog ({@link SkadeCatalogFactory}) use it too, with the catalog's warehouse.
+ * 'skade', 'warehouse' = '/data/warehouse')} (or {@code 'uri' = 'http://catalog-host:8181'}, a
+ * skade server) reads the table's changelog and writes upserts, deletes and overwrites through the
+ * skade catalog of the warehouse (or the server's). Tables of a {@code skade} catalog ({@link
+ * SkadeCatalogFactory}) use it too, with the catalog's warehouse.
  */
 public final class SkadeDynamicTableFactory
     implements DynamicTableSourceFactory, DynamicTableSinkFactory {
@@ -93,21 +93,54 @@ public final class SkadeDynamicTableFactory
   public Set<ConfigOption<?>> optionalOptions() {
     Set<ConfigOption<?>> options = new LinkedHashSet<>();
     if (catalogProperties == null) {
-      options.addAll(List.of(WAREHOUSE, URI, TOKEN, SERVER_RETRY_TIMEOUT, CATALOG_PATH,
-          DATABASE, TABLE, LINEAGE_SINK, LINEAGE_OPENLINEAGE_URL));
+      options.addAll(
+          List.of(
+              WAREHOUSE,
+              URI,
+              TOKEN,
+              SERVER_RETRY_TIMEOUT,
+              CATALOG_PATH,
+              DATABASE,
+              TABLE,
+              LINEAGE_SINK,
+              LINEAGE_OPENLINEAGE_URL));
     }
-    options.addAll(List.of(SCAN_STARTUP_MODE, SCAN_STARTUP_SNAPSHOT_ID,
-        SCAN_STARTUP_TIMESTAMP_MILLIS, SCAN_STARTUP_COMMIT_SEQ, SCAN_BOUNDED, SCAN_APPEND_ONLY,
-        SCAN_END_SNAPSHOT_ID, SCAN_POLL_INTERVAL, SCAN_CONSUMER_ID, CHANGELOG_MODE,
-        CHANGELOG_BEFORE_IMAGE,
-        SCAN_PARALLELISM, SINK_PARALLELISM, LOOKUP_ASYNC, LOOKUP_ASYNC_THREADS, LOOKUP_SNAPSHOT_ID,
-        LOOKUP_POLL_INTERVAL, LOOKUP_ROW_CACHE_MAX_ROWS, LookupOptions.CACHE_TYPE,
-        LookupOptions.MAX_RETRIES, LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_ACCESS,
-        LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_WRITE, LookupOptions.PARTIAL_CACHE_MAX_ROWS,
-        LookupOptions.PARTIAL_CACHE_CACHE_MISSING_KEY, LINEAGE_ACTOR, MAINTENANCE_ENABLED,
-        MAINTENANCE_COMPACT_DATA_FILES, MAINTENANCE_COMPACT_DELETE_FILES,
-        MAINTENANCE_SNAPSHOT_MAX_AGE, MAINTENANCE_SNAPSHOT_RETAIN_LAST, MAINTENANCE_ORPHAN_MIN_AGE,
-        MAINTENANCE_INTERVAL, BUCKET, BUCKET_KEY));
+    options.addAll(
+        List.of(
+            SCAN_STARTUP_MODE,
+            SCAN_STARTUP_SNAPSHOT_ID,
+            SCAN_STARTUP_TIMESTAMP_MILLIS,
+            SCAN_STARTUP_COMMIT_SEQ,
+            SCAN_BOUNDED,
+            SCAN_APPEND_ONLY,
+            SCAN_END_SNAPSHOT_ID,
+            SCAN_POLL_INTERVAL,
+            SCAN_CONSUMER_ID,
+            CHANGELOG_MODE,
+            CHANGELOG_BEFORE_IMAGE,
+            SCAN_PARALLELISM,
+            SINK_PARALLELISM,
+            LOOKUP_ASYNC,
+            LOOKUP_ASYNC_THREADS,
+            LOOKUP_SNAPSHOT_ID,
+            LOOKUP_POLL_INTERVAL,
+            LOOKUP_ROW_CACHE_MAX_ROWS,
+            LookupOptions.CACHE_TYPE,
+            LookupOptions.MAX_RETRIES,
+            LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_ACCESS,
+            LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_WRITE,
+            LookupOptions.PARTIAL_CACHE_MAX_ROWS,
+            LookupOptions.PARTIAL_CACHE_CACHE_MISSING_KEY,
+            LINEAGE_ACTOR,
+            MAINTENANCE_ENABLED,
+            MAINTENANCE_COMPACT_DATA_FILES,
+            MAINTENANCE_COMPACT_DELETE_FILES,
+            MAINTENANCE_SNAPSHOT_MAX_AGE,
+            MAINTENANCE_SNAPSHOT_RETAIN_LAST,
+            MAINTENANCE_ORPHAN_MIN_AGE,
+            MAINTENANCE_INTERVAL,
+            BUCKET,
+            BUCKET_KEY));
     return options;
   }
 
@@ -115,13 +148,13 @@ public final class SkadeDynamicTableFactory
   public DynamicTableSource createDynamicTableSource(Context context) {
     String name = context.getObjectIdentifier().getObjectName();
     if (catalogProperties != null && name.contains("$")) {
-      return SkadeMetadataTables.source(catalogProperties,
-          context.getObjectIdentifier().toObjectPath(), context);
+      return SkadeMetadataTables.source(
+          catalogProperties, context.getObjectIdentifier().toObjectPath(), context);
     }
     CheckedOptions.Source source = CheckedOptions.source(this, context, catalogProperties);
     CheckedOptions.Location location = source.location();
-    ResolvedSchema physical = TableResolution.physical(context.getCatalogTable()
-        .getResolvedSchema());
+    ResolvedSchema physical =
+        TableResolution.physical(context.getCatalogTable().getResolvedSchema());
     Schema schema;
     try (CatalogConnection connection = CatalogConnection.open(location.catalogProperties())) {
       planned(context, location, connection);
@@ -130,38 +163,55 @@ public final class SkadeDynamicTableFactory
       TableResolution.requireCompatible(table, location.table(), physical, false);
       schema = table.schema();
     }
-    return new SkadeTableSource(source.scan(), source.lookup(), schema,
-        physical.toPhysicalRowDataType());
+    return new SkadeTableSource(
+        source.scan(), source.lookup(), schema, physical.toPhysicalRowDataType());
   }
 
   @Override
   public DynamicTableSink createDynamicTableSink(Context context) {
     CheckedOptions.Sink sink = CheckedOptions.sink(this, context, catalogProperties);
     CheckedOptions.Location location = sink.location();
-    ResolvedSchema physical = TableResolution.physical(context.getCatalogTable()
-        .getResolvedSchema());
+    ResolvedSchema physical =
+        TableResolution.physical(context.getCatalogTable().getResolvedSchema());
     // Checked before the catalog is opened; used only if the table is created.
-    Optional<TableBuckets> buckets = TableBuckets.of(location.table().toString(),
-        context.getCatalogTable().getOptions(), FlinkSchemaUtil.convert(physical));
+    Optional<TableBuckets> buckets =
+        TableBuckets.of(
+            location.table().toString(),
+            context.getCatalogTable().getOptions(),
+            FlinkSchemaUtil.convert(physical));
     Schema schema;
     try (CatalogConnection connection =
         CatalogConnection.forWriting(location.catalogProperties())) {
       planned(context, location, connection);
-      Table table = TableResolution.loadOrCreate(connection, location.table(), physical,
-          context.getCatalogTable().getPartitionKeys(), buckets);
+      Table table =
+          TableResolution.loadOrCreate(
+              connection,
+              location.table(),
+              physical,
+              context.getCatalogTable().getPartitionKeys(),
+              buckets);
       sink.keys().afterLoading(table);
       TableResolution.requireCompatible(table, location.table(), physical, true);
       schema = table.schema();
     }
-    return new SkadeTableSink(location.catalogProperties(), location.table(), schema, physical,
-        context.getConfiguration(), sink.parallelism(), sink.actor(), sink.maintenance());
+    return new SkadeTableSink(
+        location.catalogProperties(),
+        location.table(),
+        schema,
+        physical,
+        context.getConfiguration(),
+        sink.parallelism(),
+        sink.actor(),
+        sink.maintenance());
   }
 
   /** Tells the job listener which skade table the Flink table is, for lineage. */
-  private static void planned(Context context, CheckedOptions.Location location,
-      CatalogConnection connection) {
-    SkadeJobListenerFactory.planned(context.getObjectIdentifier().asSummaryString(),
-        connection.location(), location.table().toString(),
+  private static void planned(
+      Context context, CheckedOptions.Location location, CatalogConnection connection) {
+    SkadeJobListenerFactory.planned(
+        context.getObjectIdentifier().asSummaryString(),
+        connection.location(),
+        location.table().toString(),
         connection.isRemote() ? location.catalogProperties() : null);
   }
 }

@@ -27,13 +27,13 @@ import org.apache.iceberg.types.Types;
 /**
  * Flink filter expressions as Iceberg row filters that keep exactly the rows Flink would keep.
  *
- * <p>SQL drops a row whose predicate is UNKNOWN (a NULL operand), while Iceberg's evaluator
- * orders NULL first and defines {@code notEq} as {@code !eq}, so a plain translation would keep
- * rows with NULLs. Every predicate is therefore translated under the question asked of it:
- * {@code isTrue(e)} ("e is TRUE") or {@code isFalse(e)} ("e is FALSE"), guarding comparisons with
- * {@code notNull}; {@code NOT e} is {@code isFalse(e)}. Anything not certain to be exact (float
- * and double columns, whose NaN Iceberg orders differently, casts, functions, LIKE patterns other
- * than a plain prefix, strings with an unpaired surrogate) is not converted and stays with Flink.
+ * <p>SQL drops a row whose predicate is UNKNOWN (a NULL operand), while Iceberg's evaluator orders
+ * NULL first and defines {@code notEq} as {@code !eq}, so a plain translation would keep rows with
+ * NULLs. Every predicate is therefore translated under the question asked of it: {@code isTrue(e)}
+ * ("e is TRUE") or {@code isFalse(e)} ("e is FALSE"), guarding comparisons with {@code notNull};
+ * {@code NOT e} is {@code isFalse(e)}. Anything not certain to be exact (float and double columns,
+ * whose NaN Iceberg orders differently, casts, functions, LIKE patterns other than a plain prefix,
+ * strings with an unpaired surrogate) is not converted and stays with Flink.
  */
 final class SkadeFilters {
   private final Schema schema;
@@ -67,8 +67,8 @@ final class SkadeFilters {
   /** The rows for which {@code e} is TRUE. */
   private Expression isTrue(ResolvedExpression e) {
     if (e instanceof FieldReferenceExpression field) { // a boolean column as a predicate
-      return Expressions.and(Expressions.notNull(column(field)),
-          Expressions.equal(booleanColumn(field), true));
+      return Expressions.and(
+          Expressions.notNull(column(field)), Expressions.equal(booleanColumn(field), true));
     }
     CallExpression call = call(e);
     FunctionDefinition f = call.getFunctionDefinition();
@@ -85,8 +85,7 @@ final class SkadeFilters {
       return Expressions.notNull(column(args.get(0)));
     } else if (f == BuiltInFunctionDefinitions.LIKE) {
       String name = column(args.get(0));
-      return Expressions.and(Expressions.notNull(name),
-          Expressions.startsWith(name, prefix(args)));
+      return Expressions.and(Expressions.notNull(name), Expressions.startsWith(name, prefix(args)));
     }
     return comparison(f, args, false);
   }
@@ -94,8 +93,8 @@ final class SkadeFilters {
   /** The rows for which {@code e} is FALSE (not UNKNOWN). */
   private Expression isFalse(ResolvedExpression e) {
     if (e instanceof FieldReferenceExpression field) {
-      return Expressions.and(Expressions.notNull(column(field)),
-          Expressions.equal(booleanColumn(field), false));
+      return Expressions.and(
+          Expressions.notNull(column(field)), Expressions.equal(booleanColumn(field), false));
     }
     CallExpression call = call(e);
     FunctionDefinition f = call.getFunctionDefinition();
@@ -112,15 +111,15 @@ final class SkadeFilters {
       return Expressions.isNull(column(args.get(0)));
     } else if (f == BuiltInFunctionDefinitions.LIKE) {
       String name = column(args.get(0));
-      return Expressions.and(Expressions.notNull(name),
-          Expressions.notStartsWith(name, prefix(args)));
+      return Expressions.and(
+          Expressions.notNull(name), Expressions.notStartsWith(name, prefix(args)));
     }
     return comparison(f, args, true);
   }
 
   /** {@code column op literal} (either side), negated when {@code negate}, never TRUE on NULL. */
-  private Expression comparison(FunctionDefinition f, List<ResolvedExpression> args,
-      boolean negate) {
+  private Expression comparison(
+      FunctionDefinition f, List<ResolvedExpression> args, boolean negate) {
     if (args.size() != 2) {
       throw new NotExact();
     }
@@ -134,19 +133,25 @@ final class SkadeFilters {
     if (negate) {
       op = op.negated();
     }
-    Expression predicate = switch (op) {
-      case EQ -> Expressions.equal(name, value);
-      case NE -> Expressions.notEqual(name, value);
-      case LT -> Expressions.lessThan(name, value);
-      case LE -> Expressions.lessThanOrEqual(name, value);
-      case GT -> Expressions.greaterThan(name, value);
-      case GE -> Expressions.greaterThanOrEqual(name, value);
-    };
+    Expression predicate =
+        switch (op) {
+          case EQ -> Expressions.equal(name, value);
+          case NE -> Expressions.notEqual(name, value);
+          case LT -> Expressions.lessThan(name, value);
+          case LE -> Expressions.lessThanOrEqual(name, value);
+          case GT -> Expressions.greaterThan(name, value);
+          case GE -> Expressions.greaterThanOrEqual(name, value);
+        };
     return Expressions.and(Expressions.notNull(name), predicate);
   }
 
   private enum Op {
-    EQ, NE, LT, LE, GT, GE;
+    EQ,
+    NE,
+    LT,
+    LE,
+    GT,
+    GE;
 
     static Op of(FunctionDefinition f) {
       if (f == BuiltInFunctionDefinitions.EQUALS) {
@@ -203,7 +208,8 @@ final class SkadeFilters {
       throw new NotExact();
     }
     Types.NestedField column = schema.caseInsensitiveFindField(field.getName());
-    if (column == null || !column.type().isPrimitiveType()
+    if (column == null
+        || !column.type().isPrimitiveType()
         || column.type().typeId() == Type.TypeID.FLOAT
         || column.type().typeId() == Type.TypeID.DOUBLE) {
       throw new NotExact();
@@ -224,10 +230,16 @@ final class SkadeFilters {
     if (args.size() != 2 || !(args.get(1) instanceof ValueLiteralExpression literal)) {
       throw new NotExact();
     }
-    String pattern = literal.getValueAs(String.class).filter(SkadeFilters::wellFormed)
-        .orElseThrow(NotExact::new);
+    String pattern =
+        literal
+            .getValueAs(String.class)
+            .filter(SkadeFilters::wellFormed)
+            .orElseThrow(NotExact::new);
     String prefix = pattern.endsWith("%") ? pattern.substring(0, pattern.length() - 1) : null;
-    if (prefix == null || prefix.isEmpty() || prefix.contains("%") || prefix.contains("_")
+    if (prefix == null
+        || prefix.isEmpty()
+        || prefix.contains("%")
+        || prefix.contains("_")
         || prefix.contains("\\")) {
       throw new NotExact();
     }
@@ -239,20 +251,23 @@ final class SkadeFilters {
     if (!(e instanceof ValueLiteralExpression literal) || literal.isNull()) {
       throw new NotExact();
     }
-    Optional<?> value = switch (type.typeId()) {
-      case BOOLEAN -> literal.getValueAs(Boolean.class);
-      case INTEGER -> literal.getValueAs(Integer.class);
-      case LONG -> literal.getValueAs(Long.class);
-      case DECIMAL -> literal.getValueAs(BigDecimal.class);
-      case STRING -> literal.getValueAs(String.class).filter(SkadeFilters::wellFormed);
-      case DATE -> literal.getValueAs(LocalDate.class).map(d -> (int) d.toEpochDay());
-      case TIME -> literal.getValueAs(LocalTime.class).map(t -> t.toNanoOfDay() / 1000);
-      case TIMESTAMP -> ((Types.TimestampType) type).shouldAdjustToUTC()
-          ? literal.getValueAs(Instant.class).map(SkadeFilters::micros)
-          : literal.getValueAs(LocalDateTime.class)
-              .map(t -> micros(t.toInstant(ZoneOffset.UTC)));
-      default -> Optional.empty();
-    };
+    Optional<?> value =
+        switch (type.typeId()) {
+          case BOOLEAN -> literal.getValueAs(Boolean.class);
+          case INTEGER -> literal.getValueAs(Integer.class);
+          case LONG -> literal.getValueAs(Long.class);
+          case DECIMAL -> literal.getValueAs(BigDecimal.class);
+          case STRING -> literal.getValueAs(String.class).filter(SkadeFilters::wellFormed);
+          case DATE -> literal.getValueAs(LocalDate.class).map(d -> (int) d.toEpochDay());
+          case TIME -> literal.getValueAs(LocalTime.class).map(t -> t.toNanoOfDay() / 1000);
+          case TIMESTAMP ->
+              ((Types.TimestampType) type).shouldAdjustToUTC()
+                  ? literal.getValueAs(Instant.class).map(SkadeFilters::micros)
+                  : literal
+                      .getValueAs(LocalDateTime.class)
+                      .map(t -> micros(t.toInstant(ZoneOffset.UTC)));
+          default -> Optional.empty();
+        };
     return value.orElseThrow(NotExact::new);
   }
 
@@ -263,7 +278,8 @@ final class SkadeFilters {
   private static boolean wellFormed(String text) {
     for (int i = 0; i < text.length(); i++) {
       char c = text.charAt(i);
-      if (Character.isHighSurrogate(c) && i + 1 < text.length()
+      if (Character.isHighSurrogate(c)
+          && i + 1 < text.length()
           && Character.isLowSurrogate(text.charAt(i + 1))) {
         i++;
       } else if (Character.isSurrogate(c)) {

@@ -6,10 +6,10 @@ import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.SkadeServerClient;
 import io.skade.lineage.CatalogLineage;
 import io.skade.lineage.FlinkJobs;
-import io.skade.lineage.flink.FlinkLineage;
 import io.skade.lineage.JobRunEvent;
 import io.skade.lineage.JobRunJson;
 import io.skade.lineage.LineageDataset;
+import io.skade.lineage.flink.FlinkLineage;
 import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -33,15 +33,17 @@ import org.slf4j.LoggerFactory;
 /**
  * skade's job-status listener (FLIP-314), registered with {@code
  * execution.job-status-changed-listeners: io.skade.table.SkadeJobListenerFactory}: when a job is
- * submitted it remembers the job's name and datasets, so the commits its skade sinks make name
- * it and its inputs ({@link FlinkJobs}), and it reports the job's START, COMPLETE, FAIL and
- * ABORT to the lineage of every skade catalog open in this JVM whose tables the job touches, and
- * to the skade server of every remote catalog ({@code uri}) whose tables it touches.
+ * submitted it remembers the job's name and datasets, so the commits its skade sinks make name it
+ * and its inputs ({@link FlinkJobs}), and it reports the job's START, COMPLETE, FAIL and ABORT to
+ * the lineage of every skade catalog open in this JVM whose tables the job touches, and to the
+ * skade server of every remote catalog ({@code uri}) whose tables it touches.
  */
 public final class SkadeJobListenerFactory implements JobStatusChangedListenerFactory {
   private static final Logger LOG = LoggerFactory.getLogger(SkadeJobListenerFactory.class);
+
   /** How long a report of a job run to a server rides through its failures. */
   private static final Duration REPORT_RETRY = Duration.ofSeconds(30);
+
   /** The skade tables this JVM planned, by the name Flink's lineage gives them. */
   // A JVM-wide registry: why it must be one is in README.md, "Process-wide state".
   private static final Cache<String, Planned> PLANNED =
@@ -55,11 +57,13 @@ public final class SkadeJobListenerFactory implements JobStatusChangedListenerFa
       Caffeine.newBuilder().maximumSize(10_000).build();
 
   /** Reports to servers in order, off the thread that runs Flink's listeners. */
-  private static final ExecutorService TO_SERVERS = Executors.newSingleThreadExecutor(task -> {
-    Thread thread = new Thread(task, "skade-lineage-job-runs");
-    thread.setDaemon(true);
-    return thread;
-  });
+  private static final ExecutorService TO_SERVERS =
+      Executors.newSingleThreadExecutor(
+          task -> {
+            Thread thread = new Thread(task, "skade-lineage-job-runs");
+            thread.setDaemon(true);
+            return thread;
+          });
 
   @Override
   public JobStatusChangedListener createListener(Context context) {
@@ -76,26 +80,35 @@ public final class SkadeJobListenerFactory implements JobStatusChangedListenerFa
         vertices.addAll(graph.sinks());
       }
       Set<Map<String, String>> servers = new LinkedHashSet<>();
-      vertices.forEach(vertex -> vertex.datasets().forEach(dataset -> {
-        Planned planned = PLANNED.getIfPresent(dataset.name());
-        if (planned != null && planned.server() != null) {
-          servers.add(planned.server());
-        }
-      }));
+      vertices.forEach(
+          vertex ->
+              vertex
+                  .datasets()
+                  .forEach(
+                      dataset -> {
+                        Planned planned = PLANNED.getIfPresent(dataset.name());
+                        if (planned != null && planned.server() != null) {
+                          servers.add(planned.server());
+                        }
+                      }));
       SERVERS.put(jobId, servers);
-      FlinkJobs.Job job = new FlinkJobs.Job(jobId, event.jobName(),
-          graph == null ? List.of() : datasets(List.copyOf(graph.sources())),
-          graph == null ? List.of() : datasets(graph.sinks()));
+      FlinkJobs.Job job =
+          new FlinkJobs.Job(
+              jobId,
+              event.jobName(),
+              graph == null ? List.of() : datasets(List.copyOf(graph.sources())),
+              graph == null ? List.of() : datasets(graph.sinks()));
       FlinkJobs.submitted(job);
       report(job, JobRunEvent.State.START, null);
     } else if (event instanceof JobExecutionStatusEvent status) {
       Optional<FlinkJobs.Job> job = FlinkJobs.job(jobId);
-      JobRunEvent.State state = switch (status.newStatus()) {
-        case FINISHED -> JobRunEvent.State.COMPLETE;
-        case FAILED -> JobRunEvent.State.FAIL;
-        case CANCELED -> JobRunEvent.State.ABORT;
-        default -> null;
-      };
+      JobRunEvent.State state =
+          switch (status.newStatus()) {
+            case FINISHED -> JobRunEvent.State.COMPLETE;
+            case FAILED -> JobRunEvent.State.FAIL;
+            case CANCELED -> JobRunEvent.State.ABORT;
+            default -> null;
+          };
       if (state != null && job.isPresent()) {
         Throwable error = status.exception();
         report(job.get(), state, error == null ? null : String.valueOf(error));
@@ -113,13 +126,13 @@ public final class SkadeJobListenerFactory implements JobStatusChangedListenerFa
 
   /**
    * Remembers that Flink table {@code flinkName} ({@code catalog.database.table}, as Flink's SQL
-   * lineage names it) is skade table {@code table} of the catalog of {@code warehouse}, which
-   * the skade server of {@code server} (its catalog properties) owns, or this JVM (null).
+   * lineage names it) is skade table {@code table} of the catalog of {@code warehouse}, which the
+   * skade server of {@code server} (its catalog properties) owns, or this JVM (null).
    */
-  static void planned(String flinkName, String warehouse, String table,
-      Map<String, String> server) {
-    PLANNED.put(flinkName, new Planned(warehouse, table, server == null ? null
-        : Map.copyOf(server)));
+  static void planned(
+      String flinkName, String warehouse, String table, Map<String, String> server) {
+    PLANNED.put(
+        flinkName, new Planned(warehouse, table, server == null ? null : Map.copyOf(server)));
   }
 
   /**
@@ -137,8 +150,15 @@ public final class SkadeJobListenerFactory implements JobStatusChangedListenerFa
 
   /** To the lineage of each open catalog whose warehouse holds one of the job's datasets. */
   private static void report(FlinkJobs.Job job, JobRunEvent.State state, String error) {
-    JobRunEvent run = new JobRunEvent(job.id(), job.name(), state, job.inputs(), job.outputs(),
-        System.currentTimeMillis() * 1000, error);
+    JobRunEvent run =
+        new JobRunEvent(
+            job.id(),
+            job.name(),
+            state,
+            job.inputs(),
+            job.outputs(),
+            System.currentTimeMillis() * 1000,
+            error);
     for (CatalogLineage.Running running : CatalogLineage.running()) {
       String warehouse = running.catalog().warehouse();
       if (job.inputs().stream().anyMatch(d -> warehouse.equals(d.namespace()))
@@ -159,11 +179,15 @@ public final class SkadeJobListenerFactory implements JobStatusChangedListenerFa
   private static void toServer(Map<String, String> server, String json, FlinkJobs.Job job) {
     String uri = server.get(CatalogConnection.URI);
     try {
-      new SkadeServerClient(URI.create(uri), server.get(CatalogConnection.TOKEN),
-          REPORT_RETRY).reportJobRun(json);
+      new SkadeServerClient(URI.create(uri), server.get(CatalogConnection.TOKEN), REPORT_RETRY)
+          .reportJobRun(json);
     } catch (RuntimeException e) {
-      LOG.warn("skade lineage: the run of job {} could not be reported to the skade server at"
-          + " {}: {}", job.actor(), uri, e.toString());
+      LOG.warn(
+          "skade lineage: the run of job {} could not be reported to the skade server at"
+              + " {}: {}",
+          job.actor(),
+          uri,
+          e.toString());
     }
   }
 }

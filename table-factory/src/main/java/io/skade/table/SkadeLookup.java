@@ -30,17 +30,21 @@ import org.apache.iceberg.flink.data.StructRowData;
 import org.apache.iceberg.types.Types;
 
 /**
- * What skade's lookup functions share: Flink's adapter of the engine's {@link TableLookup}
- * (which holds the table at its latest commit or a pinned snapshot, the filter the planner
- * pushed, the caches and the retries). It turns Flink's key rows into Iceberg values, the
- * table's rows into Flink rows, and exports the probes' counters as metrics.
+ * What skade's lookup functions share: Flink's adapter of the engine's {@link TableLookup} (which
+ * holds the table at its latest commit or a pinned snapshot, the filter the planner pushed, the
+ * caches and the retries). It turns Flink's key rows into Iceberg values, the table's rows into
+ * Flink rows, and exports the probes' counters as metrics.
  */
 final class SkadeLookup implements Serializable {
   private static final long serialVersionUID = 1L;
 
   /** The settings of one lookup table. */
-  record Settings(Map<String, String> catalogProperties, String table,
-      List<String> outputColumns, TableLookup.Settings lookup) implements Serializable {}
+  record Settings(
+      Map<String, String> catalogProperties,
+      String table,
+      List<String> outputColumns,
+      TableLookup.Settings lookup)
+      implements Serializable {}
 
   private final Settings settings;
   private final RowType keyType;
@@ -48,8 +52,10 @@ final class SkadeLookup implements Serializable {
   private transient CatalogConnection catalog;
   private transient LookupCaches.Handle caches;
   private transient TableLookup<RowData> lookup;
+
   /** Per thread, a view of Flink's key rows as Iceberg values (building one is costly). */
   private transient ThreadLocal<RowDataWrapper> keys;
+
   private transient Histogram latency;
 
   SkadeLookup(Settings settings, RowType keyType) {
@@ -60,8 +66,13 @@ final class SkadeLookup implements Serializable {
   void open(MetricGroup metrics) {
     catalog = CatalogConnection.open(SkadeCatalog.inTask(settings.catalogProperties()));
     caches = LookupCaches.acquire();
-    lookup = new TableLookup<>(catalog, TableIdentifier.parse(settings.table()),
-        settings.lookup(), caches.caches(), this::rows); // fails here on a bad key or snapshot
+    lookup =
+        new TableLookup<>(
+            catalog,
+            TableIdentifier.parse(settings.table()),
+            settings.lookup(),
+            caches.caches(),
+            this::rows); // fails here on a bad key or snapshot
     Types.StructType key = Types.StructType.of(lookup.keyColumns());
     keys = ThreadLocal.withInitial(() -> new RowDataWrapper(keyType, key));
     if (metrics != null) {
@@ -91,8 +102,8 @@ final class SkadeLookup implements Serializable {
   }
 
   /**
-   * How rows of {@code table} become Flink rows of the output columns: per column, its position
-   * in the table's rows and how it converts, worked out once per table version.
+   * How rows of {@code table} become Flink rows of the output columns: per column, its position in
+   * the table's rows and how it converts, worked out once per table version.
    */
   private Function<Record, RowData> rows(Table table) {
     Schema schema = table.schema();
@@ -107,24 +118,29 @@ final class SkadeLookup implements Serializable {
       Types.NestedField field = schema.findField(output.get(i));
       positions[i] = schema.columns().indexOf(field);
       getters[i] = RowData.createFieldGetter(rowType.getTypeAt(positions[i]), positions[i]);
-      conversions[i] = switch (field.type().typeId()) {
-        case STRING -> Conversion.STRING;
-        case BOOLEAN, INTEGER, LONG, FLOAT, DOUBLE -> Conversion.SAME;
-        default -> Conversion.GETTER;
-      };
+      conversions[i] =
+          switch (field.type().typeId()) {
+            case STRING -> Conversion.STRING;
+            case BOOLEAN, INTEGER, LONG, FLOAT, DOUBLE -> Conversion.SAME;
+            default -> Conversion.GETTER;
+          };
       viewed |= conversions[i] == Conversion.GETTER;
     }
     // Iceberg's view of a record as Flink data, per thread (async probes map rows concurrently).
-    ThreadLocal<StructRowData> views = viewed
-        ? ThreadLocal.withInitial(() -> new StructRowData(schema.asStruct())) : null;
+    ThreadLocal<StructRowData> views =
+        viewed ? ThreadLocal.withInitial(() -> new StructRowData(schema.asStruct())) : null;
     return record -> {
       GenericRowData row = new GenericRowData(n);
       for (int i = 0; i < n; i++) {
         Object value = record.get(positions[i]);
         switch (conversions[i]) {
           case SAME -> row.setField(i, value);
-          case STRING -> row.setField(i, value == null ? null
-              : StringData.fromBytes(value.toString().getBytes(StandardCharsets.UTF_8)));
+          case STRING ->
+              row.setField(
+                  i,
+                  value == null
+                      ? null
+                      : StringData.fromBytes(value.toString().getBytes(StandardCharsets.UTF_8)));
           default -> {
             StructRowData view = views.get();
             view.setStruct(record);

@@ -23,11 +23,11 @@ import org.apache.flink.table.connector.source.DataStreamScanProvider;
 import org.apache.flink.table.connector.source.DynamicTableSource;
 import org.apache.flink.table.connector.source.ScanTableSource;
 import org.apache.flink.table.data.GenericArrayData;
-import org.apache.flink.table.factories.DynamicTableFactory;
 import org.apache.flink.table.data.GenericRowData;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.data.StringData;
 import org.apache.flink.table.data.TimestampData;
+import org.apache.flink.table.factories.DynamicTableFactory;
 import org.apache.flink.table.runtime.typeutils.InternalTypeInfo;
 import org.apache.flink.table.types.DataType;
 import org.apache.flink.table.types.logical.RowType;
@@ -41,27 +41,30 @@ import org.apache.iceberg.util.SnapshotUtil;
 /**
  * skade's own metadata tables of a table {@code t} in a {@code skade} catalog, beside Iceberg's
  * ({@code t$snapshots}, {@code t$files}, {@code t$history}, ..., which Iceberg's Flink source
- * reads): {@code t$commits}, the table's rows of the catalog's commit log, and {@code
- * t$consumers}, the consumers stored for it with their lag behind the table. skade's are read
- * as the catalog stands when the query is planned.
+ * reads): {@code t$commits}, the table's rows of the catalog's commit log, and {@code t$consumers},
+ * the consumers stored for it with their lag behind the table. skade's are read as the catalog
+ * stands when the query is planned.
  */
 final class SkadeMetadataTables {
   /** Which of skade's metadata tables a name like {@code orders$commits} is. */
   enum Kind {
-    COMMITS(DataTypes.ROW(
-        DataTypes.FIELD("commit_seq", DataTypes.BIGINT().notNull()),
-        DataTypes.FIELD("operation", DataTypes.STRING().notNull()),
-        DataTypes.FIELD("snapshot_ids", DataTypes.ARRAY(DataTypes.BIGINT().notNull()).notNull()),
-        DataTypes.FIELD("committed_at", DataTypes.TIMESTAMP_LTZ(6).notNull()),
-        DataTypes.FIELD("metadata_location", DataTypes.STRING().notNull()),
-        DataTypes.FIELD("transaction_seq", DataTypes.BIGINT().notNull()))),
-    CONSUMERS(DataTypes.ROW(
-        DataTypes.FIELD("consumer_id", DataTypes.STRING().notNull()),
-        DataTypes.FIELD("snapshot_id", DataTypes.BIGINT()),
-        DataTypes.FIELD("commit_seq", DataTypes.BIGINT().notNull()),
-        DataTypes.FIELD("last_seen", DataTypes.TIMESTAMP_LTZ(3).notNull()),
-        DataTypes.FIELD("lag_commits", DataTypes.BIGINT().notNull()),
-        DataTypes.FIELD("lag_snapshots", DataTypes.BIGINT())));
+    COMMITS(
+        DataTypes.ROW(
+            DataTypes.FIELD("commit_seq", DataTypes.BIGINT().notNull()),
+            DataTypes.FIELD("operation", DataTypes.STRING().notNull()),
+            DataTypes.FIELD(
+                "snapshot_ids", DataTypes.ARRAY(DataTypes.BIGINT().notNull()).notNull()),
+            DataTypes.FIELD("committed_at", DataTypes.TIMESTAMP_LTZ(6).notNull()),
+            DataTypes.FIELD("metadata_location", DataTypes.STRING().notNull()),
+            DataTypes.FIELD("transaction_seq", DataTypes.BIGINT().notNull()))),
+    CONSUMERS(
+        DataTypes.ROW(
+            DataTypes.FIELD("consumer_id", DataTypes.STRING().notNull()),
+            DataTypes.FIELD("snapshot_id", DataTypes.BIGINT()),
+            DataTypes.FIELD("commit_seq", DataTypes.BIGINT().notNull()),
+            DataTypes.FIELD("last_seen", DataTypes.TIMESTAMP_LTZ(3).notNull()),
+            DataTypes.FIELD("lag_commits", DataTypes.BIGINT().notNull()),
+            DataTypes.FIELD("lag_snapshots", DataTypes.BIGINT())));
 
     final DataType type;
 
@@ -95,9 +98,11 @@ final class SkadeMetadataTables {
 
   /** The Flink table of {@code kind}. */
   static CatalogTable table(Kind kind) {
-    return CatalogTable.newBuilder().schema(Schema.newBuilder().fromRowDataType(kind.type)
-        .build()).comment("skade " + kind.name().toLowerCase(Locale.ROOT) + " of the table")
-        .options(Map.of()).build();
+    return CatalogTable.newBuilder()
+        .schema(Schema.newBuilder().fromRowDataType(kind.type).build())
+        .comment("skade " + kind.name().toLowerCase(Locale.ROOT) + " of the table")
+        .options(Map.of())
+        .build();
   }
 
   /**
@@ -105,30 +110,35 @@ final class SkadeMetadataTables {
    * source of Iceberg's metadata table, loaded through a skade table loader (which opens and
    * releases a connection of its own, not the Flink catalog's).
    */
-  static ScanTableSource source(Map<String, String> catalogProperties, ObjectPath path,
-      DynamicTableFactory.Context context) {
+  static ScanTableSource source(
+      Map<String, String> catalogProperties, ObjectPath path, DynamicTableFactory.Context context) {
     TableIdentifier base = baseTable(path);
     Optional<Kind> skade = Kind.of(path.getObjectName());
     if (skade.isPresent()) {
       return source(skade.get(), catalogProperties, base);
     }
     String suffix = path.getObjectName().substring(path.getObjectName().lastIndexOf('$') + 1);
-    TableIdentifier metadataTable = TableIdentifier.of(Namespace.of(path.getDatabaseName(),
-        base.name()), suffix);
-    ResolvedSchema physical = TableResolution.physical(context.getCatalogTable()
-        .getResolvedSchema());
-    return new IcebergTableSource(new SkadeTableLoader(catalogProperties, metadataTable),
-        physical, context.getCatalogTable().getOptions(), context.getConfiguration());
+    TableIdentifier metadataTable =
+        TableIdentifier.of(Namespace.of(path.getDatabaseName(), base.name()), suffix);
+    ResolvedSchema physical =
+        TableResolution.physical(context.getCatalogTable().getResolvedSchema());
+    return new IcebergTableSource(
+        new SkadeTableLoader(catalogProperties, metadataTable),
+        physical,
+        context.getCatalogTable().getOptions(),
+        context.getConfiguration());
   }
 
   /** A bounded source of {@code kind}'s rows for {@code table}, read when planned. */
-  private static ScanTableSource source(Kind kind, Map<String, String> catalogProperties,
-      TableIdentifier table) {
+  private static ScanTableSource source(
+      Kind kind, Map<String, String> catalogProperties, TableIdentifier table) {
     List<RowData> rows;
     try (CatalogConnection connection = CatalogConnection.open(catalogProperties)) {
       Table loaded = TableResolution.load(connection, table);
-      rows = kind == Kind.COMMITS ? commits(connection.feed(), table)
-          : consumers(connection, connection.feed(), table, loaded);
+      rows =
+          kind == Kind.COMMITS
+              ? commits(connection.feed(), table)
+              : consumers(connection, connection.feed(), table, loaded);
     }
     return new Rows(kind, rows);
   }
@@ -136,12 +146,15 @@ final class SkadeMetadataTables {
   private static List<RowData> commits(CommitFeed feed, TableIdentifier table) {
     List<RowData> rows = new ArrayList<>();
     for (CommitEvent commit : commitsOf(feed, table)) {
-      rows.add(GenericRowData.of(commit.commitSeq(),
-          StringData.fromString(commit.operation().name().toLowerCase(Locale.ROOT)),
-          new GenericArrayData(commit.addedSnapshotIds().toArray()),
-          TimestampData.fromEpochMillis(commit.tsMicros() / 1000,
-              (int) (commit.tsMicros() % 1000) * 1000),
-          StringData.fromString(commit.metadataLocation()), commit.transactionSeq()));
+      rows.add(
+          GenericRowData.of(
+              commit.commitSeq(),
+              StringData.fromString(commit.operation().name().toLowerCase(Locale.ROOT)),
+              new GenericArrayData(commit.addedSnapshotIds().toArray()),
+              TimestampData.fromEpochMillis(
+                  commit.tsMicros() / 1000, (int) (commit.tsMicros() % 1000) * 1000),
+              StringData.fromString(commit.metadataLocation()),
+              commit.transactionSeq()));
     }
     return rows;
   }
@@ -158,8 +171,8 @@ final class SkadeMetadataTables {
     return commits;
   }
 
-  private static List<RowData> consumers(CatalogConnection connection, CommitFeed feed,
-      TableIdentifier table, Table loaded) {
+  private static List<RowData> consumers(
+      CatalogConnection connection, CommitFeed feed, TableIdentifier table, Table loaded) {
     List<StoredConsumer> stored = connection.consumers().consumers(table);
     List<CommitEvent> commits = stored.isEmpty() ? List.of() : commitsOf(feed, table);
     List<RowData> rows = new ArrayList<>();
@@ -170,10 +183,14 @@ final class SkadeMetadataTables {
       long seq = consumer.cursor().commitSeq();
       long lagCommits = commits.stream().filter(commit -> commit.commitSeq() > seq).count();
       long snapshot = consumer.cursor().snapshotId();
-      rows.add(GenericRowData.of(StringData.fromString(consumer.consumerId()),
-          snapshot < 0 ? null : snapshot, seq,
-          TimestampData.fromInstant(consumer.lastSeen()), lagCommits,
-          lagSnapshots(loaded, snapshot)));
+      rows.add(
+          GenericRowData.of(
+              StringData.fromString(consumer.consumerId()),
+              snapshot < 0 ? null : snapshot,
+              seq,
+              TimestampData.fromInstant(consumer.lastSeen()),
+              lagCommits,
+              lagSnapshots(loaded, snapshot)));
     }
     return rows;
   }
@@ -202,8 +219,8 @@ final class SkadeMetadataTables {
       InternalTypeInfo<RowData> type = InternalTypeInfo.of((RowType) kind.type.getLogicalType());
       return new DataStreamScanProvider() {
         @Override
-        public DataStream<RowData> produceDataStream(ProviderContext provider,
-            StreamExecutionEnvironment env) {
+        public DataStream<RowData> produceDataStream(
+            ProviderContext provider, StreamExecutionEnvironment env) {
           return env.fromData(rows, type).name("skade " + kind.name().toLowerCase(Locale.ROOT));
         }
 

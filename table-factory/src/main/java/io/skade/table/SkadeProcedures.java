@@ -38,8 +38,8 @@ import org.apache.iceberg.exceptions.NoSuchTableException;
  * CALL lake.sys.remove_orphan_files('shop.orders', TIMESTAMP '2026-12-01 00:00:00', true);
  * }</pre>
  *
- * <p>{@code compact} runs Iceberg's rewrite in a bounded Flink job ({@link TableCompaction}):
- * a {@code replace} snapshot with the deletes folded in. {@code expire_snapshots} expires, through
+ * <p>{@code compact} runs Iceberg's rewrite in a bounded Flink job ({@link TableCompaction}): a
+ * {@code replace} snapshot with the deletes folded in. {@code expire_snapshots} expires, through
  * the catalog, the snapshots older than the time (UTC) but the newest {@code retain_last} (1 by
  * default); the catalog refuses it, naming the consumer, while a live consumer still needs one of
  * them. {@code remove_orphan_files} deletes, in a bounded Flink job of Iceberg's orphan-file
@@ -52,8 +52,8 @@ import org.apache.iceberg.exceptions.NoSuchTableException;
 public final class SkadeProcedures {
   /** The database the procedures are in: {@code CALL <catalog>.sys.<procedure>(...)}. */
   static final String DATABASE = "sys";
-  static final List<String> NAMES = List.of("compact", "expire_snapshots",
-      "remove_orphan_files");
+
+  static final List<String> NAMES = List.of("compact", "expire_snapshots", "remove_orphan_files");
 
   private SkadeProcedures() {}
 
@@ -87,19 +87,30 @@ public final class SkadeProcedures {
     /** The table the {@code table} argument names, loaded; a clear error otherwise. */
     Table table(String argument, CatalogConnection connection) {
       if (argument == null || argument.isBlank() || !argument.contains(".")) {
-        throw invalid("argument 'table' = '" + argument + "' must name a table as"
-            + " 'database.table', e.g. 'shop.orders'");
+        throw invalid(
+            "argument 'table' = '"
+                + argument
+                + "' must name a table as"
+                + " 'database.table', e.g. 'shop.orders'");
       }
       TableIdentifier id = TableIdentifier.parse(argument);
       try {
         return connection.catalog().loadTable(id);
       } catch (NoSuchTableException missing) {
-        throw invalid("argument 'table' = '" + argument + "' is not a table of catalog "
-            + catalogName + "; its tables in '" + id.namespace() + "': "
-            + (connection.namespaces().namespaceExists(id.namespace())
-                ? connection.catalog().listTables(id.namespace()).stream()
-                    .map(TableIdentifier::name).sorted().toList()
-                : "none (no such database)"));
+        throw invalid(
+            "argument 'table' = '"
+                + argument
+                + "' is not a table of catalog "
+                + catalogName
+                + "; its tables in '"
+                + id.namespace()
+                + "': "
+                + (connection.namespaces().namespaceExists(id.namespace())
+                    ? connection.catalog().listTables(id.namespace()).stream()
+                        .map(TableIdentifier::name)
+                        .sorted()
+                        .toList()
+                    : "none (no such database)"));
       }
     }
   }
@@ -110,20 +121,26 @@ public final class SkadeProcedures {
       super("compact", catalogName, properties);
     }
 
-    @ProcedureHint(argument = {@ArgumentHint(name = "table", type = @DataTypeHint("STRING"))},
-        output = @DataTypeHint("ROW<snapshot_id BIGINT, rewritten_data_files INT,"
-            + " added_data_files INT, removed_delete_files INT>"))
-    public Row[] call(ProcedureContext context, String table)
-        throws Exception {
+    @ProcedureHint(
+        argument = {@ArgumentHint(name = "table", type = @DataTypeHint("STRING"))},
+        output =
+            @DataTypeHint(
+                "ROW<snapshot_id BIGINT, rewritten_data_files INT,"
+                    + " added_data_files INT, removed_delete_files INT>"))
+    public Row[] call(ProcedureContext context, String table) throws Exception {
       try (CatalogConnection connection = CatalogConnection.forWriting(properties)) {
         table(table, connection); // it exists
       }
       TableIdentifier id = TableIdentifier.parse(table);
-      TableCompaction.Result result = TableCompaction.run(context.getExecutionEnvironment(),
-          properties, id);
-      return new Row[] {Row.of(
-          result.snapshotId(), result.rewrittenDataFiles(), result.addedDataFiles(),
-          result.removedDeleteFiles())};
+      TableCompaction.Result result =
+          TableCompaction.run(context.getExecutionEnvironment(), properties, id);
+      return new Row[] {
+        Row.of(
+            result.snapshotId(),
+            result.rewrittenDataFiles(),
+            result.addedDataFiles(),
+            result.removedDeleteFiles())
+      };
     }
   }
 
@@ -133,34 +150,48 @@ public final class SkadeProcedures {
       super("expire_snapshots", catalogName, properties);
     }
 
-    @ProcedureHint(argument = {
-        @ArgumentHint(name = "table", type = @DataTypeHint("STRING")),
-        @ArgumentHint(name = "older_than", type = @DataTypeHint("TIMESTAMP(3)")),
-        @ArgumentHint(name = "retain_last", type = @DataTypeHint("INT"), isOptional = true)},
+    @ProcedureHint(
+        argument = {
+          @ArgumentHint(name = "table", type = @DataTypeHint("STRING")),
+          @ArgumentHint(name = "older_than", type = @DataTypeHint("TIMESTAMP(3)")),
+          @ArgumentHint(name = "retain_last", type = @DataTypeHint("INT"), isOptional = true)
+        },
         output = @DataTypeHint("ROW<expired_snapshots INT, kept_snapshots INT>"))
-    public Row[] call(ProcedureContext context, String table,
-        LocalDateTime olderThan, Integer retainLast) throws Exception {
+    public Row[] call(
+        ProcedureContext context, String table, LocalDateTime olderThan, Integer retainLast)
+        throws Exception {
       if (olderThan == null) {
-        throw invalid("argument 'older_than' is missing; give a time, e.g. TIMESTAMP"
-            + " '2026-12-01 00:00:00' (UTC)");
+        throw invalid(
+            "argument 'older_than' is missing; give a time, e.g. TIMESTAMP"
+                + " '2026-12-01 00:00:00' (UTC)");
       }
       if (retainLast != null && retainLast < 1) {
-        throw invalid("argument 'retain_last' = " + retainLast + " must be 1 or more (the"
-            + " current snapshot is always kept)");
+        throw invalid(
+            "argument 'retain_last' = "
+                + retainLast
+                + " must be 1 or more (the"
+                + " current snapshot is always kept)");
       }
       try (CatalogConnection connection = CatalogConnection.forWriting(properties)) {
         Table loaded = table(table, connection);
-        return CatalogLockFactory.whileHolding(properties, TableIdentifier.parse(table),
-            "an expiry call", () -> {
+        return CatalogLockFactory.whileHolding(
+            properties,
+            TableIdentifier.parse(table),
+            "an expiry call",
+            () -> {
               int before = size(loaded.snapshots());
-              ExpireSnapshots expiry = loaded.expireSnapshots()
-                  .expireOlderThan(olderThan.toInstant(ZoneOffset.UTC).toEpochMilli());
+              ExpireSnapshots expiry =
+                  loaded
+                      .expireSnapshots()
+                      .expireOlderThan(olderThan.toInstant(ZoneOffset.UTC).toEpochMilli());
               if (retainLast != null) {
                 expiry.retainLast(retainLast);
               }
               // Never a Puffin file a live snapshot's deletion vectors are in.
-              Consumer<String> delete = loaded instanceof HasTableOperations ops
-                  ? LiveDeletionVectors.keeping(ops.operations(), null) : null;
+              Consumer<String> delete =
+                  loaded instanceof HasTableOperations ops
+                      ? LiveDeletionVectors.keeping(ops.operations(), null)
+                      : null;
               if (delete != null) {
                 expiry.deleteWith(delete);
               }
@@ -189,27 +220,43 @@ public final class SkadeProcedures {
       super("remove_orphan_files", catalogName, properties);
     }
 
-    @ProcedureHint(argument = {
-        @ArgumentHint(name = "table", type = @DataTypeHint("STRING")),
-        @ArgumentHint(name = "older_than", type = @DataTypeHint("TIMESTAMP(3)"),
-            isOptional = true),
-        @ArgumentHint(name = "dry_run", type = @DataTypeHint("BOOLEAN"), isOptional = true)},
+    @ProcedureHint(
+        argument = {
+          @ArgumentHint(name = "table", type = @DataTypeHint("STRING")),
+          @ArgumentHint(
+              name = "older_than",
+              type = @DataTypeHint("TIMESTAMP(3)"),
+              isOptional = true),
+          @ArgumentHint(name = "dry_run", type = @DataTypeHint("BOOLEAN"), isOptional = true)
+        },
         output = @DataTypeHint("ROW<orphan_file_location STRING>"))
-    public Row[] call(ProcedureContext context, String table, LocalDateTime olderThan,
-        Boolean dryRun) throws Exception {
+    public Row[] call(
+        ProcedureContext context, String table, LocalDateTime olderThan, Boolean dryRun)
+        throws Exception {
       Instant now = Instant.now();
-      Duration age = olderThan == null ? DEFAULT_AGE
-          : Duration.between(olderThan.toInstant(ZoneOffset.UTC), now);
+      Duration age =
+          olderThan == null
+              ? DEFAULT_AGE
+              : Duration.between(olderThan.toInstant(ZoneOffset.UTC), now);
       if (age.compareTo(SinkMaintenance.MIN_ORPHAN_AGE) < 0) {
-        throw invalid("argument 'older_than' = " + olderThan + " must be at least "
-            + SinkMaintenance.MIN_ORPHAN_AGE.toMinutes() + " min ago (UTC): a younger file may"
-            + " belong to a commit still in flight; give an earlier time");
+        throw invalid(
+            "argument 'older_than' = "
+                + olderThan
+                + " must be at least "
+                + SinkMaintenance.MIN_ORPHAN_AGE.toMinutes()
+                + " min ago (UTC): a younger file may"
+                + " belong to a commit still in flight; give an earlier time");
       }
       try (CatalogConnection connection = CatalogConnection.forWriting(properties)) {
         table(table, connection); // it exists
       }
-      OrphanFileRemoval.Result result = OrphanFileRemoval.run(context.getExecutionEnvironment(),
-          properties, TableIdentifier.parse(table), age, Boolean.TRUE.equals(dryRun));
+      OrphanFileRemoval.Result result =
+          OrphanFileRemoval.run(
+              context.getExecutionEnvironment(),
+              properties,
+              TableIdentifier.parse(table),
+              age,
+              Boolean.TRUE.equals(dryRun));
       return result.orphans().stream().map(Row::of).toArray(Row[]::new);
     }
   }

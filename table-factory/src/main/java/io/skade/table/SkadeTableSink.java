@@ -34,32 +34,47 @@ import org.apache.iceberg.expressions.Expressions;
 
 /**
  * A skade table written by SQL, through {@link SkadeSink}: Iceberg's Flink sink operators
- * committing via the skade catalog.
- * A table with a primary key takes upserts and deletes (equality deletes on the key); one
- * without takes inserts. {@code INSERT OVERWRITE} (batch) replaces the partitions written.
- * {@code DELETE FROM} runs without a job when its WHERE converts exactly to an Iceberg filter
- * (whole files dropped, the rest deleted by position); otherwise, and for {@code UPDATE}, the
- * matching rows are written as deletes or upserts by key, which needs a primary key.
+ * committing via the skade catalog. A table with a primary key takes upserts and deletes (equality
+ * deletes on the key); one without takes inserts. {@code INSERT OVERWRITE} (batch) replaces the
+ * partitions written. {@code DELETE FROM} runs without a job when its WHERE converts exactly to an
+ * Iceberg filter (whole files dropped, the rest deleted by position); otherwise, and for {@code
+ * UPDATE}, the matching rows are written as deletes or upserts by key, which needs a primary key.
  */
-final class SkadeTableSink implements DynamicTableSink, SupportsPartitioning, SupportsOverwrite,
-    SupportsDeletePushDown, SupportsRowLevelDelete, SupportsRowLevelUpdate {
+final class SkadeTableSink
+    implements DynamicTableSink,
+        SupportsPartitioning,
+        SupportsOverwrite,
+        SupportsDeletePushDown,
+        SupportsRowLevelDelete,
+        SupportsRowLevelUpdate {
 
   private final Map<String, String> catalogProperties;
   private final TableIdentifier table;
+
   /** The table's schema when the job was planned. */
   private final Schema tableSchema;
+
   /** The DDL's physical columns and primary key. */
   private final ResolvedSchema physical;
+
   private final ReadableConfig config;
   private final Integer parallelism;
+
   /** Who lineage names as the writer of this sink's commits; null: the Flink job. */
   private final String lineageActor;
+
   private final SinkMaintenance maintenance;
   private boolean overwrite;
   private Expression deleteFilter;
 
-  SkadeTableSink(Map<String, String> catalogProperties, TableIdentifier table, Schema tableSchema,
-      ResolvedSchema physical, ReadableConfig config, Integer parallelism, String lineageActor,
+  SkadeTableSink(
+      Map<String, String> catalogProperties,
+      TableIdentifier table,
+      Schema tableSchema,
+      ResolvedSchema physical,
+      ReadableConfig config,
+      Integer parallelism,
+      String lineageActor,
       SinkMaintenance maintenance) {
     this.catalogProperties = Map.copyOf(catalogProperties);
     this.table = table;
@@ -72,8 +87,13 @@ final class SkadeTableSink implements DynamicTableSink, SupportsPartitioning, Su
   }
 
   private List<String> primaryKey() {
-    return physical.getPrimaryKey().map(key -> key.getColumns().stream()
-        .map(name -> tableSchema.caseInsensitiveFindField(name).name()).toList())
+    return physical
+        .getPrimaryKey()
+        .map(
+            key ->
+                key.getColumns().stream()
+                    .map(name -> tableSchema.caseInsensitiveFindField(name).name())
+                    .toList())
         .orElse(List.of());
   }
 
@@ -89,18 +109,22 @@ final class SkadeTableSink implements DynamicTableSink, SupportsPartitioning, Su
   @Override
   public SinkRuntimeProvider getSinkRuntimeProvider(Context context) {
     if (overwrite && !context.isBounded()) {
-      throw new TableException("INSERT OVERWRITE into skade table " + table + " needs a bounded"
-          + " input: run it in batch mode (SET 'execution.runtime-mode' = 'batch')");
+      throw new TableException(
+          "INSERT OVERWRITE into skade table "
+              + table
+              + " needs a bounded"
+              + " input: run it in batch mode (SET 'execution.runtime-mode' = 'batch')");
     }
-    SkadeSinkBuilder sink = SkadeSink.builder()
-        .catalogProperties(catalogProperties)
-        .table(table)
-        .tableSchema(tableSchema) // loaded by the factory: no second catalog open
-        .schema(physical)
-        .flinkConf(config)
-        .overwrite(overwrite)
-        .lineageActor(lineageActor)
-        .maintenance(maintenance);
+    SkadeSinkBuilder sink =
+        SkadeSink.builder()
+            .catalogProperties(catalogProperties)
+            .table(table)
+            .tableSchema(tableSchema) // loaded by the factory: no second catalog open
+            .schema(physical)
+            .flinkConf(config)
+            .overwrite(overwrite)
+            .lineageActor(lineageActor)
+            .maintenance(maintenance);
     // An overwrite replaces whole partitions and may not carry deletes: plain inserts.
     if (!overwrite) {
       sink.upsertKey(primaryKey());
@@ -120,8 +144,12 @@ final class SkadeTableSink implements DynamicTableSink, SupportsPartitioning, Su
 
   @Override
   public boolean applyDeleteFilters(List<ResolvedExpression> filters) {
-    SkadeFilters converter = new SkadeFilters(tableSchema, physical.getColumnNames().stream()
-        .map(name -> name.toLowerCase(Locale.ROOT)).collect(Collectors.toSet()));
+    SkadeFilters converter =
+        new SkadeFilters(
+            tableSchema,
+            physical.getColumnNames().stream()
+                .map(name -> name.toLowerCase(Locale.ROOT))
+                .collect(Collectors.toSet()));
     Expression all = Expressions.alwaysTrue();
     for (ResolvedExpression filter : filters) {
       Optional<Expression> exact = converter.convert(filter);
@@ -144,8 +172,9 @@ final class SkadeTableSink implements DynamicTableSink, SupportsPartitioning, Su
         return Optional.of(0L);
       }
       Map<String, String> summary = after.summary();
-      return Optional.of(count(summary, SnapshotSummary.DELETED_RECORDS_PROP)
-          + count(summary, SnapshotSummary.ADDED_POS_DELETES_PROP));
+      return Optional.of(
+          count(summary, SnapshotSummary.DELETED_RECORDS_PROP)
+              + count(summary, SnapshotSummary.ADDED_POS_DELETES_PROP));
     }
   }
 
@@ -160,16 +189,23 @@ final class SkadeTableSink implements DynamicTableSink, SupportsPartitioning, Su
   }
 
   @Override
-  public RowLevelUpdateInfo applyRowLevelUpdate(List<Column> updatedColumns,
-      RowLevelModificationScanContext context) {
+  public RowLevelUpdateInfo applyRowLevelUpdate(
+      List<Column> updatedColumns, RowLevelModificationScanContext context) {
     requireKey("UPDATE");
     List<String> key = primaryKey().stream().map(name -> name.toLowerCase(Locale.ROOT)).toList();
-    List<String> updatedKey = updatedColumns.stream().map(Column::getName)
-        .filter(name -> key.contains(name.toLowerCase(Locale.ROOT))).toList();
+    List<String> updatedKey =
+        updatedColumns.stream()
+            .map(Column::getName)
+            .filter(name -> key.contains(name.toLowerCase(Locale.ROOT)))
+            .toList();
     if (!updatedKey.isEmpty()) {
-      throw new TableException("UPDATE of skade table " + table + " sets primary key column(s) "
-          + updatedKey + "; a key cannot be updated in place. DELETE the row and INSERT it with"
-          + " the new key instead");
+      throw new TableException(
+          "UPDATE of skade table "
+              + table
+              + " sets primary key column(s) "
+              + updatedKey
+              + "; a key cannot be updated in place. DELETE the row and INSERT it with"
+              + " the new key instead");
     }
     return new RowLevelUpdateInfo() {}; // the updated rows arrive as +U: upserted by key
   }
@@ -179,20 +215,34 @@ final class SkadeTableSink implements DynamicTableSink, SupportsPartitioning, Su
       return;
     }
     if (statement.equals("DELETE")) {
-      throw new TableException("DELETE on skade table " + table + ", which has no primary key,"
-          + " works only with a WHERE clause skade can apply exactly to the files: comparisons"
-          + " of columns with literals (=, <>, <, <=, >, >=, LIKE 'prefix%'), IS [NOT] NULL,"
-          + " AND, OR and NOT. Simplify the condition, or declare a PRIMARY KEY (NOT ENFORCED)"
-          + " so rows can be deleted by key");
+      throw new TableException(
+          "DELETE on skade table "
+              + table
+              + ", which has no primary key,"
+              + " works only with a WHERE clause skade can apply exactly to the files: comparisons"
+              + " of columns with literals (=, <>, <, <=, >, >=, LIKE 'prefix%'), IS [NOT] NULL,"
+              + " AND, OR and NOT. Simplify the condition, or declare a PRIMARY KEY (NOT ENFORCED)"
+              + " so rows can be deleted by key");
     }
-    throw new TableException("UPDATE on skade table " + table + " needs a primary key: rows"
-        + " are updated by key. Declare a PRIMARY KEY (NOT ENFORCED) on the table");
+    throw new TableException(
+        "UPDATE on skade table "
+            + table
+            + " needs a primary key: rows"
+            + " are updated by key. Declare a PRIMARY KEY (NOT ENFORCED) on the table");
   }
 
   @Override
   public DynamicTableSink copy() {
-    SkadeTableSink copy = new SkadeTableSink(catalogProperties, table, tableSchema, physical,
-        config, parallelism, lineageActor, maintenance);
+    SkadeTableSink copy =
+        new SkadeTableSink(
+            catalogProperties,
+            table,
+            tableSchema,
+            physical,
+            config,
+            parallelism,
+            lineageActor,
+            maintenance);
     copy.overwrite = overwrite;
     copy.deleteFilter = deleteFilter;
     return copy;

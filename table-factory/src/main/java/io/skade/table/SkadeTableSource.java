@@ -17,21 +17,21 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Collectors;
 import org.apache.flink.table.api.DataTypes;
-import org.apache.flink.table.connector.ChangelogMode;
 import org.apache.flink.table.api.ValidationException;
+import org.apache.flink.table.connector.ChangelogMode;
 import org.apache.flink.table.connector.source.DynamicTableSource;
 import org.apache.flink.table.connector.source.LookupTableSource;
+import org.apache.flink.table.connector.source.ScanTableSource;
+import org.apache.flink.table.connector.source.SourceProvider;
+import org.apache.flink.table.connector.source.abilities.SupportsFilterPushDown;
+import org.apache.flink.table.connector.source.abilities.SupportsProjectionPushDown;
+import org.apache.flink.table.connector.source.abilities.SupportsReadingMetadata;
 import org.apache.flink.table.connector.source.lookup.AsyncLookupFunctionProvider;
 import org.apache.flink.table.connector.source.lookup.LookupFunctionProvider;
 import org.apache.flink.table.connector.source.lookup.LookupOptions;
 import org.apache.flink.table.connector.source.lookup.PartialCachingAsyncLookupProvider;
 import org.apache.flink.table.connector.source.lookup.PartialCachingLookupProvider;
 import org.apache.flink.table.connector.source.lookup.cache.LookupCache;
-import org.apache.flink.table.connector.source.ScanTableSource;
-import org.apache.flink.table.connector.source.SourceProvider;
-import org.apache.flink.table.connector.source.abilities.SupportsFilterPushDown;
-import org.apache.flink.table.connector.source.abilities.SupportsProjectionPushDown;
-import org.apache.flink.table.connector.source.abilities.SupportsReadingMetadata;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.expressions.ResolvedExpression;
 import org.apache.flink.table.runtime.typeutils.InternalTypeInfo;
@@ -45,18 +45,32 @@ import org.apache.iceberg.types.Types;
 
 /**
  * A skade table read by SQL: the changelog source ({@link SkadeSource}) with projection, exact
- * filter and metadata pushdown. It produces {@code +I -U +U -D} with full before-images, which
- * the planner needs no ChangelogNormalize for; upsert rows with key-only deletes in {@code
- * key-only} mode; inserts only in batch mode, where it reads the rows of one snapshot.
+ * filter and metadata pushdown. It produces {@code +I -U +U -D} with full before-images, which the
+ * planner needs no ChangelogNormalize for; upsert rows with key-only deletes in {@code key-only}
+ * mode; inserts only in batch mode, where it reads the rows of one snapshot.
  */
-final class SkadeTableSource implements ScanTableSource, LookupTableSource,
-    SupportsProjectionPushDown, SupportsFilterPushDown, SupportsReadingMetadata {
+final class SkadeTableSource
+    implements ScanTableSource,
+        LookupTableSource,
+        SupportsProjectionPushDown,
+        SupportsFilterPushDown,
+        SupportsReadingMetadata {
 
   /** What to read and from where, as the table's options say. */
-  record Scan(Map<String, String> catalogProperties, TableIdentifier table,
-      StartupMode startupMode, Long startupValue, boolean bounded, Long endSnapshotId,
-      Mode mode, BeforeImage beforeImage, Duration pollInterval, String consumerId,
-      boolean batch, boolean appendOnly, Integer parallelism) {
+  record Scan(
+      Map<String, String> catalogProperties,
+      TableIdentifier table,
+      StartupMode startupMode,
+      Long startupValue,
+      boolean bounded,
+      Long endSnapshotId,
+      Mode mode,
+      BeforeImage beforeImage,
+      Duration pollInterval,
+      String consumerId,
+      boolean batch,
+      boolean appendOnly,
+      Integer parallelism) {
 
     boolean upsert() {
       return !batch && beforeImage == BeforeImage.KEY_ONLY;
@@ -66,11 +80,17 @@ final class SkadeTableSource implements ScanTableSource, LookupTableSource,
   /**
    * How lookup joins probe the table, as the table's options say.
    *
-   * @param flinkCache Flink's cache in front of the lookup function ({@code lookup.cache}
-   *     PARTIAL); null for none
+   * @param flinkCache Flink's cache in front of the lookup function ({@code lookup.cache} PARTIAL);
+   *     null for none
    */
-  record Lookup(boolean async, int asyncThreads, Long snapshotId, Duration pollInterval,
-      int maxRetries, LookupOptions.LookupCacheType cacheType, long rowCacheMaxRows,
+  record Lookup(
+      boolean async,
+      int asyncThreads,
+      Long snapshotId,
+      Duration pollInterval,
+      int maxRetries,
+      LookupOptions.LookupCacheType cacheType,
+      long rowCacheMaxRows,
       LookupCache flinkCache) {
 
     /**
@@ -88,10 +108,13 @@ final class SkadeTableSource implements ScanTableSource, LookupTableSource,
 
   private final Scan scan;
   private final Lookup lookup;
+
   /** The table's schema when the job was planned. */
   private final Schema tableSchema;
+
   /** The DDL's physical columns. */
   private final DataType physicalRowType;
+
   private int[] projection; // into the physical columns; null = all of them
   private List<String> metadataKeys = List.of();
   private DataType producedDataType;
@@ -135,27 +158,30 @@ final class SkadeTableSource implements ScanTableSource, LookupTableSource,
     // Key-only changes need the key; a projection of no column still needs rows to count.
     List<String> read = new ArrayList<>(produced);
     if (scan.upsert()) {
-      tableSchema.identifierFieldNames().stream().sorted()
-          .filter(key -> !read.contains(key)).forEach(read::add);
+      tableSchema.identifierFieldNames().stream()
+          .sorted()
+          .filter(key -> !read.contains(key))
+          .forEach(read::add);
     }
     if (read.isEmpty()) {
       read.add(tableSchema.columns().get(0).name());
     }
     // The source emits the columns read in the table's order, whatever order they were asked in.
-    List<String> emitted = tableSchema.select(read).columns().stream()
-        .map(Types.NestedField::name).toList();
-    int[] positions = emitted.equals(produced) ? null
-        : produced.stream().mapToInt(emitted::indexOf).toArray();
+    List<String> emitted =
+        tableSchema.select(read).columns().stream().map(Types.NestedField::name).toList();
+    int[] positions =
+        emitted.equals(produced) ? null : produced.stream().mapToInt(emitted::indexOf).toArray();
 
-    SkadeSourceBuilder<RowData> builder = SkadeSource.builder()
-        .catalogProperties(scan.catalogProperties())
-        .table(scan.table())
-        .startup(scan.startupMode(), scan.startupValue())
-        .changelogMode(scan.mode())
-        .beforeImage(scan.beforeImage())
-        .columns(read)
-        .filter(filter)
-        .pollInterval(scan.pollInterval());
+    SkadeSourceBuilder<RowData> builder =
+        SkadeSource.builder()
+            .catalogProperties(scan.catalogProperties())
+            .table(scan.table())
+            .startup(scan.startupMode(), scan.startupValue())
+            .changelogMode(scan.mode())
+            .beforeImage(scan.beforeImage())
+            .columns(read)
+            .filter(filter)
+            .pollInterval(scan.pollInterval());
     if (scan.endSnapshotId() != null) {
       builder.endSnapshot(scan.endSnapshotId());
     } else if (scan.bounded() || scan.batch()) {
@@ -167,47 +193,68 @@ final class SkadeTableSource implements ScanTableSource, LookupTableSource,
     List<MetadataColumn> metadata = metadataKeys.stream().map(MetadataColumn::of).toList();
     InternalTypeInfo<RowData> type =
         InternalTypeInfo.of((RowType) producedDataType.getLogicalType());
-    SkadeSource<RowData> source = builder
-        .deserializer(new SqlChangeDeserializer(type, positions, metadata, scan.upsert(),
-            scan.appendOnly() ? scan.table().toString() : null))
-        .build();
+    SkadeSource<RowData> source =
+        builder
+            .deserializer(
+                new SqlChangeDeserializer(
+                    type,
+                    positions,
+                    metadata,
+                    scan.upsert(),
+                    scan.appendOnly() ? scan.table().toString() : null))
+            .build();
     return SourceProvider.of(source, scan.parallelism());
   }
 
   @Override
   public LookupRuntimeProvider getLookupRuntimeProvider(LookupContext context) {
     if (!metadataKeys.isEmpty()) {
-      throw new ValidationException("skade table " + scan.table() + ": metadata columns "
-          + metadataKeys + " describe changes and have no value in a lookup join; leave them"
-          + " out of the query");
+      throw new ValidationException(
+          "skade table "
+              + scan.table()
+              + ": metadata columns "
+              + metadataKeys
+              + " describe changes and have no value in a lookup join; leave them"
+              + " out of the query");
     }
     RowType produced = (RowType) producedDataType.getLogicalType();
     List<String> keyColumns = new ArrayList<>();
     List<RowType.RowField> keyFields = new ArrayList<>();
     for (int[] path : context.getKeys()) {
       if (path.length != 1) {
-        throw new ValidationException("skade table " + scan.table() + ": lookup keys must be"
-            + " top-level columns, not nested fields");
+        throw new ValidationException(
+            "skade table "
+                + scan.table()
+                + ": lookup keys must be"
+                + " top-level columns, not nested fields");
       }
       keyFields.add(produced.getFields().get(path[0]));
       keyColumns.add(icebergName(produced.getFieldNames().get(path[0])));
     }
     List<String> output = produced.getFieldNames().stream().map(this::icebergName).toList();
     // The filters accepted by applyFilters are applied by the engine, in every cache mode.
-    TableLookup.Settings engine = new TableLookup.Settings(keyColumns, lookup.snapshotId(),
-        lookup.pollInterval(), lookup.engineCaching(), lookup.rowCacheMaxRows(), filter,
-        lookup.maxRetries());
-    SkadeLookup.Settings settings = new SkadeLookup.Settings(scan.catalogProperties(),
-        scan.table().toString(), output, engine);
+    TableLookup.Settings engine =
+        new TableLookup.Settings(
+            keyColumns,
+            lookup.snapshotId(),
+            lookup.pollInterval(),
+            lookup.engineCaching(),
+            lookup.rowCacheMaxRows(),
+            filter,
+            lookup.maxRetries());
+    SkadeLookup.Settings settings =
+        new SkadeLookup.Settings(scan.catalogProperties(), scan.table().toString(), output, engine);
     SkadeLookup probes = new SkadeLookup(settings, new RowType(keyFields));
     if (lookup.async()) {
-      SkadeAsyncLookupFunction function = new SkadeAsyncLookupFunction(probes,
-          lookup.asyncThreads());
-      return lookup.flinkCache() == null ? AsyncLookupFunctionProvider.of(function)
+      SkadeAsyncLookupFunction function =
+          new SkadeAsyncLookupFunction(probes, lookup.asyncThreads());
+      return lookup.flinkCache() == null
+          ? AsyncLookupFunctionProvider.of(function)
           : PartialCachingAsyncLookupProvider.of(function, lookup.flinkCache());
     }
     SkadeLookupFunction function = new SkadeLookupFunction(probes);
-    return lookup.flinkCache() == null ? LookupFunctionProvider.of(function)
+    return lookup.flinkCache() == null
+        ? LookupFunctionProvider.of(function)
         : PartialCachingLookupProvider.of(function, lookup.flinkCache());
   }
 
@@ -233,9 +280,11 @@ final class SkadeTableSource implements ScanTableSource, LookupTableSource,
   @Override
   public Result applyFilters(List<ResolvedExpression> filters) {
     // In key-only mode old rows carry only their key, so only the key can be tested on them.
-    Set<String> filterable = (scan.upsert() ? tableSchema.identifierFieldNames()
-        : DataType.getFieldNames(physicalRowType)).stream()
-        .map(name -> name.toLowerCase(Locale.ROOT)).collect(Collectors.toSet());
+    Set<String> filterable =
+        (scan.upsert()
+                ? tableSchema.identifierFieldNames()
+                : DataType.getFieldNames(physicalRowType))
+            .stream().map(name -> name.toLowerCase(Locale.ROOT)).collect(Collectors.toSet());
     SkadeFilters converter = new SkadeFilters(tableSchema, filterable);
     List<ResolvedExpression> accepted = new ArrayList<>();
     List<ResolvedExpression> remaining = new ArrayList<>();

@@ -15,26 +15,34 @@ import org.apache.flink.types.RowKind;
 import org.apache.flink.util.Collector;
 
 /**
- * The rows a SQL scan of a skade table produces: the projected physical columns, then the
- * requested metadata columns in their order. In upsert mode ({@code key-only} before-images)
- * {@code -U} rows are dropped: the planner rebuilds them from the {@code +U}. An append-only read
- * ({@code scan.append-only}) declared inserts only, so a change of another kind fails the job: a
- * consumer such as a delta join keeps no state to retract a row with.
+ * The rows a SQL scan of a skade table produces: the projected physical columns, then the requested
+ * metadata columns in their order. In upsert mode ({@code key-only} before-images) {@code -U} rows
+ * are dropped: the planner rebuilds them from the {@code +U}. An append-only read ({@code
+ * scan.append-only}) declared inserts only, so a change of another kind fails the job: a consumer
+ * such as a delta join keeps no state to retract a row with.
  */
 final class SqlChangeDeserializer implements ChangeDeserializer<RowData> {
   private static final long serialVersionUID = 1L;
 
   private final InternalTypeInfo<RowData> producedType;
+
   /** Positions of the produced physical columns in the read row; null when they are the same. */
   private final int[] physical;
+
   private final List<MetadataColumn> metadata;
   private final boolean upsert;
+
   /** The table, when it is read append-only; null otherwise. */
   private final String appendOnlyTable;
+
   private transient ProjectedRowData projection; // reused: rows are consumed during the call
 
-  SqlChangeDeserializer(InternalTypeInfo<RowData> producedType, int[] physical,
-      List<MetadataColumn> metadata, boolean upsert, String appendOnlyTable) {
+  SqlChangeDeserializer(
+      InternalTypeInfo<RowData> producedType,
+      int[] physical,
+      List<MetadataColumn> metadata,
+      boolean upsert,
+      String appendOnlyTable) {
     this.producedType = producedType;
     this.physical = physical;
     this.metadata = List.copyOf(metadata);
@@ -46,13 +54,23 @@ final class SqlChangeDeserializer implements ChangeDeserializer<RowData> {
   public void deserialize(RowData change, ChangeMetadata meta, Collector<RowData> out) {
     RowKind kind = change.getRowKind();
     if (appendOnlyTable != null && kind != RowKind.INSERT) {
-      throw new IllegalStateException("skade table " + appendOnlyTable + " is read append-only ('"
-          + SkadeConnectorOptions.SCAN_APPEND_ONLY.key() + "' = 'true'), but commit_seq "
-          + meta.commitSeq() + " (snapshot " + meta.snapshotId() + ") "
-          + (kind == RowKind.DELETE ? "deletes" : "updates") + " a row it read: the job's"
-          + " result would keep the old row. Keep the table's writers to inserts, or read it"
-          + " without '" + SkadeConnectorOptions.SCAN_APPEND_ONLY.key() + "' (a join of it then"
-          + " keeps state)");
+      throw new IllegalStateException(
+          "skade table "
+              + appendOnlyTable
+              + " is read append-only ('"
+              + SkadeConnectorOptions.SCAN_APPEND_ONLY.key()
+              + "' = 'true'), but commit_seq "
+              + meta.commitSeq()
+              + " (snapshot "
+              + meta.snapshotId()
+              + ") "
+              + (kind == RowKind.DELETE ? "deletes" : "updates")
+              + " a row it read: the job's"
+              + " result would keep the old row. Keep the table's writers to inserts, or read it"
+              + " without '"
+              + SkadeConnectorOptions.SCAN_APPEND_ONLY.key()
+              + "' (a join of it then"
+              + " keeps state)");
     }
     if (upsert && kind == RowKind.UPDATE_BEFORE) {
       return;

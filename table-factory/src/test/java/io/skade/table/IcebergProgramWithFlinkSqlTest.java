@@ -42,21 +42,23 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The program of issue 18 as an Iceberg user writes it: the catalog opened the standard Iceberg
- * way ({@code CatalogUtil.loadCatalog}), a table created and written with Iceberg's own API, then,
- * in the same JVM, Flink SQL on the same warehouse (a {@code 'connector' = 'skade'} table, a
- * {@code skade} catalog, a lookup join, an {@code INSERT}), without the program knowing of any
- * sharing API; and the catalogs closed in every order, the store left consistent.
+ * The program of issue 18 as an Iceberg user writes it: the catalog opened the standard Iceberg way
+ * ({@code CatalogUtil.loadCatalog}), a table created and written with Iceberg's own API, then, in
+ * the same JVM, Flink SQL on the same warehouse (a {@code 'connector' = 'skade'} table, a {@code
+ * skade} catalog, a lookup join, an {@code INSERT}), without the program knowing of any sharing
+ * API; and the catalogs closed in every order, the store left consistent.
  */
 @Timeout(240)
 class IcebergProgramWithFlinkSqlTest {
   private static final String IMPL = "io.skade.catalog.SkadeCatalog";
   private static final TableIdentifier PEOPLE = TableIdentifier.of("shop", "people");
-  private static final Schema SCHEMA = new Schema(
-      List.of(Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get()),
-          Types.NestedField.optional(3, "city", Types.StringType.get())),
-      java.util.Set.of(1));
+  private static final Schema SCHEMA =
+      new Schema(
+          List.of(
+              Types.NestedField.required(1, "id", Types.LongType.get()),
+              Types.NestedField.optional(2, "name", Types.StringType.get()),
+              Types.NestedField.optional(3, "city", Types.StringType.get())),
+          java.util.Set.of(1));
   private static final Duration WAIT = Duration.ofSeconds(90);
 
   @TempDir Path dir;
@@ -65,18 +67,20 @@ class IcebergProgramWithFlinkSqlTest {
   void aProgramThatOpensTheCatalogTheIcebergWayRunsFlinkSqlOnTheSameWarehouse() throws Exception {
     // A warehouse whose name needs quoting in a URI, on every path below.
     String warehouse = dir.resolve("a b%c#d+é").resolve("lake").toString();
-    Catalog lake = CatalogUtil.loadCatalog(IMPL, "lake", Map.of("warehouse", warehouse),
-        new Configuration());
+    Catalog lake =
+        CatalogUtil.loadCatalog(IMPL, "lake", Map.of("warehouse", warehouse), new Configuration());
     ((SupportsNamespaces) lake).createNamespace(Namespace.of("shop"));
     Table people = lake.buildTable(PEOPLE, SCHEMA).withProperty("format-version", "2").create();
     appendWithIceberg(people, row(1, "ada", "oslo"), row(2, "bo", "bergen"));
 
     TableEnvironment streaming = TableEnvironment.create(EnvironmentSettings.inStreamingMode());
-    streaming.executeSql("CREATE TABLE people (id BIGINT, name STRING, city STRING,"
-        + " PRIMARY KEY (id) NOT ENFORCED) WITH ('connector' = 'skade', 'warehouse' = "
-        + sql(warehouse) + ", 'database' = 'shop', 'table' = 'people')");
-    streaming.executeSql("CREATE CATALOG skade WITH ('type' = 'skade', 'warehouse' = "
-        + sql(warehouse) + ")");
+    streaming.executeSql(
+        "CREATE TABLE people (id BIGINT, name STRING, city STRING,"
+            + " PRIMARY KEY (id) NOT ENFORCED) WITH ('connector' = 'skade', 'warehouse' = "
+            + sql(warehouse)
+            + ", 'database' = 'shop', 'table' = 'people')");
+    streaming.executeSql(
+        "CREATE CATALOG skade WITH ('type' = 'skade', 'warehouse' = " + sql(warehouse) + ")");
     TableResult viaConnector = streaming.executeSql("SELECT * FROM people");
     TableResult viaCatalog = streaming.executeSql("SELECT * FROM skade.shop.people");
     List<Row> connectorRows = Collections.synchronizedList(new ArrayList<>());
@@ -95,26 +99,34 @@ class IcebergProgramWithFlinkSqlTest {
       awaitRows(catalogRows, 3);
 
       // An INSERT through Flink SQL (an upsert of 1, a new 4), read back with Iceberg's reader.
-      batch.executeSql("CREATE CATALOG skade WITH ('type' = 'skade', 'warehouse' = "
-          + sql(warehouse) + ")");
-      batch.executeSql("INSERT INTO skade.shop.people VALUES (1, 'ada', 'bergen'),"
-          + " (4, 'di', 'bodo')").await();
-      assertThat(icebergRows(lake.loadTable(PEOPLE))).containsExactly(
-          "1 ada bergen", "2 bo bergen", "3 cy tromso", "4 di bodo");
+      batch.executeSql(
+          "CREATE CATALOG skade WITH ('type' = 'skade', 'warehouse' = " + sql(warehouse) + ")");
+      batch
+          .executeSql(
+              "INSERT INTO skade.shop.people VALUES (1, 'ada', 'bergen')," + " (4, 'di', 'bodo')")
+          .await();
+      assertThat(icebergRows(lake.loadTable(PEOPLE)))
+          .containsExactly("1 ada bergen", "2 bo bergen", "3 cy tromso", "4 di bodo");
       awaitRows(connectorRows, 6);
       awaitRows(catalogRows, 6);
 
       // A lookup join against the table, as of each probe's processing time.
-      streaming.executeSql("CREATE TEMPORARY VIEW probes AS SELECT k, PROCTIME() AS pt"
-          + " FROM (VALUES (CAST(1 AS BIGINT)), (3), (4), (9)) AS t(k)");
+      streaming.executeSql(
+          "CREATE TEMPORARY VIEW probes AS SELECT k, PROCTIME() AS pt"
+              + " FROM (VALUES (CAST(1 AS BIGINT)), (3), (4), (9)) AS t(k)");
       List<String> joined = new ArrayList<>();
-      try (CloseableIterator<Row> rows = streaming.executeSql("SELECT p.k, d.name, d.city"
-          + " FROM probes AS p LEFT JOIN people FOR SYSTEM_TIME AS OF p.pt AS d"
-          + " ON p.k = d.id").collect()) {
+      try (CloseableIterator<Row> rows =
+          streaming
+              .executeSql(
+                  "SELECT p.k, d.name, d.city"
+                      + " FROM probes AS p LEFT JOIN people FOR SYSTEM_TIME AS OF p.pt AS d"
+                      + " ON p.k = d.id")
+              .collect()) {
         rows.forEachRemaining(row -> joined.add(row.toString()));
       }
-      assertThat(joined).containsExactlyInAnyOrder("+I[1, ada, bergen]", "+I[3, cy, tromso]",
-          "+I[4, di, bodo]", "+I[9, null, null]");
+      assertThat(joined)
+          .containsExactlyInAnyOrder(
+              "+I[1, ada, bergen]", "+I[3, cy, tromso]", "+I[4, di, bodo]", "+I[9, null, null]");
 
       // The catalog that opened the store closes; the jobs and a catalog opened otherwise go on.
       ((SkadeCatalog) lake).close();
@@ -132,13 +144,20 @@ class IcebergProgramWithFlinkSqlTest {
     }
 
     List<String> expected = icebergRows(second.loadTable(PEOPLE));
-    assertThat(expected).containsExactly("1 ada bergen", "2 bo bergen", "3 cy tromso",
-        "4 di bodo", "5 eve oslo");
+    assertThat(expected)
+        .containsExactly("1 ada bergen", "2 bo bergen", "3 cy tromso", "4 di bodo", "5 eve oslo");
     for (List<Row> changes : List.of(connectorRows, catalogRows)) {
-      assertThat(changes.stream().map(Row::toString)).containsExactlyInAnyOrder(
-          "+I[1, ada, oslo]", "+I[2, bo, bergen]", "+I[3, cy, tromso]", "-U[1, ada, oslo]",
-          "+U[1, ada, bergen]", "+I[4, di, bodo]", "+I[5, eve, oslo]");
-      assertThat(applied(changes)).as("the changelog applied in order, against Iceberg's read")
+      assertThat(changes.stream().map(Row::toString))
+          .containsExactlyInAnyOrder(
+              "+I[1, ada, oslo]",
+              "+I[2, bo, bergen]",
+              "+I[3, cy, tromso]",
+              "-U[1, ada, oslo]",
+              "+U[1, ada, bergen]",
+              "+I[4, di, bodo]",
+              "+I[5, eve, oslo]");
+      assertThat(applied(changes))
+          .as("the changelog applied in order, against Iceberg's read")
           .containsExactlyElementsOf(expected);
     }
 
@@ -164,19 +183,28 @@ class IcebergProgramWithFlinkSqlTest {
   @Test
   void closingTheProgramsCatalogsInEveryOrderLeavesTheStoreConsistentAndReopenable()
       throws Exception {
-    List<List<Integer>> orders = List.of(List.of(0, 1, 2), List.of(0, 2, 1), List.of(1, 0, 2),
-        List.of(1, 2, 0), List.of(2, 0, 1), List.of(2, 1, 0));
+    List<List<Integer>> orders =
+        List.of(
+            List.of(0, 1, 2),
+            List.of(0, 2, 1),
+            List.of(1, 0, 2),
+            List.of(1, 2, 0),
+            List.of(2, 0, 1),
+            List.of(2, 1, 0));
     for (List<Integer> order : orders) {
-      String context = "closing order " + order + " (0: loadCatalog, 1: new SkadeCatalog,"
-          + " 2: Flink catalog)";
+      String context =
+          "closing order "
+              + order
+              + " (0: loadCatalog, 1: new SkadeCatalog,"
+              + " 2: Flink catalog)";
       String warehouse = dir.resolve("wh" + order.get(0) + order.get(1) + order.get(2)).toString();
       Map<String, String> props = Map.of("warehouse", warehouse);
       SkadeCatalog loaded = (SkadeCatalog) CatalogUtil.loadCatalog(IMPL, "loaded", props, null);
       SkadeCatalog constructed = new SkadeCatalog();
       constructed.initialize("constructed", props);
       TableEnvironment flink = TableEnvironment.create(EnvironmentSettings.inBatchMode());
-      flink.executeSql("CREATE CATALOG skade WITH ('type' = 'skade', 'warehouse' = "
-          + sql(warehouse) + ")");
+      flink.executeSql(
+          "CREATE CATALOG skade WITH ('type' = 'skade', 'warehouse' = " + sql(warehouse) + ")");
       loaded.createNamespace(Namespace.of("shop"));
       loaded.buildTable(PEOPLE, SCHEMA).create();
       Map<Integer, Boolean> open = new HashMap<>(Map.of(0, true, 1, true, 2, true));
@@ -202,12 +230,14 @@ class IcebergProgramWithFlinkSqlTest {
           if (open.get(c)) {
             SkadeCatalog catalog = c == 0 ? loaded : constructed;
             assertThat(icebergRows(catalog.loadTable(PEOPLE))).as(context).hasSize(appends);
-            assertThat(catalog.listTables(Namespace.of("shop"))).as(context)
+            assertThat(catalog.listTables(Namespace.of("shop")))
+                .as(context)
                 .hasSize(1 + flinkTables.size());
           }
         }
         if (open.get(2)) {
-          assertThat(flinkRows(flink, "SHOW TABLES IN skade.shop")).as(context)
+          assertThat(flinkRows(flink, "SHOW TABLES IN skade.shop"))
+              .as(context)
               .hasSize(1 + flinkTables.size());
         }
         if (step == order.size()) {
@@ -225,7 +255,8 @@ class IcebergProgramWithFlinkSqlTest {
       try (SkadeCatalog again = new SkadeCatalog()) {
         again.initialize("again", props);
         assertThat(icebergRows(again.loadTable(PEOPLE))).as(context).hasSize(appends);
-        assertThat(again.listTables(Namespace.of("shop"))).as(context)
+        assertThat(again.listTables(Namespace.of("shop")))
+            .as(context)
             .hasSize(1 + flinkTables.size());
         assertGapless(again);
         // The table, one commit per append, one per table Flink created.
@@ -252,7 +283,8 @@ class IcebergProgramWithFlinkSqlTest {
     TreeMap<Long, String> rows = new TreeMap<>();
     try (CloseableIterable<Record> records = IcebergGenerics.read(table).build()) {
       for (Record r : records) {
-        rows.put((Long) r.getField("id"),
+        rows.put(
+            (Long) r.getField("id"),
             r.getField("id") + " " + r.getField("name") + " " + r.getField("city"));
       }
     }
@@ -281,8 +313,9 @@ class IcebergProgramWithFlinkSqlTest {
     for (CommitEvent event : catalog.commitsSince(0)) {
       seqs.add(event.commitSeq());
     }
-    assertThat(seqs).as("the commit log").isEqualTo(
-        LongStream.rangeClosed(1, catalog.commitSeq()).boxed().toList());
+    assertThat(seqs)
+        .as("the commit log")
+        .isEqualTo(LongStream.rangeClosed(1, catalog.commitSeq()).boxed().toList());
   }
 
   private static void awaitRows(List<Row> rows, int count) {
@@ -301,5 +334,4 @@ class IcebergProgramWithFlinkSqlTest {
   private static String sql(String value) {
     return "'" + value.replace("'", "''") + "'";
   }
-
 }

@@ -15,8 +15,8 @@ import org.junit.jupiter.api.Test;
 
 /** The README's table of SQL options is the factory's options, with the same defaults. */
 class ReadmeOptionsTest {
-  private static final Pattern ROW = Pattern.compile("^\\| `([a-z.-]+)` \\| ([^|]+) \\|",
-      Pattern.MULTILINE);
+  private static final Pattern ROW =
+      Pattern.compile("^\\| `([a-z.-]+)` \\| ([^|]+) \\|", Pattern.MULTILINE);
 
   @Test
   void theReadmeListsEveryOptionWithItsDefault() throws Exception {
@@ -30,15 +30,16 @@ class ReadmeOptionsTest {
 
     SkadeDynamicTableFactory factory = new SkadeDynamicTableFactory();
     Map<String, ConfigOption<?>> declared = new LinkedHashMap<>();
-    for (Set<ConfigOption<?>> options : List.of(factory.requiredOptions(),
-        factory.optionalOptions())) {
+    for (Set<ConfigOption<?>> options :
+        List.of(factory.requiredOptions(), factory.optionalOptions())) {
       options.forEach(option -> declared.put(option.key(), option));
     }
     assertThat(documented.keySet()).containsExactlyInAnyOrderElementsOf(declared.keySet());
     for (ConfigOption<?> option : declared.values()) {
       if (option.hasDefaultValue() && option.defaultValue() instanceof String
           || option.defaultValue() instanceof Boolean) {
-        assertThat(documented.get(option.key())).as(option.key())
+        assertThat(documented.get(option.key()))
+            .as(option.key())
             .isEqualTo("`" + option.defaultValue() + "`");
       }
     }

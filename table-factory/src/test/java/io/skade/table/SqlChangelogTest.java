@@ -51,7 +51,8 @@ class SqlChangelogTest extends SqlTestBase {
 
     Map<Integer, Row> expected = new HashMap<>();
     for (Record row : icebergRows("orders")) {
-      expected.put((Integer) row.getField("id"),
+      expected.put(
+          (Integer) row.getField("id"),
           Row.of(row.getField("id"), row.getField("name"), row.getField("qty")));
     }
     assertThat(expected).hasSize(5); // 1 2 3 4 6
@@ -61,7 +62,8 @@ class SqlChangelogTest extends SqlTestBase {
     collector.join(30_000);
 
     assertThat(state).isEqualTo(expected);
-    assertThat(changes).extracting(Row::getKind)
+    assertThat(changes)
+        .extracting(Row::getKind)
         .contains(RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE);
   }
 
@@ -74,8 +76,10 @@ class SqlChangelogTest extends SqlTestBase {
     assertThat(sorted(collect(writer, "SELECT qty, name, id FROM orders")))
         .containsExactly("+I[7, ada, 1]", "+I[8, bob, 2]");
     // The sort key, used after the selected columns, is read last.
-    assertThat(collect(writer, "SELECT name, qty FROM orders ORDER BY id DESC").stream()
-        .map(Row::toString)).containsExactly("+I[bob, 8]", "+I[ada, 7]");
+    assertThat(
+            collect(writer, "SELECT name, qty FROM orders ORDER BY id DESC").stream()
+                .map(Row::toString))
+        .containsExactly("+I[bob, 8]", "+I[ada, 7]");
   }
 
   @Test
@@ -98,7 +102,9 @@ class SqlChangelogTest extends SqlTestBase {
 
       List<String> expected = sortedRows("orders");
       assertThat(expected).containsExactly("1|ada|10", "3|CY|3", "4|dee|4");
-      await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(200))
+      await()
+          .atMost(Duration.ofSeconds(90))
+          .pollInterval(Duration.ofMillis(200))
           .untilAsserted(() -> assertThat(sortedRows("replica")).isEqualTo(expected));
     } finally {
       job.getJobClient().orElseThrow().cancel().get(30, TimeUnit.SECONDS);
@@ -122,7 +128,8 @@ class SqlChangelogTest extends SqlTestBase {
 
     Map<Integer, Row> expected = new HashMap<>();
     for (Record row : icebergRows("orders")) {
-      expected.put((Integer) row.getField("id"),
+      expected.put(
+          (Integer) row.getField("id"),
           Row.of(row.getField("id"), row.getField("name"), row.getField("qty")));
     }
     // The planner's ChangelogNormalize turns the upserts back into full retractions.
@@ -134,8 +141,10 @@ class SqlChangelogTest extends SqlTestBase {
   }
 
   private List<String> sortedRows(String table) throws Exception {
-    return icebergRows(table).stream().map(row -> row.getField("id") + "|"
-        + row.getField("name") + "|" + row.getField("qty")).sorted().toList();
+    return icebergRows(table).stream()
+        .map(row -> row.getField("id") + "|" + row.getField("name") + "|" + row.getField("qty"))
+        .sorted()
+        .toList();
   }
 
   @Test
@@ -152,16 +161,25 @@ class SqlChangelogTest extends SqlTestBase {
     run(writer, "INSERT INTO orders VALUES (4, 'dee', 4)"); // after the window
 
     TableEnvironment reader = streaming();
-    declare(reader, "orders", ORDERS, "scan.startup.mode", "from-snapshot",
-        "scan.startup.snapshot-id", Long.toString(first), "scan.end.snapshot-id",
+    declare(
+        reader,
+        "orders",
+        ORDERS,
+        "scan.startup.mode",
+        "from-snapshot",
+        "scan.startup.snapshot-id",
+        Long.toString(first),
+        "scan.end.snapshot-id",
         Long.toString(last));
-    List<String> changes = collect(reader, "SELECT * FROM orders").stream()
-        .map(Row::toString).toList();
+    List<String> changes =
+        collect(reader, "SELECT * FROM orders").stream().map(Row::toString).toList();
 
-    assertThat(changes).containsExactly(
-        "-U[1, ada, 1]", "+U[1, ada, 10]", // the upsert of snapshot 'first'
-        "-D[2, bob, 2]",
-        "+I[3, cy, 3]");
+    assertThat(changes)
+        .containsExactly(
+            "-U[1, ada, 1]",
+            "+U[1, ada, 10]", // the upsert of snapshot 'first'
+            "-D[2, bob, 2]",
+            "+I[3, cy, 3]");
   }
 
   @Test
@@ -177,12 +195,19 @@ class SqlChangelogTest extends SqlTestBase {
     assertThat(snapshots).hasSize(3);
 
     TableEnvironment reader = streaming();
-    declare(reader, "orders", ORDERS + ", kind STRING METADATA FROM 'change_type' VIRTUAL,"
-        + " commit_seq BIGINT METADATA VIRTUAL, snapshot_id BIGINT METADATA VIRTUAL,"
-        + " commit_time TIMESTAMP_LTZ(3) METADATA VIRTUAL",
-        "scan.startup.mode", "earliest", "scan.bounded", "true");
-    List<Row> rows = collect(reader,
-        "SELECT id, qty, kind, commit_seq, snapshot_id, commit_time FROM orders");
+    declare(
+        reader,
+        "orders",
+        ORDERS
+            + ", kind STRING METADATA FROM 'change_type' VIRTUAL,"
+            + " commit_seq BIGINT METADATA VIRTUAL, snapshot_id BIGINT METADATA VIRTUAL,"
+            + " commit_time TIMESTAMP_LTZ(3) METADATA VIRTUAL",
+        "scan.startup.mode",
+        "earliest",
+        "scan.bounded",
+        "true");
+    List<Row> rows =
+        collect(reader, "SELECT id, qty, kind, commit_seq, snapshot_id, commit_time FROM orders");
 
     List<Row> expected = new ArrayList<>();
     expected.add(metadataRow(RowKind.INSERT, 1, "INSERT", snapshots.get(0)));
@@ -193,9 +218,19 @@ class SqlChangelogTest extends SqlTestBase {
   }
 
   private Row metadataRow(RowKind kind, int qty, String changeType, Snapshot snapshot) {
-    long commitSeq = catalog.catalog().commitOf(TableIdentifier.of("default_database",
-        "orders"), snapshot.snapshotId()).orElseThrow().commitSeq();
-    return Row.ofKind(kind, 1, qty, changeType, commitSeq, snapshot.snapshotId(),
+    long commitSeq =
+        catalog
+            .catalog()
+            .commitOf(TableIdentifier.of("default_database", "orders"), snapshot.snapshotId())
+            .orElseThrow()
+            .commitSeq();
+    return Row.ofKind(
+        kind,
+        1,
+        qty,
+        changeType,
+        commitSeq,
+        snapshot.snapshotId(),
         Instant.ofEpochMilli(snapshot.timestampMillis()));
   }
 
@@ -210,7 +245,8 @@ class SqlChangelogTest extends SqlTestBase {
     String plan = reader.explainSql("SELECT name FROM orders WHERE id > 5");
 
     // The source applies the filter; Flink's Calc keeps it too (see SkadeTableSource).
-    assertThat(plan).contains("filter=[>(id, 5)], project=[id, name]")
+    assertThat(plan)
+        .contains("filter=[>(id, 5)], project=[id, name]")
         .contains("Calc(select=[name], where=[(id > 5)])");
     // A condition skade cannot apply exactly stays in Flink's Calc.
     assertThat(reader.explainSql("SELECT name FROM orders WHERE UPPER(name) = 'X'"))
@@ -222,26 +258,33 @@ class SqlChangelogTest extends SqlTestBase {
   void pushedFiltersKeepExactlyTheRowsSqlKeeps() throws Exception {
     TableEnvironment writer = batch();
     declare(writer, "orders", ORDERS);
-    run(writer, "INSERT INTO orders VALUES (1, 'ada', 1), (2, CAST(NULL AS STRING), 7),"
-        + " (6, 'fay', CAST(NULL AS INT)), (7, 'gus', 9), (8, 'hal', 2)");
+    run(
+        writer,
+        "INSERT INTO orders VALUES (1, 'ada', 1), (2, CAST(NULL AS STRING), 7),"
+            + " (6, 'fay', CAST(NULL AS INT)), (7, 'gus', 9), (8, 'hal', 2)");
 
     TableEnvironment reader = batch();
     declare(reader, "orders", ORDERS);
     String[] queries = {
-        "SELECT name FROM orders WHERE id > 5",
-        "SELECT id FROM orders WHERE NOT (qty > 3)",
-        "SELECT id FROM orders WHERE qty <> 7",
-        "SELECT id FROM orders WHERE NOT (name = 'ada' OR qty < 5)",
-        "SELECT id FROM orders WHERE name LIKE 'g%' OR name IS NULL",
-        "SELECT id FROM orders WHERE id IN (1, 6, 9)",
+      "SELECT name FROM orders WHERE id > 5",
+      "SELECT id FROM orders WHERE NOT (qty > 3)",
+      "SELECT id FROM orders WHERE qty <> 7",
+      "SELECT id FROM orders WHERE NOT (name = 'ada' OR qty < 5)",
+      "SELECT id FROM orders WHERE name LIKE 'g%' OR name IS NULL",
+      "SELECT id FROM orders WHERE id IN (1, 6, 9)",
     };
     // Flink alone evaluates the same conditions on the unfiltered rows.
     declare(reader, "everything", ORDERS, "table", "orders");
     for (String query : queries) {
       List<String> pushed = sorted(collect(reader, query));
-      List<String> byFlink = sorted(collect(reader,
-          query.replace("FROM orders WHERE", "FROM (SELECT * FROM everything"
-              + " /*+ OPTIONS('scan.bounded'='true') */ WHERE UPPER('x') = 'X') WHERE")));
+      List<String> byFlink =
+          sorted(
+              collect(
+                  reader,
+                  query.replace(
+                      "FROM orders WHERE",
+                      "FROM (SELECT * FROM everything"
+                          + " /*+ OPTIONS('scan.bounded'='true') */ WHERE UPPER('x') = 'X') WHERE")));
       assertThat(pushed).as(query).isEqualTo(byFlink).isNotEmpty();
     }
   }
@@ -251,14 +294,16 @@ class SqlChangelogTest extends SqlTestBase {
   }
 
   /**
-   * Applies the changes collected so far until they give {@code expected}, or time runs out;
-   * the state they give then. A timeout is not a failure here: the caller stops its job first,
-   * then asserts on the state.
+   * Applies the changes collected so far until they give {@code expected}, or time runs out; the
+   * state they give then. A timeout is not a failure here: the caller stops its job first, then
+   * asserts on the state.
    */
-  private static Map<Integer, Row> waitForState(List<Row> changes, Map<Integer, Row> expected,
-      Duration timeout) {
+  private static Map<Integer, Row> waitForState(
+      List<Row> changes, Map<Integer, Row> expected, Duration timeout) {
     try {
-      await().atMost(timeout).pollInterval(Duration.ofMillis(100))
+      await()
+          .atMost(timeout)
+          .pollInterval(Duration.ofMillis(100))
           .until(() -> apply(changes), expected::equals);
     } catch (ConditionTimeoutException timedOut) {
       // the state below is not the expected one; the caller's assertion says how
@@ -281,8 +326,8 @@ class SqlChangelogTest extends SqlTestBase {
         case UPDATE_BEFORE, DELETE -> {
           Row removed = state.remove(id);
           if (!Objects.equals(removed, row)) {
-            throw new AssertionError("retraction " + change + " of a row not in the state: "
-                + removed);
+            throw new AssertionError(
+                "retraction " + change + " of a row not in the state: " + removed);
           }
         }
       }

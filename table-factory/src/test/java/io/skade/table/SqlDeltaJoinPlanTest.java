@@ -9,12 +9,13 @@ import org.junit.jupiter.api.Test;
 /**
  * Which joins of two skade tables Flink 2.1's planner makes a delta join: an inner equi-join of
  * tables of a {@code skade} catalog (whose indexes it declares) that are read append-only and
- * looked up asynchronously, on keys holding an index of each, into an upsert sink; any other
- * shape or option leaves the regular join.
+ * looked up asynchronously, on keys holding an index of each, into an upsert sink; any other shape
+ * or option leaves the regular join.
  */
 class SqlDeltaJoinPlanTest extends SqlTestBase {
   /** What makes a skade table a delta join's input: an insert-only read, asynchronous probes. */
   static final String DELTA_JOIN_OPTIONS = "'scan.append-only' = 'true', 'lookup.async' = 'true'";
+
   private static final String HINT = "/*+ OPTIONS(" + DELTA_JOIN_OPTIONS + ") */";
 
   private TableEnvironment env;
@@ -31,20 +32,38 @@ class SqlDeltaJoinPlanTest extends SqlTestBase {
    * {@code order_id}, in {@code database}; {@code enriched}, their join, keyed by both ids.
    */
   static void createTables(TableEnvironment env, String database) {
-    env.executeSql("CREATE TABLE " + database + ".orders (order_id BIGINT, customer STRING,"
-        + " amount INT, PRIMARY KEY (order_id) NOT ENFORCED) WITH ('bucket' = '4')");
-    env.executeSql("CREATE TABLE " + database + ".shipments (shipment_id BIGINT,"
-        + " order_id BIGINT, carrier STRING) WITH ('bucket' = '4', 'bucket-key' = 'order_id')");
-    env.executeSql("CREATE TABLE " + database + ".enriched (order_id BIGINT,"
-        + " shipment_id BIGINT, customer STRING, amount INT, carrier STRING,"
-        + " PRIMARY KEY (order_id, shipment_id) NOT ENFORCED)");
+    env.executeSql(
+        "CREATE TABLE "
+            + database
+            + ".orders (order_id BIGINT, customer STRING,"
+            + " amount INT, PRIMARY KEY (order_id) NOT ENFORCED) WITH ('bucket' = '4')");
+    env.executeSql(
+        "CREATE TABLE "
+            + database
+            + ".shipments (shipment_id BIGINT,"
+            + " order_id BIGINT, carrier STRING) WITH ('bucket' = '4', 'bucket-key' = 'order_id')");
+    env.executeSql(
+        "CREATE TABLE "
+            + database
+            + ".enriched (order_id BIGINT,"
+            + " shipment_id BIGINT, customer STRING, amount INT, carrier STRING,"
+            + " PRIMARY KEY (order_id, shipment_id) NOT ENFORCED)");
   }
 
   /** The join of orders and shipments as the README shows it. */
   static String join(String database, String hint) {
-    return "INSERT INTO " + database + ".enriched SELECT o.order_id, s.shipment_id, o.customer,"
-        + " o.amount, s.carrier FROM " + database + ".orders " + hint + " AS o JOIN " + database
-        + ".shipments " + hint + " AS s ON o.order_id = s.order_id";
+    return "INSERT INTO "
+        + database
+        + ".enriched SELECT o.order_id, s.shipment_id, o.customer,"
+        + " o.amount, s.carrier FROM "
+        + database
+        + ".orders "
+        + hint
+        + " AS o JOIN "
+        + database
+        + ".shipments "
+        + hint
+        + " AS s ON o.order_id = s.order_id";
   }
 
   private String plan(String statement) {
@@ -61,15 +80,17 @@ class SqlDeltaJoinPlanTest extends SqlTestBase {
   void anInnerJoinOfAppendOnlyTablesOnTheirIndexesIsADeltaJoin() {
     String plan = plan(join("lake.shop", HINT));
 
-    assertThat(plan).contains("DeltaJoin(joinType=[InnerJoin], where=[(order_id = order_id0)]")
+    assertThat(plan)
+        .contains("DeltaJoin(joinType=[InnerJoin], where=[(order_id = order_id0)]")
         .doesNotContain(" Join(");
   }
 
   @Test
   void theCatalogDeclaresTheKeyAndTheKeyPartitioningAsIndexes() throws Exception {
-    env.executeSql("CREATE TABLE lake.shop.lines (order_id BIGINT, line INT, sku STRING,"
-        + " PRIMARY KEY (order_id, line) NOT ENFORCED) WITH ('bucket' = '2',"
-        + " 'bucket-key' = 'order_id')");
+    env.executeSql(
+        "CREATE TABLE lake.shop.lines (order_id BIGINT, line INT, sku STRING,"
+            + " PRIMARY KEY (order_id, line) NOT ENFORCED) WITH ('bucket' = '2',"
+            + " 'bucket-key' = 'order_id')");
     env.executeSql("CREATE TABLE lake.shop.events (id BIGINT, kind STRING)");
 
     assertThat(indexes("orders")).isEqualTo("[[order_id]]"); // bucketed by its key: the same
@@ -79,10 +100,16 @@ class SqlDeltaJoinPlanTest extends SqlTestBase {
   }
 
   private String indexes(String table) throws Exception {
-    return env.getCatalog("lake").orElseThrow()
+    return env
+        .getCatalog("lake")
+        .orElseThrow()
         .getTable(new org.apache.flink.table.catalog.ObjectPath("shop", table))
-        .getUnresolvedSchema().getIndexes().stream()
-        .map(index -> index.getColumnNames().toString()).toList().toString();
+        .getUnresolvedSchema()
+        .getIndexes()
+        .stream()
+        .map(index -> index.getColumnNames().toString())
+        .toList()
+        .toString();
   }
 
   @Test
@@ -92,8 +119,8 @@ class SqlDeltaJoinPlanTest extends SqlTestBase {
 
   @Test
   void aJoinOnColumnsHoldingNoIndexStaysARegularJoin() {
-    assertRegularJoin(plan(join("lake.shop", HINT)
-        .replace("o.order_id = s.order_id", "o.customer = s.carrier")));
+    assertRegularJoin(
+        plan(join("lake.shop", HINT).replace("o.order_id = s.order_id", "o.customer = s.carrier")));
   }
 
   @Test
@@ -109,8 +136,9 @@ class SqlDeltaJoinPlanTest extends SqlTestBase {
   @Test
   void anAppendOnlySinkStaysARegularJoin() {
     // The delta join may emit a joined row twice; only a sink with a key absorbs that.
-    env.executeSql("CREATE TABLE lake.shop.enriched_log (order_id BIGINT, shipment_id BIGINT,"
-        + " customer STRING, amount INT, carrier STRING)");
+    env.executeSql(
+        "CREATE TABLE lake.shop.enriched_log (order_id BIGINT, shipment_id BIGINT,"
+            + " customer STRING, amount INT, carrier STRING)");
     assertRegularJoin(plan(join("lake.shop", HINT).replace("shop.enriched", "shop.enriched_log")));
   }
 

@@ -40,17 +40,18 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * Flink's delta join of two skade tables while both receive appends: each arriving row probes
- * the other table, so a row must be visible to lookups of its table once its source emitted it
- * (in the JVM that owns the catalog, the next probe after a commit sees it). Its output, through
- * an upsert sink, is compared with Flink's regular join of the final tables, through a task
- * failure (restored from a checkpoint) and a stop with a savepoint resumed at another
- * parallelism; and its checkpointed state with the regular join's.
+ * Flink's delta join of two skade tables while both receive appends: each arriving row probes the
+ * other table, so a row must be visible to lookups of its table once its source emitted it (in the
+ * JVM that owns the catalog, the next probe after a commit sees it). Its output, through an upsert
+ * sink, is compared with Flink's regular join of the final tables, through a task failure (restored
+ * from a checkpoint) and a stop with a savepoint resumed at another parallelism; and its
+ * checkpointed state with the regular join's.
  */
 class SqlDeltaJoinTest extends SqlTestBase {
   private static final String HINT =
       "/*+ OPTIONS(" + SqlDeltaJoinPlanTest.DELTA_JOIN_OPTIONS + ") */";
   private static final String[] CARRIERS = {"post", "bring", "dhl", "ups"};
+
   /** A session cluster, so the test can read each job's checkpoint statistics. */
   @RegisterExtension static final LocalCluster cluster = new LocalCluster(4);
 
@@ -84,19 +85,20 @@ class SqlDeltaJoinTest extends SqlTestBase {
     histories.seed(); // rows before the job starts: read as its first inserts
 
     FailOnce.arm(Long.MAX_VALUE); // armed once the job resumed
-    String statement = SqlDeltaJoinPlanTest.join("lake.shop", HINT)
-        .replace("s.carrier", "fail_once(s.carrier)");
+    String statement =
+        SqlDeltaJoinPlanTest.join("lake.shop", HINT).replace("s.carrier", "fail_once(s.carrier)");
     JobID first = submit(env, statement);
     JobID job = first;
     try {
       CompletableFuture<Void> writers = histories.writeConcurrently();
       // Halfway, the job stops with a savepoint and resumes from it at the other parallelism;
       // the writers go on meanwhile.
-      await().atMost(Duration.ofSeconds(60)).until(() -> histories.commits() >= 8
-          && cluster.allTasksRunning(first));
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> histories.commits() >= 8 && cluster.allTasksRunning(first));
       String savepoint = cluster.stopWithSavepoint(job, dir.resolve("savepoints"));
-      TableEnvironment resumed = environment(3 - parallelism,
-          Map.of("execution.state-recovery.path", savepoint));
+      TableEnvironment resumed =
+          environment(3 - parallelism, Map.of("execution.state-recovery.path", savepoint));
       openLake(resumed);
       job = submit(resumed, statement);
       FailOnce.arm(50); // a task of the resumed job fails at its 50th joined row
@@ -104,7 +106,9 @@ class SqlDeltaJoinTest extends SqlTestBase {
 
       List<String> expected = regularJoinOfTheFinalTables();
       assertThat(expected).hasSize(histories.joinedRows());
-      await().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(200))
+      await()
+          .atMost(Duration.ofSeconds(120))
+          .pollInterval(Duration.ofMillis(200))
           .untilAsserted(() -> assertThat(enriched("enriched")).isEqualTo(expected));
       assertThat(FailOnce.failed).as("the injected failure happened").isTrue();
       assertThat(cluster.status(job)).isEqualTo(JobStatus.RUNNING);
@@ -131,38 +135,55 @@ class SqlDeltaJoinTest extends SqlTestBase {
     Map<String, String> unchained = Map.of("pipeline.operator-chaining.enabled", "false");
     TableEnvironment deltaEnv = environment(1, unchained);
     openLake(deltaEnv);
-    TableEnvironment regularEnv = environment(1, Map.of(
-        "pipeline.operator-chaining.enabled", "false",
-        "table.optimizer.delta-join.strategy", "NONE"));
+    TableEnvironment regularEnv =
+        environment(
+            1,
+            Map.of(
+                "pipeline.operator-chaining.enabled", "false",
+                "table.optimizer.delta-join.strategy", "NONE"));
     openLake(regularEnv);
     String statement = SqlDeltaJoinPlanTest.join("lake.shop", HINT);
     JobID delta = deltaEnv.executeSql(statement).getJobClient().orElseThrow().getJobID();
-    JobID regular = regularEnv.executeSql(statement.replace("shop.enriched ",
-        "shop.enriched_regular ")).getJobClient().orElseThrow().getJobID();
+    JobID regular =
+        regularEnv
+            .executeSql(statement.replace("shop.enriched ", "shop.enriched_regular "))
+            .getJobClient()
+            .orElseThrow()
+            .getJobID();
     try {
       List<long[]> sizes = new ArrayList<>(); // per phase: delta join's, regular join's
       for (int phase = 0; phase < 2; phase++) {
         histories.appendOrders(phase * 2_000, 2_000);
         histories.appendShipments(phase * 2_000, 2_000);
         List<String> expected = regularJoinOfTheFinalTables();
-        await().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(200))
-            .until(() -> enriched("enriched").equals(expected)
-                && enriched("enriched_regular").equals(expected));
+        await()
+            .atMost(Duration.ofSeconds(120))
+            .pollInterval(Duration.ofMillis(200))
+            .until(
+                () ->
+                    enriched("enriched").equals(expected)
+                        && enriched("enriched_regular").equals(expected));
         // A checkpoint taken once both joins have every row.
         long[] after = {checkpointCount(delta), checkpointCount(regular)};
-        await().atMost(Duration.ofSeconds(60)).until(() -> checkpointCount(delta) > after[0] + 1
-            && checkpointCount(regular) > after[1] + 1);
-        sizes.add(new long[] {joinStateBytes(delta, "DeltaJoin"),
-            joinStateBytes(regular, "Join")});
+        await()
+            .atMost(Duration.ofSeconds(60))
+            .until(
+                () ->
+                    checkpointCount(delta) > after[0] + 1
+                        && checkpointCount(regular) > after[1] + 1);
+        sizes.add(new long[] {joinStateBytes(delta, "DeltaJoin"), joinStateBytes(regular, "Join")});
       }
 
-      System.out.printf("join state after 2,000 and 4,000 rows a side: delta join %,d and %,d"
-          + " bytes, regular join %,d and %,d bytes%n", sizes.get(0)[0], sizes.get(1)[0],
-          sizes.get(0)[1], sizes.get(1)[1]);
+      System.out.printf(
+          "join state after 2,000 and 4,000 rows a side: delta join %,d and %,d"
+              + " bytes, regular join %,d and %,d bytes%n",
+          sizes.get(0)[0], sizes.get(1)[0], sizes.get(0)[1], sizes.get(1)[1]);
       // The delta join holds no rows: what it checkpoints is its empty keyed state backend's
       // frame (key-group offsets, serializers), the same whatever went through.
-      assertThat(sizes.get(1)[0]).as("the delta join's state, 8,000 rows in")
-          .isEqualTo(sizes.get(0)[0]).isLessThan(16 * 1024);
+      assertThat(sizes.get(1)[0])
+          .as("the delta join's state, 8,000 rows in")
+          .isEqualTo(sizes.get(0)[0])
+          .isLessThan(16 * 1024);
       // Both sides' rows, at least the 8 bytes of each id: the regular join keeps every row.
       assertThat(sizes.get(0)[1]).isGreaterThan(4_000L * 8);
       assertThat(sizes.get(1)[1]).isGreaterThan(sizes.get(0)[1] * 3 / 2);
@@ -180,20 +201,27 @@ class SqlDeltaJoinTest extends SqlTestBase {
     SqlDeltaJoinPlanTest.createTables(env, "lake.shop");
     Table orders = catalog.catalog().loadTable(TableIdentifier.of("shop", "orders"));
     new TableWriter(orders).append(List.of(record(orders, 1L, "ada", 10)));
-    JobID job = env.executeSql("INSERT INTO lake.shop.enriched SELECT order_id, 0, customer,"
-        + " amount, 'none' FROM lake.shop.orders /*+ OPTIONS('scan.append-only' = 'true') */")
-        .getJobClient().orElseThrow().getJobID();
+    JobID job =
+        env.executeSql(
+                "INSERT INTO lake.shop.enriched SELECT order_id, 0, customer,"
+                    + " amount, 'none' FROM lake.shop.orders /*+ OPTIONS('scan.append-only' = 'true') */")
+            .getJobClient()
+            .orElseThrow()
+            .getJobID();
     try {
       new TableWriter(orders).append(List.of(record(orders, 2L, "bo", 20))); // an insert: read
       orders.refresh();
       new TableWriter(orders).upsert(List.of(record(orders, 1L, "ada", 11)));
       long updateSeq = catalog.catalog().commitSeq();
 
-      await().atMost(Duration.ofSeconds(60))
-          .until(() -> cluster.status(job) == JobStatus.FAILED);
+      await().atMost(Duration.ofSeconds(60)).until(() -> cluster.status(job) == JobStatus.FAILED);
       Throwable failure = cluster.failure(job);
-      assertThat(failure).rootCause().hasMessageContaining("skade table shop.orders is read"
-          + " append-only ('scan.append-only' = 'true'), but commit_seq " + updateSeq)
+      assertThat(failure)
+          .rootCause()
+          .hasMessageContaining(
+              "skade table shop.orders is read"
+                  + " append-only ('scan.append-only' = 'true'), but commit_seq "
+                  + updateSeq)
           .hasMessageContaining("updates a row");
     } finally {
       cluster.cancel(job);
@@ -201,23 +229,32 @@ class SqlDeltaJoinTest extends SqlTestBase {
   }
 
   private static long checkpointCount(JobID job) throws Exception {
-    return cluster.executionGraph(job).getCheckpointStatsSnapshot().getCounts()
+    return cluster
+        .executionGraph(job)
+        .getCheckpointStatsSnapshot()
+        .getCounts()
         .getNumberOfCompletedCheckpoints();
   }
 
   /** The state of the job's vertex {@code operator} ({@code Join[12]}) in its last checkpoint. */
   private static long joinStateBytes(JobID job, String operator) throws Exception {
     AccessExecutionGraph graph = cluster.executionGraph(job);
-    CompletedCheckpointStats latest = graph.getCheckpointStatsSnapshot().getHistory()
-        .getLatestCompletedCheckpoint();
+    CompletedCheckpointStats latest =
+        graph.getCheckpointStatsSnapshot().getHistory().getLatestCompletedCheckpoint();
     for (AccessExecutionJobVertex vertex : graph.getAllVertices().values()) {
       if (vertex.getName().startsWith(operator + "[")) {
         return latest.getTaskStateStats(vertex.getJobVertexId()).getStateSize();
       }
     }
-    throw new AssertionError("job " + job + " has no vertex " + operator + ": "
-        + graph.getAllVertices().values().stream().map(AccessExecutionJobVertex::getName)
-            .toList());
+    throw new AssertionError(
+        "job "
+            + job
+            + " has no vertex "
+            + operator
+            + ": "
+            + graph.getAllVertices().values().stream()
+                .map(AccessExecutionJobVertex::getName)
+                .toList());
   }
 
   /** Flink's regular join of the tables as they stand, in batch mode: what the delta join owes. */
@@ -225,11 +262,22 @@ class SqlDeltaJoinTest extends SqlTestBase {
     TableEnvironment batch = batch();
     openLake(batch);
     List<String> rows = new ArrayList<>();
-    for (Row row : collect(batch, "SELECT o.order_id, s.shipment_id, o.customer, o.amount,"
-        + " s.carrier FROM lake.shop.orders AS o JOIN lake.shop.shipments AS s"
-        + " ON o.order_id = s.order_id")) {
-      rows.add(row.getField(0) + "," + row.getField(1) + "," + row.getField(2) + ","
-          + row.getField(3) + "," + row.getField(4));
+    for (Row row :
+        collect(
+            batch,
+            "SELECT o.order_id, s.shipment_id, o.customer, o.amount,"
+                + " s.carrier FROM lake.shop.orders AS o JOIN lake.shop.shipments AS s"
+                + " ON o.order_id = s.order_id")) {
+      rows.add(
+          row.getField(0)
+              + ","
+              + row.getField(1)
+              + ","
+              + row.getField(2)
+              + ","
+              + row.getField(3)
+              + ","
+              + row.getField(4));
     }
     Collections.sort(rows);
     return rows;
@@ -241,8 +289,16 @@ class SqlDeltaJoinTest extends SqlTestBase {
     List<String> rows = new ArrayList<>();
     try (CloseableIterable<Record> records = IcebergGenerics.read(table).build()) {
       for (Record r : records) {
-        rows.add(r.getField("order_id") + "," + r.getField("shipment_id") + ","
-            + r.getField("customer") + "," + r.getField("amount") + "," + r.getField("carrier"));
+        rows.add(
+            r.getField("order_id")
+                + ","
+                + r.getField("shipment_id")
+                + ","
+                + r.getField("customer")
+                + ","
+                + r.getField("amount")
+                + ","
+                + r.getField("carrier"));
       }
     }
     Collections.sort(rows);
@@ -251,8 +307,8 @@ class SqlDeltaJoinTest extends SqlTestBase {
 
   /**
    * Orders (ids 0 to {@code orders - 1}) and their shipments (none to two each, a few of orders
-   * that never come), appended by two writers at once, each in its own random order of commits:
-   * a shipment often commits before its order, often after.
+   * that never come), appended by two writers at once, each in its own random order of commits: a
+   * shipment often commits before its order, often after.
    */
   private final class Histories {
     private final Random random;
@@ -270,13 +326,13 @@ class SqlDeltaJoinTest extends SqlTestBase {
       long shipmentId = 0;
       for (long order = 0; order < orders * 11L / 10; order++) {
         if (order < orders) {
-          orderRows.add(record(orderTable, order, "c" + random.nextInt(50),
-              random.nextInt(1_000)));
+          orderRows.add(record(orderTable, order, "c" + random.nextInt(50), random.nextInt(1_000)));
         }
         int shipments = random.nextInt(3);
         for (int i = 0; i < shipments; i++) {
-          shipmentRows.add(record(shipmentTable, shipmentId++, order,
-              CARRIERS[random.nextInt(CARRIERS.length)]));
+          shipmentRows.add(
+              record(
+                  shipmentTable, shipmentId++, order, CARRIERS[random.nextInt(CARRIERS.length)]));
           joined += order < orders ? 1 : 0;
         }
       }
@@ -294,18 +350,20 @@ class SqlDeltaJoinTest extends SqlTestBase {
     /** The first tenth of each side, committed at once. */
     void seed() {
       new TableWriter(table("orders")).append(orderRows.subList(0, orders / 10));
-      new TableWriter(table("shipments")).append(shipmentRows.subList(0,
-          shipmentRows.size() / 10));
+      new TableWriter(table("shipments")).append(shipmentRows.subList(0, shipmentRows.size() / 10));
     }
 
     /** The rest of each side in 8 commits, by two writers at once; done when both are. */
     CompletableFuture<Void> writeConcurrently() {
       return CompletableFuture.allOf(
-          CompletableFuture.runAsync(() ->
-              commitInSteps("orders", orderRows.subList(orders / 10, orderRows.size()), 1)),
-          CompletableFuture.runAsync(() ->
-              commitInSteps("shipments", shipmentRows.subList(shipmentRows.size() / 10,
-                  shipmentRows.size()), 2)));
+          CompletableFuture.runAsync(
+              () -> commitInSteps("orders", orderRows.subList(orders / 10, orderRows.size()), 1)),
+          CompletableFuture.runAsync(
+              () ->
+                  commitInSteps(
+                      "shipments",
+                      shipmentRows.subList(shipmentRows.size() / 10, shipmentRows.size()),
+                      2)));
     }
 
     /** The commits the writers made so far. */
@@ -317,8 +375,8 @@ class SqlDeltaJoinTest extends SqlTestBase {
       Random pause = new Random(seed);
       int steps = 8;
       for (int step = 0; step < steps; step++) {
-        List<Record> part = rows.subList(rows.size() * step / steps,
-            rows.size() * (step + 1) / steps);
+        List<Record> part =
+            rows.subList(rows.size() * step / steps, rows.size() * (step + 1) / steps);
         new TableWriter(table(name)).append(part);
         commits.incrementAndGet();
         try {

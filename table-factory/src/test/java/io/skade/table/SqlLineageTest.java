@@ -48,17 +48,25 @@ class SqlLineageTest {
   @Test
   void aJobReadingAAndBAndWritingCIsReportedWithItsInputs() throws Exception {
     Path events = dir.resolve("lineage.jsonl");
-    Map<String, String> catalogProperties = Map.of("warehouse", dir.resolve("wh").toString(),
-        "lineage.sink", "openlineage", "lineage.openlineage.url", "file:" + events);
+    Map<String, String> catalogProperties =
+        Map.of(
+            "warehouse",
+            dir.resolve("wh").toString(),
+            "lineage.sink",
+            "openlineage",
+            "lineage.openlineage.url",
+            "file:" + events);
     TableEnvironment env = lakeWithOpenLineage("file:" + events);
     env.executeSql("CREATE TABLE db.a (id INT, name STRING, PRIMARY KEY (id) NOT ENFORCED)");
     env.executeSql("CREATE TABLE db.b (id INT, city STRING, PRIMARY KEY (id) NOT ENFORCED)");
-    env.executeSql("CREATE TABLE db.c (id INT, name STRING, city STRING,"
-        + " PRIMARY KEY (id) NOT ENFORCED)");
+    env.executeSql(
+        "CREATE TABLE db.c (id INT, name STRING, city STRING," + " PRIMARY KEY (id) NOT ENFORCED)");
     SqlTestBase.run(env, "INSERT INTO db.a VALUES (1, 'ada'), (2, 'bob')");
     SqlTestBase.run(env, "INSERT INTO db.b VALUES (1, 'oslo'), (2, 'rome')");
-    TableResult join = env.executeSql("INSERT INTO db.c SELECT a.id, a.name, b.city"
-        + " FROM db.a AS a JOIN db.b AS b ON a.id = b.id");
+    TableResult join =
+        env.executeSql(
+            "INSERT INTO db.c SELECT a.id, a.name, b.city"
+                + " FROM db.a AS a JOIN db.b AS b ON a.id = b.id");
     join.await();
     String jobId = join.getJobClient().orElseThrow().getJobID().toHexString();
 
@@ -69,19 +77,26 @@ class SqlLineageTest {
       TableIdentifier c = TableIdentifier.of("db", "c");
       written = handle.catalog().loadTable(c).currentSnapshot();
       commitSeq = handle.catalog().commitOf(c, written.snapshotId()).orElseThrow().commitSeq();
-      assertThat(CatalogLineage.Running.of(handle.catalog()).orElseThrow()
-          .awaitCaughtUp(Duration.ofSeconds(30))).isTrue(); // every commit described
+      assertThat(
+              CatalogLineage.Running.of(handle.catalog())
+                  .orElseThrow()
+                  .awaitCaughtUp(Duration.ofSeconds(30)))
+          .isTrue(); // every commit described
       // The job's end is reported by its JobMaster once the job finished: it may come after
       // await() returned, so the file is read until it holds it.
       all = readUntil(events, jobId, 30_000);
     }
     awaitHolds(1);
     env.getCatalog("lake").orElseThrow().close();
-    List<JsonNode> runs = all.stream()
-        .filter(e -> jobId.equals(e.path("run").path("facets").path("flink_job").path("jobId")
-            .asText()))
-        .toList();
-    assertThat(runs).extracting(e -> e.path("eventType").asText())
+    List<JsonNode> runs =
+        all.stream()
+            .filter(
+                e ->
+                    jobId.equals(
+                        e.path("run").path("facets").path("flink_job").path("jobId").asText()))
+            .toList();
+    assertThat(runs)
+        .extracting(e -> e.path("eventType").asText())
         .containsExactly("START", "COMPLETE");
     for (JsonNode run : runs) {
       assertThat(run.path("job").path("name").asText()).startsWith("insert-into_lake.db.c");
@@ -89,39 +104,66 @@ class SqlLineageTest {
       assertThat(symlinkNames(run.path("outputs"))).containsExactly("db.c");
     }
 
-    List<JsonNode> commits = all.stream()
-        .filter(e -> e.path("run").path("facets").has("skade_commit"))
-        .filter(e -> symlinkNames(e.path("outputs")).equals(List.of("db.c")))
-        .filter(e -> !e.path("run").path("facets").path("skade_commit").path("operation")
-            .asText().equals("CREATE"))
-        .toList();
+    List<JsonNode> commits =
+        all.stream()
+            .filter(e -> e.path("run").path("facets").has("skade_commit"))
+            .filter(e -> symlinkNames(e.path("outputs")).equals(List.of("db.c")))
+            .filter(
+                e ->
+                    !e.path("run")
+                        .path("facets")
+                        .path("skade_commit")
+                        .path("operation")
+                        .asText()
+                        .equals("CREATE"))
+            .toList();
     assertThat(commits).hasSize(1);
     JsonNode commit = commits.get(0);
     // An insert into a keyed table is an upsert: equality deletes and rows in one row delta.
-    assertThat(commit.path("run").path("facets").path("skade_commit").path("operation")
-        .asText()).isEqualTo("OVERWRITE");
-    assertThat(commit.path("run").path("facets").path("skade_commit").path("commitSeq")
-        .asLong()).isEqualTo(commitSeq);
+    assertThat(commit.path("run").path("facets").path("skade_commit").path("operation").asText())
+        .isEqualTo("OVERWRITE");
+    assertThat(commit.path("run").path("facets").path("skade_commit").path("commitSeq").asLong())
+        .isEqualTo(commitSeq);
     assertThat(commit.path("job").path("name").asText())
-        .startsWith("insert-into_lake.db.c").endsWith("(" + jobId + ")");
+        .startsWith("insert-into_lake.db.c")
+        .endsWith("(" + jobId + ")");
     assertThat(symlinkNames(commit.path("inputs"))).containsExactlyInAnyOrder("db.a", "db.b");
-    assertThat(commit.path("outputs").get(0).path("facets").path("version")
-        .path("datasetVersion").asText()).isEqualTo(Long.toString(written.snapshotId()));
+    assertThat(
+            commit
+                .path("outputs")
+                .get(0)
+                .path("facets")
+                .path("version")
+                .path("datasetVersion")
+                .asText())
+        .isEqualTo(Long.toString(written.snapshotId()));
   }
 
   @Test
   void tablesDeclaredWithTheConnectorAreNamedAsSkadeTables() throws Exception {
     Path events = dir.resolve("lineage.jsonl");
-    Map<String, String> catalogProperties = Map.of("warehouse", dir.resolve("wh").toString(),
-        "lineage.sink", "openlineage", "lineage.openlineage.url", "file:" + events);
+    Map<String, String> catalogProperties =
+        Map.of(
+            "warehouse",
+            dir.resolve("wh").toString(),
+            "lineage.sink",
+            "openlineage",
+            "lineage.openlineage.url",
+            "file:" + events);
     Configuration conf = new Configuration();
-    conf.set(DeploymentOptions.JOB_STATUS_CHANGED_LISTENERS,
+    conf.set(
+        DeploymentOptions.JOB_STATUS_CHANGED_LISTENERS,
         List.of(SkadeJobListenerFactory.class.getName()));
-    TableEnvironment env = TableEnvironment.create(EnvironmentSettings.newInstance()
-        .inBatchMode().withConfiguration(conf).build());
-    String with = " WITH ('connector' = 'skade', 'warehouse' = '" + dir.resolve("wh")
-        + "', 'database' = 'db', 'lineage.sink' = 'openlineage', 'lineage.openlineage.url' ="
-        + " 'file:" + events + "')";
+    TableEnvironment env =
+        TableEnvironment.create(
+            EnvironmentSettings.newInstance().inBatchMode().withConfiguration(conf).build());
+    String with =
+        " WITH ('connector' = 'skade', 'warehouse' = '"
+            + dir.resolve("wh")
+            + "', 'database' = 'db', 'lineage.sink' = 'openlineage', 'lineage.openlineage.url' ="
+            + " 'file:"
+            + events
+            + "')";
     env.executeSql("CREATE TABLE src (id INT, v STRING)" + with);
     env.executeSql("CREATE TABLE dst (id INT, v STRING)" + with);
     // The application holds the catalog open, so its lineage hears of the job's start and end
@@ -131,32 +173,46 @@ class SqlLineageTest {
       TableResult copy = env.executeSql("INSERT INTO dst SELECT * FROM src");
       copy.await();
       String jobId = copy.getJobClient().orElseThrow().getJobID().toHexString();
-      assertThat(CatalogLineage.Running.of(handle.catalog()).orElseThrow()
-          .awaitCaughtUp(Duration.ofSeconds(30))).isTrue(); // every commit described
+      assertThat(
+              CatalogLineage.Running.of(handle.catalog())
+                  .orElseThrow()
+                  .awaitCaughtUp(Duration.ofSeconds(30)))
+          .isTrue(); // every commit described
       assertCopyJobRecorded(readUntil(events, jobId, 30_000), jobId);
       awaitHolds(1);
     }
   }
 
   /**
-   * On a catalog a skade server owns ({@code uri}), the commit lineage runs in the server (here
-   * to an OpenLineage file the server writes), and the job listener of the process that submits
-   * the job reports its runs there: the server's events name the job's START and COMPLETE, its
-   * commit with the job's name and inputs, and each table by one name (the server's warehouse).
+   * On a catalog a skade server owns ({@code uri}), the commit lineage runs in the server (here to
+   * an OpenLineage file the server writes), and the job listener of the process that submits the
+   * job reports its runs there: the server's events name the job's START and COMPLETE, its commit
+   * with the job's name and inputs, and each table by one name (the server's warehouse).
    */
   @Test
   void aJobOnAServersCatalogIsReportedToTheLineageTheServerRuns() throws Exception {
     Path events = dir.resolve("server-lineage.jsonl");
     Path serverDir = Files.createDirectories(dir.resolve("server"));
-    try (ServerProcess server = new ServerProcess(serverDir, "-P", "lineage.sink=openlineage",
-        "-P", "lineage.openlineage.url=file:" + events)) {
+    try (ServerProcess server =
+        new ServerProcess(
+            serverDir,
+            "-P",
+            "lineage.sink=openlineage",
+            "-P",
+            "lineage.openlineage.url=file:" + events)) {
       Configuration conf = new Configuration();
-      conf.set(DeploymentOptions.JOB_STATUS_CHANGED_LISTENERS,
+      conf.set(
+          DeploymentOptions.JOB_STATUS_CHANGED_LISTENERS,
           List.of(SkadeJobListenerFactory.class.getName()));
-      TableEnvironment env = TableEnvironment.create(EnvironmentSettings.newInstance()
-          .inBatchMode().withConfiguration(conf).build());
-      env.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'uri' = '" + server.uri()
-          + "', 'token' = '" + ServerProcess.TOKEN + "')");
+      TableEnvironment env =
+          TableEnvironment.create(
+              EnvironmentSettings.newInstance().inBatchMode().withConfiguration(conf).build());
+      env.executeSql(
+          "CREATE CATALOG lake WITH ('type' = 'skade', 'uri' = '"
+              + server.uri()
+              + "', 'token' = '"
+              + ServerProcess.TOKEN
+              + "')");
       env.executeSql("CREATE DATABASE lake.db");
       env.executeSql("CREATE TABLE lake.db.src (id INT, v STRING)");
       env.executeSql("CREATE TABLE lake.db.dst (id INT, v STRING)");
@@ -174,13 +230,14 @@ class SqlLineageTest {
     String warehouse = dir.resolve("wh").toString();
     StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
     StreamTableEnvironment sql = StreamTableEnvironment.create(env);
-    sql.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '" + warehouse
-        + "')");
+    sql.executeSql(
+        "CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '" + warehouse + "')");
     sql.executeSql("USE CATALOG lake");
     sql.executeSql("CREATE DATABASE db");
     sql.executeSql("CREATE TABLE db.a (id INT, name STRING, PRIMARY KEY (id) NOT ENFORCED)");
     sql.executeSql("CREATE TABLE db.c (id INT, name STRING, PRIMARY KEY (id) NOT ENFORCED)");
-    sql.createStatementSet().addInsertSql("INSERT INTO db.c SELECT * FROM db.a")
+    sql.createStatementSet()
+        .addInsertSql("INSERT INTO db.c SELECT * FROM db.a")
         .attachAsDataStream();
     LineageGraph graph = env.getStreamGraph(false).getLineageGraph();
     sql.getCatalog("lake").orElseThrow().close();
@@ -188,10 +245,12 @@ class SqlLineageTest {
     // The planner names a table by its Flink identifier and takes the namespace from the
     // connector's own vertex (LineageVertexProvider), else leaves it empty: the warehouse comes
     // from skade's source and sink.
-    assertThat(graph.sources()).flatExtracting(LineageVertex::datasets)
+    assertThat(graph.sources())
+        .flatExtracting(LineageVertex::datasets)
         .extracting(LineageDataset::namespace, LineageDataset::name)
         .containsExactly(tuple(warehouse, "lake.db.a"));
-    assertThat(graph.sinks()).flatExtracting(LineageVertex::datasets)
+    assertThat(graph.sinks())
+        .flatExtracting(LineageVertex::datasets)
         .extracting(LineageDataset::namespace, LineageDataset::name)
         .containsExactly(tuple(warehouse, "lake.db.c"));
   }
@@ -207,18 +266,28 @@ class SqlLineageTest {
     String jobId = failing.getJobClient().orElseThrow().getJobID().toHexString();
     assertThatThrownBy(failing::await).hasRootCauseInstanceOf(ArithmeticException.class);
 
-    List<JsonNode> runs = await("the FAIL event of job " + jobId).atMost(Duration.ofSeconds(30))
-        .pollInterval(Duration.ofMillis(20))
-        .until(() -> (Files.exists(events) ? Files.readAllLines(events) : List.<String>of())
-            .stream().map(SqlLineageTest::json)
-            .filter(e -> jobId.equals(e.path("run").path("facets").path("flink_job")
-                .path("jobId").asText()))
-            .toList(), read -> read.stream()
-            .anyMatch(e -> e.path("eventType").asText().equals("FAIL")));
-    assertThat(runs).extracting(e -> e.path("eventType").asText())
-        .containsExactly("START", "FAIL");
-    assertThat(runs.get(1).path("run").path("facets").path("errorMessage").path("message")
-        .asText()).isNotEmpty();
+    List<JsonNode> runs =
+        await("the FAIL event of job " + jobId)
+            .atMost(Duration.ofSeconds(30))
+            .pollInterval(Duration.ofMillis(20))
+            .until(
+                () ->
+                    (Files.exists(events) ? Files.readAllLines(events) : List.<String>of())
+                        .stream()
+                            .map(SqlLineageTest::json)
+                            .filter(
+                                e ->
+                                    jobId.equals(
+                                        e.path("run")
+                                            .path("facets")
+                                            .path("flink_job")
+                                            .path("jobId")
+                                            .asText()))
+                            .toList(),
+                read -> read.stream().anyMatch(e -> e.path("eventType").asText().equals("FAIL")));
+    assertThat(runs).extracting(e -> e.path("eventType").asText()).containsExactly("START", "FAIL");
+    assertThat(runs.get(1).path("run").path("facets").path("errorMessage").path("message").asText())
+        .isNotEmpty();
     assertThat(symlinkNames(runs.get(1).path("inputs"))).containsExactly("db.src");
     awaitHolds(1);
     env.getCatalog("lake").orElseThrow().close();
@@ -226,14 +295,16 @@ class SqlLineageTest {
 
   /**
    * Waits, for up to 30 s, until no more than the test's own {@code holds} remain on the
-   * warehouse's catalog: a finished job's components release theirs shortly after the job ends,
-   * and the last release, which closes RocksDB, must come from the test, before its temporary
-   * directory is deleted, not race that deletion.
+   * warehouse's catalog: a finished job's components release theirs shortly after the job ends, and
+   * the last release, which closes RocksDB, must come from the test, before its temporary directory
+   * is deleted, not race that deletion.
    */
   private void awaitHolds(int holds) {
     Map<String, String> warehouse = Map.of("warehouse", dir.resolve("wh").toString());
     try {
-      await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .pollInterval(Duration.ofMillis(20))
           .until(() -> SharedCatalogs.holds(warehouse) <= holds);
     } catch (ConditionTimeoutException timedOut) {
       // not what this test checks: it goes on, and closes its own hold
@@ -252,49 +323,76 @@ class SqlLineageTest {
   void theLineageTableIsReadableWithSqlAndStreamableWithSkadesSource() throws Exception {
     String warehouse = dir.resolve("wh").toString();
     TableEnvironment env = SqlTestBase.batch();
-    env.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '" + warehouse
-        + "', 'lineage.sink' = 'table', 'lineage.actor' = 'etl')");
+    env.executeSql(
+        "CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '"
+            + warehouse
+            + "', 'lineage.sink' = 'table', 'lineage.actor' = 'etl')");
     env.executeSql("USE CATALOG lake");
     env.executeSql("CREATE DATABASE db");
     env.executeSql("CREATE TABLE db.t (id INT, v STRING)");
     SqlTestBase.run(env, "INSERT INTO db.t VALUES (1, 'a')");
     SqlTestBase.run(env, "INSERT INTO db.t VALUES (2, 'b')");
-    Map<String, String> properties = Map.of("warehouse", warehouse, "lineage.sink", "table",
-        "lineage.actor", "etl");
+    Map<String, String> properties =
+        Map.of("warehouse", warehouse, "lineage.sink", "table", "lineage.actor", "etl");
     List<Long> snapshots = new ArrayList<>();
     try (SharedCatalogs.Handle handle = SharedCatalogs.acquire("lake", properties)) {
-      handle.catalog().loadTable(TableIdentifier.of("db", "t")).snapshots()
+      handle
+          .catalog()
+          .loadTable(TableIdentifier.of("db", "t"))
+          .snapshots()
           .forEach(snapshot -> snapshots.add(snapshot.snapshotId()));
-      assertThat(CatalogLineage.Running.of(handle.catalog()).orElseThrow()
-          .awaitCaughtUp(Duration.ofSeconds(30))).isTrue();
+      assertThat(
+              CatalogLineage.Running.of(handle.catalog())
+                  .orElseThrow()
+                  .awaitCaughtUp(Duration.ofSeconds(30)))
+          .isTrue();
     }
-    String query = "SELECT operation, output_table, output_snapshot_id, inputs, outputs"
-        + " FROM skade_system.lineage_events";
-    List<String> expected = List.of(
-        "+I[CREATE, db.t, null, [], [db.t]]",
-        "+I[APPEND, db.t, " + snapshots.get(0) + ", [], [db.t]]",
-        "+I[APPEND, db.t, " + snapshots.get(1) + ", [], [db.t]]");
+    String query =
+        "SELECT operation, output_table, output_snapshot_id, inputs, outputs"
+            + " FROM skade_system.lineage_events";
+    List<String> expected =
+        List.of(
+            "+I[CREATE, db.t, null, [], [db.t]]",
+            "+I[APPEND, db.t, " + snapshots.get(0) + ", [], [db.t]]",
+            "+I[APPEND, db.t, " + snapshots.get(1) + ", [], [db.t]]");
     // The sink flushes a burst in one commit: wait for the rows, not for time.
-    List<String> rows = await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(50))
-        .until(() -> SqlTestBase.collect(env, query + " ORDER BY commit_seq").stream()
-            .map(Object::toString).toList(), read -> read.size() >= 3);
+    List<String> rows =
+        await()
+            .atMost(Duration.ofSeconds(30))
+            .pollInterval(Duration.ofMillis(50))
+            .until(
+                () ->
+                    SqlTestBase.collect(env, query + " ORDER BY commit_seq").stream()
+                        .map(Object::toString)
+                        .toList(),
+                read -> read.size() >= 3);
     assertThat(rows).containsExactlyElementsOf(expected);
     // The catalog's actor names what no writer names (the create); a sink's commits name their
     // job (without skade's job listener, by its id).
-    assertThat(SqlTestBase.collect(env, "SELECT operation, actor FROM"
-        + " skade_system.lineage_events ORDER BY commit_seq").stream().map(Object::toString))
+    assertThat(
+            SqlTestBase.collect(
+                    env,
+                    "SELECT operation, actor FROM"
+                        + " skade_system.lineage_events ORDER BY commit_seq")
+                .stream()
+                .map(Object::toString))
         .satisfiesExactly(
             row -> assertThat(row).isEqualTo("+I[CREATE, etl]"),
             row -> assertThat(row).matches("\\+I\\[APPEND, flink job [0-9a-f]{32}\\]"),
             row -> assertThat(row).matches("\\+I\\[APPEND, flink job [0-9a-f]{32}\\]"));
 
     TableEnvironment streaming = SqlTestBase.streaming();
-    streaming.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '"
-        + warehouse + "', 'lineage.sink' = 'table', 'lineage.actor' = 'etl')");
+    streaming.executeSql(
+        "CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '"
+            + warehouse
+            + "', 'lineage.sink' = 'table', 'lineage.actor' = 'etl')");
     streaming.executeSql("USE CATALOG lake");
-    assertThat(SqlTestBase.collect(streaming, query + " /*+ OPTIONS('scan.bounded' = 'true') */")
-        .stream().map(Object::toString).sorted()).containsExactlyElementsOf(
-            expected.stream().sorted().toList());
+    assertThat(
+            SqlTestBase.collect(streaming, query + " /*+ OPTIONS('scan.bounded' = 'true') */")
+                .stream()
+                .map(Object::toString)
+                .sorted())
+        .containsExactlyElementsOf(expected.stream().sorted().toList());
     streaming.getCatalog("lake").orElseThrow().close();
     env.getCatalog("lake").orElseThrow().close();
   }
@@ -302,23 +400,27 @@ class SqlLineageTest {
   @Test
   void aHangingCollectorHoldsUpNoJob() throws Exception {
     java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
-    java.util.concurrent.atomic.AtomicInteger requests = new java.util.concurrent.atomic.AtomicInteger();
-    com.sun.net.httpserver.HttpServer collector = com.sun.net.httpserver.HttpServer.create(
-        new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), 0);
-    collector.createContext("/api/v1/lineage", exchange -> {
-      requests.incrementAndGet();
-      try {
-        release.await(60, java.util.concurrent.TimeUnit.SECONDS); // never answers in time
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-      exchange.close();
-    });
+    java.util.concurrent.atomic.AtomicInteger requests =
+        new java.util.concurrent.atomic.AtomicInteger();
+    com.sun.net.httpserver.HttpServer collector =
+        com.sun.net.httpserver.HttpServer.create(
+            new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), 0);
+    collector.createContext(
+        "/api/v1/lineage",
+        exchange -> {
+          requests.incrementAndGet();
+          try {
+            release.await(60, java.util.concurrent.TimeUnit.SECONDS); // never answers in time
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+          exchange.close();
+        });
     collector.setExecutor(java.util.concurrent.Executors.newCachedThreadPool());
     collector.start();
     try {
-      TableEnvironment env = lakeWithOpenLineage(
-          "http://127.0.0.1:" + collector.getAddress().getPort());
+      TableEnvironment env =
+          lakeWithOpenLineage("http://127.0.0.1:" + collector.getAddress().getPort());
       env.executeSql("CREATE TABLE db.t (id INT, v STRING)");
       for (int i = 0; i < 3; i++) {
         SqlTestBase.run(env, "INSERT INTO db.t VALUES (" + i + ", 'x')");
@@ -336,18 +438,23 @@ class SqlLineageTest {
   }
 
   /**
-   * A batch environment with skade's job listener, in catalog {@code lake} (warehouse {@code
-   * wh} of the test's directory, lineage to OpenLineage at {@code url}) and its database db.
+   * A batch environment with skade's job listener, in catalog {@code lake} (warehouse {@code wh} of
+   * the test's directory, lineage to OpenLineage at {@code url}) and its database db.
    */
   private TableEnvironment lakeWithOpenLineage(String url) {
     Configuration conf = new Configuration();
-    conf.set(DeploymentOptions.JOB_STATUS_CHANGED_LISTENERS,
+    conf.set(
+        DeploymentOptions.JOB_STATUS_CHANGED_LISTENERS,
         List.of(SkadeJobListenerFactory.class.getName()));
-    TableEnvironment env = TableEnvironment.create(EnvironmentSettings.newInstance()
-        .inBatchMode().withConfiguration(conf).build());
-    env.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '"
-        + dir.resolve("wh") + "', 'lineage.sink' = 'openlineage', 'lineage.openlineage.url' = '"
-        + url + "')");
+    TableEnvironment env =
+        TableEnvironment.create(
+            EnvironmentSettings.newInstance().inBatchMode().withConfiguration(conf).build());
+    env.executeSql(
+        "CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '"
+            + dir.resolve("wh")
+            + "', 'lineage.sink' = 'openlineage', 'lineage.openlineage.url' = '"
+            + url
+            + "')");
     env.executeSql("USE CATALOG lake");
     env.executeSql("CREATE DATABASE db");
     return env;
@@ -355,22 +462,37 @@ class SqlLineageTest {
 
   /**
    * The OpenLineage events of a job {@code jobId} copying {@code db.src} into {@code db.dst}: its
-   * START and COMPLETE naming both, and its commit naming the job and its input, each table by
-   * the same name in both.
+   * START and COMPLETE naming both, and its commit naming the job and its input, each table by the
+   * same name in both.
    */
   private static void assertCopyJobRecorded(List<JsonNode> all, String jobId) {
-    List<JsonNode> runs = all.stream().filter(e -> jobId.equals(
-        e.path("run").path("facets").path("flink_job").path("jobId").asText())).toList();
-    assertThat(runs).extracting(e -> e.path("eventType").asText())
+    List<JsonNode> runs =
+        all.stream()
+            .filter(
+                e ->
+                    jobId.equals(
+                        e.path("run").path("facets").path("flink_job").path("jobId").asText()))
+            .toList();
+    assertThat(runs)
+        .extracting(e -> e.path("eventType").asText())
         .containsExactly("START", "COMPLETE");
     for (JsonNode run : runs) {
       assertThat(symlinkNames(run.path("inputs"))).containsExactly("db.src");
       assertThat(symlinkNames(run.path("outputs"))).containsExactly("db.dst");
     }
-    JsonNode commit = all.stream().filter(e -> e.path("run").path("facets")
-            .path("skade_commit").path("operation").asText().equals("APPEND")
-            && symlinkNames(e.path("outputs")).equals(List.of("db.dst")))
-        .findFirst().orElseThrow();
+    JsonNode commit =
+        all.stream()
+            .filter(
+                e ->
+                    e.path("run")
+                            .path("facets")
+                            .path("skade_commit")
+                            .path("operation")
+                            .asText()
+                            .equals("APPEND")
+                        && symlinkNames(e.path("outputs")).equals(List.of("db.dst")))
+            .findFirst()
+            .orElseThrow();
     assertThat(symlinkNames(commit.path("inputs"))).containsExactly("db.src");
     assertThat(commit.path("job").path("name").asText()).endsWith("(" + jobId + ")");
     assertThat(runs.get(1).path("outputs").get(0).path("namespace").asText())
@@ -380,24 +502,43 @@ class SqlLineageTest {
 
   /** The events in {@code file} once it holds the COMPLETE event of job {@code jobId}. */
   private static List<JsonNode> readUntil(Path file, String jobId, long timeoutMillis) {
-    return await("the COMPLETE event of job " + jobId).atMost(Duration.ofMillis(timeoutMillis))
-        .pollInterval(Duration.ofMillis(20)).until(() -> {
-          List<JsonNode> all = new ArrayList<>();
-          if (Files.exists(file)) {
-            for (String line : Files.readAllLines(file)) {
-              all.add(JSON.readTree(line));
-            }
-          }
-          return all;
-        }, all -> all.stream().anyMatch(e -> e.path("eventType").asText()
-            .equals("COMPLETE") && jobId.equals(e.path("run").path("facets").path("flink_job")
-            .path("jobId").asText())));
+    return await("the COMPLETE event of job " + jobId)
+        .atMost(Duration.ofMillis(timeoutMillis))
+        .pollInterval(Duration.ofMillis(20))
+        .until(
+            () -> {
+              List<JsonNode> all = new ArrayList<>();
+              if (Files.exists(file)) {
+                for (String line : Files.readAllLines(file)) {
+                  all.add(JSON.readTree(line));
+                }
+              }
+              return all;
+            },
+            all ->
+                all.stream()
+                    .anyMatch(
+                        e ->
+                            e.path("eventType").asText().equals("COMPLETE")
+                                && jobId.equals(
+                                    e.path("run")
+                                        .path("facets")
+                                        .path("flink_job")
+                                        .path("jobId")
+                                        .asText())));
   }
 
   private static List<String> symlinkNames(JsonNode datasets) {
     List<String> names = new ArrayList<>();
-    datasets.forEach(d -> names.add(d.path("facets").path("symlinks").path("identifiers").get(0)
-        .path("name").asText()));
+    datasets.forEach(
+        d ->
+            names.add(
+                d.path("facets")
+                    .path("symlinks")
+                    .path("identifiers")
+                    .get(0)
+                    .path("name")
+                    .asText()));
     return names;
   }
 }

@@ -27,8 +27,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 class SqlLookupJoinTest extends SqlTestBase {
   private static final String CUSTOMERS =
       "id BIGINT, name STRING, city STRING, PRIMARY KEY (id) NOT ENFORCED";
-  private static final String ORDERS = "order_id BIGINT, customer_id BIGINT,"
-      + " PRIMARY KEY (order_id) NOT ENFORCED";
+  private static final String ORDERS =
+      "order_id BIGINT, customer_id BIGINT," + " PRIMARY KEY (order_id) NOT ENFORCED";
 
   @ParameterizedTest(name = "{0}")
   @ValueSource(strings = {"sync", "async", "row-cache", "full-cache"})
@@ -41,20 +41,29 @@ class SqlLookupJoinTest extends SqlTestBase {
     run(writer, "INSERT INTO orders VALUES (0, 1)"); // before the stream's start: not joined
 
     TableEnvironment join = streaming();
-    String[] lookupOptions = switch (mode) {
-      case "async" -> new String[] {"lookup.async", "true"};
-      case "row-cache" -> new String[] {"lookup.row-cache.max-rows", "1000"};
-      case "full-cache" -> new String[] {"lookup.cache", "FULL"};
-      default -> new String[0];
-    };
+    String[] lookupOptions =
+        switch (mode) {
+          case "async" -> new String[] {"lookup.async", "true"};
+          case "row-cache" -> new String[] {"lookup.row-cache.max-rows", "1000"};
+          case "full-cache" -> new String[] {"lookup.cache", "FULL"};
+          default -> new String[0];
+        };
     declare(join, "customers", CUSTOMERS, lookupOptions);
-    join.executeSql("CREATE TABLE orders (" + ORDERS + ", proc_time AS PROCTIME()) WITH ("
-        + "'connector' = 'skade', 'warehouse' = '" + warehouse + "',"
-        + " 'scan.startup.mode' = 'from-commit-seq', 'scan.startup.commit-seq' = '"
-        + catalog.catalog().commitSeq() + "')"); // the orders committed from here on
-    TableResult result = join.executeSql("SELECT o.order_id, o.customer_id, c.name, c.city"
-        + " FROM orders AS o LEFT JOIN customers FOR SYSTEM_TIME AS OF o.proc_time AS c"
-        + " ON o.customer_id = c.id");
+    join.executeSql(
+        "CREATE TABLE orders ("
+            + ORDERS
+            + ", proc_time AS PROCTIME()) WITH ("
+            + "'connector' = 'skade', 'warehouse' = '"
+            + warehouse
+            + "',"
+            + " 'scan.startup.mode' = 'from-commit-seq', 'scan.startup.commit-seq' = '"
+            + catalog.catalog().commitSeq()
+            + "')"); // the orders committed from here on
+    TableResult result =
+        join.executeSql(
+            "SELECT o.order_id, o.customer_id, c.name, c.city"
+                + " FROM orders AS o LEFT JOIN customers FOR SYSTEM_TIME AS OF o.proc_time AS c"
+                + " ON o.customer_id = c.id");
     List<Row> joined = Collections.synchronizedList(new ArrayList<>());
     Thread collector = collectInBackground(result, joined);
     try {
@@ -70,34 +79,42 @@ class SqlLookupJoinTest extends SqlTestBase {
       collector.join(30_000);
     }
 
-    assertThat(joined.stream().map(Row::toString).sorted()).containsExactly(
-        "+I[1, 1, ada, oslo]",
-        "+I[2, 9, null, null]",
-        "+I[3, 1, ada, tromso]", // the upsert, committed before this order
-        "+I[4, 9, nine, bodo]", // a new key
-        "+I[5, 2, null, null]"); // a deleted key
+    assertThat(joined.stream().map(Row::toString).sorted())
+        .containsExactly(
+            "+I[1, 1, ada, oslo]",
+            "+I[2, 9, null, null]",
+            "+I[3, 1, ada, tromso]", // the upsert, committed before this order
+            "+I[4, 9, nine, bodo]", // a new key
+            "+I[5, 2, null, null]"); // a deleted key
   }
 
   @Test
   @Timeout(240)
   void aLookupJoinReturnsEveryColumnAsTheTableHoldsIt() throws Exception {
-    String columns = "id BIGINT, flag BOOLEAN, n INT, amount DECIMAL(10, 2), ratio DOUBLE,"
-        + " birthday DATE, at_time TIMESTAMP(6), at_instant TIMESTAMP_LTZ(6), payload BYTES,"
-        + " label STRING, PRIMARY KEY (id) NOT ENFORCED";
+    String columns =
+        "id BIGINT, flag BOOLEAN, n INT, amount DECIMAL(10, 2), ratio DOUBLE,"
+            + " birthday DATE, at_time TIMESTAMP(6), at_instant TIMESTAMP_LTZ(6), payload BYTES,"
+            + " label STRING, PRIMARY KEY (id) NOT ENFORCED";
     TableEnvironment writer = batch();
     declare(writer, "dim", columns);
-    run(writer, "INSERT INTO dim VALUES (1, TRUE, 7, 12.34, 0.5, DATE '2026-11-30',"
-        + " TIMESTAMP '2026-11-30 12:34:56.123456', TO_TIMESTAMP_LTZ(1764506096123, 3), X'CAFE',"
-        + " 'Tromsø ✓')");
+    run(
+        writer,
+        "INSERT INTO dim VALUES (1, TRUE, 7, 12.34, 0.5, DATE '2026-11-30',"
+            + " TIMESTAMP '2026-11-30 12:34:56.123456', TO_TIMESTAMP_LTZ(1764506096123, 3), X'CAFE',"
+            + " 'Tromsø ✓')");
     run(writer, "INSERT INTO dim (id, flag) VALUES (2, FALSE)"); // the other columns null
 
     TableEnvironment join = streaming();
     declare(join, "dim", columns);
-    join.executeSql("CREATE TEMPORARY VIEW probes AS SELECT k, PROCTIME() AS proc_time"
-        + " FROM (VALUES (1), (2), (3)) AS t(k)");
-    List<Row> rows = collect(join, "SELECT p.k, d.flag, d.n, d.amount, d.ratio, d.birthday,"
-        + " d.at_time, d.at_instant, d.payload, d.label FROM probes AS p"
-        + " LEFT JOIN dim FOR SYSTEM_TIME AS OF p.proc_time AS d ON p.k = d.id");
+    join.executeSql(
+        "CREATE TEMPORARY VIEW probes AS SELECT k, PROCTIME() AS proc_time"
+            + " FROM (VALUES (1), (2), (3)) AS t(k)");
+    List<Row> rows =
+        collect(
+            join,
+            "SELECT p.k, d.flag, d.n, d.amount, d.ratio, d.birthday,"
+                + " d.at_time, d.at_instant, d.payload, d.label FROM probes AS p"
+                + " LEFT JOIN dim FOR SYSTEM_TIME AS OF p.proc_time AS d ON p.k = d.id");
 
     assertThat(rows).hasSize(3);
     rows.sort(Comparator.comparing(row -> (Integer) row.getField(0)));
@@ -123,9 +140,9 @@ class SqlLookupJoinTest extends SqlTestBase {
   }
 
   /**
-   * The planner hands a condition on the dimension table's columns to the source as a filter,
-   * which the lookups apply, in every caching mode: people of other cities are never joined, and
-   * a left join pads them with nulls.
+   * The planner hands a condition on the dimension table's columns to the source as a filter, which
+   * the lookups apply, in every caching mode: people of other cities are never joined, and a left
+   * join pads them with nulls.
    */
   @ParameterizedTest(name = "{0}")
   @ValueSource(strings = {"sync", "async", "row-cache", "partial-cache", "full-cache"})
@@ -134,38 +151,55 @@ class SqlLookupJoinTest extends SqlTestBase {
       throws Exception {
     TableEnvironment writer = batch();
     declare(writer, "people", CUSTOMERS);
-    run(writer, "INSERT INTO people VALUES (1, 'ada', 'Oslo'), (2, 'bo', 'Bergen'),"
-        + " (3, 'cy', CAST(NULL AS STRING))");
+    run(
+        writer,
+        "INSERT INTO people VALUES (1, 'ada', 'Oslo'), (2, 'bo', 'Bergen'),"
+            + " (3, 'cy', CAST(NULL AS STRING))");
     run(writer, "INSERT INTO people VALUES (4, 'di', 'Oslo')");
 
     TableEnvironment join = streaming();
-    String[] lookupOptions = switch (mode) {
-      case "async" -> new String[] {"lookup.async", "true"};
-      case "row-cache" -> new String[] {"lookup.row-cache.max-rows", "1000"};
-      case "partial-cache" -> new String[] {"lookup.cache", "PARTIAL",
-          "lookup.partial-cache.max-rows", "1000"};
-      case "full-cache" -> new String[] {"lookup.cache", "FULL"};
-      default -> new String[0];
-    };
+    String[] lookupOptions =
+        switch (mode) {
+          case "async" -> new String[] {"lookup.async", "true"};
+          case "row-cache" -> new String[] {"lookup.row-cache.max-rows", "1000"};
+          case "partial-cache" ->
+              new String[] {"lookup.cache", "PARTIAL", "lookup.partial-cache.max-rows", "1000"};
+          case "full-cache" -> new String[] {"lookup.cache", "FULL"};
+          default -> new String[0];
+        };
     declare(join, "people", CUSTOMERS, lookupOptions);
-    join.executeSql("CREATE TEMPORARY VIEW probes AS SELECT k, PROCTIME() AS pt"
-        + " FROM (VALUES (1), (2), (3), (4), (5), (1), (2)) AS t(k)");
+    join.executeSql(
+        "CREATE TEMPORARY VIEW probes AS SELECT k, PROCTIME() AS pt"
+            + " FROM (VALUES (1), (2), (3), (4), (5), (1), (2)) AS t(k)");
     String on = " FOR SYSTEM_TIME AS OF p.pt AS d ON p.k = d.id AND d.city = 'Oslo'";
 
-    List<String> inner = collect(join, "SELECT p.k, d.name FROM probes AS p JOIN people" + on)
-        .stream().map(Row::toString).sorted().toList();
-    List<String> left = collect(join, "SELECT p.k, d.name FROM probes AS p LEFT JOIN people" + on)
-        .stream().map(Row::toString).sorted().toList();
+    List<String> inner =
+        collect(join, "SELECT p.k, d.name FROM probes AS p JOIN people" + on).stream()
+            .map(Row::toString)
+            .sorted()
+            .toList();
+    List<String> left =
+        collect(join, "SELECT p.k, d.name FROM probes AS p LEFT JOIN people" + on).stream()
+            .map(Row::toString)
+            .sorted()
+            .toList();
 
     assertThat(inner).containsExactly("+I[1, ada]", "+I[1, ada]", "+I[4, di]");
-    assertThat(left).containsExactly("+I[1, ada]", "+I[1, ada]", "+I[2, null]", "+I[2, null]",
-        "+I[3, null]", "+I[4, di]", "+I[5, null]");
+    assertThat(left)
+        .containsExactly(
+            "+I[1, ada]",
+            "+I[1, ada]",
+            "+I[2, null]",
+            "+I[2, null]",
+            "+I[3, null]",
+            "+I[4, di]",
+            "+I[5, null]");
   }
 
   /**
-   * Two lookup joins of one table in one query, on one input, with other conditions on the
-   * table: Flink's sub-plan reuse would run them as one if the conditions were only in the
-   * source (its digest of a lookup join leaves them out), so each must keep its own rows.
+   * Two lookup joins of one table in one query, on one input, with other conditions on the table:
+   * Flink's sub-plan reuse would run them as one if the conditions were only in the source (its
+   * digest of a lookup join leaves them out), so each must keep its own rows.
    */
   @Test
   @Timeout(240)
@@ -175,17 +209,30 @@ class SqlLookupJoinTest extends SqlTestBase {
     run(writer, "INSERT INTO people VALUES (1, 'ada', 'Oslo'), (2, 'bo', 'Bergen')");
     TableEnvironment join = streaming();
     declare(join, "people", CUSTOMERS);
-    join.executeSql("CREATE TEMPORARY VIEW probes AS SELECT k, PROCTIME() AS pt"
-        + " FROM (VALUES (1), (2)) AS t(k)");
-    String lookup = " FROM probes AS p LEFT JOIN people FOR SYSTEM_TIME AS OF p.pt AS d"
-        + " ON p.k = d.id AND d.city = ";
+    join.executeSql(
+        "CREATE TEMPORARY VIEW probes AS SELECT k, PROCTIME() AS pt"
+            + " FROM (VALUES (1), (2)) AS t(k)");
+    String lookup =
+        " FROM probes AS p LEFT JOIN people FOR SYSTEM_TIME AS OF p.pt AS d"
+            + " ON p.k = d.id AND d.city = ";
 
-    List<String> rows = collect(join, "SELECT 'oslo', p.k, d.name" + lookup + "'Oslo'"
-        + " UNION ALL SELECT 'bergen', p.k, d.name" + lookup + "'Bergen'")
-        .stream().map(Row::toString).sorted().toList();
+    List<String> rows =
+        collect(
+                join,
+                "SELECT 'oslo', p.k, d.name"
+                    + lookup
+                    + "'Oslo'"
+                    + " UNION ALL SELECT 'bergen', p.k, d.name"
+                    + lookup
+                    + "'Bergen'")
+            .stream()
+            .map(Row::toString)
+            .sorted()
+            .toList();
 
-    assertThat(rows).containsExactly("+I[bergen, 1, null]", "+I[bergen, 2, bo]",
-        "+I[oslo, 1, ada]", "+I[oslo, 2, null]");
+    assertThat(rows)
+        .containsExactly(
+            "+I[bergen, 1, null]", "+I[bergen, 2, bo]", "+I[oslo, 1, ada]", "+I[oslo, 2, null]");
   }
 
   /** Metadata columns describe changes; a lookup join asking for one fails, naming them. */
@@ -196,13 +243,20 @@ class SqlLookupJoinTest extends SqlTestBase {
     declare(writer, "people", CUSTOMERS);
     run(writer, "INSERT INTO people VALUES (1, 'ada', 'Oslo')");
     TableEnvironment join = streaming();
-    declare(join, "people", "id BIGINT, name STRING, city STRING,"
-        + " seq BIGINT METADATA FROM 'commit_seq' VIRTUAL, PRIMARY KEY (id) NOT ENFORCED");
-    join.executeSql("CREATE TEMPORARY VIEW probes AS SELECT k, PROCTIME() AS pt"
-        + " FROM (VALUES (1)) AS t(k)");
+    declare(
+        join,
+        "people",
+        "id BIGINT, name STRING, city STRING,"
+            + " seq BIGINT METADATA FROM 'commit_seq' VIRTUAL, PRIMARY KEY (id) NOT ENFORCED");
+    join.executeSql(
+        "CREATE TEMPORARY VIEW probes AS SELECT k, PROCTIME() AS pt"
+            + " FROM (VALUES (1)) AS t(k)");
 
-    assertThatThrownBy(() -> join.explainSql("SELECT p.k, d.name, d.seq FROM probes AS p"
-        + " JOIN people FOR SYSTEM_TIME AS OF p.pt AS d ON p.k = d.id"))
+    assertThatThrownBy(
+            () ->
+                join.explainSql(
+                    "SELECT p.k, d.name, d.seq FROM probes AS p"
+                        + " JOIN people FOR SYSTEM_TIME AS OF p.pt AS d ON p.k = d.id"))
         .hasStackTraceContaining("metadata columns [commit_seq]")
         .hasStackTraceContaining("leave them out of the query");
   }

@@ -38,8 +38,8 @@ class SqlMetadataTablesTest extends SqlTestBase {
   void metadataTablesAnswerFromTheTablesOwnState() throws Exception {
     TableEnvironment sql = batch();
     createLake(sql);
-    sql.executeSql("CREATE TABLE lake.shop.orders (id BIGINT, v STRING,"
-        + " PRIMARY KEY (id) NOT ENFORCED)");
+    sql.executeSql(
+        "CREATE TABLE lake.shop.orders (id BIGINT, v STRING," + " PRIMARY KEY (id) NOT ENFORCED)");
     SkadeCatalog skade = catalog.catalog();
     Table orders = skade.loadTable(ORDERS);
     TableWriter writer = new TableWriter(orders);
@@ -49,33 +49,50 @@ class SqlMetadataTablesTest extends SqlTestBase {
     orders.refresh();
     List<Snapshot> snapshots = new ArrayList<>();
     orders.snapshots().forEach(snapshots::add);
-    skade.storeConsumer("reporting", new ConsumerCursor(ORDERS, orders.uuid().toString(),
-        snapshots.get(0).snapshotId(), skade.commitOf(ORDERS, snapshots.get(0).snapshotId())
-            .orElseThrow().commitSeq()));
+    skade.storeConsumer(
+        "reporting",
+        new ConsumerCursor(
+            ORDERS,
+            orders.uuid().toString(),
+            snapshots.get(0).snapshotId(),
+            skade.commitOf(ORDERS, snapshots.get(0).snapshotId()).orElseThrow().commitSeq()));
 
-    assertThat(collect(sql, "SELECT snapshot_id, parent_id, operation FROM"
-        + " lake.shop.`orders$snapshots`")).containsExactlyInAnyOrderElementsOf(
-            snapshots.stream().map(s -> Row.of(s.snapshotId(), s.parentId(), s.operation()))
+    assertThat(
+            collect(
+                sql,
+                "SELECT snapshot_id, parent_id, operation FROM" + " lake.shop.`orders$snapshots`"))
+        .containsExactlyInAnyOrderElementsOf(
+            snapshots.stream()
+                .map(s -> Row.of(s.snapshotId(), s.parentId(), s.operation()))
                 .toList());
     assertThat(collect(sql, "SELECT snapshot_id FROM lake.shop.`orders$history`"))
-        .containsExactlyInAnyOrderElementsOf(orders.history().stream()
-            .map(HistoryEntry::snapshotId).map(Row::of).toList());
+        .containsExactlyInAnyOrderElementsOf(
+            orders.history().stream().map(HistoryEntry::snapshotId).map(Row::of).toList());
     Set<String> files;
     try (CloseableIterable<FileScanTask> tasks = orders.newScan().planFiles()) {
-      files = StreamSupport.stream(tasks.spliterator(), false)
-          .map(task -> task.file().location()).collect(Collectors.toSet());
+      files =
+          StreamSupport.stream(tasks.spliterator(), false)
+              .map(task -> task.file().location())
+              .collect(Collectors.toSet());
     }
-    assertThat(collect(sql, "SELECT file_path FROM lake.shop.`orders$data_files`").stream()
-        .map(r -> (String) r.getField(0)).collect(Collectors.toSet())).isEqualTo(files);
+    assertThat(
+            collect(sql, "SELECT file_path FROM lake.shop.`orders$data_files`").stream()
+                .map(r -> (String) r.getField(0))
+                .collect(Collectors.toSet()))
+        .isEqualTo(files);
 
-    List<Row> commits = collect(sql, "SELECT commit_seq, operation, snapshot_ids FROM"
-        + " lake.shop.`orders$commits`");
+    List<Row> commits =
+        collect(
+            sql, "SELECT commit_seq, operation, snapshot_ids FROM" + " lake.shop.`orders$commits`");
     List<CommitEvent> log = new ArrayList<>();
-    skade.commitsSince(0).forEach(event -> {
-      if (event.tableKey().equals(skade.commitTableKey(ORDERS))) {
-        log.add(event);
-      }
-    });
+    skade
+        .commitsSince(0)
+        .forEach(
+            event -> {
+              if (event.tableKey().equals(skade.commitTableKey(ORDERS))) {
+                log.add(event);
+              }
+            });
     // The create, its sort order (by the key), three upserts.
     assertThat(commits).hasSize(log.size()).hasSize(5);
     assertThat(commits.stream().map(r -> (Long) r.getField(0)).toList())
@@ -84,17 +101,20 @@ class SqlMetadataTablesTest extends SqlTestBase {
     assertThat((Long[]) commits.get(4).getField(2))
         .containsExactly(orders.currentSnapshot().snapshotId());
 
-    assertThat(collect(sql, "SELECT consumer_id, snapshot_id, lag_commits, lag_snapshots FROM"
-        + " lake.shop.`orders$consumers`")).containsExactly(Row.of("reporting",
-            snapshots.get(0).snapshotId(), 2L, 2L));
+    assertThat(
+            collect(
+                sql,
+                "SELECT consumer_id, snapshot_id, lag_commits, lag_snapshots FROM"
+                    + " lake.shop.`orders$consumers`"))
+        .containsExactly(Row.of("reporting", snapshots.get(0).snapshotId(), 2L, 2L));
   }
 
   @Test
   void forSystemTimeAsOfReadsTheSnapshotCurrentThen() throws Exception {
     TableEnvironment sql = batch();
     createLake(sql);
-    sql.executeSql("CREATE TABLE lake.shop.orders (id BIGINT, v STRING,"
-        + " PRIMARY KEY (id) NOT ENFORCED)");
+    sql.executeSql(
+        "CREATE TABLE lake.shop.orders (id BIGINT, v STRING," + " PRIMARY KEY (id) NOT ENFORCED)");
     Table orders = catalog.catalog().loadTable(ORDERS);
     TableWriter writer = new TableWriter(orders);
     Snapshot first = writer.upsert(List.of(record(orders, 1L, "a"), record(orders, 2L, "b")));
@@ -105,14 +125,26 @@ class SqlMetadataTablesTest extends SqlTestBase {
 
     sql.getConfig().setLocalTimeZone(ZoneOffset.UTC);
     sql.executeSql("USE CATALOG lake"); // Flink 2.1 time-travels in the current catalog only
-    assertThat(collect(sql, "SELECT id, v FROM shop.orders FOR SYSTEM_TIME AS OF"
-        + " TIMESTAMP '" + utc(first.timestampMillis()) + "'"))
+    assertThat(
+            collect(
+                sql,
+                "SELECT id, v FROM shop.orders FOR SYSTEM_TIME AS OF"
+                    + " TIMESTAMP '"
+                    + utc(first.timestampMillis())
+                    + "'"))
         .containsExactlyInAnyOrder(Row.of(1L, "a"), Row.of(2L, "b"));
     assertThat(collect(sql, "SELECT id, v FROM shop.orders"))
         .containsExactlyInAnyOrder(Row.of(1L, "a2"), Row.of(2L, "b"), Row.of(3L, "c"));
-    assertThatThrownBy(() -> collect(sql, "SELECT * FROM shop.orders FOR SYSTEM_TIME AS OF"
-        + " TIMESTAMP '" + utc(first.timestampMillis() - 60_000) + "'"))
-        .rootCause().hasMessageContaining("had no snapshot then")
+    assertThatThrownBy(
+            () ->
+                collect(
+                    sql,
+                    "SELECT * FROM shop.orders FOR SYSTEM_TIME AS OF"
+                        + " TIMESTAMP '"
+                        + utc(first.timestampMillis() - 60_000)
+                        + "'"))
+        .rootCause()
+        .hasMessageContaining("had no snapshot then")
         .hasMessageContaining("its oldest is from");
   }
 
@@ -121,5 +153,4 @@ class SqlMetadataTablesTest extends SqlTestBase {
     return DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.SSS")
         .format(Instant.ofEpochMilli(millis).atOffset(ZoneOffset.UTC));
   }
-
 }

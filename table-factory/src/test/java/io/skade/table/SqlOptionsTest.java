@@ -11,8 +11,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * Declarations that fit the table only once it is known fail at planning with an error naming
- * the option or column. Bad option values, which fail before any I/O, are {@link
+ * Declarations that fit the table only once it is known fail at planning with an error naming the
+ * option or column. Bad option values, which fail before any I/O, are {@link
  * SqlOptionsBeforeIoTest}'s.
  */
 @Timeout(120)
@@ -85,10 +85,23 @@ class SqlOptionsTest extends SqlTestBase {
   @Test
   void validDeclarationsStillPlan() {
     TableEnvironment env = streaming();
-    declare(env, "q", COLUMNS, withTable("scan.startup.mode", "from-commit-seq",
-        "scan.startup.commit-seq", "0", "changelog.mode", "collapsed",
-        "changelog.before-image", "key-only", "scan.poll-interval", "200 ms",
-        "scan.consumer-id", "test"));
+    declare(
+        env,
+        "q",
+        COLUMNS,
+        withTable(
+            "scan.startup.mode",
+            "from-commit-seq",
+            "scan.startup.commit-seq",
+            "0",
+            "changelog.mode",
+            "collapsed",
+            "changelog.before-image",
+            "key-only",
+            "scan.poll-interval",
+            "200 ms",
+            "scan.consumer-id",
+            "test"));
     assertThat(env.explainSql("SELECT * FROM q")).contains("TableSourceScan");
   }
 }

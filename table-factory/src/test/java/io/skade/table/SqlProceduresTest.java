@@ -34,8 +34,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The {@code sys} procedures of a {@code skade} catalog, called from Flink SQL: {@code compact}
  * folds the deletes into a {@code replace} snapshot without changing a row, {@code
- * expire_snapshots} is refused while a consumer needs a snapshot and expires once it is gone,
- * and on format v3 keeps a Puffin file a live deletion vector is in, {@code remove_orphan_files}
+ * expire_snapshots} is refused while a consumer needs a snapshot and expires once it is gone, and
+ * on format v3 keeps a Puffin file a live deletion vector is in, {@code remove_orphan_files}
  * deletes an old file nothing references and nothing else, and bad arguments are named.
  */
 class SqlProceduresTest extends SqlTestBase {
@@ -46,14 +46,17 @@ class SqlProceduresTest extends SqlTestBase {
   void ordersWithUpserts() throws Exception {
     sql = batch();
     createLake(sql);
-    sql.executeSql("CREATE TABLE lake.shop.orders (id BIGINT, v STRING,"
-        + " PRIMARY KEY (id) NOT ENFORCED)");
+    sql.executeSql(
+        "CREATE TABLE lake.shop.orders (id BIGINT, v STRING," + " PRIMARY KEY (id) NOT ENFORCED)");
     // Four upserts, as four checkpoints of a streaming job would commit them.
     Table orders = catalog.catalog().loadTable(ORDERS);
     TableWriter writer = new TableWriter(orders);
     for (int round = 0; round < 4; round++) {
-      writer.upsert(List.of(record(orders, 1L, "a" + round), record(orders, 2L, "b" + round),
-          record(orders, 10L + round, "c")));
+      writer.upsert(
+          List.of(
+              record(orders, 1L, "a" + round),
+              record(orders, 2L, "b" + round),
+              record(orders, 10L + round, "c")));
     }
   }
 
@@ -70,8 +73,8 @@ class SqlProceduresTest extends SqlTestBase {
     assertThat((Integer) result.get(0).getField(1)).as("rewritten").isEqualTo(4);
     assertThat((Integer) result.get(0).getField(2)).as("added").isEqualTo(1);
     assertThat((Integer) result.get(0).getField(3)).as("delete files removed").isPositive();
-    assertThat(replace.deleteManifests(orders.io())).allMatch(m -> !m.hasAddedFiles()
-        && !m.hasExistingFiles());
+    assertThat(replace.deleteManifests(orders.io()))
+        .allMatch(m -> !m.hasAddedFiles() && !m.hasExistingFiles());
     assertThat(rows()).isEqualTo(before);
   }
 
@@ -79,12 +82,17 @@ class SqlProceduresTest extends SqlTestBase {
   void expireSnapshotsIsRefusedWhileAConsumerNeedsThemAndRunsOnceItIsGone() throws Exception {
     Table orders = catalog.catalog().loadTable(ORDERS);
     Snapshot first = orders.snapshots().iterator().next();
-    catalog.catalog().storeConsumer("reporting", new ConsumerCursor(ORDERS,
-        orders.uuid().toString(), first.snapshotId(), 0));
-    String call = "CALL lake.sys.expire_snapshots('shop.orders', TIMESTAMP '2999-01-01"
-        + " 00:00:00')";
-    assertThatThrownBy(() -> collect(sql, call)).rootCause()
-        .hasMessageContaining("consumer 'reporting'").hasMessageContaining("Nothing was changed");
+    catalog
+        .catalog()
+        .storeConsumer(
+            "reporting",
+            new ConsumerCursor(ORDERS, orders.uuid().toString(), first.snapshotId(), 0));
+    String call =
+        "CALL lake.sys.expire_snapshots('shop.orders', TIMESTAMP '2999-01-01" + " 00:00:00')";
+    assertThatThrownBy(() -> collect(sql, call))
+        .rootCause()
+        .hasMessageContaining("consumer 'reporting'")
+        .hasMessageContaining("Nothing was changed");
     orders.refresh();
     assertThat(orders.snapshots()).hasSize(4);
 
@@ -96,29 +104,53 @@ class SqlProceduresTest extends SqlTestBase {
 
   @Test
   void expireSnapshotsKeepsAPuffinFileALiveDeletionVectorIsIn() throws Exception {
-    Table events = catalog.catalog().buildTable(TableIdentifier.of("shop", "events"),
-            new Schema(Types.NestedField.required(1, "id", Types.LongType.get())))
-        .withProperty("format-version", "3")
-        .create();
+    Table events =
+        catalog
+            .catalog()
+            .buildTable(
+                TableIdentifier.of("shop", "events"),
+                new Schema(Types.NestedField.required(1, "id", Types.LongType.get())))
+            .withProperty("format-version", "3")
+            .create();
     TableWriter writer = new TableWriter(events);
-    DataFile a = writer.append(List.of(record(events, 1L), record(events, 2L)))
-        .addedDataFiles(events.io()).iterator().next();
-    DataFile b = writer.append(List.of(record(events, 3L), record(events, 4L)))
-        .addedDataFiles(events.io()).iterator().next();
+    DataFile a =
+        writer
+            .append(List.of(record(events, 1L), record(events, 2L)))
+            .addedDataFiles(events.io())
+            .iterator()
+            .next();
+    DataFile b =
+        writer
+            .append(List.of(record(events, 3L), record(events, 4L)))
+            .addedDataFiles(events.io())
+            .iterator()
+            .next();
     Map<String, List<Long>> positions = new LinkedHashMap<>();
     positions.put(a.location(), List.of(0L));
     positions.put(b.location(), List.of(0L));
     // One Puffin file with the vectors of a and b; then a's vector is merged into a new one.
-    String shared = writer.deletePositions(positions).addedDeleteFiles(events.io()).iterator()
-        .next().location();
+    String shared =
+        writer
+            .deletePositions(positions)
+            .addedDeleteFiles(events.io())
+            .iterator()
+            .next()
+            .location();
     writer.deletePositions(Map.of(a.location(), List.of(1L)));
     writer.append(List.of(record(events, 5L)));
 
-    assertThat(collect(sql, "CALL lake.sys.expire_snapshots('shop.events', TIMESTAMP"
-        + " '2999-01-01 00:00:00')")).containsExactly(Row.of(4, 1));
+    assertThat(
+            collect(
+                sql,
+                "CALL lake.sys.expire_snapshots('shop.events', TIMESTAMP"
+                    + " '2999-01-01 00:00:00')"))
+        .containsExactly(Row.of(4, 1));
 
-    assertThat(Files.exists(Paths.get(URI.create(shared.startsWith("file:") ? shared
-        : "file:" + shared)))).as("the Puffin file of b's live vector").isTrue();
+    assertThat(
+            Files.exists(
+                Paths.get(URI.create(shared.startsWith("file:") ? shared : "file:" + shared))))
+        .as("the Puffin file of b's live vector")
+        .isTrue();
     assertThat(collect(sql, "SELECT id FROM lake.shop.events"))
         .containsExactlyInAnyOrder(Row.of(4L), Row.of(5L));
   }
@@ -128,8 +160,12 @@ class SqlProceduresTest extends SqlTestBase {
     Table orders = catalog.catalog().loadTable(ORDERS);
     TableWriter writer = new TableWriter(orders);
     DataFile abandoned = writer.writeDataFiles(List.of(record(orders, 7L, "lost"))).get(0);
-    Path abandonedPath = Paths.get(URI.create(abandoned.location().startsWith("file:")
-        ? abandoned.location() : "file:" + abandoned.location()));
+    Path abandonedPath =
+        Paths.get(
+            URI.create(
+                abandoned.location().startsWith("file:")
+                    ? abandoned.location()
+                    : "file:" + abandoned.location()));
     FileTime twoHoursAgo = FileTime.from(Instant.now().minus(Duration.ofHours(2)));
     try (Stream<Path> files = Files.walk(abandonedPath.getParent().getParent())) {
       for (Path file : files.filter(Files::isRegularFile).toList()) {
@@ -137,42 +173,65 @@ class SqlProceduresTest extends SqlTestBase {
       }
     }
     Set<Row> before = rows();
-    String anHourAgo = LocalDateTime.now(ZoneOffset.UTC).minusMinutes(61).withNano(0).toString()
-        .replace('T', ' ');
+    String anHourAgo =
+        LocalDateTime.now(ZoneOffset.UTC).minusMinutes(61).withNano(0).toString().replace('T', ' ');
 
-    List<Row> dry = collect(sql, "CALL lake.sys.remove_orphan_files('shop.orders', TIMESTAMP '"
-        + anHourAgo + "', true)");
-    assertThat(dry).extracting(row -> Paths.get(URI.create((String) row.getField(0))))
+    List<Row> dry =
+        collect(
+            sql,
+            "CALL lake.sys.remove_orphan_files('shop.orders', TIMESTAMP '"
+                + anHourAgo
+                + "', true)");
+    assertThat(dry)
+        .extracting(row -> Paths.get(URI.create((String) row.getField(0))))
         .containsExactly(abandonedPath);
     assertThat(Files.exists(abandonedPath)).as("a dry run deletes nothing").isTrue();
 
-    assertThat(collect(sql, "CALL lake.sys.remove_orphan_files('shop.orders', TIMESTAMP '"
-        + anHourAgo + "')")).hasSize(1);
+    assertThat(
+            collect(
+                sql,
+                "CALL lake.sys.remove_orphan_files('shop.orders', TIMESTAMP '" + anHourAgo + "')"))
+        .hasSize(1);
     assertThat(Files.exists(abandonedPath)).isFalse();
     assertThat(rows()).isEqualTo(before);
     assertThat(collect(sql, "CALL lake.sys.remove_orphan_files('shop.orders')"))
-        .as("by default only files 3 days old are taken").isEmpty();
+        .as("by default only files 3 days old are taken")
+        .isEmpty();
   }
 
   @Test
   void badArgumentsAreNamed() {
-    assertThatThrownBy(() -> collect(sql, "CALL lake.sys.compact('orders')")).rootCause()
-        .hasMessageContaining("argument 'table' = 'orders'").hasMessageContaining("'shop.orders'");
-    assertThatThrownBy(() -> collect(sql, "CALL lake.sys.compact('shop.nope')")).rootCause()
-        .hasMessageContaining("'shop.nope' is not a table").hasMessageContaining("[orders]");
-    assertThatThrownBy(() -> collect(sql, "CALL lake.sys.expire_snapshots('shop.orders',"
-        + " TIMESTAMP '2999-01-01 00:00:00', 0)")).rootCause()
+    assertThatThrownBy(() -> collect(sql, "CALL lake.sys.compact('orders')"))
+        .rootCause()
+        .hasMessageContaining("argument 'table' = 'orders'")
+        .hasMessageContaining("'shop.orders'");
+    assertThatThrownBy(() -> collect(sql, "CALL lake.sys.compact('shop.nope')"))
+        .rootCause()
+        .hasMessageContaining("'shop.nope' is not a table")
+        .hasMessageContaining("[orders]");
+    assertThatThrownBy(
+            () ->
+                collect(
+                    sql,
+                    "CALL lake.sys.expire_snapshots('shop.orders',"
+                        + " TIMESTAMP '2999-01-01 00:00:00', 0)"))
+        .rootCause()
         .hasMessageContaining("'retain_last' = 0");
-    assertThatThrownBy(() -> collect(sql, "CALL lake.sys.remove_orphan_files('shop.orders',"
-        + " TIMESTAMP '2999-01-01 00:00:00')")).rootCause()
+    assertThatThrownBy(
+            () ->
+                collect(
+                    sql,
+                    "CALL lake.sys.remove_orphan_files('shop.orders',"
+                        + " TIMESTAMP '2999-01-01 00:00:00')"))
+        .rootCause()
         .hasMessageContaining("argument 'older_than' = 2999-01-01T00:00")
         .hasMessageContaining("at least 60 min ago");
     assertThatThrownBy(() -> collect(sql, "CALL lake.sys.remove_orphan_files('shop')"))
-        .rootCause().hasMessageContaining("argument 'table' = 'shop'");
+        .rootCause()
+        .hasMessageContaining("argument 'table' = 'shop'");
     assertThatThrownBy(() -> collect(sql, "CALL lake.sys.vacuum('shop.orders')"))
         .hasMessageContaining("vacuum");
   }
-
 
   private Set<Row> rows() throws Exception {
     return collect(sql, "SELECT * FROM lake.shop.orders").stream().collect(Collectors.toSet());

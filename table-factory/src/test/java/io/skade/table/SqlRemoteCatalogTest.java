@@ -36,8 +36,8 @@ import org.junit.jupiter.api.io.TempDir;
  * CREATE CATALOG ... WITH ('type' = 'skade', 'uri' = ...)} creates a database and a table and
  * writes, updates and deletes rows; a {@code 'connector' = 'skade'} table with {@code uri} reads
  * the changelog as a streaming job that only the server's commit feed wakes (its poll interval is
- * longer than the test); a lookup join sees the table as committed. Iceberg's REST client,
- * reading the table independently, agrees, and this JVM creates no catalog of its own.
+ * longer than the test); a lookup join sees the table as committed. Iceberg's REST client, reading
+ * the table independently, agrees, and this JVM creates no catalog of its own.
  */
 class SqlRemoteCatalogTest {
   @TempDir Path root;
@@ -46,20 +46,24 @@ class SqlRemoteCatalogTest {
   @Timeout(300)
   void sqlThroughTheServerWritesReadsTheChangelogAndJoins() throws Exception {
     try (ServerProcess server = new ServerProcess(root)) {
-      String connection = "'uri' = '" + server.uri() + "', 'token' = '" + ServerProcess.TOKEN
-          + "'";
+      String connection = "'uri' = '" + server.uri() + "', 'token' = '" + ServerProcess.TOKEN + "'";
       TableEnvironment writer = batch();
       writer.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', " + connection + ")");
       writer.executeSql("CREATE DATABASE lake.shop");
-      writer.executeSql("CREATE TABLE lake.shop.customers (id INT NOT NULL, name STRING,"
-          + " city STRING, PRIMARY KEY (id) NOT ENFORCED)");
-      run(writer, "INSERT INTO lake.shop.customers VALUES (1, 'Ada', 'Oslo'),"
-          + " (2, 'Bo', 'Bergen'), (3, 'Cy', 'Oslo')");
+      writer.executeSql(
+          "CREATE TABLE lake.shop.customers (id INT NOT NULL, name STRING,"
+              + " city STRING, PRIMARY KEY (id) NOT ENFORCED)");
+      run(
+          writer,
+          "INSERT INTO lake.shop.customers VALUES (1, 'Ada', 'Oslo'),"
+              + " (2, 'Bo', 'Bergen'), (3, 'Cy', 'Oslo')");
 
       TableEnvironment reader = streaming();
-      reader.executeSql("CREATE TABLE customers_cdc (id INT NOT NULL, name STRING, city STRING,"
-          + " PRIMARY KEY (id) NOT ENFORCED) WITH ('connector' = 'skade', " + connection
-          + ", 'database' = 'shop', 'table' = 'customers', 'scan.poll-interval' = '30 min')");
+      reader.executeSql(
+          "CREATE TABLE customers_cdc (id INT NOT NULL, name STRING, city STRING,"
+              + " PRIMARY KEY (id) NOT ENFORCED) WITH ('connector' = 'skade', "
+              + connection
+              + ", 'database' = 'shop', 'table' = 'customers', 'scan.poll-interval' = '30 min')");
       List<Row> changes = Collections.synchronizedList(new ArrayList<>());
       TableResult cdc = reader.executeSql("SELECT * FROM customers_cdc");
       Thread collector = collectInBackground(cdc, changes);
@@ -71,26 +75,35 @@ class SqlRemoteCatalogTest {
 
       Map<Integer, String> expected = Map.of(2, "Bo Tromsø", 3, "Cy Oslo", 4, "Di Oslo");
       try (RESTCatalog rest = new RESTCatalog()) {
-        rest.initialize("check", new HashMap<>(Map.of("uri", server.uri(),
-            "token", ServerProcess.TOKEN)));
-        assertThat(icebergRows(rest)).as("the table as Iceberg's REST client reads it")
+        rest.initialize(
+            "check", new HashMap<>(Map.of("uri", server.uri(), "token", ServerProcess.TOKEN)));
+        assertThat(icebergRows(rest))
+            .as("the table as Iceberg's REST client reads it")
             .isEqualTo(expected);
       }
       await().atMost(Duration.ofSeconds(60)).until(() -> applied(changes).equals(expected));
-      assertThat(kinds(changes)).as("the changelog's kinds")
+      assertThat(kinds(changes))
+          .as("the changelog's kinds")
           .containsExactlyInAnyOrder("+I", "+I", "+I", "-U", "+U", "-D", "+I");
       cdc.getJobClient().orElseThrow().cancel().get();
       collector.join(30_000);
 
       TableEnvironment join = streaming();
       join.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', " + connection + ")");
-      join.executeSql("CREATE TEMPORARY VIEW probes AS SELECT k, PROCTIME() AS pt"
-          + " FROM (VALUES (1), (2), (3), (4)) AS t(k)");
-      List<Row> joined = collect(join, "SELECT p.k, c.name, c.city FROM probes AS p"
-          + " LEFT JOIN lake.shop.customers FOR SYSTEM_TIME AS OF p.pt AS c ON p.k = c.id");
+      join.executeSql(
+          "CREATE TEMPORARY VIEW probes AS SELECT k, PROCTIME() AS pt"
+              + " FROM (VALUES (1), (2), (3), (4)) AS t(k)");
+      List<Row> joined =
+          collect(
+              join,
+              "SELECT p.k, c.name, c.city FROM probes AS p"
+                  + " LEFT JOIN lake.shop.customers FOR SYSTEM_TIME AS OF p.pt AS c ON p.k = c.id");
       Map<Integer, String> byKey = new TreeMap<>();
-      joined.forEach(row -> byKey.put((Integer) row.getField(0),
-          row.getField(1) == null ? null : row.getField(1) + " " + row.getField(2)));
+      joined.forEach(
+          row ->
+              byKey.put(
+                  (Integer) row.getField(0),
+                  row.getField(1) == null ? null : row.getField(1) + " " + row.getField(2)));
       Map<Integer, String> expectedJoin = new TreeMap<>(expected);
       expectedJoin.put(1, null);
       assertThat(byKey).as("the lookup join, key by key").isEqualTo(expectedJoin);
@@ -104,10 +117,10 @@ class SqlRemoteCatalogTest {
 
   private static Map<Integer, String> icebergRows(RESTCatalog rest) throws Exception {
     Map<Integer, String> rows = new TreeMap<>();
-    try (CloseableIterable<Record> records = IcebergGenerics.read(
-        rest.loadTable(TableIdentifier.of("shop", "customers"))).build()) {
-      records.forEach(r -> rows.put((Integer) r.getField("id"),
-          r.getField("name") + " " + r.getField("city")));
+    try (CloseableIterable<Record> records =
+        IcebergGenerics.read(rest.loadTable(TableIdentifier.of("shop", "customers"))).build()) {
+      records.forEach(
+          r -> rows.put((Integer) r.getField("id"), r.getField("name") + " " + r.getField("city")));
     }
     return rows;
   }
@@ -120,10 +133,10 @@ class SqlRemoteCatalogTest {
         Integer id = (Integer) change.getField(0);
         String value = change.getField(1) + " " + change.getField(2);
         switch (change.getKind()) {
-          case INSERT, UPDATE_AFTER -> assertThat(rows.put(id, value))
-              .as("the row an insert of %s met", change).isNull();
-          default -> assertThat(rows.remove(id)).as("the row %s retracted", change)
-              .isEqualTo(value);
+          case INSERT, UPDATE_AFTER ->
+              assertThat(rows.put(id, value)).as("the row an insert of %s met", change).isNull();
+          default ->
+              assertThat(rows.remove(id)).as("the row %s retracted", change).isEqualTo(value);
         }
       }
     }

@@ -26,9 +26,9 @@ import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Optional;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Random;
 import java.util.Set;
 import java.util.TreeSet;
@@ -39,19 +39,19 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
-import org.apache.flink.table.api.DataTypes;
-import org.apache.flink.table.api.EnvironmentSettings;
 import org.apache.flink.api.common.RuntimeExecutionMode;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.ExecutionOptions;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.table.api.DataTypes;
+import org.apache.flink.table.api.EnvironmentSettings;
 import org.apache.flink.table.api.Schema;
 import org.apache.flink.table.api.TableEnvironment;
 import org.apache.flink.table.api.bridge.java.StreamTableEnvironment;
-import org.apache.flink.table.runtime.typeutils.ExternalTypeInfo;
 import org.apache.flink.table.catalog.ResolvedSchema;
 import org.apache.flink.table.catalog.UniqueConstraint;
+import org.apache.flink.table.runtime.typeutils.ExternalTypeInfo;
 import org.apache.flink.table.types.DataType;
 import org.apache.flink.types.Row;
 import org.apache.flink.types.RowKind;
@@ -74,41 +74,41 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Differential test of SQL scans and CDC reads with generated {@code WHERE} predicates,
- * projections and metadata columns: on every read path, what skade returns (with whatever
- * projection and filters it accepts pushed into it), applied as a changelog, equals Flink's own
- * evaluation of the same query over the table's rows at the end snapshot as Iceberg's reader
- * ({@link IcebergGenerics}) reads them, handed to Flink as a stream of rows of the exact column
- * types: a table that takes no pushdown.
+ * Differential test of SQL scans and CDC reads with generated {@code WHERE} predicates, projections
+ * and metadata columns: on every read path, what skade returns (with whatever projection and
+ * filters it accepts pushed into it), applied as a changelog, equals Flink's own evaluation of the
+ * same query over the table's rows at the end snapshot as Iceberg's reader ({@link
+ * IcebergGenerics}) reads them, handed to Flink as a stream of rows of the exact column types: a
+ * table that takes no pushdown.
  *
  * <p>Two tables hold a column of every type skade reads (BOOLEAN, INT, BIGINT, FLOAT, DOUBLE,
  * DECIMAL, STRING, DATE, TIME, TIMESTAMP(6), TIMESTAMP_LTZ(6), BYTES), NULLs included: a
- * primary-key table and a LOG table (no key, partitioned, equal rows repeated). Their histories
- * mix engine appends, upserts (equality deletes), key deletes and overwrites with SQL's
- * pushed-down {@code DELETE ... WHERE} (position deletes, dropped files) and an {@code UPDATE}
- * job, so windows carry merge-on-read deletes.
+ * primary-key table and a LOG table (no key, partitioned, equal rows repeated). Their histories mix
+ * engine appends, upserts (equality deletes), key deletes and overwrites with SQL's pushed-down
+ * {@code DELETE ... WHERE} (position deletes, dropped files) and an {@code UPDATE} job, so windows
+ * carry merge-on-read deletes.
  *
  * <p>The read paths: batch; streaming and bounded, startup {@code full} and {@code earliest},
  * {@code per-snapshot} and {@code collapsed}, full and (with the key) {@code key-only}
- * before-images, where the planner adds a ChangelogNormalize. Each table has its generated
- * queries (default 20), run on every path of the table in one Flink job per path; their columns
- * sit in slots whose order (so the order of the columns asked of the source) and whose metadata
- * columns differ from path to path. A query's changes are applied strictly (an insert must meet
- * no row under its key, a retraction exactly the row it retracts, or with key-only
- * before-images a delete its key; without a key a retraction must meet an equal row) and the
- * final multiset compared. Metadata columns are checked against the table's snapshots and the
- * catalog's commits: a change type naming the row kind, a snapshot of the table, a commit_seq of
- * the table's commit of that snapshot (or, where a window's last commit is reported, a later
- * commit of the table), the snapshot's commit time, commit_seq never decreasing for one key.
+ * before-images, where the planner adds a ChangelogNormalize. Each table has its generated queries
+ * (default 20), run on every path of the table in one Flink job per path; their columns sit in
+ * slots whose order (so the order of the columns asked of the source) and whose metadata columns
+ * differ from path to path. A query's changes are applied strictly (an insert must meet no row
+ * under its key, a retraction exactly the row it retracts, or with key-only before-images a delete
+ * its key; without a key a retraction must meet an equal row) and the final multiset compared.
+ * Metadata columns are checked against the table's snapshots and the catalog's commits: a change
+ * type naming the row kind, a snapshot of the table, a commit_seq of the table's commit of that
+ * snapshot (or, where a window's last commit is reported, a later commit of the table), the
+ * snapshot's commit time, commit_seq never decreasing for one key.
  *
  * <p>The predicates combine {@code = <> < <= > >= IN, NOT IN, BETWEEN, IS [NOT] NULL, LIKE} with
  * {@code AND}, {@code OR} and {@code NOT}, literals on either side and in several spellings, over
- * every column; each table's queries use every (operator, type) pair (the generator draws the
- * pairs not used yet first), so every pair meets every path.
+ * every column; each table's queries use every (operator, type) pair (the generator draws the pairs
+ * not used yet first), so every pair meets every path.
  *
  * <p>Flink 2.1's planner can loop forever on some filters once it has put them into CNF for
- * pushdown (its SimplifyFilterConditionRule rewriting a comparison back and forth; seed 1 has
- * one): planning a statement is stopped after 30 s and the statement left out and reported.
+ * pushdown (its SimplifyFilterConditionRule rewriting a comparison back and forth; seed 1 has one):
+ * planning a statement is stopped after 30 s and the statement left out and reported.
  *
  * <p>The run is seeded; the seed is printed and named in every failure. Replay a run, run more
  * queries per table, or run only the paths whose name contains a text (as in the test's display
@@ -127,10 +127,13 @@ class SqlScanDifferentialTest {
   private static final String PATHS_PROPERTY = "skade.scandiff.paths";
   private static final int DEFAULT_QUERIES = 8;
   private static final int TAGS_PER_TABLE = 1_000_000;
+
   /** How long one statement may take to plan; planning takes at most seconds. */
   private static final Duration PLANNING_LIMIT = Duration.ofSeconds(30);
+
   /** A session time zone with an offset, so TIMESTAMP_LTZ literals are not UTC by accident. */
   private static final ZoneId SESSION_ZONE = ZoneId.of("Asia/Kolkata");
+
   private static final String DATABASE = "default_database";
 
   /** The column types of the tables, with their values (as Flink's external classes). */
@@ -160,20 +163,21 @@ class SqlScanDifferentialTest {
   record Column(String name, Kind kind) {}
 
   /** The physical columns of both tables; {@code id} is the primary-key table's key. */
-  static final List<Column> COLUMNS = List.of(
-      new Column("id", Kind.INT),
-      new Column("c_bool", Kind.BOOLEAN),
-      new Column("c_int", Kind.INT),
-      new Column("c_bigint", Kind.BIGINT),
-      new Column("c_float", Kind.FLOAT),
-      new Column("c_double", Kind.DOUBLE),
-      new Column("c_dec", Kind.DECIMAL),
-      new Column("c_str", Kind.STRING),
-      new Column("c_date", Kind.DATE),
-      new Column("c_time", Kind.TIME),
-      new Column("c_ts", Kind.TIMESTAMP),
-      new Column("c_ltz", Kind.TIMESTAMP_LTZ),
-      new Column("c_bytes", Kind.BYTES));
+  static final List<Column> COLUMNS =
+      List.of(
+          new Column("id", Kind.INT),
+          new Column("c_bool", Kind.BOOLEAN),
+          new Column("c_int", Kind.INT),
+          new Column("c_bigint", Kind.BIGINT),
+          new Column("c_float", Kind.FLOAT),
+          new Column("c_double", Kind.DOUBLE),
+          new Column("c_dec", Kind.DECIMAL),
+          new Column("c_str", Kind.STRING),
+          new Column("c_date", Kind.DATE),
+          new Column("c_time", Kind.TIME),
+          new Column("c_ts", Kind.TIMESTAMP),
+          new Column("c_ltz", Kind.TIMESTAMP_LTZ),
+          new Column("c_bytes", Kind.BYTES));
 
   /** The metadata columns, declared {@code METADATA FROM 'key' VIRTUAL}. */
   enum Meta {
@@ -197,8 +201,17 @@ class SqlScanDifferentialTest {
 
   /** The operators of generated atoms; each meets every type it applies to on every path. */
   enum Op {
-    EQ("="), NE("<>"), LT("<"), LE("<="), GT(">"), GE(">="), IN(null), BETWEEN(null),
-    IS_NULL(null), IS_NOT_NULL(null), LIKE(null);
+    EQ("="),
+    NE("<>"),
+    LT("<"),
+    LE("<="),
+    GT(">"),
+    GE(">="),
+    IN(null),
+    BETWEEN(null),
+    IS_NULL(null),
+    IS_NOT_NULL(null),
+    LIKE(null);
 
     final String sql;
 
@@ -212,7 +225,8 @@ class SqlScanDifferentialTest {
   }
 
   enum TableName {
-    PK("pk"), LOG("log");
+    PK("pk"),
+    LOG("log");
 
     final String name;
 
@@ -226,17 +240,23 @@ class SqlScanDifferentialTest {
   }
 
   /** One way of reading a table through SQL. */
-  record ReadPath(TableName table, boolean batch, String startup, String mode,
-      String beforeImage) {
+  record ReadPath(TableName table, boolean batch, String startup, String mode, String beforeImage) {
     boolean keyOnly() {
       return "key-only".equals(beforeImage);
     }
 
     @Override
     public String toString() {
-      return batch ? table.name + " table, batch scan"
-          : table.name + " table, streaming bounded, startup " + startup + ", " + mode + ", "
-              + beforeImage + " before-images";
+      return batch
+          ? table.name + " table, batch scan"
+          : table.name
+              + " table, streaming bounded, startup "
+              + startup
+              + ", "
+              + mode
+              + ", "
+              + beforeImage
+              + " before-images";
     }
   }
 
@@ -246,8 +266,7 @@ class SqlScanDifferentialTest {
       paths.add(new ReadPath(table, true, "full", "per-snapshot", "full"));
       for (String startup : List.of("full", "earliest")) {
         for (String mode : List.of("per-snapshot", "collapsed")) {
-          for (String beforeImage : table.keyed() ? List.of("full", "key-only")
-              : List.of("full")) {
+          for (String beforeImage : table.keyed() ? List.of("full", "key-only") : List.of("full")) {
             paths.add(new ReadPath(table, false, startup, mode, beforeImage));
           }
         }
@@ -256,20 +275,24 @@ class SqlScanDifferentialTest {
     return paths.stream();
   }
 
-  @TempDir
-  static Path dir;
+  @TempDir static Path dir;
   private static long seed;
   private static int queriesPerTable;
   private String warehouse;
   private SharedCatalogs.Handle catalog;
+
   /** Each table's rows at its end snapshot, by Iceberg's reader, as Flink rows. */
   private final Map<TableName, List<Row>> endRows = new HashMap<>();
+
   /** Each table's snapshots by id. */
   private final Map<TableName, Map<Long, Snapshot>> snapshots = new HashMap<>();
+
   /** The catalog's commit_seq of each snapshot of each table. */
   private final Map<TableName, Map<Long, Long>> commitSeqs = new HashMap<>();
+
   /** Each table's generated queries, run on every path that reads the table. */
   private final Map<TableName, List<Query>> queries = new HashMap<>();
+
   /**
    * Flink's evaluation of each query over Iceberg's rows: by query number, the multiset of the
    * selected physical columns (in the order of {@link #COLUMNS}).
@@ -283,11 +306,24 @@ class SqlScanDifferentialTest {
     seed = fixed == null || fixed.isBlank() ? new Random().nextLong() : Long.parseLong(fixed);
     queriesPerTable = Integer.getInteger(QUERIES_PROPERTY, DEFAULT_QUERIES);
     if (queriesPerTable < 1 || queriesPerTable >= TAGS_PER_TABLE) {
-      throw new IllegalArgumentException("-D" + QUERIES_PROPERTY + " must be 1 to "
-          + (TAGS_PER_TABLE - 1) + ", got " + queriesPerTable);
+      throw new IllegalArgumentException(
+          "-D"
+              + QUERIES_PROPERTY
+              + " must be 1 to "
+              + (TAGS_PER_TABLE - 1)
+              + ", got "
+              + queriesPerTable);
     }
-    System.out.println("SqlScanDifferentialTest seed " + seed + ", " + queriesPerTable
-        + " queries per table (replay with -D" + SEED_PROPERTY + "=" + seed + ")");
+    System.out.println(
+        "SqlScanDifferentialTest seed "
+            + seed
+            + ", "
+            + queriesPerTable
+            + " queries per table (replay with -D"
+            + SEED_PROPERTY
+            + "="
+            + seed
+            + ")");
     warehouse = dir.resolve("warehouse").toString();
     catalog = SharedCatalogs.acquire(Map.of("warehouse", warehouse));
     Random random = new Random(seed);
@@ -308,18 +344,28 @@ class SqlScanDifferentialTest {
       commitSeqs.put(table, seqs);
       Generator generator = new Generator(new Random(seed * 31 + table.ordinal()));
       queries.put(table, generator.queries(queriesPerTable));
-      System.out.println("SqlScanDifferentialTest: table " + table.name + " has "
-          + byId.size() + " snapshots and " + endRows.get(table).size() + " rows at the end; "
-          + generator.covered() + " of " + generator.pairs() + " (operator, type) pairs in its "
-          + queriesPerTable + " queries");
+      System.out.println(
+          "SqlScanDifferentialTest: table "
+              + table.name
+              + " has "
+              + byId.size()
+              + " snapshots and "
+              + endRows.get(table).size()
+              + " rows at the end; "
+              + generator.covered()
+              + " of "
+              + generator.pairs()
+              + " (operator, type) pairs in its "
+              + queriesPerTable
+              + " queries");
     }
     evaluateByFlink();
   }
 
   /**
-   * Runs every query of each table in Flink, in one job, over the table's end rows as Iceberg
-   * reads them, handed to Flink as a stream of rows of the exact column types: a table that
-   * takes no pushdown.
+   * Runs every query of each table in Flink, in one job, over the table's end rows as Iceberg reads
+   * them, handed to Flink as a stream of rows of the exact column types: a table that takes no
+   * pushdown.
    */
   private void evaluateByFlink() throws Exception {
     Environment env = new Environment(false);
@@ -328,8 +374,10 @@ class SqlScanDifferentialTest {
     Map<Integer, String> statements = new LinkedHashMap<>();
     for (TableName table : TableName.values()) {
       String view = "expected_" + table.name;
-      env.table.createTemporaryView(view, env.table.fromDataStream(
-          env.stream.fromData(endRows.get(table), ExternalTypeInfo.of(rowType()))));
+      env.table.createTemporaryView(
+          view,
+          env.table.fromDataStream(
+              env.stream.fromData(endRows.get(table), ExternalTypeInfo.of(rowType()))));
       Map<Integer, Map<Row, Integer>> results = new HashMap<>();
       for (Query query : queries.get(table)) {
         results.put(query.number, new HashMap<>());
@@ -338,16 +386,23 @@ class SqlScanDifferentialTest {
       expected.put(table, results);
     }
     Environment.Result result = env.run(statements, slots);
-    result.unplanned().forEach((tag, statement) -> {
-      TableName table = TableName.values()[tag / TAGS_PER_TABLE];
-      expected.get(table).remove(tag % TAGS_PER_TABLE);
-      System.out.println("SqlScanDifferentialTest: left out query " + tag % TAGS_PER_TABLE
-          + " of table " + table.name + ": " + result.why(tag));
-    });
+    result
+        .unplanned()
+        .forEach(
+            (tag, statement) -> {
+              TableName table = TableName.values()[tag / TAGS_PER_TABLE];
+              expected.get(table).remove(tag % TAGS_PER_TABLE);
+              System.out.println(
+                  "SqlScanDifferentialTest: left out query "
+                      + tag % TAGS_PER_TABLE
+                      + " of table "
+                      + table.name
+                      + ": "
+                      + result.why(tag));
+            });
     for (Row row : result.rows()) {
       if (row.getKind() != RowKind.INSERT) {
-        throw new IllegalStateException("Flink's evaluation over Iceberg's rows produced "
-            + row);
+        throw new IllegalStateException("Flink's evaluation over Iceberg's rows produced " + row);
       }
       int tag = (Integer) row.getField(0);
       TableName table = TableName.values()[tag / TAGS_PER_TABLE];
@@ -369,12 +424,15 @@ class SqlScanDifferentialTest {
 
     Environment(boolean batch) {
       Configuration config = new Configuration();
-      config.set(ExecutionOptions.RUNTIME_MODE,
+      config.set(
+          ExecutionOptions.RUNTIME_MODE,
           batch ? RuntimeExecutionMode.BATCH : RuntimeExecutionMode.STREAMING);
       stream = StreamExecutionEnvironment.getExecutionEnvironment(config);
       stream.setParallelism(2);
-      table = StreamTableEnvironment.create(stream, batch
-          ? EnvironmentSettings.inBatchMode() : EnvironmentSettings.inStreamingMode());
+      table =
+          StreamTableEnvironment.create(
+              stream,
+              batch ? EnvironmentSettings.inBatchMode() : EnvironmentSettings.inStreamingMode());
       table.getConfig().setLocalTimeZone(SESSION_ZONE);
       this.batch = batch;
     }
@@ -385,7 +443,8 @@ class SqlScanDifferentialTest {
      */
     record Result(List<Row> rows, Map<Integer, String> unplanned) {
       String why(int tag) {
-        return "Flink's planner did not finish planning it within " + PLANNING_LIMIT.toSeconds()
+        return "Flink's planner did not finish planning it within "
+            + PLANNING_LIMIT.toSeconds()
             + " s (seen: Flink's SimplifyFilterConditionRule rewriting a filter back and forth"
             + " forever after the planner put it into CNF for pushdown; not skade's doing): "
             + unplanned.get(tag);
@@ -394,8 +453,8 @@ class SqlScanDifferentialTest {
 
     /**
      * Runs {@code statements} (by tag, each {@code SELECT tag, slots...}) in one job. Each
-     * statement is planned on its own (a SQL UNION ALL of them all is planned as one tree,
-     * which takes the planner minutes) and given up on after {@link #PLANNING_LIMIT}.
+     * statement is planned on its own (a SQL UNION ALL of them all is planned as one tree, which
+     * takes the planner minutes) and given up on after {@link #PLANNING_LIMIT}.
      */
     Result run(Map<Integer, String> statements, List<String> slots) throws Exception {
       // One row type for all, so the streams can be united: every slot nullable.
@@ -411,11 +470,14 @@ class SqlScanDifferentialTest {
       List<DataStream<Row>> streams = new ArrayList<>();
       Map<Integer, String> unplanned = new LinkedHashMap<>();
       for (Map.Entry<Integer, String> statement : statements.entrySet()) {
-        DataStream<Row> stream = planned(() -> {
-          var result = table.sqlQuery(statement.getValue());
-          return batch ? table.toDataStream(result, rowType)
-              : table.toChangelogStream(result, target);
-        });
+        DataStream<Row> stream =
+            planned(
+                () -> {
+                  var result = table.sqlQuery(statement.getValue());
+                  return batch
+                      ? table.toDataStream(result, rowType)
+                      : table.toChangelogStream(result, target);
+                });
         if (stream == null) {
           unplanned.put(statement.getKey(), statement.getValue());
         } else {
@@ -437,23 +499,27 @@ class SqlScanDifferentialTest {
     }
 
     /**
-     * What {@code planning} returns, or null when Flink's planner did not finish in time. It
-     * plans on the calling thread (the planner keeps state in thread-locals), which a watchdog
-     * stops if the time runs out (Thread.stop, which Java 17 still has).
+     * What {@code planning} returns, or null when Flink's planner did not finish in time. It plans
+     * on the calling thread (the planner keeps state in thread-locals), which a watchdog stops if
+     * the time runs out (Thread.stop, which Java 17 still has).
      */
     @SuppressWarnings({"deprecation", "removal"})
     private static <T> T planned(Callable<T> planning) throws Exception {
       Thread caller = Thread.currentThread();
       Object lock = new Object();
       boolean[] doneOrStopped = {false, false};
-      ScheduledFuture<?> watchdog = WATCHDOG.schedule(() -> {
-        synchronized (lock) {
-          if (!doneOrStopped[0]) {
-            doneOrStopped[1] = true;
-            caller.stop();
-          }
-        }
-      }, PLANNING_LIMIT.toMillis(), TimeUnit.MILLISECONDS);
+      ScheduledFuture<?> watchdog =
+          WATCHDOG.schedule(
+              () -> {
+                synchronized (lock) {
+                  if (!doneOrStopped[0]) {
+                    doneOrStopped[1] = true;
+                    caller.stop();
+                  }
+                }
+              },
+              PLANNING_LIMIT.toMillis(),
+              TimeUnit.MILLISECONDS);
       try {
         T result = planning.call();
         synchronized (lock) {
@@ -477,11 +543,12 @@ class SqlScanDifferentialTest {
 
   /** Stops planning that takes too long (see {@link Environment#planned}). */
   private static final ScheduledExecutorService WATCHDOG =
-      Executors.newSingleThreadScheduledExecutor(runnable -> {
-        Thread thread = new Thread(runnable, "SqlScanDifferentialTest planning watchdog");
-        thread.setDaemon(true);
-        return thread;
-      });
+      Executors.newSingleThreadScheduledExecutor(
+          runnable -> {
+            Thread thread = new Thread(runnable, "SqlScanDifferentialTest planning watchdog");
+            thread.setDaemon(true);
+            return thread;
+          });
 
   /** The SQL type of a slot: a physical or a metadata column, always nullable. */
   static DataType slotType(String slot) {
@@ -489,8 +556,12 @@ class SqlScanDifferentialTest {
     if (meta != null) {
       return meta.type;
     }
-    return COLUMNS.stream().filter(c -> c.name().equals(slot)).findFirst().orElseThrow()
-        .kind().type;
+    return COLUMNS.stream()
+        .filter(c -> c.name().equals(slot))
+        .findFirst()
+        .orElseThrow()
+        .kind()
+        .type;
   }
 
   @AfterAll
@@ -503,16 +574,19 @@ class SqlScanDifferentialTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource("paths")
   @Timeout(240)
-  void everyGeneratedQueryAppliedAsAChangelogEqualsFlinksEvaluationOverIcebergsRows(
-      ReadPath path) throws Exception {
+  void everyGeneratedQueryAppliedAsAChangelogEqualsFlinksEvaluationOverIcebergsRows(ReadPath path)
+      throws Exception {
     String only = System.getProperty(PATHS_PROPERTY);
-    Assumptions.assumeTrue(only == null || path.toString().contains(only),
+    Assumptions.assumeTrue(
+        only == null || path.toString().contains(only),
         () -> "-D" + PATHS_PROPERTY + "=" + only + " leaves this path out");
     int pathIndex = paths().toList().indexOf(path);
     Random random = new Random(seed * 31 + 7 + pathIndex);
     // Queries Flink could not plan over the values are left out on every path.
-    List<Query> tableQueries = queries.get(path.table()).stream()
-        .filter(query -> expected.get(path.table()).containsKey(query.number)).toList();
+    List<Query> tableQueries =
+        queries.get(path.table()).stream()
+            .filter(query -> expected.get(path.table()).containsKey(query.number))
+            .toList();
     List<String> slots = slotOrder(random);
     // Which metadata columns each query selects differs from path to path.
     Map<Integer, Set<Meta>> metadata = new HashMap<>();
@@ -532,8 +606,8 @@ class SqlScanDifferentialTest {
     declareReader(env.table, path);
     Map<Integer, String> statements = new LinkedHashMap<>();
     for (Query query : tableQueries) {
-      statements.put(query.number, query.sql(query.number, "skade_rows", slots,
-          metadata.get(query.number)));
+      statements.put(
+          query.number, query.sql(query.number, "skade_rows", slots, metadata.get(query.number)));
     }
     Environment.Result result = env.run(statements, slots);
 
@@ -557,38 +631,70 @@ class SqlScanDifferentialTest {
       if (!flink.isEmpty()) {
         nonEmpty++;
       }
-      if (changes.stream().anyMatch(c -> c.getKind() == RowKind.UPDATE_BEFORE
-          || c.getKind() == RowKind.DELETE)) {
+      if (changes.stream()
+          .anyMatch(c -> c.getKind() == RowKind.UPDATE_BEFORE || c.getKind() == RowKind.DELETE)) {
         withRetractions++;
       }
       if (!check.problems.isEmpty()) {
-        failures.add("query " + query.number + ": "
-            + query.describe(path, metadata.get(query.number)) + "\n    "
-            + String.join("\n    ", check.shownProblems())
-            + "\n    changes from skade (tag, then slots " + slots + "): " + abbreviated(changes));
+        failures.add(
+            "query "
+                + query.number
+                + ": "
+                + query.describe(path, metadata.get(query.number))
+                + "\n    "
+                + String.join("\n    ", check.shownProblems())
+                + "\n    changes from skade (tag, then slots "
+                + slots
+                + "): "
+                + abbreviated(changes));
       }
     }
-    System.out.println("SqlScanDifferentialTest [" + path + "]: " + tableQueries.size()
-        + " queries, " + nonEmpty + " with rows, " + withRetractions + " with retractions, "
-        + failures.size() + " wrong, " + leftOut.size() + " left out");
-    leftOut.forEach(line -> System.out.println("SqlScanDifferentialTest [" + path + "] left out "
-        + line));
-    String message = "seed " + seed + " (replay with -D" + SEED_PROPERTY + "=" + seed
-        + "), path " + path + ": " + failures.size() + " of " + tableQueries.size()
-        + " queries wrong:\n" + String.join("\n", failures);
+    System.out.println(
+        "SqlScanDifferentialTest ["
+            + path
+            + "]: "
+            + tableQueries.size()
+            + " queries, "
+            + nonEmpty
+            + " with rows, "
+            + withRetractions
+            + " with retractions, "
+            + failures.size()
+            + " wrong, "
+            + leftOut.size()
+            + " left out");
+    leftOut.forEach(
+        line -> System.out.println("SqlScanDifferentialTest [" + path + "] left out " + line));
+    String message =
+        "seed "
+            + seed
+            + " (replay with -D"
+            + SEED_PROPERTY
+            + "="
+            + seed
+            + "), path "
+            + path
+            + ": "
+            + failures.size()
+            + " of "
+            + tableQueries.size()
+            + " queries wrong:\n"
+            + String.join("\n", failures);
     if (!failures.isEmpty()) {
       System.out.println(message);
     }
     assertThat(failures).withFailMessage("%s", message).isEmpty();
     // A planner loop is Flink's; a few such queries are left out, not most of them.
-    assertThat(leftOut).as("queries Flink could not plan, seed %d, path %s", seed, path)
+    assertThat(leftOut)
+        .as("queries Flink could not plan, seed %d, path %s", seed, path)
         .hasSizeLessThanOrEqualTo(Math.max(1, tableQueries.size() / 4));
     // The generator is meant to produce queries with rows and, on CDC paths over the history,
     // retractions; without them the comparison above proves little.
     assertThat(nonEmpty).as("queries with rows, seed %d, path %s", seed, path).isPositive();
     if (!path.batch() && path.startup().equals("earliest") && path.mode().equals("per-snapshot")) {
-      assertThat(withRetractions).as("queries whose changes retract rows, seed %d, path %s",
-          seed, path).isPositive();
+      assertThat(withRetractions)
+          .as("queries whose changes retract rows, seed %d, path %s", seed, path)
+          .isPositive();
     }
   }
 
@@ -604,13 +710,14 @@ class SqlScanDifferentialTest {
   }
 
   private static String physicalColumns() {
-    return COLUMNS.stream().map(c -> c.name() + " " + c.kind().sql)
+    return COLUMNS.stream()
+        .map(c -> c.name() + " " + c.kind().sql)
         .collect(Collectors.joining(", "));
   }
 
   private String with(String... options) {
-    StringBuilder with = new StringBuilder("'connector' = 'skade', 'warehouse' = '")
-        .append(warehouse).append('\'');
+    StringBuilder with =
+        new StringBuilder("'connector' = 'skade', 'warehouse' = '").append(warehouse).append('\'');
     for (int i = 0; i < options.length; i += 2) {
       with.append(", '").append(options[i]).append("' = '").append(options[i + 1]).append('\'');
     }
@@ -618,30 +725,42 @@ class SqlScanDifferentialTest {
   }
 
   private void declareWriter(TableEnvironment env) {
-    env.executeSql("CREATE TABLE pk (" + physicalColumns() + ", PRIMARY KEY (id) NOT ENFORCED)"
-        + with());
-    env.executeSql("CREATE TABLE log (" + physicalColumns() + ") PARTITIONED BY (c_bool)"
-        + with());
+    env.executeSql(
+        "CREATE TABLE pk (" + physicalColumns() + ", PRIMARY KEY (id) NOT ENFORCED)" + with());
+    env.executeSql("CREATE TABLE log (" + physicalColumns() + ") PARTITIONED BY (c_bool)" + with());
   }
 
   private void declareReader(TableEnvironment env, ReadPath path) {
-    String metadata = Arrays.stream(Meta.values())
-        .map(m -> ", " + m.column + " " + m.sql + " METADATA FROM '" + m.key + "' VIRTUAL")
-        .collect(Collectors.joining());
+    String metadata =
+        Arrays.stream(Meta.values())
+            .map(m -> ", " + m.column + " " + m.sql + " METADATA FROM '" + m.key + "' VIRTUAL")
+            .collect(Collectors.joining());
     List<String> options = new ArrayList<>(List.of("table", path.table().name));
     if (!path.batch()) {
-      options.addAll(List.of("scan.startup.mode", path.startup(), "scan.bounded", "true",
-          "changelog.mode", path.mode(), "changelog.before-image", path.beforeImage()));
+      options.addAll(
+          List.of(
+              "scan.startup.mode",
+              path.startup(),
+              "scan.bounded",
+              "true",
+              "changelog.mode",
+              path.mode(),
+              "changelog.before-image",
+              path.beforeImage()));
     }
-    env.executeSql("CREATE TABLE skade_rows (" + physicalColumns() + metadata
-        + (path.table().keyed() ? ", PRIMARY KEY (id) NOT ENFORCED" : "") + ")"
-        + with(options.toArray(String[]::new)));
+    env.executeSql(
+        "CREATE TABLE skade_rows ("
+            + physicalColumns()
+            + metadata
+            + (path.table().keyed() ? ", PRIMARY KEY (id) NOT ENFORCED" : "")
+            + ")"
+            + with(options.toArray(String[]::new)));
   }
 
   /**
    * Both tables' histories: engine appends, upserts (a no-op one too), key deletes and an
-   * overwrite; SQL deletes pushed down (position deletes, dropped files) and an update (a job
-   * that upserts by key).
+   * overwrite; SQL deletes pushed down (position deletes, dropped files) and an update (a job that
+   * upserts by key).
    */
   private void writeHistory(Random random) throws Exception {
     TableEnvironment sql = TableEnvironment.create(EnvironmentSettings.inBatchMode());
@@ -659,14 +778,22 @@ class SqlScanDifferentialTest {
     logRows.add(logRows.get(3).clone());
     // Created as a skade sink creates a missing table from its DDL (key, sort order, bloom
     // filters, partitions); the first rows are appended by the engine, not by a slower SQL job.
-    TableResolution.loadOrCreate(CatalogConnection.of(catalog.catalog()), id(TableName.PK), resolvedSchema(true),
-        List.of(), Optional.empty());
-    TableResolution.loadOrCreate(CatalogConnection.of(catalog.catalog()), id(TableName.LOG), resolvedSchema(false),
-        List.of("c_bool"), Optional.empty());
-    new TableWriter(icebergTable(TableName.PK)).append(
-        pkRows.stream().map(r -> record(icebergTable(TableName.PK), r)).toList());
-    new TableWriter(icebergTable(TableName.LOG)).append(
-        logRows.stream().map(r -> record(icebergTable(TableName.LOG), r)).toList());
+    TableResolution.loadOrCreate(
+        CatalogConnection.of(catalog.catalog()),
+        id(TableName.PK),
+        resolvedSchema(true),
+        List.of(),
+        Optional.empty());
+    TableResolution.loadOrCreate(
+        CatalogConnection.of(catalog.catalog()),
+        id(TableName.LOG),
+        resolvedSchema(false),
+        List.of("c_bool"),
+        Optional.empty());
+    new TableWriter(icebergTable(TableName.PK))
+        .append(pkRows.stream().map(r -> record(icebergTable(TableName.PK), r)).toList());
+    new TableWriter(icebergTable(TableName.LOG))
+        .append(logRows.stream().map(r -> record(icebergTable(TableName.LOG), r)).toList());
 
     Table pk = icebergTable(TableName.PK);
     TableWriter pkWriter = new TableWriter(pk);
@@ -675,8 +802,11 @@ class SqlScanDifferentialTest {
       upserts.add(record(pk, randomRow(random, id)));
     }
     pkWriter.upsert(upserts);
-    pkWriter.deleteKeys(List.of(record(pk, randomRow(random, 3)),
-        record(pk, randomRow(random, 9)), record(pk, randomRow(random, 17))));
+    pkWriter.deleteKeys(
+        List.of(
+            record(pk, randomRow(random, 3)),
+            record(pk, randomRow(random, 9)),
+            record(pk, randomRow(random, 17))));
     await(sql, "DELETE FROM pk WHERE c_int < 0"); // pushed down: position deletes, dropped files
     await(sql, "UPDATE pk SET c_str = 'upd', c_int = c_int + 1 WHERE c_bool"); // a job, by key
     pk.refresh();
@@ -707,7 +837,8 @@ class SqlScanDifferentialTest {
     logWriter.append(logAppends);
     await(sql, "DELETE FROM log WHERE c_int > 5"); // pushed down
     log.refresh();
-    logWriter.overwrite(Expressions.equal("c_str", "bob"),
+    logWriter.overwrite(
+        Expressions.equal("c_str", "bob"),
         List.of(record(log, randomRow(random, 1)), record(log, randomRow(random, 2))));
     logAppends = new ArrayList<>();
     for (int i = 0; i < 8; i++) {
@@ -743,11 +874,12 @@ class SqlScanDifferentialTest {
   private static ResolvedSchema resolvedSchema(boolean keyed) {
     List<org.apache.flink.table.catalog.Column> columns = new ArrayList<>();
     for (Column c : COLUMNS) {
-      columns.add(org.apache.flink.table.catalog.Column.physical(c.name(),
-          keyed && c.name().equals("id") ? c.kind().type.notNull() : c.kind().type));
+      columns.add(
+          org.apache.flink.table.catalog.Column.physical(
+              c.name(), keyed && c.name().equals("id") ? c.kind().type.notNull() : c.kind().type));
     }
-    return new ResolvedSchema(columns, List.of(),
-        keyed ? UniqueConstraint.primaryKey("pk_id", List.of("id")) : null);
+    return new ResolvedSchema(
+        columns, List.of(), keyed ? UniqueConstraint.primaryKey("pk_id", List.of("id")) : null);
   }
 
   private static Record record(Table table, Object[] values) {
@@ -760,8 +892,8 @@ class SqlScanDifferentialTest {
 
   /** The row of the primary-key table with {@code id}, by Iceberg's reader, or null. */
   private static Record currentRow(Table table, int id) throws Exception {
-    try (CloseableIterable<Record> rows = IcebergGenerics.read(table)
-        .where(Expressions.equal("id", id)).build()) {
+    try (CloseableIterable<Record> rows =
+        IcebergGenerics.read(table).where(Expressions.equal("id", id)).build()) {
       for (Record row : rows) {
         if (Objects.equals(row.getField("id"), id)) {
           return row.copy();
@@ -787,8 +919,10 @@ class SqlScanDifferentialTest {
   }
 
   private static DataType rowType() {
-    return DataTypes.ROW(COLUMNS.stream()
-        .map(c -> DataTypes.FIELD(c.name(), c.kind().type)).toArray(DataTypes.Field[]::new));
+    return DataTypes.ROW(
+        COLUMNS.stream()
+            .map(c -> DataTypes.FIELD(c.name(), c.kind().type))
+            .toArray(DataTypes.Field[]::new));
   }
 
   /** The order of a path's union slots: the physical and metadata columns, shuffled. */
@@ -820,27 +954,53 @@ class SqlScanDifferentialTest {
       return switch (kind) {
         case BOOLEAN -> List.of(true, false);
         case INT -> List.of(-7, -1, 0, 1, 2, 3, 5, 8, 13, Integer.MAX_VALUE);
-        case BIGINT -> List.of(-3_000_000_000L, -1L, 0L, 7L, 42L, 3_000_000_000L,
-            Long.MAX_VALUE);
+        case BIGINT -> List.of(-3_000_000_000L, -1L, 0L, 7L, 42L, 3_000_000_000L, Long.MAX_VALUE);
         case FLOAT -> List.of(-1.5f, 0.0f, 0.25f, 2.5f, 1.0e10f);
         case DOUBLE -> List.of(-2.5, 0.0, 0.1, 3.75, 1.0e300);
-        case DECIMAL -> Stream.of("-1.50", "0.00", "0.01", "12.34", "99999999.99")
-            .map(BigDecimal::new).map(Object.class::cast).toList();
-        case STRING -> List.of("", "ada", "adam", "bob", "Bob", "a_c", "a%c", "o'neil",
-            "Tromsø", "x y");
-        case DATE -> Stream.of("1969-12-31", "1970-01-01", "2000-02-29", "2024-07-15",
-            "2099-12-31").map(LocalDate::parse).map(Object.class::cast).toList();
-        case TIME -> Stream.of("00:00:00", "06:30:00", "12:34:56", "23:59:59")
-            .map(LocalTime::parse).map(Object.class::cast).toList();
-        case TIMESTAMP -> Stream.of("1969-12-31T23:59:59.999999", "1970-01-01T00:00:00",
-                "2024-02-29T12:00:00.000001", "2024-02-29T12:00:00.500", "2099-12-31T23:59:59")
-            .map(LocalDateTime::parse).map(Object.class::cast).toList();
-        case TIMESTAMP_LTZ -> Stream.of("1969-12-31T23:59:59.999999Z", "1970-01-01T00:00:00Z",
-                "2024-02-29T12:00:00.000001Z", "2024-02-29T12:00:00.500Z",
-                "2099-12-31T23:59:59Z")
-            .map(Instant::parse).map(Object.class::cast).toList();
-        case BYTES -> List.of(new byte[0], new byte[] {0}, new byte[] {(byte) 0xCA},
-            new byte[] {(byte) 0xCA, (byte) 0xFE}, new byte[] {(byte) 0xFF, 0});
+        case DECIMAL ->
+            Stream.of("-1.50", "0.00", "0.01", "12.34", "99999999.99")
+                .map(BigDecimal::new)
+                .map(Object.class::cast)
+                .toList();
+        case STRING ->
+            List.of("", "ada", "adam", "bob", "Bob", "a_c", "a%c", "o'neil", "Tromsø", "x y");
+        case DATE ->
+            Stream.of("1969-12-31", "1970-01-01", "2000-02-29", "2024-07-15", "2099-12-31")
+                .map(LocalDate::parse)
+                .map(Object.class::cast)
+                .toList();
+        case TIME ->
+            Stream.of("00:00:00", "06:30:00", "12:34:56", "23:59:59")
+                .map(LocalTime::parse)
+                .map(Object.class::cast)
+                .toList();
+        case TIMESTAMP ->
+            Stream.of(
+                    "1969-12-31T23:59:59.999999",
+                    "1970-01-01T00:00:00",
+                    "2024-02-29T12:00:00.000001",
+                    "2024-02-29T12:00:00.500",
+                    "2099-12-31T23:59:59")
+                .map(LocalDateTime::parse)
+                .map(Object.class::cast)
+                .toList();
+        case TIMESTAMP_LTZ ->
+            Stream.of(
+                    "1969-12-31T23:59:59.999999Z",
+                    "1970-01-01T00:00:00Z",
+                    "2024-02-29T12:00:00.000001Z",
+                    "2024-02-29T12:00:00.500Z",
+                    "2099-12-31T23:59:59Z")
+                .map(Instant::parse)
+                .map(Object.class::cast)
+                .toList();
+        case BYTES ->
+            List.of(
+                new byte[0],
+                new byte[] {0},
+                new byte[] {(byte) 0xCA},
+                new byte[] {(byte) 0xCA, (byte) 0xFE},
+                new byte[] {(byte) 0xFF, 0});
       };
     }
 
@@ -859,14 +1019,14 @@ class SqlScanDifferentialTest {
         case TIMESTAMP -> probes.add(LocalDateTime.parse("2024-02-29T12:00:00"));
         case TIMESTAMP_LTZ -> probes.add(Instant.parse("2024-02-29T12:00:00Z"));
         case BYTES -> probes.add(new byte[] {(byte) 0xCA, 0});
-        default -> { }
+        default -> {}
       }
       return probes;
     }
 
     /**
-     * A SQL literal of {@code value} for a column of {@code kind}: its plain form, or (when
-     * {@code random} is given, sometimes) another spelling of the same value.
+     * A SQL literal of {@code value} for a column of {@code kind}: its plain form, or (when {@code
+     * random} is given, sometimes) another spelling of the same value.
      */
     static String sql(Kind kind, Object value, Random random) {
       boolean variant = random != null && random.nextInt(3) == 0;
@@ -879,16 +1039,22 @@ class SqlScanDifferentialTest {
         case BIGINT -> {
           long v = (Long) value;
           boolean fitsInt = v >= Integer.MIN_VALUE && v <= Integer.MAX_VALUE;
-          yield variant || !fitsInt && random == null ? "CAST(" + v + " AS BIGINT)"
+          yield variant || !fitsInt && random == null
+              ? "CAST(" + v + " AS BIGINT)"
               : Long.toString(v); // an INT literal where it fits: Flink widens it
         }
-        case FLOAT -> variant ? new BigDecimal(Float.toString((Float) value)).toPlainString()
-            : "CAST(" + value + " AS FLOAT)";
-        case DOUBLE -> variant && Math.abs((Double) value) < 1e15
-            ? new BigDecimal(Double.toString((Double) value)).toPlainString()
-            : value + (value.toString().contains("E") ? "" : "E0");
-        case DECIMAL -> variant ? "CAST(" + ((BigDecimal) value).toPlainString()
-            + " AS DECIMAL(10, 2))" : ((BigDecimal) value).toPlainString();
+        case FLOAT ->
+            variant
+                ? new BigDecimal(Float.toString((Float) value)).toPlainString()
+                : "CAST(" + value + " AS FLOAT)";
+        case DOUBLE ->
+            variant && Math.abs((Double) value) < 1e15
+                ? new BigDecimal(Double.toString((Double) value)).toPlainString()
+                : value + (value.toString().contains("E") ? "" : "E0");
+        case DECIMAL ->
+            variant
+                ? "CAST(" + ((BigDecimal) value).toPlainString() + " AS DECIMAL(10, 2))"
+                : ((BigDecimal) value).toPlainString();
         case STRING -> "'" + ((String) value).replace("'", "''") + "'";
         case DATE -> "DATE '" + value + "'";
         case TIME -> "TIME '" + TIME_FORMAT.format((LocalTime) value) + "'";
@@ -898,8 +1064,9 @@ class SqlScanDifferentialTest {
           if (variant && instant.getNano() % 1_000_000 == 0) {
             yield "TO_TIMESTAMP_LTZ(" + instant.toEpochMilli() + ", 3)";
           }
-          yield "CAST(TIMESTAMP '" + TIMESTAMP_FORMAT.format(
-              LocalDateTime.ofInstant(instant, SESSION_ZONE)) + "' AS TIMESTAMP_LTZ(6))";
+          yield "CAST(TIMESTAMP '"
+              + TIMESTAMP_FORMAT.format(LocalDateTime.ofInstant(instant, SESSION_ZONE))
+              + "' AS TIMESTAMP_LTZ(6))";
         }
         case BYTES -> {
           String hex = "X'" + HexFormat.of().withUpperCase().formatHex((byte[]) value) + "'";
@@ -954,7 +1121,8 @@ class SqlScanDifferentialTest {
         if (selects(slot, metadata)) {
           sql.append(slot);
         } else {
-          sql.append("CAST(NULL AS ").append(slotType(slot).getLogicalType().asSerializableString())
+          sql.append("CAST(NULL AS ")
+              .append(slotType(slot).getLogicalType().asSerializableString())
               .append(')');
         }
         sql.append(" AS s_").append(slot);
@@ -983,15 +1151,18 @@ class SqlScanDifferentialTest {
     }
 
     /**
-     * The query as a user would write it, for failure messages: the physical columns in the
-     * table's order (as rows in messages show them), then the metadata columns.
+     * The query as a user would write it, for failure messages: the physical columns in the table's
+     * order (as rows in messages show them), then the metadata columns.
      */
     String describe(ReadPath path, Set<Meta> metadata) {
       List<String> columns = new ArrayList<>();
       COLUMNS.stream().map(Column::name).filter(physical::contains).forEach(columns::add);
       metadata.stream().sorted().map(meta -> meta.column).forEach(columns::add);
-      return "SELECT " + (columns.isEmpty() ? "1" : String.join(", ", columns)) + " FROM "
-          + path.table().name + (where == null ? "" : " WHERE " + where);
+      return "SELECT "
+          + (columns.isEmpty() ? "1" : String.join(", ", columns))
+          + " FROM "
+          + path.table().name
+          + (where == null ? "" : " WHERE " + where);
     }
   }
 
@@ -1005,12 +1176,13 @@ class SqlScanDifferentialTest {
   }
 
   /**
-   * Generates a table's queries: the (operator, type) pairs not yet used are drawn first, so
-   * with enough queries (the default and more) every pair is in some predicate.
+   * Generates a table's queries: the (operator, type) pairs not yet used are drawn first, so with
+   * enough queries (the default and more) every pair is in some predicate.
    */
   static final class Generator {
     /** The most atoms in one predicate; larger trees cost the planner much more. */
     private static final int MAX_ATOMS = 7;
+
     private final Random random;
     private final List<Map.Entry<Op, Kind>> uncovered = new ArrayList<>();
     private final int pairs;
@@ -1095,8 +1267,12 @@ class SqlScanDifferentialTest {
         expression = atoms.get(0);
       } else {
         int split = 1 + random.nextInt(atoms.size() - 1);
-        expression = "(" + tree(atoms.subList(0, split)) + (random.nextBoolean() ? " AND " : " OR ")
-            + tree(atoms.subList(split, atoms.size())) + ")";
+        expression =
+            "("
+                + tree(atoms.subList(0, split))
+                + (random.nextBoolean() ? " AND " : " OR ")
+                + tree(atoms.subList(split, atoms.size()))
+                + ")";
       }
       return random.nextInt(5) == 0 ? "NOT " + parenthesized(expression) : expression;
     }
@@ -1115,11 +1291,13 @@ class SqlScanDifferentialTest {
       return switch (op) {
         case EQ, NE, LT, LE, GT, GE -> {
           if (kind == Kind.BOOLEAN && op == Op.EQ && random.nextInt(3) == 0) {
-            yield pick(random, List.of(name, name + " IS TRUE", name + " IS NOT FALSE",
-                name + " IS NOT TRUE"));
+            yield pick(
+                random,
+                List.of(name, name + " IS TRUE", name + " IS NOT FALSE", name + " IS NOT TRUE"));
           }
           String value = literal(kind);
-          yield random.nextBoolean() ? "(" + name + " " + op.sql + " " + value + ")"
+          yield random.nextBoolean()
+              ? "(" + name + " " + op.sql + " " + value + ")"
               : "(" + value + " " + op.sql + " " + name + ")";
         }
         case IN -> {
@@ -1128,15 +1306,28 @@ class SqlScanDifferentialTest {
           for (int i = 0; i < n; i++) {
             values.add(random.nextInt(12) == 0 ? Values.sql(kind, null, null) : literal(kind));
           }
-          yield "(" + name + (random.nextInt(4) == 0 ? " NOT IN (" : " IN (")
-              + String.join(", ", values) + "))";
+          yield "("
+              + name
+              + (random.nextInt(4) == 0 ? " NOT IN (" : " IN (")
+              + String.join(", ", values)
+              + "))";
         }
-        case BETWEEN -> "(" + name + (random.nextInt(4) == 0 ? " NOT BETWEEN " : " BETWEEN ")
-            + literal(kind) + " AND " + literal(kind) + ")";
+        case BETWEEN ->
+            "("
+                + name
+                + (random.nextInt(4) == 0 ? " NOT BETWEEN " : " BETWEEN ")
+                + literal(kind)
+                + " AND "
+                + literal(kind)
+                + ")";
         case IS_NULL -> "(" + name + " IS NULL)";
         case IS_NOT_NULL -> "(" + name + " IS NOT NULL)";
-        case LIKE -> "(" + name + (random.nextInt(4) == 0 ? " NOT LIKE " : " LIKE ")
-            + Values.sql(Kind.STRING, pattern(), null) + ")";
+        case LIKE ->
+            "("
+                + name
+                + (random.nextInt(4) == 0 ? " NOT LIKE " : " LIKE ")
+                + Values.sql(Kind.STRING, pattern(), null)
+                + ")";
       };
     }
 
@@ -1161,10 +1352,13 @@ class SqlScanDifferentialTest {
     private final ReadPath path;
     private final Query query;
     private final List<String> slots;
+
     /** Position of the key among the selected physical columns, or -1. */
     private final int key;
+
     /** The union positions (after the tag) of the selected metadata columns. */
     private final Map<Meta, Integer> metadata = new LinkedHashMap<>();
+
     final List<String> problems = new ArrayList<>();
 
     Check(ReadPath path, Query query, List<String> slots, Set<Meta> selectedMetadata) {
@@ -1198,17 +1392,21 @@ class SqlScanDifferentialTest {
           Row current = byKey.get(id);
           if (insert) {
             if (current != null) {
-              problems.add("an insert " + shown(kind, row) + " meets the row " + current
-                  + " under its key");
+              problems.add(
+                  "an insert " + shown(kind, row) + " meets the row " + current + " under its key");
             }
             byKey.put(id, row);
           } else if (current == null) {
             problems.add("a retraction " + shown(kind, row) + " meets no row under its key");
           } else {
-            if (!current.equals(row) && !(path.keyOnly() && kind == RowKind.DELETE
-                && onlyKey(row))) {
-              problems.add("a retraction " + shown(kind, row) + " meets " + current
-                  + ", another row under its key");
+            if (!current.equals(row)
+                && !(path.keyOnly() && kind == RowKind.DELETE && onlyKey(row))) {
+              problems.add(
+                  "a retraction "
+                      + shown(kind, row)
+                      + " meets "
+                      + current
+                      + ", another row under its key");
             }
             byKey.remove(id);
           }
@@ -1261,26 +1459,26 @@ class SqlScanDifferentialTest {
         problems.add("rows Flink's evaluation has and skade's changelog does not: " + missing);
       }
       if (!unexpected.isEmpty()) {
-        problems.add("rows skade's changelog has and Flink's evaluation does not: "
-            + unexpected);
+        problems.add("rows skade's changelog has and Flink's evaluation does not: " + unexpected);
       }
     }
 
     private List<String> difference(Map<Row, Integer> a, Map<Row, Integer> b) {
       List<String> rows = new ArrayList<>();
-      a.forEach((row, count) -> {
-        int extra = count - b.getOrDefault(row, 0);
-        if (extra > 0) {
-          rows.add((extra > 1 ? extra + " x " : "") + row);
-        }
-      });
+      a.forEach(
+          (row, count) -> {
+            int extra = count - b.getOrDefault(row, 0);
+            if (extra > 0) {
+              rows.add((extra > 1 ? extra + " x " : "") + row);
+            }
+          });
       Collections.sort(rows);
       return rows;
     }
 
     /**
-     * The metadata columns of a change: a change type that names its row kind, a snapshot of
-     * the table, the catalog's commit of (or, collapsed, after) it, the snapshot's commit time.
+     * The metadata columns of a change: a change type that names its row kind, a snapshot of the
+     * table, the catalog's commit of (or, collapsed, after) it, the snapshot's commit time.
      */
     private void checkMetadata(Row change, Row row, Map<Object, Long> lastSeq) {
       if (metadata.isEmpty()) {
@@ -1298,43 +1496,74 @@ class SqlScanDifferentialTest {
         }
       }
       if (kind != null) {
-        Set<String> allowed = path.keyOnly()
-            // ChangelogNormalize emits the rows the source sent: inserts and upsert images.
-            ? Set.of("INSERT", "UPDATE_AFTER")
-            : Set.of(changeType(change.getKind()));
+        Set<String> allowed =
+            path.keyOnly()
+                // ChangelogNormalize emits the rows the source sent: inserts and upsert images.
+                ? Set.of("INSERT", "UPDATE_AFTER")
+                : Set.of(changeType(change.getKind()));
         if (!allowed.contains(kind)) {
-          problems.add("change_type " + kind + " on a change of kind " + change.getKind()
-              + " (expected one of " + new TreeSet<>(allowed) + "): " + change);
+          problems.add(
+              "change_type "
+                  + kind
+                  + " on a change of kind "
+                  + change.getKind()
+                  + " (expected one of "
+                  + new TreeSet<>(allowed)
+                  + "): "
+                  + change);
         }
       }
       Snapshot snapshot = snapshotId == null ? null : tableSnapshots.get(snapshotId);
       if (snapshotId != null && snapshot == null) {
-        problems.add("snapshot_id " + snapshotId + " is not a snapshot of the table "
-            + tableSnapshots.keySet() + ": " + change);
+        problems.add(
+            "snapshot_id "
+                + snapshotId
+                + " is not a snapshot of the table "
+                + tableSnapshots.keySet()
+                + ": "
+                + change);
       }
       if (seq != null && !seqs.containsValue(seq)) {
-        problems.add("commit_seq " + seq + " is not a commit of the table " + seqs.values()
-            + ": " + change);
+        problems.add(
+            "commit_seq " + seq + " is not a commit of the table " + seqs.values() + ": " + change);
       }
       if (seq != null && snapshot != null) {
         long committed = seqs.getOrDefault(snapshotId, Long.MAX_VALUE);
-        boolean exact = !path.batch() && path.startup().equals("earliest")
-            && path.mode().equals("per-snapshot") && !path.keyOnly();
+        boolean exact =
+            !path.batch()
+                && path.startup().equals("earliest")
+                && path.mode().equals("per-snapshot")
+                && !path.keyOnly();
         if (exact ? seq != committed : seq < committed) {
-          problems.add("commit_seq " + seq + " of a change in snapshot " + snapshotId
-              + ", committed as commit_seq " + committed + (exact ? "" : " (or later)") + ": "
-              + change);
+          problems.add(
+              "commit_seq "
+                  + seq
+                  + " of a change in snapshot "
+                  + snapshotId
+                  + ", committed as commit_seq "
+                  + committed
+                  + (exact ? "" : " (or later)")
+                  + ": "
+                  + change);
         }
       }
       if (time != null) {
-        Set<Instant> times = snapshot != null
-            ? Set.of(Instant.ofEpochMilli(snapshot.timestampMillis()))
-            : tableSnapshots.values().stream()
-                .map(s -> Instant.ofEpochMilli(s.timestampMillis())).collect(Collectors.toSet());
+        Set<Instant> times =
+            snapshot != null
+                ? Set.of(Instant.ofEpochMilli(snapshot.timestampMillis()))
+                : tableSnapshots.values().stream()
+                    .map(s -> Instant.ofEpochMilli(s.timestampMillis()))
+                    .collect(Collectors.toSet());
         if (!times.contains(time)) {
-          problems.add("commit_time " + time + " is not the commit time of "
-              + (snapshot != null ? "snapshot " + snapshotId : "any snapshot of the table")
-              + " " + new TreeSet<>(times) + ": " + change);
+          problems.add(
+              "commit_time "
+                  + time
+                  + " is not the commit time of "
+                  + (snapshot != null ? "snapshot " + snapshotId : "any snapshot of the table")
+                  + " "
+                  + new TreeSet<>(times)
+                  + ": "
+                  + change);
         }
       }
       // Changes of one key arrive in commit order (with full before-images, as read).
@@ -1342,8 +1571,15 @@ class SqlScanDifferentialTest {
         Object id = row.getField(key);
         Long before = lastSeq.put(id, seq);
         if (before != null && before > seq) {
-          problems.add("commit_seq " + seq + " after commit_seq " + before + " for key " + id
-              + ": " + change);
+          problems.add(
+              "commit_seq "
+                  + seq
+                  + " after commit_seq "
+                  + before
+                  + " for key "
+                  + id
+                  + ": "
+                  + change);
         }
       }
     }
@@ -1371,8 +1607,12 @@ class SqlScanDifferentialTest {
 
   private static String abbreviated(List<Row> changes) {
     int shown = Math.min(changes.size(), 40);
-    return changes.subList(0, shown).stream().map(Row::toString)
-        .collect(Collectors.joining(", ", "[", shown < changes.size()
-            ? ", ... " + (changes.size() - shown) + " more]" : "]"));
+    return changes.subList(0, shown).stream()
+        .map(Row::toString)
+        .collect(
+            Collectors.joining(
+                ", ",
+                "[",
+                shown < changes.size() ? ", ... " + (changes.size() - shown) + " more]" : "]"));
   }
 }

@@ -21,12 +21,11 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A fresh warehouse per test, whose skade catalog the test holds open, so SQL jobs (each in its
- * own local MiniCluster in this JVM) and the test's own Iceberg reads share it.
+ * A fresh warehouse per test, whose skade catalog the test holds open, so SQL jobs (each in its own
+ * local MiniCluster in this JVM) and the test's own Iceberg reads share it.
  */
 abstract class SqlTestBase {
-  @TempDir
-  Path dir;
+  @TempDir Path dir;
   String warehouse;
   SharedCatalogs.Handle catalog;
 
@@ -58,8 +57,8 @@ abstract class SqlTestBase {
 
   /** The {@code skade} catalog {@code lake} of this warehouse, whose database exists already. */
   void openLake(TableEnvironment env) {
-    env.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '" + warehouse
-        + "')");
+    env.executeSql(
+        "CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '" + warehouse + "')");
   }
 
   /** A row of {@code table}, its columns' values in order. */
@@ -73,8 +72,8 @@ abstract class SqlTestBase {
 
   /** {@code CREATE TABLE name (columns) WITH (connector skade on this warehouse, options)}. */
   String declare(TableEnvironment env, String name, String columns, String... options) {
-    StringBuilder with = new StringBuilder("'connector' = 'skade', 'warehouse' = '")
-        .append(warehouse).append('\'');
+    StringBuilder with =
+        new StringBuilder("'connector' = 'skade', 'warehouse' = '").append(warehouse).append('\'');
     for (int i = 0; i < options.length; i += 2) {
       with.append(", '").append(options[i]).append("' = '").append(options[i + 1]).append('\'');
     }
@@ -97,13 +96,15 @@ abstract class SqlTestBase {
 
   /** A thread collecting the rows of a streaming query into {@code rows} until it is cancelled. */
   static Thread collectInBackground(TableResult result, List<Row> rows) {
-    Thread collector = new Thread(() -> {
-      try (CloseableIterator<Row> it = result.collect()) {
-        it.forEachRemaining(rows::add);
-      } catch (Exception e) {
-        // the job was cancelled: the test is done collecting
-      }
-    });
+    Thread collector =
+        new Thread(
+            () -> {
+              try (CloseableIterator<Row> it = result.collect()) {
+                it.forEachRemaining(rows::add);
+              } catch (Exception e) {
+                // the job was cancelled: the test is done collecting
+              }
+            });
     collector.start();
     return collector;
   }

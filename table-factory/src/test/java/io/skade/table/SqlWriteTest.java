@@ -18,17 +18,22 @@ class SqlWriteTest extends SqlTestBase {
   @Test
   void aSinkCreatesAMissingTableFromItsDdl() throws Exception {
     TableEnvironment env = batch();
-    declare(env, "events", "id BIGINT, region STRING, note STRING,"
-        + " PRIMARY KEY (id, region) NOT ENFORCED) PARTITIONED BY (region");
+    declare(
+        env,
+        "events",
+        "id BIGINT, region STRING, note STRING,"
+            + " PRIMARY KEY (id, region) NOT ENFORCED) PARTITIONED BY (region");
     run(env, "INSERT INTO events VALUES (1, 'eu', 'a'), (2, 'us', 'b')");
 
     Table table = icebergTable("events");
     assertThat(table.schema().identifierFieldNames()).containsExactlyInAnyOrder("id", "region");
     assertThat(table.spec().fields()).extracting(f -> f.name()).containsExactly("region");
-    assertThat(((org.apache.iceberg.HasTableOperations) table).operations().current()
-        .formatVersion()).isEqualTo(2);
-    assertThat(table.properties()).containsEntry("write.parquet.bloom-filter-enabled.column.id",
-        "true").containsEntry("write.parquet.bloom-filter-enabled.column.region", "true");
+    assertThat(
+            ((org.apache.iceberg.HasTableOperations) table).operations().current().formatVersion())
+        .isEqualTo(2);
+    assertThat(table.properties())
+        .containsEntry("write.parquet.bloom-filter-enabled.column.id", "true")
+        .containsEntry("write.parquet.bloom-filter-enabled.column.region", "true");
     assertThat(rows("events")).containsExactlyInAnyOrder("1|eu|a", "2|us|b");
   }
 
@@ -55,16 +60,19 @@ class SqlWriteTest extends SqlTestBase {
     TableEnvironment streaming = streaming();
     declare(streaming, "log", "id INT, v STRING");
     declare(streaming, "src", "id INT, v STRING", "table", "log");
-    assertThatThrownBy(() -> streaming.executeSql(
-        "INSERT INTO log SELECT id, MAX(v) FROM src GROUP BY id"))
+    assertThatThrownBy(
+            () -> streaming.executeSql("INSERT INTO log SELECT id, MAX(v) FROM src GROUP BY id"))
         .hasMessageContaining("doesn't support consuming update");
   }
 
   @Test
   void insertOverwriteReplacesThePartitionsWritten() throws Exception {
     TableEnvironment env = batch();
-    declare(env, "p", "id INT, region STRING, PRIMARY KEY (id, region) NOT ENFORCED)"
-        + " PARTITIONED BY (region");
+    declare(
+        env,
+        "p",
+        "id INT, region STRING, PRIMARY KEY (id, region) NOT ENFORCED)"
+            + " PARTITIONED BY (region");
     run(env, "INSERT INTO p VALUES (1, 'eu'), (2, 'eu'), (3, 'us')");
     run(env, "INSERT OVERWRITE p VALUES (4, 'eu')");
     assertThat(rows("p")).containsExactlyInAnyOrder("4|eu", "3|us");
@@ -73,8 +81,11 @@ class SqlWriteTest extends SqlTestBase {
     assertThat(rows("p")).containsExactlyInAnyOrder("4|eu", "5|us");
 
     TableEnvironment streaming = streaming();
-    declare(streaming, "p", "id INT, region STRING, PRIMARY KEY (id, region) NOT ENFORCED)"
-        + " PARTITIONED BY (region");
+    declare(
+        streaming,
+        "p",
+        "id INT, region STRING, PRIMARY KEY (id, region) NOT ENFORCED)"
+            + " PARTITIONED BY (region");
     assertThatThrownBy(() -> streaming.executeSql("INSERT OVERWRITE p VALUES (6, 'eu')"))
         .hasMessageContaining("OVERWRITE");
   }
@@ -91,7 +102,8 @@ class SqlWriteTest extends SqlTestBase {
     assertThat(result.getJobClient()).isEmpty(); // pushed down: no Flink job ran
     assertThat(rows("log")).containsExactlyInAnyOrder("1|a", "2|null");
     Snapshot snapshot = icebergTable("log").currentSnapshot();
-    assertThat(snapshot.summary()).containsEntry(SnapshotSummary.DELETED_FILES_PROP, "1")
+    assertThat(snapshot.summary())
+        .containsEntry(SnapshotSummary.DELETED_FILES_PROP, "1")
         .containsEntry(SnapshotSummary.ADDED_POS_DELETES_PROP, "1");
 
     run(env, "DELETE FROM log");
@@ -125,10 +137,11 @@ class SqlWriteTest extends SqlTestBase {
   @Test
   void sinkParallelismSetsTheWriters() throws Exception {
     TableEnvironment env = batch();
-    declare(env, "t", "id INT, v STRING, PRIMARY KEY (id) NOT ENFORCED", "sink.parallelism",
-        "1");
-    String plan = env.explainSql("INSERT INTO t VALUES (1, 'a')",
-        org.apache.flink.table.api.ExplainDetail.JSON_EXECUTION_PLAN);
+    declare(env, "t", "id INT, v STRING, PRIMARY KEY (id) NOT ENFORCED", "sink.parallelism", "1");
+    String plan =
+        env.explainSql(
+            "INSERT INTO t VALUES (1, 'a')",
+            org.apache.flink.table.api.ExplainDetail.JSON_EXECUTION_PLAN);
     assertThat(plan).contains("\"parallelism\" : 1");
     run(env, "INSERT INTO t VALUES (1, 'a')");
     assertThat(rows("t")).containsExactly("1|a");
@@ -136,10 +149,14 @@ class SqlWriteTest extends SqlTestBase {
 
   /** The table's rows by Iceberg's reader, as {@code a|b|c}. */
   private List<String> rows(String table) throws Exception {
-    List<String> columns = icebergTable(table).schema().columns().stream()
-        .map(column -> column.name()).toList();
-    return icebergRows(table).stream().map(row -> columns.stream()
-        .map(column -> String.valueOf(row.getField(column)))
-        .collect(java.util.stream.Collectors.joining("|"))).toList();
+    List<String> columns =
+        icebergTable(table).schema().columns().stream().map(column -> column.name()).toList();
+    return icebergRows(table).stream()
+        .map(
+            row ->
+                columns.stream()
+                    .map(column -> String.valueOf(row.getField(column)))
+                    .collect(java.util.stream.Collectors.joining("|")))
+        .toList();
   }
 }

@@ -29,8 +29,8 @@ public final class FlinkLineage {
   }
 
   /** A source's vertex: what it reads, and whether it ends. */
-  public record SourceVertex(Boundedness boundedness,
-      List<org.apache.flink.streaming.api.lineage.LineageDataset> datasets)
+  public record SourceVertex(
+      Boundedness boundedness, List<org.apache.flink.streaming.api.lineage.LineageDataset> datasets)
       implements SourceLineageVertex {}
 
   /** A sink's vertex: what it writes. */
@@ -43,10 +43,10 @@ public final class FlinkLineage {
   }
 
   /**
-   * A dataset of Flink's lineage graph ({@code namespace}, {@code name}) as skade's lineage
-   * names it: a skade table, with its location and columns, when the namespace is the warehouse
-   * of a skade catalog open in this JVM with lineage (as skade's own vertices name tables), else
-   * an external dataset whose system is its namespace's URI scheme (or the namespace itself).
+   * A dataset of Flink's lineage graph ({@code namespace}, {@code name}) as skade's lineage names
+   * it: a skade table, with its location and columns, when the namespace is the warehouse of a
+   * skade catalog open in this JVM with lineage (as skade's own vertices name tables), else an
+   * external dataset whose system is its namespace's URI scheme (or the namespace itself).
    */
   public static LineageDataset fromFlink(String namespace, String name) {
     for (CatalogLineage.Running running : CatalogLineage.running()) {
@@ -56,7 +56,7 @@ public final class FlinkLineage {
       }
     }
     int scheme = namespace.indexOf("://");
-    return LineageDataset.external(scheme > 0 ? namespace.substring(0, scheme) : namespace,
-        namespace, name);
+    return LineageDataset.external(
+        scheme > 0 ? namespace.substring(0, scheme) : namespace, namespace, name);
   }
 }

@@ -1,7 +1,7 @@
 package io.skade.source.enumerator;
 
-import io.skade.scan.FileSlice;
 import io.skade.changelog.TableKind;
+import io.skade.scan.FileSlice;
 import io.skade.scan.WindowFiles;
 import io.skade.source.split.ChangelogSplit;
 import java.util.ArrayList;
@@ -21,11 +21,11 @@ import org.apache.iceberg.util.ContentFileUtil;
 import org.apache.iceberg.util.PartitionSet;
 
 /**
- * Cuts a planned split into the ordering units of its table, grouped into a fixed number of
- * {@link #SLOTS}, and says which reader reads each slot.
+ * Cuts a planned split into the ordering units of its table, grouped into a fixed number of {@link
+ * #SLOTS}, and says which reader reads each slot.
  *
- * <p>Every change of one key (on a log table: of one row) must reach one reader, after the
- * changes before it. The unit is what keeps a row's changes together:
+ * <p>Every change of one key (on a log table: of one row) must reach one reader, after the changes
+ * before it. The unit is what keeps a row's changes together:
  *
  * <ul>
  *   <li>a primary-key table whose only partition spec partitions by identifier fields alone
@@ -60,8 +60,8 @@ final class OrderingUnits {
 
   /**
    * The splits of {@code split}, one per slot of its table's units it touches: read from table
-   * {@code table} (which holds its snapshots); {@code window} lists the snapshots whose changes
-   * it carries (for a full-snapshot split, none).
+   * {@code table} (which holds its snapshots); {@code window} lists the snapshots whose changes it
+   * carries (for a full-snapshot split, none).
    */
   List<ChangelogSplit> cut(Table table, ChangelogSplit split, List<Snapshot> window) {
     FileSlice.Unit unit = unit(table);
@@ -106,13 +106,13 @@ final class OrderingUnits {
   }
 
   /**
-   * Adds the slots whose rows {@code window}'s snapshots may change: of the data files they add
-   * or remove, and of the data files their added or removed delete files may apply to — its
-   * referenced file, or (by partition, or everywhere for a delete written unpartitioned) the data
-   * files live at the window's end.
+   * Adds the slots whose rows {@code window}'s snapshots may change: of the data files they add or
+   * remove, and of the data files their added or removed delete files may apply to — its referenced
+   * file, or (by partition, or everywhere for a delete written unpartitioned) the data files live
+   * at the window's end.
    */
-  private static void touched(Table table, List<Snapshot> window, FileSlice any,
-      Set<Integer> slots) {
+  private static void touched(
+      Table table, List<Snapshot> window, FileSlice any, Set<Integer> slots) {
     PartitionSet deletedPartitions = PartitionSet.create(table.specs());
     boolean deletesEverywhere = false;
     for (Snapshot snapshot : window) {
@@ -127,8 +127,10 @@ final class OrderingUnits {
       changes.addedDeleteFiles().forEach(deletes::add);
       changes.removedDeleteFiles().forEach(deletes::add);
       for (DeleteFile delete : deletes) {
-        String referenced = delete.content() == FileContent.EQUALITY_DELETES ? null
-            : ContentFileUtil.referencedDataFileLocation(delete);
+        String referenced =
+            delete.content() == FileContent.EQUALITY_DELETES
+                ? null
+                : ContentFileUtil.referencedDataFileLocation(delete);
         if (any.unit() == FileSlice.Unit.PARTITION
             && !table.specs().get(delete.specId()).isUnpartitioned()) {
           slots.add(slotOf(any, delete, table)); // a delete's rows share its partition

@@ -16,9 +16,9 @@ import org.apache.iceberg.catalog.TableIdentifier;
 
 /**
  * Writes {@link SkadeEnumeratorState} into checkpoints. Versioned, and it records the split
- * serializer's version it embedded, so either layout can change without misreading old
- * checkpoints. Version 2 keeps pending splits without readers (a split's slot names its reader);
- * version 1 is refused, as its splits are (see {@link ChangelogSplitSerializer}).
+ * serializer's version it embedded, so either layout can change without misreading old checkpoints.
+ * Version 2 keeps pending splits without readers (a split's slot names its reader); version 1 is
+ * refused, as its splits are (see {@link ChangelogSplitSerializer}).
  */
 public final class SkadeEnumeratorStateSerializer
     implements SimpleVersionedSerializer<SkadeEnumeratorState> {
@@ -65,9 +65,13 @@ public final class SkadeEnumeratorStateSerializer
   @Override
   public SkadeEnumeratorState deserialize(int version, byte[] serialized) throws IOException {
     if (version != VERSION) {
-      throw new IOException("cannot read a skade enumerator state of serializer version "
-          + version + "; this skade reads version " + VERSION + " — restore the checkpoint with"
-          + " the skade release that wrote it, or start the job without it");
+      throw new IOException(
+          "cannot read a skade enumerator state of serializer version "
+              + version
+              + "; this skade reads version "
+              + VERSION
+              + " — restore the checkpoint with"
+              + " the skade release that wrote it, or start the job without it");
     }
     try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(serialized))) {
       ConsumerCursor cursor = null;

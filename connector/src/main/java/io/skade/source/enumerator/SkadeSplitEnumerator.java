@@ -40,38 +40,46 @@ import org.slf4j.LoggerFactory;
  * ordering units ({@link OrderingUnits}), in commit order.
  *
  * <p>On start it resolves the startup mode (or, on restore, checks that its cursor can still be
- * resumed) and catches up from the commit log. Then the in-process commit feed wakes it: the
- * feed's callback only schedules work onto the coordinator thread, and planning itself runs off
- * it ({@code callAsync}). A safety poll of the log stays on; in a process that does not own the
- * catalog it is the only path. One planning round runs at a time and always starts at the
- * cursor, so a wake-up that finds nothing new costs one log read. A lagged feed needs nothing
- * special: the next round reads the log from the cursor anyway.
+ * resumed) and catches up from the commit log. Then the in-process commit feed wakes it: the feed's
+ * callback only schedules work onto the coordinator thread, and planning itself runs off it ({@code
+ * callAsync}). A safety poll of the log stays on; in a process that does not own the catalog it is
+ * the only path. One planning round runs at a time and always starts at the cursor, so a wake-up
+ * that finds nothing new costs one log read. A lagged feed needs nothing special: the next round
+ * reads the log from the cursor anyway.
  *
  * <p>A reader hands back the splits of its restored state when it starts ({@link
- * SplitsRestoredEvent}): Flink spreads reader state over the readers as it likes, so the
- * enumerator merges them, in commit order, into the queue of the reader of their slot. Until it
- * has heard from a reader it assigns it nothing, and after a restore at another parallelism it
- * assigns nothing until every reader was heard: a restored split of a slot, wherever Flink
- * restored it, is then read before anything newer of that slot. (At the same parallelism Flink
- * gives each reader its own state back, whose slots are its own.)
+ * SplitsRestoredEvent}): Flink spreads reader state over the readers as it likes, so the enumerator
+ * merges them, in commit order, into the queue of the reader of their slot. Until it has heard from
+ * a reader it assigns it nothing, and after a restore at another parallelism it assigns nothing
+ * until every reader was heard: a restored split of a slot, wherever Flink restored it, is then
+ * read before anything newer of that slot. (At the same parallelism Flink gives each reader its own
+ * state back, whose slots are its own.)
  *
- * <p>On each completed checkpoint it stores, under its consumer id, the oldest snapshot a split
- * not yet finished still needs, so the catalog does not expire it.
+ * <p>On each completed checkpoint it stores, under its consumer id, the oldest snapshot a split not
+ * yet finished still needs, so the catalog does not expire it.
  */
 public final class SkadeSplitEnumerator
     implements SplitEnumerator<ChangelogSplit, SkadeEnumeratorState> {
   private static final Logger LOG = LoggerFactory.getLogger(SkadeSplitEnumerator.class);
+
   /** Most delivered commits kept for planning; beyond them the log is read. */
   private static final int MAX_DELIVERED = 4 * WindowPlanner.ROUND_COMMITS;
 
   /**
    * What the source asks of its enumerator.
    *
-   * @param tablePath the table's namespace levels and then its name (Iceberg's identifier is
-   *     not serializable)
+   * @param tablePath the table's namespace levels and then its name (Iceberg's identifier is not
+   *     serializable)
    */
-  public record Settings(List<String> tablePath, StartupMode startupMode, Long startupValue,
-      boolean bounded, Long endSnapshotId, Mode mode, Duration pollInterval, String consumerId)
+  public record Settings(
+      List<String> tablePath,
+      StartupMode startupMode,
+      Long startupValue,
+      boolean bounded,
+      Long endSnapshotId,
+      Mode mode,
+      Duration pollInterval,
+      String consumerId)
       implements Serializable {
 
     public Settings {
@@ -89,44 +97,59 @@ public final class SkadeSplitEnumerator
   private final Settings settings;
   private final WindowPlanner planner;
   private final String consumerId;
+
   /** Per reader, the splits of its slots not yet assigned, in commit order. */
   private final Map<Integer, List<ChangelogSplit>> pending = new TreeMap<>();
+
   private final Set<String> pendingIds = new HashSet<>();
   private final Map<String, ChangelogSplit> unfinished = new LinkedHashMap<>();
   private final NavigableMap<Long, ConsumerCursor> toPublish = new TreeMap<>();
   private final Set<Integer> toldNoMoreSplits = new HashSet<>();
+
   /** Readers that handed back their restored splits since they registered. */
   private final Set<Integer> heard = new HashSet<>();
+
   /**
    * Restored from a checkpoint taken at another parallelism and not yet heard from every reader:
    * nothing is assigned, since any reader may hand back a split of any slot.
    */
   private boolean awaitingReaders;
+
   private final Counter windowsPlanned;
   private volatile ConsumerCursor cursor;
+
   /** The splits in {@link #pending}, for the metric (read on another thread). */
   private volatile int pendingCount;
+
   private long end;
   private boolean planning;
   private boolean replan;
   private CommitSubscription feed;
+
   /**
    * Through a server, the commits the feed delivered after the cursor, in order and gapless
    * (cleared when it lagged): planned from here, a wake-up costs no round trip to read the log.
    */
   private final ArrayDeque<CommitEvent> delivered = new ArrayDeque<>();
+
   /** The newest commit the feed delivered. */
   private volatile long feedSeq;
+
   private volatile boolean closed;
 
-  public SkadeSplitEnumerator(SplitEnumeratorContext<ChangelogSplit> context,
-      CatalogConnection catalog, Settings settings, SkadeEnumeratorState restored) {
+  public SkadeSplitEnumerator(
+      SplitEnumeratorContext<ChangelogSplit> context,
+      CatalogConnection catalog,
+      Settings settings,
+      SkadeEnumeratorState restored) {
     this.context = context;
     this.catalog = catalog;
     this.settings = settings;
     this.planner = new WindowPlanner(catalog, settings.table(), settings.mode());
-    this.consumerId = settings.consumerId() != null ? settings.consumerId()
-        : defaultConsumerId(context, settings.table());
+    this.consumerId =
+        settings.consumerId() != null
+            ? settings.consumerId()
+            : defaultConsumerId(context, settings.table());
     if (restored != null) {
       this.cursor = restored.cursor();
       this.end = restored.endSnapshotId();
@@ -135,26 +158,35 @@ public final class SkadeSplitEnumerator
       this.awaitingReaders = restored.parallelism() != context.currentParallelism();
     }
     this.windowsPlanned = context.metricGroup().counter("windowsPlanned");
-    context.metricGroup().gauge("commitSeqLag", () -> {
-      ConsumerCursor at = cursor;
-      // Through a server, the newest commit the feed delivered: a metric never waits on I/O.
-      long newest = catalog.isRemote() ? feedSeq : catalog.feed().commitSeq();
-      return at == null ? 0L : Math.max(0L, newest - at.commitSeq());
-    });
+    context
+        .metricGroup()
+        .gauge(
+            "commitSeqLag",
+            () -> {
+              ConsumerCursor at = cursor;
+              // Through a server, the newest commit the feed delivered: a metric never waits on
+              // I/O.
+              long newest = catalog.isRemote() ? feedSeq : catalog.feed().commitSeq();
+              return at == null ? 0L : Math.max(0L, newest - at.commitSeq());
+            });
     context.metricGroup().gauge("pendingSplits", () -> pendingCount);
   }
 
   /**
-   * Checks the startup position and the end of {@code settings} against its table as it is now;
-   * the error the enumerator's start would fail with, raised before a job is submitted.
+   * Checks the startup position and the end of {@code settings} against its table as it is now; the
+   * error the enumerator's start would fail with, raised before a job is submitted.
    */
   public static void checkStart(CatalogConnection catalog, Settings settings) {
-    new WindowPlanner(catalog, settings.table(), settings.mode()).check(settings.startupMode(),
-        settings.startupValue(), settings.bounded(), settings.endSnapshotId());
+    new WindowPlanner(catalog, settings.table(), settings.mode())
+        .check(
+            settings.startupMode(),
+            settings.startupValue(),
+            settings.bounded(),
+            settings.endSnapshotId());
   }
 
-  private static String defaultConsumerId(SplitEnumeratorContext<?> context,
-      TableIdentifier table) {
+  private static String defaultConsumerId(
+      SplitEnumeratorContext<?> context, TableIdentifier table) {
     String job = context.metricGroup().getAllVariables().get("<job_name>");
     return "flink/" + (job == null ? "job" : job) + "/" + table;
   }
@@ -166,11 +198,16 @@ public final class SkadeSplitEnumerator
     } else if (catalog.pushesCommits()) {
       // Subscribing to a server asks it for its cursor: off the coordinator thread, and on the
       // worker before the start below, which reads the table after the subscription began.
-      context.callAsync(() -> riding(() -> catalog.feed().subscribeCommits()),
+      context.callAsync(
+          () -> riding(() -> catalog.feed().subscribeCommits()),
           (subscription, error) -> {
             if (error != null) {
-              LOG.warn("skade source on {}: could not follow the server's commit feed; polling"
-                  + " every {} instead", settings.table(), settings.pollInterval(), error);
+              LOG.warn(
+                  "skade source on {}: could not follow the server's commit feed; polling"
+                      + " every {} instead",
+                  settings.table(),
+                  settings.pollInterval(),
+                  error);
             } else if (closed) {
               subscription.close();
             } else {
@@ -180,28 +217,43 @@ public final class SkadeSplitEnumerator
           });
     }
     long poll = settings.pollInterval().toMillis();
-    context.callAsync(catalog.feed()::commitSeq, (seq, error) -> {
-      if (error != null) {
-        LOG.warn("skade source on {}: polling the commit log failed; retrying", settings.table(),
-            error);
-      } else if (cursor != null && seq > cursor.commitSeq()) {
-        plan();
-      }
-    }, poll, poll);
+    context.callAsync(
+        catalog.feed()::commitSeq,
+        (seq, error) -> {
+          if (error != null) {
+            LOG.warn(
+                "skade source on {}: polling the commit log failed; retrying",
+                settings.table(),
+                error);
+          } else if (cursor != null && seq > cursor.commitSeq()) {
+            plan();
+          }
+        },
+        poll,
+        poll);
     planning = true;
     if (cursor == null) {
-      context.callAsync(() -> riding(() -> planner.start(settings.startupMode(),
-          settings.startupValue(), settings.bounded(), settings.endSnapshotId())), this::started);
+      context.callAsync(
+          () ->
+              riding(
+                  () ->
+                      planner.start(
+                          settings.startupMode(),
+                          settings.startupValue(),
+                          settings.bounded(),
+                          settings.endSnapshotId())),
+          this::started);
     } else {
       ConsumerCursor restoredAt = cursor;
-      context.callAsync(() -> riding(() -> catalog.requireCursorUsable(restoredAt)),
+      context.callAsync(
+          () -> riding(() -> catalog.requireCursorUsable(restoredAt)),
           (table, error) -> {
-        planning = false;
-        if (error != null) {
-          throw new FlinkRuntimeException(error.getMessage(), error);
-        }
-        plan();
-      });
+            planning = false;
+            if (error != null) {
+              throw new FlinkRuntimeException(error.getMessage(), error);
+            }
+            plan();
+          });
     }
   }
 
@@ -212,9 +264,13 @@ public final class SkadeSplitEnumerator
     }
     cursor = start.cursor();
     end = start.endSnapshotId();
-    LOG.info("skade source on {} starts ({}) after snapshot {} at commit_seq {}{}",
-        settings.table(), settings.startupMode().value(), cursor.snapshotId(),
-        cursor.commitSeq(), end == WindowPlanner.UNBOUNDED ? "" : ", ending at snapshot " + end);
+    LOG.info(
+        "skade source on {} starts ({}) after snapshot {} at commit_seq {}{}",
+        settings.table(),
+        settings.startupMode().value(),
+        cursor.snapshotId(),
+        cursor.commitSeq(),
+        end == WindowPlanner.UNBOUNDED ? "" : ", ending at snapshot " + end);
     accept(start.splits());
     plan();
   }
@@ -263,14 +319,17 @@ public final class SkadeSplitEnumerator
     ConsumerCursor from = cursor;
     long until = end;
     List<CommitEvent> page = deliveredAfter(from);
-    context.callAsync(() -> riding(() -> page == null ? planner.next(from, until)
-        : planner.next(from, until, page)), this::planned);
+    context.callAsync(
+        () ->
+            riding(
+                () -> page == null ? planner.next(from, until) : planner.next(from, until, page)),
+        this::planned);
   }
 
   /**
-   * The delivered commits right after {@code from} (at most a round's), or null when the feed
-   * did not deliver them all (a restored cursor older than the subscription, a lag): then the
-   * log is read.
+   * The delivered commits right after {@code from} (at most a round's), or null when the feed did
+   * not deliver them all (a restored cursor older than the subscription, a lag): then the log is
+   * read.
    */
   private List<CommitEvent> deliveredAfter(ConsumerCursor from) {
     while (!delivered.isEmpty() && delivered.peekFirst().commitSeq() <= from.commitSeq()) {
@@ -284,16 +343,17 @@ public final class SkadeSplitEnumerator
 
   /**
    * Runs {@code call} (on the enumerator's worker, never the coordinator thread), riding through
-   * the failures the connection calls transient — a skade server restarting — so that they
-   * never fail the job while the server comes back; any other failure is the call's.
+   * the failures the connection calls transient — a skade server restarting — so that they never
+   * fail the job while the server comes back; any other failure is the call's.
    */
   private <T> T riding(Callable<T> call) {
-    return catalog.riding(() -> {
-      if (closed) {
-        throw new IllegalStateException("skade source on " + settings.table() + " closed");
-      }
-      return call.call();
-    });
+    return catalog.riding(
+        () -> {
+          if (closed) {
+            throw new IllegalStateException("skade source on " + settings.table() + " closed");
+          }
+          return call.call();
+        });
   }
 
   private void planned(WindowPlanner.Plan plan, Throwable error) {
@@ -321,15 +381,16 @@ public final class SkadeSplitEnumerator
 
   /**
    * Queues {@code split} for the reader of its slot, after the older splits there; once only: a
-   * split handed back and assigned again is, after a failure before the next checkpoint, both
-   * added back by Flink and in the restored reader state again.
+   * split handed back and assigned again is, after a failure before the next checkpoint, both added
+   * back by Flink and in the restored reader state again.
    */
   private void addPending(ChangelogSplit split) {
     if (!pendingIds.add(split.splitId())) {
       return;
     }
-    List<ChangelogSplit> queue = pending.computeIfAbsent(
-        OrderingUnits.readerOf(split, context.currentParallelism()), r -> new ArrayList<>());
+    List<ChangelogSplit> queue =
+        pending.computeIfAbsent(
+            OrderingUnits.readerOf(split, context.currentParallelism()), r -> new ArrayList<>());
     int at = queue.size();
     while (at > 0 && ChangelogSplit.COMMIT_ORDER.compare(queue.get(at - 1), split) > 0) {
       at--; // a split handed back is older than what was planned since
@@ -349,13 +410,17 @@ public final class SkadeSplitEnumerator
     Map<Integer, List<ChangelogSplit>> assignment = new TreeMap<>();
     for (Map.Entry<Integer, List<ChangelogSplit>> entry : pending.entrySet()) {
       int reader = entry.getKey();
-      if (!entry.getValue().isEmpty() && heard.contains(reader)
+      if (!entry.getValue().isEmpty()
+          && heard.contains(reader)
           && context.registeredReaders().containsKey(reader)) {
         assignment.put(reader, new ArrayList<>(entry.getValue()));
-        entry.getValue().forEach(s -> {
-          unfinished.put(s.splitId(), s);
-          pendingIds.remove(s.splitId());
-        });
+        entry
+            .getValue()
+            .forEach(
+                s -> {
+                  unfinished.put(s.splitId(), s);
+                  pendingIds.remove(s.splitId());
+                });
         entry.getValue().clear();
       }
     }
@@ -408,8 +473,8 @@ public final class SkadeSplitEnumerator
   }
 
   /**
-   * The splits a reader restored, queued for the readers of their slots; the reader is told in
-   * the same step, so a checkpoint holds them on one side only.
+   * The splits a reader restored, queued for the readers of their slots; the reader is told in the
+   * same step, so a checkpoint holds them on one side only.
    */
   private void takeBack(int subtaskId, List<ChangelogSplit> splits) {
     for (ChangelogSplit split : splits) {
@@ -417,10 +482,13 @@ public final class SkadeSplitEnumerator
       addPending(split);
     }
     if (!splits.isEmpty()) {
-      context.sendEventToSourceReader(subtaskId,
-          new SplitsTakenEvent(splits.stream().map(ChangelogSplit::splitId).toList()));
-      LOG.info("skade source on {}: reader {} handed back {} restored split(s)",
-          settings.table(), subtaskId, splits.size());
+      context.sendEventToSourceReader(
+          subtaskId, new SplitsTakenEvent(splits.stream().map(ChangelogSplit::splitId).toList()));
+      LOG.info(
+          "skade source on {}: reader {} handed back {} restored split(s)",
+          settings.table(),
+          subtaskId,
+          splits.size());
     }
     heard.add(subtaskId);
     if (awaitingReaders && heard.size() == context.currentParallelism()) {
@@ -437,16 +505,21 @@ public final class SkadeSplitEnumerator
     if (cursor != null) {
       toPublish.put(checkpointId, oldestNeeded(queued));
     }
-    return new SkadeEnumeratorState(cursor, end, queued, List.copyOf(unfinished.values()),
-        context.currentParallelism());
+    return new SkadeEnumeratorState(
+        cursor, end, queued, List.copyOf(unfinished.values()), context.currentParallelism());
   }
 
   /** The consumer cursor to publish: the oldest snapshot an outstanding split still needs. */
   private ConsumerCursor oldestNeeded(List<ChangelogSplit> queued) {
     return Stream.concat(unfinished.values().stream(), queued.stream())
         .min(Comparator.comparingLong(ChangelogSplit::commitSeq))
-        .map(oldest -> new ConsumerCursor(cursor.table(), cursor.tableUuid(),
-            oldest.oldestSnapshotNeeded(), Math.max(0, oldest.commitSeq() - 1)))
+        .map(
+            oldest ->
+                new ConsumerCursor(
+                    cursor.table(),
+                    cursor.tableUuid(),
+                    oldest.oldestSnapshotNeeded(),
+                    Math.max(0, oldest.commitSeq() - 1)))
         .orElse(cursor);
   }
 
@@ -459,13 +532,18 @@ public final class SkadeSplitEnumerator
     }
     ConsumerCursor published = done.getValue();
     // Advisory (the checkpoint itself is the truth), and it waits for a sync: off this thread.
-    context.callAsync(() -> catalog.consumers().storeConsumer(consumerId, published),
+    context.callAsync(
+        () -> catalog.consumers().storeConsumer(consumerId, published),
         (stored, error) -> {
-      if (error != null) {
-        LOG.warn("skade source on {}: could not store consumer {}'s cursor; snapshot expiry"
-            + " may not wait for it", settings.table(), consumerId, error);
-      }
-    });
+          if (error != null) {
+            LOG.warn(
+                "skade source on {}: could not store consumer {}'s cursor; snapshot expiry"
+                    + " may not wait for it",
+                settings.table(),
+                consumerId,
+                error);
+          }
+        });
   }
 
   @Override

@@ -1,9 +1,9 @@
 package io.skade.source.enumerator;
 
+import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitOperation;
 import io.skade.catalog.ConsumerCursor;
-import io.skade.catalog.CatalogConnection;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.scan.MetadataCache;
 import io.skade.source.StartupMode;
@@ -26,15 +26,16 @@ import org.apache.iceberg.util.SnapshotUtil;
  * windows of the commits after a cursor. It never blocks on anything but the catalog and the
  * table's metadata, and it runs off the coordinator thread.
  *
- * <p>A window always starts exactly at the cursor and the cursor moves to its end, so replaying
- * the log from an older position (a duplicate wake-up, a restored checkpoint) plans nothing
- * twice: a commit whose snapshots are not after the cursor on the table's current history is
- * skipped. In per-snapshot mode every commit is its own window, so each change carries its own
- * commit's {@code commit_seq}; in collapsed mode the commits of one round form one window.
+ * <p>A window always starts exactly at the cursor and the cursor moves to its end, so replaying the
+ * log from an older position (a duplicate wake-up, a restored checkpoint) plans nothing twice: a
+ * commit whose snapshots are not after the cursor on the table's current history is skipped. In
+ * per-snapshot mode every commit is its own window, so each change carries its own commit's {@code
+ * commit_seq}; in collapsed mode the commits of one round form one window.
  */
 final class WindowPlanner {
   /** The end of an unbounded source. */
   static final long UNBOUNDED = Long.MIN_VALUE;
+
   /** The most log rows one round reads, so a long backlog is planned (and read) in steps. */
   static final int ROUND_COMMITS = 1024;
 
@@ -72,7 +73,8 @@ final class WindowPlanner {
    * @param endSnapshotId the last snapshot of a bounded source; null for the current one
    */
   Start start(StartupMode startup, Long value, boolean bounded, Long endSnapshotId) {
-    long seq = catalog.feed().commitSeq(); // before the load: the log is replayed from here at least
+    long seq =
+        catalog.feed().commitSeq(); // before the load: the log is replayed from here at least
     Table table = catalog.catalog().loadTable(identifier);
     String uuid = table.uuid().toString();
     Snapshot current = table.currentSnapshot();
@@ -95,8 +97,8 @@ final class WindowPlanner {
     long before = first.parentId() == null ? ConsumerCursor.NO_SNAPSHOT : first.parentId();
     OptionalLong firstSeq = commitSeqOf(first);
     if (firstSeq.isPresent()) { // replay the log from the first commit, commit by commit
-      return new Start(new ConsumerCursor(identifier, uuid, before, firstSeq.getAsLong() - 1),
-          end, splits);
+      return new Start(
+          new ConsumerCursor(identifier, uuid, before, firstSeq.getAsLong() - 1), end, splits);
     }
     // Snapshots the log does not know (a registered table's history): one window up to now.
     long upTo = end == UNBOUNDED ? currentId : end;
@@ -120,8 +122,7 @@ final class WindowPlanner {
   }
 
   /** The first snapshot whose changes a startup mode reads, or null (none yet, or not one). */
-  private Snapshot first(Table table, Snapshot current, StartupMode startup, Long value,
-      long seq) {
+  private Snapshot first(Table table, Snapshot current, StartupMode startup, Long value, long seq) {
     return switch (startup) {
       case FULL, LATEST -> null;
       case EARLIEST -> earliest(table, current);
@@ -132,8 +133,8 @@ final class WindowPlanner {
   }
 
   /**
-   * The windows of the commits after {@code cursor}, at most {@link #ROUND_COMMITS} log rows,
-   * none beyond {@code end}.
+   * The windows of the commits after {@code cursor}, at most {@link #ROUND_COMMITS} log rows, none
+   * beyond {@code end}.
    */
   Plan next(ConsumerCursor cursor, long end) {
     return next(cursor, end, catalog.feed().commitsSince(cursor.commitSeq(), ROUND_COMMITS));
@@ -161,8 +162,10 @@ final class WindowPlanner {
     if (!table.uuid().toString().equals(cursor.tableUuid())) {
       throw recreated();
     }
-    long head = table.currentSnapshot() == null ? ConsumerCursor.NO_SNAPSHOT
-        : table.currentSnapshot().snapshotId();
+    long head =
+        table.currentSnapshot() == null
+            ? ConsumerCursor.NO_SNAPSHOT
+            : table.currentSnapshot().snapshotId();
     long upTo = end != UNBOUNDED && SnapshotUtil.isAncestorOf(table, head, end) ? end : head;
     List<Snapshot> chain = after(table, cursor.snapshotId(), upTo);
     Map<Long, Integer> position = new HashMap<>();
@@ -188,8 +191,8 @@ final class WindowPlanner {
       }
       List<Snapshot> steps = chain.subList(mode == Mode.COLLAPSED ? 0 : done + 1, reach + 1);
       long to = chain.get(reach).snapshotId();
-      ChangelogSplit window = ChangelogSplit.window(tableKey, location, start, to,
-          event.commitSeq());
+      ChangelogSplit window =
+          ChangelogSplit.window(tableKey, location, start, to, event.commitSeq());
       splits.addAll(units.cut(table, window, steps));
       start = to;
       done = reach;
@@ -214,23 +217,34 @@ final class WindowPlanner {
   private void requireSameTable(CommitEvent event, String uuid) {
     CommitOperation op = event.operation();
     if (!op.leavesPointer()) {
-      throw new IllegalStateException("skade source on table " + identifier + ": the table was "
-          + (op == CommitOperation.DROP ? "dropped" : "renamed away") + " at commit_seq "
-          + event.commitSeq() + " while the source followed it; the source cannot go on. Start"
-          + " a new job on the table's new name or on a table that exists");
+      throw new IllegalStateException(
+          "skade source on table "
+              + identifier
+              + ": the table was "
+              + (op == CommitOperation.DROP ? "dropped" : "renamed away")
+              + " at commit_seq "
+              + event.commitSeq()
+              + " while the source followed it; the source cannot go on. Start"
+              + " a new job on the table's new name or on a table that exists");
     }
     if (op != CommitOperation.UPDATE
-        && !MetadataCache.shared().table(event.metadataLocation(), io(), tableKey).uuid()
-            .toString().equals(uuid)) {
+        && !MetadataCache.shared()
+            .table(event.metadataLocation(), io(), tableKey)
+            .uuid()
+            .toString()
+            .equals(uuid)) {
       throw recreated(); // another table took the name (this one's own creation is fine)
     }
   }
 
   private IllegalStateException recreated() {
-    return new IllegalStateException("skade source on table " + identifier + ": the table was"
-        + " dropped and created again while the source followed it, so its changes do not"
-        + " continue the ones read; start a new job without this checkpoint (e.g."
-        + " scan.startup.mode=full)");
+    return new IllegalStateException(
+        "skade source on table "
+            + identifier
+            + ": the table was"
+            + " dropped and created again while the source followed it, so its changes do not"
+            + " continue the ones read; start a new job without this checkpoint (e.g."
+            + " scan.startup.mode=full)");
   }
 
   /**
@@ -243,19 +257,31 @@ final class WindowPlanner {
     while (id != null && id != cursor) {
       Snapshot snapshot = table.snapshot(id);
       if (snapshot == null) {
-        throw new IllegalStateException("skade source on table " + identifier + ": snapshot "
-            + id + " between the source's position (snapshot " + cursor + ") and snapshot "
-            + upTo + " was expired, so its changes are gone; restart with"
-            + " scan.startup.mode=full or latest");
+        throw new IllegalStateException(
+            "skade source on table "
+                + identifier
+                + ": snapshot "
+                + id
+                + " between the source's position (snapshot "
+                + cursor
+                + ") and snapshot "
+                + upTo
+                + " was expired, so its changes are gone; restart with"
+                + " scan.startup.mode=full or latest");
       }
       chain.add(snapshot);
       id = snapshot.parentId();
     }
     if (id == null && cursor != ConsumerCursor.NO_SNAPSHOT) {
-      throw new IllegalStateException("skade source on table " + identifier + ": snapshot "
-          + cursor + ", where the source is, is not in the history of the current snapshot "
-          + upTo + " (the table was rolled back or its main branch replaced), so no changelog"
-          + " leads on from it; restart with scan.startup.mode=full");
+      throw new IllegalStateException(
+          "skade source on table "
+              + identifier
+              + ": snapshot "
+              + cursor
+              + ", where the source is, is not in the history of the current snapshot "
+              + upTo
+              + " (the table was rolled back or its main branch replaced), so no changelog"
+              + " leads on from it; restart with scan.startup.mode=full");
     }
     Collections.reverse(chain); // walked newest first
     return chain;
@@ -266,9 +292,14 @@ final class WindowPlanner {
       return current == null ? ConsumerCursor.NO_SNAPSHOT : current.snapshotId();
     }
     if (current == null || !SnapshotUtil.isAncestorOf(table, current.snapshotId(), endSnapshotId)) {
-      throw new IllegalArgumentException("skade source on table " + identifier + ": the end"
-          + " snapshot " + endSnapshotId + " is not in the table's current history; choose one"
-          + " of its snapshots (see the table's snapshots metadata table)");
+      throw new IllegalArgumentException(
+          "skade source on table "
+              + identifier
+              + ": the end"
+              + " snapshot "
+              + endSnapshotId
+              + " is not in the table's current history; choose one"
+              + " of its snapshots (see the table's snapshots metadata table)");
     }
     return endSnapshotId;
   }
@@ -278,10 +309,14 @@ final class WindowPlanner {
     while (first != null && first.parentId() != null) {
       Snapshot parent = table.snapshot(first.parentId());
       if (parent == null) {
-        throw new IllegalArgumentException("skade source on table " + identifier + ": startup"
-            + " mode earliest needs the table's whole history, but snapshot "
-            + first.parentId() + " was expired; use scan.startup.mode=full (current rows, then"
-            + " changes) or from-snapshot with a snapshot the table still has");
+        throw new IllegalArgumentException(
+            "skade source on table "
+                + identifier
+                + ": startup"
+                + " mode earliest needs the table's whole history, but snapshot "
+                + first.parentId()
+                + " was expired; use scan.startup.mode=full (current rows, then"
+                + " changes) or from-snapshot with a snapshot the table still has");
       }
       first = parent;
     }
@@ -290,17 +325,30 @@ final class WindowPlanner {
 
   private Snapshot fromSnapshot(Table table, Long snapshotId) {
     Snapshot snapshot = snapshotId == null ? null : table.snapshot(snapshotId);
-    if (snapshot == null || table.currentSnapshot() == null
+    if (snapshot == null
+        || table.currentSnapshot() == null
         || !SnapshotUtil.isAncestorOf(table, table.currentSnapshot().snapshotId(), snapshotId)) {
-      throw new IllegalArgumentException("skade source on table " + identifier + ": startup"
-          + " snapshot " + snapshotId + " is not in the table's current history (unknown or"
-          + " expired); choose one of its snapshots, or use scan.startup.mode=full");
+      throw new IllegalArgumentException(
+          "skade source on table "
+              + identifier
+              + ": startup"
+              + " snapshot "
+              + snapshotId
+              + " is not in the table's current history (unknown or"
+              + " expired); choose one of its snapshots, or use scan.startup.mode=full");
     }
     if (snapshot.parentId() != null && table.snapshot(snapshot.parentId()) == null) {
-      throw new IllegalArgumentException("skade source on table " + identifier + ": startup"
-          + " snapshot " + snapshotId + "'s parent " + snapshot.parentId() + " was expired, so"
-          + " the rows its changes start from are unknown; start from a later snapshot, or use"
-          + " scan.startup.mode=full");
+      throw new IllegalArgumentException(
+          "skade source on table "
+              + identifier
+              + ": startup"
+              + " snapshot "
+              + snapshotId
+              + "'s parent "
+              + snapshot.parentId()
+              + " was expired, so"
+              + " the rows its changes start from are unknown; start from a later snapshot, or use"
+              + " scan.startup.mode=full");
     }
     return snapshot;
   }
@@ -318,9 +366,16 @@ final class WindowPlanner {
 
   private Snapshot fromCommitSeq(Table table, Snapshot current, Long seq, long now) {
     if (seq < 0 || seq > now) {
-      throw new IllegalArgumentException("skade source on table " + identifier + ": startup"
-          + " commit_seq " + seq + " is outside the catalog's log, which is at " + now
-          + "; use a commit_seq from 0 to " + now);
+      throw new IllegalArgumentException(
+          "skade source on table "
+              + identifier
+              + ": startup"
+              + " commit_seq "
+              + seq
+              + " is outside the catalog's log, which is at "
+              + now
+              + "; use a commit_seq from 0 to "
+              + now);
     }
     Snapshot first = null; // the oldest snapshot committed after seq
     for (Snapshot s : ancestors(table, current)) {
@@ -335,14 +390,16 @@ final class WindowPlanner {
 
   /** {@code current} and its ancestors, newest first, up to the first one expired. */
   private static Iterable<Snapshot> ancestors(Table table, Snapshot current) {
-    return current == null ? List.of()
+    return current == null
+        ? List.of()
         : SnapshotUtil.ancestorsOf(current.snapshotId(), table::snapshot);
   }
 
   /** The {@code commit_seq} of the commit that added {@code snapshot}, if the log has it. */
   private OptionalLong commitSeqOf(Snapshot snapshot) {
     return catalog.commitOf(identifier, snapshot.snapshotId()).stream()
-        .mapToLong(CommitEvent::commitSeq).findFirst();
+        .mapToLong(CommitEvent::commitSeq)
+        .findFirst();
   }
 
   private static String location(Table table) {

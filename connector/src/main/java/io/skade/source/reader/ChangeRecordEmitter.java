@@ -8,9 +8,9 @@ import org.apache.flink.connector.base.source.reader.RecordEmitter;
 import org.apache.flink.util.Collector;
 
 /**
- * Emits a change through the source's deserializer, stamped with its commit time, and then
- * records in the split's state that it was emitted — so a checkpoint taken between two records
- * holds exactly the changes before it.
+ * Emits a change through the source's deserializer, stamped with its commit time, and then records
+ * in the split's state that it was emitted — so a checkpoint taken between two records holds
+ * exactly the changes before it.
  */
 final class ChangeRecordEmitter<T> implements RecordEmitter<ChangeRecord, T, ChangelogSplitState> {
   private final ChangeDeserializer<T> deserializer;
@@ -25,7 +25,8 @@ final class ChangeRecordEmitter<T> implements RecordEmitter<ChangeRecord, T, Cha
       throws Exception {
     collector.output = output;
     collector.timestamp = record.commitMillis();
-    deserializer.deserialize(record.row(),
+    deserializer.deserialize(
+        record.row(),
         new ChangeMetadata(state.split().commitSeq(), record.snapshotId(), record.commitMillis()),
         collector);
     state.emitted(record.emittedAfter());

@@ -27,11 +27,11 @@ import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.types.Types;
 
 /**
- * Reads changelog splits one at a time, in the order they were assigned (so one reader emits
- * the changes of its ordering units in commit order), each from where it was left: a split is
- * opened from its own metadata file with the table's file IO (never the catalog), its first
- * {@code emitted} changes are skipped, and the rest are fetched in bounded batches. A split is
- * finished when it has no change left.
+ * Reads changelog splits one at a time, in the order they were assigned (so one reader emits the
+ * changes of its ordering units in commit order), each from where it was left: a split is opened
+ * from its own metadata file with the table's file IO (never the catalog), its first {@code
+ * emitted} changes are skipped, and the rest are fetched in bounded batches. A split is finished
+ * when it has no change left.
  *
  * <p>Each change's row goes to Flink as a view of the engine's row ({@link StructRowData}, the
  * adapter Iceberg's Flink module uses for its own metadata tables), converted field by field as
@@ -40,8 +40,10 @@ import org.apache.iceberg.types.Types;
 public final class ChangelogSplitReader implements SplitReader<ChangeRecord, ChangelogSplit> {
   /** How many queued windows' metadata is read ahead. */
   private static final int PREFETCH_SPLITS = 2;
+
   /** How long a fetch waits while the split to read is paused. */
   private static final long PAUSED_WAIT_MILLIS = 10;
+
   private final FileIO io;
   private final ChangelogOptions options;
   private final int batchRows;
@@ -57,6 +59,7 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
   private final ReaderMetrics metrics;
   // Estimated changes of each assigned split not yet finished, by split id.
   private final Map<String, Long> estimates = new HashMap<>();
+
   /** The sum of {@link #estimates}, kept so that a fetch does not walk every assigned split. */
   private long estimated;
 
@@ -70,8 +73,7 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
   }
 
   /** As above, reporting into {@code metrics} (which the source reader registers with Flink). */
-  ChangelogSplitReader(FileIO io, ChangelogOptions options, int batchRows,
-      ReaderMetrics metrics) {
+  ChangelogSplitReader(FileIO io, ChangelogOptions options, int batchRows, ReaderMetrics metrics) {
     this.io = io;
     this.options = options;
     this.batchRows = batchRows;
@@ -100,8 +102,7 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     long snapshotId = -1;
     long commitMillis = 0;
     ChangeType last = null;
-    for (int n = 0; changes.hasNext() && (n < batchRows || last == ChangeType.UPDATE_BEFORE);
-        n++) {
+    for (int n = 0; changes.hasNext() && (n < batchRows || last == ChangeType.UPDATE_BEFORE); n++) {
       ChangeRow change = changes.next();
       if (change.snapshotId() != snapshotId) {
         snapshotId = change.snapshotId();
@@ -109,9 +110,13 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
       }
       last = change.type();
       emitted++;
-      records.add(splitId, new ChangeRecord(
-          new StructRowData(rowType, FlinkChanges.rowKind(last)).setStruct(change.row()),
-          snapshotId, commitMillis, emitted));
+      records.add(
+          splitId,
+          new ChangeRecord(
+              new StructRowData(rowType, FlinkChanges.rowKind(last)).setStruct(change.row()),
+              snapshotId,
+              commitMillis,
+              emitted));
     }
     if (commitMillis > 0) {
       metrics.fetched(commitMillis);
@@ -136,9 +141,10 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     table = MetadataCache.shared().table(next.metadataLocation(), io, next.tableKey());
     ChangelogReader reader = new ChangelogReader(table, options.withSlice(next.slice()));
     rowType = reader.schema().asStruct();
-    changes = next.fullSnapshot()
-        ? reader.snapshotChanges(next.toSnapshotId())
-        : reader.changes(next.fromExclusive(), next.toSnapshotId());
+    changes =
+        next.fullSnapshot()
+            ? reader.snapshotChanges(next.toSnapshotId())
+            : reader.changes(next.fromExclusive(), next.toSnapshotId());
     for (long skipped = 0; skipped < next.emitted() && changes.hasNext(); skipped++) {
       changes.next(); // emitted before the checkpoint this split was restored from
     }
@@ -150,8 +156,13 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
 
   /** Warms the metadata of the next assigned windows while this one is read. */
   private void prefetchNext() {
-    assigned.stream().limit(PREFETCH_SPLITS).forEach(split -> MetadataCache.shared().prefetch(
-        split.metadataLocation(), io, split.tableKey(), split.toSnapshotId()));
+    assigned.stream()
+        .limit(PREFETCH_SPLITS)
+        .forEach(
+            split ->
+                MetadataCache.shared()
+                    .prefetch(
+                        split.metadataLocation(), io, split.tableKey(), split.toSnapshotId()));
   }
 
   private void closeCurrent() throws IOException {
@@ -163,8 +174,8 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
   @Override
   public void handleSplitsChanges(SplitsChange<ChangelogSplit> change) {
     if (!(change instanceof SplitsAddition)) {
-      throw new UnsupportedOperationException("a skade reader only takes new splits, got "
-          + change.getClass().getSimpleName());
+      throw new UnsupportedOperationException(
+          "a skade reader only takes new splits, got " + change.getClass().getSimpleName());
     }
     assigned.addAll(change.splits());
     for (ChangelogSplit split : change.splits()) {
@@ -204,12 +215,12 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
   }
 
   /**
-   * Pauses or resumes splits for Flink's watermark alignment. A paused split is not read, nor
-   * (as splits are read in order) any split after it; resuming it goes on where it stood.
+   * Pauses or resumes splits for Flink's watermark alignment. A paused split is not read, nor (as
+   * splits are read in order) any split after it; resuming it goes on where it stood.
    */
   @Override
-  public void pauseOrResumeSplits(Collection<ChangelogSplit> toPause,
-      Collection<ChangelogSplit> toResume) {
+  public void pauseOrResumeSplits(
+      Collection<ChangelogSplit> toPause, Collection<ChangelogSplit> toResume) {
     toPause.forEach(split -> paused.add(split.splitId()));
     toResume.forEach(split -> paused.remove(split.splitId()));
     wakeUp();

@@ -26,10 +26,9 @@ import org.apache.iceberg.types.Type;
 import org.apache.iceberg.types.Types;
 
 /**
- * The changelog engine's changes as Flink sees them: a {@link ChangeType} as a {@link RowKind},
- * and a row of a {@link ChangelogBatch} as Flink internal data read straight from its Arrow
- * vectors (strings as UTF-8 bytes, never through {@code String}). The engine itself knows no
- * Flink.
+ * The changelog engine's changes as Flink sees them: a {@link ChangeType} as a {@link RowKind}, and
+ * a row of a {@link ChangelogBatch} as Flink internal data read straight from its Arrow vectors
+ * (strings as UTF-8 bytes, never through {@code String}). The engine itself knows no Flink.
  */
 public final class FlinkChanges {
   private FlinkChanges() {}
@@ -63,22 +62,25 @@ public final class FlinkChanges {
       case DOUBLE -> ((Float8Vector) vector).get(row);
       case DATE -> ((DateDayVector) vector).get(row);
       case TIME -> (int) (((TimeMicroVector) vector).get(row) / 1000); // Flink TIME: millis
-      case TIMESTAMP -> timestamp(vector instanceof TimeStampMicroTZVector tz
-          ? tz.get(row) : ((TimeStampMicroVector) vector).get(row));
+      case TIMESTAMP ->
+          timestamp(
+              vector instanceof TimeStampMicroTZVector tz
+                  ? tz.get(row)
+                  : ((TimeStampMicroVector) vector).get(row));
       case STRING -> StringData.fromBytes(((VarCharVector) vector).get(row));
       case UUID, FIXED -> ((FixedSizeBinaryVector) vector).get(row);
       case BINARY -> ((VarBinaryVector) vector).get(row);
       case DECIMAL -> {
         Types.DecimalType decimal = (Types.DecimalType) type;
-        yield DecimalData.fromBigDecimal(((DecimalVector) vector).getObject(row),
-            decimal.precision(), decimal.scale());
+        yield DecimalData.fromBigDecimal(
+            ((DecimalVector) vector).getObject(row), decimal.precision(), decimal.scale());
       }
       default -> throw new UnsupportedOperationException("type " + type);
     };
   }
 
   private static TimestampData timestamp(long micros) {
-    return TimestampData.fromEpochMillis(Math.floorDiv(micros, 1000),
-        (int) Math.floorMod(micros, 1000) * 1000);
+    return TimestampData.fromEpochMillis(
+        Math.floorDiv(micros, 1000), (int) Math.floorMod(micros, 1000) * 1000);
   }
 }

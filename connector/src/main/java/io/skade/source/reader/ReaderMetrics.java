@@ -7,8 +7,9 @@ import org.apache.flink.runtime.metrics.MetricNames;
 /**
  * What a reader's split reader reports to Flink: {@code pendingRecords} (the changes of its
  * assigned splits not read yet, estimated from their files' record counts ({@link
- * io.skade.changelog.ChangeEstimate}); the Flink autoscaler scales sources on it) and {@code currentFetchEventTimeLag} (now less the commit time
- * of the last change fetched). Written by the fetcher thread, read by Flink's metric reporters.
+ * io.skade.changelog.ChangeEstimate}); the Flink autoscaler scales sources on it) and {@code
+ * currentFetchEventTimeLag} (now less the commit time of the last change fetched). Written by the
+ * fetcher thread, read by Flink's metric reporters.
  */
 final class ReaderMetrics {
   private final AtomicLong pending = new AtomicLong();
@@ -27,7 +28,8 @@ final class ReaderMetrics {
   /** Registers the gauges with the reader's metric group. */
   void register(SourceReaderMetricGroup group) {
     group.setPendingRecordsGauge(pending::get);
-    group.gauge(MetricNames.CURRENT_FETCH_EVENT_TIME_LAG,
+    group.gauge(
+        MetricNames.CURRENT_FETCH_EVENT_TIME_LAG,
         () -> lastFetchedCommitMillis < 0 ? 0L : lastFetchMillis - lastFetchedCommitMillis);
   }
 }

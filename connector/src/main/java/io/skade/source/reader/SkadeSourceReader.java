@@ -18,35 +18,49 @@ import org.apache.flink.connector.base.source.reader.SingleThreadMultiplexSource
 import org.apache.iceberg.io.FileIO;
 
 /**
- * A skade source reader: one fetcher thread reads the splits assigned to this subtask in the
- * order they came (the enumerator sends each slot of ordering units to one reader, so a key's
- * changes come out in commit order), and the task thread emits them. Its checkpointed state is
- * each unfinished split with how far it was emitted. Finished splits are reported to the
- * enumerator, which then lets the catalog expire the snapshots they needed.
+ * A skade source reader: one fetcher thread reads the splits assigned to this subtask in the order
+ * they came (the enumerator sends each slot of ordering units to one reader, so a key's changes
+ * come out in commit order), and the task thread emits them. Its checkpointed state is each
+ * unfinished split with how far it was emitted. Finished splits are reported to the enumerator,
+ * which then lets the catalog expire the snapshots they needed.
  *
  * <p>Splits restored from a checkpoint are not read here: Flink hands reader state to whichever
  * readers it likes, so they go back to the enumerator ({@link SplitsRestoredEvent}), which sends
- * each to the reader of its slot, ahead of anything newer there. Until the enumerator confirms
- * it holds them ({@link SplitsTakenEvent}) they stay in this reader's checkpoints.
+ * each to the reader of its slot, ahead of anything newer there. Until the enumerator confirms it
+ * holds them ({@link SplitsTakenEvent}) they stay in this reader's checkpoints.
  */
 public final class SkadeSourceReader<T>
-    extends SingleThreadMultiplexSourceReaderBase<ChangeRecord, T, ChangelogSplit,
-        ChangelogSplitState> {
+    extends SingleThreadMultiplexSourceReaderBase<
+        ChangeRecord, T, ChangelogSplit, ChangelogSplitState> {
   private final FileIO io;
+
   /** Restored splits handed back to the enumerator and not yet confirmed taken. */
   private final List<ChangelogSplit> handedBack = new ArrayList<>();
+
   private boolean started;
 
   /** A reader that owns {@code io} and closes it with itself. */
-  public SkadeSourceReader(FileIO io, ChangelogOptions options, int batchRows,
-      ChangeDeserializer<T> deserializer, SourceReaderContext context) {
+  public SkadeSourceReader(
+      FileIO io,
+      ChangelogOptions options,
+      int batchRows,
+      ChangeDeserializer<T> deserializer,
+      SourceReaderContext context) {
     this(io, options, batchRows, deserializer, context, new ReaderMetrics());
   }
 
-  private SkadeSourceReader(FileIO io, ChangelogOptions options, int batchRows,
-      ChangeDeserializer<T> deserializer, SourceReaderContext context, ReaderMetrics metrics) {
-    super(() -> new ChangelogSplitReader(io, options, batchRows, metrics),
-        new ChangeRecordEmitter<>(deserializer), context.getConfiguration(), context);
+  private SkadeSourceReader(
+      FileIO io,
+      ChangelogOptions options,
+      int batchRows,
+      ChangeDeserializer<T> deserializer,
+      SourceReaderContext context,
+      ReaderMetrics metrics) {
+    super(
+        () -> new ChangelogSplitReader(io, options, batchRows, metrics),
+        new ChangeRecordEmitter<>(deserializer),
+        context.getConfiguration(),
+        context);
     this.io = io;
     metrics.register(context.metricGroup());
   }
@@ -89,8 +103,8 @@ public final class SkadeSourceReader<T>
   }
 
   /**
-   * The unfinished splits, with the restored ones the enumerator does not hold yet, in commit
-   * order (the base class keeps split states in a hash map).
+   * The unfinished splits, with the restored ones the enumerator does not hold yet, in commit order
+   * (the base class keeps split states in a hash map).
    */
   @Override
   public List<ChangelogSplit> snapshotState(long checkpointId) {

@@ -7,27 +7,33 @@ import java.util.Objects;
 import org.apache.flink.api.connector.source.SourceSplit;
 
 /**
- * One unit of work a reader emits in full and in order: the changelog of one table's window
- * {@code (fromSnapshotId, toSnapshotId]}, or, for a {@link #fullSnapshot} split, every row at
- * {@code toSnapshotId} as an insert. It is self-contained: a reader needs only the table's file
- * IO to read it, never the catalog, because it carries a metadata file that lists every snapshot
- * it needs.
+ * One unit of work a reader emits in full and in order: the changelog of one table's window {@code
+ * (fromSnapshotId, toSnapshotId]}, or, for a {@link #fullSnapshot} split, every row at {@code
+ * toSnapshotId} as an insert. It is self-contained: a reader needs only the table's file IO to read
+ * it, never the catalog, because it carries a metadata file that lists every snapshot it needs.
  *
  * @param tableKey the catalog's key of the table (its cursor identity)
  * @param metadataLocation a metadata file of the table that holds the split's snapshots
- * @param fullSnapshot whether this split emits the rows at {@code toSnapshotId} as inserts
- *     instead of a window's changes
+ * @param fullSnapshot whether this split emits the rows at {@code toSnapshotId} as inserts instead
+ *     of a window's changes
  * @param fromSnapshotId the snapshot the window starts after, or {@link #BEFORE_FIRST} for the
  *     whole history up to {@code toSnapshotId}; unused by a full-snapshot split
  * @param toSnapshotId the window's last snapshot
  * @param commitSeq the catalog's {@code commit_seq} of the window's last commit
- * @param slice the data files this split covers: one slot of its table's ordering units; the
- *     slot, not the reader, is the split's identity, so a restore at another parallelism moves
- *     whole splits and never cuts one
+ * @param slice the data files this split covers: one slot of its table's ordering units; the slot,
+ *     not the reader, is the split's identity, so a restore at another parallelism moves whole
+ *     splits and never cuts one
  * @param emitted how many of the split's changes were already emitted (restore skips them)
  */
-public record ChangelogSplit(String tableKey, String metadataLocation, boolean fullSnapshot,
-    long fromSnapshotId, long toSnapshotId, long commitSeq, FileSlice slice, long emitted)
+public record ChangelogSplit(
+    String tableKey,
+    String metadataLocation,
+    boolean fullSnapshot,
+    long fromSnapshotId,
+    long toSnapshotId,
+    long commitSeq,
+    FileSlice slice,
+    long emitted)
     implements SourceSplit, Serializable {
 
   /** {@link #fromSnapshotId} of a window that starts before the table's first snapshot. */
@@ -46,28 +52,28 @@ public record ChangelogSplit(String tableKey, String metadataLocation, boolean f
     Objects.requireNonNull(metadataLocation, "metadataLocation");
     Objects.requireNonNull(slice, "slice");
     if (emitted < 0) {
-      throw new IllegalArgumentException("a split's emitted count is never negative, got "
-          + emitted);
+      throw new IllegalArgumentException(
+          "a split's emitted count is never negative, got " + emitted);
     }
   }
 
   /** The changelog window {@code (from, to]} of all rows, nothing emitted yet. */
-  public static ChangelogSplit window(String tableKey, String metadataLocation, long from,
-      long to, long commitSeq) {
-    return new ChangelogSplit(tableKey, metadataLocation, false, from, to, commitSeq,
-        FileSlice.ALL, 0);
+  public static ChangelogSplit window(
+      String tableKey, String metadataLocation, long from, long to, long commitSeq) {
+    return new ChangelogSplit(
+        tableKey, metadataLocation, false, from, to, commitSeq, FileSlice.ALL, 0);
   }
 
   /** Every row at {@code snapshotId} as an insert, nothing emitted yet. */
-  public static ChangelogSplit snapshot(String tableKey, String metadataLocation,
-      long snapshotId, long commitSeq) {
-    return new ChangelogSplit(tableKey, metadataLocation, true, BEFORE_FIRST, snapshotId,
-        commitSeq, FileSlice.ALL, 0);
+  public static ChangelogSplit snapshot(
+      String tableKey, String metadataLocation, long snapshotId, long commitSeq) {
+    return new ChangelogSplit(
+        tableKey, metadataLocation, true, BEFORE_FIRST, snapshotId, commitSeq, FileSlice.ALL, 0);
   }
 
   /**
-   * Unique per table, commit and slot: a window is planned once, at the commit it ends at, and
-   * cut into at most one split per slot of its table's units.
+   * Unique per table, commit and slot: a window is planned once, at the commit it ends at, and cut
+   * into at most one split per slot of its table's units.
    */
   @Override
   public String splitId() {
@@ -81,19 +87,33 @@ public record ChangelogSplit(String tableKey, String metadataLocation, boolean f
 
   /** This split restricted to the data files of {@code files}. */
   public ChangelogSplit withSlice(FileSlice files) {
-    return new ChangelogSplit(tableKey, metadataLocation, fullSnapshot, fromSnapshotId,
-        toSnapshotId, commitSeq, files, emitted);
+    return new ChangelogSplit(
+        tableKey,
+        metadataLocation,
+        fullSnapshot,
+        fromSnapshotId,
+        toSnapshotId,
+        commitSeq,
+        files,
+        emitted);
   }
 
   /** This split with {@code count} changes emitted. */
   public ChangelogSplit withEmitted(long count) {
-    return new ChangelogSplit(tableKey, metadataLocation, fullSnapshot, fromSnapshotId,
-        toSnapshotId, commitSeq, slice, count);
+    return new ChangelogSplit(
+        tableKey,
+        metadataLocation,
+        fullSnapshot,
+        fromSnapshotId,
+        toSnapshotId,
+        commitSeq,
+        slice,
+        count);
   }
 
   /**
-   * The oldest snapshot this split still needs: its window's start (or, before the first
-   * snapshot, none), or for a full-snapshot split the snapshot itself.
+   * The oldest snapshot this split still needs: its window's start (or, before the first snapshot,
+   * none), or for a full-snapshot split the snapshot itself.
    */
   public long oldestSnapshotNeeded() {
     return fullSnapshot ? toSnapshotId : fromSnapshotId;

@@ -1,10 +1,10 @@
 package io.skade.source.split;
 
+import io.skade.scan.FileSlice;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
-import io.skade.scan.FileSlice;
 import java.io.IOException;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
 
@@ -56,9 +56,13 @@ public final class ChangelogSplitSerializer implements SimpleVersionedSerializer
   /** A split written by {@link #write} in layout {@code version}. */
   public static ChangelogSplit read(int version, DataInputStream in) throws IOException {
     if (version != VERSION) {
-      throw new IOException("cannot read a skade changelog split of serializer version " + version
-          + "; this skade reads version " + VERSION + " — restore the checkpoint with the skade"
-          + " release that wrote it, or start the job without it");
+      throw new IOException(
+          "cannot read a skade changelog split of serializer version "
+              + version
+              + "; this skade reads version "
+              + VERSION
+              + " — restore the checkpoint with the skade"
+              + " release that wrote it, or start the job without it");
     }
     String tableKey = in.readUTF();
     String metadataLocation = in.readUTF();
@@ -66,9 +70,9 @@ public final class ChangelogSplitSerializer implements SimpleVersionedSerializer
     long from = in.readLong();
     long to = in.readLong();
     long commitSeq = in.readLong();
-    FileSlice slice = new FileSlice(FileSlice.Unit.valueOf(in.readUTF()), in.readInt(),
-        in.readInt());
-    return new ChangelogSplit(tableKey, metadataLocation, fullSnapshot, from, to, commitSeq,
-        slice, in.readLong());
+    FileSlice slice =
+        new FileSlice(FileSlice.Unit.valueOf(in.readUTF()), in.readInt(), in.readInt());
+    return new ChangelogSplit(
+        tableKey, metadataLocation, fullSnapshot, from, to, commitSeq, slice, in.readLong());
   }
 }

@@ -46,23 +46,27 @@ class WindowPlannerTest {
 
   @Test
   void eachCommitAfterTheCursorIsOneWindowStartingWhereThePreviousEnded() {
-    WindowPlanner planner = new WindowPlanner(CatalogConnection.of(catalog.get()), T, Mode.PER_SNAPSHOT);
-    WindowPlanner.Start start =
-        planner.start(StartupMode.EARLIEST, null, false, null);
+    WindowPlanner planner =
+        new WindowPlanner(CatalogConnection.of(catalog.get()), T, Mode.PER_SNAPSHOT);
+    WindowPlanner.Start start = planner.start(StartupMode.EARLIEST, null, false, null);
     WindowPlanner.Plan plan = planner.next(start.cursor(), WindowPlanner.UNBOUNDED);
-    assertThat(plan.splits()).extracting(p -> p.fromSnapshotId() + ">"
-            + p.toSnapshotId())
-        .containsExactly(ChangelogSplit.BEFORE_FIRST + ">" + snapshots.get(0),
-            snapshots.get(0) + ">" + snapshots.get(1), snapshots.get(1) + ">" + snapshots.get(2));
+    assertThat(plan.splits())
+        .extracting(p -> p.fromSnapshotId() + ">" + p.toSnapshotId())
+        .containsExactly(
+            ChangelogSplit.BEFORE_FIRST + ">" + snapshots.get(0),
+            snapshots.get(0) + ">" + snapshots.get(1),
+            snapshots.get(1) + ">" + snapshots.get(2));
     assertThat(plan.cursor().snapshotId()).isEqualTo(snapshots.get(2));
     assertThat(plan.cursor().commitSeq()).isEqualTo(catalog.get().commitSeq());
     assertThat(planner.next(plan.cursor(), WindowPlanner.UNBOUNDED).splits())
-        .as("nothing new after the cursor").isEmpty();
+        .as("nothing new after the cursor")
+        .isEmpty();
   }
 
   @Test
   void replayingTheLogFromAnOlderPositionPlansNothingTwice() {
-    WindowPlanner planner = new WindowPlanner(CatalogConnection.of(catalog.get()), T, Mode.PER_SNAPSHOT);
+    WindowPlanner planner =
+        new WindowPlanner(CatalogConnection.of(catalog.get()), T, Mode.PER_SNAPSHOT);
     // The cursor is at the last snapshot, but the log position is from before all commits:
     // a duplicate or late wake-up, or a log read that overlaps what was planned.
     ConsumerCursor stale = new ConsumerCursor(T, table.uuid().toString(), snapshots.get(2), 0);
@@ -76,7 +80,8 @@ class WindowPlannerTest {
 
   @Test
   void collapsedModePlansOneWindowForTheCommitsOfARound() {
-    WindowPlanner planner = new WindowPlanner(CatalogConnection.of(catalog.get()), T, Mode.COLLAPSED);
+    WindowPlanner planner =
+        new WindowPlanner(CatalogConnection.of(catalog.get()), T, Mode.COLLAPSED);
     WindowPlanner.Start start = planner.start(StartupMode.EARLIEST, null, false, null);
     assertThat(planner.next(start.cursor(), WindowPlanner.UNBOUNDED).splits())
         .extracting(p -> p.fromSnapshotId() + ">" + p.toSnapshotId())
@@ -85,20 +90,21 @@ class WindowPlannerTest {
 
   @Test
   void aBoundedSourceStopsAtItsEndSnapshot() {
-    WindowPlanner planner = new WindowPlanner(CatalogConnection.of(catalog.get()), T, Mode.PER_SNAPSHOT);
-    WindowPlanner.Start start = planner.start(StartupMode.FROM_SNAPSHOT, snapshots.get(1), true,
-        snapshots.get(1));
+    WindowPlanner planner =
+        new WindowPlanner(CatalogConnection.of(catalog.get()), T, Mode.PER_SNAPSHOT);
+    WindowPlanner.Start start =
+        planner.start(StartupMode.FROM_SNAPSHOT, snapshots.get(1), true, snapshots.get(1));
     writer.append(List.of(row(3, "d")));
     WindowPlanner.Plan plan = planner.next(start.cursor(), start.endSnapshotId());
-    assertThat(plan.splits()).extracting(p -> p.toSnapshotId())
-        .containsExactly(snapshots.get(1));
+    assertThat(plan.splits()).extracting(p -> p.toSnapshotId()).containsExactly(snapshots.get(1));
     assertThat(plan.cursor().snapshotId()).isEqualTo(start.endSnapshotId());
     assertThat(planner.next(plan.cursor(), start.endSnapshotId()).splits()).isEmpty();
   }
 
   @Test
   void aTableDroppedOrRecreatedWhileFollowedIsAClearError() {
-    WindowPlanner planner = new WindowPlanner(CatalogConnection.of(catalog.get()), T, Mode.PER_SNAPSHOT);
+    WindowPlanner planner =
+        new WindowPlanner(CatalogConnection.of(catalog.get()), T, Mode.PER_SNAPSHOT);
     WindowPlanner.Start start = planner.start(StartupMode.LATEST, null, false, null);
     catalog.get().dropTable(T, false);
     assertThatThrownBy(() -> planner.next(start.cursor(), WindowPlanner.UNBOUNDED))
@@ -106,8 +112,12 @@ class WindowPlannerTest {
         .hasMessageContaining("db.t")
         .hasMessageContaining("was dropped at commit_seq");
     catalog.get().createTable(T, SCHEMA);
-    ConsumerCursor afterDrop = new ConsumerCursor(T, start.cursor().tableUuid(),
-        start.cursor().snapshotId(), catalog.get().commitSeq() - 1);
+    ConsumerCursor afterDrop =
+        new ConsumerCursor(
+            T,
+            start.cursor().tableUuid(),
+            start.cursor().snapshotId(),
+            catalog.get().commitSeq() - 1);
     assertThatThrownBy(() -> planner.next(afterDrop, WindowPlanner.UNBOUNDED))
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("dropped and created again")
@@ -117,36 +127,50 @@ class WindowPlannerTest {
   @Test
   void aPartitionedPrimaryKeyTableIsCutIntoOneSplitPerSlotOfTheTouchedPartitions() {
     TableIdentifier bucketed = TableIdentifier.of("db", "bucketed");
-    Table b = catalog.get().buildTable(bucketed, SCHEMA)
-        .withPartitionSpec(org.apache.iceberg.PartitionSpec.builderFor(SCHEMA)
-            .bucket("id", 16).build())
-        .create();
+    Table b =
+        catalog
+            .get()
+            .buildTable(bucketed, SCHEMA)
+            .withPartitionSpec(
+                org.apache.iceberg.PartitionSpec.builderFor(SCHEMA).bucket("id", 16).build())
+            .create();
     List<Record> rows = new ArrayList<>();
     for (long id = 0; id < 64; id++) {
       rows.add(row(id, "x"));
     }
     long snapshot = new TableWriter(b).upsert(rows).snapshotId();
-    WindowPlanner planner = new WindowPlanner(CatalogConnection.of(catalog.get()), bucketed, Mode.PER_SNAPSHOT);
-    ConsumerCursor before = new ConsumerCursor(bucketed, b.uuid().toString(),
-        ConsumerCursor.NO_SNAPSHOT, catalog.get().commitSeq() - 1);
+    WindowPlanner planner =
+        new WindowPlanner(CatalogConnection.of(catalog.get()), bucketed, Mode.PER_SNAPSHOT);
+    ConsumerCursor before =
+        new ConsumerCursor(
+            bucketed,
+            b.uuid().toString(),
+            ConsumerCursor.NO_SNAPSHOT,
+            catalog.get().commitSeq() - 1);
     List<ChangelogSplit> splits = planner.next(before, WindowPlanner.UNBOUNDED).splits();
     // Each bucket written is its own unit, in the slot its partition's name hashes to.
     Set<Integer> slots = new HashSet<>();
     for (long id = 0; id < 64; id++) {
-      int bucket = org.apache.iceberg.transforms.Transforms.bucket(16)
-          .bind(Types.LongType.get()).apply(id);
+      int bucket =
+          org.apache.iceberg.transforms.Transforms.bucket(16).bind(Types.LongType.get()).apply(id);
       slots.add(FileSlice.slotOf("id_bucket=" + bucket, OrderingUnits.SLOTS));
     }
     assertThat(slots).as("enough slots to spread").hasSizeGreaterThan(8);
-    assertThat(splits).extracting(split -> split.slice().slot())
+    assertThat(splits)
+        .extracting(split -> split.slice().slot())
         .containsExactlyInAnyOrderElementsOf(slots);
-    assertThat(splits).allSatisfy(split -> {
-      assertThat(split.toSnapshotId()).isEqualTo(snapshot);
-      assertThat(split.slice().unit()).isEqualTo(FileSlice.Unit.PARTITION);
-    });
+    assertThat(splits)
+        .allSatisfy(
+            split -> {
+              assertThat(split.toSnapshotId()).isEqualTo(snapshot);
+              assertThat(split.slice().unit()).isEqualTo(FileSlice.Unit.PARTITION);
+            });
     assertThat(splits).extracting(ChangelogSplit::splitId).doesNotHaveDuplicates();
-    assertThat(splits).extracting(split -> OrderingUnits.readerOf(split, 4))
-        .as("spread over four readers").containsOnly(0, 1, 2, 3).contains(0, 1, 2, 3);
+    assertThat(splits)
+        .extracting(split -> OrderingUnits.readerOf(split, 4))
+        .as("spread over four readers")
+        .containsOnly(0, 1, 2, 3)
+        .contains(0, 1, 2, 3);
   }
 
   private static Record row(long id, String v) {

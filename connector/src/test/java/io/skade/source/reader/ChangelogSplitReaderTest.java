@@ -53,32 +53,52 @@ class ChangelogSplitReaderTest {
     writer.append(List.of(row(1, "a"), row(2, "b"), row(3, "c")));
     writer.upsert(List.of(row(2, "b2")));
     writer.deleteKeys(List.of(row(3, null)));
-    split = ChangelogSplit.window(catalog.get().commitTableKey(TableIdentifier.of("db", "t")),
-        ((HasTableOperations) table).operations().current().metadataFileLocation(),
-        ChangelogSplit.BEFORE_FIRST, table.currentSnapshot().snapshotId(),
-        catalog.get().commitSeq());
+    split =
+        ChangelogSplit.window(
+            catalog.get().commitTableKey(TableIdentifier.of("db", "t")),
+            ((HasTableOperations) table).operations().current().metadataFileLocation(),
+            ChangelogSplit.BEFORE_FIRST,
+            table.currentSnapshot().snapshotId(),
+            catalog.get().commitSeq());
   }
 
   @Test
   void aSplitIsEmittedInBoundedFetchesWithRowKindsAndCommitTimes() throws Exception {
     List<ChangeRecord> records = readAll(split, 2);
-    assertThat(records).extracting(r -> r.row().getRowKind().shortString() + " "
-            + r.row().getLong(0) + " " + r.row().getString(1))
+    assertThat(records)
+        .extracting(
+            r ->
+                r.row().getRowKind().shortString()
+                    + " "
+                    + r.row().getLong(0)
+                    + " "
+                    + r.row().getString(1))
         .containsExactly("+I 1 a", "+I 2 b", "+I 3 c", "-U 2 b", "+U 2 b2", "-D 3 c");
-    assertThat(records).extracting(ChangeRecord::emittedAfter)
+    assertThat(records)
+        .extracting(ChangeRecord::emittedAfter)
         .containsExactly(1L, 2L, 3L, 4L, 5L, 6L);
     List<Long> commits = new ArrayList<>(); // each snapshot's commit time, in commit order
     table.snapshots().forEach(s -> commits.add(s.timestampMillis()));
-    assertThat(records).extracting(ChangeRecord::commitMillis).containsExactly(
-        commits.get(0), commits.get(0), commits.get(0), commits.get(1), commits.get(1),
-        commits.get(2));
+    assertThat(records)
+        .extracting(ChangeRecord::commitMillis)
+        .containsExactly(
+            commits.get(0),
+            commits.get(0),
+            commits.get(0),
+            commits.get(1),
+            commits.get(1),
+            commits.get(2));
   }
 
   @Test
   void aPausedSplitIsNotReadNorAnySplitAfterItUntilItIsResumed() throws Exception {
-    ChangelogSplit later = ChangelogSplit.window(split.tableKey(), split.metadataLocation(),
-        table.currentSnapshot().snapshotId(), table.currentSnapshot().snapshotId(),
-        split.commitSeq() + 1);
+    ChangelogSplit later =
+        ChangelogSplit.window(
+            split.tableKey(),
+            split.metadataLocation(),
+            table.currentSnapshot().snapshotId(),
+            table.currentSnapshot().snapshotId(),
+            split.commitSeq() + 1);
     try (ChangelogSplitReader reader =
         new ChangelogSplitReader(table.io(), ChangelogOptions.defaults(), 2)) {
       reader.handleSplitsChanges(new SplitsAddition<>(List.of(split, later)));
@@ -94,13 +114,15 @@ class ChangelogSplitReaderTest {
         fetched = reader.fetch();
         for (String id = fetched.nextSplit(); id != null; id = fetched.nextSplit()) {
           assertThat(id).isEqualTo(split.splitId());
-          for (ChangeRecord r = fetched.nextRecordFromSplit(); r != null;
+          for (ChangeRecord r = fetched.nextRecordFromSplit();
+              r != null;
               r = fetched.nextRecordFromSplit()) {
             kinds.add(r.row().getRowKind().shortString() + " " + r.row().getLong(0));
           }
         }
       } while (!fetched.finishedSplits().contains(split.splitId()));
-      assertThat(kinds).as("the rest of the split, where it stood")
+      assertThat(kinds)
+          .as("the rest of the split, where it stood")
           .containsExactly("+I 3", "-U 2", "+U 2", "-D 3");
     }
   }
@@ -108,32 +130,37 @@ class ChangelogSplitReaderTest {
   @Test
   void aRestoredSplitResumesAfterWhatItHadEmitted() throws Exception {
     List<ChangeRecord> rest = readAll(split.withEmitted(4), 100);
-    assertThat(rest).extracting(r -> r.row().getRowKind().shortString() + " " + r.row().getLong(0))
+    assertThat(rest)
+        .extracting(r -> r.row().getRowKind().shortString() + " " + r.row().getLong(0))
         .containsExactly("+U 2", "-D 3");
     assertThat(rest).extracting(ChangeRecord::emittedAfter).containsExactly(5L, 6L);
   }
 
   @Test
   void everyColumnTypeReachesFlinkAsItsInternalValue() throws Exception {
-    Schema types = new Schema(
-        Types.NestedField.required(1, "id", Types.LongType.get()),
-        Types.NestedField.optional(2, "flag", Types.BooleanType.get()),
-        Types.NestedField.optional(3, "small", Types.IntegerType.get()),
-        Types.NestedField.optional(4, "ratio", Types.FloatType.get()),
-        Types.NestedField.optional(5, "score", Types.DoubleType.get()),
-        Types.NestedField.optional(6, "price", Types.DecimalType.of(9, 2)),
-        Types.NestedField.optional(7, "day", Types.DateType.get()),
-        Types.NestedField.optional(8, "at", Types.TimeType.get()),
-        Types.NestedField.optional(9, "local_ts", Types.TimestampType.withoutZone()),
-        Types.NestedField.optional(10, "utc_ts", Types.TimestampType.withZone()),
-        Types.NestedField.optional(11, "name", Types.StringType.get()),
-        Types.NestedField.optional(12, "uid", Types.UUIDType.get()),
-        Types.NestedField.optional(13, "code", Types.FixedType.ofLength(3)),
-        Types.NestedField.optional(14, "blob", Types.BinaryType.get()),
-        Types.NestedField.optional(15, "tags", Types.ListType.ofOptional(17, Types.StringType.get())),
-        Types.NestedField.optional(16, "point", Types.StructType.of(
-            Types.NestedField.optional(18, "x", Types.IntegerType.get()))),
-        Types.NestedField.optional(19, "missing", Types.StringType.get()));
+    Schema types =
+        new Schema(
+            Types.NestedField.required(1, "id", Types.LongType.get()),
+            Types.NestedField.optional(2, "flag", Types.BooleanType.get()),
+            Types.NestedField.optional(3, "small", Types.IntegerType.get()),
+            Types.NestedField.optional(4, "ratio", Types.FloatType.get()),
+            Types.NestedField.optional(5, "score", Types.DoubleType.get()),
+            Types.NestedField.optional(6, "price", Types.DecimalType.of(9, 2)),
+            Types.NestedField.optional(7, "day", Types.DateType.get()),
+            Types.NestedField.optional(8, "at", Types.TimeType.get()),
+            Types.NestedField.optional(9, "local_ts", Types.TimestampType.withoutZone()),
+            Types.NestedField.optional(10, "utc_ts", Types.TimestampType.withZone()),
+            Types.NestedField.optional(11, "name", Types.StringType.get()),
+            Types.NestedField.optional(12, "uid", Types.UUIDType.get()),
+            Types.NestedField.optional(13, "code", Types.FixedType.ofLength(3)),
+            Types.NestedField.optional(14, "blob", Types.BinaryType.get()),
+            Types.NestedField.optional(
+                15, "tags", Types.ListType.ofOptional(17, Types.StringType.get())),
+            Types.NestedField.optional(
+                16,
+                "point",
+                Types.StructType.of(Types.NestedField.optional(18, "x", Types.IntegerType.get()))),
+            Types.NestedField.optional(19, "missing", Types.StringType.get()));
     Table typed = catalog.get().createTable(TableIdentifier.of("db", "typed"), types);
     UUID uid = UUID.fromString("12345678-1234-5678-9abc-def012345678");
     LocalDateTime local = LocalDateTime.of(2026, 11, 30, 12, 34, 56, 789_012_000);
@@ -157,11 +184,13 @@ class ChangelogSplitReaderTest {
     record.setField("tags", List.of("a", "b"));
     record.setField("point", point);
     new TableWriter(typed).append(List.of(record));
-    ChangelogSplit whole = ChangelogSplit.window(
-        catalog.get().commitTableKey(TableIdentifier.of("db", "typed")),
-        ((HasTableOperations) typed).operations().current().metadataFileLocation(),
-        ChangelogSplit.BEFORE_FIRST, typed.currentSnapshot().snapshotId(),
-        catalog.get().commitSeq());
+    ChangelogSplit whole =
+        ChangelogSplit.window(
+            catalog.get().commitTableKey(TableIdentifier.of("db", "typed")),
+            ((HasTableOperations) typed).operations().current().metadataFileLocation(),
+            ChangelogSplit.BEFORE_FIRST,
+            typed.currentSnapshot().snapshotId(),
+            catalog.get().commitSeq());
     table = typed;
 
     RowData read = readAll(whole, 10).get(0).row();
@@ -169,14 +198,22 @@ class ChangelogSplitReaderTest {
     RowType rowType = FlinkSchemaUtil.convert(types);
     ByteBuffer uidBytes = ByteBuffer.allocate(16);
     uidBytes.putLong(uid.getMostSignificantBits()).putLong(uid.getLeastSignificantBits());
-    List<Object> flat = Arrays.asList(1L, true, 42, 1.5f, 2.25,
-        DecimalData.fromBigDecimal(new BigDecimal("1234.56"), 9, 2),
-        (int) LocalDate.of(2026, 11, 30).toEpochDay(),
-        (int) (LocalTime.of(1, 2, 3, 4_000_000).toNanoOfDay() / 1_000_000),
-        TimestampData.fromLocalDateTime(local),
-        TimestampData.fromInstant(local.toInstant(ZoneOffset.UTC)),
-        StringData.fromString("skade"), uidBytes.array(), new byte[] {1, 2, 3},
-        new byte[] {4, 5});
+    List<Object> flat =
+        Arrays.asList(
+            1L,
+            true,
+            42,
+            1.5f,
+            2.25,
+            DecimalData.fromBigDecimal(new BigDecimal("1234.56"), 9, 2),
+            (int) LocalDate.of(2026, 11, 30).toEpochDay(),
+            (int) (LocalTime.of(1, 2, 3, 4_000_000).toNanoOfDay() / 1_000_000),
+            TimestampData.fromLocalDateTime(local),
+            TimestampData.fromInstant(local.toInstant(ZoneOffset.UTC)),
+            StringData.fromString("skade"),
+            uidBytes.array(),
+            new byte[] {1, 2, 3},
+            new byte[] {4, 5});
     assertThat(read.getRowKind()).isEqualTo(RowKind.INSERT);
     assertThat(read.getArity()).isEqualTo(types.columns().size());
     for (int i = 0; i < flat.size(); i++) {
@@ -202,7 +239,8 @@ class ChangelogSplitReaderTest {
         int inFetch = 0;
         for (String id = fetched.nextSplit(); id != null; id = fetched.nextSplit()) {
           assertThat(id).isEqualTo(s.splitId());
-          for (ChangeRecord r = fetched.nextRecordFromSplit(); r != null;
+          for (ChangeRecord r = fetched.nextRecordFromSplit();
+              r != null;
               r = fetched.nextRecordFromSplit()) {
             all.add(r);
             inFetch++;

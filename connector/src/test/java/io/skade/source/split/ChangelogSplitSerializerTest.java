@@ -14,8 +14,14 @@ class ChangelogSplitSerializerTest {
 
   @Test
   void aSplitSurvivesACheckpointWithItsProgress() throws IOException {
-    ChangelogSplit split = ChangelogSplit.window("db\u001fördrer", "/w/db/t/metadata/00007.json",
-        ChangelogSplit.BEFORE_FIRST, 42L, 17L).withEmitted(1234);
+    ChangelogSplit split =
+        ChangelogSplit.window(
+                "db\u001fördrer",
+                "/w/db/t/metadata/00007.json",
+                ChangelogSplit.BEFORE_FIRST,
+                42L,
+                17L)
+            .withEmitted(1234);
     ChangelogSplit restored =
         serializer.deserialize(serializer.getVersion(), serializer.serialize(split));
     assertThat(restored).isEqualTo(split);
@@ -27,8 +33,8 @@ class ChangelogSplitSerializerTest {
   @Test
   void aFullSnapshotSplitOfOneSlotSurvivesACheckpoint() throws IOException {
     FileSlice slice = new FileSlice(FileSlice.Unit.FILE, 128, 77);
-    ChangelogSplit split = ChangelogSplit.snapshot("db\u001ft", "/m.json", 7L, 9L)
-        .withSlice(slice).withEmitted(5);
+    ChangelogSplit split =
+        ChangelogSplit.snapshot("db\u001ft", "/m.json", 7L, 9L).withSlice(slice).withEmitted(5);
     ChangelogSplit restored =
         serializer.deserialize(serializer.getVersion(), serializer.serialize(split));
     assertThat(restored).isEqualTo(split);
@@ -43,8 +49,8 @@ class ChangelogSplitSerializerTest {
     Set<String> ids = new HashSet<>();
     for (int slot = 0; slot < 128; slot++) {
       ids.add(window.withSlice(new FileSlice(FileSlice.Unit.PARTITION, 128, slot)).splitId());
-      ids.add(window.withSlice(new FileSlice(FileSlice.Unit.FILE, 128, slot)).withEmitted(9)
-          .splitId());
+      ids.add(
+          window.withSlice(new FileSlice(FileSlice.Unit.FILE, 128, slot)).withEmitted(9).splitId());
     }
     assertThat(ids).hasSize(128); // the slot is the identity; progress and unit kind are not
     assertThat(ChangelogSplit.snapshot("t", "/m.json", 2, 3).splitId()).isNotIn(ids);
@@ -71,6 +77,7 @@ class ChangelogSplitSerializerTest {
   @Test
   void aNegativeProgressIsRefused() {
     assertThatThrownBy(() -> new ChangelogSplit("t", "/m.json", false, 1, 2, 3, FileSlice.ALL, -1))
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("-1");
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("-1");
   }
 }

@@ -11,12 +11,12 @@ import org.apache.iceberg.flink.maintenance.operator.DataFileRewriteRunner.Execu
 
 /**
  * Part of skade, not of Iceberg: the package-private parts of Iceberg 1.11's Flink rewrite that a
- * rewriter of skade's own needs, a planned group's table and files in, an executed group out
- * for Iceberg's committer, and the maintenance metric group. Iceberg keeps them to its own
- * package because its rewriter, which does not sort, is the only one it expects; skade's
- * {@code io.skade.maintenance.SortingRewriteRunner} writes each group in the table's order.
- * This class must be loaded by the class loader of Iceberg's Flink classes (it is, when both
- * come from one jar or one class path, as in skade's SQL connector jar).
+ * rewriter of skade's own needs, a planned group's table and files in, an executed group out for
+ * Iceberg's committer, and the maintenance metric group. Iceberg keeps them to its own package
+ * because its rewriter, which does not sort, is the only one it expects; skade's {@code
+ * io.skade.maintenance.SortingRewriteRunner} writes each group in the table's order. This class
+ * must be loaded by the class loader of Iceberg's Flink classes (it is, when both come from one jar
+ * or one class path, as in skade's SQL connector jar).
  */
 public final class RewriteGroups {
   private RewriteGroups() {}
@@ -34,13 +34,15 @@ public final class RewriteGroups {
   /** {@code planned}, rewritten into {@code written}, for Iceberg's committer. */
   public static ExecutedGroup executed(PlannedGroup planned, Set<DataFile> written) {
     planned.group().setOutputFiles(written);
-    return new ExecutedGroup(planned.table().snapshot(planned.branch()).snapshotId(),
-        planned.groupsPerCommit(), planned.group());
+    return new ExecutedGroup(
+        planned.table().snapshot(planned.branch()).snapshotId(),
+        planned.groupsPerCommit(),
+        planned.group());
   }
 
   /** The metric group of a maintenance task, where Iceberg's rewriter counts its errors. */
-  public static MetricGroup metrics(RuntimeContext context, String tableName, String taskName,
-      int taskIndex) {
+  public static MetricGroup metrics(
+      RuntimeContext context, String tableName, String taskName, int taskIndex) {
     return TableMaintenanceMetrics.groupFor(context, tableName, taskName, taskIndex);
   }
 }
