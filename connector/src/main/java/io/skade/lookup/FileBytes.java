@@ -2,11 +2,14 @@ package io.skade.lookup;
 
 import io.skade.scan.DataFileRows;
 import java.io.Closeable;
+import java.io.EOFException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.channels.ClosedByInterruptException;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -44,24 +47,7 @@ abstract class FileBytes implements Closeable {
     URI uri = new org.apache.hadoop.fs.Path(location).toUri(); // as HadoopFileIO reads it
     if (io instanceof HadoopFileIO && (uri.getScheme() == null || uri.getScheme().equals("file"))) {
       try {
-        FileChannel channel = FileChannel.open(Path.of(uri.getPath()), StandardOpenOption.READ);
-        return new FileBytes() {
-          @Override
-          void readFully(long position, byte[] into) throws IOException {
-            ByteBuffer buffer = ByteBuffer.wrap(into);
-            while (buffer.hasRemaining()) {
-              if (channel.read(buffer, position + buffer.position()) < 0) {
-                throw new java.io.EOFException(
-                    location + " ends before " + (position + into.length));
-              }
-            }
-          }
-
-          @Override
-          public void close() throws IOException {
-            channel.close();
-          }
-        };
+        return new LocalFile(location, Path.of(uri.getPath()));
       } catch (IOException e) {
         throw new UncheckedIOException("opening " + location + " for lookups", e);
       }
@@ -131,6 +117,63 @@ abstract class FileBytes implements Closeable {
   }
 
   /** Bytes {@code [start, end)} of the file, once read. */
+  /**
+   * A local file read with positional reads, which threads share without a lock. An interrupt of
+   * any thread reading a {@link FileChannel} closes it for every thread (the interrupted one gets
+   * {@link ClosedByInterruptException}, the others {@link ClosedChannelException}): a probe
+   * interrupted when its task is cancelled must not break the file for the other probes of the JVM,
+   * which hold it open in the shared caches. So a channel closed by anything but {@link #close} is
+   * opened again, and a read that found it closed is tried again on the new one.
+   */
+  private static final class LocalFile extends FileBytes {
+    private final String location;
+    private final Path path;
+    private volatile FileChannel channel;
+    private volatile boolean closed;
+
+    LocalFile(String location, Path path) throws IOException {
+      this.location = location;
+      this.path = path;
+      this.channel = FileChannel.open(path, StandardOpenOption.READ);
+    }
+
+    @Override
+    void readFully(long position, byte[] into) throws IOException {
+      ByteBuffer buffer = ByteBuffer.wrap(into);
+      while (buffer.hasRemaining()) {
+        FileChannel current = channel;
+        int read;
+        try {
+          read = current.read(buffer, position + buffer.position());
+        } catch (ClosedChannelException e) {
+          if (closed) {
+            throw e;
+          }
+          reopen(current);
+          if (e instanceof ClosedByInterruptException) {
+            throw e; // this thread was interrupted: it stops, the others read on
+          }
+          continue;
+        }
+        if (read < 0) {
+          throw new EOFException(location + " ends before " + (position + into.length));
+        }
+      }
+    }
+
+    private synchronized void reopen(FileChannel broken) throws IOException {
+      if (channel == broken && !closed) {
+        channel = FileChannel.open(path, StandardOpenOption.READ);
+      }
+    }
+
+    @Override
+    public synchronized void close() throws IOException {
+      closed = true;
+      channel.close();
+    }
+  }
+
   static final class Region {
     final long start;
     final long end;

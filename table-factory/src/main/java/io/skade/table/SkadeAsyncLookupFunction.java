@@ -2,10 +2,12 @@ package io.skade.table;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.time.Duration;
 import java.util.Collection;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.functions.AsyncLookupFunction;
@@ -18,6 +20,10 @@ import org.apache.flink.table.functions.FunctionContext;
  */
 public final class SkadeAsyncLookupFunction extends AsyncLookupFunction {
   private static final long serialVersionUID = 1L;
+
+  /** How long closing waits for the probes in flight. */
+  private static final Duration CLOSE_WAIT = Duration.ofSeconds(10);
+
   private final SkadeLookup lookup;
   private final int threads;
   private transient ExecutorService pool;
@@ -54,10 +60,18 @@ public final class SkadeAsyncLookupFunction extends AsyncLookupFunction {
         pool);
   }
 
+  /**
+   * Lets the probes in flight finish before the lookup's resources close, within {@link
+   * #CLOSE_WAIT}: interrupting them (as on a task's cancel, a failover or a stop with a savepoint)
+   * made each fail, and a failure while a job stops with a savepoint fails the job.
+   */
   @Override
-  public void close() {
+  public void close() throws InterruptedException {
     if (pool != null) {
-      pool.shutdownNow();
+      pool.shutdown();
+      if (!pool.awaitTermination(CLOSE_WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
+        pool.shutdownNow();
+      }
     }
     lookup.close();
   }

@@ -109,7 +109,11 @@ class SqlDeltaJoinTest extends SqlTestBase {
       await()
           .atMost(Duration.ofSeconds(120))
           .pollInterval(Duration.ofMillis(200))
-          .untilAsserted(() -> assertThat(enriched("enriched")).isEqualTo(expected));
+          .untilAsserted(
+              () ->
+                  assertThat(enriched("enriched"))
+                      .as(() -> "the sink table, whose history is\n" + history("enriched"))
+                      .isEqualTo(expected));
       assertThat(FailOnce.failed).as("the injected failure happened").isTrue();
       assertThat(cluster.status(job)).isEqualTo(JobStatus.RUNNING);
     } finally {
@@ -281,6 +285,24 @@ class SqlDeltaJoinTest extends SqlTestBase {
     }
     Collections.sort(rows);
     return rows;
+  }
+
+  /** The sink table's snapshots, one a line: what a failed comparison needs to be explained. */
+  private String history(String name) {
+    Table table = catalog.catalog().loadTable(TableIdentifier.of("shop", name));
+    StringBuilder history = new StringBuilder();
+    for (org.apache.iceberg.Snapshot snapshot : table.snapshots()) {
+      history
+          .append(snapshot.sequenceNumber())
+          .append(' ')
+          .append(snapshot.snapshotId())
+          .append(' ')
+          .append(snapshot.operation())
+          .append(' ')
+          .append(snapshot.summary())
+          .append('\n');
+    }
+    return history.toString();
   }
 
   /** The sink table's rows, as Iceberg's own reader gives them, in order. */
