@@ -1,5 +1,8 @@
 package io.skade.benchmarks;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
@@ -20,37 +23,41 @@ import java.util.Locale;
  * batch becoming durable to the subscriber receiving it. One warm-up pass of each workload precedes
  * the measured cells. It asserts nothing; it prints figures.
  *
+ * <p>Then contended cells ({@link ContendedRun}): 1, 4 and 16 writers appending small Parquet files
+ * to the same 1 or 4 tables of one group-commit catalog, round-robin, with the tables' default
+ * commit retries: commits that succeeded and failed, successful commits/s, append-call latency p50,
+ * p99 and max, commit attempts per successful commit, and a warning where a table's snapshot count
+ * differs from the commits to it that succeeded.
+ *
  * <p>System properties (defaults in brackets): {@code skade.bench.pointerCommits} pointer-only
  * commits per cell [2000], {@code skade.bench.commits} metadata-only commits per cell [300], {@code
  * skade.bench.appendCommits} append commits per cell [150], {@code skade.bench.committers}
  * comma-separated committer counts [1,4,16,64], {@code skade.bench.warmupCommits} commits per
- * workload in the warm-up [100].
+ * workload in the warm-up [100], {@code skade.bench.uncontended} whether to run the cells of a
+ * table per committer [true] (false: the warm-up, then the contended cells alone); the contended
+ * cells' properties are {@link ContendedRun}'s.
  */
 public final class CommitBenchmark {
 
   private CommitBenchmark() {}
 
   public static void main(String[] args) throws Exception {
-    // Iceberg logs every commit at INFO; keep the table readable unless told otherwise.
-    if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
-      System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
-    }
+    quietLogs();
     int pointerCommits = Integer.getInteger("skade.bench.pointerCommits", 2000);
     int metadataCommits = Integer.getInteger("skade.bench.commits", 300);
     int appendCommits = Integer.getInteger("skade.bench.appendCommits", 150);
     int warmupCommits = Integer.getInteger("skade.bench.warmupCommits", 100);
-    int[] committerCounts =
-        Arrays.stream(System.getProperty("skade.bench.committers", "1,4,16,64").split(","))
-            .map(String::trim)
-            .mapToInt(Integer::parseInt)
-            .toArray();
+    int[] committerCounts = ints("skade.bench.committers", "1,4,16,64");
+    boolean uncontended =
+        Boolean.parseBoolean(System.getProperty("skade.bench.uncontended", "true"));
 
     System.out.printf(
-        "skade commit benchmark | JVM: %s %s (%s) | cores: %d | date: %s%n",
+        "skade commit benchmark | JVM: %s %s (%s) | cores: %d | load average: %s | date: %s%n",
         System.getProperty("java.vm.name"),
         System.getProperty("java.runtime.version"),
         System.getProperty("java.vm.vendor"),
         Runtime.getRuntime().availableProcessors(),
+        loadAverage(),
         ZonedDateTime.now().format(DateTimeFormatter.ISO_OFFSET_DATE_TIME));
     System.out.println(
         "WAL syncs per commit < 1 means group commit coalesced fsyncs"
@@ -72,6 +79,16 @@ public final class CommitBenchmark {
       }
     }
 
+    if (uncontended) {
+      printUncontended(pointerCommits, metadataCommits, appendCommits, committerCounts);
+    }
+    ContendedRun.section(List.of(CommitRun::contended));
+  }
+
+  /** The cells of a table per committer, then their table. */
+  private static void printUncontended(
+      int pointerCommits, int metadataCommits, int appendCommits, int[] committerCounts)
+      throws Exception {
     List<CommitRun.Result> results = new ArrayList<>();
     for (Workload workload : Workload.values()) {
       int commits =
@@ -207,6 +224,37 @@ public final class CommitBenchmark {
       if (i == 0) {
         System.out.println("-".repeat(line.toString().stripTrailing().length()));
       }
+    }
+  }
+
+  /**
+   * Keeps the tables readable unless told otherwise: Iceberg logs every commit at INFO, and every
+   * retry of a contended commit at WARN with a stack trace (the contended table counts them).
+   */
+  static void quietLogs() {
+    System.getProperties().putIfAbsent("org.slf4j.simpleLogger.defaultLogLevel", "warn");
+    System.getProperties()
+        .putIfAbsent("org.slf4j.simpleLogger.log.org.apache.iceberg.util.Tasks", "error");
+  }
+
+  /** The comma-separated integers of system property {@code property}, or of {@code defaults}. */
+  static int[] ints(String property, String defaults) {
+    return Arrays.stream(System.getProperty(property, defaults).split(","))
+        .map(String::trim)
+        .mapToInt(Integer::parseInt)
+        .toArray();
+  }
+
+  /**
+   * The machine's load average over 1, 5 and 15 minutes, for the header: on 2 cores, another
+   * process's build can halve the figures.
+   */
+  static String loadAverage() {
+    try {
+      String[] fields = Files.readString(Path.of("/proc/loadavg")).trim().split("\\s+");
+      return fields[0] + " " + fields[1] + " " + fields[2];
+    } catch (IOException e) {
+      return "n/a"; // not Linux
     }
   }
 

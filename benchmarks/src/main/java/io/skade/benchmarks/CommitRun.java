@@ -25,6 +25,8 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.IntConsumer;
 import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.iceberg.CatalogProperties;
+import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.SupportsNamespaces;
 import org.apache.iceberg.catalog.TableIdentifier;
@@ -32,7 +34,9 @@ import org.apache.iceberg.rest.RESTCatalog;
 
 /**
  * One cell of the commit benchmarks: fresh tables, one per committer thread, a fixed commit count;
- * in a fresh catalog of this JVM, or through a skade server's REST protocol.
+ * in a fresh catalog of this JVM, or through a skade server's REST protocol. A contended cell
+ * ({@link ContendedRun}) uses the same catalogs, its writers sharing tables. Every catalog here
+ * reports commits to {@link CommitAttemptsReporter}.
  */
 final class CommitRun {
   private static final Namespace NAMESPACE = Namespace.of("bench");
@@ -104,21 +108,34 @@ final class CommitRun {
     double ackLatencyMicros(double percentile) {
       return micros(sortedAckLatencyNanos, percentile);
     }
+  }
 
-    /** Nearest-rank percentile in microseconds; NaN when nothing arrived. */
-    private static double micros(long[] sorted, double percentile) {
-      if (sorted.length == 0) {
-        return Double.NaN;
-      }
-      int rank = (int) Math.ceil(percentile / 100 * sorted.length);
-      return sorted[Math.max(rank, 1) - 1] / 1e3;
+  /** Nearest-rank percentile of {@code sorted} nanoseconds, in microseconds; NaN when empty. */
+  static double micros(long[] sorted, double percentile) {
+    if (sorted.length == 0) {
+      return Double.NaN;
     }
+    int rank = (int) Math.ceil(percentile / 100 * sorted.length);
+    return sorted[Math.max(rank, 1) - 1] / 1e3;
   }
 
   /** Where a cell's catalog is, and how its committers and its feed subscriber reach it. */
-  private interface Cell extends AutoCloseable {
+  interface Cell extends AutoCloseable {
+    /**
+     * The catalog that committer {@code n} commits through: the cell's own in this JVM; on a
+     * server, a client of its own, made by this call.
+     */
+    Catalog client(int n);
+
+    /** The cell's table number {@code t}. */
+    TableIdentifier tableId(int t);
+
     /** Creates committer {@code t}'s table (untimed); returns what its commit {@code i} does. */
-    IntConsumer committer(Workload workload, int t);
+    default IntConsumer committer(Workload workload, int t) {
+      Catalog client = client(t);
+      TableIdentifier id = tableId(t);
+      return workload.committerFor(client, id, client.createTable(id, Workload.SCHEMA), t);
+    }
 
     /** Committer {@code t}'s table, as the feed's events name it. */
     String tableKey(int t);
@@ -133,6 +150,18 @@ final class CommitRun {
     StoreStatistics statistics();
   }
 
+  /** What a benchmark measures on a cell. */
+  @FunctionalInterface
+  private interface Measurement<R> {
+    R on(Cell cell) throws Exception;
+  }
+
+  /** What each of the threads that {@link #together} starts does, given its number. */
+  @FunctionalInterface
+  interface ThreadBody {
+    void run(int thread) throws Exception;
+  }
+
   private CommitRun() {}
 
   /** Runs one cell of the given design, on a fresh catalog embedded in this JVM. */
@@ -141,9 +170,33 @@ final class CommitRun {
     if (design == Design.SERVER) {
       throw new IllegalArgumentException("a server's cell runs on a server: run(.., server, ..)");
     }
+    return embedded(design, cell -> measure(cell, workload, design, committers, commits));
+  }
+
+  /**
+   * Runs one contended cell ({@link ContendedRun}) on a fresh catalog of skade's defaults (group
+   * commit) in this JVM, which all writers share.
+   */
+  static ContendedRun.Result contended(int writers, int tables, int commitsPerWriter)
+      throws Exception {
+    return embedded(
+        Design.GROUP_COMMIT,
+        cell -> ContendedRun.measure(cell, "embedded", writers, tables, commitsPerWriter));
+  }
+
+  /** Runs one contended cell through {@code server}'s REST protocol, a client per writer. */
+  static ContendedRun.Result contended(
+      ServerProcess server, int writers, int tables, int commitsPerWriter) throws Exception {
+    try (Served cell = new Served(server)) {
+      return ContendedRun.measure(cell, Design.SERVER.label, writers, tables, commitsPerWriter);
+    }
+  }
+
+  /** Measures on a fresh catalog of {@code design} in a temporary warehouse, deleted afterwards. */
+  private static <R> R embedded(Design design, Measurement<R> measurement) throws Exception {
     Path warehouse = Files.createTempDirectory("skade-bench-");
     try (Embedded cell = new Embedded(warehouse, design)) {
-      return measure(cell, workload, design, committers, commits);
+      return measurement.on(cell);
     } finally {
       deleteTree(warehouse);
     }
@@ -177,40 +230,24 @@ final class CommitRun {
     FeedProbe probe = new FeedProbe(subscription, commits, cell.stampsDurability());
     probe.start();
 
-    CountDownLatch go = new CountDownLatch(1);
     AtomicReference<Throwable> failure = new AtomicReference<>();
-    List<Thread> threads = new ArrayList<>();
     long[][] acknowledged = new long[committers][];
     for (int t = 0; t < committers; t++) {
       // Spread the remainder so the cell makes exactly `commits` commits.
-      int share = commits / committers + (t < commits % committers ? 1 : 0);
-      IntConsumer action = actions.get(t);
-      long[] acks = acknowledged[t] = new long[share];
-      Thread thread =
-          new Thread(
-              () -> {
-                try {
-                  go.await();
-                  for (int i = 0; i < share; i++) {
-                    action.accept(i);
-                    acks[i] = System.nanoTime();
-                  }
-                } catch (Throwable e) {
-                  failure.compareAndSet(null, e);
-                }
-              },
-              "bench-committer-" + t);
-      thread.start();
-      threads.add(thread);
+      acknowledged[t] = new long[commits / committers + (t < commits % committers ? 1 : 0)];
     }
-
     StoreStatistics before = cell.statistics();
-    long start = System.nanoTime();
-    go.countDown();
-    for (Thread thread : threads) {
-      thread.join();
-    }
-    long elapsed = System.nanoTime() - start;
+    long elapsed =
+        together(
+            committers,
+            "bench-committer-",
+            t -> {
+              for (int i = 0; i < acknowledged[t].length; i++) {
+                actions.get(t).accept(i);
+                acknowledged[t][i] = System.nanoTime();
+              }
+            },
+            failure);
     StoreStatistics after = cell.statistics();
 
     probe.finish(Duration.ofSeconds(30));
@@ -233,6 +270,40 @@ final class CommitRun {
         probe.missed());
   }
 
+  /**
+   * Runs {@code body} on {@code threads} threads (named {@code name} and their number), let go at
+   * once so that they contend from the first commit; returns the nanoseconds from then until the
+   * last one finished. A thread that throws stops, its exception in {@code failure} if the first.
+   */
+  static long together(
+      int threads, String name, ThreadBody body, AtomicReference<Throwable> failure)
+      throws InterruptedException {
+    CountDownLatch go = new CountDownLatch(1);
+    List<Thread> started = new ArrayList<>();
+    for (int t = 0; t < threads; t++) {
+      int number = t;
+      Thread thread =
+          new Thread(
+              () -> {
+                try {
+                  go.await();
+                  body.run(number);
+                } catch (Throwable e) {
+                  failure.compareAndSet(null, e);
+                }
+              },
+              name + t);
+      thread.start();
+      started.add(thread);
+    }
+    long start = System.nanoTime();
+    go.countDown();
+    for (Thread thread : started) {
+      thread.join();
+    }
+    return System.nanoTime() - start;
+  }
+
   /** A fresh catalog in this JVM, configured as the design says. */
   private static final class Embedded implements Cell {
     private final SkadeCatalog catalog = new SkadeCatalog();
@@ -247,19 +318,25 @@ final class CommitRun {
               "warehouse",
               warehouse.toString(),
               SkadeCatalog.MAX_BATCH_SIZE,
-              design == Design.FSYNC_PER_COMMIT ? "1" : "4096"));
+              design == Design.FSYNC_PER_COMMIT ? "1" : "4096",
+              CatalogProperties.METRICS_REPORTER_IMPL,
+              CommitAttemptsReporter.class.getName()));
       catalog.createNamespace(NAMESPACE);
     }
 
     @Override
-    public IntConsumer committer(Workload workload, int t) {
-      TableIdentifier id = TableIdentifier.of(NAMESPACE, "t" + t);
-      return workload.committerFor(catalog, id, catalog.createTable(id, Workload.SCHEMA), t);
+    public Catalog client(int n) {
+      return catalog;
+    }
+
+    @Override
+    public TableIdentifier tableId(int t) {
+      return TableIdentifier.of(NAMESPACE, "t" + t);
     }
 
     @Override
     public String tableKey(int t) {
-      return catalog.commitTableKey(TableIdentifier.of(NAMESPACE, "t" + t));
+      return catalog.commitTableKey(tableId(t));
     }
 
     @Override
@@ -298,17 +375,21 @@ final class CommitRun {
     }
 
     @Override
-    public IntConsumer committer(Workload workload, int t) {
+    public Catalog client(int n) {
       // A client per committer, as committers in processes of their own would have.
-      RESTCatalog client = ServerClients.committer("committer-" + t, server);
+      RESTCatalog client = ServerClients.committer("committer-" + n, server);
       clients.add(client);
-      TableIdentifier id = TableIdentifier.of(namespace, "t" + t);
-      return workload.committerFor(client, id, client.createTable(id, Workload.SCHEMA), t);
+      return client;
+    }
+
+    @Override
+    public TableIdentifier tableId(int t) {
+      return TableIdentifier.of(namespace, "t" + t);
     }
 
     @Override
     public String tableKey(int t) {
-      return subscriber.feed().commitTableKey(TableIdentifier.of(namespace, "t" + t));
+      return subscriber.feed().commitTableKey(tableId(t));
     }
 
     @Override

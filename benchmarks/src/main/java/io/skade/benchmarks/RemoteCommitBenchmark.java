@@ -8,7 +8,6 @@ import java.nio.file.Path;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.stream.Stream;
@@ -31,10 +30,20 @@ import java.util.stream.Stream;
  * subscriber heard first), for both; and, embedded only, from its batch becoming durable, as {@link
  * CommitBenchmark} prints it.
  *
+ * <p>Then contended cells ({@link ContendedRun}), embedded and through the server side by side: 1,
+ * 4 and 16 writers appending small Parquet files to the same 1 or 4 tables, round-robin, each
+ * writer a {@code RESTCatalog} of its own on the server, with the tables' default commit retries:
+ * commits that succeeded and failed, successful commits/s, append-call latency p50, p99 and max,
+ * commit attempts per successful commit, and a warning where a table's snapshot count differs from
+ * the commits to it that succeeded.
+ *
  * <p>System properties (defaults in brackets): {@code skade.bench.commits} metadata-only commits
  * per cell [300], {@code skade.bench.appendCommits} append commits per cell [150], {@code
  * skade.bench.committers} comma-separated committer counts [1,4,16], {@code
- * skade.bench.warmupCommits} commits per workload and design in the warm-up [500].
+ * skade.bench.warmupCommits} commits per workload and design in the warm-up [500], {@code
+ * skade.bench.uncontended} whether to run the cells of a table per committer [true] (false: the
+ * warm-up, then the contended cells alone); the contended cells' properties are {@link
+ * ContendedRun}'s.
  */
 public final class RemoteCommitBenchmark {
   private static final List<Workload> WORKLOADS = List.of(Workload.METADATA_ONLY, Workload.APPEND);
@@ -42,9 +51,7 @@ public final class RemoteCommitBenchmark {
   private RemoteCommitBenchmark() {}
 
   public static void main(String[] args) throws Exception {
-    if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
-      System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
-    }
+    CommitBenchmark.quietLogs();
     // Every REST client warns that its token implies OAuth2; keep the table readable.
     if (System.getProperty("org.slf4j.simpleLogger.log.org.apache.iceberg.rest.auth") == null) {
       System.setProperty("org.slf4j.simpleLogger.log.org.apache.iceberg.rest.auth", "error");
@@ -54,18 +61,18 @@ public final class RemoteCommitBenchmark {
     // More than CommitBenchmark's 100: the server's JVM is warmed by these alone (a metadata-only
     // commit through it took 11 ms over the first 300, 4.5 ms over the third 300).
     int warmupCommits = Integer.getInteger("skade.bench.warmupCommits", 500);
-    int[] committerCounts =
-        Arrays.stream(System.getProperty("skade.bench.committers", "1,4,16").split(","))
-            .map(String::trim)
-            .mapToInt(Integer::parseInt)
-            .toArray();
+    int[] committerCounts = CommitBenchmark.ints("skade.bench.committers", "1,4,16");
+    boolean uncontended =
+        Boolean.parseBoolean(System.getProperty("skade.bench.uncontended", "true"));
 
     System.out.printf(
-        "skade commit benchmark through REST | JVM: %s %s (%s) | cores: %d |" + " date: %s%n",
+        "skade commit benchmark through REST | JVM: %s %s (%s) | cores: %d | load average: %s |"
+            + " date: %s%n",
         System.getProperty("java.vm.name"),
         System.getProperty("java.runtime.version"),
         System.getProperty("java.vm.vendor"),
         Runtime.getRuntime().availableProcessors(),
+        CommitBenchmark.loadAverage(),
         ZonedDateTime.now().format(DateTimeFormatter.ISO_OFFSET_DATE_TIME));
     System.out.printf(
         "Per cell: one fresh table per committer; %d metadata-only / %d append"
@@ -83,20 +90,28 @@ public final class RemoteCommitBenchmark {
         CommitRun.run(workload, CommitRun.Design.GROUP_COMMIT, 4, warmupCommits);
         CommitRun.run(workload, server, 4, warmupCommits);
       }
-      for (Workload workload : WORKLOADS) {
-        int commits = workload == Workload.APPEND ? appendCommits : metadataCommits;
-        for (int committers : committerCounts) {
-          results.add(CommitRun.run(workload, CommitRun.Design.GROUP_COMMIT, committers, commits));
-          results.add(CommitRun.run(workload, server, committers, commits));
+      if (uncontended) {
+        for (Workload workload : WORKLOADS) {
+          int commits = workload == Workload.APPEND ? appendCommits : metadataCommits;
+          for (int committers : committerCounts) {
+            results.add(
+                CommitRun.run(workload, CommitRun.Design.GROUP_COMMIT, committers, commits));
+            results.add(CommitRun.run(workload, server, committers, commits));
+          }
         }
+        System.out.println();
+        print(results);
       }
+      // While the server is up: its cells need it.
+      ContendedRun.section(
+          List.of(
+              CommitRun::contended,
+              (writers, tables, commits) -> CommitRun.contended(server, writers, tables, commits)));
     } finally {
       try (Stream<Path> paths = Files.walk(root)) {
         paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
       }
     }
-    System.out.println();
-    print(results);
   }
 
   private static void print(List<CommitRun.Result> results) {

@@ -7,6 +7,7 @@ import java.util.HashMap;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.rest.RESTCatalog;
 
 /** How the benchmarks reach a skade server in a child JVM: its properties, its REST clients. */
@@ -23,7 +24,9 @@ final class ServerClients {
    * An Iceberg {@link RESTCatalog} of {@code server} for a committer. Its data and manifest files
    * go through {@link SkadeLocalFileSystem}, as an embedded catalog's do (Hadoop's own local file
    * system starts a {@code chmod} process per file), so that figures beside the embedded catalog's
-   * compare the commit paths, not two local file systems.
+   * compare the commit paths, not two local file systems. Its commits are counted by {@link
+   * CommitAttemptsReporter} (in place of Iceberg's default reporter, which only logs), so that
+   * contended cells can tell how many attempts a commit took.
    */
   static RESTCatalog committer(String name, ServerProcess server) {
     Configuration conf = new Configuration();
@@ -31,7 +34,9 @@ final class ServerClients {
     conf.setBoolean("fs.file.impl.disable.cache", true);
     RESTCatalog catalog = new RESTCatalog();
     catalog.setConf(conf);
-    catalog.initialize(name, new HashMap<>(properties(server)));
+    Map<String, String> properties = new HashMap<>(properties(server));
+    properties.put(CatalogProperties.METRICS_REPORTER_IMPL, CommitAttemptsReporter.class.getName());
+    catalog.initialize(name, properties);
     return catalog;
   }
 }
