@@ -31,6 +31,7 @@ import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.TableOperations;
+import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.SupportsNamespaces;
 import org.apache.iceberg.catalog.TableCommit;
@@ -69,6 +70,9 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code consumer.expiry-timeout}: how long a consumer's stored cursor holds snapshot expiry
  *       back after it was last stored (7d); a whole number with a unit {@code ms}, {@code s},
  *       {@code m}, {@code h} or {@code d}, a bare number being milliseconds.
+ *   <li>{@code table-default.commit.retry.*}: a new table's commit retries ({@link
+ *       #TABLE_DEFAULTS}: 30 retries, waits from 50 ms doubling up to 2 s), which a table's own
+ *       properties override.
  *   <li>{@code io-impl}: the {@link FileIO} (default Hadoop's, which covers local files; without a
  *       Hadoop configuration given, local files go through {@link SkadeLocalFileSystem}).
  * </ul>
@@ -190,10 +194,31 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     return catalog;
   }
 
+  /**
+   * The table properties every table this catalog creates gets unless the table or the catalog's
+   * {@code table-default.*} properties set them: commit retries for several writers on one table. A
+   * commit's attempt (refresh, then manifests and a manifest list written, then the swap) takes
+   * tens of milliseconds, and only one attempt per table can win in that window, so Iceberg's
+   * default of 4 retries 100 ms to 800 ms apart fails writers that merely lost a few races in a
+   * row; these waits start shorter, stop growing at 2 s, and last up to 30 retries.
+   */
+  public static final Map<String, String> TABLE_DEFAULTS =
+      Map.of(
+          TableProperties.COMMIT_NUM_RETRIES, "30",
+          TableProperties.COMMIT_MIN_RETRY_WAIT_MS, "50",
+          TableProperties.COMMIT_MAX_RETRY_WAIT_MS, "2000");
+
+  private static Map<String, String> withTableDefaults(Map<String, String> props) {
+    Map<String, String> merged = new HashMap<>(props);
+    TABLE_DEFAULTS.forEach(
+        (key, value) -> merged.putIfAbsent(CatalogProperties.TABLE_DEFAULT_PREFIX + key, value));
+    return Map.copyOf(merged);
+  }
+
   /** Reads and checks the properties and makes the file IO; opens nothing else. */
   private void configure(String catalogName, Map<String, String> props) {
     this.name = catalogName == null ? "skade" : catalogName;
-    this.properties = Map.copyOf(props);
+    this.properties = withTableDefaults(props);
     this.warehouse = warehouse(name, props);
     Path catalogPath = catalogPath(name, props);
     String access = props.getOrDefault(CATALOG_ACCESS, "owner");

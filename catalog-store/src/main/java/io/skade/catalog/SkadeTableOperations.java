@@ -22,6 +22,12 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
   /** How often a metadata file that cannot be read yet is retried (Iceberg's default). */
   private static final int REFRESH_RETRIES = 20;
 
+  /**
+   * How many times a re-appliable change follows commits that land before it; each of them is lost
+   * only to another commit that won, so this bounds a storm, not a normal race.
+   */
+  static final int MAX_REAPPLY_ROUNDS = 100;
+
   private final SkadeCatalog catalog;
   private final TableIdentifier identifier;
   private final String tableKey;
@@ -53,9 +59,45 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
   @Override
   protected void doCommit(TableMetadata base, TableMetadata metadata) {
     Committer committer = catalog.committer(); // a follower fails here, before writing any file
+    if (base == null) {
+      commit(committer, null, metadata);
+      return;
+    }
+    Reapply reapply = Reapply.of(fullName, base, metadata);
+    TableMetadata onto = base;
+    TableMetadata target = metadata;
+    for (int round = 1; ; round++) {
+      // Checked before any other work: a stale commit is refused without writing a file.
+      TablePointer current = catalog.readPointer(tableKey);
+      if (current == null) {
+        throw dropped();
+      }
+      if (!current.metadataLocation().equals(onto.metadataFileLocation())) {
+        if (reapply == null) {
+          throw stale(current.metadataLocation(), onto.metadataFileLocation());
+        }
+        onto = CommittedMetadata.read(io(), current.metadataLocation());
+        target = reapply.onto(onto);
+      }
+      try {
+        commit(committer, onto, target);
+        return;
+      } catch (StaleMetadataException e) {
+        // Another commit landed between the read and the swap; only a re-appliable change
+        // follows it, and each round is lost only to a commit that won.
+        if (reapply == null || round == MAX_REAPPLY_ROUNDS) {
+          throw e;
+        }
+      }
+    }
+  }
+
+  /** Writes {@code metadata}'s file and swaps the pointer from {@code base} (null: creates). */
+  private void commit(Committer committer, TableMetadata base, TableMetadata metadata) {
     FlinkCheckpointGuard.check(fullName, base, metadata, io());
     boolean register = base == null && metadata.metadataFileLocation() != null;
-    String newLocation = writeNewMetadataIfRequired(base == null, metadata);
+    String newLocation =
+        register ? metadata.metadataFileLocation() : writeNewMetadata(metadata, nextVersion(base));
     if (!register) {
       // before the swap: the commit feed may wake a reader of this file before submit returns
       CommittedMetadata.written(newLocation, metadata);
@@ -109,16 +151,40 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
                   identifier, identifier.namespace());
             }
           } else if (current == null) {
-            throw new NoSuchTableException("Cannot commit to table %s: it was dropped", identifier);
+            throw dropped();
           } else if (!current.metadataLocation().equals(baseLocation)) {
-            throw new CommitFailedException(
-                "Cannot commit %s: metadata location %s has changed from %s",
-                identifier, current.metadataLocation(), baseLocation);
+            throw stale(current.metadataLocation(), baseLocation);
           } else {
             catalog.expiryGuard().check(stage, tableKey, fullName, base, removed);
           }
           return stage.commit(tableKey, operation, added, newLocation, snapshotId);
         });
+  }
+
+  private NoSuchTableException dropped() {
+    return new NoSuchTableException("Cannot commit to table %s: it was dropped", identifier);
+  }
+
+  private StaleMetadataException stale(String currentLocation, String baseLocation) {
+    return new StaleMetadataException(
+        "Cannot commit %s: metadata location %s has changed from %s",
+        identifier, currentLocation, baseLocation);
+  }
+
+  /** The version of the file after {@code base}'s, as Iceberg numbers metadata files. */
+  private int nextVersion(TableMetadata base) {
+    return base == null ? 0 : metadataVersion(base.metadataFileLocation()) + 1;
+  }
+
+  /** The version a metadata file's name starts with ({@code 00012-<uuid>.metadata.json}), or -1. */
+  static int metadataVersion(String location) {
+    String name = location.substring(location.lastIndexOf('/') + 1);
+    int dash = name.indexOf('-');
+    try {
+      return dash < 0 ? -1 : Integer.parseInt(name.substring(0, dash));
+    } catch (NumberFormatException e) {
+      return -1; // not named by Iceberg's scheme: numbering starts again
+    }
   }
 
   /** Writes {@code metadata} as the next metadata file of this table, for a multi-table commit. */
