@@ -196,11 +196,11 @@ public class SkadeCatalog extends BaseMetastoreCatalog
 
   /**
    * The table properties every table this catalog creates gets unless the table or the catalog's
-   * {@code table-default.*} properties set them: commit retries for several writers on one table. A
-   * commit's attempt (refresh, then manifests and a manifest list written, then the swap) takes
-   * tens of milliseconds, and only one attempt per table can win in that window, so Iceberg's
-   * default of 4 retries 100 ms to 800 ms apart fails writers that merely lost a few races in a
-   * row; these waits start shorter, stop growing at 2 s, and last up to 30 retries.
+   * {@code table-default.*} properties set them: commit retries for several writers on one table.
+   * Only one attempt per table wins in the time an attempt takes from its refresh to its swap (15
+   * ms for an append of this JVM, tens of ms for a REST client's), so Iceberg's default of 4
+   * retries 100 ms to 800 ms apart fails writers that merely lost a few races in a row; these waits
+   * start shorter, stop growing at 2 s, and last up to 30 retries.
    */
   public static final Map<String, String> TABLE_DEFAULTS =
       Map.of(
@@ -558,13 +558,19 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   @Override
   public TableBuilder buildTable(TableIdentifier identifier, Schema schema) {
     TableKeys.validate(identifier);
-    return super.buildTable(identifier, schema);
+    return new SkadeTable.Builder(super.buildTable(identifier, schema));
   }
 
   @Override
   public Table registerTable(TableIdentifier identifier, String metadataFileLocation) {
     TableKeys.validate(identifier);
-    return super.registerTable(identifier, metadataFileLocation);
+    return SkadeTable.of(super.registerTable(identifier, metadataFileLocation));
+  }
+
+  /** The table, as a {@link SkadeTable} (a metadata table as Iceberg makes it). */
+  @Override
+  public Table loadTable(TableIdentifier identifier) {
+    return SkadeTable.of(super.loadTable(identifier));
   }
 
   @Override
