@@ -23,10 +23,13 @@ import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileMetadata;
 import org.apache.iceberg.HasTableOperations;
+import org.apache.iceberg.OverwriteFiles;
 import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.RowDelta;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.SnapshotRef;
+import org.apache.iceberg.SnapshotUpdate;
 import org.apache.iceberg.SortOrder;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableMetadata;
@@ -298,26 +301,26 @@ class ConcurrentCommitsTest {
 
   @Test
   void twoRowLevelDeletesOfTheSameRowStillConflictMergeOnRead() throws Exception {
-    try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
-      Table table = Catalogs.createTable(catalog, "t");
-      DataFile data = Catalogs.dataFile("rows");
-      table.newAppend().appendFile(data).commit();
-      long from = table.currentSnapshot().snapshotId();
-      Table other = catalog.loadTable(id("t"));
-
-      rowDelta(table, from, data, "mine").commit();
-      long winner = table.currentSnapshot().snapshotId();
-      long seq = catalog.commitSeq();
-      assertThatThrownBy(() -> rowDelta(other, from, data, "theirs").commit())
-          .isInstanceOf(ValidationException.class)
-          .hasMessageContaining("conflicting delete files");
-
-      assertNothingHalfApplied(catalog, winner, seq);
-    }
+    assertTheSecondOfTwoConflicts(
+        (table, from, data, name) -> rowDelta(table, from, data, name), "conflicting delete files");
   }
 
   @Test
   void twoCopyOnWriteRewritesOfTheSameFileStillConflict() throws Exception {
+    assertTheSecondOfTwoConflicts(
+        (table, from, data, name) -> rewrite(table, from, data, name), "conflicting files");
+  }
+
+  /** What two writers do to one data file, each from the same snapshot. */
+  private interface RowChange {
+    SnapshotUpdate<?> on(Table table, long from, DataFile data, String name);
+  }
+
+  /**
+   * Two writers make {@code change} from the same snapshot: the second is refused with Iceberg's
+   * {@link ValidationException}, and the table is as the first left it.
+   */
+  private void assertTheSecondOfTwoConflicts(RowChange change, String message) throws Exception {
     try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
       Table table = Catalogs.createTable(catalog, "t");
       DataFile data = Catalogs.dataFile("rows");
@@ -325,16 +328,14 @@ class ConcurrentCommitsTest {
       long from = table.currentSnapshot().snapshotId();
       Table other = catalog.loadTable(id("t"));
 
-      rewrite(table, from, data, "mine").commit();
+      change.on(table, from, data, "mine").commit();
       long winner = table.currentSnapshot().snapshotId();
       long seq = catalog.commitSeq();
-      assertThatThrownBy(() -> rewrite(other, from, data, "theirs").commit())
-          .isInstanceOf(ValidationException.class);
+      assertThatThrownBy(() -> change.on(other, from, data, "theirs").commit())
+          .isInstanceOf(ValidationException.class)
+          .hasMessageContaining(message);
 
       assertNothingHalfApplied(catalog, winner, seq);
-      assertThat(addedFiles(catalog.loadTable(id("t"))))
-          .contains(Catalogs.dataFile("mine").location())
-          .doesNotContain(Catalogs.dataFile("theirs").location());
     }
   }
 
@@ -392,8 +393,7 @@ class ConcurrentCommitsTest {
     }
   }
 
-  private static org.apache.iceberg.RowDelta rowDelta(
-      Table table, long from, DataFile data, String name) {
+  private static RowDelta rowDelta(Table table, long from, DataFile data, String name) {
     DeleteFile delete =
         FileMetadata.deleteFileBuilder(PartitionSpec.unpartitioned())
             .ofPositionDeletes()
@@ -411,8 +411,7 @@ class ConcurrentCommitsTest {
         .validateNoConflictingDeleteFiles();
   }
 
-  private static org.apache.iceberg.OverwriteFiles rewrite(
-      Table table, long from, DataFile data, String name) {
+  private static OverwriteFiles rewrite(Table table, long from, DataFile data, String name) {
     return table
         .newOverwrite()
         .deleteFile(data)
