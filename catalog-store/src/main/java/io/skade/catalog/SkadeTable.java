@@ -21,7 +21,7 @@ import org.apache.iceberg.relocated.com.google.common.util.concurrent.MoreExecut
  * nothing, merges one bin of manifests at most, and reads only manifests it writes — so the sleeps
  * were nearly all of the time between an attempt's refresh and its swap: 33-50 ms, in which another
  * writer's commit made the attempt lose. Run in the caller, an append takes 15 ms (median, one
- * writer, local disk) and 16 writers on one table commit 2.3 times as fast ({@code
+ * writer, local disk), and 16 writers appending to one table commit about twice as fast ({@code
  * CommitBenchmark}'s contended cells). Operations that filter many manifests (overwrites, row
  * deltas, rewrites) keep the pool, where reading manifests in parallel pays.
  */

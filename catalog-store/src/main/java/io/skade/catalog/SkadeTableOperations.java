@@ -177,7 +177,7 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
   }
 
   /** The version a metadata file's name starts with ({@code 00012-<uuid>.metadata.json}), or -1. */
-  static int metadataVersion(String location) {
+  private static int metadataVersion(String location) {
     String name = location.substring(location.lastIndexOf('/') + 1);
     int dash = name.indexOf('-');
     try {
