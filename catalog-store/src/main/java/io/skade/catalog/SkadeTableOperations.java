@@ -26,7 +26,7 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
    * How many times a re-appliable change follows commits that land before it; each of them is lost
    * only to another commit that won, so this bounds a storm, not a normal race.
    */
-  static final int MAX_REAPPLY_ROUNDS = 100;
+  private static final int MAX_REAPPLY_ROUNDS = 100;
 
   private final SkadeCatalog catalog;
   private final TableIdentifier identifier;
