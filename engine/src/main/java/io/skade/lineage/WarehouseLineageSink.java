@@ -1,19 +1,24 @@
 package io.skade.lineage;
 
 import io.skade.catalog.SkadeCatalog;
-import io.skade.write.TableWriter;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.apache.iceberg.AppendFiles;
+import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.GenericFileWriterFactory;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.exceptions.AlreadyExistsException;
+import org.apache.iceberg.io.DataWriter;
+import org.apache.iceberg.io.OutputFileFactory;
 import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.DateTimeUtil;
 
@@ -59,7 +64,8 @@ public final class WarehouseLineageSink implements LineageSink {
   static final int MAX_WAITING = 10 * MAX_BATCH;
 
   private final Table table;
-  private final TableWriter writer;
+  private final GenericFileWriterFactory writers;
+  private final OutputFileFactory files;
   private final List<Record> batch = new ArrayList<>();
   private long batchSeq = -1;
   private boolean dropping;
@@ -67,7 +73,10 @@ public final class WarehouseLineageSink implements LineageSink {
   /** Appends to {@code table}, a catalog's lineage table as {@link #open} gives it. */
   public WarehouseLineageSink(Table table) {
     this.table = table;
-    this.writer = new TableWriter(table);
+    // One unpartitioned, unsorted Parquet file per batch: the table is skade's own, made by open.
+    this.writers =
+        new GenericFileWriterFactory.Builder(table).dataFileFormat(FileFormat.PARQUET).build();
+    this.files = OutputFileFactory.builderFor(table, 0, 0).format(FileFormat.PARQUET).build();
   }
 
   /** The lineage table of {@code catalog}, created (with its namespace) when missing. */
@@ -149,8 +158,14 @@ public final class WarehouseLineageSink implements LineageSink {
     if (batch.isEmpty()) {
       return;
     }
+    DataWriter<Record> file = writers.newDataWriter(files.newOutputFile(), table.spec(), null);
+    try (file) {
+      batch.forEach(file::write);
+    } catch (IOException e) {
+      throw new UncheckedIOException("could not write lineage events to " + TABLE, e);
+    }
     AppendFiles append = table.newAppend();
-    writer.writeDataFiles(batch).forEach(append::appendFile);
+    append.appendFile(file.toDataFile());
     append.set(RECORDED, Long.toString(batchSeq));
     append.commit();
     batch.clear();
