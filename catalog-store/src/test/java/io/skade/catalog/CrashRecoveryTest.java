@@ -37,11 +37,7 @@ import org.junit.jupiter.api.io.TempDir;
  * with the log, and every commit the dead process acknowledged.
  */
 class CrashRecoveryTest {
-  /**
-   * Kills per run; the second run of the suite, on frocksdbjni, kills fewer times (its pom sets
-   * {@code skade.crash.rounds}): it proves the same recovery on the other RocksDB, within CI's
-   * time.
-   */
+  /** Kills per run of the suite (on rocksdbjni, then on frocksdbjni); more with {@code -D}. */
   private static final int ROUNDS = Integer.getInteger("skade.crash.rounds", 20);
 
   private static final int MAX_EXTRA_DELAY_MS = 300;
