@@ -14,23 +14,18 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Deque;
-import java.util.EnumSet;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
-import java.util.Set;
 import java.util.TreeSet;
-import java.util.function.Function;
 import java.util.function.Predicate;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DataOperations;
 import org.apache.iceberg.DeleteFile;
-import org.apache.iceberg.FileContent;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.Schema;
@@ -41,7 +36,6 @@ import org.apache.iceberg.data.GenericDeleteFilter;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.InternalRecordWrapper;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.data.parquet.GenericParquetReaders;
 import org.apache.iceberg.deletes.PositionDeleteIndex;
 import org.apache.iceberg.exceptions.NotFoundException;
 import org.apache.iceberg.expressions.Evaluator;
@@ -49,8 +43,6 @@ import org.apache.iceberg.expressions.Expression;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.io.CloseableIterator;
-import org.apache.iceberg.parquet.Parquet;
-import org.apache.iceberg.types.Type;
 import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.types.Types;
 import org.slf4j.Logger;
@@ -88,12 +80,6 @@ import org.slf4j.LoggerFactory;
 public final class ChangelogReader {
   private static final Logger LOG = LoggerFactory.getLogger(ChangelogReader.class);
 
-  /** Beyond this many newly deleted keys, most row groups hold one: pruning would not pay. */
-  private static final long PRUNE_UP_TO_KEYS = 10_000;
-
-  private static final Set<Type.TypeID> PRUNABLE =
-      EnumSet.of(Type.TypeID.INTEGER, Type.TypeID.LONG, Type.TypeID.STRING);
-
   /** Column names in the filter match regardless of case, on rows and partitions alike. */
   private static final boolean CASE_SENSITIVE = false;
 
@@ -123,8 +109,8 @@ public final class ChangelogReader {
   private final String schemaJson;
   private final Map<Integer, String> specJson = new HashMap<>();
 
-  /** Per equality delete file, its keys as a pruning expression (null: not prunable). */
-  private final Map<String, Expression> deletedKeys = new HashMap<>();
+  /** What newly added equality deletes can delete, for pruning the row groups read. */
+  private final EqualityDeleteKeys deletedKeys;
 
   private long rowsScanned;
 
@@ -143,6 +129,7 @@ public final class ChangelogReader {
     this.keyReadSchema =
         TypeUtil.join(schema.select(keyColumns), new Schema(MetadataColumns.ROW_POSITION));
     this.template = GenericRecord.create(schema);
+    this.deletedKeys = new EqualityDeleteKeys(table, schema);
     this.schemaJson = SchemaParser.toJson(schema);
     if (options.columns() != null) {
       if (options.beforeImage() == BeforeImage.KEY_ONLY
@@ -322,7 +309,7 @@ public final class ChangelogReader {
   }
 
   private Changes open(Long fromExclusive, long toInclusive) {
-    List<Snapshot> window = window(fromExclusive, toInclusive);
+    List<Snapshot> window = SnapshotWindow.of(table, schema, fromExclusive, toInclusive);
     Snapshot from = fromExclusive == null ? null : table.snapshot(fromExclusive);
     List<Span> spans =
         window.isEmpty()
@@ -351,87 +338,6 @@ public final class ChangelogReader {
    * snapshots} (null when unknown: a full reload from nothing).
    */
   private record Span(Snapshot to, List<Snapshot> snapshots) {}
-
-  /** The snapshots of the window, oldest first, after checking it can be read exactly. */
-  private List<Snapshot> window(Long from, long to) {
-    Snapshot last = table.snapshot(to);
-    if (last == null) {
-      throw new IllegalArgumentException(
-          "table "
-              + table.name()
-              + " has no snapshot "
-              + to
-              + " (unknown or expired); read a window ending at a snapshot the table still has");
-    }
-    if (from != null && from == to) {
-      return List.of();
-    }
-    if (from != null && table.snapshot(from) == null) {
-      throw new MissingHistoryException(
-          "table "
-              + table.name()
-              + ": the window's start,"
-              + " snapshot "
-              + from
-              + ", was expired (or never existed), so the rows it started"
-              + " from are unknown; start at a snapshot the table still has, or set"
-              + " on-missing-history to full-reload",
-          null);
-    }
-    // Walk back from the end: the start must be met before the first snapshot, and every
-    // snapshot on the way must still exist.
-    Deque<Snapshot> window = new ArrayDeque<>();
-    for (Snapshot s = last; from == null || s.snapshotId() != from; ) {
-      window.addFirst(s);
-      Long parent = s.parentId();
-      if (parent == null) {
-        if (from != null) {
-          throw new IllegalArgumentException(
-              "table "
-                  + table.name()
-                  + ": snapshot "
-                  + from
-                  + " is not an ancestor of snapshot "
-                  + to
-                  + ", so no changelog leads from one to"
-                  + " the other (a rollback or another branch lies between); choose a window along"
-                  + " one history");
-        }
-        break;
-      }
-      s = table.snapshot(parent);
-      if (s == null) {
-        throw new MissingHistoryException(
-            "table "
-                + table.name()
-                + ": snapshot "
-                + parent
-                + " inside the window was expired, so its changes are gone; read a window starting"
-                + " at or after snapshot "
-                + window.getFirst().snapshotId()
-                + ", or set"
-                + " on-missing-history to full-reload",
-            null);
-      }
-    }
-    for (Snapshot s : window) {
-      Schema at = table.schemas().get(s.schemaId());
-      if (at != null && !at.identifierFieldIds().equals(schema.identifierFieldIds())) {
-        throw new IllegalStateException(
-            "table "
-                + table.name()
-                + ": snapshot "
-                + s.snapshotId()
-                + " has identifier fields "
-                + at.identifierFieldNames()
-                + ", the table now has "
-                + schema.identifierFieldNames()
-                + "; a changelog cannot pair rows across that"
-                + " change — read windows on either side of it");
-      }
-    }
-    return new ArrayList<>(window);
-  }
 
   /**
    * The window's changes, step by step: one step per snapshot (per-snapshot mode; a {@code replace}
@@ -668,7 +574,7 @@ public final class ChangelogReader {
       Schema requested = keysOnly ? keyReadSchema : readSchema;
       GenericDeleteFilter before = deleteCache.filter(task(file, old), schema, requested);
       GenericDeleteFilter later = deleteCache.filter(task(file, now), schema, requested);
-      List<DeleteFile> added = addedEqualityDeletes(old, now);
+      List<DeleteFile> added = EqualityDeleteKeys.added(old, now);
       if (added != null) {
         leaveByAddedKeys(file, old, before, later, added, keysOnly);
         return;
@@ -695,7 +601,7 @@ public final class ChangelogReader {
       Predicate<Record> keptAfter = later.eqDeletedRowFilter();
       PositionDeleteIndex positionsBefore = before.deletedRowPositions();
       PositionDeleteIndex positionsAfter = later.deletedRowPositions();
-      TableRows toTable = new TableRows(required);
+      TableRows toTable = new TableRows(template, required);
       try (CloseableIterable<Record> records = open(task(file, now), required)) {
         for (Record record : records) {
           long position = (Long) record.getField(MetadataColumns.ROW_POSITION.name());
@@ -734,8 +640,9 @@ public final class ChangelogReader {
       Predicate<Record> deletedBefore = deleteCache.anyHoldsKey(old, required);
       Predicate<Record> deletedNow = deleteCache.anyHoldsKey(added, required);
       PositionDeleteIndex positionsBefore = before.deletedRowPositions();
-      TableRows toTable = new TableRows(required);
-      try (CloseableIterable<Record> records = open(task(file, old), required, keysOf(added))) {
+      TableRows toTable = new TableRows(template, required);
+      try (CloseableIterable<Record> records =
+          open(task(file, old), required, deletedKeys.rowsOf(added))) {
         for (Record record : records) {
           if (!deletedNow.test(record)) {
             continue;
@@ -755,7 +662,7 @@ public final class ChangelogReader {
     private Map<Long, Record> positions(FileScanTask task, Schema requested) {
       GenericDeleteFilter deletes = deleteCache.filter(task, schema, requested);
       Schema required = deletes.requiredSchema();
-      TableRows toTable = new TableRows(required);
+      TableRows toTable = new TableRows(template, required);
       Map<Long, Record> live = new LinkedHashMap<>();
       try (CloseableIterable<Record> records = deletes.filter(open(task, required))) {
         for (Record record : records) {
@@ -775,7 +682,7 @@ public final class ChangelogReader {
       GenericDeleteFilter deletes = deleteCache.filter(task, schema, requested);
       Schema required = deletes.requiredSchema();
       return CloseableIterable.transform(
-          deletes.filter(open(task, required)), new TableRows(required));
+          deletes.filter(open(task, required)), new TableRows(template, required));
     }
 
     private void emit(ChangeType type, Record row, Deque<ChangeRow> out) {
@@ -840,120 +747,6 @@ public final class ChangelogReader {
           rowsScanned++;
           return record;
         });
-  }
-
-  /**
-   * The delete files {@code now} adds to {@code old} when they are all equality deletes and {@code
-   * now} keeps every file of {@code old}; otherwise null.
-   */
-  private static List<DeleteFile> addedEqualityDeletes(List<DeleteFile> old, List<DeleteFile> now) {
-    Set<String> before = new HashSet<>(keys(old));
-    if (!new HashSet<>(keys(now)).containsAll(before)) {
-      return null;
-    }
-    List<DeleteFile> added =
-        now.stream().filter(d -> !before.contains(WindowFiles.key(d))).toList();
-    return added.stream().allMatch(d -> d.content() == FileContent.EQUALITY_DELETES) ? added : null;
-  }
-
-  /**
-   * The rows the equality deletes {@code added} can delete, as an expression for row-group pruning:
-   * those holding one of their keys, when they are at most {@link #PRUNE_UP_TO_KEYS} keys of
-   * integer or string columns. Otherwise every row group is read. (Keys an upsert deletes before
-   * inserting them anew are in no older file, and the bloom filters skip nearly every row group.)
-   */
-  private Expression keysOf(List<DeleteFile> added) {
-    long keys = added.stream().mapToLong(DeleteFile::recordCount).sum();
-    if (keys > PRUNE_UP_TO_KEYS) {
-      return Expressions.alwaysTrue();
-    }
-    Expression any = Expressions.alwaysFalse();
-    for (DeleteFile delete : added) {
-      Expression keysOf = deletedKeys.computeIfAbsent(delete.location(), l -> keysOf(delete));
-      if (keysOf == null) {
-        return Expressions.alwaysTrue();
-      }
-      any = Expressions.or(any, keysOf);
-    }
-    return any;
-  }
-
-  /** The keys an equality delete file deletes, as an expression; null if not prunable. */
-  private Expression keysOf(DeleteFile delete) {
-    List<Types.NestedField> fields = new ArrayList<>();
-    for (int id : delete.equalityFieldIds()) {
-      Types.NestedField field = schema.findField(id);
-      if (field == null || !PRUNABLE.contains(field.type().typeId())) {
-        return null;
-      }
-      fields.add(field);
-    }
-    Schema keySchema = new Schema(fields);
-    List<Record> keys = new ArrayList<>();
-    try (CloseableIterable<Record> rows =
-        Parquet.read(table.io().newInputFile(delete.location()))
-            .project(keySchema)
-            .createReaderFunc(
-                fileSchema -> GenericParquetReaders.buildReader(keySchema, fileSchema))
-            .<Record>build()) {
-      rows.forEach(keys::add);
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot read delete file " + delete.location(), e);
-    }
-    if (fields.size() == 1) {
-      String name = fields.get(0).name();
-      return Expressions.in(name, keys.stream().map(key -> key.getField(name)).toList());
-    }
-    Expression any = Expressions.alwaysFalse();
-    for (Record key : keys) {
-      Expression all = Expressions.alwaysTrue();
-      for (Types.NestedField field : fields) {
-        all = Expressions.and(all, Expressions.equal(field.name(), key.getField(field.name())));
-      }
-      any = Expressions.or(any, all);
-    }
-    return any;
-  }
-
-  /**
-   * Rows read in some required schema as rows of the table schema: the record itself when the read
-   * added no column, else a copy by name (columns not read stay null).
-   */
-  private final class TableRows implements Function<Record, Record> {
-    private final int[] source;
-    private final boolean exact;
-
-    TableRows(Schema required) {
-      List<Types.NestedField> columns = schema.columns();
-      List<Types.NestedField> read = required.columns();
-      this.source = new int[columns.size()];
-      boolean same = read.size() == columns.size();
-      for (int i = 0; i < columns.size(); i++) {
-        Types.NestedField field = columns.get(i);
-        source[i] = -1;
-        for (int j = 0; j < read.size(); j++) {
-          if (read.get(j).fieldId() == field.fieldId()) {
-            source[i] = j;
-          }
-        }
-        same &= source[i] == i;
-      }
-      this.exact = same;
-    }
-
-    @Override
-    public Record apply(Record record) {
-      if (exact) {
-        return record;
-      }
-      Record row = template.copy();
-      for (int i = 0; i < source.length; i++) {
-        if (source[i] >= 0) {
-          row.set(i, record.get(source[i], Object.class));
-        }
-      }
-      return row;
-    }
   }
 
   private MissingHistoryException missing(long snapshotId, RuntimeException cause) {
