@@ -17,7 +17,7 @@ public final class CommittedMetadata {
   /** Enough for the latest metadata of a few busy tables; older files are parsed if needed. */
   private static final int MAX_ENTRIES = 64;
 
-  // A JVM-wide registry: why it must be one is in README.md, "Process-wide state".
+  // A JVM-wide registry: why it must be one is in docs/internals.md, "Process-wide state".
   private static final Map<String, TableMetadata> RECENT =
       new LinkedHashMap<>(16, 0.75f, true) {
         @Override

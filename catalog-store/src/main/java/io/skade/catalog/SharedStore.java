@@ -38,7 +38,7 @@ final class SharedStore {
   private static final Logger LOG = LoggerFactory.getLogger(SharedStore.class);
 
   /** The open stores by real directory; opens and the last close run under its lock. */
-  // A JVM-wide registry: why it must be one is in README.md, "Process-wide state".
+  // A JVM-wide registry: why it must be one is in docs/internals.md, "Process-wide state".
   private static final Map<Path, SharedStore> OPEN = new HashMap<>();
 
   /**

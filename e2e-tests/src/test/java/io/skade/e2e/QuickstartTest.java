@@ -6,6 +6,7 @@ import io.skade.examples.Quickstart;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -15,12 +16,29 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The README's main job, run end to end on a fresh warehouse and then again on the same one, and on
- * a warehouse whose path holds characters that need quoting in a URI.
+ * The main job (the README's quick tour, docs/quickstart.md step by step), run end to end on a
+ * fresh warehouse and then again on the same one, and on a warehouse whose path holds characters
+ * that need quoting in a URI; and the lines those pages show are the lines it prints.
  */
 class QuickstartTest {
   private static final Pattern LIVE =
       Pattern.compile("^  commit_seq (\\d+) .*durable → received", Pattern.MULTILINE);
+
+  /** The primary-key table's window: upserts as -U/+U pairs, a key delete as -D, full rows. */
+  private static final String CHANGELOG =
+      String.join(
+          "\n",
+          "  +I INSERT        id=1 name=Ada city=Oslo",
+          "  +I INSERT        id=2 name=Bo city=Bergen",
+          "  +I INSERT        id=3 name=Cy city=Tromsø",
+          "  -U UPDATE_BEFORE id=2 name=Bo city=Bergen",
+          "  +U UPDATE_AFTER  id=2 name=Bo city=Oslo",
+          "  -D DELETE        id=3 name=Cy city=Tromsø",
+          "  +I INSERT        id=4 name=Di city=Bodø");
+
+  private static final String REPLAY = "commit log replays 11 commits (1..11, gapless)";
+
+  private static final String ORDERS = "shop.orders holds 200 rows in 10 snapshots";
 
   private static final String TAIL =
       String.join(
@@ -90,26 +108,36 @@ class QuickstartTest {
     assertThat(warehouse.resolve("openlineage.jsonl")).isNotEmptyFile();
   }
 
+  /**
+   * The pages show what the main job prints: docs/quickstart.md every line asserted above, the
+   * README's quick tour the end of the window and the job's tail.
+   */
+  @Test
+  void theReadmeAndTheQuickstartPageShowWhatTheMainJobPrints() throws Exception {
+    String page = Files.readString(Path.of("..", "docs", "quickstart.md"));
+    assertThat(page)
+        .contains(REPLAY)
+        .contains(ORDERS)
+        .contains(CHANGELOG)
+        .contains(TAIL)
+        .contains(SQL)
+        .contains(LOOKUP_JOIN)
+        .contains("  +I[customer-0, 29, 454.0]")
+        .contains("  job START    insert-into_demo.shop.products reads [");
+
+    String readme = Files.readString(Path.of("..", "README.md"));
+    String windowEnd = CHANGELOG.substring(CHANGELOG.indexOf("  -U UPDATE_BEFORE"));
+    assertThat(readme).contains(REPLAY).contains(ORDERS).contains(windowEnd + "\n" + TAIL);
+  }
+
   /** What the first run on a new warehouse prints. */
   private static void assertFirstRun(String first) {
     // 1 create + 2 writers x 5 appends, each printed live once, in commit_seq order.
     assertThat(liveSeqs(first)).isEqualTo("1,2,3,4,5,6,7,8,9,10,11");
-    assertThat(first)
-        .contains("commit log replays 11 commits (1..11, gapless)")
-        .contains("shop.orders holds 200 rows in 10 snapshots");
+    assertThat(first).contains(REPLAY).contains(ORDERS);
 
     // The primary-key table's window: upserts as -U/+U pairs, a key delete as -D, full rows.
-    assertThat(first)
-        .contains(
-            String.join(
-                "\n",
-                "  +I INSERT        id=1 name=Ada city=Oslo",
-                "  +I INSERT        id=2 name=Bo city=Bergen",
-                "  +I INSERT        id=3 name=Cy city=Tromsø",
-                "  -U UPDATE_BEFORE id=2 name=Bo city=Bergen",
-                "  +U UPDATE_AFTER  id=2 name=Bo city=Oslo",
-                "  -D DELETE        id=3 name=Cy city=Tromsø",
-                "  +I INSERT        id=4 name=Di city=Bodø"));
+    assertThat(first).contains(CHANGELOG);
 
     // A Flink job tails the same table live while a writer upserts and deletes.
     assertThat(first).contains(TAIL);

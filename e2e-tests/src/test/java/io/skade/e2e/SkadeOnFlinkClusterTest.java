@@ -45,7 +45,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * cluster of a JobManager and two TaskManagers, each its own JVM with skade's {@code
  * skade-sql-connector} jar in its lib/, and jobs submitted by a SQL client's way ({@code
  * execution.target: remote}) from a JVM of their own. Processes are killed with SIGKILL under load.
- * See the README's "Run on a Flink cluster".
+ * See docs/cluster.md.
  */
 @ExtendWith(ClusterLogs.class)
 class SkadeOnFlinkClusterTest {

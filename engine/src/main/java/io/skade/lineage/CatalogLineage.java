@@ -42,7 +42,7 @@ public final class CatalogLineage implements CatalogService {
   private static final Duration HTTP_TIMEOUT = Duration.ofSeconds(5);
 
   /** Lineage running in this JVM, for job-run events. */
-  // A JVM-wide registry: why it must be one is in README.md, "Process-wide state".
+  // A JVM-wide registry: why it must be one is in docs/internals.md, "Process-wide state".
   private static final List<Running> RUNNING = new CopyOnWriteArrayList<>();
 
   /** One store's running lineage, on the store's own catalog (open until the store closes). */

@@ -29,7 +29,7 @@ public final class FlinkJobs {
     }
   }
 
-  // A JVM-wide registry: why it must be one is in README.md, "Process-wide state".
+  // A JVM-wide registry: why it must be one is in docs/internals.md, "Process-wide state".
   private static final Cache<String, Job> JOBS =
       Caffeine.newBuilder().maximumSize(MAX_JOBS).build();
 

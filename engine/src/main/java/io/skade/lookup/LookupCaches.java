@@ -40,7 +40,7 @@ public final class LookupCaches {
   private static final int OPEN_FILES = 1024;
 
   private static final Object LOCK = new Object();
-  // A JVM-wide registry: why it must be one is in README.md, "Process-wide state".
+  // A JVM-wide registry: why it must be one is in docs/internals.md, "Process-wide state".
   private static LookupCaches shared; // guarded by LOCK
   private static int users; // guarded by LOCK
 

@@ -39,7 +39,7 @@ public final class MetadataCache {
   /** A rough heap cost of one parsed file entry or manifest-list entry with its statistics. */
   private static final int ENTRY_BYTES = 1024;
 
-  // A JVM-wide registry: why it must be one is in README.md, "Process-wide state".
+  // A JVM-wide registry: why it must be one is in docs/internals.md, "Process-wide state".
   private static final MetadataCache SHARED =
       new MetadataCache(Math.min(256L << 20, Runtime.getRuntime().maxMemory() / 16));
 

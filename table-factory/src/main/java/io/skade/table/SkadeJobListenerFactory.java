@@ -45,7 +45,7 @@ public final class SkadeJobListenerFactory implements JobStatusChangedListenerFa
   private static final Duration REPORT_RETRY = Duration.ofSeconds(30);
 
   /** The skade tables this JVM planned, by the name Flink's lineage gives them. */
-  // A JVM-wide registry: why it must be one is in README.md, "Process-wide state".
+  // A JVM-wide registry: why it must be one is in docs/internals.md, "Process-wide state".
   private static final Cache<String, Planned> PLANNED =
       Caffeine.newBuilder().maximumSize(10_000).build();
 

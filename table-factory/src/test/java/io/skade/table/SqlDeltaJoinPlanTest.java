@@ -50,7 +50,7 @@ class SqlDeltaJoinPlanTest extends SqlTestBase {
             + " PRIMARY KEY (order_id, shipment_id) NOT ENFORCED)");
   }
 
-  /** The join of orders and shipments as the README shows it. */
+  /** The join of orders and shipments as docs/lookups.md shows it. */
   static String join(String database, String hint) {
     return "INSERT INTO "
         + database
