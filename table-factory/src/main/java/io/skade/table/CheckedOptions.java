@@ -51,24 +51,19 @@ import io.skade.lineage.CatalogLineage;
 import io.skade.sink.SinkMaintenance;
 import io.skade.source.StartupMode;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
-import java.util.stream.StreamSupport;
 import org.apache.flink.api.common.RuntimeExecutionMode;
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.ExecutionOptions;
-import org.apache.flink.configuration.FallbackKey;
 import org.apache.flink.configuration.ReadableConfig;
 import org.apache.flink.table.api.ValidationException;
 import org.apache.flink.table.catalog.ObjectIdentifier;
@@ -247,7 +242,7 @@ final class CheckedOptions {
         FactoryUtil.createCatalogFactoryHelper(factory, context);
     Values options = new Values(helper.getOptions());
     options.parse(factory);
-    validateKeys(factory, options.config.toMap().keySet(), Set.of(), helper::validate);
+    UnknownKeys.validate(factory, options.config.toMap().keySet(), Set.of(), helper::validate);
     Map<String, String> properties = options.catalogProperties();
     options
         .config
@@ -274,7 +269,7 @@ final class CheckedOptions {
       options.parse(factory);
       options.checkRanges();
       if (catalogProperties == null) {
-        validateKeys(factory, options.config.toMap().keySet(), Set.of(), helper::validate);
+        UnknownKeys.validate(factory, options.config.toMap().keySet(), Set.of(), helper::validate);
       }
     }
 
@@ -297,9 +292,10 @@ final class CheckedOptions {
       return table -> {
         String[] tableProperties = table.properties().keySet().toArray(String[]::new);
         if (tableProperties.length == 0) {
-          validateKeys(factory, options.config.toMap().keySet(), Set.of(), helper::validate);
+          UnknownKeys.validate(
+              factory, options.config.toMap().keySet(), Set.of(), helper::validate);
         } else {
-          validateKeys(
+          UnknownKeys.validate(
               factory,
               options.config.toMap().keySet(),
               Set.of(tableProperties),
@@ -307,108 +303,6 @@ final class CheckedOptions {
         }
       };
     }
-  }
-
-  /**
-   * Runs Flink's key check ({@code validate}); when it fails on keys the factory does not know,
-   * fails instead naming each with the closest known key. {@code prefixesToSkip} are let through,
-   * as Flink's {@code validateExcept} lets them.
-   */
-  private static void validateKeys(
-      Factory factory, Set<String> keys, Set<String> prefixesToSkip, Runnable validate) {
-    try {
-      validate.run();
-    } catch (ValidationException e) {
-      Set<String> supported = new TreeSet<>();
-      Stream.concat(factory.requiredOptions().stream(), factory.optionalOptions().stream())
-          .flatMap(CheckedOptions::allKeys)
-          .forEach(supported::add);
-      Set<String> known = new LinkedHashSet<>(supported);
-      Stream.of(
-              FactoryUtil.CONNECTOR,
-              FactoryUtil.PROPERTY_VERSION,
-              FactoryUtil.WATERMARK_EMIT_STRATEGY,
-              FactoryUtil.WATERMARK_ALIGNMENT_GROUP,
-              FactoryUtil.WATERMARK_ALIGNMENT_MAX_DRIFT,
-              FactoryUtil.WATERMARK_ALIGNMENT_UPDATE_INTERVAL,
-              FactoryUtil.SOURCE_IDLE_TIMEOUT)
-          .flatMap(CheckedOptions::allKeys)
-          .forEach(known::add);
-      List<String> unknown =
-          keys.stream()
-              .sorted()
-              .filter(key -> !known.contains(key))
-              .filter(key -> prefixesToSkip.stream().noneMatch(key::startsWith))
-              .toList();
-      if (unknown.isEmpty()) {
-        throw e;
-      }
-      List<String> named = new ArrayList<>();
-      for (String key : unknown) {
-        String closest = closestKey(key, supported);
-        named.add("'" + key + "'" + (closest == null ? "" : " (did you mean '" + closest + "'?)"));
-      }
-      throw new ValidationException(
-          "Unsupported options found for '"
-              + factory.factoryIdentifier()
-              + "': "
-              + String.join(", ", named)
-              + ".\n\nSupported options:\n\n"
-              + String.join("\n", supported),
-          e);
-    }
-  }
-
-  private static Stream<String> allKeys(ConfigOption<?> option) {
-    return Stream.concat(
-        Stream.of(option.key()),
-        StreamSupport.stream(option.fallbackKeys().spliterator(), false).map(FallbackKey::getKey));
-  }
-
-  /**
-   * The known key {@code key} most likely stands for: the nearest by edit distance (ignoring case),
-   * if within a third of its length (at least 2), else the one it is the last part of ({@code
-   * startup.mode} for {@code scan.startup.mode}); null if none is near.
-   */
-  static String closestKey(String key, Collection<String> known) {
-    String lower = key.toLowerCase(Locale.ROOT);
-    String closest = null;
-    int best = Integer.MAX_VALUE;
-    for (String candidate : new TreeSet<>(known)) {
-      int distance = editDistance(lower, candidate.toLowerCase(Locale.ROOT));
-      if (distance < best) {
-        best = distance;
-        closest = candidate;
-      }
-    }
-    if (closest != null && best <= Math.max(2, key.length() / 3)) {
-      return closest;
-    }
-    return new TreeSet<>(known)
-        .stream()
-            .filter(candidate -> candidate.toLowerCase(Locale.ROOT).endsWith("." + lower))
-            .findFirst()
-            .orElse(null);
-  }
-
-  /** Levenshtein distance: the fewest inserted, deleted or replaced characters. */
-  private static int editDistance(String a, String b) {
-    int[] previous = new int[b.length() + 1];
-    int[] current = new int[b.length() + 1];
-    for (int j = 0; j <= b.length(); j++) {
-      previous[j] = j;
-    }
-    for (int i = 1; i <= a.length(); i++) {
-      current[0] = i;
-      for (int j = 1; j <= b.length(); j++) {
-        int replace = previous[j - 1] + (a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1);
-        current[j] = Math.min(replace, Math.min(previous[j], current[j - 1]) + 1);
-      }
-      int[] swap = previous;
-      previous = current;
-      current = swap;
-    }
-    return previous[b.length()];
   }
 
   /** Reads and checks option values; every failure names the option, value and accepted. */
@@ -801,7 +695,7 @@ final class CheckedOptions {
      */
     private ValidationException invalid(ConfigOption<?> option, String problem, Throwable cause) {
       String value =
-          allKeys(option)
+          UnknownKeys.allKeys(option)
               .map(raw::get)
               .filter(v -> v != null)
               .findFirst()

@@ -546,14 +546,12 @@ class SqlOptionsBeforeIoTest {
   void theClosestKeyIsNearByEditsOrTheKeyWithoutItsPrefix() {
     List<String> known =
         List.of("scan.startup.mode", "scan.startup.snapshot-id", "lookup.cache", "lookup.async");
-    assertThat(CheckedOptions.closestKey("scan.startup.mood", known))
-        .isEqualTo("scan.startup.mode");
-    assertThat(CheckedOptions.closestKey("SCAN.STARTUP.MODE", known))
-        .isEqualTo("scan.startup.mode");
-    assertThat(CheckedOptions.closestKey("scan.startup.snapshot_id", known))
+    assertThat(UnknownKeys.closest("scan.startup.mood", known)).isEqualTo("scan.startup.mode");
+    assertThat(UnknownKeys.closest("SCAN.STARTUP.MODE", known)).isEqualTo("scan.startup.mode");
+    assertThat(UnknownKeys.closest("scan.startup.snapshot_id", known))
         .isEqualTo("scan.startup.snapshot-id");
-    assertThat(CheckedOptions.closestKey("startup.mode", known)).isEqualTo("scan.startup.mode");
-    assertThat(CheckedOptions.closestKey("parallelism", known)).isNull();
+    assertThat(UnknownKeys.closest("startup.mode", known)).isEqualTo("scan.startup.mode");
+    assertThat(UnknownKeys.closest("parallelism", known)).isNull();
   }
 
   private void declare(TableEnvironment env, String name, String columns, List<String> options) {
