@@ -34,7 +34,6 @@ import org.apache.iceberg.flink.FlinkSchemaUtil;
 import org.apache.iceberg.flink.RowDataWrapper;
 import org.apache.iceberg.flink.maintenance.operator.DataFileRewritePlanner.PlannedGroup;
 import org.apache.iceberg.flink.maintenance.operator.DataFileRewriteRunner.ExecutedGroup;
-import org.apache.iceberg.flink.maintenance.operator.RewriteGroups;
 import org.apache.iceberg.flink.maintenance.operator.TableMaintenanceMetrics;
 import org.apache.iceberg.flink.maintenance.operator.TaskResultAggregator;
 import org.apache.iceberg.flink.sink.RowDataTaskWriterFactory;
@@ -96,7 +95,7 @@ public final class SortingRewriteRunner extends ProcessFunction<PlannedGroup, Ex
   @Override
   public void open(OpenContext context) {
     this.errors =
-        RewriteGroups.metrics(getRuntimeContext(), tableName, taskName, taskIndex)
+        IcebergInternals.maintenanceMetrics(getRuntimeContext(), tableName, taskName, taskIndex)
             .counter(TableMaintenanceMetrics.ERROR_COUNTER);
     this.subtask = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
     this.attempt = getRuntimeContext().getTaskInfo().getAttemptNumber();
@@ -104,8 +103,8 @@ public final class SortingRewriteRunner extends ProcessFunction<PlannedGroup, Ex
 
   @Override
   public void processElement(PlannedGroup planned, Context context, Collector<ExecutedGroup> out) {
-    Table table = RewriteGroups.table(planned);
-    RewriteFileGroup group = RewriteGroups.group(planned);
+    Table table = IcebergInternals.plannedTable(planned);
+    RewriteFileGroup group = IcebergInternals.plannedFiles(planned);
     GroupWriter writer = new GroupWriter(table, group);
     try {
       writer.rewrite(table, group);
@@ -115,7 +114,7 @@ public final class SortingRewriteRunner extends ProcessFunction<PlannedGroup, Ex
           group.inputFileNum(),
           writer.written.size(),
           writer.order);
-      out.collect(RewriteGroups.executed(planned, writer.written));
+      out.collect(IcebergInternals.executed(planned, writer.written));
     } catch (Exception e) {
       LOG.warn(
           "table {}: rewriting {} failed; its files are deleted and the table is as it was",

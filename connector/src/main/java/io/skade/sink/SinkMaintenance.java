@@ -1,16 +1,19 @@
 package io.skade.sink;
 
+import io.skade.maintenance.IcebergInternals;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
+import java.util.Map;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.CheckpointConfig;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableProperties;
+import org.apache.iceberg.actions.BinPackRewriteFilePlanner;
 import org.apache.iceberg.flink.TableLoader;
 import org.apache.iceberg.flink.maintenance.api.DeleteOrphanFiles;
 import org.apache.iceberg.flink.maintenance.api.ExpireSnapshots;
-import org.apache.iceberg.flink.maintenance.api.SortedRewriteDataFiles;
+import org.apache.iceberg.flink.maintenance.api.MaintenanceTaskBuilder;
 import org.apache.iceberg.flink.maintenance.api.TableMaintenance;
 import org.apache.iceberg.flink.maintenance.api.TriggerLockFactory;
 import org.apache.iceberg.flink.maintenance.operator.TableChange;
@@ -18,14 +21,14 @@ import org.apache.iceberg.flink.maintenance.operator.TableChange;
 /**
  * The table maintenance a {@link SkadeSink} runs after its commits, on Iceberg's own Flink
  * maintenance ({@link TableMaintenance}): compaction (Iceberg's {@code RewriteDataFiles} with rows
- * written in the table's order, {@link SortedRewriteDataFiles}; a {@code replace} snapshot that
- * also removes the delete files it leaves dangling, so deletes are folded into the data files),
- * snapshot expiry ({@link ExpireSnapshots}, through the catalog, which keeps the snapshots a live
- * consumer still needs) and orphan cleanup of the data location ({@link DeleteOrphanFiles}).
- * Iceberg's maintenance runs at most one task at a time and at most once per {@link #interval()};
- * expiry runs every 10 commits or 10 intervals, orphan cleanup hourly. Each task takes the table's
- * lock in the catalog ({@link io.skade.maintenance.CatalogLockFactory}), so no two jobs maintain
- * one table at once.
+ * written in the table's order, {@link IcebergInternals#sortedCompaction}; a {@code replace}
+ * snapshot that also removes the delete files it leaves dangling, so deletes are folded into the
+ * data files), snapshot expiry ({@link ExpireSnapshots}, through the catalog, which keeps the
+ * snapshots a live consumer still needs) and orphan cleanup of the data location ({@link
+ * DeleteOrphanFiles}). Iceberg's maintenance runs at most one task at a time and at most once per
+ * {@link #interval()}; expiry runs every 10 commits or 10 intervals, orphan cleanup hourly. Each
+ * task takes the table's lock in the catalog ({@link io.skade.maintenance.CatalogLockFactory}), so
+ * no two jobs maintain one table at once.
  *
  * <p>Expiry stops short of the oldest snapshot a stored consumer of the table still needs, so it
  * goes on expiring what may go while a consumer lags (the catalog would refuse it whole).
@@ -210,12 +213,15 @@ public record SinkMaintenance(
     }
   }
 
-  /** Iceberg's compaction, started by these counts: small files and files with deletes. */
-  static SortedRewriteDataFiles compaction(int dataFiles, int deleteFiles) {
-    return SortedRewriteDataFiles.builder()
+  /**
+   * Iceberg's compaction, started by these counts: small files and files with deletes. A data file
+   * is rewritten once {@code deleteFiles} delete files apply to it (as in Iceberg's).
+   */
+  static MaintenanceTaskBuilder<?> compaction(int dataFiles, int deleteFiles) {
+    return IcebergInternals.sortedCompaction(
+            Map.of(BinPackRewriteFilePlanner.DELETE_FILE_THRESHOLD, String.valueOf(deleteFiles)))
         .scheduleOnDataFileCount(dataFiles)
         .scheduleOnEqDeleteFileCount(deleteFiles)
-        .scheduleOnPosDeleteFileCount(deleteFiles)
-        .deleteFileThreshold(deleteFiles);
+        .scheduleOnPosDeleteFileCount(deleteFiles);
   }
 }

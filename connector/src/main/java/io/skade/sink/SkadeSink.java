@@ -4,11 +4,10 @@ import io.skade.catalog.CatalogConnection;
 import io.skade.lineage.CommitLineage;
 import io.skade.lineage.flink.FlinkLineage;
 import io.skade.maintenance.CatalogLockFactory;
+import io.skade.maintenance.IcebergInternals;
+import io.skade.maintenance.IcebergInternals.Seam;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.lang.reflect.Field;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -32,8 +31,6 @@ import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.streaming.api.lineage.LineageVertex;
 import org.apache.flink.streaming.api.lineage.LineageVertexProvider;
-import org.apache.flink.streaming.api.operators.SimpleOperatorFactory;
-import org.apache.flink.streaming.api.transformations.OneInputTransformation;
 import org.apache.flink.table.catalog.ResolvedSchema;
 import org.apache.flink.table.data.RowData;
 import org.apache.iceberg.Table;
@@ -57,7 +54,9 @@ import org.apache.iceberg.io.WriteResult;
  * parallelism ({@code sinkTo(sink).setParallelism(n)}, SQL's {@code sink.parallelism}) is the
  * writers'. This class adds what Iceberg's sink leaves out: Flink's standard sink metrics ({@code
  * numRecordsSend}, {@code numBytesSend}, {@code numRecordsSendErrors}), the table as its lineage
- * dataset (FLIP-314), and skade's catalog as the committer's and maintenance's catalog.
+ * dataset (FLIP-314), and skade's catalog as the committer's and maintenance's catalog. What it
+ * relies on of Iceberg's sink beyond its API is in {@link IcebergInternals}, checked while the job
+ * is planned.
  */
 public final class SkadeSink
     implements Sink<RowData>,
@@ -120,6 +119,14 @@ public final class SkadeSink
               + " was deserialized before its"
               + " job was planned; add it to a job with sinkTo");
     }
+    SinkMaintenance maintenance = settings.maintenance();
+    // The Iceberg internals this sink relies on, checked now, not where the running job needs them.
+    IcebergInternals.requireSeams(
+        "skade sink for " + table, Seam.SINK_BUILD, Seam.PRE_COMMIT_AGGREGATOR);
+    if (maintenance.enabled()) {
+      IcebergInternals.requireSeams(
+          "the maintenance of skade sink for " + table, Seam.REWRITE, Seam.MAINTENANCE_TASK);
+    }
     planned = loadTable();
     IcebergSink.Builder writer =
         IcebergSink.forRowData(rows)
@@ -141,39 +148,14 @@ public final class SkadeSink
     if (settings.uidSuffix() != null) {
       writer.uidSuffix(settings.uidSuffix());
     }
-    SinkMaintenance maintenance = settings.maintenance();
     if (maintenance.enabled()) {
       // Iceberg's committer then keeps each checkpoint's manifests for the post-commit topology.
       writer.set(FlinkWriteOptions.COMPACTION_ENABLE.key(), "true");
     }
-    iceberg = build(writer);
+    // Iceberg's builder builds its sink only inside append(), which would also add it to the job.
+    iceberg = IcebergInternals.buildSink(writer, "skade sink for " + table);
     // Iceberg's distribution: rows keyed by the upsert key, so one key's changes meet one writer.
     return iceberg.addPreWriteTopology(rows);
-  }
-
-  /**
-   * Iceberg's builder builds its sink only inside {@code append()}, which also adds it to the job;
-   * this sink wraps Iceberg's instead, so it calls the builder's (package-private) build.
-   */
-  private IcebergSink build(IcebergSink.Builder builder) {
-    try {
-      Method build = IcebergSink.Builder.class.getDeclaredMethod("build");
-      build.setAccessible(true);
-      return (IcebergSink) build.invoke(builder);
-    } catch (InvocationTargetException e) {
-      if (e.getCause() instanceof RuntimeException failure) {
-        throw failure;
-      }
-      throw new IllegalStateException(
-          "skade sink for " + table + ": Iceberg's sink could not" + " be built", e.getCause());
-    } catch (ReflectiveOperationException e) {
-      throw new IllegalStateException(
-          "skade sink for "
-              + table
-              + " needs IcebergSink.Builder"
-              + ".build() of iceberg-flink 1.11; is another Iceberg version on the class path?",
-          e);
-    }
   }
 
   private IcebergSink iceberg() {
@@ -213,42 +195,12 @@ public final class SkadeSink
       DataStream<CommittableMessage<WriteResult>> written) {
     DataStream<CommittableMessage<Object>> aggregated =
         withUids(written, () -> (DataStream) iceberg().addPreCommitTopology(written));
-    plannedTableForTheAggregator(aggregated);
+    // Iceberg's aggregator opens its loader and never closes it, which on a TaskManager would hold
+    // the skade catalog open after the job ends: it gets the table as planned instead, which is all
+    // it reads (its FileIO, spec and properties, to write each checkpoint's manifest).
+    IcebergInternals.replaceAggregatorLoader(
+        aggregated, new PlannedTableLoader(planned), "skade sink for " + table);
     return aggregated;
-  }
-
-  /**
-   * Gives Iceberg's pre-commit aggregator the table as planned instead of the catalog's loader.
-   * Why: the aggregator opens its loader and never closes it, which on a TaskManager would hold the
-   * skade catalog open after the job ends; it reads only the table's FileIO, spec and properties,
-   * to write each checkpoint's manifest.
-   */
-  private void plannedTableForTheAggregator(DataStream<?> aggregated) {
-    Transformation<?> global = aggregated.getTransformation();
-    if (global.getInputs().size() == 1
-        && global.getInputs().get(0) instanceof OneInputTransformation<?, ?> aggregator
-        && aggregator.getOperatorFactory() instanceof SimpleOperatorFactory<?> factory) {
-      Object operator = factory.getOperator();
-      try {
-        Field loader = operator.getClass().getDeclaredField("tableLoader");
-        loader.setAccessible(true);
-        loader.set(operator, new PlannedTableLoader(planned));
-        return;
-      } catch (ReflectiveOperationException e) {
-        throw new IllegalStateException(
-            "skade sink for "
-                + table
-                + " needs the pre-commit"
-                + " aggregator of iceberg-flink 1.11; is another Iceberg version on the class path?",
-            e);
-      }
-    }
-    throw new IllegalStateException(
-        "skade sink for "
-            + table
-            + " found no pre-commit"
-            + " aggregator of iceberg-flink 1.11 in Iceberg's topology; is another Iceberg version on"
-            + " the class path?");
   }
 
   /**

@@ -2,6 +2,7 @@ package io.skade.sink;
 
 import io.skade.maintenance.CatalogLockFactory;
 import io.skade.maintenance.CompactionStages;
+import io.skade.maintenance.IcebergInternals;
 import io.skade.maintenance.SortingRewriteRunner;
 import java.util.ArrayList;
 import java.util.List;
@@ -43,11 +44,13 @@ public final class TableCompaction {
    * {@code env}, holding the table's maintenance lock; returns when the compaction is committed.
    *
    * @throws IllegalStateException naming the table and the failure when the rewrite failed, or the
-   *     holder when other maintenance holds the table's lock
+   *     holder when other maintenance holds the table's lock, or naming the iceberg-flink version
+   *     when its rewrite has not the internals skade's compaction relies on
    */
   public static Result run(
       StreamExecutionEnvironment env, Map<String, String> catalogProperties, TableIdentifier table)
       throws Exception {
+    IcebergInternals.requireSeams("compaction of " + table, IcebergInternals.Seam.REWRITE);
     return CatalogLockFactory.whileHolding(
         catalogProperties,
         table,

@@ -6,33 +6,35 @@ import java.util.HashMap;
 import java.util.Map;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.streaming.api.datastream.DataStream;
-import org.apache.iceberg.actions.BinPackRewriteFilePlanner;
 import org.apache.iceberg.flink.maintenance.operator.TaskResultAggregator;
 
 /**
- * Part of skade, not of Iceberg: Iceberg's {@link RewriteDataFiles} maintenance task, scheduled and
- * planned and committed by Iceberg's own operators, whose rewriter writes each group in the table's
- * order ({@link SortingRewriteRunner}), which Iceberg's Flink rewriter does not. It lives in
- * Iceberg's package because {@link TableMaintenance} takes only tasks of this package (their {@code
- * append} is package-private in Iceberg 1.11); it must therefore be loaded by the class loader of
- * Iceberg's Flink classes, as it is when both come from one jar or one class path. Its operators
- * take the names and uids of {@link RewriteDataFiles}' operators, so that what a savepoint holds of
- * Iceberg's planner and committer maps onto the same operators here.
+ * Part of skade, not of Iceberg, and reached only through {@code
+ * io.skade.maintenance.IcebergInternals#sortedCompaction} (its seam {@code MAINTENANCE_TASK}, which
+ * says why skade needs it and checks its shape while a job is planned): Iceberg's {@link
+ * RewriteDataFiles} maintenance task, scheduled and planned and committed by Iceberg's own
+ * operators, whose rewriter writes each group in the table's order ({@link SortingRewriteRunner}),
+ * which Iceberg's Flink rewriter does not. It lives in Iceberg's package only because {@link
+ * TableMaintenance} takes only tasks of this package (their {@code append} is package-private in
+ * Iceberg 1.11), and does no more than wire {@link CompactionStages} into the task; it must
+ * therefore be loaded by the class loader of Iceberg's Flink classes, as it is when both come from
+ * one jar or one class path. Its operators take the names and uids of {@link RewriteDataFiles}'
+ * operators, so that what a savepoint holds of Iceberg's planner and committer maps onto the same
+ * operators here.
  */
 public final class SortedRewriteDataFiles extends MaintenanceTaskBuilder<SortedRewriteDataFiles> {
-  private final Map<String, String> planOptions = new HashMap<>();
+  private final Map<String, String> planOptions;
 
-  private SortedRewriteDataFiles() {}
-
-  /** A new task; schedule it with the {@code scheduleOn...} methods. */
-  public static SortedRewriteDataFiles builder() {
-    return new SortedRewriteDataFiles();
+  private SortedRewriteDataFiles(Map<String, String> planOptions) {
+    this.planOptions = new HashMap<>(planOptions);
   }
 
-  /** A data file is rewritten once this many delete files apply to it (as in Iceberg's). */
-  public SortedRewriteDataFiles deleteFileThreshold(int deleteFiles) {
-    planOptions.put(BinPackRewriteFilePlanner.DELETE_FILE_THRESHOLD, String.valueOf(deleteFiles));
-    return this;
+  /**
+   * A new task whose planner takes {@code planOptions} (options of Iceberg's {@code
+   * BinPackRewriteFilePlanner}); schedule it with the {@code scheduleOn...} methods.
+   */
+  public static SortedRewriteDataFiles builder(Map<String, String> planOptions) {
+    return new SortedRewriteDataFiles(planOptions);
   }
 
   @Override

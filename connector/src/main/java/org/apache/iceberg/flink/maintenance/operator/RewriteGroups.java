@@ -10,13 +10,14 @@ import org.apache.iceberg.flink.maintenance.operator.DataFileRewritePlanner.Plan
 import org.apache.iceberg.flink.maintenance.operator.DataFileRewriteRunner.ExecutedGroup;
 
 /**
- * Part of skade, not of Iceberg: the package-private parts of Iceberg 1.11's Flink rewrite that a
- * rewriter of skade's own needs, a planned group's table and files in, an executed group out for
- * Iceberg's committer, and the maintenance metric group. Iceberg keeps them to its own package
- * because its rewriter, which does not sort, is the only one it expects; skade's {@code
- * io.skade.maintenance.SortingRewriteRunner} writes each group in the table's order. This class
- * must be loaded by the class loader of Iceberg's Flink classes (it is, when both come from one jar
- * or one class path, as in skade's SQL connector jar).
+ * Part of skade, not of Iceberg, and reached only through {@code
+ * io.skade.maintenance.IcebergInternals} (its seam {@code REWRITE}, which says why skade needs each
+ * part and checks their shape while a job is planned): the package-private parts of Iceberg 1.11's
+ * Flink rewrite that skade's rewriter needs, a planned group's table and files in, an executed
+ * group out for Iceberg's committer, and the maintenance metric group. It lives in Iceberg's
+ * package only because package-private access needs the package, and does nothing else; it must
+ * therefore be loaded by the class loader of Iceberg's Flink classes (it is, when both come from
+ * one jar or one class path, as in skade's SQL connector jar).
  */
 public final class RewriteGroups {
   private RewriteGroups() {}
