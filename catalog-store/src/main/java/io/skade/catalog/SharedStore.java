@@ -24,8 +24,9 @@ import org.slf4j.LoggerFactory;
  * One open catalog store of this JVM: the RocksDB store of one directory, its {@link Committer}
  * (and so its commit feed) and the {@link CatalogService}s started for it, shared by every {@link
  * SkadeCatalog} opened on that directory and counted by hold. The first catalog to open the
- * directory opens the store, each later one shares it, and the last to close closes it. Directories
- * are told apart by their real path.
+ * directory opens the store, each later one shares it, and the last to close closes it, or the
+ * {@link SkadeRuntime} that holds the open stores does when it closes. Directories are told apart
+ * by their real path.
  *
  * <p>The services run on a catalog instance of the store's own ({@link #serviceCatalog}), opened
  * with the first opener's name and properties and closed only with the store, so they keep working
@@ -37,9 +38,41 @@ import org.slf4j.LoggerFactory;
 final class SharedStore {
   private static final Logger LOG = LoggerFactory.getLogger(SharedStore.class);
 
-  /** The open stores by real directory; opens and the last close run under its lock. */
-  // A JVM-wide registry: why it must be one is in docs/internals.md, "Process-wide state".
-  private static final Map<Path, SharedStore> OPEN = new HashMap<>();
+  /**
+   * The open stores of a {@link SkadeRuntime} by real directory; opens and the last close run under
+   * its lock. Closed with the runtime: every store still open closes then, whoever holds it.
+   */
+  static final class Registry implements AutoCloseable {
+    private final Map<Path, SharedStore> stores = new HashMap<>();
+    private boolean closed; // guarded by this
+
+    @Override
+    public synchronized void close() {
+      closed = true;
+      RuntimeException failed = null;
+      for (SharedStore open : List.copyOf(stores.values())) {
+        open.closed = true;
+        try {
+          open.closeAll();
+        } catch (RuntimeException e) {
+          if (failed == null) {
+            failed = e;
+          } else {
+            failed.addSuppressed(e);
+          }
+        }
+      }
+      stores.clear();
+      if (failed != null) {
+        throw failed;
+      }
+    }
+  }
+
+  /** The current runtime's open stores. */
+  private static Registry registry() {
+    return SkadeRuntime.get().component(Registry.class, Registry::new);
+  }
 
   /**
    * One setting that defines a store: {@code shown} is how an error names it (the value as given,
@@ -60,6 +93,7 @@ final class SharedStore {
       boolean createIfMissing,
       Map<String, Setting> settings) {}
 
+  private final Registry registry;
   private final Path dir;
   private final Map<String, Setting> settings;
   private final CatalogStore store;
@@ -70,14 +104,17 @@ final class SharedStore {
   private final Deque<AutoCloseable> services = new ArrayDeque<>();
 
   private SkadeCatalog serviceCatalog;
-  private int holds; // guarded by OPEN
+  private int holds; // guarded by registry
+  private boolean closed; // guarded by registry
 
   private SharedStore(
+      Registry registry,
       Path dir,
       Map<String, Setting> settings,
       CatalogStore store,
       Committer committer,
       Path scratchFollowerDir) {
+    this.registry = registry;
     this.dir = dir;
     this.settings = settings;
     this.store = store;
@@ -101,33 +138,41 @@ final class SharedStore {
     for (CatalogService service : found) {
       service.settings(properties).forEach((key, value) -> settings.put(key, Setting.of(value)));
     }
-    synchronized (OPEN) {
-      SharedStore open = OPEN.get(dir);
-      if (open != null) {
-        requireSame(dir, open.settings, settings);
-        open.holds++;
-        return open;
+    while (true) {
+      Registry registry = registry();
+      synchronized (registry) {
+        if (registry.closed) {
+          continue; // the runtime closed meanwhile: open on the new one
+        }
+        SharedStore open = registry.stores.get(dir);
+        if (open != null) {
+          requireSame(dir, open.settings, settings);
+          open.holds++;
+          return open;
+        }
+        SharedStore opened =
+            open(registry, dir, name, spec, Map.copyOf(settings), properties, hadoopConf, found);
+        opened.holds = 1;
+        registry.stores.put(dir, opened);
+        return opened;
       }
-      SharedStore opened =
-          open(dir, name, spec, Map.copyOf(settings), properties, hadoopConf, found);
-      opened.holds = 1;
-      OPEN.put(dir, opened);
-      return opened;
     }
   }
 
   /** How many catalogs of this JVM hold the store of {@code catalogPath}; 0 when it is closed. */
   static int holds(Path catalogPath) {
-    synchronized (OPEN) {
-      SharedStore open = OPEN.get(realPath(catalogPath));
+    Registry registry = registry();
+    synchronized (registry) {
+      SharedStore open = registry.stores.get(realPath(catalogPath));
       return open == null ? 0 : open.holds;
     }
   }
 
   /** Whether this JVM has the store of {@code catalogPath} open as a read-only follower. */
   static boolean openAsFollower(Path catalogPath) {
-    synchronized (OPEN) {
-      SharedStore open = OPEN.get(realPath(catalogPath));
+    Registry registry = registry();
+    synchronized (registry) {
+      SharedStore open = registry.stores.get(realPath(catalogPath));
       return open != null && open.committer == null;
     }
   }
@@ -140,6 +185,7 @@ final class SharedStore {
   }
 
   private static SharedStore open(
+      Registry registry,
       Path dir,
       String name,
       Spec spec,
@@ -167,7 +213,7 @@ final class SharedStore {
       throw e;
     }
     Committer committer = spec.follower() ? null : new Committer(store, name, spec.maxBatchSize());
-    SharedStore shared = new SharedStore(dir, settings, store, committer, scratch);
+    SharedStore shared = new SharedStore(registry, dir, settings, store, committer, scratch);
     if (committer != null) {
       shared.startServices(name, properties, hadoopConf, found);
     }
@@ -204,13 +250,17 @@ final class SharedStore {
     }
   }
 
-  /** Releases one hold; the last closes the services, the committer and the store. */
+  /**
+   * Releases one hold; the last closes the services, the committer and the store. Nothing, once the
+   * store's runtime closed it.
+   */
   void release() {
-    synchronized (OPEN) { // closed under the lock, so a new acquire never meets the closing one
-      if (--holds > 0) {
+    synchronized (registry) { // closed under the lock, so a new acquire never meets the closing one
+      if (closed || --holds > 0) {
         return;
       }
-      OPEN.remove(dir);
+      closed = true;
+      registry.stores.remove(dir);
       closeAll();
     }
   }

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A {@link CatalogService} for the sharing tests, started only for stores opened with {@link #KEY}:
@@ -26,6 +27,7 @@ public final class RecordingService implements CatalogService {
     private final CommitSubscription subscription;
     private final Thread thread;
     volatile boolean closed;
+    final AtomicInteger closes = new AtomicInteger();
 
     private Recording(SkadeCatalog catalog) {
       this.catalog = catalog;
@@ -63,6 +65,7 @@ public final class RecordingService implements CatalogService {
 
     @Override
     public void close() throws InterruptedException {
+      closes.incrementAndGet();
       closed = true;
       subscription.close();
       thread.join();

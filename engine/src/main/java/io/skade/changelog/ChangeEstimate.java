@@ -21,8 +21,6 @@ import org.apache.iceberg.util.SnapshotUtil;
  * estimate costs the window's own read nothing more.
  */
 public final class ChangeEstimate {
-  private static final MetadataCache CACHE = MetadataCache.shared();
-
   private ChangeEstimate() {}
 
   /** The changes of the window ({@code fromExclusive}, {@code to}] in {@code slice}. */
@@ -46,7 +44,8 @@ public final class ChangeEstimate {
   private static long rows(Table table, Snapshot snapshot, FileSlice slice, boolean added) {
     Map<Integer, PartitionSpec> specs = table.specs();
     long rows = 0;
-    for (ManifestFile manifest : CACHE.manifests(snapshot, table)) {
+    MetadataCache cache = MetadataCache.shared();
+    for (ManifestFile manifest : cache.manifests(snapshot, table)) {
       boolean data = manifest.content() == ManifestContent.DATA;
       if (added
           ? manifest.snapshotId() == null || manifest.snapshotId() != snapshot.snapshotId()
@@ -54,7 +53,7 @@ public final class ChangeEstimate {
         continue;
       }
       List<? extends ContentFile<?>> files =
-          data ? CACHE.dataFiles(manifest, table) : CACHE.deleteFiles(manifest, table);
+          data ? cache.dataFiles(manifest, table) : cache.deleteFiles(manifest, table);
       for (ContentFile<?> file : files) {
         // A manifest the snapshot wrote may carry files of earlier ones, merged in.
         boolean counts =

@@ -2,6 +2,7 @@ package io.skade.lineage;
 
 import io.skade.catalog.CatalogService;
 import io.skade.catalog.SkadeCatalog;
+import io.skade.catalog.SkadeRuntime;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -41,9 +42,17 @@ public final class CatalogLineage implements CatalogService {
 
   private static final Duration HTTP_TIMEOUT = Duration.ofSeconds(5);
 
-  /** Lineage running in this JVM, for job-run events. */
-  // A JVM-wide registry: why it must be one is in docs/internals.md, "Process-wide state".
-  private static final List<Running> RUNNING = new CopyOnWriteArrayList<>();
+  /**
+   * The lineage running in a {@link SkadeRuntime}, for job-run events: an entry per open store with
+   * lineage, removed when the store closes (the runtime's open stores close with it).
+   */
+  private static final class Registry {
+    final List<Running> running = new CopyOnWriteArrayList<>();
+  }
+
+  private static Registry registry() {
+    return SkadeRuntime.get().component(Registry.class, Registry::new);
+  }
 
   /** One store's running lineage, on the store's own catalog (open until the store closes). */
   public record Running(SkadeCatalog catalog, BestEffortLineage out, CommitLineage commits) {
@@ -84,7 +93,7 @@ public final class CatalogLineage implements CatalogService {
      * sharing that store (it runs once per store, on the store's own catalog).
      */
     public static Optional<Running> of(SkadeCatalog catalog) {
-      return RUNNING.stream()
+      return registry().running.stream()
           .filter(running -> running.catalog().sharesStoreWith(catalog))
           .findFirst();
     }
@@ -92,7 +101,7 @@ public final class CatalogLineage implements CatalogService {
 
   /** The lineage of the open owner catalogs of this JVM. */
   public static List<Running> running() {
-    return List.copyOf(RUNNING);
+    return List.copyOf(registry().running);
   }
 
   @Override
@@ -127,9 +136,10 @@ public final class CatalogLineage implements CatalogService {
     BestEffortLineage out = new BestEffortLineage(sink);
     CommitLineage commits = new CommitLineage(catalog, out, actor, after, unrecorded);
     Running running = new Running(catalog, out, commits);
-    RUNNING.add(running);
+    Registry registry = registry(); // the one it leaves, whichever is current when it stops
+    registry.running.add(running);
     return () -> {
-      RUNNING.remove(running);
+      registry.running.remove(running);
       commits.close();
       out.close();
     };

@@ -2,6 +2,7 @@ package io.skade.lineage;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
+import io.skade.catalog.SkadeRuntime;
 import java.util.List;
 import java.util.Optional;
 
@@ -9,7 +10,7 @@ import java.util.Optional;
  * The Flink jobs this JVM saw submitted, with the datasets they read and write, so the commits
  * their sinks make can be described with the job's name and inputs: a sink's commit carries only
  * the job id ({@code flink.job-id} in the snapshot summary). Bounded: the jobs least recently seen
- * are forgotten first.
+ * are forgotten first. The jobs are the current {@link SkadeRuntime}'s.
  */
 public final class FlinkJobs {
   /** Jobs remembered at most. */
@@ -29,19 +30,24 @@ public final class FlinkJobs {
     }
   }
 
-  // A JVM-wide registry: why it must be one is in docs/internals.md, "Process-wide state".
-  private static final Cache<String, Job> JOBS =
-      Caffeine.newBuilder().maximumSize(MAX_JOBS).build();
+  /** The jobs a {@link SkadeRuntime} saw submitted, by Flink job id. */
+  private static final class Jobs {
+    final Cache<String, Job> jobs = Caffeine.newBuilder().maximumSize(MAX_JOBS).build();
+  }
 
   private FlinkJobs() {}
 
+  private static Cache<String, Job> jobs() {
+    return SkadeRuntime.get().component(Jobs.class, Jobs::new).jobs;
+  }
+
   /** Remembers a submitted job. */
   public static void submitted(Job job) {
-    JOBS.put(job.id(), job);
+    jobs().put(job.id(), job);
   }
 
   /** The job with Flink job id {@code id}, if this JVM saw it submitted. */
   public static Optional<Job> job(String id) {
-    return Optional.ofNullable(JOBS.getIfPresent(id));
+    return Optional.ofNullable(jobs().getIfPresent(id));
   }
 }

@@ -2,6 +2,7 @@ package io.skade.lookup;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
+import io.skade.catalog.SkadeRuntime;
 import io.skade.scan.WindowFiles;
 import java.util.Iterator;
 import java.util.List;
@@ -39,10 +40,37 @@ public final class LookupCaches {
   /** Data files held open at once. */
   private static final int OPEN_FILES = 1024;
 
-  private static final Object LOCK = new Object();
-  // A JVM-wide registry: why it must be one is in docs/internals.md, "Process-wide state".
-  private static LookupCaches shared; // guarded by LOCK
-  private static int users; // guarded by LOCK
+  /**
+   * The caches a {@link SkadeRuntime}'s lookups share, and how many hold them; emptied when the
+   * last releases them, or when the runtime closes.
+   */
+  private static final class Shared implements AutoCloseable {
+    private LookupCaches caches; // guarded by this
+    private int users; // guarded by this
+
+    synchronized Handle acquire() {
+      if (caches == null) {
+        caches = new LookupCaches(DEFAULT_MAX_BYTES);
+      }
+      users++;
+      return new Handle(this, caches);
+    }
+
+    synchronized void release(LookupCaches released) {
+      if (released == caches && --users == 0) {
+        close();
+      }
+    }
+
+    @Override
+    public synchronized void close() {
+      if (caches != null) {
+        caches.empty();
+        caches = null;
+        users = 0;
+      }
+    }
+  }
 
   private final Cache<String, Sized> cache;
 
@@ -123,12 +151,22 @@ public final class LookupCaches {
     }
   }
 
+  /** Forgets everything and closes the open files. */
+  private void empty() {
+    cache.invalidateAll();
+    pages.clear();
+    files.invalidateAll();
+    files.cleanUp();
+  }
+
   /** One hold on the JVM's shared caches; close it when done. */
   public static final class Handle implements AutoCloseable {
+    private final Shared shared;
     private final LookupCaches caches;
     private final AtomicBoolean released = new AtomicBoolean();
 
-    private Handle(LookupCaches caches) {
+    private Handle(Shared shared, LookupCaches caches) {
+      this.shared = shared;
       this.caches = caches;
     }
 
@@ -139,28 +177,16 @@ public final class LookupCaches {
     @Override
     public void close() {
       if (released.compareAndSet(false, true)) {
-        synchronized (LOCK) {
-          if (--users == 0) {
-            shared.cache.invalidateAll();
-            shared.pages.clear();
-            shared.files.invalidateAll();
-            shared.files.cleanUp();
-            shared = null;
-          }
-        }
+        shared.release(caches);
       }
     }
   }
 
-  /** A hold on the JVM's shared caches, created on first use. */
+  /**
+   * A hold on the JVM's shared caches (the current {@link SkadeRuntime}'s), created on first use.
+   */
   public static Handle acquire() {
-    synchronized (LOCK) {
-      if (shared == null) {
-        shared = new LookupCaches(DEFAULT_MAX_BYTES);
-      }
-      users++;
-      return new Handle(shared);
-    }
+    return SkadeRuntime.get().component(Shared.class, Shared::new).acquire();
   }
 
   @SuppressWarnings("unchecked")

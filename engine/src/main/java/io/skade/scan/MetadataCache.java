@@ -3,6 +3,7 @@ package io.skade.scan;
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import io.skade.catalog.CommittedMetadata;
+import io.skade.catalog.SkadeRuntime;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -33,35 +34,46 @@ import org.apache.iceberg.io.FileIO;
  * parsed the whole table state twice (its start and its end), so a one-row commit cost as many
  * manifest reads as the table had manifests. A metadata file is parsed once for the source's
  * planner and its readers when they share a JVM, and not at all when this JVM committed it ({@link
- * CommittedMetadata}).
+ * CommittedMetadata}). The shared cache and its prefetch thread are the current {@link
+ * SkadeRuntime}'s.
  */
 public final class MetadataCache {
   /** A rough heap cost of one parsed file entry or manifest-list entry with its statistics. */
   private static final int ENTRY_BYTES = 1024;
 
-  // A JVM-wide registry: why it must be one is in docs/internals.md, "Process-wide state".
-  private static final MetadataCache SHARED =
-      new MetadataCache(Math.min(256L << 20, Runtime.getRuntime().maxMemory() / 16));
+  /** The bound of the shared cache: 1/16 of the heap, at most 256 MB. */
+  private static final long SHARED_MAX_BYTES =
+      Math.min(256L << 20, Runtime.getRuntime().maxMemory() / 16);
 
   /**
-   * Where prefetches run: one daemon thread of its own, never Iceberg's worker pool, since a
-   * prefetch reads manifests on that pool and waits for them (on the pool, prefetches took every
-   * worker and waited on each other, and every commit of the JVM hung behind them). A prefetch is a
-   * hint: when the queue is full the oldest one is dropped.
+   * Where prefetches run, one per {@link SkadeRuntime} (shut down with it): one daemon thread of
+   * its own, never Iceberg's worker pool, since a prefetch reads manifests on that pool and waits
+   * for them (on the pool, prefetches took every worker and waited on each other, and every commit
+   * of the JVM hung behind them). A prefetch is a hint: when the queue is full the oldest one is
+   * dropped, and so is one after the runtime closed.
    */
-  private static final ThreadPoolExecutor PREFETCH =
-      new ThreadPoolExecutor(
-          1,
-          1,
-          0,
-          TimeUnit.MILLISECONDS,
-          new ArrayBlockingQueue<>(64),
-          runnable -> {
-            Thread thread = new Thread(runnable, "skade-metadata-prefetch");
-            thread.setDaemon(true);
-            return thread;
-          },
-          new ThreadPoolExecutor.DiscardOldestPolicy());
+  private static final class Prefetch implements AutoCloseable {
+    static final String THREAD = "skade-metadata-prefetch";
+
+    final ThreadPoolExecutor executor =
+        new ThreadPoolExecutor(
+            1,
+            1,
+            0,
+            TimeUnit.MILLISECONDS,
+            new ArrayBlockingQueue<>(64),
+            runnable -> {
+              Thread thread = new Thread(runnable, THREAD);
+              thread.setDaemon(true);
+              return thread;
+            },
+            new ThreadPoolExecutor.DiscardOldestPolicy());
+
+    @Override
+    public void close() {
+      SkadeRuntime.shutDown(executor, THREAD);
+    }
+  }
 
   /** Parsed files by kind and path: a {@link TableMetadata}, or a list of entries. */
   private final Cache<String, Object> entries;
@@ -82,9 +94,10 @@ public final class MetadataCache {
             .build();
   }
 
-  /** The cache every read of this JVM uses. */
+  /** The cache every read of this JVM uses: the current {@link SkadeRuntime}'s. */
   public static MetadataCache shared() {
-    return SHARED;
+    return SkadeRuntime.get()
+        .component(MetadataCache.class, () -> new MetadataCache(SHARED_MAX_BYTES));
   }
 
   /**
@@ -105,18 +118,21 @@ public final class MetadataCache {
    * reads this window's rows. Failures are ignored here; the read itself reports them.
    */
   public void prefetch(String location, FileIO io, String name, long snapshotId) {
-    PREFETCH.execute(
-        () -> {
-          try {
-            Table table = table(location, io, name);
-            Snapshot snapshot = table.snapshot(snapshotId);
-            if (snapshot != null) {
-              WindowFiles.prefetch(table, snapshot);
-            }
-          } catch (RuntimeException e) {
-            // the window's own read fails with this, where it can be reported
-          }
-        });
+    SkadeRuntime.get()
+        .component(Prefetch.class, Prefetch::new)
+        .executor
+        .execute(
+            () -> {
+              try {
+                Table table = table(location, io, name);
+                Snapshot snapshot = table.snapshot(snapshotId);
+                if (snapshot != null) {
+                  WindowFiles.prefetch(table, snapshot);
+                }
+              } catch (RuntimeException e) {
+                // the window's own read fails with this, where it can be reported
+              }
+            });
   }
 
   /** The manifests of {@code snapshot}, data and deletes. */

@@ -65,9 +65,9 @@ public final class WindowFiles {
   /** How Iceberg names the threads of its worker pool ({@code ThreadPools.getWorkerPool}). */
   private static final String ICEBERG_WORKER_PREFIX = "iceberg-worker-pool";
 
-  private static final MetadataCache CACHE = MetadataCache.shared();
   private static final Comparator<DeleteFile> BY_KEY = Comparator.comparing(WindowFiles::key);
 
+  private final MetadataCache cache = MetadataCache.shared();
   private final Table table;
   private final PartitionFilter partitions;
   private final FileSlice slice;
@@ -88,7 +88,7 @@ public final class WindowFiles {
   public void load(Collection<Snapshot> snapshots) {
     Map<String, ManifestFile> manifests = new HashMap<>();
     for (Snapshot snapshot : snapshots) {
-      for (ManifestFile manifest : CACHE.manifests(snapshot, table)) {
+      for (ManifestFile manifest : cache.manifests(snapshot, table)) {
         if (partitions.mayMatch(manifest)) {
           manifests.putIfAbsent(manifest.path(), manifest);
         } else if (manifest.content() == ManifestContent.DATA) {
@@ -100,7 +100,7 @@ public final class WindowFiles {
     }
     List<ManifestFile> toRead = new ArrayList<>();
     for (ManifestFile manifest : manifests.values()) {
-      if (CACHE.holds(manifest)) {
+      if (cache.holds(manifest)) {
         load(manifest);
       } else {
         toRead.add(manifest);
@@ -132,7 +132,7 @@ public final class WindowFiles {
       }
       for (ManifestFile manifest : written) {
         if (manifest.hasAddedFiles() && partitions.mayMatch(manifest)) {
-          for (DataFile file : kept(CACHE.dataFiles(manifest, table))) {
+          for (DataFile file : kept(cache.dataFiles(manifest, table))) {
             Long sequence = file.fileSequenceNumber();
             if (sequence == null) {
               return null; // cannot tell added files from existing ones: compare states
@@ -156,7 +156,7 @@ public final class WindowFiles {
       return null;
     }
     List<ManifestFile> written = new ArrayList<>();
-    for (ManifestFile manifest : CACHE.manifests(snapshot, table)) {
+    for (ManifestFile manifest : cache.manifests(snapshot, table)) {
       if (manifest.snapshotId() != null && manifest.snapshotId() == snapshot.snapshotId()) {
         if (manifest.content() != ManifestContent.DATA || manifest.hasDeletedFiles()) {
           return null;
@@ -210,9 +210,9 @@ public final class WindowFiles {
 
   private void load(ManifestFile manifest) {
     switch (manifest.content()) {
-      case DATA -> dataManifests.put(manifest.path(), kept(CACHE.dataFiles(manifest, table)));
+      case DATA -> dataManifests.put(manifest.path(), kept(cache.dataFiles(manifest, table)));
       case DELETES ->
-          deleteManifests.put(manifest.path(), kept(CACHE.deleteFiles(manifest, table)));
+          deleteManifests.put(manifest.path(), kept(cache.deleteFiles(manifest, table)));
     }
   }
 
@@ -233,7 +233,7 @@ public final class WindowFiles {
   /** The state at {@code snapshot}, whose manifests {@link #load} read. */
   public Live at(Snapshot snapshot) {
     Live live = new Live();
-    for (ManifestFile manifest : CACHE.manifests(snapshot, table)) {
+    for (ManifestFile manifest : cache.manifests(snapshot, table)) {
       if (manifest.content() == ManifestContent.DATA) {
         dataManifests.get(manifest.path()).forEach(file -> live.data.put(file.location(), file));
       } else {

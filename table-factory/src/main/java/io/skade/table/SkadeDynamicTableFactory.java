@@ -208,7 +208,7 @@ public final class SkadeDynamicTableFactory
   /** Tells the job listener which skade table the Flink table is, for lineage. */
   private static void planned(
       Context context, CheckedOptions.Location location, CatalogConnection connection) {
-    SkadeJobListenerFactory.planned(
+    io.skade.lineage.flink.SkadeJobListenerFactory.planned(
         context.getObjectIdentifier().asSummaryString(),
         connection.location(),
         location.table().toString(),
