@@ -308,7 +308,7 @@ public interface CatalogConnection extends AutoCloseable {
                         // Files it writes go through skade's local file system too, as an embedded
                         // catalog's
                         // do (Hadoop's own starts a chmod process per file).
-                        client.setConf(SkadeCatalog.defaultHadoopConf());
+                        client.setConf(CatalogConfig.defaultHadoopConf());
                         client.initialize("skade", rest);
                         return client;
                       }));
@@ -322,7 +322,7 @@ public interface CatalogConnection extends AutoCloseable {
       if (value == null) {
         return Duration.ofMinutes(10);
       }
-      Duration retry = ExpiryGuard.parse(value);
+      Duration retry = CatalogConfig.duration(value);
       if (retry == null) {
         throw new IllegalArgumentException(
             "catalog property '"
