@@ -155,6 +155,10 @@ public class SkadeCatalog extends BaseMetastoreCatalog
 
   private ExpiryGuard expiryGuard;
 
+  private final CatalogConsumers consumers = new CatalogConsumers(this);
+  private final CatalogLocks locks = new CatalogLocks(this);
+  private final IdempotencyKeys idempotencyKeys = new IdempotencyKeys(this);
+
   /** For {@link CatalogUtil#loadCatalog}; call {@link #initialize} next. */
   public SkadeCatalog() {}
 
@@ -273,7 +277,8 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     return shared;
   }
 
-  private CatalogStore store() {
+  /** The open store; for the catalog's parts ({@link CatalogConsumers} and the others). */
+  CatalogStore store() {
     return shared().store();
   }
 
@@ -583,7 +588,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     return store().commitsSince(seq - 1, 1).stream().findFirst();
   }
 
-  // ---- consumers ---------------------------------------------------------------------------
+  // ---- consumers, locks, idempotency keys: objects of their own, delegated to -------------
 
   /**
    * Stores (or replaces) the cursor of consumer {@code consumerId}, stamped with the current time
@@ -594,52 +599,33 @@ public class SkadeCatalog extends BaseMetastoreCatalog
    * @throws IllegalArgumentException for an empty id or one with control characters
    * @throws UnsupportedOperationException in a read-only follower
    */
+  @Override
   public StoredConsumer storeConsumer(String consumerId, ConsumerCursor cursor) {
-    String key = TableKeys.consumerKey(consumerId);
-    TableKeys.validate(cursor.table()); // before the committer thread, which must not fail
-    return committer()
-        .submit(
-            stage -> {
-              StoredConsumer stored =
-                  new StoredConsumer(key, cursor, Instant.ofEpochMilli(System.currentTimeMillis()));
-              stage.putConsumer(stored);
-              return stored;
-            });
+    return consumers.storeConsumer(consumerId, cursor);
   }
 
   /** The consumer stored under {@code consumerId}, if any. */
+  @Override
   public Optional<StoredConsumer> consumer(String consumerId) {
-    String key = TableKeys.consumerKey(consumerId);
-    store().catchUp();
-    return Optional.ofNullable(store().consumer(key));
+    return consumers.consumer(consumerId);
   }
 
   /** Every stored consumer, live or not, in id order. */
+  @Override
   public List<StoredConsumer> consumers() {
-    store().catchUp();
-    return store().consumerIds().stream()
-        .map(store()::consumer)
-        .filter(Objects::nonNull) // dropped since the ids were listed
-        .toList();
+    return consumers.consumers();
   }
 
   /** The stored consumers of {@code table}, in id order. */
+  @Override
   public List<StoredConsumer> consumers(TableIdentifier table) {
-    return consumers().stream().filter(c -> c.cursor().table().equals(table)).toList();
+    return consumers.consumers(table);
   }
 
   /** Removes a consumer, so it no longer holds expiry back; returns whether it was stored. */
+  @Override
   public boolean dropConsumer(String consumerId) {
-    String key = TableKeys.consumerKey(consumerId);
-    return committer()
-        .submit(
-            stage -> {
-              if (stage.consumer(key) == null) {
-                return false;
-              }
-              stage.removeConsumer(key);
-              return true;
-            });
+    return consumers.dropConsumer(consumerId);
   }
 
   /**
@@ -650,52 +636,17 @@ public class SkadeCatalog extends BaseMetastoreCatalog
    */
   @Override
   public boolean tryLock(TableIdentifier table, String name, String holder, Duration lease) {
-    TableKeys.validate(table); // before the committer thread, which must not fail
-    Objects.requireNonNull(holder, "holder");
-    return committer()
-        .submit(
-            stage -> {
-              Instant now = Instant.now();
-              MaintenanceLock held = stage.lock(table, name);
-              if (held != null) {
-                if (held.holder().equals(holder)) {
-                  return true;
-                }
-                if (!held.staleAt(now, lease)) {
-                  return false;
-                }
-                LOG.warn(
-                    "taking the {} lock of {} from {}, who took it at {} and never released it",
-                    name,
-                    table,
-                    held.holder(),
-                    held.since());
-              }
-              stage.putLock(table, name, new MaintenanceLock(table, name, holder, now));
-              return true;
-            });
+    return locks.tryLock(table, name, holder, lease);
   }
 
   @Override
   public Optional<MaintenanceLock> lock(TableIdentifier table, String name) {
-    TableKeys.validate(table);
-    store().catchUp();
-    return Optional.ofNullable(store().lock(table, name));
+    return locks.lock(table, name);
   }
 
   @Override
   public boolean unlock(TableIdentifier table, String name, String holder) {
-    TableKeys.validate(table);
-    return committer()
-        .submit(
-            stage -> {
-              MaintenanceLock held = stage.lock(table, name);
-              if (held == null || !held.holder().equals(holder)) {
-                return false;
-              }
-              stage.putLock(table, name, null);
-              return true;
-            });
+    return locks.unlock(table, name, holder);
   }
 
   /**
@@ -706,8 +657,6 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   public Table requireCursorUsable(ConsumerCursor cursor) {
     return ExpiryGuard.requireUsable(this, cursor);
   }
-
-  // ---- idempotency keys ------------------------------------------------------------------
 
   /**
    * Runs {@code action} so that the first commit it makes is made under the client's {@code key}:
@@ -720,55 +669,17 @@ public class SkadeCatalog extends BaseMetastoreCatalog
    *     characters
    */
   public <T> T withIdempotencyKey(String key, Callable<T> action) throws Exception {
-    checkIdempotencyKey(key);
-    Committer.IDEMPOTENCY_KEY.set(key);
-    try {
-      return action.call();
-    } finally {
-      Committer.IDEMPOTENCY_KEY.remove();
-    }
+    return idempotencyKeys.withKey(key, action);
   }
 
   /** What was committed under {@code key}, if anything. */
   public Optional<IdempotencyRecord> idempotencyRecord(String key) {
-    checkIdempotencyKey(key);
-    store().catchUp();
-    return Optional.ofNullable(store().idempotency(key));
+    return idempotencyKeys.record(key);
   }
 
   /** Forgets the keys of commits made before {@code before}; how many it forgot. */
   public int expireIdempotencyKeys(Instant before) {
-    store().catchUp();
-    List<String> expired =
-        store().idempotencyKeys().stream()
-            .filter(
-                key -> {
-                  IdempotencyRecord record = store().idempotency(key);
-                  return record != null && record.committedAt().isBefore(before);
-                })
-            .toList();
-    if (!expired.isEmpty()) {
-      committer()
-          .submit(
-              stage -> {
-                expired.forEach(stage::removeIdempotency);
-                return null;
-              });
-    }
-    return expired.size();
-  }
-
-  private static void checkIdempotencyKey(String key) {
-    if (key == null
-        || key.isEmpty()
-        || key.length() > 256
-        || key.chars().anyMatch(Character::isISOControl)) {
-      throw new IllegalArgumentException(
-          "idempotency key '"
-              + key
-              + "' must be 1 to 256"
-              + " characters without control characters (a UUID, as Iceberg's client sends)");
-    }
+    return idempotencyKeys.expire(before);
   }
 
   // ---- namespaces --------------------------------------------------------------------------
