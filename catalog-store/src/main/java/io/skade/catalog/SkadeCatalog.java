@@ -3,14 +3,11 @@ package io.skade.catalog;
 import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.Callable;
@@ -19,9 +16,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.iceberg.BaseMetastoreCatalog;
 import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.CatalogUtil;
-import org.apache.iceberg.RetryableValidationException;
 import org.apache.iceberg.Schema;
-import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.TableOperations;
@@ -469,110 +464,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
    * was written, throws {@link CommitFailedException} and changes nothing.
    */
   public void commitTransaction(List<TableCommit> commits) {
-    Set<TableIdentifier> seen = new HashSet<>();
-    for (TableCommit commit : commits) {
-      if (!seen.add(commit.identifier())) {
-        throw new IllegalArgumentException(
-            "multi-table commit names table "
-                + commit.identifier()
-                + " twice; merge its changes"
-                + " into one TableCommit");
-      }
-    }
-    Committer committer = committer(); // a follower fails here, before writing any file
-    // newLocation is null for a table that is only checked (requirements, no changes).
-    record Prepared(
-        SkadeTableOperations ops,
-        TableMetadata base,
-        String newLocation,
-        List<Long> added,
-        long snapshotId,
-        List<Snapshot> removed) {}
-    List<Prepared> prepared = new ArrayList<>();
-    try {
-      for (TableCommit commit : commits) {
-        SkadeTableOperations ops = (SkadeTableOperations) newTableOps(commit.identifier());
-        TableMetadata base = ops.refresh();
-        if (base == null) {
-          throw new NoSuchTableException("Table does not exist: %s", commit.identifier());
-        }
-        commit.requirements().forEach(requirement -> requirement.validate(base));
-        TableMetadata.Builder builder = TableMetadata.buildFrom(base);
-        try {
-          commit.updates().forEach(update -> update.applyTo(builder));
-        } catch (RetryableValidationException e) {
-          throw new CommitFailedException(e, "Validation failed, please retry: %s", e.getMessage());
-        }
-        TableMetadata updated = builder.build();
-        FlinkCheckpointGuard.check(ops.tableName(), base, updated, io);
-        boolean changed = !updated.changes().isEmpty();
-        prepared.add(
-            new Prepared(
-                ops,
-                base,
-                changed ? ops.writeMetadata(updated) : null,
-                SkadeTableOperations.addedSnapshots(updated),
-                SkadeTableOperations.currentSnapshotId(updated),
-                ExpiryGuard.removedSnapshots(base, updated)));
-      }
-      if (prepared.stream().allMatch(p -> p.newLocation() == null)) {
-        return;
-      }
-      committer.submit(
-          stage -> {
-            // Every table is checked, changed or not: its requirements held at its base.
-            for (Prepared p : prepared) {
-              TablePointer current = stage.pointer(p.ops().tableKey());
-              String baseLocation = p.base().metadataFileLocation();
-              if (current == null || !current.metadataLocation().equals(baseLocation)) {
-                throw new CommitFailedException(
-                    "Cannot commit %s: metadata location %s has changed from %s; no table of this"
-                        + " multi-table commit was changed",
-                    p.ops().tableName(),
-                    current == null ? null : current.metadataLocation(),
-                    baseLocation);
-              }
-              expiryGuard.check(
-                  stage, p.ops().tableKey(), p.ops().tableName(), p.base(), p.removed());
-            }
-            long first = 0;
-            int changed = 0;
-            for (Prepared p : prepared) {
-              if (p.newLocation() != null) {
-                long seq =
-                    stage.commit(
-                        p.ops().tableKey(),
-                        CommitOperation.UPDATE,
-                        p.added(),
-                        p.newLocation(),
-                        p.snapshotId());
-                if (changed++ == 0) {
-                  first = seq;
-                }
-              }
-            }
-            stage.markTransaction(first, changed); // lineage describes it as one release
-            return null;
-          });
-    } catch (CommitFailedException
-        | NoSuchTableException
-        | ExpiryBlockedException
-        | IdempotencyKeyUsedException e) {
-      // Nothing points at the metadata files written for this attempt.
-      prepared.stream()
-          .map(Prepared::newLocation)
-          .filter(Objects::nonNull)
-          .forEach(this::deleteQuietly);
-      throw e;
-    }
-  }
-
-  private void deleteQuietly(String location) {
-    try {
-      io.deleteFile(location);
-    } catch (RuntimeException e) {
-      LOG.warn("could not delete unreferenced metadata file {}", location, e);
-    }
+    MultiTableCommit.commit(this, commits);
   }
 
   /**
