@@ -5,7 +5,7 @@ import static io.skade.benchmarks.SourceLatencyRun.commit;
 import static io.skade.benchmarks.SourceLatencyRun.ms;
 import static io.skade.benchmarks.SourceLatencyRun.pause;
 
-import io.skade.catalog.SkadeServerClient;
+import io.skade.catalog.remote.SkadeServerClient;
 import io.skade.e2e.ClusterJvm;
 import io.skade.e2e.FlinkCluster;
 import io.skade.e2e.SubmitSql;

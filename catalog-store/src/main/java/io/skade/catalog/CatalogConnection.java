@@ -1,11 +1,9 @@
 package io.skade.catalog;
 
+import io.skade.catalog.remote.RemoteConnection;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.io.UncheckedIOException;
-import java.net.URI;
-import java.time.Duration;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Callable;
@@ -15,16 +13,14 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.SupportsNamespaces;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.rest.RESTCatalog;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * A skade catalog as a component uses it, wherever the catalog lives: its tables ({@link
  * #catalog()}), its commit feed, its consumer cursors. Embedded, all three are the {@link
  * SkadeCatalog} this JVM opened (or follows); with the property {@code uri}, they are Iceberg's
- * {@link RESTCatalog}, a {@link RemoteCommitFeed} and a {@link SkadeServerClient} of the skade
- * server that owns the catalog. Components depend on this, not on where the catalog is.
+ * {@code RESTCatalog}, a {@link io.skade.catalog.remote.RemoteCommitFeed} and a {@link
+ * io.skade.catalog.remote.SkadeServerClient} of the skade server that owns the catalog ({@link
+ * RemoteConnection}). Components depend on this, not on where the catalog is.
  */
 public interface CatalogConnection extends AutoCloseable {
   /** The property naming a skade server; without it the catalog is opened in this JVM. */
@@ -89,8 +85,8 @@ public interface CatalogConnection extends AutoCloseable {
    * A number that changes when this process learns of a commit of {@code table}, cheap to read:
    * embedded, the catalog's commit sequence (an owner knows a commit the moment it is durable; a
    * follower when it reads the log); through a server, the newest commit of the table its commit
-   * feed took ({@link RemoteCommitFeed#newestCommitOf}), which the feed notes before any subscriber
-   * hears of it.
+   * feed took ({@link io.skade.catalog.remote.RemoteCommitFeed#newestCommitOf}), which the feed
+   * notes before any subscriber hears of it.
    */
   default long commitsSeen(TableIdentifier table) {
     return feed().commitSeq();
@@ -100,7 +96,8 @@ public interface CatalogConnection extends AutoCloseable {
    * Returns once this process knows of every commit that was durable when the call began, so that
    * {@link #commitsSeen} shows them: at once embedded (the owner knows each commit the moment it is
    * durable; a follower reads the log in {@link #commitsSeen}); through a server, after a round
-   * trip to it, which concurrent callers share ({@link RemoteCommitFeed#catchUp}).
+   * trip to it, which concurrent callers share ({@link
+   * io.skade.catalog.remote.RemoteCommitFeed#catchUp}).
    */
   default void catchUp() {}
 
@@ -174,7 +171,7 @@ public interface CatalogConnection extends AutoCloseable {
       SharedCatalogs.Handle handle = embedded.apply(properties);
       return new Embedded(handle.catalog(), handle);
     }
-    return Remote.open(uri, properties);
+    return RemoteConnection.open(uri, properties);
   }
 
   /**
@@ -188,7 +185,7 @@ public interface CatalogConnection extends AutoCloseable {
     if (uri == null || uri.isBlank()) {
       return SkadeCatalog.warehouse(what, properties);
     }
-    try (Remote remote = Remote.open(uri, properties)) {
+    try (RemoteConnection remote = RemoteConnection.open(uri, properties)) {
       return remote.location();
     }
   }
@@ -254,199 +251,6 @@ public interface CatalogConnection extends AutoCloseable {
         hold.close();
       } catch (Exception e) {
         throw e instanceof RuntimeException runtime ? runtime : new IllegalStateException(e);
-      }
-    }
-  }
-
-  /** A catalog a skade server owns. */
-  final class Remote implements CatalogConnection {
-    private static final Logger LOG = LoggerFactory.getLogger(Remote.class);
-    private final RESTCatalog catalog;
-    private final SkadeServerClient client;
-    private final RemoteCommitFeed feed;
-    private final Duration retryFor;
-
-    private Remote(RESTCatalog catalog, SkadeServerClient client, Duration retryFor) {
-      this.catalog = catalog;
-      this.client = client;
-      this.feed = new RemoteCommitFeed(client);
-      this.retryFor = retryFor;
-    }
-
-    static Remote open(String uri, Map<String, String> properties) {
-      URI server;
-      try {
-        server = java.net.URI.create(uri.trim());
-      } catch (IllegalArgumentException e) {
-        throw new IllegalArgumentException(
-            "catalog property 'uri' = '"
-                + uri
-                + "' is not a URI;"
-                + " give the skade server's address, e.g. uri=http://catalog-host:8181",
-            e);
-      }
-      if (!"http".equals(server.getScheme()) && !"https".equals(server.getScheme())) {
-        throw new IllegalArgumentException(
-            "catalog property 'uri' = '"
-                + uri
-                + "' must be an"
-                + " http:// or https:// address of a skade server, e.g. http://catalog-host:8181");
-      }
-      Duration retryFor = retryTimeout(properties);
-      Map<String, String> rest = new HashMap<>(properties);
-      rest.keySet().removeIf(key -> key.startsWith("catalog.") || key.equals(RETRY_TIMEOUT));
-      // A task that starts while the server restarts waits for it (the client asks for the
-      // server's configuration first).
-      RESTCatalog catalog =
-          unchecked(
-              () ->
-                  ride(
-                      server,
-                      retryFor,
-                      () -> {
-                        RESTCatalog client = new RESTCatalog();
-                        // Files it writes go through skade's local file system too, as an embedded
-                        // catalog's
-                        // do (Hadoop's own starts a chmod process per file).
-                        client.setConf(SkadeCatalog.defaultHadoopConf());
-                        client.initialize("skade", rest);
-                        return client;
-                      }));
-      return new Remote(
-          catalog, new SkadeServerClient(server, properties.get(TOKEN), retryFor), retryFor);
-    }
-
-    /** {@link #RETRY_TIMEOUT} as {@code properties} set it; 10 min by default. */
-    private static Duration retryTimeout(Map<String, String> properties) {
-      String value = properties.get(RETRY_TIMEOUT);
-      if (value == null) {
-        return Duration.ofMinutes(10);
-      }
-      Duration retry = ExpiryGuard.parse(value);
-      if (retry == null) {
-        throw new IllegalArgumentException(
-            "catalog property '"
-                + RETRY_TIMEOUT
-                + "' = '"
-                + value
-                + "' is not a positive duration; give one such as '30 s' or '10 min'");
-      }
-      return retry;
-    }
-
-    /** {@code call} ridden through transient failures, for up to {@code retryFor}. */
-    private static <T> T ride(URI server, Duration retryFor, Callable<T> call) throws Exception {
-      long deadline = System.nanoTime() + retryFor.toNanos();
-      long backoff = 100;
-      while (true) {
-        try {
-          return call.call();
-        } catch (Exception e) {
-          if (!transientFailure(e) || System.nanoTime() + backoff * 1_000_000 > deadline) {
-            throw e;
-          }
-          LOG.warn(
-              "skade server at {} did not answer ({}); trying again in {} ms",
-              server,
-              e.toString(),
-              backoff);
-          Thread.sleep(backoff);
-          backoff = Math.min(5_000, backoff * 2);
-        }
-      }
-    }
-
-    @Override
-    public RESTCatalog catalog() {
-      return catalog;
-    }
-
-    /** The warehouse the server announces; its {@code uri} if it announces none. */
-    @Override
-    public String location() {
-      String warehouse = catalog.properties().get(SERVER_WAREHOUSE);
-      return warehouse != null ? warehouse : client.uri().toString();
-    }
-
-    @Override
-    public CommitFeed feed() {
-      return feed;
-    }
-
-    @Override
-    public ConsumerStore consumers() {
-      return client;
-    }
-
-    @Override
-    public MaintenanceLocks locks() {
-      return client;
-    }
-
-    @Override
-    public boolean pushesCommits() {
-      return true;
-    }
-
-    @Override
-    public boolean storesConsumers() {
-      return true;
-    }
-
-    @Override
-    public Optional<CommitEvent> commitOf(TableIdentifier table, long snapshotId) {
-      return client.commitOf(table, snapshotId);
-    }
-
-    @Override
-    public void catchUp() {
-      feed.catchUp();
-    }
-
-    @Override
-    public long commitsSeen(TableIdentifier table) {
-      feed.follow();
-      return feed.newestCommitOf(table);
-    }
-
-    @Override
-    public boolean isRemote() {
-      return true;
-    }
-
-    @Override
-    public boolean isTransient(Throwable failure) {
-      return transientFailure(failure);
-    }
-
-    @Override
-    public <T> T riding(Callable<T> call) {
-      return unchecked(() -> ride(client.uri(), retryFor, call));
-    }
-
-    /**
-     * An I/O failure anywhere in the chain (Iceberg's client and skade's wrap theirs), or a 500 /
-     * 503 answer. Not any {@code RESTException}: 400, 401 and 403 are ones too, and no retry mends
-     * them.
-     */
-    static boolean transientFailure(Throwable failure) {
-      for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
-        if (cause instanceof IOException
-            || cause instanceof org.apache.iceberg.exceptions.ServiceFailureException
-            || cause instanceof org.apache.iceberg.exceptions.ServiceUnavailableException) {
-          return true;
-        }
-      }
-      return false;
-    }
-
-    @Override
-    public void close() {
-      feed.close();
-      try {
-        catalog.close();
-      } catch (IOException e) {
-        throw new UncheckedIOException("closing the REST catalog of " + client.uri(), e);
       }
     }
   }

@@ -1,15 +1,10 @@
 package io.skade.catalog;
 
-import java.io.ByteArrayOutputStream;
-import java.io.DataInputStream;
-import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -18,7 +13,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Function;
@@ -38,7 +32,8 @@ import org.rocksdb.WriteBatch;
 import org.rocksdb.WriteOptions;
 
 /**
- * The catalog's RocksDB, and the only class that knows its layout and encodings.
+ * The catalog's RocksDB, and the only class that knows its layout; the byte encoding of the values
+ * it writes is {@link StoreRecords}'.
  *
  * <p>Column families: {@code tables} (table key → pointer), {@code commits} ((table key, snapshot
  * id) → the {@code commitSeq} that added the snapshot), {@code commit_log} (8-byte big-endian
@@ -54,7 +49,6 @@ import org.rocksdb.WriteOptions;
  */
 final class CatalogStore implements AutoCloseable {
   static final int FORMAT_VERSION = 1;
-  private static final byte RECORD_VERSION = 1;
 
   private static final String CF_TABLES = "tables";
   private static final String CF_COMMITS = "commits";
@@ -419,7 +413,7 @@ final class CatalogStore implements AutoCloseable {
 
   TablePointer pointer(String tableKey) {
     byte[] value = get(tables, TableKeys.bytes(tableKey));
-    return value == null ? null : decodePointer(value);
+    return value == null ? null : StoreRecords.decodePointer(value);
   }
 
   /** Keys of the tables whose key starts with {@code prefix}, in key order. */
@@ -429,7 +423,7 @@ final class CatalogStore implements AutoCloseable {
 
   Map<String, String> namespace(String namespaceKey) {
     byte[] value = get(namespaces, TableKeys.bytes(namespaceKey));
-    return value == null ? null : decodeProperties(value);
+    return value == null ? null : StoreRecords.decodeProperties(value);
   }
 
   List<String> namespaceKeys(String prefix) {
@@ -438,7 +432,7 @@ final class CatalogStore implements AutoCloseable {
 
   StoredConsumer consumer(String consumerId) {
     byte[] value = get(consumers, TableKeys.bytes(TableKeys.consumerKey(consumerId)));
-    return value == null ? null : decodeConsumer(consumerId, value);
+    return value == null ? null : StoreRecords.decodeConsumer(consumerId, value);
   }
 
   /** Every stored consumer id, in key order. */
@@ -459,7 +453,7 @@ final class CatalogStore implements AutoCloseable {
           List<CommitEvent> page = new ArrayList<>(Math.min(limit, 1024));
           try (RocksIterator it = db.newIterator(commitLog)) {
             for (it.seek(start); it.isValid() && page.size() < limit; it.next()) {
-              page.add(decodeEvent(ByteBuffer.wrap(it.key()).getLong(), it.value()));
+              page.add(StoreRecords.decodeEvent(ByteBuffer.wrap(it.key()).getLong(), it.value()));
             }
             it.status();
           }
@@ -560,14 +554,14 @@ final class CatalogStore implements AutoCloseable {
     guarded(
         () -> {
           try (WriteBatch batch = new WriteBatch()) {
-            putOrDelete(batch, tables, group.pointers, CatalogStore::encodePointer);
-            putOrDelete(batch, namespaces, group.namespaces, CatalogStore::encodeProperties);
-            putOrDelete(batch, consumers, group.consumers, CatalogStore::encodeConsumer);
-            putOrDelete(batch, idempotency, group.idempotency, CatalogStore::encodeIdempotency);
-            putOrDelete(batch, meta, group.locks, CatalogStore::encodeLock);
+            putOrDelete(batch, tables, group.pointers, StoreRecords::encodePointer);
+            putOrDelete(batch, namespaces, group.namespaces, StoreRecords::encodeProperties);
+            putOrDelete(batch, consumers, group.consumers, StoreRecords::encodeConsumer);
+            putOrDelete(batch, idempotency, group.idempotency, StoreRecords::encodeIdempotency);
+            putOrDelete(batch, meta, group.locks, StoreRecords::encodeLock);
             SnapshotIndex index = new SnapshotIndex(batch);
             for (CommitEvent commit : group.commits) {
-              batch.put(commitLog, longBytes(commit.commitSeq()), encodeEvent(commit));
+              batch.put(commitLog, longBytes(commit.commitSeq()), StoreRecords.encodeEvent(commit));
               index.apply(commit, group.renamedFrom.get(commit.commitSeq()));
             }
             if (!group.commits.isEmpty()) {
@@ -673,73 +667,7 @@ final class CatalogStore implements AutoCloseable {
     return ByteBuffer.allocate(prefix.length + Long.BYTES).put(prefix).putLong(snapshotId).array();
   }
 
-  // ---- encodings ---------------------------------------------------------------------------
-
-  private static byte[] encodePointer(TablePointer pointer) {
-    return encode(
-        out -> {
-          writeString(out, pointer.metadataLocation());
-          out.writeLong(pointer.snapshotId());
-          out.writeLong(pointer.commitSeq());
-        });
-  }
-
-  private static TablePointer decodePointer(byte[] bytes) {
-    return decode(bytes, in -> new TablePointer(readString(in), in.readLong(), in.readLong()));
-  }
-
-  private static byte[] encodeEvent(CommitEvent event) {
-    return encode(
-        out -> {
-          writeString(out, event.tableKey());
-          out.writeByte(event.operation().code());
-          out.writeInt(event.addedSnapshotIds().size());
-          for (long id : event.addedSnapshotIds()) {
-            out.writeLong(id);
-          }
-          writeString(out, event.metadataLocation());
-          out.writeBoolean(event.previousMetadataLocation() != null);
-          if (event.previousMetadataLocation() != null) {
-            writeString(out, event.previousMetadataLocation());
-          }
-          out.writeLong(event.tsMicros());
-          // Written only for multi-table commits; records without them (older ones) read as 0.
-          if (event.inTransaction()) {
-            out.writeLong(event.transactionSeq());
-            out.writeInt(event.transactionSize());
-          }
-        });
-  }
-
-  private static CommitEvent decodeEvent(long seq, byte[] bytes) {
-    return decode(
-        bytes,
-        in -> {
-          String tableKey = readString(in);
-          CommitOperation operation = CommitOperation.fromCode(in.readByte());
-          int count = in.readInt();
-          List<Long> snapshots = new ArrayList<>(count);
-          for (int i = 0; i < count; i++) {
-            snapshots.add(in.readLong());
-          }
-          String location = readString(in);
-          String previous = in.readBoolean() ? readString(in) : null;
-          long tsMicros = in.readLong();
-          if (in.available() >= Long.BYTES + Integer.BYTES) {
-            return new CommitEvent(
-                seq,
-                tableKey,
-                operation,
-                snapshots,
-                location,
-                previous,
-                tsMicros,
-                in.readLong(),
-                in.readInt());
-          }
-          return new CommitEvent(seq, tableKey, operation, snapshots, location, previous, tsMicros);
-        });
-  }
+  // ---- locks and idempotency keys ---------------------------------------------------------
 
   /** The key of the lock {@code name} of {@code table} in the {@code meta} family. */
   static String lockKey(TableIdentifier table, String name) {
@@ -749,27 +677,13 @@ final class CatalogStore implements AutoCloseable {
   /** The lock {@code name} of {@code table}, or null when no one holds it. */
   MaintenanceLock lock(TableIdentifier table, String name) {
     byte[] value = get(meta, TableKeys.bytes(lockKey(table, name)));
-    return value == null
-        ? null
-        : decode(
-            value,
-            in ->
-                new MaintenanceLock(
-                    table, name, readString(in), Instant.ofEpochMilli(in.readLong())));
-  }
-
-  private static byte[] encodeLock(MaintenanceLock lock) {
-    return encode(
-        out -> {
-          writeString(out, lock.holder());
-          out.writeLong(lock.since().toEpochMilli());
-        });
+    return value == null ? null : StoreRecords.decodeLock(table, name, value);
   }
 
   /** What was committed under an idempotency key, or null. */
   IdempotencyRecord idempotency(String key) {
     byte[] value = get(idempotency, TableKeys.bytes(key));
-    return value == null ? null : decodeIdempotency(key, value);
+    return value == null ? null : StoreRecords.decodeIdempotency(key, value);
   }
 
   /** Every stored idempotency key. */
@@ -777,123 +691,7 @@ final class CatalogStore implements AutoCloseable {
     return keysWithPrefix(idempotency, "");
   }
 
-  private static byte[] encodeIdempotency(IdempotencyRecord record) {
-    return encode(
-        out -> {
-          out.writeLong(record.committedAt().toEpochMilli());
-          out.writeInt(record.metadataLocations().size());
-          for (String location : record.metadataLocations()) {
-            writeString(out, location);
-          }
-        });
-  }
-
-  private static IdempotencyRecord decodeIdempotency(String key, byte[] bytes) {
-    return decode(
-        bytes,
-        in -> {
-          Instant at = Instant.ofEpochMilli(in.readLong());
-          int count = in.readInt();
-          List<String> locations = new ArrayList<>(count);
-          for (int i = 0; i < count; i++) {
-            locations.add(readString(in));
-          }
-          return new IdempotencyRecord(key, at, locations);
-        });
-  }
-
-  private static byte[] encodeConsumer(StoredConsumer consumer) {
-    ConsumerCursor cursor = consumer.cursor();
-    return encode(
-        out -> {
-          writeString(out, TableKeys.tableKey(cursor.table()));
-          writeString(out, cursor.tableUuid());
-          out.writeLong(cursor.snapshotId());
-          out.writeLong(cursor.commitSeq());
-          out.writeLong(consumer.lastSeen().toEpochMilli());
-        });
-  }
-
-  private static StoredConsumer decodeConsumer(String consumerId, byte[] bytes) {
-    return decode(
-        bytes,
-        in ->
-            new StoredConsumer(
-                consumerId,
-                new ConsumerCursor(
-                    TableKeys.identifier(readString(in)),
-                    readString(in),
-                    in.readLong(),
-                    in.readLong()),
-                Instant.ofEpochMilli(in.readLong())));
-  }
-
-  private static byte[] encodeProperties(Map<String, String> properties) {
-    return encode(
-        out -> {
-          out.writeInt(properties.size());
-          for (Map.Entry<String, String> e : new TreeMap<>(properties).entrySet()) {
-            writeString(out, e.getKey());
-            writeString(out, e.getValue());
-          }
-        });
-  }
-
-  private static Map<String, String> decodeProperties(byte[] bytes) {
-    return decode(
-        bytes,
-        in -> {
-          int count = in.readInt();
-          Map<String, String> properties = new LinkedHashMap<>();
-          for (int i = 0; i < count; i++) {
-            properties.put(readString(in), readString(in));
-          }
-          return properties;
-        });
-  }
-
-  private static void writeString(DataOutputStream out, String value) throws IOException {
-    byte[] bytes = value.getBytes(StandardCharsets.UTF_8);
-    out.writeInt(bytes.length);
-    out.write(bytes);
-  }
-
-  private static String readString(DataInputStream in) throws IOException {
-    byte[] bytes = new byte[in.readInt()];
-    in.readFully(bytes);
-    return new String(bytes, StandardCharsets.UTF_8);
-  }
-
-  private interface Writer {
-    void write(DataOutputStream out) throws IOException;
-  }
-
-  private interface Reader<T> {
-    T read(DataInputStream in) throws IOException;
-  }
-
-  private static byte[] encode(Writer writer) {
-    ByteArrayOutputStream bytes = new ByteArrayOutputStream(128);
-    try (DataOutputStream out = new DataOutputStream(bytes)) {
-      out.writeByte(RECORD_VERSION);
-      writer.write(out);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    return bytes.toByteArray();
-  }
-
-  private static <T> T decode(byte[] bytes, Reader<T> reader) {
-    try (DataInputStream in = new DataInputStream(new java.io.ByteArrayInputStream(bytes))) {
-      byte version = in.readByte();
-      if (version != RECORD_VERSION) {
-        throw new IllegalStateException("unknown skade catalog record version " + version);
-      }
-      return reader.read(in);
-    } catch (IOException e) {
-      throw new UncheckedIOException("corrupt skade catalog record", e);
-    }
-  }
+  // ---- key encodings -----------------------------------------------------------------------
 
   static byte[] longBytes(long value) {
     return ByteBuffer.allocate(Long.BYTES).putLong(value).array();

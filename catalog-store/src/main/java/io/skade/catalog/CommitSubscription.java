@@ -19,6 +19,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Only commits after the {@link #startCursor() start cursor} are returned: a commit that became
  * durable before the subscription started but was published after it is filtered out here.
+ *
+ * <p>Consumers get subscriptions from a {@link CommitFeed}. The constructor, {@link #startAt},
+ * {@link #deliver} and {@link #catalogClosed} are the feed's side, <b>internal</b> to skade's
+ * catalog store: public only for the remote feed ({@code io.skade.catalog.remote}).
  */
 public final class CommitSubscription implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(CommitSubscription.class);
@@ -35,7 +39,11 @@ public final class CommitSubscription implements AutoCloseable {
 
   private record Delivery(CommitEvent event, long durableNanos) {}
 
-  CommitSubscription(int capacity, Consumer<CommitSubscription> onClose) {
+  /**
+   * A subscription with a buffer of {@code capacity} events, which tells {@code onClose} when its
+   * consumer closes it. Internal: for the commit feeds of skade's catalog store.
+   */
+  public CommitSubscription(int capacity, Consumer<CommitSubscription> onClose) {
     if (capacity <= 0) {
       throw new IllegalArgumentException(
           "commit subscription buffer size must be positive, got " + capacity);
@@ -126,13 +134,19 @@ public final class CommitSubscription implements AutoCloseable {
     }
   }
 
-  /** Set once, right after the subscription was registered with the committer. */
-  void startAt(long cursor) {
+  /**
+   * Set once, right after the subscription was registered with its feed. Internal: for the commit
+   * feeds of skade's catalog store.
+   */
+  public void startAt(long cursor) {
     this.startCursor = cursor;
   }
 
-  /** Called by the committer only; never blocks. */
-  void deliver(CommitEvent event, long durableNanos) {
+  /**
+   * Hands the subscription one commit; never blocks. Internal: called by the committer (or the
+   * remote feed's poller) only.
+   */
+  public void deliver(CommitEvent event, long durableNanos) {
     Runnable callback;
     lock.lock();
     try {
@@ -177,8 +191,11 @@ public final class CommitSubscription implements AutoCloseable {
     onClose.accept(this);
   }
 
-  /** Called when the catalog closes: wakes waiting pollers, who then see the closed state. */
-  void catalogClosed() {
+  /**
+   * Called when the catalog closes: wakes waiting pollers, who then see the closed state. Internal:
+   * for the commit feeds of skade's catalog store.
+   */
+  public void catalogClosed() {
     lock.lock();
     try {
       closed = true;

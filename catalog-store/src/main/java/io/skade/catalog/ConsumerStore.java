@@ -6,8 +6,9 @@ import org.apache.iceberg.catalog.TableIdentifier;
 
 /**
  * Where consumers keep their cursors: the catalog itself in the process that owns it ({@link
- * SkadeCatalog}), or a skade server's consumer routes from any other ({@link SkadeServerClient}). A
- * stored cursor holds back the expiry of the snapshots it still needs.
+ * SkadeCatalog}), or a skade server's consumer routes from any other ({@link
+ * io.skade.catalog.remote.SkadeServerClient}). A stored cursor holds back the expiry of the
+ * snapshots it still needs.
  */
 public interface ConsumerStore {
 

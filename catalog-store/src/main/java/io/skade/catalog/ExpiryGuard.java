@@ -2,13 +2,9 @@ package io.skade.catalog;
 
 import java.time.Duration;
 import java.time.Instant;
-import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.Set;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
@@ -31,54 +27,16 @@ import org.apache.iceberg.util.SnapshotUtil;
  * expired holds nothing back, and {@link #requireUsable} tells its consumer how to recover.
  */
 final class ExpiryGuard {
-  static final String DEFAULT_TIMEOUT = "7d";
-  private static final Pattern DURATION = Pattern.compile("(\\d+)\\s*(ms|s|m|min|h|d)?");
-
   private final Duration timeout;
   private final String timeoutText;
 
   /**
-   * @param timeoutText the {@code consumer.expiry-timeout} property: a positive whole number with a
-   *     unit {@code ms}, {@code s}, {@code m} (or {@code min}), {@code h} or {@code d}; a bare
-   *     number is milliseconds
+   * @param timeout the {@code consumer.expiry-timeout} property, parsed ({@link CatalogConfig})
+   * @param timeoutText the property as given, for the message of a refused commit
    */
-  ExpiryGuard(String catalogName, String timeoutText) {
+  ExpiryGuard(Duration timeout, String timeoutText) {
+    this.timeout = timeout;
     this.timeoutText = timeoutText;
-    this.timeout = parse(timeoutText);
-    if (timeout == null) {
-      throw new IllegalArgumentException(
-          "skade catalog '"
-              + catalogName
-              + "': property '"
-              + SkadeCatalog.CONSUMER_EXPIRY_TIMEOUT
-              + "' = '"
-              + timeoutText
-              + "' is not a positive duration; write a whole number with"
-              + " a unit ms, s, m (or min), h or d, e.g. 7d or 24h (a bare number is"
-              + " milliseconds)");
-    }
-  }
-
-  /** The duration {@code text} names, or null when it names none (or zero). */
-  static Duration parse(String text) {
-    Matcher m = DURATION.matcher(text.trim().toLowerCase(Locale.ROOT));
-    if (!m.matches()) {
-      return null;
-    }
-    ChronoUnit unit =
-        switch (m.group(2) == null ? "ms" : m.group(2)) {
-          case "ms" -> ChronoUnit.MILLIS;
-          case "s" -> ChronoUnit.SECONDS;
-          case "m", "min" -> ChronoUnit.MINUTES;
-          case "h" -> ChronoUnit.HOURS;
-          default -> ChronoUnit.DAYS;
-        };
-    try {
-      Duration duration = Duration.of(Long.parseLong(m.group(1)), unit);
-      return duration.isZero() ? null : duration;
-    } catch (ArithmeticException | NumberFormatException e) {
-      return null; // too large
-    }
   }
 
   /** The snapshots of {@code base} that {@code updated} no longer has. */

@@ -7,8 +7,8 @@ import org.apache.iceberg.catalog.TableIdentifier;
 /**
  * The catalog's table locks: in the owner process the catalog itself ({@link SkadeCatalog}, written
  * durably through its one commit path), from any other a skade server's lock routes ({@link
- * SkadeServerClient}). Taking a lock is atomic, so of two holders racing for one lock exactly one
- * gets it.
+ * io.skade.catalog.remote.SkadeServerClient}). Taking a lock is atomic, so of two holders racing
+ * for one lock exactly one gets it.
  *
  * <p>Only its holder releases a lock. One held longer than the lease a taker gives is taken as left
  * by a holder that died holding it (a job cancelled mid-task), and may be taken over.

@@ -49,7 +49,7 @@ public final class SharedCatalogs {
    * components, which close theirs shortly after the job ends.
    */
   public static int holds(Map<String, String> properties) {
-    return SharedStore.holds(SkadeCatalog.catalogPath("skade", properties));
+    return SharedStore.holds(CatalogConfig.catalogPath("skade", properties));
   }
 
   /**
@@ -60,7 +60,8 @@ public final class SharedCatalogs {
    */
   public static Handle acquireOrFollow(Map<String, String> properties) {
     boolean accessGiven = properties.containsKey(SkadeCatalog.CATALOG_ACCESS);
-    if (!accessGiven && SharedStore.openAsFollower(SkadeCatalog.catalogPath("skade", properties))) {
+    if (!accessGiven
+        && SharedStore.openAsFollower(CatalogConfig.catalogPath("skade", properties))) {
       return acquire(follower(properties));
     }
     try {

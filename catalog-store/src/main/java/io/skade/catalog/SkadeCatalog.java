@@ -1,33 +1,22 @@
 package io.skade.catalog;
 
 import java.io.IOException;
-import java.net.URI;
-import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.FileSystem;
 import org.apache.iceberg.BaseMetastoreCatalog;
 import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.CatalogUtil;
-import org.apache.iceberg.RetryableValidationException;
 import org.apache.iceberg.Schema;
-import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.TableOperations;
@@ -44,7 +33,6 @@ import org.apache.iceberg.exceptions.NoSuchTableException;
 import org.apache.iceberg.hadoop.Configurable;
 import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.util.LocationUtil;
-import org.apache.iceberg.util.PropertyUtil;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -125,14 +113,29 @@ public class SkadeCatalog extends BaseMetastoreCatalog
    */
   public static final String CREATE_IF_MISSING = "catalog.create-if-missing";
 
+  /**
+   * The table properties every table this catalog creates gets unless the table or the catalog's
+   * {@code table-default.*} properties set them: commit retries for several writers on one table.
+   * Only one attempt per table wins in the time an attempt takes from its refresh to its swap (15
+   * ms for an append of this JVM, tens of ms for a REST client's), so Iceberg's default of 4
+   * retries 100 ms to 800 ms apart fails writers that merely lost a few races in a row; these waits
+   * start shorter, stop growing at 2 s, and last up to 30 retries.
+   */
+  public static final Map<String, String> TABLE_DEFAULTS =
+      Map.of(
+          TableProperties.COMMIT_NUM_RETRIES, "30",
+          TableProperties.COMMIT_MIN_RETRY_WAIT_MS, "50",
+          TableProperties.COMMIT_MAX_RETRY_WAIT_MS, "2000");
+
   private static final String DEFAULT_FILE_IO = "org.apache.iceberg.hadoop.HadoopFileIO";
 
   private String name = "skade";
   private Map<String, String> properties = Map.of();
-  private String warehouse;
   private Object hadoopConf;
   private FileIO io;
-  private SharedStore.Spec spec;
+
+  /** The catalog's properties, read and checked once; set by {@link #initialize}. */
+  private CatalogConfig config;
 
   /** The open store this instance uses; set by {@link #initialize}. */
   private SharedStore shared;
@@ -145,9 +148,11 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   /** The live subscriptions made through this instance, ended when it closes. */
   private final Set<CommitSubscription> subscriptions = ConcurrentHashMap.newKeySet();
 
-  private int feedBufferSize = DEFAULT_SUBSCRIBER_BUFFER;
-  private boolean uniqueTableLocation;
   private ExpiryGuard expiryGuard;
+
+  private final CatalogConsumers consumers = new CatalogConsumers(this);
+  private final CatalogLocks locks = new CatalogLocks(this);
+  private final IdempotencyKeys idempotencyKeys = new IdempotencyKeys(this);
 
   /** For {@link CatalogUtil#loadCatalog}; call {@link #initialize} next. */
   public SkadeCatalog() {}
@@ -172,7 +177,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     // Everything that can fail on bad properties runs before the store is opened (and locked).
     configure(catalogName, props);
     try {
-      this.shared = SharedStore.acquire(name, spec, properties, hadoopConf);
+      this.shared = SharedStore.acquire(name, config.spec(), properties, hadoopConf);
     } catch (RuntimeException | Error e) {
       io.close();
       throw e;
@@ -194,86 +199,13 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     return catalog;
   }
 
-  /**
-   * The table properties every table this catalog creates gets unless the table or the catalog's
-   * {@code table-default.*} properties set them: commit retries for several writers on one table.
-   * Only one attempt per table wins in the time an attempt takes from its refresh to its swap (15
-   * ms for an append of this JVM, tens of ms for a REST client's), so Iceberg's default of 4
-   * retries 100 ms to 800 ms apart fails writers that merely lost a few races in a row; these waits
-   * start shorter, stop growing at 2 s, and last up to 30 retries.
-   */
-  public static final Map<String, String> TABLE_DEFAULTS =
-      Map.of(
-          TableProperties.COMMIT_NUM_RETRIES, "30",
-          TableProperties.COMMIT_MIN_RETRY_WAIT_MS, "50",
-          TableProperties.COMMIT_MAX_RETRY_WAIT_MS, "2000");
-
-  private static Map<String, String> withTableDefaults(Map<String, String> props) {
-    Map<String, String> merged = new HashMap<>(props);
-    TABLE_DEFAULTS.forEach(
-        (key, value) -> merged.putIfAbsent(CatalogProperties.TABLE_DEFAULT_PREFIX + key, value));
-    return Map.copyOf(merged);
-  }
-
   /** Reads and checks the properties and makes the file IO; opens nothing else. */
   private void configure(String catalogName, Map<String, String> props) {
     this.name = catalogName == null ? "skade" : catalogName;
-    this.properties = withTableDefaults(props);
-    this.warehouse = warehouse(name, props);
-    Path catalogPath = catalogPath(name, props);
-    String access = props.getOrDefault(CATALOG_ACCESS, "owner");
-    if (!access.equals("owner") && !access.equals("follower")) {
-      throw new IllegalArgumentException(
-          "skade catalog '"
-              + name
-              + "': property '"
-              + CATALOG_ACCESS
-              + "' is '"
-              + access
-              + "'; accepted values are 'owner' and 'follower'");
-    }
-    this.uniqueTableLocation =
-        PropertyUtil.propertyAsBoolean(
-            props,
-            CatalogProperties.UNIQUE_TABLE_LOCATION,
-            CatalogProperties.UNIQUE_TABLE_LOCATION_DEFAULT);
-    this.feedBufferSize = positiveInt(props, FEED_BUFFER_SIZE, DEFAULT_SUBSCRIBER_BUFFER);
-    int maxBatch = positiveInt(props, MAX_BATCH_SIZE, Committer.DEFAULT_MAX_GROUP);
-    String timeout = props.getOrDefault(CONSUMER_EXPIRY_TIMEOUT, ExpiryGuard.DEFAULT_TIMEOUT);
-    this.expiryGuard = new ExpiryGuard(name, timeout);
-    boolean follower = access.equals("follower");
-    String followerValue = props.get(FOLLOWER_PATH);
-    Path followerPath =
-        follower && followerValue != null ? localPath(name, followerValue, FOLLOWER_PATH) : null;
-    Map<String, SharedStore.Setting> settings = new TreeMap<>();
-    Path localWarehouse = localWarehouse(name, warehouse); // compared as a directory when local
-    settings.put(
-        CatalogProperties.WAREHOUSE_LOCATION,
-        new SharedStore.Setting(
-            warehouse,
-            localWarehouse == null ? warehouse : SharedStore.realPath(localWarehouse).toString()));
-    settings.put(CATALOG_ACCESS, SharedStore.Setting.of(access));
-    if (follower) {
-      settings.put(
-          FOLLOWER_PATH,
-          followerPath == null
-              ? new SharedStore.Setting("a temporary directory", "")
-              : new SharedStore.Setting(
-                  followerValue, SharedStore.realPath(followerPath).toString()));
-    } else {
-      settings.put(MAX_BATCH_SIZE, new SharedStore.Setting(String.valueOf(maxBatch), maxBatch));
-      settings.put(
-          CONSUMER_EXPIRY_TIMEOUT,
-          new SharedStore.Setting(timeout.trim(), ExpiryGuard.parse(timeout)));
-    }
-    this.spec =
-        new SharedStore.Spec(
-            catalogPath,
-            follower,
-            followerPath,
-            maxBatch,
-            booleanProperty(props, CREATE_IF_MISSING, true),
-            Map.copyOf(settings));
+    this.properties = CatalogConfig.withTableDefaults(props);
+    this.config = CatalogConfig.parse(name, props);
+    this.expiryGuard =
+        new ExpiryGuard(config.consumerExpiryTimeout(), config.consumerExpiryTimeoutText());
     this.io = fileIO(props, hadoopConf);
   }
 
@@ -287,119 +219,12 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     return CatalogUtil.loadFileIO(
         props.getOrDefault(CatalogProperties.FILE_IO_IMPL, DEFAULT_FILE_IO),
         props,
-        hadoopConf != null ? hadoopConf : defaultHadoopConf());
-  }
-
-  /**
-   * A default Hadoop configuration that loads its resources through skade's class loader, not the
-   * creating thread's: a file IO outlives the Flink job whose thread made it (a shared catalog, the
-   * metadata cache), and a job's class loader is closed when the job ends.
-   */
-  static Configuration defaultHadoopConf() {
-    // A copy of one loaded configuration: parsing Hadoop's default XML resources for each
-    // catalog made opening one (open, load a table, close) take 25-32 ms instead of 17-19 ms.
-    return new Configuration(DefaultHadoopConf.LOADED);
-  }
-
-  /** The default Hadoop configuration, its resources loaded once per JVM; never modified. */
-  private static final class DefaultHadoopConf {
-    static final Configuration LOADED = load();
-
-    private static Configuration load() {
-      Configuration conf = new Configuration();
-      conf.setClassLoader(SkadeCatalog.class.getClassLoader());
-      // Hadoop's own local file system starts a chmod process per file written. Uncached, so
-      // that a local file system another component cached in this JVM cannot stand in for it.
-      conf.setClass("fs.file.impl", SkadeLocalFileSystem.class, FileSystem.class);
-      conf.setBoolean("fs.file.impl.disable.cache", true);
-      conf.size(); // loads the default resources now, so that copies do not parse them again
-      return conf;
-    }
+        hadoopConf != null ? hadoopConf : CatalogConfig.defaultHadoopConf());
   }
 
   /** The {@code warehouse} property, required, without trailing slashes. */
   public static String warehouse(String name, Map<String, String> props) {
-    String location = props.get(CatalogProperties.WAREHOUSE_LOCATION);
-    if (location == null || location.isBlank()) {
-      throw new IllegalArgumentException(
-          "skade catalog '"
-              + name
-              + "': property 'warehouse' is required; set it to the root"
-              + " directory (or URI) of table data, e.g. warehouse=/data/warehouse");
-    }
-    return location.replaceAll("/+$", "");
-  }
-
-  /** The RocksDB directory the properties name: {@code catalog.path}, or the default. */
-  static Path catalogPath(String name, Map<String, String> props) {
-    String configured = props.get(CATALOG_PATH);
-    if (configured != null && !configured.isBlank()) {
-      return localPath(name, configured, CATALOG_PATH);
-    }
-    String warehouse = warehouse(name, props);
-    Path local = localWarehouse(name, warehouse);
-    if (local == null) {
-      throw new IllegalArgumentException(
-          "skade catalog '"
-              + name
-              + "': warehouse "
-              + warehouse
-              + " is not a local path, so"
-              + " property '"
-              + CATALOG_PATH
-              + "' is required; set it to a local directory for"
-              + " the catalog's RocksDB store");
-    }
-    return local.resolve(TableKeys.RESERVED_NAMESPACE);
-  }
-
-  /**
-   * The local directory of a warehouse, or null when it is not local. The warehouse is read as
-   * Iceberg's file IO reads the locations made from it, Hadoop's {@code Path}: a path, or a URI
-   * whose parts are written as they are (never percent-decoded), so that the catalog lives in the
-   * directory its tables' files do, whatever characters its name holds.
-   */
-  private static Path localWarehouse(String name, String warehouse) {
-    URI uri;
-    try {
-      uri = new org.apache.hadoop.fs.Path(warehouse).toUri();
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException(
-          "skade catalog '"
-              + name
-              + "': property 'warehouse' = '"
-              + warehouse
-              + "' is neither a path nor a URI ("
-              + e.getMessage()
-              + "); set "
-              + CATALOG_PATH
-              + " explicitly or fix the warehouse",
-          e);
-    }
-    if (uri.getScheme() == null) {
-      return Paths.get(warehouse);
-    }
-    return "file".equals(uri.getScheme()) ? Paths.get(uri.getPath()) : null;
-  }
-
-  /** A local directory property: a path, or a {@code file:} URI written as Hadoop writes one. */
-  private static Path localPath(String name, String value, String property) {
-    try {
-      return value.startsWith("file:")
-          ? Paths.get(new org.apache.hadoop.fs.Path(value).toUri().getPath())
-          : Paths.get(value);
-    } catch (RuntimeException e) {
-      throw new IllegalArgumentException(
-          "skade catalog '"
-              + name
-              + "': property '"
-              + property
-              + "' = '"
-              + value
-              + "' is not a local path: "
-              + e.getMessage(),
-          e);
-    }
+    return CatalogConfig.warehouse(name, props);
   }
 
   /**
@@ -410,47 +235,6 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     Map<String, String> task = new HashMap<>(properties);
     task.put(CREATE_IF_MISSING, "false");
     return Map.copyOf(task);
-  }
-
-  private boolean booleanProperty(Map<String, String> props, String key, boolean defaultValue) {
-    String value = props.get(key);
-    if (value == null) {
-      return defaultValue;
-    }
-    if (value.trim().equalsIgnoreCase("true") || value.trim().equalsIgnoreCase("false")) {
-      return Boolean.parseBoolean(value.trim());
-    }
-    throw new IllegalArgumentException(
-        "skade catalog '"
-            + name
-            + "': property '"
-            + key
-            + "' = '"
-            + value
-            + "' must be true or false");
-  }
-
-  private int positiveInt(Map<String, String> props, String key, int defaultValue) {
-    String value = props.get(key);
-    if (value == null) {
-      return defaultValue;
-    }
-    try {
-      int parsed = Integer.parseInt(value.trim());
-      if (parsed > 0) {
-        return parsed;
-      }
-    } catch (NumberFormatException ignored) {
-      // falls through to the error below
-    }
-    throw new IllegalArgumentException(
-        "skade catalog '"
-            + name
-            + "': property '"
-            + key
-            + "' = '"
-            + value
-            + "' must be a positive integer");
   }
 
   @Override
@@ -470,7 +254,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
 
   /** The root of the catalog's table data (its {@code warehouse} property). */
   public String warehouse() {
-    return warehouse;
+    return config == null ? null : config.warehouse();
   }
 
   /** The open store, or a clear error when this instance is not open (any more). */
@@ -488,7 +272,8 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     return shared;
   }
 
-  private CatalogStore store() {
+  /** The open store; for the catalog's parts ({@link CatalogConsumers} and the others). */
+  CatalogStore store() {
     return shared().store();
   }
 
@@ -586,11 +371,11 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   @Override
   protected String defaultWarehouseLocation(TableIdentifier identifier) {
     TableKeys.validate(identifier);
-    return warehouse
+    return config.warehouse()
         + "/"
         + String.join("/", identifier.namespace().levels())
         + "/"
-        + LocationUtil.tableLocation(identifier, uniqueTableLocation);
+        + LocationUtil.tableLocation(identifier, config.uniqueTableLocation());
   }
 
   @Override
@@ -679,110 +464,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
    * was written, throws {@link CommitFailedException} and changes nothing.
    */
   public void commitTransaction(List<TableCommit> commits) {
-    Set<TableIdentifier> seen = new HashSet<>();
-    for (TableCommit commit : commits) {
-      if (!seen.add(commit.identifier())) {
-        throw new IllegalArgumentException(
-            "multi-table commit names table "
-                + commit.identifier()
-                + " twice; merge its changes"
-                + " into one TableCommit");
-      }
-    }
-    Committer committer = committer(); // a follower fails here, before writing any file
-    // newLocation is null for a table that is only checked (requirements, no changes).
-    record Prepared(
-        SkadeTableOperations ops,
-        TableMetadata base,
-        String newLocation,
-        List<Long> added,
-        long snapshotId,
-        List<Snapshot> removed) {}
-    List<Prepared> prepared = new ArrayList<>();
-    try {
-      for (TableCommit commit : commits) {
-        SkadeTableOperations ops = (SkadeTableOperations) newTableOps(commit.identifier());
-        TableMetadata base = ops.refresh();
-        if (base == null) {
-          throw new NoSuchTableException("Table does not exist: %s", commit.identifier());
-        }
-        commit.requirements().forEach(requirement -> requirement.validate(base));
-        TableMetadata.Builder builder = TableMetadata.buildFrom(base);
-        try {
-          commit.updates().forEach(update -> update.applyTo(builder));
-        } catch (RetryableValidationException e) {
-          throw new CommitFailedException(e, "Validation failed, please retry: %s", e.getMessage());
-        }
-        TableMetadata updated = builder.build();
-        FlinkCheckpointGuard.check(ops.tableName(), base, updated, io);
-        boolean changed = !updated.changes().isEmpty();
-        prepared.add(
-            new Prepared(
-                ops,
-                base,
-                changed ? ops.writeMetadata(updated) : null,
-                SkadeTableOperations.addedSnapshots(updated),
-                SkadeTableOperations.currentSnapshotId(updated),
-                ExpiryGuard.removedSnapshots(base, updated)));
-      }
-      if (prepared.stream().allMatch(p -> p.newLocation() == null)) {
-        return;
-      }
-      committer.submit(
-          stage -> {
-            // Every table is checked, changed or not: its requirements held at its base.
-            for (Prepared p : prepared) {
-              TablePointer current = stage.pointer(p.ops().tableKey());
-              String baseLocation = p.base().metadataFileLocation();
-              if (current == null || !current.metadataLocation().equals(baseLocation)) {
-                throw new CommitFailedException(
-                    "Cannot commit %s: metadata location %s has changed from %s; no table of this"
-                        + " multi-table commit was changed",
-                    p.ops().tableName(),
-                    current == null ? null : current.metadataLocation(),
-                    baseLocation);
-              }
-              expiryGuard.check(
-                  stage, p.ops().tableKey(), p.ops().tableName(), p.base(), p.removed());
-            }
-            long first = 0;
-            int changed = 0;
-            for (Prepared p : prepared) {
-              if (p.newLocation() != null) {
-                long seq =
-                    stage.commit(
-                        p.ops().tableKey(),
-                        CommitOperation.UPDATE,
-                        p.added(),
-                        p.newLocation(),
-                        p.snapshotId());
-                if (changed++ == 0) {
-                  first = seq;
-                }
-              }
-            }
-            stage.markTransaction(first, changed); // lineage describes it as one release
-            return null;
-          });
-    } catch (CommitFailedException
-        | NoSuchTableException
-        | ExpiryBlockedException
-        | IdempotencyKeyUsedException e) {
-      // Nothing points at the metadata files written for this attempt.
-      prepared.stream()
-          .map(Prepared::newLocation)
-          .filter(Objects::nonNull)
-          .forEach(this::deleteQuietly);
-      throw e;
-    }
-  }
-
-  private void deleteQuietly(String location) {
-    try {
-      io.deleteFile(location);
-    } catch (RuntimeException e) {
-      LOG.warn("could not delete unreferenced metadata file {}", location, e);
-    }
+    MultiTableCommit.commit(this, commits);
   }
 
   /**
@@ -798,7 +480,7 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     return store().commitsSince(seq - 1, 1).stream().findFirst();
   }
 
-  // ---- consumers ---------------------------------------------------------------------------
+  // ---- consumers, locks, idempotency keys: objects of their own, delegated to -------------
 
   /**
    * Stores (or replaces) the cursor of consumer {@code consumerId}, stamped with the current time
@@ -809,52 +491,33 @@ public class SkadeCatalog extends BaseMetastoreCatalog
    * @throws IllegalArgumentException for an empty id or one with control characters
    * @throws UnsupportedOperationException in a read-only follower
    */
+  @Override
   public StoredConsumer storeConsumer(String consumerId, ConsumerCursor cursor) {
-    String key = TableKeys.consumerKey(consumerId);
-    TableKeys.validate(cursor.table()); // before the committer thread, which must not fail
-    return committer()
-        .submit(
-            stage -> {
-              StoredConsumer stored =
-                  new StoredConsumer(key, cursor, Instant.ofEpochMilli(System.currentTimeMillis()));
-              stage.putConsumer(stored);
-              return stored;
-            });
+    return consumers.storeConsumer(consumerId, cursor);
   }
 
   /** The consumer stored under {@code consumerId}, if any. */
+  @Override
   public Optional<StoredConsumer> consumer(String consumerId) {
-    String key = TableKeys.consumerKey(consumerId);
-    store().catchUp();
-    return Optional.ofNullable(store().consumer(key));
+    return consumers.consumer(consumerId);
   }
 
   /** Every stored consumer, live or not, in id order. */
+  @Override
   public List<StoredConsumer> consumers() {
-    store().catchUp();
-    return store().consumerIds().stream()
-        .map(store()::consumer)
-        .filter(Objects::nonNull) // dropped since the ids were listed
-        .toList();
+    return consumers.consumers();
   }
 
   /** The stored consumers of {@code table}, in id order. */
+  @Override
   public List<StoredConsumer> consumers(TableIdentifier table) {
-    return consumers().stream().filter(c -> c.cursor().table().equals(table)).toList();
+    return consumers.consumers(table);
   }
 
   /** Removes a consumer, so it no longer holds expiry back; returns whether it was stored. */
+  @Override
   public boolean dropConsumer(String consumerId) {
-    String key = TableKeys.consumerKey(consumerId);
-    return committer()
-        .submit(
-            stage -> {
-              if (stage.consumer(key) == null) {
-                return false;
-              }
-              stage.removeConsumer(key);
-              return true;
-            });
+    return consumers.dropConsumer(consumerId);
   }
 
   /**
@@ -865,52 +528,17 @@ public class SkadeCatalog extends BaseMetastoreCatalog
    */
   @Override
   public boolean tryLock(TableIdentifier table, String name, String holder, Duration lease) {
-    TableKeys.validate(table); // before the committer thread, which must not fail
-    Objects.requireNonNull(holder, "holder");
-    return committer()
-        .submit(
-            stage -> {
-              Instant now = Instant.now();
-              MaintenanceLock held = stage.lock(table, name);
-              if (held != null) {
-                if (held.holder().equals(holder)) {
-                  return true;
-                }
-                if (!held.staleAt(now, lease)) {
-                  return false;
-                }
-                LOG.warn(
-                    "taking the {} lock of {} from {}, who took it at {} and never released it",
-                    name,
-                    table,
-                    held.holder(),
-                    held.since());
-              }
-              stage.putLock(table, name, new MaintenanceLock(table, name, holder, now));
-              return true;
-            });
+    return locks.tryLock(table, name, holder, lease);
   }
 
   @Override
   public Optional<MaintenanceLock> lock(TableIdentifier table, String name) {
-    TableKeys.validate(table);
-    store().catchUp();
-    return Optional.ofNullable(store().lock(table, name));
+    return locks.lock(table, name);
   }
 
   @Override
   public boolean unlock(TableIdentifier table, String name, String holder) {
-    TableKeys.validate(table);
-    return committer()
-        .submit(
-            stage -> {
-              MaintenanceLock held = stage.lock(table, name);
-              if (held == null || !held.holder().equals(holder)) {
-                return false;
-              }
-              stage.putLock(table, name, null);
-              return true;
-            });
+    return locks.unlock(table, name, holder);
   }
 
   /**
@@ -921,8 +549,6 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   public Table requireCursorUsable(ConsumerCursor cursor) {
     return ExpiryGuard.requireUsable(this, cursor);
   }
-
-  // ---- idempotency keys ------------------------------------------------------------------
 
   /**
    * Runs {@code action} so that the first commit it makes is made under the client's {@code key}:
@@ -935,55 +561,17 @@ public class SkadeCatalog extends BaseMetastoreCatalog
    *     characters
    */
   public <T> T withIdempotencyKey(String key, Callable<T> action) throws Exception {
-    checkIdempotencyKey(key);
-    Committer.IDEMPOTENCY_KEY.set(key);
-    try {
-      return action.call();
-    } finally {
-      Committer.IDEMPOTENCY_KEY.remove();
-    }
+    return idempotencyKeys.withKey(key, action);
   }
 
   /** What was committed under {@code key}, if anything. */
   public Optional<IdempotencyRecord> idempotencyRecord(String key) {
-    checkIdempotencyKey(key);
-    store().catchUp();
-    return Optional.ofNullable(store().idempotency(key));
+    return idempotencyKeys.record(key);
   }
 
   /** Forgets the keys of commits made before {@code before}; how many it forgot. */
   public int expireIdempotencyKeys(Instant before) {
-    store().catchUp();
-    List<String> expired =
-        store().idempotencyKeys().stream()
-            .filter(
-                key -> {
-                  IdempotencyRecord record = store().idempotency(key);
-                  return record != null && record.committedAt().isBefore(before);
-                })
-            .toList();
-    if (!expired.isEmpty()) {
-      committer()
-          .submit(
-              stage -> {
-                expired.forEach(stage::removeIdempotency);
-                return null;
-              });
-    }
-    return expired.size();
-  }
-
-  private static void checkIdempotencyKey(String key) {
-    if (key == null
-        || key.isEmpty()
-        || key.length() > 256
-        || key.chars().anyMatch(Character::isISOControl)) {
-      throw new IllegalArgumentException(
-          "idempotency key '"
-              + key
-              + "' must be 1 to 256"
-              + " characters without control characters (a UUID, as Iceberg's client sends)");
-    }
+    return idempotencyKeys.expire(before);
   }
 
   // ---- namespaces --------------------------------------------------------------------------
@@ -1106,7 +694,8 @@ public class SkadeCatalog extends BaseMetastoreCatalog
 
   @Override
   public CommitSubscription subscribeCommits() {
-    return subscribeCommits(feedBufferSize);
+    requireInitialized(); // before the configured buffer size is read
+    return subscribeCommits(config.feedBufferSize());
   }
 
   /**

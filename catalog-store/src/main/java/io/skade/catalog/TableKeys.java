@@ -13,8 +13,13 @@ import org.apache.iceberg.catalog.TableIdentifier;
  * control character), so the parts of a key are recovered by splitting it: the encoding is
  * injective. Names that could escape the warehouse ({@code /}, {@code \}, {@code ..}) are rejected
  * too, because the parts also name the table's directory.
+ *
+ * <p><b>Internal</b> to skade's catalog store. The class is public only for {@link #tableKey} and
+ * {@link #identifier}, which {@code io.skade.catalog.remote} shares (the wire protocol and the
+ * remote feed name tables as the store does); components use {@link CommitFeed#commitTableKey} and
+ * {@link CommitFeed#commitTableIdentifier}.
  */
-final class TableKeys {
+public final class TableKeys {
   static final char SEPARATOR = '\u001f';
 
   /** The catalog's own directory inside a local warehouse; no top-level namespace may take it. */
@@ -22,7 +27,12 @@ final class TableKeys {
 
   private TableKeys() {}
 
-  static String tableKey(TableIdentifier identifier) {
+  /**
+   * The key of a table: its validated namespace levels and name joined by {@link #SEPARATOR}.
+   *
+   * @throws IllegalArgumentException naming the part that is not a valid name
+   */
+  public static String tableKey(TableIdentifier identifier) {
     validatePart("table", identifier.name(), identifier.toString());
     return namespaceKey(identifier.namespace()) + SEPARATOR + identifier.name();
   }
@@ -37,7 +47,8 @@ final class TableKeys {
     return namespace.isEmpty() ? "" : namespaceKey(namespace) + SEPARATOR;
   }
 
-  static TableIdentifier identifier(String tableKey) {
+  /** The table a {@link #tableKey} names: the inverse of {@link #tableKey}. */
+  public static TableIdentifier identifier(String tableKey) {
     String[] parts = tableKey.split(String.valueOf(SEPARATOR), -1);
     return TableIdentifier.of(
         Namespace.of(Arrays.copyOf(parts, parts.length - 1)), parts[parts.length - 1]);

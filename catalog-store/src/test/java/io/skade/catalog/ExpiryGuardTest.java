@@ -172,13 +172,13 @@ class ExpiryGuardTest {
 
   @Test
   void theExpiryTimeoutTakesAWholeNumberWithAUnitAndNamesABadValue() {
-    assertThat(ExpiryGuard.parse("7d")).isEqualTo(Duration.ofDays(7));
-    assertThat(ExpiryGuard.parse("24h")).isEqualTo(Duration.ofHours(24));
-    assertThat(ExpiryGuard.parse("90m")).isEqualTo(Duration.ofMinutes(90));
-    assertThat(ExpiryGuard.parse("15 min")).isEqualTo(Duration.ofMinutes(15));
-    assertThat(ExpiryGuard.parse("30s")).isEqualTo(Duration.ofSeconds(30));
-    assertThat(ExpiryGuard.parse("1500ms")).isEqualTo(Duration.ofMillis(1500));
-    assertThat(ExpiryGuard.parse("1500")).isEqualTo(Duration.ofMillis(1500));
+    assertThat(CatalogConfig.duration("7d")).isEqualTo(Duration.ofDays(7));
+    assertThat(CatalogConfig.duration("24h")).isEqualTo(Duration.ofHours(24));
+    assertThat(CatalogConfig.duration("90m")).isEqualTo(Duration.ofMinutes(90));
+    assertThat(CatalogConfig.duration("15 min")).isEqualTo(Duration.ofMinutes(15));
+    assertThat(CatalogConfig.duration("30s")).isEqualTo(Duration.ofSeconds(30));
+    assertThat(CatalogConfig.duration("1500ms")).isEqualTo(Duration.ofMillis(1500));
+    assertThat(CatalogConfig.duration("1500")).isEqualTo(Duration.ofMillis(1500));
     for (String bad : List.of("0", "-1h", "7 days", "1.5h", "PT1H", "99999999999999999999d")) {
       assertThatThrownBy(
               () -> Catalogs.open(warehouse, Map.of(SkadeCatalog.CONSUMER_EXPIRY_TIMEOUT, bad)))

@@ -5,8 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import io.skade.catalog.CommitEvent;
-import io.skade.catalog.SkadeServerClient;
 import io.skade.catalog.StoredConsumer;
+import io.skade.catalog.remote.SkadeServerClient;
 import io.skade.server.ServerProcess;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;

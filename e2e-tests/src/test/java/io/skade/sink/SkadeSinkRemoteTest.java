@@ -3,8 +3,8 @@ package io.skade.sink;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.skade.catalog.CommitEvent;
-import io.skade.catalog.RemoteCommitFeed;
-import io.skade.catalog.SkadeServerClient;
+import io.skade.catalog.remote.RemoteCommitFeed;
+import io.skade.catalog.remote.SkadeServerClient;
 import io.skade.server.ServerProcess;
 import io.skade.testing.IdRows;
 import io.skade.testing.RemoteCatalog;

@@ -4,7 +4,7 @@ import static io.skade.testing.IdRows.row;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.skade.catalog.SkadeServerClient;
+import io.skade.catalog.remote.SkadeServerClient;
 import io.skade.server.ServerProcess;
 import io.skade.testing.ChangeLines;
 import io.skade.testing.IdRows;

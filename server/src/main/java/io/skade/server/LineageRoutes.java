@@ -1,7 +1,7 @@
 package io.skade.server;
 
 import io.skade.catalog.SkadeCatalog;
-import io.skade.catalog.SkadeProtocol;
+import io.skade.catalog.remote.SkadeProtocol;
 import io.skade.lineage.CatalogLineage;
 import io.skade.lineage.FlinkJobs;
 import io.skade.lineage.JobRunEvent;

@@ -2,7 +2,7 @@ package io.skade.server;
 
 import io.skade.catalog.MaintenanceLock;
 import io.skade.catalog.SkadeCatalog;
-import io.skade.catalog.SkadeProtocol;
+import io.skade.catalog.remote.SkadeProtocol;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.NotFoundException;
 import org.apache.iceberg.rest.RESTUtil;

@@ -45,7 +45,7 @@ public final class SkadeServer implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(SkadeServer.class);
 
   /** Longer than any long-poll waits, so that an idle connection is not cut under one. */
-  private static final long IDLE_TIMEOUT_MS = 2 * io.skade.catalog.SkadeProtocol.MAX_WAIT_MS;
+  private static final long IDLE_TIMEOUT_MS = 2 * io.skade.catalog.remote.SkadeProtocol.MAX_WAIT_MS;
 
   private static final long STOP_TIMEOUT_MS = 30_000;
 

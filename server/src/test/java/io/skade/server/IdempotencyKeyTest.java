@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.skade.catalog.ConsumerCursor;
-import io.skade.catalog.SkadeServerClient;
+import io.skade.catalog.remote.SkadeServerClient;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;

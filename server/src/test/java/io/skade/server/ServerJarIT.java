@@ -3,7 +3,7 @@ package io.skade.server;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.skade.catalog.SkadeServerClient;
+import io.skade.catalog.remote.SkadeServerClient;
 import io.skade.lineage.JobRunEvent;
 import io.skade.lineage.JobRunJson;
 import io.skade.lineage.LineageDataset;

@@ -4,7 +4,7 @@ import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.SkadeRuntime;
-import io.skade.catalog.SkadeServerClient;
+import io.skade.catalog.remote.SkadeServerClient;
 import io.skade.lineage.CatalogLineage;
 import io.skade.lineage.FlinkJobs;
 import io.skade.lineage.JobRunEvent;

@@ -1,7 +1,13 @@
-package io.skade.catalog;
+package io.skade.catalog.remote;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.skade.catalog.SkadeProtocol.CommitPage;
+import io.skade.catalog.CommitEvent;
+import io.skade.catalog.ConsumerCursor;
+import io.skade.catalog.ConsumerStore;
+import io.skade.catalog.MaintenanceLock;
+import io.skade.catalog.MaintenanceLocks;
+import io.skade.catalog.StoredConsumer;
+import io.skade.catalog.remote.SkadeProtocol.CommitPage;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;

@@ -1,10 +1,18 @@
-package io.skade.catalog;
+package io.skade.catalog.remote;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.skade.catalog.CommitEvent;
+import io.skade.catalog.CommitOperation;
+import io.skade.catalog.ConsumerCursor;
+import io.skade.catalog.MaintenanceLock;
+import io.skade.catalog.MaintenanceLocks;
+import io.skade.catalog.SkadeCatalog;
+import io.skade.catalog.StoredConsumer;
+import io.skade.catalog.TableKeys;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;

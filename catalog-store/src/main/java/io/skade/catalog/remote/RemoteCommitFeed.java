@@ -1,6 +1,10 @@
-package io.skade.catalog;
+package io.skade.catalog.remote;
 
-import io.skade.catalog.SkadeProtocol.CommitPage;
+import io.skade.catalog.CommitEvent;
+import io.skade.catalog.CommitFeed;
+import io.skade.catalog.CommitSubscription;
+import io.skade.catalog.TableKeys;
+import io.skade.catalog.remote.SkadeProtocol.CommitPage;
 import java.io.InterruptedIOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;

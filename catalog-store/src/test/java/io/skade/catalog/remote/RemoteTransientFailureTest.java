@@ -1,4 +1,4 @@
-package io.skade.catalog;
+package io.skade.catalog.remote;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -23,39 +23,33 @@ class RemoteTransientFailureTest {
   @Test
   void aServerAwayOrFailingIsTransient() {
     assertThat(
-            CatalogConnection.Remote.transientFailure(
+            RemoteConnection.transientFailure(
                 new RESTException(
                     new ConnectException("Connection refused"),
                     "Error occurred while processing GET request")))
         .isTrue();
     assertThat(
-            CatalogConnection.Remote.transientFailure(
+            RemoteConnection.transientFailure(
                 new UncheckedIOException(new IOException("the skade server did not answer"))))
         .isTrue();
-    assertThat(
-            CatalogConnection.Remote.transientFailure(
-                new ServiceFailureException("Server error: 500")))
+    assertThat(RemoteConnection.transientFailure(new ServiceFailureException("Server error: 500")))
         .isTrue();
     assertThat(
-            CatalogConnection.Remote.transientFailure(
+            RemoteConnection.transientFailure(
                 new ServiceUnavailableException("Service unavailable: 503")))
         .isTrue();
   }
 
   @Test
   void aRefusalIsNot() {
-    assertThat(
-            CatalogConnection.Remote.transientFailure(
-                new NotAuthorizedException("Not authorized: 401")))
+    assertThat(RemoteConnection.transientFailure(new NotAuthorizedException("Not authorized: 401")))
         .isFalse();
-    assertThat(CatalogConnection.Remote.transientFailure(new ForbiddenException("Forbidden: 403")))
+    assertThat(RemoteConnection.transientFailure(new ForbiddenException("Forbidden: 403")))
         .isFalse();
-    assertThat(
-            CatalogConnection.Remote.transientFailure(
-                new BadRequestException("Malformed request: 400")))
+    assertThat(RemoteConnection.transientFailure(new BadRequestException("Malformed request: 400")))
         .isFalse();
     assertThat(
-            CatalogConnection.Remote.transientFailure(
+            RemoteConnection.transientFailure(
                 new NoSuchTableException("Table does not exist: db.t")))
         .isFalse();
   }
