@@ -135,7 +135,7 @@ public final class AgeingBenchmark {
         }
       }
     } finally {
-      CommitRun.deleteTree(warehouse);
+      Harness.deleteTree(warehouse);
     }
   }
 

@@ -3,8 +3,6 @@ package io.skade.benchmarks;
 import io.skade.catalog.SharedCatalogs;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.sink.SkadeTableLoader;
-import io.skade.source.SkadeSource;
-import io.skade.source.StartupMode;
 import io.skade.write.TableWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -12,13 +10,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Function;
-import org.apache.flink.api.common.eventtime.WatermarkStrategy;
-import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 import org.apache.flink.table.data.RowData;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
@@ -48,7 +42,6 @@ public final class BacklogBenchmark {
               Types.NestedField.optional(2, "ts_nanos", Types.LongType.get()),
               Types.NestedField.optional(3, "payload", Types.StringType.get())),
           Set.of(1));
-  private static final LongAdder COUNTED = new LongAdder();
 
   private BacklogBenchmark() {}
 
@@ -90,8 +83,10 @@ public final class BacklogBenchmark {
           "%-44s %11s %9s %12s %9s%n", "reader", "parallelism", "seconds", "rows/s", "vs Iceberg");
       for (int parallelism : new int[] {1, 2}) {
         // Warm the JVM's code once at each parallelism, unmeasured.
-        count(parallelism, expected, env -> skade(env, properties, id));
-        double skade = count(parallelism, expected, env -> skade(env, properties, id));
+        count(parallelism, expected, env -> BoundedCount.skadeFromEarliest(env, properties, id));
+        double skade =
+            count(
+                parallelism, expected, env -> BoundedCount.skadeFromEarliest(env, properties, id));
         double iceberg =
             count(
                 parallelism,
@@ -108,21 +103,8 @@ public final class BacklogBenchmark {
         print("IcebergSource bounded read", parallelism, expected, iceberg, iceberg);
       }
     } finally {
-      CommitRun.deleteTree(warehouse);
+      Harness.deleteTree(warehouse);
     }
-  }
-
-  private static DataStream<RowData> skade(
-      StreamExecutionEnvironment env, Map<String, String> properties, TableIdentifier id) {
-    return env.fromSource(
-        SkadeSource.builder()
-            .catalogProperties(properties)
-            .table(id)
-            .startupMode(StartupMode.EARLIEST)
-            .bounded()
-            .build(),
-        WatermarkStrategy.noWatermarks(),
-        "skade");
   }
 
   private static void print(
@@ -138,24 +120,10 @@ public final class BacklogBenchmark {
       long expected,
       Function<StreamExecutionEnvironment, DataStream<RowData>> reading)
       throws Exception {
-    COUNTED.reset();
-    StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-    env.setParallelism(parallelism);
-    reading.apply(env).map(new Count()).sinkTo(new DiscardingSink<>());
-    long started = System.nanoTime();
-    env.execute("backlog");
-    double seconds = (System.nanoTime() - started) / 1e9;
-    if (COUNTED.sum() != expected) {
-      throw new IllegalStateException("counted " + COUNTED.sum() + " rows, expected " + expected);
+    BoundedCount.Result counted = BoundedCount.run("backlog", parallelism, reading);
+    if (counted.rows() != expected) {
+      throw new IllegalStateException("counted " + counted.rows() + " rows, expected " + expected);
     }
-    return seconds;
-  }
-
-  private static final class Count implements MapFunction<RowData, Long> {
-    @Override
-    public Long map(RowData row) {
-      COUNTED.increment();
-      return row.getLong(0);
-    }
+    return counted.seconds();
   }
 }

@@ -16,15 +16,12 @@ import java.lang.management.MemoryPoolMXBean;
 import java.lang.management.MemoryType;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.ZonedDateTime;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.LongSupplier;
-import java.util.stream.Stream;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
@@ -76,17 +73,10 @@ public final class ChangelogBenchmark {
   private ChangelogBenchmark() {}
 
   public static void main(String[] args) throws Exception {
-    if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
-      System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
-    }
+    Harness.quietLogs();
     int rows = Integer.getInteger("skade.bench.rows", 1_000_000);
     int files = Integer.getInteger("skade.bench.files", 10);
-    System.out.printf(
-        "skade changelog benchmark | JVM %s | cores %d | max heap %d MiB | %s%n",
-        System.getProperty("java.runtime.version"),
-        Runtime.getRuntime().availableProcessors(),
-        Runtime.getRuntime().maxMemory() >> 20,
-        ZonedDateTime.now());
+    Harness.printHeader("skade changelog benchmark");
     System.out.printf(
         "table: %d narrow rows (id bigint key, name string, amount double) in %d"
             + " Parquet files; then 10%% of the keys upserted in one commit.%n",
@@ -165,9 +155,7 @@ public final class ChangelogBenchmark {
                 () -> icebergSourceRead(appendedMetadata, rows, parallelism)));
       }
     } finally {
-      try (Stream<Path> paths = Files.walk(warehouse)) {
-        paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-      }
+      Harness.deleteTree(warehouse);
     }
     print(figures);
   }

@@ -1,8 +1,5 @@
 package io.skade.benchmarks;
 
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
@@ -38,11 +35,16 @@ import java.util.Locale;
  * cells' properties are {@link ContendedRun}'s.
  */
 public final class CommitBenchmark {
+  /**
+   * Kept to errors, for readable tables: Iceberg logs every commit at INFO, and every retry of a
+   * contended commit at WARN with a stack trace (the contended table counts them).
+   */
+  static final String ICEBERG_COMMIT_LOGGER = "org.apache.iceberg.util.Tasks";
 
   private CommitBenchmark() {}
 
   public static void main(String[] args) throws Exception {
-    quietLogs();
+    Harness.quietLogs(ICEBERG_COMMIT_LOGGER);
     int pointerCommits = Integer.getInteger("skade.bench.pointerCommits", 2000);
     int metadataCommits = Integer.getInteger("skade.bench.commits", 300);
     int appendCommits = Integer.getInteger("skade.bench.appendCommits", 150);
@@ -51,14 +53,7 @@ public final class CommitBenchmark {
     boolean uncontended =
         Boolean.parseBoolean(System.getProperty("skade.bench.uncontended", "true"));
 
-    System.out.printf(
-        "skade commit benchmark | JVM: %s %s (%s) | cores: %d | load average: %s | date: %s%n",
-        System.getProperty("java.vm.name"),
-        System.getProperty("java.runtime.version"),
-        System.getProperty("java.vm.vendor"),
-        Runtime.getRuntime().availableProcessors(),
-        loadAverage(),
-        ZonedDateTime.now().format(DateTimeFormatter.ISO_OFFSET_DATE_TIME));
+    printHeader("skade commit benchmark");
     System.out.println(
         "WAL syncs per commit < 1 means group commit coalesced fsyncs"
             + " (several commits made durable by one fsync). Each cell runs side by side:"
@@ -149,22 +144,15 @@ public final class CommitBenchmark {
   }
 
   private static void printTable(List<CommitRun.Result> results) {
-    String[] header = {
-      "workload",
-      "design",
-      "committers",
-      "commits",
-      "seconds",
-      "commits/s",
-      "vs fsync/commit",
-      "WAL syncs",
-      "WAL syncs/commit",
-      "batches/commit",
-      "feed p50 (µs)",
-      "feed p99 (µs)"
-    };
     List<String[]> rows = new ArrayList<>();
-    rows.add(header);
+    rows.add(
+        CommitRun.Result.header(
+            "vs fsync/commit",
+            "WAL syncs",
+            "WAL syncs/commit",
+            "batches/commit",
+            "feed p50 (µs)",
+            "feed p99 (µs)"));
     long missed = 0;
     CommitRun.Result baseline = null;
     for (CommitRun.Result r : results) {
@@ -173,24 +161,19 @@ public final class CommitBenchmark {
         baseline = r;
       }
       rows.add(
-          new String[] {
-            r.workload().label(),
-            r.design().label,
-            Integer.toString(r.committers()),
-            Integer.toString(r.commits()),
-            fmt("%.2f", r.seconds()),
-            fmt("%.0f", r.commitsPerSecond()),
-            switch (r.design()) {
-              case FSYNC_PER_COMMIT -> "1.00x";
-              case GROUP_COMMIT -> fmt("%.2fx", r.commitsPerSecond() / baseline.commitsPerSecond());
-              case GROUP_COMMIT_HADOOP_LOCAL_FS, SERVER -> "-";
-            },
-            Long.toString(r.walSyncs()),
-            fmt("%.3f", (double) r.walSyncs() / r.commits()),
-            fmt("%.3f", (double) r.batches() / r.commits()),
-            fmt("%.0f", r.latencyMicros(50)),
-            fmt("%.0f", r.latencyMicros(99)),
-          });
+          r.cells(
+              r.design().label,
+              switch (r.design()) {
+                case FSYNC_PER_COMMIT -> "1.00x";
+                case GROUP_COMMIT ->
+                    fmt("%.2fx", r.commitsPerSecond() / baseline.commitsPerSecond());
+                case GROUP_COMMIT_HADOOP_LOCAL_FS, SERVER -> "-";
+              },
+              Long.toString(r.walSyncs()),
+              fmt("%.3f", (double) r.walSyncs() / r.commits()),
+              fmt("%.3f", (double) r.batches() / r.commits()),
+              fmt("%.0f", r.latencyMicros(50)),
+              fmt("%.0f", r.latencyMicros(99))));
     }
     printAligned(rows);
     if (missed > 0) {
@@ -227,14 +210,17 @@ public final class CommitBenchmark {
     }
   }
 
-  /**
-   * Keeps the tables readable unless told otherwise: Iceberg logs every commit at INFO, and every
-   * retry of a contended commit at WARN with a stack trace (the contended table counts them).
-   */
-  static void quietLogs() {
-    System.getProperties().putIfAbsent("org.slf4j.simpleLogger.defaultLogLevel", "warn");
-    System.getProperties()
-        .putIfAbsent("org.slf4j.simpleLogger.log.org.apache.iceberg.util.Tasks", "error");
+  /** Prints the commit benchmarks' first line: {@code title}, the JVM, cores, load and date. */
+  static void printHeader(String title) {
+    System.out.printf(
+        "%s | JVM: %s %s (%s) | cores: %d | load average: %s | date: %s%n",
+        title,
+        System.getProperty("java.vm.name"),
+        System.getProperty("java.runtime.version"),
+        System.getProperty("java.vm.vendor"),
+        Runtime.getRuntime().availableProcessors(),
+        Harness.loadAverage(),
+        ZonedDateTime.now().format(DateTimeFormatter.ISO_OFFSET_DATE_TIME));
   }
 
   /** The comma-separated integers of system property {@code property}, or of {@code defaults}. */
@@ -243,19 +229,6 @@ public final class CommitBenchmark {
         .map(String::trim)
         .mapToInt(Integer::parseInt)
         .toArray();
-  }
-
-  /**
-   * The machine's load average over 1, 5 and 15 minutes, for the header: on 2 cores, another
-   * process's build can halve the figures.
-   */
-  static String loadAverage() {
-    try {
-      String[] fields = Files.readString(Path.of("/proc/loadavg")).trim().split("\\s+");
-      return fields[0] + " " + fields[1] + " " + fields[2];
-    } catch (IOException e) {
-      return "n/a"; // not Linux
-    }
   }
 
   static String fmt(String format, double value) {

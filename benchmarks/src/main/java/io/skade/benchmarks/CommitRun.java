@@ -15,7 +15,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -23,7 +22,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.IntConsumer;
-import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.catalog.Catalog;
@@ -107,6 +105,36 @@ final class CommitRun {
     /** Feed latency from the commit call's return, microseconds. */
     double ackLatencyMicros(double percentile) {
       return micros(sortedAckLatencyNanos, percentile);
+    }
+
+    /** The columns every table of cells starts with, then {@code more}. */
+    static String[] header(String... more) {
+      return concat(
+          new String[] {"workload", "design", "committers", "commits", "seconds", "commits/s"},
+          more);
+    }
+
+    /**
+     * This cell's columns under {@link #header}: its workload, {@code design} as the table names
+     * it, committers, commits, seconds and commits/s; then {@code more}.
+     */
+    String[] cells(String design, String... more) {
+      return concat(
+          new String[] {
+            workload.label(),
+            design,
+            Integer.toString(committers),
+            Integer.toString(commits),
+            CommitBenchmark.fmt("%.2f", seconds()),
+            CommitBenchmark.fmt("%.0f", commitsPerSecond())
+          },
+          more);
+    }
+
+    private static String[] concat(String[] first, String[] more) {
+      String[] all = Arrays.copyOf(first, first.length + more.length);
+      System.arraycopy(more, 0, all, first.length, more.length);
+      return all;
     }
   }
 
@@ -198,7 +226,7 @@ final class CommitRun {
     try (Embedded cell = new Embedded(warehouse, design)) {
       return measurement.on(cell);
     } finally {
-      deleteTree(warehouse);
+      Harness.deleteTree(warehouse);
     }
   }
 
@@ -527,17 +555,6 @@ final class CommitRun {
 
     long missed() {
       return missed;
-    }
-  }
-
-  /** Deletes a benchmark's warehouse {@code root}, so that runs do not fill the disk. */
-  static void deleteTree(Path root) {
-    try (Stream<Path> paths = Files.walk(root)) {
-      for (Path path : paths.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(path);
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot delete benchmark warehouse " + root, e);
     }
   }
 }

@@ -89,7 +89,7 @@ final class ContendedRun {
       }
     }
     print(results);
-    System.out.println("Load average at the end: " + CommitBenchmark.loadAverage());
+    System.out.println("Load average at the end: " + Harness.loadAverage());
   }
 
   /** Runs one contended cell on {@code cell}, which is fresh: its tables are made here. */

@@ -90,9 +90,7 @@ public final class DeltaJoinBenchmark {
       long heapBytes) {}
 
   public static void main(String[] args) throws Exception {
-    if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
-      System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
-    }
+    Harness.quietLogs();
     if (args.length == 1) { // a child: one join, its figures on a line of their own
       Figures f = runAlone(args[0]);
       System.out.println(
@@ -254,7 +252,7 @@ public final class DeltaJoinBenchmark {
       }
     } finally {
       cluster.close();
-      CommitRun.deleteTree(warehouse);
+      Harness.deleteTree(warehouse);
     }
   }
 

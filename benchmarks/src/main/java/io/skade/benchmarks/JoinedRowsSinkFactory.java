@@ -10,7 +10,6 @@ import org.apache.flink.configuration.ConfigOptions;
 import org.apache.flink.streaming.api.functions.sink.legacy.RichSinkFunction;
 import org.apache.flink.table.connector.ChangelogMode;
 import org.apache.flink.table.connector.sink.DynamicTableSink;
-import org.apache.flink.table.connector.sink.legacy.SinkFunctionProvider;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.factories.DynamicTableSinkFactory;
 import org.apache.flink.table.factories.FactoryUtil;
@@ -92,29 +91,9 @@ public final class JoinedRowsSinkFactory implements DynamicTableSinkFactory {
   public DynamicTableSink createDynamicTableSink(Context context) {
     FactoryUtil.TableFactoryHelper helper = FactoryUtil.createTableFactoryHelper(this, context);
     helper.validate();
-    return new JoinedRowsSink(helper.getOptions().get(RUN));
-  }
-
-  private record JoinedRowsSink(String run) implements DynamicTableSink {
-    @Override
-    public ChangelogMode getChangelogMode(ChangelogMode requested) {
-      return ChangelogMode.upsert();
-    }
-
-    @Override
-    public SinkRuntimeProvider getSinkRuntimeProvider(Context context) {
-      return SinkFunctionProvider.of(new Counting(run));
-    }
-
-    @Override
-    public DynamicTableSink copy() {
-      return new JoinedRowsSink(run);
-    }
-
-    @Override
-    public String asSummaryString() {
-      return "joined rows sink";
-    }
+    String run = helper.getOptions().get(RUN);
+    return new SinkFunctionTableSink(
+        ChangelogMode.upsert(), () -> new Counting(run), "joined rows sink");
   }
 
   private static final class Counting extends RichSinkFunction<RowData> {

@@ -10,7 +10,6 @@ import org.apache.flink.configuration.ConfigOptions;
 import org.apache.flink.streaming.api.functions.sink.legacy.RichSinkFunction;
 import org.apache.flink.table.connector.ChangelogMode;
 import org.apache.flink.table.connector.sink.DynamicTableSink;
-import org.apache.flink.table.connector.sink.legacy.SinkFunctionProvider;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.data.StringData;
 import org.apache.flink.table.factories.DynamicTableSinkFactory;
@@ -88,41 +87,19 @@ public final class MeasuringSinkFactory implements DynamicTableSinkFactory {
   public DynamicTableSink createDynamicTableSink(Context context) {
     FactoryUtil.TableFactoryHelper helper = FactoryUtil.createTableFactoryHelper(this, context);
     helper.validate();
-    return new MeasuringTableSink(
+    Settings settings =
         new Settings(
             helper.getOptions().get(RUN),
             helper.getOptions().get(DIM_ROWS),
             helper.getOptions().get(PROBES),
             helper.getOptions().get(JOINED),
-            helper.getOptions().get(CHECK)));
+            helper.getOptions().get(CHECK));
+    return new SinkFunctionTableSink(
+        ChangelogMode.insertOnly(), () -> new Measuring(settings), "measuring sink");
   }
 
   private record Settings(String run, long dimRows, long probes, boolean joined, boolean check)
       implements java.io.Serializable {}
-
-  private record MeasuringTableSink(Settings settings) implements DynamicTableSink {
-    @Override
-    public ChangelogMode getChangelogMode(ChangelogMode requested) {
-      return ChangelogMode.insertOnly();
-    }
-
-    @Override
-    public SinkRuntimeProvider getSinkRuntimeProvider(Context context) {
-      // A sink function, which Flink chains to the join as it does its collect sink (a Sink V2
-      // writer runs as a task of its own: rows would cross a network buffer to reach it).
-      return SinkFunctionProvider.of(new Measuring(settings));
-    }
-
-    @Override
-    public DynamicTableSink copy() {
-      return new MeasuringTableSink(settings);
-    }
-
-    @Override
-    public String asSummaryString() {
-      return "measuring sink";
-    }
-  }
 
   /**
    * Keeps what each row holds (its key, its joined columns' hashes and score) in arrays, and checks

@@ -5,12 +5,8 @@ import static io.skade.benchmarks.CommitBenchmark.fmt;
 import io.skade.server.ServerProcess;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.ZonedDateTime;
-import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
-import java.util.stream.Stream;
 
 /**
  * Prints the commit throughput and commit feed latency through a skade server's REST protocol
@@ -51,11 +47,8 @@ public final class RemoteCommitBenchmark {
   private RemoteCommitBenchmark() {}
 
   public static void main(String[] args) throws Exception {
-    CommitBenchmark.quietLogs();
     // Every REST client warns that its token implies OAuth2; keep the table readable.
-    if (System.getProperty("org.slf4j.simpleLogger.log.org.apache.iceberg.rest.auth") == null) {
-      System.setProperty("org.slf4j.simpleLogger.log.org.apache.iceberg.rest.auth", "error");
-    }
+    Harness.quietLogs(CommitBenchmark.ICEBERG_COMMIT_LOGGER, "org.apache.iceberg.rest.auth");
     int metadataCommits = Integer.getInteger("skade.bench.commits", 300);
     int appendCommits = Integer.getInteger("skade.bench.appendCommits", 150);
     // More than CommitBenchmark's 100: the server's JVM is warmed by these alone (a metadata-only
@@ -65,15 +58,7 @@ public final class RemoteCommitBenchmark {
     boolean uncontended =
         Boolean.parseBoolean(System.getProperty("skade.bench.uncontended", "true"));
 
-    System.out.printf(
-        "skade commit benchmark through REST | JVM: %s %s (%s) | cores: %d | load average: %s |"
-            + " date: %s%n",
-        System.getProperty("java.vm.name"),
-        System.getProperty("java.runtime.version"),
-        System.getProperty("java.vm.vendor"),
-        Runtime.getRuntime().availableProcessors(),
-        CommitBenchmark.loadAverage(),
-        ZonedDateTime.now().format(DateTimeFormatter.ISO_OFFSET_DATE_TIME));
+    CommitBenchmark.printHeader("skade commit benchmark through REST");
     System.out.printf(
         "Per cell: one fresh table per committer; %d metadata-only / %d append"
             + " commits. 'embedded' = group commit in this JVM; 'server, REST' = the same catalog"
@@ -108,28 +93,19 @@ public final class RemoteCommitBenchmark {
               CommitRun::contended,
               (writers, tables, commits) -> CommitRun.contended(server, writers, tables, commits)));
     } finally {
-      try (Stream<Path> paths = Files.walk(root)) {
-        paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-      }
+      Harness.deleteTree(root);
     }
   }
 
   private static void print(List<CommitRun.Result> results) {
     List<String[]> rows = new ArrayList<>();
     rows.add(
-        new String[] {
-          "workload",
-          "design",
-          "committers",
-          "commits",
-          "seconds",
-          "commits/s",
-          "vs embedded",
-          "feed from durable p50/p99 (µs)",
-          "feed from stamp p50/p99 (µs)",
-          "vs embedded p50/p99",
-          "feed from ack p50/p99 (µs)"
-        });
+        CommitRun.Result.header(
+            "vs embedded",
+            "feed from durable p50/p99 (µs)",
+            "feed from stamp p50/p99 (µs)",
+            "vs embedded p50/p99",
+            "feed from ack p50/p99 (µs)"));
     CommitRun.Result embedded = null;
     long missed = 0;
     for (CommitRun.Result r : results) {
@@ -139,21 +115,15 @@ public final class RemoteCommitBenchmark {
         embedded = r;
       }
       rows.add(
-          new String[] {
-            r.workload().label(),
-            served ? r.design().label : "embedded",
-            Integer.toString(r.committers()),
-            Integer.toString(r.commits()),
-            fmt("%.2f", r.seconds()),
-            fmt("%.0f", r.commitsPerSecond()),
-            fmt("%.2fx", r.commitsPerSecond() / embedded.commitsPerSecond()),
-            served ? "-" : pair(r.latencyMicros(50), r.latencyMicros(99)),
-            pair(r.stampLatencyMicros(50), r.stampLatencyMicros(99)),
-            fmt("%.1fx", r.stampLatencyMicros(50) / embedded.stampLatencyMicros(50))
-                + " / "
-                + fmt("%.1fx", r.stampLatencyMicros(99) / embedded.stampLatencyMicros(99)),
-            pair(r.ackLatencyMicros(50), r.ackLatencyMicros(99)),
-          });
+          r.cells(
+              served ? r.design().label : "embedded",
+              fmt("%.2fx", r.commitsPerSecond() / embedded.commitsPerSecond()),
+              served ? "-" : pair(r.latencyMicros(50), r.latencyMicros(99)),
+              pair(r.stampLatencyMicros(50), r.stampLatencyMicros(99)),
+              fmt("%.1fx", r.stampLatencyMicros(50) / embedded.stampLatencyMicros(50))
+                  + " / "
+                  + fmt("%.1fx", r.stampLatencyMicros(99) / embedded.stampLatencyMicros(99)),
+              pair(r.ackLatencyMicros(50), r.ackLatencyMicros(99))));
     }
     CommitBenchmark.printAligned(rows);
     System.out.println(

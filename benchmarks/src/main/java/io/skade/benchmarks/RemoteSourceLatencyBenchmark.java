@@ -1,6 +1,5 @@
 package io.skade.benchmarks;
 
-import static io.skade.benchmarks.SourceLatencyRun.SCHEMA;
 import static io.skade.benchmarks.SourceLatencyRun.SEEN_TIMEOUT;
 import static io.skade.benchmarks.SourceLatencyRun.fmt;
 import static io.skade.benchmarks.SourceLatencyRun.label;
@@ -18,17 +17,12 @@ import io.skade.write.TableWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.ZonedDateTime;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.iceberg.PartitionSpec;
-import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
@@ -79,26 +73,14 @@ public final class RemoteSourceLatencyBenchmark {
   private RemoteSourceLatencyBenchmark() {}
 
   public static void main(String[] args) throws Exception {
-    if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
-      System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
-    }
     // Every MiniCluster warns of its missing Hadoop config, and every REST client that its token
     // implies OAuth2; keep the tables readable.
-    for (String quiet : new String[] {"org.apache.flink", "org.apache.iceberg.rest.auth"}) {
-      if (System.getProperty("org.slf4j.simpleLogger.log." + quiet) == null) {
-        System.setProperty("org.slf4j.simpleLogger.log." + quiet, "error");
-      }
-    }
+    Harness.quietLogs("org.apache.flink", "org.apache.iceberg.rest.auth");
     int commits = Integer.getInteger("skade.bench.commits", 200);
     int slowCommits = Integer.getInteger("skade.bench.slowCommits", 60);
     int warmupCommits = Integer.getInteger("skade.bench.warmupCommits", 300);
     long pause = SourceLatencyRun.pauseMillis();
-    System.out.printf(
-        "skade remote source latency benchmark | JVM %s | cores %d | max heap %d" + " MiB | %s%n",
-        System.getProperty("java.runtime.version"),
-        Runtime.getRuntime().availableProcessors(),
-        Runtime.getRuntime().maxMemory() >> 20,
-        ZonedDateTime.now());
+    Harness.printHeader("skade remote source latency benchmark");
     System.out.printf(
         "per source a fresh LOG table (id bigint, ts_nanos bigint, payload string),"
             + " %d warm-up then %d measured one-row appends %d-%d ms apart (%d for a 1 s monitor"
@@ -155,22 +137,14 @@ public final class RemoteSourceLatencyBenchmark {
         }
       }
     } finally {
-      try (Stream<Path> paths = Files.walk(root)) {
-        paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-      }
+      Harness.deleteTree(root);
     }
     print(latencies);
   }
 
   /** A fresh table of the server's catalog, and a writer on it as loaded over REST. */
   private static TableWriter writer(Catalog catalog, String name) {
-    Table table =
-        catalog.createTable(
-            TableIdentifier.parse(name),
-            SCHEMA,
-            PartitionSpec.unpartitioned(),
-            Map.of("format-version", "2"));
-    return new TableWriter(table);
+    return new TableWriter(SourceLatencyRun.createTable(catalog, name));
   }
 
   /** The in-process figure: a catalog embedded in this JVM, its source woken in process. */
@@ -179,25 +153,13 @@ public final class RemoteSourceLatencyBenchmark {
     try (SharedCatalogs.Handle handle = SharedCatalogs.acquire(properties)) {
       SkadeCatalog catalog = handle.catalog();
       catalog.createNamespace(Namespace.of(NAMESPACE));
-      String table = NAMESPACE + ".skade_embedded";
-      // Subscribed before the table's first commit: the feed stamps when each became durable.
-      var stamps = catalog.subscribeCommits();
-      return SourceLatencyRun.measure(
+      return SourceLatencyRun.measureEmbedded(
           "skade in-process (commit feed)",
-          writer(catalog, table),
-          table,
-          stamps,
+          catalog,
+          NAMESPACE + ".skade_embedded",
           warmup,
           commits,
-          (env, name) ->
-              env.fromSource(
-                  SkadeSource.builder()
-                      .catalogProperties(properties)
-                      .table(name)
-                      .startupMode(StartupMode.LATEST)
-                      .build(),
-                  WatermarkStrategy.noWatermarks(),
-                  "skade"));
+          SourceLatencyRun.skadeInProcess(properties));
     }
   }
 

@@ -10,30 +10,19 @@ import io.skade.benchmarks.SourceLatencyRun.Latency;
 import io.skade.catalog.SharedCatalogs;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.sink.SkadeTableLoader;
-import io.skade.source.SkadeSource;
-import io.skade.source.StartupMode;
 import io.skade.write.TableWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.ZonedDateTime;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Function;
-import java.util.stream.Stream;
-import org.apache.flink.api.common.eventtime.WatermarkStrategy;
-import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 import org.apache.flink.table.data.RowData;
-import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
-import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
@@ -71,9 +60,6 @@ public final class SourceLatencyBenchmark {
   private static final Schema SCHEMA = SourceLatencyRun.SCHEMA;
   private static final String NAMESPACE = "bench";
 
-  /** Rows a bounded job counted. */
-  private static final LongAdder COUNTED = new LongAdder();
-
   private record Throughput(String source, long rows, double seconds) {
     double rowsPerSecond() {
       return rows / seconds;
@@ -83,24 +69,14 @@ public final class SourceLatencyBenchmark {
   private SourceLatencyBenchmark() {}
 
   public static void main(String[] args) throws Exception {
-    if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
-      System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
-    }
     // Every MiniCluster warns of its missing Hadoop config and log file; keep the table readable.
-    if (System.getProperty("org.slf4j.simpleLogger.log.org.apache.flink") == null) {
-      System.setProperty("org.slf4j.simpleLogger.log.org.apache.flink", "error");
-    }
+    Harness.quietLogs("org.apache.flink");
     int commits = Integer.getInteger("skade.bench.commits", 200);
     int slowCommits = Integer.getInteger("skade.bench.slowCommits", 60);
     int warmupCommits = Integer.getInteger("skade.bench.warmupCommits", 300);
     int backlogCommits = Integer.getInteger("skade.bench.backlogCommits", 200);
     int backlogRows = Integer.getInteger("skade.bench.backlogRows", 5000);
-    System.out.printf(
-        "skade source latency benchmark | JVM %s | cores %d | max heap %d MiB | %s%n",
-        System.getProperty("java.runtime.version"),
-        Runtime.getRuntime().availableProcessors(),
-        Runtime.getRuntime().maxMemory() >> 20,
-        ZonedDateTime.now());
+    Harness.printHeader("skade source latency benchmark");
     System.out.printf(
         "latency: per source a fresh LOG table (id bigint, ts_nanos bigint, payload"
             + " string), %d warm-up then %d measured one-row appends %d-%d ms apart (%d for a 1 s"
@@ -123,27 +99,19 @@ public final class SourceLatencyBenchmark {
       SkadeCatalog catalog = handle.catalog();
       catalog.createNamespace(Namespace.of(NAMESPACE));
       latencies.add(
-          latency(
+          SourceLatencyRun.measureEmbedded(
               "skade (commit feed)",
               catalog,
-              "skade_feed",
+              NAMESPACE + ".skade_feed",
               warmupCommits,
               commits,
-              (env, table) ->
-                  env.fromSource(
-                      SkadeSource.builder()
-                          .catalogProperties(properties)
-                          .table(table)
-                          .startupMode(StartupMode.LATEST)
-                          .build(),
-                      WatermarkStrategy.noWatermarks(),
-                      "skade")));
+              SourceLatencyRun.skadeInProcess(properties)));
       for (Duration interval : new Duration[] {Duration.ofMillis(100), Duration.ofSeconds(1)}) {
         latencies.add(
-            latency(
+            SourceLatencyRun.measureEmbedded(
                 "IcebergSource monitor " + label(interval),
                 catalog,
-                "iceberg_" + interval.toMillis() + "ms",
+                NAMESPACE + ".iceberg_" + interval.toMillis() + "ms",
                 warmupCommits,
                 interval.toMillis() < 1000 ? commits : slowCommits,
                 (env, table) -> icebergStream(env, properties, table, interval)));
@@ -155,23 +123,13 @@ public final class SourceLatencyBenchmark {
           count(
               "skade bounded, earliest (per commit)",
               env ->
-                  env.fromSource(
-                      SkadeSource.builder()
-                          .catalogProperties(properties)
-                          .table(backlog)
-                          .startupMode(StartupMode.EARLIEST)
-                          .bounded()
-                          .build(),
-                      WatermarkStrategy.noWatermarks(),
-                      "skade")));
+                  BoundedCount.skadeFromEarliest(env, properties, TableIdentifier.parse(backlog))));
       throughputs.add(
           count(
               "IcebergSource bounded batch read",
               env -> icebergStream(env, properties, backlog, null)));
     } finally {
-      try (Stream<Path> paths = Files.walk(warehouse)) {
-        paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-      }
+      Harness.deleteTree(warehouse);
     }
     print(latencies, throughputs, backlogCommits, backlogRows);
   }
@@ -189,44 +147,8 @@ public final class SourceLatencyBenchmark {
         env, new SkadeTableLoader(properties, TableIdentifier.parse(table)), interval);
   }
 
-  /**
-   * Runs one source's unbounded job on a fresh table while this thread commits, and returns the
-   * latencies of the measured commits, from their commit becoming durable.
-   */
-  private static Latency latency(
-      String source,
-      SkadeCatalog catalog,
-      String name,
-      int warmup,
-      int commits,
-      SourceLatencyRun.Reading reading)
-      throws Exception {
-    String table = NAMESPACE + "." + name;
-    Table created =
-        catalog.createTable(
-            TableIdentifier.parse(table),
-            SCHEMA,
-            PartitionSpec.unpartitioned(),
-            Map.of("format-version", "2"));
-    // The commit feed tells when each commit became durable (before append returns).
-    return SourceLatencyRun.measure(
-        source,
-        new TableWriter(created),
-        table,
-        catalog.subscribeCommits(),
-        warmup,
-        commits,
-        reading);
-  }
-
   private static void writeBacklog(SkadeCatalog catalog, String table, int commits, int rows) {
-    Table created =
-        catalog.createTable(
-            TableIdentifier.parse(table),
-            SCHEMA,
-            PartitionSpec.unpartitioned(),
-            Map.of("format-version", "2"));
-    TableWriter writer = new TableWriter(created);
+    TableWriter writer = new TableWriter(SourceLatencyRun.createTable(catalog, table));
     GenericRecord template = GenericRecord.create(SCHEMA);
     long started = System.nanoTime();
     for (int c = 0; c < commits; c++) {
@@ -249,21 +171,8 @@ public final class SourceLatencyBenchmark {
   private static Throughput count(
       String source, Function<StreamExecutionEnvironment, DataStream<RowData>> reading)
       throws Exception {
-    COUNTED.reset();
-    StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-    env.setParallelism(1);
-    reading.apply(env).map(new Count()).sinkTo(new DiscardingSink<>());
-    long started = System.nanoTime();
-    env.execute(source);
-    return new Throughput(source, COUNTED.sum(), (System.nanoTime() - started) / 1e9);
-  }
-
-  private static final class Count implements MapFunction<RowData, Long> {
-    @Override
-    public Long map(RowData row) {
-      COUNTED.increment();
-      return row.getLong(0);
-    }
+    BoundedCount.Result counted = BoundedCount.run(source, 1, reading);
+    return new Throughput(source, counted.rows(), counted.seconds());
   }
 
   private static void print(

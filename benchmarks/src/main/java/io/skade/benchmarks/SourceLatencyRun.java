@@ -2,6 +2,9 @@ package io.skade.benchmarks;
 
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitSubscription;
+import io.skade.catalog.SkadeCatalog;
+import io.skade.source.SkadeSource;
+import io.skade.source.StartupMode;
 import io.skade.write.TableWriter;
 import java.time.Duration;
 import java.time.Instant;
@@ -20,7 +23,11 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.runtime.typeutils.InternalTypeInfo;
+import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.flink.FlinkSchemaUtil;
 import org.apache.iceberg.flink.TableLoader;
@@ -197,6 +204,42 @@ final class SourceLatencyRun {
           Arrays.copyOf(ack, seen),
           callNanos);
     }
+  }
+
+  /**
+   * {@link #measure} on a fresh table {@code name} of {@code catalog}, embedded in this JVM: its
+   * commit feed tells when each commit became durable (before the append returns).
+   */
+  static Latency measureEmbedded(
+      String source, SkadeCatalog catalog, String name, int warmup, int commits, Reading reading)
+      throws Exception {
+    TableWriter writer = new TableWriter(createTable(catalog, name));
+    return measure(source, writer, name, catalog.subscribeCommits(), warmup, commits, reading);
+  }
+
+  /** A fresh table {@code name} of {@code catalog}: {@link #SCHEMA}, unpartitioned, format v2. */
+  static Table createTable(Catalog catalog, String name) {
+    return catalog.createTable(
+        TableIdentifier.parse(name),
+        SCHEMA,
+        PartitionSpec.unpartitioned(),
+        Map.of("format-version", "2"));
+  }
+
+  /**
+   * skade's source from the latest snapshot, on a catalog embedded in this JVM (of {@code
+   * properties}): its enumerator is woken by the in-process commit feed.
+   */
+  static Reading skadeInProcess(Map<String, String> properties) {
+    return (env, table) ->
+        env.fromSource(
+            SkadeSource.builder()
+                .catalogProperties(properties)
+                .table(table)
+                .startupMode(StartupMode.LATEST)
+                .build(),
+            WatermarkStrategy.noWatermarks(),
+            "skade");
   }
 
   /** Appends one row and returns the snapshot it committed. */
