@@ -7,10 +7,13 @@ import io.skade.testing.ParquetFiles;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.apache.iceberg.AppendFiles;
 import org.apache.iceberg.DataFile;
+import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
@@ -42,7 +45,15 @@ class FlinkCheckpointOverRestTest {
     try (ServerFixture fixture = new ServerFixture(root)) {
       RESTCatalog first = fixture.rest();
       first.createNamespace(Namespace.of("shop"));
-      Table table = first.createTable(ORDERS, SCHEMA);
+      // The refusal is final, but Iceberg retries a refused commit in the server's handler and
+      // again in the client, as often as the table says (30 by the catalog's defaults): over a
+      // minute of backoff before the same refusal. One client retry shows it as well.
+      Table table =
+          first.createTable(
+              ORDERS,
+              SCHEMA,
+              PartitionSpec.unpartitioned(),
+              Map.of(TableProperties.COMMIT_NUM_RETRIES, "1"));
       DataFile checkpointOne = ParquetFiles.write(table, List.of(row(1), row(2)));
 
       Table restarted = fixture.rest().loadTable(ORDERS); // it sees no checkpoint of the job
