@@ -1,6 +1,7 @@
 package io.skade.table;
 
 import io.skade.catalog.SharedCatalogs;
+import io.skade.catalog.SkadeRuntime;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -35,9 +36,15 @@ abstract class SqlTestBase {
     catalog = SharedCatalogs.acquire(Map.of("warehouse", warehouse));
   }
 
+  /**
+   * Closes the warehouse's store before JUnit deletes its directory: a cancelled job's tasks may
+   * still hold it, and the last holder would close it later, writing into a directory being
+   * deleted. Resetting the runtime closes every store it holds, now.
+   */
   @AfterEach
   void closeWarehouse() {
     catalog.close();
+    SkadeRuntime.reset();
   }
 
   static TableEnvironment batch() {
