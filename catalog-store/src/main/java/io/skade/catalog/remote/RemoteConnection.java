@@ -17,6 +17,9 @@ import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.SupportsNamespaces;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.rest.RESTCatalog;
+import org.apache.iceberg.rest.ResourcePaths;
+import org.apache.iceberg.rest.auth.AuthProperties;
+import org.apache.iceberg.rest.auth.OAuth2Properties;
 
 /**
  * A catalog a skade server owns, as a {@link CatalogConnection}: its tables through Iceberg's
@@ -35,16 +38,6 @@ public final class RemoteConnection implements CatalogConnection {
    * least 1): one retry at most, so that {@link RemoteRetry}'s deadline is the one that counts.
    */
   static final String REST_MAX_RETRIES = "rest.client.max-retries";
-
-  /** Iceberg's REST client's authentication, {@code AuthProperties.AUTH_TYPE}. */
-  static final String REST_AUTH_TYPE = "rest.auth.type";
-
-  /**
-   * Under which a static bearer {@code token} is sent as it is ({@code
-   * AuthProperties.AUTH_TYPE_OAUTH2}); Iceberg infers it from {@code token}, with a warning at each
-   * open, when it is not set.
-   */
-  static final String OAUTH2 = "oauth2";
 
   private final RidingCatalog catalog;
   private final RESTCatalog rest;
@@ -125,14 +118,18 @@ public final class RemoteConnection implements CatalogConnection {
   /**
    * What Iceberg's REST client is given: the catalog properties without skade's own, with its
    * retries cut to one ({@link #REST_MAX_RETRIES}) and, for a bearer token, the authentication that
-   * sends it as it is ({@link #OAUTH2}) named, not inferred.
+   * sends it as it is (OAuth2, whose static {@code token} is the bearer token) and its token
+   * endpoint named as Iceberg would infer them, without its warnings.
    */
   static Map<String, String> restProperties(Map<String, String> properties) {
     Map<String, String> rest = new HashMap<>(properties);
     rest.keySet().removeIf(key -> key.startsWith("catalog.") || key.equals(RETRY_TIMEOUT));
     rest.put(REST_MAX_RETRIES, "1");
     if (rest.containsKey(TOKEN)) {
-      rest.putIfAbsent(REST_AUTH_TYPE, OAUTH2);
+      // What Iceberg infers from a token, named, so that it does not warn at each open that it
+      // infers it, nor that it falls back to the server's token endpoint (the same as its default).
+      rest.putIfAbsent(AuthProperties.AUTH_TYPE, AuthProperties.AUTH_TYPE_OAUTH2);
+      rest.putIfAbsent(OAuth2Properties.OAUTH2_SERVER_URI, ResourcePaths.tokens());
     }
     return rest;
   }

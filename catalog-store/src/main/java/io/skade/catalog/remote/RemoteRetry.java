@@ -307,9 +307,9 @@ public final class RemoteRetry {
           throw e;
         }
         if (isTransient(e)) {
-          LOG.warn("{} failed ({}); try {} again in {} ms", what, e, attempt + 1, backoff);
+          LOG.warn("{} failed ({}); trying again in {} ms (try {})", what, e, backoff, attempt + 1);
         } else {
-          LOG.warn("{} failed; try {} again in {} ms", what, attempt + 1, backoff, e);
+          LOG.warn("{} failed; trying again in {} ms (try {})", what, backoff, attempt + 1, e);
         }
         Thread.sleep(backoff);
         backoff = Math.min(MAX_BACKOFF_MILLIS, backoff * 2);

@@ -248,7 +248,12 @@ final class RidingCatalog implements Catalog, SupportsNamespaces {
 
   @Override
   public void createNamespace(Namespace namespace) {
-    createNamespace(namespace, Map.of());
+    change(
+        "creating namespace " + namespace,
+        () -> {
+          rest.createNamespace(namespace);
+          return null;
+        });
   }
 
   @Override
