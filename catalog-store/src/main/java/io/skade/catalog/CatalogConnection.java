@@ -1,12 +1,8 @@
 package io.skade.catalog;
 
 import io.skade.catalog.remote.RemoteConnection;
-import java.io.IOException;
-import java.io.InterruptedIOException;
-import java.io.UncheckedIOException;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.Callable;
 import java.util.function.Function;
 import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.Table;
@@ -21,6 +17,11 @@ import org.apache.iceberg.catalog.TableIdentifier;
  * {@code RESTCatalog}, a {@link io.skade.catalog.remote.RemoteCommitFeed} and a {@link
  * io.skade.catalog.remote.SkadeServerClient} of the skade server that owns the catalog ({@link
  * RemoteConnection}). Components depend on this, not on where the catalog is.
+ *
+ * <p>Through a server, every object a connection hands out (the catalog and the tables it loads,
+ * the feed, consumers and locks) already rides the connection's retry policy ({@link
+ * io.skade.catalog.remote.RemoteRetry}) through the server's restarts: components call them as they
+ * would an embedded catalog, and never retry remote calls themselves.
  */
 public interface CatalogConnection extends AutoCloseable {
   /** The property naming a skade server; without it the catalog is opened in this JVM. */
@@ -29,7 +30,10 @@ public interface CatalogConnection extends AutoCloseable {
   /** The bearer token sent to the server. */
   String TOKEN = "token";
 
-  /** How long a call to the server is retried through transient failures (default 10 min). */
+  /**
+   * How long a call to the server is retried through transient failures (default 10 min); see
+   * {@link io.skade.catalog.remote.RemoteRetry}, the one policy every remote call rides.
+   */
   String RETRY_TIMEOUT = "server.retry-timeout";
 
   /**
@@ -104,41 +108,6 @@ public interface CatalogConnection extends AutoCloseable {
   /** Whether the catalog is reached over the network (a skade server), not in this JVM. */
   default boolean isRemote() {
     return false;
-  }
-
-  /**
-   * Whether {@code failure} is one to ride through by trying again: for a server, one that says it
-   * could not be reached or answered 5xx (it restarts); never for an embedded catalog.
-   */
-  default boolean isTransient(Throwable failure) {
-    return false;
-  }
-
-  /**
-   * What {@code call} returns, calling it again through failures that can heal ({@link
-   * #isTransient}: the server restarting) with a backoff from 100 ms to 5 s, for up to the retry
-   * timeout ({@link #RETRY_TIMEOUT}); for an embedded catalog, just the call. Interrupting the
-   * thread ends the retries (an {@link UncheckedIOException} of an {@link InterruptedIOException},
-   * the interrupt kept); a checked failure of the call comes wrapped.
-   */
-  default <T> T riding(Callable<T> call) {
-    return unchecked(call);
-  }
-
-  private static <T> T unchecked(Callable<T> call) {
-    try {
-      return call.call();
-    } catch (RuntimeException e) {
-      throw e;
-    } catch (InterruptedException | InterruptedIOException e) {
-      Thread.currentThread().interrupt();
-      throw new UncheckedIOException(
-          new InterruptedIOException("interrupted waiting for the skade catalog"));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    } catch (Exception e) {
-      throw new IllegalStateException(e);
-    }
   }
 
   /** Releases the connection (the catalog's hold, or the client's threads). */

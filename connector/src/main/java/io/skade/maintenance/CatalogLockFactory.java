@@ -115,23 +115,21 @@ public final class CatalogLockFactory implements TriggerLockFactory {
 
     @Override
     public boolean tryLock() {
-      return connection.riding(() -> connection.locks().tryLock(id, name, holder, LEASE));
+      return connection.locks().tryLock(id, name, holder, LEASE);
     }
 
     @Override
     public boolean isHeld() {
-      return connection.riding(
-          () ->
-              connection
-                  .locks()
-                  .lock(id, name)
-                  .filter(lock -> !lock.staleAt(Instant.now(), LEASE))
-                  .isPresent());
+      return connection
+          .locks()
+          .lock(id, name)
+          .filter(lock -> !lock.staleAt(Instant.now(), LEASE))
+          .isPresent();
     }
 
     @Override
     public void unlock() {
-      connection.riding(() -> connection.locks().unlock(id, name, holder));
+      connection.locks().unlock(id, name, holder);
     }
 
     @Override

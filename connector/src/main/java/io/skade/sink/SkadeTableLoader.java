@@ -5,7 +5,6 @@ import io.skade.catalog.SkadeCatalog;
 import io.skade.maintenance.MaintainedTable;
 import java.util.HashMap;
 import java.util.Map;
-import org.apache.iceberg.BaseTable;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.flink.TableLoader;
@@ -73,15 +72,12 @@ public final class SkadeTableLoader implements TableLoader {
         : loaded;
   }
 
+  /**
+   * Through a server, the table's refreshes and commits ride its restarts: the connection's catalog
+   * loads tables that ride its retry policy.
+   */
   private Table load(TableIdentifier identifier) {
-    if (!connection.isRemote()) {
-      return connection.catalog().loadTable(identifier);
-    }
-    // Through a server, the committer rides through its restarts (see RidingTableOperations).
-    BaseTable base =
-        (BaseTable) connection.riding(() -> connection.catalog().loadTable(identifier));
-    return new BaseTable(
-        new RidingTableOperations(base.operations(), connection), base.name(), base.reporter());
+    return connection.catalog().loadTable(identifier);
   }
 
   @Override

@@ -51,9 +51,8 @@ public final class LatestTable {
 
   /**
    * The table as of the latest commit this process knows of. Through a server, a load that fails
-   * while the server restarts is tried again until it answers (see {@link
-   * CatalogConnection#riding}): a probe waits rather than see a table older than a commit the
-   * process knows of.
+   * while the server restarts is tried again until it answers (the connection's catalog rides its
+   * retry policy): a probe waits rather than see a table older than a commit the process knows of.
    */
   public Table table() {
     if (pollNanos == 0) {
@@ -75,6 +74,6 @@ public final class LatestTable {
   }
 
   private Table load() {
-    return connection.riding(() -> connection.catalog().loadTable(identifier));
+    return connection.catalog().loadTable(identifier);
   }
 }

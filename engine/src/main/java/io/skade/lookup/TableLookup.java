@@ -3,6 +3,7 @@ package io.skade.lookup;
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import io.skade.catalog.CatalogConnection;
+import io.skade.catalog.remote.RemoteRetry;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
@@ -20,8 +21,6 @@ import org.apache.iceberg.exceptions.NotFoundException;
 import org.apache.iceberg.expressions.Expression;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.types.Types;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * One table as a lookup join sees it: the rows of a key at the table's latest commit (or a pinned
@@ -37,10 +36,6 @@ import org.slf4j.LoggerFactory;
  *     Record} itself)
  */
 public final class TableLookup<R> {
-  private static final Logger LOG = LoggerFactory.getLogger(TableLookup.class);
-  private static final long FIRST_BACKOFF_MILLIS = 100;
-  private static final long MAX_BACKOFF_MILLIS = 5_000;
-
   /** How lookups are answered. */
   public enum Caching {
     /** Every lookup probes the table (probes keep the decoded Parquet pages they read). */
@@ -163,41 +158,43 @@ public final class TableLookup<R> {
    * @throws IOException when the retries are spent, or the thread is interrupted meanwhile
    */
   public List<R> lookup(List<?> keyValues) throws IOException {
-    for (int attempt = 0; ; attempt++) {
-      try {
-        return attempt(keyValues);
-      } catch (UncheckedIOException | NotFoundException e) {
-        // A file gone heals only when the table moved on: never at a pinned snapshot.
-        boolean heals = !(e instanceof NotFoundException) || settings.snapshotId() == null;
-        if (!heals || attempt >= settings.maxRetries()) {
-          throw new IOException(
-              "skade lookup on "
-                  + name
-                  + " failed after "
-                  + (attempt + 1)
-                  + " attempt(s) for key "
-                  + keyValues
-                  + ": "
-                  + e.getMessage(),
-              e);
-        }
-        long backoff = Math.min(MAX_BACKOFF_MILLIS, FIRST_BACKOFF_MILLIS << Math.min(attempt, 16));
-        LOG.warn(
-            "skade lookup on {} failed (attempt {} of {}); retrying in {} ms",
-            name,
-            attempt + 1,
-            settings.maxRetries() + 1,
-            backoff,
-            e);
-        try {
-          Thread.sleep(backoff);
-        } catch (InterruptedException interrupted) {
-          Thread.currentThread().interrupt();
-          throw new IOException(
-              "interrupted while retrying a skade lookup on " + name, interrupted);
-        }
-      }
+    int[] attempts = {0};
+    try {
+      // Not the remote retry policy's deadline: that one rides a server's restart inside each
+      // remote call; this retries a probe whose file vanished while the table moved on, which
+      // heals on the next version of the table, as often as the user allows.
+      return RemoteRetry.attempts(
+          "skade lookup on " + name,
+          settings.maxRetries(),
+          this::heals,
+          () -> {
+            attempts[0]++;
+            return attempt(keyValues);
+          });
+    } catch (UncheckedIOException | NotFoundException e) {
+      throw new IOException(
+          "skade lookup on "
+              + name
+              + " failed after "
+              + attempts[0]
+              + " attempt(s) for key "
+              + keyValues
+              + ": "
+              + e.getMessage(),
+          e);
+    } catch (InterruptedException interrupted) {
+      Thread.currentThread().interrupt();
+      throw new IOException("interrupted while retrying a skade lookup on " + name, interrupted);
     }
+  }
+
+  /** Whether a failed probe can heal: a file gone, only when the table moved on (never pinned). */
+  private boolean heals(Exception failure) {
+    if (RemoteRetry.deadlinePassed(failure)) {
+      return false; // a server that did not answer within the retry timeout: no more waiting
+    }
+    return failure instanceof UncheckedIOException
+        || failure instanceof NotFoundException && settings.snapshotId() == null;
   }
 
   private List<R> attempt(List<?> keyValues) {

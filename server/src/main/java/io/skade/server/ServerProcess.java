@@ -124,6 +124,11 @@ public final class ServerProcess implements AutoCloseable {
   public void killAndRestart(long downMillis) throws Exception {
     kill();
     Thread.sleep(downMillis);
+    restart();
+  }
+
+  /** Starts it again, after {@link #kill}, on the same directory and port. */
+  public void restart() throws Exception {
     String before = uri;
     start(Integer.parseInt(uri.substring(uri.lastIndexOf(':') + 1)));
     if (!uri.equals(before)) {
@@ -137,7 +142,8 @@ public final class ServerProcess implements AutoCloseable {
     kill();
   }
 
-  private void kill() throws Exception {
+  /** Kills it with SIGKILL, and waits until it is dead and its output is in the log. */
+  public void kill() throws Exception {
     process.destroyForcibly();
     if (!process.waitFor(30, TimeUnit.SECONDS)) {
       throw new IllegalStateException("the server process did not die");

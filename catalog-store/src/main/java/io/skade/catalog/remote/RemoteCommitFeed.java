@@ -13,8 +13,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The commit feed of a catalog a skade server owns, for a process that is its client: the same
@@ -23,19 +21,16 @@ import org.slf4j.LoggerFactory;
  * <p>Live subscriptions share one long-poll thread, started with the first: it asks for the commits
  * after the newest it delivered, the server answers as soon as one lands, so a subscriber learns of
  * a commit one round trip after it is durable. While the server is away (restarting), the thread
- * retries with a backoff and then goes on from where it was, so no commit is skipped and none
- * delivered twice.
+ * retries with {@link RemoteRetry}'s backoff, without its deadline, and then goes on from where it
+ * was, so no commit is skipped and none delivered twice. Every other call rides the policy with its
+ * deadline.
  */
 public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
-  private static final Logger LOG = LoggerFactory.getLogger(RemoteCommitFeed.class);
-
   /** How long one long-poll waits on the server. */
   private static final Duration WAIT = Duration.ofSeconds(20);
 
   /** Most commits one long-poll asks for. */
   private static final int POLL_PAGE = 1000;
-
-  private static final long RETRY_PAUSE_MS = 1_000;
 
   private final SkadeServerClient client;
   private final Set<CommitSubscription> subscriptions = ConcurrentHashMap.newKeySet();
@@ -61,6 +56,7 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
   private long checkedAtNanos;
   private long checkedSeq;
 
+  /** The feed of the server {@code client} calls, riding the client's retry policy. */
   public RemoteCommitFeed(SkadeServerClient client) {
     this.client = client;
   }
@@ -171,23 +167,18 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
       after = delivered;
     }
     while (!closed) {
-      CommitPage page;
-      try {
-        page = client.commits(after, POLL_PAGE, WAIT);
-      } catch (UncheckedIOException e) {
-        if (closed) {
-          return; // interrupted by close
-        }
-        LOG.warn("skade commit feed of {}: {}; trying again", client.uri(), e.getMessage());
-        pause();
-        continue;
-      } catch (RuntimeException e) {
-        LOG.error(
-            "skade commit feed of {}: the server refused the long-poll; trying again",
-            client.uri(),
-            e);
-        pause();
-        continue;
+      long from = after;
+      // No deadline: while subscriptions remain, the thread outlives any restart of the server.
+      CommitPage page =
+          client
+              .retry()
+              .untilStopped(
+                  "skade commit feed of " + client.uri(),
+                  () -> closed,
+                  () -> client.commitsOnce(from, POLL_PAGE, WAIT));
+      if (page == null) {
+        closed = true; // closed, or the thread interrupted
+        return;
       }
       long now = System.nanoTime();
       synchronized (this) {
@@ -201,15 +192,6 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
         after = delivered;
         notifyAll(); // callers of catchUp wait for delivered to grow
       }
-    }
-  }
-
-  private void pause() {
-    try {
-      Thread.sleep(RETRY_PAUSE_MS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      closed = true;
     }
   }
 

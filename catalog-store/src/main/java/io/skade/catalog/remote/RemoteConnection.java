@@ -13,36 +13,43 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.Callable;
+import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.catalog.SupportsNamespaces;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.rest.RESTCatalog;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
+import org.apache.iceberg.rest.ResourcePaths;
+import org.apache.iceberg.rest.auth.AuthProperties;
+import org.apache.iceberg.rest.auth.OAuth2Properties;
 
 /**
  * A catalog a skade server owns, as a {@link CatalogConnection}: its tables through Iceberg's
  * {@link RESTCatalog}, its commits through a {@link RemoteCommitFeed}, its consumer cursors and
- * locks through a {@link SkadeServerClient}. Every call a component makes through {@link #riding}
- * is retried through transient failures (the server restarting) for up to {@link
- * CatalogConnection#RETRY_TIMEOUT}.
+ * locks through a {@link SkadeServerClient}. The connection owns one {@link RemoteRetry} and every
+ * object it hands out rides it, so each call to the server is retried through transient failures
+ * (the server restarting) for up to {@link CatalogConnection#RETRY_TIMEOUT}, and no caller wraps
+ * calls in retries of its own.
  *
  * <p>Made by {@link CatalogConnection#open} when the properties set {@code uri}; components name
  * {@link CatalogConnection}, not this class.
  */
 public final class RemoteConnection implements CatalogConnection {
-  private static final Logger LOG = LoggerFactory.getLogger(RemoteConnection.class);
-  private final RESTCatalog catalog;
+  /**
+   * Iceberg's REST client retries by itself, and cannot be told not to (the property must be at
+   * least 1): one retry at most, so that {@link RemoteRetry}'s deadline is the one that counts.
+   */
+  static final String REST_MAX_RETRIES = "rest.client.max-retries";
+
+  private final RidingCatalog catalog;
+  private final RESTCatalog rest;
   private final SkadeServerClient client;
   private final RemoteCommitFeed feed;
-  private final Duration retryFor;
 
-  private RemoteConnection(URI server, Map<String, String> rest, String token, Duration retryFor) {
-    this.retryFor = retryFor;
+  private RemoteConnection(URI server, Map<String, String> rest, String token, RemoteRetry retry) {
     // A task that starts while the server restarts waits for it (the client asks for the
     // server's configuration first).
-    this.catalog =
-        ridingAt(
-            server,
+    this.rest =
+        retry.call(
+            "opening the catalog of " + server,
             () -> {
               RESTCatalog client = new RESTCatalog();
               // Files it writes go through skade's local file system too, as an embedded
@@ -51,7 +58,8 @@ public final class RemoteConnection implements CatalogConnection {
               client.initialize("skade", rest);
               return client;
             });
-    this.client = new SkadeServerClient(server, token, retryFor);
+    this.catalog = new RidingCatalog(this.rest, retry);
+    this.client = new SkadeServerClient(server, token, retry);
     this.feed = new RemoteCommitFeed(client);
   }
 
@@ -65,9 +73,30 @@ public final class RemoteConnection implements CatalogConnection {
    *     timeout is not a positive duration
    */
   public static RemoteConnection open(String uri, Map<String, String> properties) {
+    URI server = server(uri);
+    RemoteRetry retry = RemoteRetry.of(server.toString(), properties);
+    return new RemoteConnection(server, restProperties(properties), properties.get(TOKEN), retry);
+  }
+
+  /**
+   * Posts a Flink job run's lineage event ({@code json}, as skade's lineage writes it) to the
+   * lineage of the skade server the catalog {@code properties} name: it names the job in the
+   * descriptions of the job's commits, and reaches the server's lineage sink. Best effort, as all
+   * lineage: it rides the retry policy for at most {@code within} (or the retry timeout, when
+   * shorter), without opening the catalog.
+   *
+   * @throws RuntimeException when the server refused the event or did not answer in time
+   */
+  public static void reportJobRun(Map<String, String> properties, String json, Duration within) {
+    URI server = server(properties.get(URI));
+    RemoteRetry retry = RemoteRetry.of(server.toString(), properties).atMost(within);
+    new SkadeServerClient(server, properties.get(TOKEN), retry).reportJobRun(json);
+  }
+
+  private static URI server(String uri) {
     URI server;
     try {
-      server = java.net.URI.create(uri.trim());
+      server = java.net.URI.create(String.valueOf(uri).trim());
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException(
           "catalog property 'uri' = '"
@@ -83,62 +112,36 @@ public final class RemoteConnection implements CatalogConnection {
               + "' must be an"
               + " http:// or https:// address of a skade server, e.g. http://catalog-host:8181");
     }
-    Duration retryFor = retryTimeout(properties);
-    Map<String, String> rest = new HashMap<>(properties);
-    rest.keySet().removeIf(key -> key.startsWith("catalog.") || key.equals(RETRY_TIMEOUT));
-    return new RemoteConnection(server, rest, properties.get(TOKEN), retryFor);
-  }
-
-  /** {@link #RETRY_TIMEOUT} as {@code properties} set it; 10 min by default. */
-  private static Duration retryTimeout(Map<String, String> properties) {
-    String value = properties.get(RETRY_TIMEOUT);
-    if (value == null) {
-      return Duration.ofMinutes(10);
-    }
-    Duration retry = CatalogConfig.duration(value);
-    if (retry == null) {
-      throw new IllegalArgumentException(
-          "catalog property '"
-              + RETRY_TIMEOUT
-              + "' = '"
-              + value
-              + "' is not a positive duration; give one such as '30 s' or '10 min'");
-    }
-    return retry;
-  }
-
-  /** {@code call} ridden through transient failures, for up to {@code retryFor}. */
-  private static <T> T ride(URI server, Duration retryFor, Callable<T> call) throws Exception {
-    long deadline = System.nanoTime() + retryFor.toNanos();
-    long backoff = 100;
-    while (true) {
-      try {
-        return call.call();
-      } catch (Exception e) {
-        if (!transientFailure(e) || System.nanoTime() + backoff * 1_000_000 > deadline) {
-          throw e;
-        }
-        LOG.warn(
-            "skade server at {} did not answer ({}); trying again in {} ms",
-            server,
-            e.toString(),
-            backoff);
-        Thread.sleep(backoff);
-        backoff = Math.min(5_000, backoff * 2);
-      }
-    }
+    return server;
   }
 
   /**
-   * {@code call} ridden through the failures of {@code server}; a failure that remains is thrown
-   * unchecked, as {@link CatalogConnection#riding}'s own default throws the call's.
+   * What Iceberg's REST client is given: the catalog properties without skade's own, with its
+   * retries cut to one ({@link #REST_MAX_RETRIES}) and, for a bearer token, the authentication that
+   * sends it as it is (OAuth2, whose static {@code token} is the bearer token) and its token
+   * endpoint named as Iceberg would infer them, without its warnings.
    */
-  private <T> T ridingAt(URI server, Callable<T> call) {
-    return CatalogConnection.super.riding(() -> ride(server, retryFor, call));
+  static Map<String, String> restProperties(Map<String, String> properties) {
+    Map<String, String> rest = new HashMap<>(properties);
+    rest.keySet().removeIf(key -> key.startsWith("catalog.") || key.equals(RETRY_TIMEOUT));
+    rest.put(REST_MAX_RETRIES, "1");
+    if (rest.containsKey(TOKEN)) {
+      // What Iceberg infers from a token, named, so that it does not warn at each open that it
+      // infers it, nor that it falls back to the server's token endpoint (the same as its default).
+      rest.putIfAbsent(AuthProperties.AUTH_TYPE, AuthProperties.AUTH_TYPE_OAUTH2);
+      rest.putIfAbsent(OAuth2Properties.OAUTH2_SERVER_URI, ResourcePaths.tokens());
+    }
+    return rest;
+  }
+
+  /** The server's tables and namespaces, each call riding the connection's retry policy. */
+  @Override
+  public Catalog catalog() {
+    return catalog;
   }
 
   @Override
-  public RESTCatalog catalog() {
+  public SupportsNamespaces namespaces() {
     return catalog;
   }
 
@@ -196,35 +199,10 @@ public final class RemoteConnection implements CatalogConnection {
   }
 
   @Override
-  public boolean isTransient(Throwable failure) {
-    return transientFailure(failure);
-  }
-
-  @Override
-  public <T> T riding(Callable<T> call) {
-    return ridingAt(client.uri(), call);
-  }
-
-  /**
-   * An I/O failure anywhere in the chain (Iceberg's client and skade's wrap theirs), or a 500 / 503
-   * answer. Not any {@code RESTException}: 400, 401 and 403 are ones too, and no retry mends them.
-   */
-  static boolean transientFailure(Throwable failure) {
-    for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
-      if (cause instanceof IOException
-          || cause instanceof org.apache.iceberg.exceptions.ServiceFailureException
-          || cause instanceof org.apache.iceberg.exceptions.ServiceUnavailableException) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  @Override
   public void close() {
     feed.close();
     try {
-      catalog.close();
+      rest.close();
     } catch (IOException e) {
       throw new UncheckedIOException("closing the REST catalog of " + client.uri(), e);
     }

@@ -9,6 +9,7 @@ import io.skade.catalog.MaintenanceLocks;
 import io.skade.catalog.StoredConsumer;
 import io.skade.catalog.remote.SkadeProtocol.CommitPage;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.URLEncoder;
@@ -23,31 +24,28 @@ import java.util.stream.IntStream;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.NotAuthorizedException;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * A client of a skade server's own routes ({@link SkadeProtocol}): the commit feed and consumer
  * cursors. The catalog itself is reached with Iceberg's {@code RESTCatalog}; this is the rest.
  *
- * <p>A transient failure (connection refused or reset, a time-out, a 5xx answer, as while the
- * server restarts) is retried with a backoff from 100 ms to 5 s for up to {@code retryFor}; a
- * request the server refused (4xx) fails at once with the server's message.
+ * <p>Every call rides {@link RemoteRetry}: a transient failure (connection refused or reset, a
+ * time-out, a 5xx answer, as while the server restarts) is tried again until the retry timeout; a
+ * request the server refused (4xx) fails at once with the server's message. The commit feed's
+ * long-poll thread alone makes single tries ({@link #commitsOnce}) and rides the policy's backoff
+ * without a deadline.
  */
 public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks {
-  private static final Logger LOG = LoggerFactory.getLogger(SkadeServerClient.class);
   private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
 
   /** What a request may take beyond the wait it asks the server for. */
   private static final Duration REQUEST_SLACK = Duration.ofSeconds(30);
 
-  private static final long FIRST_BACKOFF_MS = 100;
-  private static final long MAX_BACKOFF_MS = 5_000;
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final URI uri;
   private final String token;
-  private final Duration retryFor;
+  private final RemoteRetry retry;
   private final HttpClient http;
 
   /**
@@ -56,9 +54,14 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
    * @param retryFor how long transient failures of one call are retried before it fails
    */
   public SkadeServerClient(URI uri, String token, Duration retryFor) {
+    this(uri, token, new RemoteRetry(uri.toString(), retryFor));
+  }
+
+  /** A client whose calls ride {@code retry}, the policy of the connection that made it. */
+  SkadeServerClient(URI uri, String token, RemoteRetry retry) {
     this.uri = URI.create(uri.toString().replaceAll("/+$", ""));
     this.token = token;
-    this.retryFor = retryFor;
+    this.retry = retry;
     this.http =
         HttpClient.newBuilder()
             .connectTimeout(CONNECT_TIMEOUT)
@@ -76,15 +79,29 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
    * {@code wait} on the server for the first when there is none yet.
    */
   public CommitPage commits(long after, int limit, Duration wait) {
-    String path =
-        SkadeProtocol.COMMITS
-            + "?after="
-            + after
-            + "&limit="
-            + limit
-            + "&wait-ms="
-            + wait.toMillis();
-    return SkadeProtocol.commitPage(call("GET", path, null, wait).body());
+    return SkadeProtocol.commitPage(
+        call("GET", commitsPath(after, limit, wait), null, wait).body());
+  }
+
+  /** One try of {@link #commits}, for the long-poll thread, which rides the policy itself. */
+  CommitPage commitsOnce(long after, int limit, Duration wait) throws InterruptedException {
+    String path = commitsPath(after, limit, wait);
+    return SkadeProtocol.commitPage(send("GET", path, request("GET", path, null, wait)).body());
+  }
+
+  private static String commitsPath(long after, int limit, Duration wait) {
+    return SkadeProtocol.COMMITS
+        + "?after="
+        + after
+        + "&limit="
+        + limit
+        + "&wait-ms="
+        + wait.toMillis();
+  }
+
+  /** The policy this client's calls ride. */
+  RemoteRetry retry() {
+    return retry;
   }
 
   /** The catalog's cursor: the {@code commitSeq} of its newest durable commit. */
@@ -194,7 +211,38 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
 
   private record Answer(int status, String body) {}
 
+  /**
+   * The server's answer to {@code method path}, riding the policy through transient failures; a
+   * refusal (4xx) fails at once with the server's message.
+   */
   private Answer call(String method, String path, String body, Duration wait, int... accepted) {
+    HttpRequest request = request(method, path, body, wait);
+    try {
+      return retry.call(
+          "skade server at " + uri + ": " + method + " " + path,
+          () -> send(method, path, request, accepted));
+    } catch (UncheckedIOException e) {
+      if (e.getCause() instanceof InterruptedIOException) {
+        throw e;
+      }
+      throw new UncheckedIOException(
+          new IOException(
+              "the skade server at "
+                  + uri
+                  + " did not answer "
+                  + method
+                  + " "
+                  + path
+                  + " within "
+                  + retry.timeout().toSeconds()
+                  + " s of retries; last: "
+                  + e.getMessage()
+                  + ". Check that the server runs and that 'uri' names it",
+              e));
+    }
+  }
+
+  private HttpRequest request(String method, String path, String body, Duration wait) {
     HttpRequest.Builder request =
         HttpRequest.newBuilder(URI.create(uri + path))
             .timeout(wait.plus(REQUEST_SLACK))
@@ -209,67 +257,31 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
     if (token != null) {
       request.header("Authorization", "Bearer " + token);
     }
-    long deadline = System.nanoTime() + retryFor.toNanos();
-    long backoff = FIRST_BACKOFF_MS;
-    while (true) {
-      String transientFailure;
-      IOException cause = null;
-      try {
-        HttpResponse<String> response =
-            http.send(request.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
-        int status = response.statusCode();
-        if (status < 300 || IntStream.of(accepted).anyMatch(code -> code == status)) {
-          return new Answer(status, response.body());
-        }
-        if (status < 500) {
-          throw refused(method, path, status, response.body());
-        }
-        transientFailure = "answered " + status + ": " + message(response.body());
-      } catch (IOException e) { // refused, timed out, reset or closed under the request
-        transientFailure = e.toString();
-        cause = e;
-      } catch (InterruptedException e) {
-        throw interrupted(e);
-      }
-      if (System.nanoTime() + backoff * 1_000_000 > deadline) {
-        throw new UncheckedIOException(
-            new IOException(
-                "the skade server at "
-                    + uri
-                    + " did not"
-                    + " answer "
-                    + method
-                    + " "
-                    + path
-                    + " within "
-                    + retryFor.toSeconds()
-                    + " s of"
-                    + " retries; last: "
-                    + transientFailure
-                    + ". Check that the server runs and that"
-                    + " 'uri' names it",
-                cause));
-      }
-      LOG.debug(
-          "skade server at {}: {} {} failed ({}); retrying in {} ms",
-          uri,
-          method,
-          path,
-          transientFailure,
-          backoff);
-      try {
-        Thread.sleep(backoff);
-      } catch (InterruptedException e) {
-        throw interrupted(e);
-      }
-      backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
-    }
+    return request.build();
   }
 
-  private UncheckedIOException interrupted(InterruptedException e) {
-    Thread.currentThread().interrupt();
-    return new UncheckedIOException(
-        new IOException("interrupted calling the skade server at " + uri, e));
+  /**
+   * One try: the answer, a refusal (4xx, not transient), or an {@link UncheckedIOException} for a
+   * request that failed (refused, timed out, reset or closed under it) or a 5xx answer, which
+   * {@link RemoteRetry#isTransient} tries again.
+   */
+  private Answer send(String method, String path, HttpRequest request, int... accepted)
+      throws InterruptedException {
+    HttpResponse<String> response;
+    try {
+      response = http.send(request, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e.toString(), e);
+    }
+    int status = response.statusCode();
+    if (status < 300 || IntStream.of(accepted).anyMatch(code -> code == status)) {
+      return new Answer(status, response.body());
+    }
+    if (status < 500) {
+      throw refused(method, path, status, response.body());
+    }
+    String answered = "answered " + status + ": " + message(response.body());
+    throw new UncheckedIOException(answered, new IOException(answered));
   }
 
   private RuntimeException refused(String method, String path, int status, String body) {

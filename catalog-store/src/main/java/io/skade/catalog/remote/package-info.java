@@ -6,6 +6,8 @@
  * the commit log, lineage job runs), {@link io.skade.catalog.remote.RemoteCommitFeed} (the commit
  * feed over the server's long-poll) and {@link io.skade.catalog.remote.SkadeProtocol} (the paths
  * and JSON of those routes, shared with the server, which serves them). The tables themselves are
- * reached with Iceberg's own {@code RESTCatalog}.
+ * reached with Iceberg's own {@code RESTCatalog}, which the connection hands out wrapped. Every
+ * call to the server rides one retry policy, {@link io.skade.catalog.remote.RemoteRetry}, applied
+ * by these classes themselves; its Javadoc describes the whole stack and which deadline wins.
  */
 package io.skade.catalog.remote;

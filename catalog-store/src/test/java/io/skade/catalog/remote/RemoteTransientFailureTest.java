@@ -23,34 +23,28 @@ class RemoteTransientFailureTest {
   @Test
   void aServerAwayOrFailingIsTransient() {
     assertThat(
-            RemoteConnection.transientFailure(
+            RemoteRetry.isTransient(
                 new RESTException(
                     new ConnectException("Connection refused"),
                     "Error occurred while processing GET request")))
         .isTrue();
     assertThat(
-            RemoteConnection.transientFailure(
+            RemoteRetry.isTransient(
                 new UncheckedIOException(new IOException("the skade server did not answer"))))
         .isTrue();
-    assertThat(RemoteConnection.transientFailure(new ServiceFailureException("Server error: 500")))
-        .isTrue();
-    assertThat(
-            RemoteConnection.transientFailure(
-                new ServiceUnavailableException("Service unavailable: 503")))
+    assertThat(RemoteRetry.isTransient(new ServiceFailureException("Server error: 500"))).isTrue();
+    assertThat(RemoteRetry.isTransient(new ServiceUnavailableException("Service unavailable: 503")))
         .isTrue();
   }
 
   @Test
   void aRefusalIsNot() {
-    assertThat(RemoteConnection.transientFailure(new NotAuthorizedException("Not authorized: 401")))
+    assertThat(RemoteRetry.isTransient(new NotAuthorizedException("Not authorized: 401")))
         .isFalse();
-    assertThat(RemoteConnection.transientFailure(new ForbiddenException("Forbidden: 403")))
+    assertThat(RemoteRetry.isTransient(new ForbiddenException("Forbidden: 403"))).isFalse();
+    assertThat(RemoteRetry.isTransient(new BadRequestException("Malformed request: 400")))
         .isFalse();
-    assertThat(RemoteConnection.transientFailure(new BadRequestException("Malformed request: 400")))
-        .isFalse();
-    assertThat(
-            RemoteConnection.transientFailure(
-                new NoSuchTableException("Table does not exist: db.t")))
+    assertThat(RemoteRetry.isTransient(new NoSuchTableException("Table does not exist: db.t")))
         .isFalse();
   }
 }

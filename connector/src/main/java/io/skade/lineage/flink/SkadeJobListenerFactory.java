@@ -4,13 +4,12 @@ import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.SkadeRuntime;
-import io.skade.catalog.remote.SkadeServerClient;
+import io.skade.catalog.remote.RemoteConnection;
 import io.skade.lineage.CatalogLineage;
 import io.skade.lineage.FlinkJobs;
 import io.skade.lineage.JobRunEvent;
 import io.skade.lineage.JobRunJson;
 import io.skade.lineage.LineageDataset;
-import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -213,8 +212,7 @@ public final class SkadeJobListenerFactory implements JobStatusChangedListenerFa
   private static void toServer(Map<String, String> server, String json, FlinkJobs.Job job) {
     String uri = server.get(CatalogConnection.URI);
     try {
-      new SkadeServerClient(URI.create(uri), server.get(CatalogConnection.TOKEN), REPORT_RETRY)
-          .reportJobRun(json);
+      RemoteConnection.reportJobRun(server, json, REPORT_RETRY);
     } catch (RuntimeException e) {
       LOG.warn(
           "skade lineage: the run of job {} could not be reported to the skade server at"

@@ -199,7 +199,7 @@ public final class SkadeSplitEnumerator
       // Subscribing to a server asks it for its cursor: off the coordinator thread, and on the
       // worker before the start below, which reads the table after the subscription began.
       context.callAsync(
-          () -> riding(() -> catalog.feed().subscribeCommits()),
+          () -> whileOpen(() -> catalog.feed().subscribeCommits()),
           (subscription, error) -> {
             if (error != null) {
               LOG.warn(
@@ -235,7 +235,7 @@ public final class SkadeSplitEnumerator
     if (cursor == null) {
       context.callAsync(
           () ->
-              riding(
+              whileOpen(
                   () ->
                       planner.start(
                           settings.startupMode(),
@@ -246,7 +246,7 @@ public final class SkadeSplitEnumerator
     } else {
       ConsumerCursor restoredAt = cursor;
       context.callAsync(
-          () -> riding(() -> catalog.requireCursorUsable(restoredAt)),
+          () -> whileOpen(() -> catalog.requireCursorUsable(restoredAt)),
           (table, error) -> {
             planning = false;
             if (error != null) {
@@ -321,7 +321,7 @@ public final class SkadeSplitEnumerator
     List<CommitEvent> page = deliveredAfter(from);
     context.callAsync(
         () ->
-            riding(
+            whileOpen(
                 () -> page == null ? planner.next(from, until) : planner.next(from, until, page)),
         this::planned);
   }
@@ -342,18 +342,16 @@ public final class SkadeSplitEnumerator
   }
 
   /**
-   * Runs {@code call} (on the enumerator's worker, never the coordinator thread), riding through
-   * the failures the connection calls transient — a skade server restarting — so that they never
-   * fail the job while the server comes back; any other failure is the call's.
+   * Runs {@code call} (on the enumerator's worker, never the coordinator thread) unless the
+   * enumerator closed. Through a server, each of its calls rides the connection's retry policy
+   * through the server's restarts by itself, so that they never fail the job while the server comes
+   * back.
    */
-  private <T> T riding(Callable<T> call) {
-    return catalog.riding(
-        () -> {
-          if (closed) {
-            throw new IllegalStateException("skade source on " + settings.table() + " closed");
-          }
-          return call.call();
-        });
+  private <T> T whileOpen(Callable<T> call) throws Exception {
+    if (closed) {
+      throw new IllegalStateException("skade source on " + settings.table() + " closed");
+    }
+    return call.call();
   }
 
   private void planned(WindowPlanner.Plan plan, Throwable error) {

@@ -1,11 +1,8 @@
-package io.skade.sink;
+package io.skade.catalog.remote;
 
-import io.skade.catalog.CatalogConnection;
 import java.net.ConnectException;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.Callable;
-import java.util.function.Predicate;
 import java.util.stream.Collectors;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.TableMetadata;
@@ -17,23 +14,29 @@ import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.io.LocationProvider;
 
 /**
- * A remote table's operations for Iceberg's Flink committer, riding through a skade server's
- * restart instead of failing the job: a refresh is tried again through any transient failure
- * ({@link CatalogConnection#isTransient}); a commit is sent again only through a refused
- * connection, which proves the server never saw it. A commit whose answer was lost (a reset, a
- * time-out, a 5xx) is settled from the table once the server answers again: when the table has the
- * commit's snapshots it was made; when not, it was not (the server makes a commit in one write, or
- * not at all), and a {@link CommitFailedException} has Iceberg apply it again to the table as it
- * is. Should the lost commit land after that look (a server that was slow, not dead), the catalog
- * refuses to apply the same checkpoint's files twice.
+ * A remote table's operations, riding a skade server's restart instead of failing the caller (a
+ * Flink committer, a maintenance job, a lookup's refresh): a refresh is tried again through any
+ * transient failure ({@link RemoteRetry#isTransient}); a commit is sent again only through a
+ * refused connection, which proves the server never saw it. A commit whose answer was lost (a
+ * reset, a time-out, a 5xx) is settled from the table once the server answers again: when the table
+ * has the commit's snapshots it was made; when not, it was not (the server makes a commit in one
+ * write, or not at all), and a {@link CommitFailedException} has Iceberg apply it again to the
+ * table as it is. Should the lost commit land after that look (a server that was slow, not dead),
+ * the catalog refuses to apply the same checkpoint's files twice. The sending and the settling
+ * share one deadline ({@link RemoteRetry}).
+ *
+ * <p>Every table the {@link RidingCatalog} of a {@link RemoteConnection} loads has these
+ * operations.
  */
 final class RidingTableOperations implements TableOperations {
   private final TableOperations delegate;
-  private final CatalogConnection connection;
+  private final RemoteRetry retry;
+  private final String table;
 
-  RidingTableOperations(TableOperations delegate, CatalogConnection connection) {
+  RidingTableOperations(TableOperations delegate, RemoteRetry retry, String table) {
     this.delegate = delegate;
-    this.connection = connection;
+    this.retry = retry;
+    this.table = table;
   }
 
   @Override
@@ -43,30 +46,43 @@ final class RidingTableOperations implements TableOperations {
 
   @Override
   public TableMetadata refresh() {
-    return ride(delegate::refresh, connection::isTransient);
+    return refresh(retry.deadline());
+  }
+
+  private TableMetadata refresh(long deadline) {
+    return retry.call(
+        "refreshing " + table + " from " + retry.server(),
+        RemoteRetry::isTransient,
+        deadline,
+        delegate::refresh);
   }
 
   @Override
   public void commit(TableMetadata base, TableMetadata metadata) {
+    long deadline = retry.deadline();
     try {
-      ride(
+      retry.call(
+          "committing to " + table + " at " + retry.server(),
+          RidingTableOperations::refused,
+          deadline,
           () -> {
             delegate.commit(base, metadata);
             return null;
-          },
-          RidingTableOperations::refused);
+          });
     } catch (RuntimeException e) {
-      if (!(e instanceof CommitStateUnknownException) && !connection.isTransient(e)) {
+      if (!(e instanceof CommitStateUnknownException) && !RemoteRetry.isTransient(e)) {
         throw e;
       }
-      settle(base, metadata, e);
+      settle(base, metadata, e, deadline);
     }
   }
 
   /**
-   * Returns when the table, read again, has the snapshots {@code metadata} adds to {@code base}.
+   * Returns when the table, read again before {@code deadline}, has the snapshots {@code metadata}
+   * adds to {@code base}.
    */
-  private void settle(TableMetadata base, TableMetadata metadata, RuntimeException lost) {
+  private void settle(
+      TableMetadata base, TableMetadata metadata, RuntimeException lost, long deadline) {
     Set<Long> before =
         base == null
             ? Set.of()
@@ -79,7 +95,13 @@ final class RidingTableOperations implements TableOperations {
     if (added.isEmpty()) {
       throw lost; // a commit of no snapshot: nothing in the table tells whether it was made
     }
-    TableMetadata now = refresh();
+    TableMetadata now;
+    try {
+      now = refresh(deadline);
+    } catch (RuntimeException unreadable) {
+      unreadable.addSuppressed(lost);
+      throw unreadable;
+    }
     if (added.stream().allMatch(id -> now.snapshot(id) != null)) {
       return;
     }
@@ -88,7 +110,7 @@ final class RidingTableOperations implements TableOperations {
         "the answer to the commit of snapshot %s was lost"
             + " and the table, read again from %s, does not have it: it was not made",
         added.get(added.size() - 1),
-        connection.location());
+        retry.server());
   }
 
   /** Whether the connection was refused: the request was never sent. */
@@ -99,36 +121,6 @@ final class RidingTableOperations implements TableOperations {
       }
     }
     return false;
-  }
-
-  /** {@code call}, ridden through the transient failures that {@code again} accepts. */
-  private <T> T ride(Callable<T> call, Predicate<Throwable> again) {
-    try {
-      return connection.riding(
-          () -> {
-            try {
-              return call.call();
-            } catch (RuntimeException e) {
-              if (again.test(e)) {
-                throw e; // the connection tries it again
-              }
-              throw new Final(e);
-            }
-          });
-    } catch (Final e) {
-      throw e.failure;
-    }
-  }
-
-  /** A failure not to try again, carried past the connection's retries. */
-  private static final class Final extends RuntimeException {
-    private static final long serialVersionUID = 1L;
-    final RuntimeException failure;
-
-    Final(RuntimeException failure) {
-      super(null, null, false, false);
-      this.failure = failure;
-    }
   }
 
   @Override
