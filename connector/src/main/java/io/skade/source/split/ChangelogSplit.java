@@ -87,6 +87,15 @@ public record ChangelogSplit(
 
   /** This split restricted to the data files of {@code files}. */
   public ChangelogSplit withSlice(FileSlice files) {
+    return with(files, emitted);
+  }
+
+  /** This split with {@code count} changes emitted. */
+  public ChangelogSplit withEmitted(long count) {
+    return with(slice, count);
+  }
+
+  private ChangelogSplit with(FileSlice files, long count) {
     return new ChangelogSplit(
         tableKey,
         metadataLocation,
@@ -95,19 +104,6 @@ public record ChangelogSplit(
         toSnapshotId,
         commitSeq,
         files,
-        emitted);
-  }
-
-  /** This split with {@code count} changes emitted. */
-  public ChangelogSplit withEmitted(long count) {
-    return new ChangelogSplit(
-        tableKey,
-        metadataLocation,
-        fullSnapshot,
-        fromSnapshotId,
-        toSnapshotId,
-        commitSeq,
-        slice,
         count);
   }
 
