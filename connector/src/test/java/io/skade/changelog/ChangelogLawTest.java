@@ -8,6 +8,7 @@ import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.maintenance.MaintainedTable;
 import io.skade.scan.FileSlice;
 import io.skade.testing.FullCompaction;
+import io.skade.testing.IdRows;
 import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.io.IOException;
@@ -390,18 +391,8 @@ class ChangelogLawTest {
 
   /** A seeded random history of one table. */
   private static final class History {
-    private static final Schema PK =
-        new Schema(
-            List.of(
-                Types.NestedField.required(1, "id", Types.LongType.get()),
-                Types.NestedField.optional(2, "name", Types.StringType.get()),
-                Types.NestedField.optional(3, "region", Types.StringType.get())),
-            Set.of(1));
-    private static final Schema LOG =
-        new Schema(
-            Types.NestedField.required(1, "id", Types.LongType.get()),
-            Types.NestedField.optional(2, "name", Types.StringType.get()),
-            Types.NestedField.optional(3, "region", Types.StringType.get()));
+    private static final Schema PK = IdRows.REGIONAL;
+    private static final Schema LOG = IdRows.REGIONAL_LOG;
     private static final List<String> REGIONS = List.of("eu", "us", "ap");
 
     final Table table;

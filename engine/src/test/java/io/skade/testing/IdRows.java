@@ -16,6 +16,22 @@ public final class IdRows {
   /** {@code (id BIGINT key, name STRING)}. */
   public static final Schema SCHEMA = keyed("name");
 
+  /** {@code (id BIGINT key, name STRING, region STRING)}: rows with a region to partition by. */
+  public static final Schema REGIONAL =
+      new Schema(
+          List.of(
+              Types.NestedField.required(1, "id", Types.LongType.get()),
+              Types.NestedField.optional(2, "name", Types.StringType.get()),
+              Types.NestedField.optional(3, "region", Types.StringType.get())),
+          Set.of(1));
+
+  /** {@link #REGIONAL} without a key: a log table. */
+  public static final Schema REGIONAL_LOG =
+      new Schema(
+          Types.NestedField.required(1, "id", Types.LongType.get()),
+          Types.NestedField.optional(2, "name", Types.StringType.get()),
+          Types.NestedField.optional(3, "region", Types.StringType.get()));
+
   private IdRows() {}
 
   /** {@code (id BIGINT key, <column> STRING)}: a primary-key table. */

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.skade.changelog.ChangeRow;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.changelog.ChangelogReader;
+import io.skade.testing.IdRows;
 import io.skade.testing.TestCatalog;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -46,13 +47,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * The embedded write API on real tables of a real skade catalog, read back with Iceberg's reader.
  */
 class TableWriterTest {
-  private static final Schema SCHEMA =
-      new Schema(
-          List.of(
-              Types.NestedField.required(1, "id", Types.LongType.get()),
-              Types.NestedField.optional(2, "name", Types.StringType.get()),
-              Types.NestedField.optional(3, "region", Types.StringType.get())),
-          Set.of(1));
+  private static final Schema SCHEMA = IdRows.REGIONAL;
 
   /** Keyed by (id, region), so a table may be partitioned by region. */
   private static final Schema REGION_KEY_SCHEMA =
@@ -63,11 +58,7 @@ class TableWriterTest {
               Types.NestedField.required(3, "region", Types.StringType.get())),
           Set.of(1, 3));
 
-  private static final Schema LOG_SCHEMA =
-      new Schema(
-          Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "name", Types.StringType.get()),
-          Types.NestedField.optional(3, "region", Types.StringType.get()));
+  private static final Schema LOG_SCHEMA = IdRows.REGIONAL_LOG;
 
   @RegisterExtension final TestCatalog catalog = new TestCatalog();
 
@@ -244,18 +235,12 @@ class TableWriterTest {
     TableWriter writer = new TableWriter(table);
     // Metrics prove every row of this file is in eu.
     String allEu =
-        onlyFile(
-            writer.append(List.of(row(LOG_SCHEMA, 1, "a", "eu"), row(LOG_SCHEMA, 2, "b", "eu"))),
-            table);
+        appended(writer, table, row(LOG_SCHEMA, 1, "a", "eu"), row(LOG_SCHEMA, 2, "b", "eu"));
     String mixed =
-        onlyFile(
-            writer.append(List.of(row(LOG_SCHEMA, 3, "c", "eu"), row(LOG_SCHEMA, 4, "d", "us"))),
-            table);
+        appended(writer, table, row(LOG_SCHEMA, 3, "c", "eu"), row(LOG_SCHEMA, 4, "d", "us"));
     // Only reading shows that every live row of this one is in eu: its us row is deleted.
     String euOnceUsDeleted =
-        onlyFile(
-            writer.append(List.of(row(LOG_SCHEMA, 5, "e", "eu"), row(LOG_SCHEMA, 6, "f", "us"))),
-            table);
+        appended(writer, table, row(LOG_SCHEMA, 5, "e", "eu"), row(LOG_SCHEMA, 6, "f", "us"));
     writer.deletePositions(Map.of(euOnceUsDeleted, List.of(1L)));
     List<String> itsDeletes = locations(table.currentSnapshot().addedDeleteFiles(table.io()));
 
@@ -505,13 +490,9 @@ class TableWriterTest {
     Table table = create("log", LOG_SCHEMA, PartitionSpec.unpartitioned(), formatVersion);
     TableWriter writer = new TableWriter(table);
     String first =
-        onlyFile(
-            writer.append(List.of(row(LOG_SCHEMA, 1, "a", "eu"), row(LOG_SCHEMA, 2, "b", "eu"))),
-            table);
+        appended(writer, table, row(LOG_SCHEMA, 1, "a", "eu"), row(LOG_SCHEMA, 2, "b", "eu"));
     String second =
-        onlyFile(
-            writer.append(List.of(row(LOG_SCHEMA, 3, "c", "eu"), row(LOG_SCHEMA, 4, "d", "eu"))),
-            table);
+        appended(writer, table, row(LOG_SCHEMA, 3, "c", "eu"), row(LOG_SCHEMA, 4, "d", "eu"));
     writer.deletePositions(Map.of(first, List.of(0L)));
 
     Snapshot deleted = writer.deletePositions(Map.of(first, List.of(), second, List.of(1L)));
@@ -622,6 +603,11 @@ class TableWriterTest {
   }
 
   /** The location of the one data file {@code snapshot} added. */
+  /** Appends {@code rows} in one file; returns its location. */
+  private static String appended(TableWriter writer, Table table, Record... rows) {
+    return onlyFile(writer.append(List.of(rows)), table);
+  }
+
   private static String onlyFile(Snapshot snapshot, Table table) {
     assertThat(snapshot.addedDataFiles(table.io())).hasSize(1);
     return snapshot.addedDataFiles(table.io()).iterator().next().location();

@@ -83,160 +83,162 @@ class SqlOptionsBeforeIoTest {
   }
 
   static Stream<Bad> badTableOptions() {
-    return Stream.concat(
-        badServerOptions(),
-        Stream.of(
-            bad(
-                "an unknown key names the closest known key",
-                with("scan.startup.mood", "latest"),
-                "'scan.startup.mood'",
-                "did you mean 'scan.startup.mode'?",
-                "Supported options"),
-            bad(
-                "a known key without its prefix is recognised",
-                with("startup.mode", "latest"),
-                "'startup.mode'",
-                "did you mean 'scan.startup.mode'?"),
-            bad(
-                "an unknown startup mode lists the modes",
-                with("scan.startup.mode", "yesterday"),
-                "'scan.startup.mode'",
-                "'yesterday'",
-                "'full', 'latest', 'earliest',"
-                    + " 'from-snapshot', 'from-timestamp' or 'from-commit-seq'"),
-            bad(
-                "an unknown changelog mode lists the modes",
-                with("changelog.mode", "net"),
-                "'changelog.mode'",
-                "'net'",
-                "'per-snapshot' or 'collapsed'"),
-            bad(
-                "an unknown before-image lists the kinds",
-                with("changelog.before-image", "none"),
-                "'changelog.before-image'",
-                "'none'",
-                "'full' or 'key-only'"),
-            bad(
-                "an unknown lookup cache lists the caches",
-                with("lookup.cache", "BIG"),
-                "'lookup.cache'",
-                "'BIG'",
-                "'NONE', 'PARTIAL' or 'FULL'"),
-            bad(
-                "an unknown lineage sink lists the sinks",
-                with("lineage.sink", "kafka"),
-                "'lineage.sink'",
-                "'kafka'",
-                "'none', 'table' or 'openlineage'"),
-            bad(
-                "an OpenLineage sink needs its URL",
-                with("lineage.sink", "openlineage"),
-                "'lineage.sink' = 'openlineage'",
-                "'lineage.openlineage.url'",
-                "https://"),
-            bad(
-                "an OpenLineage URL must be a destination",
-                with("lineage.sink", "openlineage", "lineage.openlineage.url", "ftp://collector"),
-                "'lineage.openlineage.url'",
-                "'ftp://collector'",
-                "file:<path> or console"),
-            bad(
-                "an OpenLineage URL without the OpenLineage sink",
-                with("lineage.openlineage.url", "console"),
-                "'lineage.openlineage.url'",
-                "'console'",
-                "'lineage.sink' = 'openlineage'",
-                "'none'"),
-            bad(
-                "a zero poll interval",
-                with("scan.poll-interval", "0 s"),
-                "'scan.poll-interval'",
-                "'0 s'",
-                "a positive duration"),
-            bad(
-                "a poll interval that is no duration",
-                with("scan.poll-interval", "soon"),
-                "'scan.poll-interval'",
-                "'soon'",
-                "a positive duration such as '500 ms'"),
-            bad(
-                "a lookup poll interval that is no duration",
-                with("lookup.poll-interval", "fast"),
-                "'lookup.poll-interval'",
-                "'fast'",
-                "a positive duration"),
-            bad(
-                "no async lookup threads",
-                with("lookup.async.threads", "0"),
-                "'lookup.async.threads'",
-                "'0'",
-                "a positive integer"),
-            bad(
-                "async lookup threads that are no number",
-                with("lookup.async.threads", "many"),
-                "'lookup.async.threads'",
-                "'many'",
-                "a positive integer"),
-            bad(
-                "negative lookup retries",
-                with("lookup.max-retries", "-1"),
-                "'lookup.max-retries'",
-                "'-1'",
-                "0 or a positive integer"),
-            bad(
-                "a negative row cache",
-                with("lookup.row-cache.max-rows", "-5"),
-                "'lookup.row-cache.max-rows'",
-                "'-5'",
-                "0 (off) or a positive number of rows"),
-            bad(
-                "a zero sink parallelism",
-                with("sink.parallelism", "0"),
-                "'sink.parallelism'",
-                "'0'",
-                "a positive integer"),
-            bad(
-                "a sink parallelism that is no number",
-                with("sink.parallelism", "two"),
-                "'sink.parallelism'",
-                "'two'",
-                "a positive integer"),
-            bad(
-                "a boolean that is no boolean",
-                with("lookup.async", "yes"),
-                "'lookup.async'",
-                "'yes'",
-                "'true' or 'false'"),
-            bad(
-                "a snapshot id that is no number",
-                with("scan.end.snapshot-id", "last"),
-                "'scan.end.snapshot-id'",
-                "'last'",
-                "a snapshot id, an integer"),
-            bad(
-                "a negative commit_seq",
-                with("scan.startup.mode", "from-commit-seq", "scan.startup.commit-seq", "-1"),
-                "'scan.startup.commit-seq'",
-                "'-1'",
-                "0 or more"),
-            bad(
-                "a negative timestamp",
-                with("scan.startup.mode", "from-timestamp", "scan.startup.timestamp-millis", "-1"),
-                "'scan.startup.timestamp-millis'",
-                "'-1'",
-                "epoch milliseconds, 0 or more"),
-            bad(
-                "a zero PARTIAL cache size",
-                with("lookup.cache", "PARTIAL", "lookup.partial-cache.max-rows", "0"),
-                "'lookup.partial-cache.max-rows'",
-                "'0'",
-                "a positive number of rows"),
-            bad(
-                "a PARTIAL cache expiry that is no duration",
-                with("lookup.cache", "PARTIAL", "lookup.partial-cache.expire-after-write", "later"),
-                "'lookup.partial-cache.expire-after-write'",
-                "'later'",
-                "a positive duration")));
+    return Stream.of(
+            badServerOptions(),
+            badLineageSinks(),
+            Stream.of(
+                bad(
+                    "an unknown key names the closest known key",
+                    with("scan.startup.mood", "latest"),
+                    "'scan.startup.mood'",
+                    "did you mean 'scan.startup.mode'?",
+                    "Supported options"),
+                bad(
+                    "a known key without its prefix is recognised",
+                    with("startup.mode", "latest"),
+                    "'startup.mode'",
+                    "did you mean 'scan.startup.mode'?"),
+                bad(
+                    "an unknown startup mode lists the modes",
+                    with("scan.startup.mode", "yesterday"),
+                    "'scan.startup.mode'",
+                    "'yesterday'",
+                    "'full', 'latest', 'earliest',"
+                        + " 'from-snapshot', 'from-timestamp' or 'from-commit-seq'"),
+                bad(
+                    "an unknown changelog mode lists the modes",
+                    with("changelog.mode", "net"),
+                    "'changelog.mode'",
+                    "'net'",
+                    "'per-snapshot' or 'collapsed'"),
+                bad(
+                    "an unknown before-image lists the kinds",
+                    with("changelog.before-image", "none"),
+                    "'changelog.before-image'",
+                    "'none'",
+                    "'full' or 'key-only'"),
+                bad(
+                    "an unknown lookup cache lists the caches",
+                    with("lookup.cache", "BIG"),
+                    "'lookup.cache'",
+                    "'BIG'",
+                    "'NONE', 'PARTIAL' or 'FULL'"),
+                bad(
+                    "an OpenLineage URL must be a destination",
+                    with(
+                        "lineage.sink",
+                        "openlineage",
+                        "lineage.openlineage.url",
+                        "ftp://collector"),
+                    "'lineage.openlineage.url'",
+                    "'ftp://collector'",
+                    "file:<path> or console"),
+                bad(
+                    "an OpenLineage URL without the OpenLineage sink",
+                    with("lineage.openlineage.url", "console"),
+                    "'lineage.openlineage.url'",
+                    "'console'",
+                    "'lineage.sink' = 'openlineage'",
+                    "'none'"),
+                bad(
+                    "a zero poll interval",
+                    with("scan.poll-interval", "0 s"),
+                    "'scan.poll-interval'",
+                    "'0 s'",
+                    "a positive duration"),
+                bad(
+                    "a poll interval that is no duration",
+                    with("scan.poll-interval", "soon"),
+                    "'scan.poll-interval'",
+                    "'soon'",
+                    "a positive duration such as '500 ms'"),
+                bad(
+                    "a lookup poll interval that is no duration",
+                    with("lookup.poll-interval", "fast"),
+                    "'lookup.poll-interval'",
+                    "'fast'",
+                    "a positive duration"),
+                bad(
+                    "no async lookup threads",
+                    with("lookup.async.threads", "0"),
+                    "'lookup.async.threads'",
+                    "'0'",
+                    "a positive integer"),
+                bad(
+                    "async lookup threads that are no number",
+                    with("lookup.async.threads", "many"),
+                    "'lookup.async.threads'",
+                    "'many'",
+                    "a positive integer"),
+                bad(
+                    "negative lookup retries",
+                    with("lookup.max-retries", "-1"),
+                    "'lookup.max-retries'",
+                    "'-1'",
+                    "0 or a positive integer"),
+                bad(
+                    "a negative row cache",
+                    with("lookup.row-cache.max-rows", "-5"),
+                    "'lookup.row-cache.max-rows'",
+                    "'-5'",
+                    "0 (off) or a positive number of rows"),
+                bad(
+                    "a zero sink parallelism",
+                    with("sink.parallelism", "0"),
+                    "'sink.parallelism'",
+                    "'0'",
+                    "a positive integer"),
+                bad(
+                    "a sink parallelism that is no number",
+                    with("sink.parallelism", "two"),
+                    "'sink.parallelism'",
+                    "'two'",
+                    "a positive integer"),
+                bad(
+                    "a boolean that is no boolean",
+                    with("lookup.async", "yes"),
+                    "'lookup.async'",
+                    "'yes'",
+                    "'true' or 'false'"),
+                bad(
+                    "a snapshot id that is no number",
+                    with("scan.end.snapshot-id", "last"),
+                    "'scan.end.snapshot-id'",
+                    "'last'",
+                    "a snapshot id, an integer"),
+                bad(
+                    "a negative commit_seq",
+                    with("scan.startup.mode", "from-commit-seq", "scan.startup.commit-seq", "-1"),
+                    "'scan.startup.commit-seq'",
+                    "'-1'",
+                    "0 or more"),
+                bad(
+                    "a negative timestamp",
+                    with(
+                        "scan.startup.mode",
+                        "from-timestamp",
+                        "scan.startup.timestamp-millis",
+                        "-1"),
+                    "'scan.startup.timestamp-millis'",
+                    "'-1'",
+                    "epoch milliseconds, 0 or more"),
+                bad(
+                    "a zero PARTIAL cache size",
+                    with("lookup.cache", "PARTIAL", "lookup.partial-cache.max-rows", "0"),
+                    "'lookup.partial-cache.max-rows'",
+                    "'0'",
+                    "a positive number of rows"),
+                bad(
+                    "a PARTIAL cache expiry that is no duration",
+                    with(
+                        "lookup.cache",
+                        "PARTIAL",
+                        "lookup.partial-cache.expire-after-write",
+                        "later"),
+                    "'lookup.partial-cache.expire-after-write'",
+                    "'later'",
+                    "a positive duration")))
+        .flatMap(cases -> cases);
   }
 
   /** Combinations that only a read rejects: a write ignores startup and lookup settings. */
@@ -387,45 +389,53 @@ class SqlOptionsBeforeIoTest {
         bad("a misspelt warehouse", with(), "'warehose'", "did you mean 'warehouse'?"));
   }
 
+  /** Lineage settings a table and a catalog both refuse alike. */
+  static Stream<Bad> badLineageSinks() {
+    return Stream.of(
+        bad(
+            "an unknown lineage sink lists the sinks",
+            with("lineage.sink", "kafka"),
+            "'lineage.sink'",
+            "'kafka'",
+            "'none', 'table' or 'openlineage'"),
+        bad(
+            "an OpenLineage sink needs its URL",
+            with("lineage.sink", "openlineage"),
+            "'lineage.sink' = 'openlineage'",
+            "'lineage.openlineage.url'",
+            "https://"));
+  }
+
   static Stream<Bad> badCatalogOptions() {
-    return Stream.concat(
-        badServerOptions(),
-        Stream.of(
-            bad(
-                "an unknown key names the closest known key",
-                with("default-databse", "shop"),
-                "'default-databse'",
-                "did you mean 'default-database'?",
-                "Supported options"),
-            bad(
-                "an unknown lineage sink lists the sinks",
-                with("lineage.sink", "kafka"),
-                "'lineage.sink'",
-                "'kafka'",
-                "'none', 'table' or 'openlineage'"),
-            bad(
-                "an OpenLineage sink needs its URL",
-                with("lineage.sink", "openlineage"),
-                "'lineage.sink' = 'openlineage'",
-                "'lineage.openlineage.url'",
-                "https://"),
-            bad(
-                "an OpenLineage URL must be a destination",
-                with("lineage.sink", "openlineage", "lineage.openlineage.url", "collector:5000"),
-                "'lineage.openlineage.url'",
-                "'collector:5000'",
-                "file:<path> or console"),
-            bad(
-                "an OpenLineage URL without the OpenLineage sink",
-                with("lineage.sink", "table", "lineage.openlineage.url", "console"),
-                "'lineage.openlineage.url'",
-                "'console'",
-                "the sink is 'table'"),
-            bad(
-                "a table option is not a catalog option",
-                with("scan.startup.mode", "latest"),
-                "'scan.startup.mode'",
-                "Supported options")));
+    return Stream.of(
+            badServerOptions(),
+            badLineageSinks(),
+            Stream.of(
+                bad(
+                    "an unknown key names the closest known key",
+                    with("default-databse", "shop"),
+                    "'default-databse'",
+                    "did you mean 'default-database'?",
+                    "Supported options"),
+                bad(
+                    "an OpenLineage URL must be a destination",
+                    with(
+                        "lineage.sink", "openlineage", "lineage.openlineage.url", "collector:5000"),
+                    "'lineage.openlineage.url'",
+                    "'collector:5000'",
+                    "file:<path> or console"),
+                bad(
+                    "an OpenLineage URL without the OpenLineage sink",
+                    with("lineage.sink", "table", "lineage.openlineage.url", "console"),
+                    "'lineage.openlineage.url'",
+                    "'console'",
+                    "the sink is 'table'"),
+                bad(
+                    "a table option is not a catalog option",
+                    with("scan.startup.mode", "latest"),
+                    "'scan.startup.mode'",
+                    "Supported options")))
+        .flatMap(cases -> cases);
   }
 
   @ParameterizedTest(name = "{0}")
