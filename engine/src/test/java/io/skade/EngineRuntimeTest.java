@@ -47,6 +47,10 @@ class EngineRuntimeTest {
     Set<Thread> threads = prefetchThreads();
 
     SkadeRuntime.reset();
+    // The pool reports itself terminated from its worker's last steps: the thread then ends.
+    for (Thread thread : threads) {
+      thread.join(5_000);
+    }
     assertThat(threads).allSatisfy(thread -> assertThat(thread.isAlive()).isFalse());
     assertThat(MetadataCache.shared()).isNotSameAs(cache);
   }
