@@ -88,6 +88,9 @@ public final class LookupCaches {
   /** Data files held open for probes, by path; closed when evicted. */
   private final Cache<String, java.util.Optional<ProbeFile>> files;
 
+  /** Where ranges of remote files are kept on local disk; null: nowhere. */
+  private volatile DiskCache disk;
+
   private record Sized(Object value, long bytes) {}
 
   private record PageRef(ProbeFile file, int group, int column, int page, long bytes) {}
@@ -137,7 +140,36 @@ public final class LookupCaches {
     }
     return files.get(
         file.location(),
-        path -> java.util.Optional.ofNullable(ProbeFile.open(io, file, this::added, listener)));
+        path ->
+            java.util.Optional.ofNullable(ProbeFile.open(io, file, this::added, disk, listener)));
+  }
+
+  /** Whether the file at {@code location} is open for probes already. */
+  boolean isOpen(String location) {
+    return files.getIfPresent(location) != null;
+  }
+
+  /**
+   * Reads ranges of remote files through {@code cache} from now on (files opened from now on). The
+   * first disk cache given stays: the JVM's lookups share one; a lookup naming another directory is
+   * told so in the log.
+   */
+  synchronized void useDiskCache(DiskCache cache) {
+    if (disk == null) {
+      disk = cache;
+    } else if (disk != cache) {
+      org.slf4j.LoggerFactory.getLogger(LookupCaches.class)
+          .warn(
+              "lookup.disk-cache.dir {} is ignored: this JVM's lookups share the disk cache in {},"
+                  + " which a lookup opened first; give every lookup table the same directory",
+              cache.dir(),
+              disk.dir());
+    }
+  }
+
+  /** The disk cache this JVM's lookups read remote files through, or null. */
+  DiskCache diskCache() {
+    return disk;
   }
 
   private void added(ProbeFile file, int group, int column, int page, long bytes) {

@@ -109,6 +109,34 @@ public final class PointLookup {
     private final LongAdder fileOpens = new LongAdder();
     private final LongAdder rowsDecoded = new LongAdder();
     private final LongAdder filesRead = new LongAdder();
+    private final LongAdder remoteReads = new LongAdder();
+    private final LongAdder remoteBytes = new LongAdder();
+    private final LongAdder diskHits = new LongAdder();
+    private final LongAdder diskHitBytes = new LongAdder();
+    private final LongAdder diskMisses = new LongAdder();
+    private final LongAdder diskMissBytes = new LongAdder();
+    final LongAdder filesFetchedAhead = new LongAdder();
+
+    /** A read of a remote file, of {@code bytes} bytes, came from {@code source}. */
+    void read(FileBytes.Source source, int bytes) {
+      switch (source) {
+        case DISK_CACHE -> {
+          diskHits.increment();
+          diskHitBytes.add(bytes);
+        }
+        case REMOTE_AFTER_MISS -> {
+          diskMisses.increment();
+          diskMissBytes.add(bytes);
+          remoteReads.increment();
+          remoteBytes.add(bytes);
+        }
+        case REMOTE -> {
+          remoteReads.increment();
+          remoteBytes.add(bytes);
+        }
+        default -> {}
+      }
+    }
 
     @Override
     public void opened() {
@@ -129,7 +157,14 @@ public final class PointLookup {
           readCalls.sum(),
           fileOpens.sum(),
           rowsDecoded.sum(),
-          filesRead.sum());
+          filesRead.sum(),
+          remoteReads.sum(),
+          remoteBytes.sum(),
+          diskHits.sum(),
+          diskHitBytes.sum(),
+          diskMisses.sum(),
+          diskMissBytes.sum(),
+          filesFetchedAhead.sum());
     }
   }
 
@@ -318,6 +353,49 @@ public final class PointLookup {
       read(file, keyValues, found);
     }
     return found;
+  }
+
+  /**
+   * Opens the data files of the table's current snapshot that {@code since} did not have (at most
+   * {@code max}), as a probe reaching them would: their footers, page indexes and bloom filters are
+   * read and kept with the open files; {@code since} -1 stands for an empty table. Nothing when
+   * {@code since} is no longer in the table's metadata (every file would look new). Stops when
+   * {@code cancelled} says so.
+   *
+   * @return the files opened
+   */
+  int fetchAhead(long since, int max, java.util.function.BooleanSupplier cancelled) {
+    Snapshot current = table.currentSnapshot();
+    Snapshot previous = since < 0 ? null : table.snapshot(since);
+    if (current == null
+        || since >= 0 && previous == null
+        || current.snapshotId() == since
+        || nameMapped) {
+      return 0;
+    }
+    KeyedFiles now = caches.keyedFiles(table, current, key, this::keyedFiles);
+    java.util.Set<String> known = new java.util.HashSet<>();
+    if (previous != null) {
+      for (KeyedFile file : caches.keyedFiles(table, previous, key, this::keyedFiles).files()) {
+        known.add(file.task().file().location());
+      }
+    }
+    int opened = 0;
+    for (KeyedFile file : now.files()) {
+      org.apache.iceberg.DataFile data = file.task().file();
+      if (opened == max || cancelled.getAsBoolean()) {
+        break;
+      }
+      if (data.format() != FileFormat.PARQUET
+          || known.contains(data.location())
+          || caches.isOpen(data.location())) {
+        continue;
+      }
+      caches.probeFile(table.io(), data, counters);
+      counters.filesFetchedAhead.increment();
+      opened++;
+    }
+    return opened;
   }
 
   /** The key's equality, and the row filter: what a file must hold a row of to be read. */

@@ -97,10 +97,22 @@ final class ProbeFile implements Closeable {
    */
   static ProbeFile open(
       FileIO io, DataFile dataFile, PageCache pages, DataFileRows.ReadListener listener) {
+    return open(io, dataFile, pages, null, listener);
+  }
+
+  /**
+   * As {@link #open(FileIO, DataFile, PageCache, DataFileRows.ReadListener)}, through {@code disk}.
+   */
+  static ProbeFile open(
+      FileIO io,
+      DataFile dataFile,
+      PageCache pages,
+      DiskCache disk,
+      DataFileRows.ReadListener listener) {
     String location = dataFile.location();
-    FileBytes bytes = FileBytes.open(io, location, listener);
+    long length = dataFile.fileSizeInBytes();
+    FileBytes bytes = FileBytes.open(io, location, length, disk, listener);
     try {
-      long length = dataFile.fileSizeInBytes();
       Region tail = new Region(Math.max(0, length - TAIL), length);
       tail.read(bytes, listener);
       int footerLength = tail.intAt(length - 8);

@@ -32,10 +32,15 @@ import org.apache.iceberg.types.Types;
  * <p>Rows go to the caller as {@code R}, mapped once per table version by a {@link RowMapper}, so a
  * cached row is mapped once. Thread-safe.
  *
+ * <p>On remote storage (a table whose location is not a local path) probes read byte ranges of the
+ * data files, through a disk cache when {@link Settings#diskCacheDir} names one, and the data files
+ * a commit adds are opened ahead of their first probe ({@link FetchAhead}); close the lookup to
+ * stop that.
+ *
  * @param <R> what a row becomes for the caller (Flink's {@code RowData}, or Iceberg's {@code
  *     Record} itself)
  */
-public final class TableLookup<R> {
+public final class TableLookup<R> implements AutoCloseable {
   /** How lookups are answered. */
   public enum Caching {
     /** Every lookup probes the table (probes keep the decoded Parquet pages they read). */
@@ -57,6 +62,9 @@ public final class TableLookup<R> {
    * @param rowCacheMaxRows the keys the row cache holds ({@link Caching#ROWS})
    * @param filter the rows a lookup may return; a row it does not keep is never returned or cached
    * @param maxRetries how often a lookup that failed with an error that can heal is retried
+   * @param diskCacheDir where byte ranges of remote data files are kept on local disk, shared by
+   *     the JVM's lookups (and safely by other processes); null for no disk cache
+   * @param diskCacheMaxBytes the bound of the disk cache, in bytes
    */
   public record Settings(
       List<String> keyColumns,
@@ -65,8 +73,50 @@ public final class TableLookup<R> {
       Caching caching,
       long rowCacheMaxRows,
       Expression filter,
-      int maxRetries)
+      int maxRetries,
+      String diskCacheDir,
+      long diskCacheMaxBytes)
       implements Serializable {
+
+    /** The default bound of the disk cache: 1 GiB. */
+    public static final long DEFAULT_DISK_CACHE_MAX_BYTES = DiskCache.DEFAULT_MAX_BYTES;
+
+    /** Settings without a disk cache. */
+    public Settings(
+        List<String> keyColumns,
+        Long snapshotId,
+        Duration pollInterval,
+        Caching caching,
+        long rowCacheMaxRows,
+        Expression filter,
+        int maxRetries) {
+      this(
+          keyColumns,
+          snapshotId,
+          pollInterval,
+          caching,
+          rowCacheMaxRows,
+          filter,
+          maxRetries,
+          null,
+          DEFAULT_DISK_CACHE_MAX_BYTES);
+    }
+
+    /**
+     * These settings with the disk cache in {@code dir} (null: none), bounded by {@code maxBytes}.
+     */
+    public Settings withDiskCache(String dir, long maxBytes) {
+      return new Settings(
+          keyColumns,
+          snapshotId,
+          pollInterval,
+          caching,
+          rowCacheMaxRows,
+          filter,
+          maxRetries,
+          dir,
+          maxBytes);
+    }
 
     public Settings {
       keyColumns = List.copyOf(keyColumns);
@@ -79,6 +129,13 @@ public final class TableLookup<R> {
       }
       if (maxRetries < 0) {
         throw new IllegalArgumentException("retries are 0 or more, got " + maxRetries);
+      }
+      if (diskCacheDir != null && diskCacheDir.isBlank()) {
+        diskCacheDir = null;
+      }
+      if (diskCacheMaxBytes <= 0) {
+        throw new IllegalArgumentException(
+            "a lookup disk cache holds a positive number of bytes, got " + diskCacheMaxBytes);
       }
     }
   }
@@ -99,6 +156,11 @@ public final class TableLookup<R> {
   private final Cache<RowKey, List<R>> rowCache;
   private volatile Version<R> version; // the table probed, with what probes of it reuse
   private FullCache full; // guarded by this
+  private final FetchAhead fetchAhead; // null: local files, a pinned snapshot or every row kept
+  private long fetchedUpTo; // the snapshot whose files were fetched ahead; guarded by fetchAhead
+
+  /** New data files one commit has opened ahead of their first probe, at most. */
+  static final int FETCH_AHEAD_FILES = 256;
 
   /** A table version: its point lookup and how its rows map. */
   private record Version<R>(Table table, PointLookup probes, Function<Record, R> rows) {}
@@ -137,7 +199,50 @@ public final class TableLookup<R> {
               + " (unknown or expired) to pin lookups to; choose one of its"
               + " snapshots");
     }
-    current(); // a bad key column or filter fails here, before the first lookup
+    if (settings.diskCacheDir() != null) {
+      caches.useDiskCache(
+          DiskCache.shared(
+              java.nio.file.Path.of(settings.diskCacheDir()), settings.diskCacheMaxBytes()));
+    }
+    Table first =
+        current().table(); // a bad key column or filter fails here, before the first lookup
+    if (settings.snapshotId() == null
+        && settings.caching() != Caching.FULL
+        && !isLocal(first.location())) {
+      Snapshot at = first.currentSnapshot();
+      fetchedUpTo = at == null ? -1 : at.snapshotId();
+      fetchAhead = new FetchAhead(connection, table, this::fetchAhead);
+    } else {
+      fetchAhead = null;
+    }
+  }
+
+  private static boolean isLocal(String location) {
+    String scheme = new org.apache.hadoop.fs.Path(location).toUri().getScheme();
+    return scheme == null || scheme.equals("file");
+  }
+
+  /** A fetch-ahead round: the latest version loaded, the files its commits added opened. */
+  private void fetchAhead(java.util.function.BooleanSupplier cancelled) {
+    synchronized (fetchAhead) {
+      Version<R> at = current();
+      Snapshot now = at.table().currentSnapshot();
+      if (now == null || now.snapshotId() == fetchedUpTo) {
+        return;
+      }
+      at.probes().fetchAhead(fetchedUpTo, FETCH_AHEAD_FILES, cancelled);
+      if (!cancelled.getAsBoolean()) {
+        fetchedUpTo = now.snapshotId();
+      }
+    }
+  }
+
+  /** Stops fetching new files ahead; probes still work (the caches are the caller's). */
+  @Override
+  public void close() {
+    if (fetchAhead != null) {
+      fetchAhead.close();
+    }
   }
 
   /** The key columns of the table probed, in the order {@link #lookup} takes their values. */
