@@ -102,6 +102,11 @@ abstract class FileBytes implements Closeable {
   /** Reads {@code into.length} bytes from {@code position}; says where they came from. */
   abstract Source readFully(long position, byte[] into) throws IOException;
 
+  /** Whether this is a local file (a read costs a system call, not a request). */
+  boolean local() {
+    return false;
+  }
+
   /**
    * A remote file read in ranges: each read one bounded request, with no lock, so probes of one
    * file on several threads read at once (S3FileIO's ranged reads share no state but the client).
@@ -239,6 +244,11 @@ abstract class FileBytes implements Closeable {
     }
 
     @Override
+    boolean local() {
+      return true;
+    }
+
+    @Override
     Source readFully(long position, byte[] into) throws IOException {
       ByteBuffer buffer = ByteBuffer.wrap(into);
       while (buffer.hasRemaining()) {
@@ -289,6 +299,20 @@ abstract class FileBytes implements Closeable {
     void read(FileBytes source, DataFileRows.ReadListener listener) throws IOException {
       bytes = new byte[Math.toIntExact(end - start)];
       source.read(start, bytes, listener);
+    }
+
+    /**
+     * This region grown back to {@code from}: only the bytes before it are read, the rest copied.
+     */
+    Region extendedTo(long from, FileBytes source, DataFileRows.ReadListener listener)
+        throws IOException {
+      Region before = new Region(from, start);
+      before.read(source, listener);
+      Region whole = new Region(from, end);
+      whole.bytes = new byte[Math.toIntExact(end - from)];
+      System.arraycopy(before.bytes, 0, whole.bytes, 0, before.bytes.length);
+      System.arraycopy(bytes, 0, whole.bytes, before.bytes.length, bytes.length);
+      return whole;
     }
 
     int index(long offset) {

@@ -288,8 +288,7 @@ final class FileIndex {
     }
     indexes = tail;
     if (first < tail.start) {
-      indexes = new Region(first, tail.end);
-      indexes.read(source, listener);
+      indexes = tail.extendedTo(first, source, listener); // the tail is not read again
     }
     return true;
   }

@@ -51,8 +51,15 @@ final class ProbeFile implements Closeable {
   private static final ParquetReadOptions OPTIONS = ParquetReadOptions.builder().build();
   private static final ParquetMetadataConverter METADATA = new ParquetMetadataConverter(OPTIONS);
 
-  /** Bytes read from the end of the file on open: the footer and usually its indexes. */
+  /** Bytes read from the end of a local file on open: the footer and usually its indexes. */
   private static final int TAIL = 64 << 10;
+
+  /**
+   * Bytes read from the end of a remote file on open: a request costs far more than these bytes
+   * (tens of milliseconds to the first byte on S3), so the footer, page indexes and bloom filters
+   * of a file of a few dozen lookup-sized row groups come in one.
+   */
+  static final int REMOTE_TAIL = 256 << 10;
 
   private static final byte[] MAGIC = "PAR1".getBytes(StandardCharsets.US_ASCII);
 
@@ -113,7 +120,7 @@ final class ProbeFile implements Closeable {
     long length = dataFile.fileSizeInBytes();
     FileBytes bytes = FileBytes.open(io, location, length, disk, listener);
     try {
-      Region tail = new Region(Math.max(0, length - TAIL), length);
+      Region tail = new Region(Math.max(0, length - (bytes.local() ? TAIL : REMOTE_TAIL)), length);
       tail.read(bytes, listener);
       int footerLength = tail.intAt(length - 8);
       if (!Arrays.equals(tail.bytes(length - 4, 4), MAGIC)
@@ -124,8 +131,7 @@ final class ProbeFile implements Closeable {
       }
       long footerStart = length - 8 - footerLength;
       if (footerStart < tail.start) {
-        tail = new Region(footerStart, length);
-        tail.read(bytes, listener);
+        tail = tail.extendedTo(footerStart, bytes, listener);
       }
       ParquetMetadata footer =
           METADATA.readParquetMetadata(
