@@ -82,10 +82,10 @@ class PointLookupLawTest {
   private static final long DEFAULT_SEED = 20260607L;
   private static final List<String> CITIES =
       List.of("Oslo", "Bergen", "Lima", "Quito", "Hanoi", "Perth", "Cork", "Turku");
-  private static final TableIdentifier ID = TableIdentifier.of("db", "law");
+  static final TableIdentifier ID = TableIdentifier.of("db", "law");
 
   @RegisterExtension final TestCatalog catalog = new TestCatalog();
-  private LookupCaches.Handle caches;
+  LookupCaches.Handle caches; // package-private: PointLookupOnS3LawTest runs histories on S3
 
   @BeforeEach
   void acquireCaches() {
@@ -482,7 +482,7 @@ class PointLookupLawTest {
   // ---- histories ---------------------------------------------------------------------------
 
   /** A seeded random history of one table, probed as it is written. */
-  private final class History {
+  final class History {
     private final SkadeCatalog catalog;
     private final KeySpace keys;
     private final long seed;

@@ -3,6 +3,7 @@ package io.skade.lookup;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.skade.catalog.CatalogConnection;
+import io.skade.testing.ChildJvm;
 import io.skade.testing.S3FaultProxy;
 import java.io.InputStream;
 import java.nio.file.Files;
@@ -246,6 +247,53 @@ class PointLookupOnS3Test {
     } finally {
       s3.proxy.delay(0);
       pool.shutdownNow();
+    }
+  }
+
+  @Test
+  void twoProcessesProbingThroughOneDiskCacheDirectoryAnswerRight() throws Exception {
+    Path disk = dir.resolve("disk-shared");
+    String metadata =
+        ((org.apache.iceberg.HasTableOperations) table)
+            .operations()
+            .current()
+            .metadataFileLocation();
+    List<ChildJvm> children = new ArrayList<>();
+    try {
+      for (int seed = 1; seed <= 2; seed++) {
+        children.add(
+            ChildJvm.start(
+                DiskCacheChild.class,
+                dir.resolve("child-" + seed + ".err"),
+                Duration.ofMinutes(2),
+                metadata,
+                s3.s3.endpoint().toString(),
+                disk.toString(),
+                String.valueOf(700L << 10), // below what they read: each evicts the other's
+                String.valueOf(seed),
+                "150",
+                String.valueOf(FILES),
+                String.valueOf(ROWS_PER_FILE)));
+      }
+      for (ChildJvm child : children) {
+        child.await("ready");
+      }
+      for (ChildJvm child : children) {
+        child.send("go");
+      }
+      long hits = 0;
+      for (ChildJvm child : children) {
+        String[] done = child.lineStartingWith("done ").split(" ");
+        assertThat(Long.parseLong(done[1]))
+            .as("wrong answers; the child's stderr:\n%s", child.stderr())
+            .isZero();
+        hits += Long.parseLong(done[2]);
+      }
+      assertThat(hits).as("reads the shared disk cache served").isPositive();
+    } finally {
+      for (ChildJvm child : children) {
+        child.close();
+      }
     }
   }
 
