@@ -11,6 +11,8 @@ import static io.skade.table.SkadeConnectorOptions.LINEAGE_OPENLINEAGE_URL;
 import static io.skade.table.SkadeConnectorOptions.LINEAGE_SINK;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_ASYNC;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_ASYNC_THREADS;
+import static io.skade.table.SkadeConnectorOptions.LOOKUP_DISK_CACHE_DIR;
+import static io.skade.table.SkadeConnectorOptions.LOOKUP_DISK_CACHE_MAX_BYTES;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_POLL_INTERVAL;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_ROW_CACHE_MAX_ROWS;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_SNAPSHOT_ID;
@@ -146,6 +148,8 @@ final class CheckedOptions {
               LOOKUP_POLL_INTERVAL.key(),
               "'0 s' (every probe sees every commit durable when it" + " began) or " + DURATION),
           entry(LOOKUP_ROW_CACHE_MAX_ROWS.key(), "0 (off) or a positive number of rows"),
+          entry(LOOKUP_DISK_CACHE_DIR.key(), "a local directory path, not blank"),
+          entry(LOOKUP_DISK_CACHE_MAX_BYTES.key(), "a positive size, e.g. '512 mb' or '2 gb'"),
           entry(
               CACHE_TYPE.key(),
               quoted(Arrays.stream(LookupCacheType.values()).map(Enum::name).toList())),
@@ -350,6 +354,12 @@ final class CheckedOptions {
       atLeast(LOOKUP_ASYNC_THREADS, 1);
       atLeast(MAX_RETRIES, 0);
       atLeast(LOOKUP_ROW_CACHE_MAX_ROWS, 0);
+      if (config.get(LOOKUP_DISK_CACHE_MAX_BYTES).getBytes() <= 0) {
+        throw invalid(LOOKUP_DISK_CACHE_MAX_BYTES, "is not positive", null);
+      }
+      if (config.getOptional(LOOKUP_DISK_CACHE_DIR).map(String::isBlank).orElse(false)) {
+        throw invalid(LOOKUP_DISK_CACHE_DIR, "is blank", null);
+      }
       atLeast(PARTIAL_CACHE_MAX_ROWS, 1);
       atLeast(SINK_PARALLELISM, 1);
       atLeast(SCAN_PARALLELISM, 1);
@@ -651,7 +661,9 @@ final class CheckedOptions {
           config.get(MAX_RETRIES),
           cacheType,
           rowCacheRows,
-          flinkCache);
+          flinkCache,
+          config.getOptional(LOOKUP_DISK_CACHE_DIR).orElse(null),
+          config.get(LOOKUP_DISK_CACHE_MAX_BYTES).getBytes());
     }
 
     private StartupMode startupMode() {

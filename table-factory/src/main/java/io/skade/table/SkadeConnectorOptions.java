@@ -7,6 +7,7 @@ import io.skade.source.SkadeSourceBuilder;
 import java.time.Duration;
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.ConfigOptions;
+import org.apache.flink.configuration.MemorySize;
 import org.apache.flink.table.factories.FactoryUtil;
 
 /** The options of skade tables ({@code 'connector'='skade'}) and of the {@code skade} catalog. */
@@ -196,6 +197,24 @@ public final class SkadeConnectorOptions {
                   + " and so never stale (used when 'lookup.cache' is NONE; 0, the default, turns it"
                   + " off). Probes already keep the decoded Parquet pages they read, which is cheaper for"
                   + " keys spread over the table; the row cache pays off for a few hot keys.");
+
+  public static final ConfigOption<String> LOOKUP_DISK_CACHE_DIR =
+      ConfigOptions.key("lookup.disk-cache.dir")
+          .stringType()
+          .noDefaultValue()
+          .withDescription(
+              "A local directory where probes keep the byte ranges they read from data files on"
+                  + " remote storage (footers, page indexes, bloom filters, pages), shared by the"
+                  + " lookups of a TaskManager and safely by several processes; data files never"
+                  + " change, so a kept range is never stale. Unset (the default): no disk cache.");
+
+  public static final ConfigOption<MemorySize> LOOKUP_DISK_CACHE_MAX_BYTES =
+      ConfigOptions.key("lookup.disk-cache.max-bytes")
+          .memoryType()
+          .defaultValue(MemorySize.parse("1 gb"))
+          .withDescription(
+              "The bound of 'lookup.disk-cache.dir' per process; past it the least recently used"
+                  + " ranges are deleted.");
 
   /** Flink's own {@code scan.parallelism}: the readers' parallelism. */
   public static final ConfigOption<Integer> SCAN_PARALLELISM = FactoryUtil.SOURCE_PARALLELISM;

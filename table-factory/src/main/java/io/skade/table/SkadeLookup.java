@@ -82,6 +82,13 @@ final class SkadeLookup implements Serializable {
       group.gauge("lookupReadCalls", () -> lookup.stats().readCalls());
       group.gauge("lookupFileOpens", () -> lookup.stats().fileOpens());
       group.gauge("lookupRowsDecoded", () -> lookup.stats().rowsDecoded());
+      group.gauge("lookupRemoteReads", () -> lookup.stats().remoteReads());
+      group.gauge("lookupRemoteBytes", () -> lookup.stats().remoteBytes());
+      group.gauge("lookupDiskCacheHits", () -> lookup.stats().diskCacheHits());
+      group.gauge("lookupDiskCacheHitBytes", () -> lookup.stats().diskCacheHitBytes());
+      group.gauge("lookupDiskCacheMisses", () -> lookup.stats().diskCacheMisses());
+      group.gauge("lookupDiskCacheMissBytes", () -> lookup.stats().diskCacheMissBytes());
+      group.gauge("lookupFilesFetchedAhead", () -> lookup.stats().filesFetchedAhead());
       latency = group.histogram("lookupLatencyMicros", new DescriptiveStatisticsHistogram(1024));
     }
   }
@@ -166,6 +173,9 @@ final class SkadeLookup implements Serializable {
   }
 
   void close() {
+    if (lookup != null) {
+      lookup.close(); // stops fetching new files ahead
+    }
     if (caches != null) {
       caches.close();
     }

@@ -91,7 +91,9 @@ final class SkadeTableSource
       int maxRetries,
       LookupOptions.LookupCacheType cacheType,
       long rowCacheMaxRows,
-      LookupCache flinkCache) {
+      LookupCache flinkCache,
+      String diskCacheDir,
+      long diskCacheMaxBytes) {
 
     /**
      * How the engine answers lookups for {@code lookup.cache}: NONE probes (through skade's row
@@ -241,7 +243,9 @@ final class SkadeTableSource
             lookup.engineCaching(),
             lookup.rowCacheMaxRows(),
             filter,
-            lookup.maxRetries());
+            lookup.maxRetries(),
+            lookup.diskCacheDir(),
+            lookup.diskCacheMaxBytes());
     SkadeLookup.Settings settings =
         new SkadeLookup.Settings(scan.catalogProperties(), scan.table().toString(), output, engine);
     SkadeLookup probes = new SkadeLookup(settings, new RowType(keyFields));
