@@ -39,7 +39,7 @@ class PointLookupOnS3LawTest {
       law.caches.caches().useDiskCache(new DiskCache(dir.resolve("disk-" + keys), 256L << 10));
       long started = System.nanoTime();
       PointLookupLawTest.History history = law.new History(s3.catalog, keys, SEED);
-      history.run(6, 50, 400);
+      history.run(8, 60, 500);
       history.report((System.nanoTime() - started) / 1_000_000);
     } finally {
       law.caches.close();
