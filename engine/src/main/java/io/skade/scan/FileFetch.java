@@ -219,11 +219,6 @@ public final class FileFetch implements AutoCloseable {
     return closed;
   }
 
-  /** Files fetched or being fetched and not handed out (for tests). */
-  synchronized int held() {
-    return (int) entries.values().stream().filter(entry -> entry.started).count();
-  }
-
   /** Stops fetching: queued files are dropped, and fetched bytes released. */
   @Override
   public synchronized void close() {
