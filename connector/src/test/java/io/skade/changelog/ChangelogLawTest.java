@@ -87,7 +87,15 @@ class ChangelogLawTest {
   @MethodSource("histories")
   void applyingTheChangesOfAWindowToItsStartGivesItsEnd(long seed, boolean primaryKey)
       throws Exception {
-    History history = new History(catalog.get(), seed, primaryKey);
+    checkWindows(catalog.get(), seed, primaryKey);
+  }
+
+  /**
+   * Builds the history of {@code seed} in {@code catalog} (as table {@code db.t}) and checks the
+   * law on its random windows, in every mode.
+   */
+  static void checkWindows(SkadeCatalog catalog, long seed, boolean primaryKey) throws Exception {
+    History history = new History(catalog, seed, primaryKey);
     history.build(SNAPSHOTS);
     Table table = history.table;
     table.refresh();
@@ -183,7 +191,15 @@ class ChangelogLawTest {
   @ParameterizedTest(name = "seed {0}, primary key {1}")
   @MethodSource("sliceHistories")
   void eachSliceOfAWindowObeysTheLawOnItsOwn(long seed, boolean primaryKey) throws Exception {
-    History history = new History(catalog.get(), seed, primaryKey);
+    checkSlices(catalog.get(), seed, primaryKey);
+  }
+
+  /**
+   * Builds the history of {@code seed} in {@code catalog} (as table {@code db.t}) and checks the
+   * law on each slice of its random windows.
+   */
+  static void checkSlices(SkadeCatalog catalog, long seed, boolean primaryKey) throws Exception {
+    History history = new History(catalog, seed, primaryKey);
     history.build(SNAPSHOTS);
     Table table = history.table;
     table.refresh();

@@ -4,6 +4,7 @@ import io.skade.changelog.ChangelogOptions.BeforeImage;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.changelog.ChangelogOptions.OnMissingHistory;
 import io.skade.scan.DataFileRows;
+import io.skade.scan.FileFetch;
 import io.skade.scan.FileSlice;
 import io.skade.scan.PartitionFilter;
 import io.skade.scan.WindowFiles;
@@ -80,6 +81,9 @@ import org.slf4j.LoggerFactory;
 public final class ChangelogReader {
   private static final Logger LOG = LoggerFactory.getLogger(ChangelogReader.class);
 
+  /** How many steps of plain appends ahead of the current one have their files fetched. */
+  private static final int LOOKAHEAD_STEPS = 2 * FileFetch.MAX_IN_FLIGHT;
+
   /** Column names in the filter match regardless of case, on rows and partitions alike. */
   private static final boolean CASE_SENSITIVE = false;
 
@@ -129,7 +133,7 @@ public final class ChangelogReader {
     this.keyReadSchema =
         TypeUtil.join(schema.select(keyColumns), new Schema(MetadataColumns.ROW_POSITION));
     this.template = GenericRecord.create(schema);
-    this.deletedKeys = new EqualityDeleteKeys(table, schema);
+    this.deletedKeys = new EqualityDeleteKeys(schema);
     this.schemaJson = SchemaParser.toJson(schema);
     if (options.columns() != null) {
       if (options.beforeImage() == BeforeImage.KEY_ONLY
@@ -351,9 +355,18 @@ public final class ChangelogReader {
     private record Planned(Snapshot to, Snapshot before, WindowFiles.Live appended) {}
 
     private final WindowFiles files = new WindowFiles(table, partitions, options.slice());
-    private final Iterator<Planned> planned;
+    private final List<Planned> planned;
     private final ArrayDeque<ChangeRow> ready = new ArrayDeque<>();
-    private final DeleteCache deleteCache = new DeleteCache(table.io());
+    private final FileFetch fetch = new FileFetch(table.io());
+    private final DeleteCache deleteCache = new DeleteCache(table.io(), fetch);
+
+    /** The next step to take, and the last one whose files were announced to {@link #fetch}. */
+    private int nextStep;
+
+    private int announced = -1;
+
+    /** The files of the step after the current one, when it compares states (else null). */
+    private StepFiles ahead;
 
     /** The last full state assembled, which the next step may start from. */
     private WindowFiles.Live last;
@@ -386,7 +399,7 @@ public final class ChangelogReader {
         before = span.to();
       }
       files.load(states);
-      this.planned = steps.iterator();
+      this.planned = steps;
     }
 
     @Override
@@ -407,24 +420,52 @@ public final class ChangelogReader {
           }
           continue;
         }
-        if (!planned.hasNext()) {
+        if (nextStep == planned.size()) {
           return false;
         }
-        Planned next = planned.next();
+        Planned next = planned.get(nextStep);
         current = next.to().snapshotId();
-        if (next.appended() != null) {
-          step = new Step(files.empty(), next.appended(), current, deleteCache);
-        } else {
-          WindowFiles.Live before =
-              next.before() == null
-                  ? files.empty()
-                  : next.before() == lastAt ? last : files.at(next.before());
-          last = files.at(next.to());
-          lastAt = next.to();
-          step = new Step(before, last, current, deleteCache);
+        StepFiles delta = ahead != null ? ahead : delta(next);
+        ahead = null;
+        fetch.ahead(delta.reads());
+        announced = Math.max(announced, nextStep++);
+        if (nextStep < planned.size() && planned.get(nextStep).appended() == null) {
+          // Its states are assembled now instead of when it starts, so its files come meanwhile.
+          ahead = delta(planned.get(nextStep));
+          fetch.ahead(ahead.reads());
+          announced = Math.max(announced, nextStep);
         }
+        announceAppends();
+        step = new Step(delta, current, deleteCache, fetch);
       }
       return true;
+    }
+
+    /** What a planned step reads, its states assembled in step order. */
+    private StepFiles delta(Planned next) {
+      if (next.appended() != null) {
+        return StepFiles.between(files.empty(), next.appended());
+      }
+      WindowFiles.Live before =
+          next.before() == null
+              ? files.empty()
+              : next.before() == lastAt ? last : files.at(next.before());
+      last = files.at(next.to());
+      lastAt = next.to();
+      return StepFiles.between(before, last);
+    }
+
+    /**
+     * Announces the files of the plain appends coming next, up to {@link #LOOKAHEAD_STEPS} steps
+     * ahead, so that a window of many small commits fetches them together; a step that compares
+     * states is announced one step ahead, when its states are assembled.
+     */
+    private void announceAppends() {
+      while (announced + 1 < planned.size()
+          && announced + 1 < nextStep + LOOKAHEAD_STEPS
+          && planned.get(announced + 1).appended() != null) {
+        fetch.ahead(planned.get(++announced).appended().data.values());
+      }
     }
 
     @Override
@@ -437,6 +478,7 @@ public final class ChangelogReader {
 
     @Override
     public void close() {
+      fetch.close();
       if (step != null) {
         step.close();
         step = null;
@@ -457,6 +499,7 @@ public final class ChangelogReader {
   private final class Step {
     private final long snapshotId;
     private final DeleteCache deleteCache;
+    private final FileFetch fetch;
     private final Map<List<Object>, Deque<Removed>> removed = new LinkedHashMap<>();
     private final ArrayDeque<Record> revived = new ArrayDeque<>();
     private final Iterator<DataFile> added;
@@ -464,32 +507,22 @@ public final class ChangelogReader {
     private CloseableIterable<Record> reading;
     private Iterator<Record> rows = Collections.emptyIterator();
 
-    Step(
-        WindowFiles.Live before, WindowFiles.Live after, long snapshotId, DeleteCache deleteCache) {
+    Step(StepFiles delta, long snapshotId, DeleteCache deleteCache, FileFetch fetch) {
       this.snapshotId = snapshotId;
       this.deleteCache = deleteCache;
-      this.after = after;
-      for (DataFile file : before.data.values()) {
-        if (!after.data.containsKey(file.location())) {
-          try (CloseableIterable<Record> gone = liveRows(before, file, schema)) {
-            gone.forEach(row -> remove(row, true));
-          } catch (IOException e) {
-            throw new UncheckedIOException("cannot read " + file.location(), e);
-          }
+      this.fetch = fetch;
+      this.after = delta.after();
+      for (DataFile file : delta.gone()) {
+        try (CloseableIterable<Record> rows = liveRows(delta.before(), file, schema)) {
+          rows.forEach(row -> remove(row, true));
+        } catch (IOException e) {
+          throw new UncheckedIOException("cannot read " + file.location(), e);
         }
       }
-      for (String path : after.deletesMayDiffer(before)) {
-        DataFile file = after.data.get(path);
-        List<DeleteFile> old = before.deletesFor(before.data.get(path));
-        List<DeleteFile> now = after.deletesFor(file);
-        if (!keys(old).equals(keys(now))) {
-          compare(file, old, now);
-        }
+      for (StepFiles.Changed file : delta.changed()) {
+        compare(file.file(), file.old(), file.now());
       }
-      this.added =
-          after.data.values().stream()
-              .filter(file -> !before.data.containsKey(file.location()))
-              .iterator();
+      this.added = delta.arriving().iterator();
     }
 
     /** Adds the step's next changes to {@code out}; false once it has none left. */
@@ -570,7 +603,7 @@ public final class ChangelogReader {
       boolean keysOnly =
           options.beforeImage() == BeforeImage.KEY_ONLY
               && kind == TableKind.PRIMARY_KEY
-              && keys(now).containsAll(keys(old));
+              && StepFiles.keys(now).containsAll(StepFiles.keys(old));
       Schema requested = keysOnly ? keyReadSchema : readSchema;
       GenericDeleteFilter before = deleteCache.filter(task(file, old), schema, requested);
       GenericDeleteFilter later = deleteCache.filter(task(file, now), schema, requested);
@@ -602,7 +635,7 @@ public final class ChangelogReader {
       PositionDeleteIndex positionsBefore = before.deletedRowPositions();
       PositionDeleteIndex positionsAfter = later.deletedRowPositions();
       TableRows toTable = new TableRows(template, required);
-      try (CloseableIterable<Record> records = open(task(file, now), required)) {
+      try (CloseableIterable<Record> records = open(task(file, now), required, fetch)) {
         for (Record record : records) {
           long position = (Long) record.getField(MetadataColumns.ROW_POSITION.name());
           boolean liveBefore =
@@ -642,7 +675,7 @@ public final class ChangelogReader {
       PositionDeleteIndex positionsBefore = before.deletedRowPositions();
       TableRows toTable = new TableRows(template, required);
       try (CloseableIterable<Record> records =
-          open(task(file, old), required, deletedKeys.rowsOf(added))) {
+          open(task(file, old), required, deletedKeys.rowsOf(added, fetch), fetch)) {
         for (Record record : records) {
           if (!deletedNow.test(record)) {
             continue;
@@ -664,7 +697,7 @@ public final class ChangelogReader {
       Schema required = deletes.requiredSchema();
       TableRows toTable = new TableRows(template, required);
       Map<Long, Record> live = new LinkedHashMap<>();
-      try (CloseableIterable<Record> records = deletes.filter(open(task, required))) {
+      try (CloseableIterable<Record> records = deletes.filter(open(task, required, fetch))) {
         for (Record record : records) {
           live.put(
               (Long) record.getField(MetadataColumns.ROW_POSITION.name()), toTable.apply(record));
@@ -682,7 +715,7 @@ public final class ChangelogReader {
       GenericDeleteFilter deletes = deleteCache.filter(task, schema, requested);
       Schema required = deletes.requiredSchema();
       return CloseableIterable.transform(
-          deletes.filter(open(task, required)), new TableRows(template, required));
+          deletes.filter(open(task, required, fetch)), new TableRows(template, required));
     }
 
     private void emit(ChangeType type, Record row, Deque<ChangeRow> out) {
@@ -722,25 +755,25 @@ public final class ChangelogReader {
     }
   }
 
-  /** The delete files' identities ({@link WindowFiles#key}): what two states compare. */
-  private static List<String> keys(List<DeleteFile> deletes) {
-    return deletes.stream().map(WindowFiles::key).toList();
-  }
-
   private FileScanTask task(DataFile file, List<DeleteFile> deletes) {
     return WindowFiles.task(table, file, deletes, schemaJson, specJson);
   }
 
-  /** A task's data file, every row, in {@code required}, counted in {@link #rowsScanned}. */
-  private CloseableIterable<Record> open(FileScanTask task, Schema required) {
-    return open(task, required, Expressions.alwaysTrue());
+  /**
+   * A task's data file, every row, in {@code required}, counted in {@link #rowsScanned}; its bytes
+   * from {@code fetch} when fetched ahead.
+   */
+  private CloseableIterable<Record> open(FileScanTask task, Schema required, FileFetch fetch) {
+    return open(task, required, Expressions.alwaysTrue(), fetch);
   }
 
   /**
-   * As {@link #open(FileScanTask, Schema)}, skipping row groups with no row in {@code rowGroups}.
+   * As {@link #open(FileScanTask, Schema, FileFetch)}, skipping row groups with no row in {@code
+   * rowGroups}.
    */
-  private CloseableIterable<Record> open(FileScanTask task, Schema required, Expression rowGroups) {
-    CloseableIterable<Record> rows = DataFileRows.read(table, task, required, rowGroups);
+  private CloseableIterable<Record> open(
+      FileScanTask task, Schema required, Expression rowGroups, FileFetch fetch) {
+    CloseableIterable<Record> rows = DataFileRows.read(fetch, table, task, required, rowGroups);
     return CloseableIterable.transform(
         rows,
         record -> {

@@ -1,5 +1,6 @@
 package io.skade.changelog;
 
+import io.skade.scan.FileFetch;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -33,12 +34,15 @@ final class DeleteCache {
   private static final long SET_ENTRY_BYTES = 64;
 
   private final FileIO io;
+  private final FileFetch files;
   private final long budgetBytes;
   private final Map<String, Object> loaded = new HashMap<>();
   private long usedBytes;
 
-  DeleteCache(FileIO io) {
+  /** Delete files of {@code io}, their bytes taken from {@code files} when it fetched them. */
+  DeleteCache(FileIO io, FileFetch files) {
     this.io = io;
+    this.files = files;
     this.budgetBytes = Runtime.getRuntime().maxMemory() / 8;
   }
 
@@ -89,7 +93,7 @@ final class DeleteCache {
      * per window once a table has a hundred equality delete files.
      */
     Loader() {
-      super(file -> io.newInputFile(file.location()), null);
+      super(files::input, null);
     }
 
     /**

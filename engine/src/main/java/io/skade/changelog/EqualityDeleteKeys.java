@@ -1,5 +1,6 @@
 package io.skade.changelog;
 
+import io.skade.scan.FileFetch;
 import io.skade.scan.WindowFiles;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -13,7 +14,6 @@ import java.util.Set;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileContent;
 import org.apache.iceberg.Schema;
-import org.apache.iceberg.Table;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.data.parquet.GenericParquetReaders;
 import org.apache.iceberg.expressions.Expression;
@@ -35,14 +35,12 @@ final class EqualityDeleteKeys {
   private static final Set<Type.TypeID> PRUNABLE =
       EnumSet.of(Type.TypeID.INTEGER, Type.TypeID.LONG, Type.TypeID.STRING);
 
-  private final Table table;
   private final Schema schema;
 
   /** Per equality delete file, its keys as a pruning expression (null: not prunable). */
   private final Map<String, Expression> keysByFile = new HashMap<>();
 
-  EqualityDeleteKeys(Table table, Schema schema) {
-    this.table = table;
+  EqualityDeleteKeys(Schema schema) {
     this.schema = schema;
   }
 
@@ -70,14 +68,14 @@ final class EqualityDeleteKeys {
    * integer or string columns. Otherwise every row group is read. (Keys an upsert deletes before
    * inserting them anew are in no older file, and the bloom filters skip nearly every row group.)
    */
-  Expression rowsOf(List<DeleteFile> added) {
+  Expression rowsOf(List<DeleteFile> added, FileFetch files) {
     long keys = added.stream().mapToLong(DeleteFile::recordCount).sum();
     if (keys > PRUNE_UP_TO_KEYS) {
       return Expressions.alwaysTrue();
     }
     Expression any = Expressions.alwaysFalse();
     for (DeleteFile delete : added) {
-      Expression keysOf = keysByFile.computeIfAbsent(delete.location(), l -> keysOf(delete));
+      Expression keysOf = keysByFile.computeIfAbsent(delete.location(), l -> keysOf(delete, files));
       if (keysOf == null) {
         return Expressions.alwaysTrue();
       }
@@ -87,7 +85,7 @@ final class EqualityDeleteKeys {
   }
 
   /** The keys an equality delete file deletes, as an expression; null if not prunable. */
-  private Expression keysOf(DeleteFile delete) {
+  private Expression keysOf(DeleteFile delete, FileFetch files) {
     List<Types.NestedField> fields = new ArrayList<>();
     for (int id : delete.equalityFieldIds()) {
       Types.NestedField field = schema.findField(id);
@@ -99,7 +97,7 @@ final class EqualityDeleteKeys {
     Schema keySchema = new Schema(fields);
     List<Record> keys = new ArrayList<>();
     try (CloseableIterable<Record> rows =
-        Parquet.read(table.io().newInputFile(delete.location()))
+        Parquet.read(files.input(delete))
             .project(keySchema)
             .createReaderFunc(
                 fileSchema -> GenericParquetReaders.buildReader(keySchema, fileSchema))

@@ -37,7 +37,7 @@ public final class DataFileRows {
    */
   public static CloseableIterable<Record> read(
       Table table, FileScanTask task, Schema required, Expression rowGroups) {
-    return read(table, task, required, rowGroups, null);
+    return read(table, task, required, rowGroups, null, null);
   }
 
   /** What a reader of data files is told of its I/O (for per-probe counters). */
@@ -52,6 +52,25 @@ public final class DataFileRows {
   /** As {@link #read(Table, FileScanTask, Schema, Expression)}, telling {@code io} of its I/O. */
   public static CloseableIterable<Record> read(
       Table table, FileScanTask task, Schema required, Expression rowGroups, ReadListener io) {
+    return read(table, task, required, rowGroups, io, null);
+  }
+
+  /**
+   * As {@link #read(Table, FileScanTask, Schema, Expression)}, the file's bytes taken from {@code
+   * files} when it fetched them ahead.
+   */
+  public static CloseableIterable<Record> read(
+      FileFetch files, Table table, FileScanTask task, Schema required, Expression rowGroups) {
+    return read(table, task, required, rowGroups, null, files);
+  }
+
+  private static CloseableIterable<Record> read(
+      Table table,
+      FileScanTask task,
+      Schema required,
+      Expression rowGroups,
+      ReadListener io,
+      FileFetch files) {
     if (task.file().format() != FileFormat.PARQUET) {
       throw new UnsupportedOperationException(
           "table "
@@ -66,7 +85,10 @@ public final class DataFileRows {
     Map<Integer, ?> constants =
         PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant);
     long length = task.file().fileSizeInBytes();
-    InputFile file = inputFile(table.io(), task.file().location(), length);
+    InputFile file =
+        files == null
+            ? inputFile(table.io(), task.file().location(), length)
+            : files.input(task.file());
     Parquet.ReadBuilder read =
         Parquet.read(new PlainInputFile(file, length, io))
             .project(required)
@@ -83,25 +105,34 @@ public final class DataFileRows {
   }
 
   /**
-   * The file at {@code location} as {@code io} gives it; but a local file, when {@code io} is
-   * skade's default (Hadoop's file IO, not a subclass), is read directly: Hadoop's local file
-   * system parses the path, looks up the file system, opens a checksum file and merges I/O
+   * The file at {@code location} as {@code io} gives it, of the length its manifest gives (so no
+   * request asks for it); but a local file ({@link #localPath}) is read directly: Hadoop's local
+   * file system parses the path, looks up the file system, opens a checksum file and merges I/O
    * statistics on every open, costs that rival reading the few rows of a streaming commit's file.
    * (Iceberg's other file IOs keep no checksum files either.)
    */
-  private static InputFile inputFile(FileIO io, String location, long length) {
-    if (io.getClass() == HadoopFileIO.class) {
-      String path =
-          location.startsWith("file://")
-              ? location.substring("file://".length())
-              : location.startsWith("file:")
-                  ? location.substring("file:".length())
-                  : isLocalByDefault((HadoopFileIO) io) ? location : null;
-      if (path != null && path.startsWith("/")) {
-        return Files.localInput(new File(path));
-      }
+  static InputFile inputFile(FileIO io, String location, long length) {
+    String path = localPath(io, location);
+    return path != null ? Files.localInput(new File(path)) : io.newInputFile(location, length);
+  }
+
+  /**
+   * The local path of {@code location} when {@code io} is skade's default (Hadoop's file IO, not a
+   * subclass, whose local files need nothing of it) and the location names a local file: a {@code
+   * file:} URI, or a path without a scheme while Hadoop's default file system is the local one.
+   * Otherwise null: the file is read through {@code io} (object storage, HDFS, another file IO).
+   */
+  static String localPath(FileIO io, String location) {
+    if (io.getClass() != HadoopFileIO.class) {
+      return null;
     }
-    return io.newInputFile(location, length);
+    String path =
+        location.startsWith("file://")
+            ? location.substring("file://".length())
+            : location.startsWith("file:")
+                ? location.substring("file:".length())
+                : isLocalByDefault((HadoopFileIO) io) ? location : null;
+    return path != null && path.startsWith("/") ? path : null;
   }
 
   /** Whether a path without a scheme names a local file under {@code io}'s Hadoop settings. */
