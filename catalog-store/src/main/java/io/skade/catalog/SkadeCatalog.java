@@ -163,10 +163,12 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   }
 
   /**
-   * Opens the catalog: shares the store open on its directory in this JVM, or opens it.
+   * Opens the catalog: shares the store open on its directory in this JVM, or opens it. A warehouse
+   * that is not local is first listed once through the file IO ({@link WarehouseAccess}).
    *
-   * @throws IllegalArgumentException for bad properties, or properties that define the store
-   *     otherwise than those of the instances already sharing it (both are named)
+   * @throws IllegalArgumentException for bad properties, properties that define the store otherwise
+   *     than those of the instances already sharing it (both are named), or a non-local warehouse
+   *     whose storage refuses the credentials or has no such bucket (the property to fix is named)
    * @throws CatalogLockedException when another process owns the directory
    */
   @Override
@@ -177,6 +179,9 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     // Everything that can fail on bad properties runs before the store is opened (and locked).
     configure(catalogName, props);
     try {
+      if (!config.localWarehouse()) {
+        WarehouseAccess.check(name, config.warehouse(), io, props);
+      }
       this.shared = SharedStore.acquire(name, config.spec(), properties, hadoopConf);
     } catch (RuntimeException | Error e) {
       io.close();
