@@ -62,7 +62,9 @@ import org.slf4j.LoggerFactory;
  *       #TABLE_DEFAULTS}: 30 retries, waits from 50 ms doubling up to 2 s), which a table's own
  *       properties override.
  *   <li>{@code io-impl}: the {@link FileIO} (default Hadoop's, which covers local files; without a
- *       Hadoop configuration given, local files go through {@link SkadeLocalFileSystem}).
+ *       Hadoop configuration given, local files go through {@link SkadeLocalFileSystem}), with its
+ *       own properties as Iceberg names them ({@code s3.*}, {@code client.*}, ...). A warehouse
+ *       that is not local is listed once at open ({@link #initialize}).
  * </ul>
  *
  * <p><b>One store per directory in a JVM.</b> Every {@code SkadeCatalog} opened on one catalog
