@@ -63,8 +63,7 @@ import org.slf4j.LoggerFactory;
  *       properties override.
  *   <li>{@code io-impl}: the {@link FileIO} (default Hadoop's, which covers local files; without a
  *       Hadoop configuration given, local files go through {@link SkadeLocalFileSystem}), with its
- *       own properties as Iceberg names them ({@code s3.*}, {@code client.*}, ...). A warehouse
- *       that is not local is listed once at open ({@link #initialize}).
+ *       own properties as Iceberg names them ({@code s3.*}, {@code client.*}, ...).
  * </ul>
  *
  * <p><b>One store per directory in a JVM.</b> Every {@code SkadeCatalog} opened on one catalog
@@ -165,12 +164,11 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   }
 
   /**
-   * Opens the catalog: shares the store open on its directory in this JVM, or opens it. A warehouse
-   * that is not local is first listed once through the file IO ({@link WarehouseAccess}).
+   * Opens the catalog: shares the store open on its directory in this JVM, or opens it, once a
+   * warehouse that is not local was listed through the file IO ({@link WarehouseAccess}).
    *
    * @throws IllegalArgumentException for bad properties, properties that define the store otherwise
-   *     than those of the instances already sharing it (both are named), or a non-local warehouse
-   *     whose storage refuses the credentials or has no such bucket (the property to fix is named)
+   *     than the sharing instances' (both named), or storage refusing the credentials or the bucket
    * @throws CatalogLockedException when another process owns the directory
    */
   @Override
