@@ -43,6 +43,7 @@ public final class CatalogConfig {
 
   private final String name;
   private final String warehouse;
+  private final boolean localWarehouse;
   private final boolean uniqueTableLocation;
   private final int feedBufferSize;
   private final Duration consumerExpiryTimeout;
@@ -52,6 +53,7 @@ public final class CatalogConfig {
   private CatalogConfig(
       String name,
       String warehouse,
+      boolean localWarehouse,
       boolean uniqueTableLocation,
       int feedBufferSize,
       Duration consumerExpiryTimeout,
@@ -59,6 +61,7 @@ public final class CatalogConfig {
       SharedStore.Spec spec) {
     this.name = name;
     this.warehouse = warehouse;
+    this.localWarehouse = localWarehouse;
     this.uniqueTableLocation = uniqueTableLocation;
     this.feedBufferSize = feedBufferSize;
     this.consumerExpiryTimeout = consumerExpiryTimeout;
@@ -139,7 +142,14 @@ public final class CatalogConfig {
             booleanProperty(name, props, CREATE_IF_MISSING, true),
             Map.copyOf(settings));
     return new CatalogConfig(
-        name, warehouse, uniqueTableLocation, feedBufferSize, expiryTimeout, timeout, spec);
+        name,
+        warehouse,
+        localWarehouse != null,
+        uniqueTableLocation,
+        feedBufferSize,
+        expiryTimeout,
+        timeout,
+        spec);
   }
 
   /** The catalog's name. */
@@ -150,6 +160,11 @@ public final class CatalogConfig {
   /** The {@code warehouse} property, without trailing slashes. */
   String warehouse() {
     return warehouse;
+  }
+
+  /** Whether the warehouse is a local directory (a path or a {@code file:} URI). */
+  boolean localWarehouse() {
+    return localWarehouse;
   }
 
   /** Iceberg's {@code unique-table-location}: whether a new table's directory gets a suffix. */

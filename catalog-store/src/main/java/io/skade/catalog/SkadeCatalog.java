@@ -62,7 +62,8 @@ import org.slf4j.LoggerFactory;
  *       #TABLE_DEFAULTS}: 30 retries, waits from 50 ms doubling up to 2 s), which a table's own
  *       properties override.
  *   <li>{@code io-impl}: the {@link FileIO} (default Hadoop's, which covers local files; without a
- *       Hadoop configuration given, local files go through {@link SkadeLocalFileSystem}).
+ *       Hadoop configuration given, local files go through {@link SkadeLocalFileSystem}), with its
+ *       own properties as Iceberg names them ({@code s3.*}, {@code client.*}, ...).
  * </ul>
  *
  * <p><b>One store per directory in a JVM.</b> Every {@code SkadeCatalog} opened on one catalog
@@ -163,10 +164,11 @@ public class SkadeCatalog extends BaseMetastoreCatalog
   }
 
   /**
-   * Opens the catalog: shares the store open on its directory in this JVM, or opens it.
+   * Opens the catalog: shares the store open on its directory in this JVM, or opens it, once a
+   * warehouse that is not local was listed through the file IO ({@link WarehouseAccess}).
    *
-   * @throws IllegalArgumentException for bad properties, or properties that define the store
-   *     otherwise than those of the instances already sharing it (both are named)
+   * @throws IllegalArgumentException for bad properties, properties that define the store otherwise
+   *     than the sharing instances' (both named), or storage refusing the credentials or the bucket
    * @throws CatalogLockedException when another process owns the directory
    */
   @Override
@@ -177,6 +179,9 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     // Everything that can fail on bad properties runs before the store is opened (and locked).
     configure(catalogName, props);
     try {
+      if (!config.localWarehouse()) {
+        WarehouseAccess.check(name, config.warehouse(), io, props);
+      }
       this.shared = SharedStore.acquire(name, config.spec(), properties, hadoopConf);
     } catch (RuntimeException | Error e) {
       io.close();

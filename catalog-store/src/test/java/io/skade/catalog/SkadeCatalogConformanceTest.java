@@ -49,11 +49,19 @@ class SkadeCatalogConformanceTest extends CatalogTests<SkadeCatalog> {
   @Override
   protected SkadeCatalog initCatalog(String name, Map<String, String> additional) {
     Map<String, String> props = new HashMap<>(additional);
-    props.put(CatalogProperties.WAREHOUSE_LOCATION, root.resolve("wh" + warehouses++).toString());
+    props.putAll(warehouse(root, warehouses++));
     SkadeCatalog c = new SkadeCatalog();
     c.initialize(name, props);
     opened.add(c);
     return c;
+  }
+
+  /**
+   * The properties that put the {@code n}th catalog of a test in a warehouse of its own: a local
+   * directory under {@code root}.
+   */
+  protected Map<String, String> warehouse(Path root, int n) {
+    return Map.of(CatalogProperties.WAREHOUSE_LOCATION, root.resolve("wh" + n).toString());
   }
 
   @Override

@@ -40,7 +40,11 @@ public final class SkadeSinkBuilder {
 
   SkadeSinkBuilder() {}
 
-  /** The skade catalog's properties ({@code warehouse}, {@code catalog.path}, ...). */
+  /**
+   * The skade catalog's properties ({@code warehouse}, {@code catalog.path}, ...), handed to the
+   * catalog and its file IO as they are: a warehouse on S3 or HDFS takes Iceberg's own {@code
+   * io-impl}, {@code s3.*}, {@code client.*} and {@code hadoop.*} keys here.
+   */
   public SkadeSinkBuilder catalogProperties(Map<String, String> properties) {
     this.catalogProperties = new HashMap<>(properties);
     return this;

@@ -27,10 +27,8 @@ class RestCatalogConformanceTest extends CatalogTests<RESTCatalog> {
 
   @BeforeEach
   void startServer() throws Exception {
-    Path tokens = Files.writeString(root.resolve("tokens"), TOKEN + "\n");
-    server =
-        SkadeServer.start(
-            SkadeServer.Settings.of(root.resolve("warehouse").toString(), "127.0.0.1", 0, tokens));
+    Files.writeString(root.resolve("tokens"), TOKEN + "\n");
+    server = startServer("warehouse", Map.of());
     catalog =
         initCatalog(
             "rest",
@@ -71,28 +69,52 @@ class RestCatalogConformanceTest extends CatalogTests<RESTCatalog> {
     if (unique != null) {
       try {
         target =
-            SkadeServer.start(
-                new SkadeServer.Settings(
-                    root.resolve("warehouse-" + name).toString(),
-                    null,
-                    "127.0.0.1",
-                    0,
-                    root.resolve("tokens"),
-                    false,
-                    null,
-                    null,
-                    Map.of(CatalogProperties.UNIQUE_TABLE_LOCATION, unique)));
+            startServer(
+                "warehouse-" + name, Map.of(CatalogProperties.UNIQUE_TABLE_LOCATION, unique));
       } catch (Exception e) {
         throw new IllegalStateException(e);
       }
       opened.add(target);
     }
+    props.putAll(clientProperties());
     props.put(CatalogProperties.URI, target.uri().toString());
     props.put("token", TOKEN);
     RESTCatalog client = new RESTCatalog();
     client.initialize(name, props);
     opened.add(client);
     return client;
+  }
+
+  /** A server with the test's token on a catalog of its own, named {@code name} under root. */
+  private SkadeServer startServer(String name, Map<String, String> properties) throws Exception {
+    Map<String, String> catalog = new HashMap<>(serverProperties(root, name));
+    catalog.putAll(properties);
+    return SkadeServer.start(
+        new SkadeServer.Settings(
+            warehouse(root, name),
+            null,
+            "127.0.0.1",
+            0,
+            root.resolve("tokens"),
+            false,
+            null,
+            null,
+            catalog));
+  }
+
+  /** The warehouse of the server's catalog {@code name}: a local directory under {@code root}. */
+  protected String warehouse(Path root, String name) {
+    return root.resolve(name).toString();
+  }
+
+  /** Further catalog properties of the server's catalog {@code name} (none here). */
+  protected Map<String, String> serverProperties(Path root, String name) {
+    return Map.of();
+  }
+
+  /** What a client is given besides the server's address and token (nothing here). */
+  protected Map<String, String> clientProperties() {
+    return Map.of();
   }
 
   @Override

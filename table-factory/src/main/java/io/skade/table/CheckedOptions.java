@@ -246,7 +246,11 @@ final class CheckedOptions {
         FactoryUtil.createCatalogFactoryHelper(factory, context);
     Values options = new Values(helper.getOptions());
     options.parse(factory);
-    UnknownKeys.validate(factory, options.config.toMap().keySet(), Set.of(), helper::validate);
+    UnknownKeys.validate(
+        factory,
+        options.config.toMap().keySet(),
+        StorageOptions.SKIPPED,
+        () -> helper.validateExcept(StorageOptions.SKIPPED.toArray(String[]::new)));
     Map<String, String> properties = options.catalogProperties();
     options
         .config
@@ -273,7 +277,11 @@ final class CheckedOptions {
       options.parse(factory);
       options.checkRanges();
       if (catalogProperties == null) {
-        UnknownKeys.validate(factory, options.config.toMap().keySet(), Set.of(), helper::validate);
+        UnknownKeys.validate(
+            factory,
+            options.config.toMap().keySet(),
+            StorageOptions.SKIPPED,
+            () -> helper.validateExcept(StorageOptions.SKIPPED.toArray(String[]::new)));
       }
     }
 
@@ -380,10 +388,11 @@ final class CheckedOptions {
 
     /**
      * The properties of the skade catalog a {@code 'connector' = 'skade'} table or a {@code skade}
-     * catalog opens: warehouse, catalog path and the lineage sink.
+     * catalog opens: warehouse, catalog path, the lineage sink and the storage properties of its
+     * file IO ({@link StorageOptions}), or the server's address with those storage properties.
      */
     Map<String, String> catalogProperties() {
-      Map<String, String> properties = new HashMap<>();
+      Map<String, String> properties = new HashMap<>(StorageOptions.of(raw));
       String uri = config.getOptional(URI).orElse(null);
       if (uri != null) {
         remote(uri, properties);

@@ -1,0 +1,95 @@
+package io.skade.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.skade.catalog.SkadeCatalog;
+import io.skade.testing.S3Server;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.UUID;
+import org.apache.iceberg.HasTableOperations;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.exceptions.NotFoundException;
+import org.apache.iceberg.rest.RESTCatalog;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Iceberg's catalog conformance suite through Iceberg's REST client against a skade server whose
+ * warehouse is on S3 (a real S3-compatible server, one for the class; Iceberg's {@code S3FileIO}),
+ * its RocksDB store in a local directory.
+ *
+ * <p>The client is given the same file-IO properties as the server ({@link #clientProperties}): it
+ * writes manifests and data files itself. Where the server also hands them out in {@code
+ * /v1/config}, the client's own are the same values, so the suite passes either way.
+ */
+class RestCatalogOnS3ConformanceTest extends RestCatalogConformanceTest {
+  private static final String BUCKET = "rest-conformance";
+
+  /** The class's own prefix in the bucket, so that runs never meet. */
+  private static final String RUN = "s3://" + BUCKET + "/" + UUID.randomUUID();
+
+  @TempDir static Path s3Dir;
+  static S3Server s3;
+
+  @BeforeAll
+  static void startS3() throws Exception {
+    s3 = S3Server.start(s3Dir.resolve("s3"));
+    s3.bucket(BUCKET);
+  }
+
+  @AfterAll
+  static void stopS3() throws Exception {
+    s3.close();
+  }
+
+  /** {@code s3://rest-conformance/<class run>/<test>/<name>}: a new prefix per server. */
+  @Override
+  protected String warehouse(Path root, String name) {
+    return RUN + "/" + UUID.randomUUID() + "/" + name;
+  }
+
+  /** The server's store in a local directory, its file IO on the S3 server. */
+  @Override
+  protected Map<String, String> serverProperties(Path root, String name) {
+    Map<String, String> props = new HashMap<>(s3.fileIoProperties());
+    props.put(SkadeCatalog.CATALOG_PATH, root.resolve(name + "-catalog").toString());
+    return props;
+  }
+
+  @Override
+  protected Map<String, String> clientProperties() {
+    return s3.fileIoProperties();
+  }
+
+  /** Where the suite's tables with a requested location go: on S3 too, not under file:/tmp. */
+  @Override
+  protected String baseTableLocation(TableIdentifier identifier) {
+    return RUN + "/requested/" + identifier.namespace() + "/" + identifier.name();
+  }
+
+  /**
+   * The suite moves the metadata file away on the local disk; on S3 the object is deleted instead,
+   * and loading the table fails naming it.
+   */
+  @Test
+  @Override
+  public void testLoadTableWithMissingMetadataFile(@TempDir Path ignored) {
+    RESTCatalog catalog = catalog();
+    catalog.createNamespace(TBL.namespace());
+    catalog.buildTable(TBL, SCHEMA).create();
+    Table table = catalog.loadTable(TBL);
+    String metadata = ((HasTableOperations) table).operations().current().metadataFileLocation();
+    assertThat(metadata).startsWith("s3://" + BUCKET + "/");
+    table.io().deleteFile(metadata);
+
+    assertThatThrownBy(() -> catalog.loadTable(TBL))
+        .isInstanceOf(NotFoundException.class)
+        .hasMessageContaining(metadata);
+  }
+}
