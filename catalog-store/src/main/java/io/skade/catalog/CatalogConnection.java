@@ -9,6 +9,7 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.SupportsNamespaces;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.io.FileIO;
 
 /**
  * A skade catalog as a component uses it, wherever the catalog lives: its tables ({@link
@@ -157,6 +158,22 @@ public interface CatalogConnection extends AutoCloseable {
     try (RemoteConnection remote = RemoteConnection.open(uri, properties)) {
       return remote.location();
     }
+  }
+
+  /**
+   * The file IO of the catalog's tables, for a process that reads their files without loading a
+   * table (a source reader): made from {@code properties}, or, through a server, from them merged
+   * with the file-IO properties the server hands its clients ({@link
+   * RemoteConnection#clientProperties}), so a task given only {@code uri} and {@code token} reads
+   * the server's warehouse.
+   */
+  static FileIO fileIO(Map<String, String> properties) {
+    String uri = properties.get(URI);
+    return SkadeCatalog.fileIO(
+        uri == null || uri.isBlank()
+            ? properties
+            : RemoteConnection.clientProperties(uri, properties),
+        null);
   }
 
   /** A connection to a catalog the caller opened and closes itself. */

@@ -104,7 +104,7 @@ public final class SkadeSource<T>
   @Override
   public SourceReader<T, ChangelogSplit> createReader(SourceReaderContext context) {
     return new SkadeSourceReader<>(
-        SkadeCatalog.fileIO(catalogProperties, null), options, batchRows, deserializer, context);
+        CatalogConnection.fileIO(catalogProperties), options, batchRows, deserializer, context);
   }
 
   @Override

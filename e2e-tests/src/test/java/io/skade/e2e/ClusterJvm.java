@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -57,6 +58,19 @@ public final class ClusterJvm implements AutoCloseable {
       List<String> args,
       Path log)
       throws IOException {
+    return start(name, classpath, jvmOptions, main, args, log, Map.of());
+  }
+
+  /** As {@link #start(String, List, List, String, List, Path)}, with more environment variables. */
+  public static ClusterJvm start(
+      String name,
+      List<String> classpath,
+      List<String> jvmOptions,
+      String main,
+      List<String> args,
+      Path log,
+      Map<String, String> environment)
+      throws IOException {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.addAll(JAVA_17_OPTIONS);
@@ -65,8 +79,10 @@ public final class ClusterJvm implements AutoCloseable {
     command.add(String.join(File.pathSeparator, classpath));
     command.add(main);
     command.addAll(args);
+    ProcessBuilder builder = new ProcessBuilder(command);
+    builder.environment().putAll(environment);
     Process process =
-        new ProcessBuilder(command)
+        builder
             .redirectErrorStream(true)
             .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
             .start();

@@ -32,7 +32,8 @@ final class ClusterLogs implements TestWatcher {
             .toAbsolutePath());
   }
 
-  private static void delete(Path dir) {
+  /** Deletes {@code dir} and what it holds, if it exists. */
+  static void delete(Path dir) {
     if (!Files.exists(dir)) {
       return;
     }

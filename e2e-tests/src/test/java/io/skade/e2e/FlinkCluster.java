@@ -36,9 +36,11 @@ import org.apache.flink.runtime.util.config.memory.ProcessMemoryUtils;
  * Maven Central jars (there is no Flink distribution here): a {@code conf/config.yaml}, a
  * JobManager ({@code StandaloneSessionClusterEntrypoint}) and TaskManagers ({@code
  * TaskManagerRunner}), each with the JVM memory options and dynamic properties Flink's {@code
- * BashJavaUtils} derives from the configured process sizes, and Java 17's module openings. Its
- * {@code lib/} is a class path: Flink's jars and whatever the test adds (skade's {@code
- * skade-sql-connector} jar, as a user drops it into {@code lib/}).
+ * BashJavaUtils} derives from the configured process sizes, Java 17's module openings and {@code
+ * env.java.opts.all}. Its {@code lib/} is a class path: Flink's jars and whatever the test adds
+ * (skade's {@code skade-sql-connector} jar, as a user drops it into {@code lib/}); its {@code
+ * plugins/} directory, when given, holds Flink's file system plugins, one directory each ({@code
+ * plugins/s3-fs-hadoop/}), found through {@code FLINK_PLUGINS_DIR} as Flink's scripts set it.
  */
 public final class FlinkCluster implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -46,6 +48,8 @@ public final class FlinkCluster implements AutoCloseable {
 
   private final Path dir;
   private final List<String> lib;
+  private final Path plugins;
+  private final List<String> javaOptions;
   private final Path conf;
   private final int restPort;
   private final List<ClusterJvm> taskManagers = new ArrayList<>();
@@ -59,7 +63,22 @@ public final class FlinkCluster implements AutoCloseable {
   public static FlinkCluster start(
       Path dir, List<String> lib, int taskManagers, int slots, Map<String, String> settings)
       throws Exception {
-    FlinkCluster cluster = new FlinkCluster(dir, lib, slots, settings);
+    return start(dir, lib, null, taskManagers, slots, settings);
+  }
+
+  /**
+   * As {@link #start(Path, List, int, int, Map)}, with {@code plugins} as Flink's plugins directory
+   * (a directory per plugin holding its jars), or none when it is null.
+   */
+  public static FlinkCluster start(
+      Path dir,
+      List<String> lib,
+      Path plugins,
+      int taskManagers,
+      int slots,
+      Map<String, String> settings)
+      throws Exception {
+    FlinkCluster cluster = new FlinkCluster(dir, lib, plugins, slots, settings);
     try {
       cluster.startJobManager();
       for (int i = 0; i < taskManagers; i++) {
@@ -73,10 +92,13 @@ public final class FlinkCluster implements AutoCloseable {
     }
   }
 
-  private FlinkCluster(Path dir, List<String> lib, int slots, Map<String, String> settings)
+  private FlinkCluster(
+      Path dir, List<String> lib, Path plugins, int slots, Map<String, String> settings)
       throws IOException {
     this.dir = Files.createDirectories(dir);
-    this.lib = lib;
+    this.lib = List.copyOf(lib);
+    this.plugins = plugins;
+    this.javaOptions = words(settings.getOrDefault("env.java.opts.all", ""));
     this.conf = Files.createDirectories(dir.resolve("conf"));
     this.restPort = freePort();
     Map<String, String> yaml = new LinkedHashMap<>();
@@ -120,14 +142,17 @@ public final class FlinkCluster implements AutoCloseable {
     JobManagerProcessSpec spec = JobManagerProcessUtils.processSpecFromConfig(config);
     List<String> args = new ArrayList<>(List.of("--configDir", conf.toString()));
     args.addAll(words(JobManagerProcessUtils.generateDynamicConfigsStr(spec)));
+    List<String> jvm = new ArrayList<>(javaOptions);
+    jvm.addAll(words(JobManagerProcessUtils.generateJvmParametersStr(spec, config)));
     jobManager =
         ClusterJvm.start(
             "jobmanager",
             lib,
-            words(JobManagerProcessUtils.generateJvmParametersStr(spec, config)),
+            jvm,
             "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint",
             args,
-            dir.resolve("jobmanager.log"));
+            dir.resolve("jobmanager.log"),
+            environment());
     await("the JobManager's REST endpoint on port " + restPort)
         .atMost(START_TIMEOUT)
         .pollInterval(Duration.ofMillis(500))
@@ -141,14 +166,33 @@ public final class FlinkCluster implements AutoCloseable {
     List<String> args = new ArrayList<>(List.of("--configDir", conf.toString()));
     args.addAll(words(TaskExecutorProcessUtils.generateDynamicConfigsStr(spec)));
     args.addAll(List.of("-D", "taskmanager.resource-id=taskmanager-" + index));
+    List<String> jvm = new ArrayList<>(javaOptions);
+    jvm.addAll(words(ProcessMemoryUtils.generateJvmParametersStr(spec)));
     taskManagers.add(
         ClusterJvm.start(
             "taskmanager-" + index,
             lib,
-            words(ProcessMemoryUtils.generateJvmParametersStr(spec)),
+            jvm,
             "org.apache.flink.runtime.taskexecutor.TaskManagerRunner",
             args,
-            dir.resolve("taskmanager-" + index + ".log")));
+            dir.resolve("taskmanager-" + index + ".log"),
+            environment()));
+  }
+
+  private Map<String, String> environment() {
+    return plugins == null
+        ? Map.of()
+        : Map.of("FLINK_PLUGINS_DIR", plugins.toAbsolutePath().toString());
+  }
+
+  /** The cluster's lib/: the class path of its processes, and of a SQL client of it. */
+  public List<String> lib() {
+    return lib;
+  }
+
+  /** The JVM options of its processes from {@code env.java.opts.all}, for a client of it. */
+  public List<String> javaOptions() {
+    return javaOptions;
   }
 
   private static List<String> words(String text) {

@@ -111,21 +111,31 @@ class SkadeOnFlinkClusterTest {
     Files.createDirectories(root.resolve("server"));
     try (ServerProcess server = ServerProcess.fromJar(root.resolve("server"), serverJar());
         FlinkCluster cluster =
-            FlinkCluster.start(
-                root.resolve("flink"),
-                libWithConnector(),
-                2,
-                4,
-                Map.of(
-                    "taskmanager.load-balance.mode",
-                    "SLOTS",
-                    "restart-strategy.type",
-                    "fixed-delay",
-                    "restart-strategy.fixed-delay.attempts",
-                    "1000",
-                    "restart-strategy.fixed-delay.delay",
-                    "1 s"));
-        RESTCatalog rest = rest(server)) {
+            FlinkCluster.start(root.resolve("flink"), libWithConnector(), 2, 4, RESTARTS)) {
+      threeJobsStayExact(cluster, server, root);
+    }
+  }
+
+  /** Fixed-delay restarts, many, and the slots spread over the TaskManagers. */
+  static final Map<String, String> RESTARTS =
+      Map.of(
+          "taskmanager.load-balance.mode",
+          "SLOTS",
+          "restart-strategy.type",
+          "fixed-delay",
+          "restart-strategy.fixed-delay.attempts",
+          "1000",
+          "restart-strategy.fixed-delay.delay",
+          "1 s");
+
+  /**
+   * The three jobs of {@link #jobs} on {@code cluster} (two TaskManagers of four slots) through
+   * {@code server}: a TaskManager is killed, then the server; the upsert stays exactly once, the
+   * mirror exact, the lookups found committed rows, and the mirror's cursor holds expiry back.
+   */
+  static void threeJobsStayExact(FlinkCluster cluster, ServerProcess server, Path root)
+      throws Exception {
+    try (RESTCatalog rest = rest(server)) {
       List<String> jobIds = jobIds(submit(cluster, root, jobs(server.uri()), List.of()));
       assertThat(jobIds).hasSize(3);
       String writer = jobIds.get(0);
@@ -391,7 +401,11 @@ class SkadeOnFlinkClusterTest {
   static List<String> submit(FlinkCluster cluster, Path root, String script, List<String> options)
       throws Exception {
     Path file = Files.writeString(Files.createTempFile(root, "script", ".sql"), script);
-    List<String> classpath = new ArrayList<>(libWithConnector());
+    List<String> classpath = new ArrayList<>(cluster.lib());
+    String connector = ShadedConnectorJarTest.sqlConnectorJar().toString();
+    if (!classpath.contains(connector)) {
+      classpath.add(connector);
+    }
     classpath.add(
         Path.of(SubmitSql.class.getProtectionDomain().getCodeSource().getLocation().toURI())
             .toString());
@@ -404,14 +418,10 @@ class SkadeOnFlinkClusterTest {
                 "rest.port=" + cluster.restPort()));
     args.addAll(options);
     Path log = Files.createTempFile(root, "client", ".log");
+    List<String> jvm = new ArrayList<>(cluster.javaOptions());
+    jvm.addAll(List.of("-Xmx512m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"));
     ClusterJvm client =
-        ClusterJvm.start(
-            "sql-client",
-            classpath,
-            List.of("-Xmx512m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"),
-            SubmitSql.class.getName(),
-            args,
-            log);
+        ClusterJvm.start("sql-client", classpath, jvm, SubmitSql.class.getName(), args, log);
     int exit = client.waitFor(180);
     String output = Files.readString(log, StandardCharsets.UTF_8);
     assertThat(exit).as("the SQL client's exit; its output:\n%s", output).isZero();
@@ -419,14 +429,14 @@ class SkadeOnFlinkClusterTest {
   }
 
   /** The ids of the jobs {@link SubmitSql} printed it submitted, in order. */
-  private static List<String> jobIds(List<String> output) {
+  static List<String> jobIds(List<String> output) {
     return output.stream()
         .filter(line -> line.startsWith("JOB "))
         .map(line -> line.substring(4))
         .toList();
   }
 
-  private static long snapshots(RESTCatalog rest, TableIdentifier table) {
+  static long snapshots(RESTCatalog rest, TableIdentifier table) {
     Table loaded = rest.loadTable(table);
     long count = 0;
     for (Snapshot ignored : loaded.snapshots()) {
@@ -439,8 +449,7 @@ class SkadeOnFlinkClusterTest {
     return restarts(cluster, jobs).values().stream().mapToLong(Long::longValue).sum();
   }
 
-  private static Map<String, Long> restarts(FlinkCluster cluster, List<String> jobs)
-      throws Exception {
+  static Map<String, Long> restarts(FlinkCluster cluster, List<String> jobs) throws Exception {
     Map<String, Long> restarts = new TreeMap<>();
     for (String job : jobs) {
       restarts.put(job, cluster.restarts(job));
@@ -448,7 +457,7 @@ class SkadeOnFlinkClusterTest {
     return restarts;
   }
 
-  private static String exceptionsOf(FlinkCluster cluster, List<String> jobs) throws Exception {
+  static String exceptionsOf(FlinkCluster cluster, List<String> jobs) throws Exception {
     StringBuilder text = new StringBuilder();
     for (String job : jobs) {
       text.append(job).append(": ").append(cluster.exceptions(job)).append('\n');
@@ -497,7 +506,7 @@ class SkadeOnFlinkClusterTest {
     return last;
   }
 
-  private static List<Record> read(Table table, DataFile file) throws Exception {
+  static List<Record> read(Table table, DataFile file) throws Exception {
     List<Record> rows = new ArrayList<>();
     try (CloseableIterable<Record> read =
         Parquet.read(table.io().newInputFile(file.location()))

@@ -10,12 +10,16 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HexFormat;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.TreeMap;
+import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.MetadataUpdate;
 import org.apache.iceberg.TableMetadataParser;
 import org.apache.iceberg.UpdateRequirement;
@@ -91,13 +95,27 @@ final class IcebergRoutes {
   /** How long a key is honoured at least, as {@code /v1/config} advertises it. */
   static final Duration IDEMPOTENCY_LIFETIME = Duration.ofMinutes(30);
 
+  /**
+   * The prefixes of the catalog properties that configure file IO ({@code s3.endpoint}, {@code
+   * client.region}, {@code gcs.project-id}, ...), besides {@link CatalogProperties#FILE_IO_IMPL}.
+   */
+  static final List<String> FILE_IO_PREFIXES =
+      List.of("s3.", "client.", "gcs.", "adls.", "hadoop.");
+
   private final SkadeCatalog catalog;
   private final ServerMetrics metrics;
+  private final Map<String, String> fileIoDefaults;
   private final List<Route> routes = new ArrayList<>();
 
-  IcebergRoutes(SkadeCatalog catalog, ServerMetrics metrics) {
+  /**
+   * @param catalogProperties the properties the server was started with ({@code -P}); those that
+   *     configure file IO are handed to every client in {@code /v1/config}
+   */
+  IcebergRoutes(
+      SkadeCatalog catalog, ServerMetrics metrics, Map<String, String> catalogProperties) {
     this.catalog = catalog;
     this.metrics = metrics;
+    this.fileIoDefaults = fileIoProperties(catalogProperties);
     route("GET", "/v1/config", this::config);
     route("GET", ResourcePaths.V1_NAMESPACES, this::listNamespaces);
     route(
@@ -310,11 +328,35 @@ final class IcebergRoutes {
         .toList();
   }
 
+  /**
+   * The properties among {@code properties} that configure file IO: {@code io-impl} and those under
+   * {@link #FILE_IO_PREFIXES}. Nothing else (the token, skade's own {@code catalog.*}, the expiry
+   * settings) leaves the server.
+   */
+  static Map<String, String> fileIoProperties(Map<String, String> properties) {
+    Map<String, String> io = new LinkedHashMap<>(); // Iceberg's builder probes it with a null key
+    new TreeMap<>(properties)
+        .forEach(
+            (key, value) -> {
+              if (key.equals(CatalogProperties.FILE_IO_IMPL)
+                  || FILE_IO_PREFIXES.stream().anyMatch(key::startsWith)) {
+                io.put(key, value);
+              }
+            });
+    return Collections.unmodifiableMap(io);
+  }
+
+  /**
+   * The server's configuration, as Iceberg's clients merge it into theirs: the warehouse's file-IO
+   * properties as defaults (so a client given only {@code uri} and {@code token} reads and writes
+   * the files the server does; a client's own setting wins), skade's warehouse as an override.
+   */
   private void config(Exchange exchange, Map<String, String> vars) {
     exchange.json(
         200,
         IcebergJson.write(
             ConfigResponse.builder()
+                .withDefaults(fileIoDefaults)
                 .withOverride(CatalogConnection.SERVER_WAREHOUSE, catalog.warehouse())
                 .withEndpoints(endpoints())
                 .withIdempotencyKeyLifetime(IDEMPOTENCY_LIFETIME.toString())

@@ -27,6 +27,7 @@ public final class ServerProcess implements AutoCloseable {
       Pattern.compile("skade server listening on (http://[^:]+:(\\d+))");
   private final Path root;
   private final String classpath;
+  private final List<String> jvmOptions;
   private final List<String> flags;
   private Process process;
 
@@ -42,7 +43,7 @@ public final class ServerProcess implements AutoCloseable {
    */
   public ServerProcess(Path root, String... flags) throws Exception {
     // Surefire's java.class.path is a manifest-only jar whose Class-Path the child inherits.
-    this(root, System.getProperty("java.class.path"), List.of(flags));
+    this(root, System.getProperty("java.class.path"), null, List.of(), List.of(flags));
   }
 
   /**
@@ -50,13 +51,37 @@ public final class ServerProcess implements AutoCloseable {
    * user runs it.
    */
   public static ServerProcess fromJar(Path root, Path jar, String... flags) throws Exception {
-    return new ServerProcess(root, jar.toString(), List.of(flags));
+    return new ServerProcess(root, jar.toString(), null, List.of(), List.of(flags));
   }
 
-  private ServerProcess(Path root, String classpath, List<String> flags) throws Exception {
+  /**
+   * Starts a server from the server's shaded jar on a warehouse every process reaches ({@code
+   * s3://bucket/warehouse}), its catalog on the local disk in {@code root}/catalog, on a free port.
+   *
+   * @param jvmOptions options of the server's JVM, e.g. {@code -Daws.region=...}
+   * @param flags further flags of {@link ServerMain}, e.g. {@code "-P", "io-impl=..."}
+   */
+  public static ServerProcess fromJar(
+      Path root, Path jar, String warehouse, List<String> jvmOptions, List<String> flags)
+      throws Exception {
+    return new ServerProcess(root, jar.toString(), warehouse, jvmOptions, flags);
+  }
+
+  private ServerProcess(
+      Path root, String classpath, String warehouse, List<String> jvmOptions, List<String> flags)
+      throws Exception {
     this.root = root;
     this.classpath = classpath;
-    this.flags = flags;
+    this.jvmOptions = List.copyOf(jvmOptions);
+    List<String> all = new ArrayList<>();
+    if (warehouse == null) {
+      all.addAll(List.of("--warehouse", root.resolve("warehouse").toString()));
+    } else {
+      all.addAll(
+          List.of("--warehouse", warehouse, "--catalog-path", root.resolve("catalog").toString()));
+    }
+    all.addAll(flags);
+    this.flags = List.copyOf(all);
     Files.writeString(root.resolve("tokens"), TOKEN + "\n");
     start(0);
   }
@@ -69,17 +94,17 @@ public final class ServerProcess implements AutoCloseable {
   private void start(int port) throws Exception {
     List<String> command =
         new ArrayList<>(
-            List.of(
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp",
-                classpath,
-                ServerMain.class.getName(),
-                "--warehouse",
-                root.resolve("warehouse").toString(),
-                "--port",
-                String.valueOf(port),
-                "--token-file",
-                root.resolve("tokens").toString()));
+            List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+    command.addAll(jvmOptions);
+    command.addAll(
+        List.of(
+            "-cp",
+            classpath,
+            ServerMain.class.getName(),
+            "--port",
+            String.valueOf(port),
+            "--token-file",
+            root.resolve("tokens").toString()));
     command.addAll(flags);
     process = new ProcessBuilder(command).redirectErrorStream(true).start();
     Process started = process;

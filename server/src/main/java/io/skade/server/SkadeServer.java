@@ -160,7 +160,7 @@ public final class SkadeServer implements AutoCloseable {
               new ConsumerRoutes(catalog),
               new LockRoutes(catalog),
               new LineageRoutes(catalog),
-              new IcebergRoutes(catalog, metrics),
+              new IcebergRoutes(catalog, metrics, settings.catalogProperties()),
               catalog));
       jetty.setHandler(graceful);
       jetty.setStopTimeout(STOP_TIMEOUT_MS);

@@ -8,6 +8,7 @@ import io.skade.lineage.JobRunEvent;
 import io.skade.lineage.JobRunJson;
 import io.skade.lineage.LineageDataset;
 import io.skade.testing.ParquetFiles;
+import io.skade.testing.S3Server;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.net.URI;
@@ -57,12 +58,15 @@ class ServerJarIT {
   }
 
   private Process jar(String... args) throws Exception {
+    return jar(List.of(), args);
+  }
+
+  private Process jar(List<String> jvmOptions, String... args) throws Exception {
     List<String> command =
         new ArrayList<>(
-            List.of(
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-jar",
-                System.getProperty("skade.server.jar")));
+            List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+    command.addAll(jvmOptions);
+    command.addAll(List.of("-jar", System.getProperty("skade.server.jar")));
     command.addAll(List.of(args));
     Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
     started.add(process);
@@ -150,6 +154,62 @@ class ServerJarIT {
     Process again = jar(args);
     String uriAgain = listening(again, new StringBuilder()).get(60, TimeUnit.SECONDS);
     assertThat(get(uriAgain, "jar-token")).isEqualTo(200);
+  }
+
+  /**
+   * {@code java -jar} alone serves a warehouse on S3: the AWS SDK (iceberg-aws-bundle, copied next
+   * to the jar by the build) is found through the jar's manifest, {@code io-impl} names Iceberg's
+   * S3FileIO by its own name, and a client given only {@code uri} and {@code token} reads what the
+   * server wrote.
+   */
+  @Test
+  @Timeout(120)
+  void theJarAloneServesAWarehouseOnS3WithTheAwsBundleBesideIt() throws Exception {
+    Path jarFile = Path.of(System.getProperty("skade.server.jar"));
+    assertThat(jarFile.resolveSibling("iceberg-aws-bundle-1.11.0.jar")).isRegularFile();
+    try (S3Server s3 = S3Server.start(root.resolve("s3"))) {
+      s3.bucket("jar-lake");
+      Path tokens = Files.writeString(root.resolve("tokens"), "jar-token\n");
+      List<String> args =
+          new ArrayList<>(
+              List.of(
+                  "--warehouse",
+                  "s3://jar-lake/warehouse",
+                  "--catalog-path",
+                  root.resolve("catalog").toString(),
+                  "--port",
+                  "0",
+                  "--token-file",
+                  tokens.toString()));
+      s3.fileIoProperties().forEach((key, value) -> args.addAll(List.of("-P", key + "=" + value)));
+      Process server =
+          jar(
+              List.of(
+                  "-Daws.requestChecksumCalculation=when_required",
+                  "-Daws.responseChecksumValidation=when_required"),
+              args.toArray(String[]::new));
+      StringBuilder output = new StringBuilder();
+      String uri = listening(server, output).get(60, TimeUnit.SECONDS);
+      try (RESTCatalog rest = new RESTCatalog()) {
+        rest.initialize("jar", Map.of("uri", uri, "token", "jar-token"));
+        rest.createNamespace(Namespace.of("shop"));
+        Table orders =
+            rest.createTable(
+                TableIdentifier.of("shop", "orders"),
+                new Schema(Types.NestedField.required(1, "id", Types.LongType.get())));
+        assertThat(orders.location()).startsWith("s3://jar-lake/warehouse/");
+        GenericRecord row = GenericRecord.create(orders.schema());
+        row.setField("id", 42L);
+        orders.newAppend().appendFile(ParquetFiles.write(orders, List.of(row))).commit();
+        List<Record> read = new ArrayList<>();
+        try (CloseableIterable<Record> rows =
+            IcebergGenerics.read(rest.loadTable(TableIdentifier.of("shop", "orders"))).build()) {
+          rows.forEach(read::add);
+        }
+        assertThat(read).as("the server said:%n%s", output).containsExactly(row);
+      }
+      assertThat(root.resolve("s3").resolve("jar-lake").resolve("warehouse")).isDirectory();
+    }
   }
 
   @Test

@@ -79,6 +79,28 @@ public final class RemoteConnection implements CatalogConnection {
   }
 
   /**
+   * The catalog {@code properties} as the server at {@code uri} completes them for its clients:
+   * merged with its {@code /v1/config} (the warehouse's file-IO properties as defaults, which the
+   * {@code properties} override), as Iceberg's {@link RESTCatalog} merges them for the tables it
+   * loads. What a process that reads table files without loading a table (a source reader) makes
+   * its FileIO from; asked of the server now, riding the retry policy.
+   */
+  public static Map<String, String> clientProperties(String uri, Map<String, String> properties) {
+    URI server = server(uri);
+    RemoteRetry retry = RemoteRetry.of(server.toString(), properties);
+    Map<String, String> rest = restProperties(properties);
+    return retry.call(
+        "reading the configuration of " + server,
+        () -> {
+          try (RESTCatalog client = new RESTCatalog()) {
+            client.setConf(CatalogConfig.defaultHadoopConf());
+            client.initialize("skade", rest);
+            return Map.copyOf(client.properties());
+          }
+        });
+  }
+
+  /**
    * Posts a Flink job run's lineage event ({@code json}, as skade's lineage writes it) to the
    * lineage of the skade server the catalog {@code properties} name: it names the job in the
    * descriptions of the job's commits, and reaches the server's lineage sink. Best effort, as all
