@@ -28,6 +28,13 @@ final class ObjectStorage implements AutoCloseable {
   static final String BUCKET = "skade-bench";
 
   /**
+   * The bucket of Paimon's warehouse, at its root: the S3 server's file-system backend answers a
+   * HEAD of a directory's key as an object, which Hadoop's S3A (Paimon's S3 file system) then takes
+   * for a file when it makes the directory again; a bucket's root is a directory to it.
+   */
+  static final String PAIMON_BUCKET = "skade-bench-paimon";
+
+  /**
    * JVM options a child JVM needs to reach the S3 server with the AWS SDK: s3proxy predates the
    * SDK's default request checksums.
    */
@@ -76,6 +83,7 @@ final class ObjectStorage implements AutoCloseable {
   static ObjectStorage start(Path dir) throws Exception {
     S3Server server = S3Server.start(dir);
     server.bucket(BUCKET);
+    server.bucket(PAIMON_BUCKET);
     S3FaultProxy proxy = new S3FaultProxy(server.endpoint()).bandwidth(bandwidth());
     return new ObjectStorage(server, proxy);
   }

@@ -36,6 +36,11 @@ final class ObjectStorageServer implements AutoCloseable {
    * its catalog in {@code root/catalog}; {@code root} holds its token file and log.
    */
   ObjectStorageServer(Path root, URI endpoint, String name) throws Exception {
+    this(root, endpoint, name, root.resolve("catalog"));
+  }
+
+  /** {@link #ObjectStorageServer(Path, URI, String)} owning the catalog in {@code catalogDir}. */
+  ObjectStorageServer(Path root, URI endpoint, String name, Path catalogDir) throws Exception {
     Files.createDirectories(root);
     Path tokens = root.resolve("tokens");
     Files.writeString(tokens, ServerProcess.TOKEN + "\n");
@@ -50,7 +55,7 @@ final class ObjectStorageServer implements AutoCloseable {
             "--warehouse",
             ObjectStorage.warehouse(name),
             "--catalog-path",
-            root.resolve("catalog").toString(),
+            catalogDir.toString(),
             "--port",
             "0",
             "--token-file",

@@ -264,7 +264,9 @@ public final class RemoteSourceLatencyBenchmark {
   }
 
   private static void print(Map<String, List<Latency>> latencies, Map<String, Long> delays) {
-    latencies.forEach(RemoteSourceLatencyBenchmark::print);
+    latencies.forEach(
+        (storage, list) ->
+            print(storage, list, storage.equals(latencies.keySet().iterator().next())));
     Iterator<List<Latency>> all = latencies.values().iterator();
     List<Latency> local = all.next();
     System.out.println();
@@ -291,7 +293,8 @@ public final class RemoteSourceLatencyBenchmark {
     }
   }
 
-  private static void print(String storage, List<Latency> latencies) {
+  /** One storage's tables; the absolute target ({@code withTarget}) only for the local figures. */
+  private static void print(String storage, List<Latency> latencies, boolean withTarget) {
     Latency remote = latencies.get(0);
     System.out.println();
     System.out.println("== " + storage);
@@ -368,6 +371,9 @@ public final class RemoteSourceLatencyBenchmark {
             + " to the row (for the embedded catalog the figure SourceLatencyBenchmark prints);"
             + " commit call = writing the Parquet file and committing, not in any latency.");
 
+    if (!withTarget) {
+      return;
+    }
     System.out.println();
     System.out.printf(
         "target, skade remote, p50 <= %.0f ms and p99 <= %.0f ms: from ack p50 %s"
