@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Function;
@@ -31,8 +32,12 @@ import org.apache.iceberg.types.Types;
  * side in one run; times include each job's MiniCluster start and planning. Asserts nothing but the
  * row counts.
  *
- * <p>System properties: {@code skade.bench.backlog.commits} (200), {@code .rows} (5,000), {@code
- * .buckets} (8).
+ * <p>With {@code skade.bench.storage=s3} the same backlog is then written to an S3 warehouse
+ * ({@link ObjectStorage}) and read again at each of {@code skade.bench.s3.delays}, with the
+ * requests each read made; the local figures come first, from the same code.
+ *
+ * <p>System properties: {@code skade.bench.backlog.commits} (200; 100 on S3), {@code .rows}
+ * (5,000), {@code .buckets} (8), and {@link ObjectStorage}'s.
  */
 public final class BacklogBenchmark {
   private static final Schema SCHEMA =
@@ -43,22 +48,60 @@ public final class BacklogBenchmark {
               Types.NestedField.optional(3, "payload", Types.StringType.get())),
           Set.of(1));
 
+  private static final TableIdentifier ID = TableIdentifier.of("bench", "backlog");
+
   private BacklogBenchmark() {}
 
   public static void main(String[] args) throws Exception {
-    System.setProperty("org.slf4j.simpleLogger.log.org.apache.flink", "error");
-    int commits = Integer.getInteger("skade.bench.backlog.commits", 200);
+    Harness.quietLogs("org.apache.flink");
+    int commits = Integer.getInteger("skade.bench.backlog.commits", ObjectStorage.s3() ? 100 : 200);
     int rows = Integer.getInteger("skade.bench.backlog.rows", 5_000);
     int buckets = Integer.getInteger("skade.bench.backlog.buckets", 8);
-    Path warehouse = Files.createTempDirectory("skade-backlog-");
-    Map<String, String> properties = Map.of("warehouse", warehouse.toString());
+    Harness.printHeader("skade backlog benchmark | load average " + Harness.loadAverage());
+    long expected = (long) commits * rows;
+    System.out.printf(
+        "backlog: %d commits x %,d new keys into a primary-key table of %d"
+            + " buckets; bounded jobs count %,d rows%n",
+        commits, rows, buckets, expected);
+    Path root = Files.createTempDirectory("skade-backlog-");
+    try {
+      Map<String, String> local = Map.of("warehouse", root.resolve("local").toString());
+      write(local, commits, rows, buckets);
+      System.out.println();
+      System.out.println("local disk:");
+      read(local, expected, null);
+      if (ObjectStorage.s3()) {
+        try (ObjectStorage s3 = ObjectStorage.start(root.resolve("s3"))) {
+          Map<String, String> properties = s3.catalogProperties("backlog", root.resolve("catalog"));
+          long started = System.nanoTime();
+          write(properties, commits, rows, buckets); // through the proxy, no delay yet
+          System.out.printf(
+              "%nbacklog written to S3 in %.1f s (no delay)%n",
+              (System.nanoTime() - started) / 1e9);
+          for (long delay : ObjectStorage.delays()) {
+            s3.delay(delay);
+            System.out.println();
+            System.out.println(s3.describe() + ":");
+            read(properties, expected, s3);
+          }
+        }
+      }
+    } finally {
+      Harness.deleteTree(root);
+    }
+    System.out.println(
+        "target: skade's rows/s >= 1.0x IcebergSource's on the same storage."
+            + " load average at the end: "
+            + Harness.loadAverage());
+  }
+
+  private static void write(Map<String, String> properties, int commits, int rows, int buckets) {
     try (SharedCatalogs.Handle handle = SharedCatalogs.acquire(properties)) {
       SkadeCatalog catalog = handle.catalog();
       catalog.createNamespace(Namespace.of("bench"));
-      TableIdentifier id = TableIdentifier.of("bench", "backlog");
       Table table =
           catalog.createTable(
-              id,
+              ID,
               SCHEMA,
               PartitionSpec.builderFor(SCHEMA).bucket("id", buckets).build(),
               Map.of("format-version", "2"));
@@ -74,44 +117,80 @@ public final class BacklogBenchmark {
         }
         writer.append(batch);
       }
-      long expected = (long) commits * rows;
-      System.out.printf(
-          "backlog: %d commits x %,d new keys into a primary-key table of %d"
-              + " buckets; bounded jobs count %,d rows%n",
-          commits, rows, buckets, expected);
-      System.out.printf(
-          "%-44s %11s %9s %12s %9s%n", "reader", "parallelism", "seconds", "rows/s", "vs Iceberg");
-      for (int parallelism : new int[] {1, 2}) {
-        // Warm the JVM's code once at each parallelism, unmeasured.
-        count(parallelism, expected, env -> BoundedCount.skadeFromEarliest(env, properties, id));
-        double skade =
-            count(
-                parallelism, expected, env -> BoundedCount.skadeFromEarliest(env, properties, id));
-        double iceberg =
-            count(
-                parallelism,
-                expected,
-                env ->
-                    SourceLatencyRun.icebergStream(
-                        env, new SkadeTableLoader(properties, id), null));
-        print(
-            "skade bounded, earliest (each commit's changes)",
-            parallelism,
-            expected,
-            skade,
-            iceberg);
-        print("IcebergSource bounded read", parallelism, expected, iceberg, iceberg);
-      }
-    } finally {
-      Harness.deleteTree(warehouse);
     }
   }
 
-  private static void print(
-      String reader, int parallelism, long rows, double seconds, double icebergSeconds) {
+  /**
+   * Reads the backlog with both sources at parallelism 1 and 2 and prints their figures; on S3
+   * ({@code s3} not null) the requests each read made too.
+   */
+  private static void read(Map<String, String> properties, long expected, ObjectStorage s3)
+      throws Exception {
     System.out.printf(
-        "%-44s %11d %9.2f %12.0f %8.2fx%n",
-        reader, parallelism, seconds, rows / seconds, icebergSeconds / seconds);
+        "%-48s %11s %9s %12s %9s %s%n",
+        "reader", "parallelism", "seconds", "rows/s", "vs Iceberg", s3 == null ? "" : " requests");
+    for (int parallelism : new int[] {1, 2}) {
+      // Warm the JVM's code once at each parallelism, unmeasured.
+      count(parallelism, expected, env -> BoundedCount.skadeFromEarliest(env, properties, ID));
+      ObjectStorage.Requests before = s3 == null ? null : s3.requests();
+      double skade =
+          count(parallelism, expected, env -> BoundedCount.skadeFromEarliest(env, properties, ID));
+      ObjectStorage.Requests mid = s3 == null ? null : s3.requests();
+      double iceberg =
+          count(
+              parallelism,
+              expected,
+              env ->
+                  SourceLatencyRun.icebergStream(env, new SkadeTableLoader(properties, ID), null));
+      ObjectStorage.Requests after = s3 == null ? null : s3.requests();
+      print(
+          "skade bounded, earliest (each commit's changes)",
+          parallelism,
+          expected,
+          skade,
+          iceberg,
+          s3 == null ? "" : requests(mid.minus(before)));
+      print(
+          "IcebergSource bounded read",
+          parallelism,
+          expected,
+          iceberg,
+          iceberg,
+          s3 == null ? "" : requests(after.minus(mid)));
+      if (s3 != null) {
+        System.out.printf(
+            "  target at %d ms, parallelism %d: skade / IcebergSource = %.2fx (target >= 1.0x): %s%n",
+            s3.delay(), parallelism, iceberg / skade, iceberg / skade >= 1.0 ? "met" : "missed");
+      }
+    }
+  }
+
+  private static String requests(ObjectStorage.Requests r) {
+    return String.format(
+        Locale.ROOT,
+        " GET %d (ranged %d), HEAD %d, other %d",
+        r.gets(),
+        r.rangedGets(),
+        r.heads(),
+        r.others() + r.puts());
+  }
+
+  private static void print(
+      String reader,
+      int parallelism,
+      long rows,
+      double seconds,
+      double icebergSeconds,
+      String requests) {
+    System.out.printf(
+        Locale.ROOT,
+        "%-48s %11d %9.2f %12.0f %8.2fx %s%n",
+        reader,
+        parallelism,
+        seconds,
+        rows / seconds,
+        icebergSeconds / seconds,
+        requests);
   }
 
   /** Runs a bounded job of {@code reading} and returns its seconds, MiniCluster start included. */

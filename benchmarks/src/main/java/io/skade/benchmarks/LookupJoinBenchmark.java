@@ -1,9 +1,13 @@
 package io.skade.benchmarks;
 
+import io.skade.server.ServerProcess;
+import io.skade.testing.S3FaultProxy;
+import io.skade.testing.S3Server;
 import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.ZonedDateTime;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -70,9 +74,25 @@ import java.util.Properties;
  * temporary one, deleted at the end unless {@code skade.bench.keep=true}]; tables an earlier run
  * wrote there for the same rows and files are reused (not once the directory has moved: Iceberg's
  * metadata holds absolute paths).
+ *
+ * <p>Object storage, {@code skade.bench.storage=s3} ({@link ObjectStorage}): both systems' tables
+ * are written to an S3 server on loopback (skade's catalog stays on local disk), and every figure
+ * is taken at each of {@code skade.bench.s3.delays}, each forked JVM reading through a proxy of its
+ * own that holds every request that long and counts them: the engine alone (requests per probe,
+ * cold and warm), then the variants (requests per probe of each run). Paimon reads through its S3
+ * file system ({@code paimon-s3}); skade's SQL variants reach its catalog through a skade server
+ * ({@link ObjectStorageServer}: the SQL options take no file IO for an embedded catalog), each task
+ * reading the files from S3 itself. After each delay's tables, {@link LookupJoinS3Report} prints
+ * the requests and the targets on object storage. Defaults on S3: {@code rows} 100000, {@code
+ * variants} skade,paimon-default,paimon-bucket1.
  */
 public final class LookupJoinBenchmark {
   private static final double HIT_RATIO = 0.9;
+
+  /** Where skade's table lives in the bucket on S3, and its local catalog. */
+  private static final String SKADE_WAREHOUSE = "skade";
+
+  private static final String SKADE_CATALOG = "skade-catalog";
 
   private LookupJoinBenchmark() {}
 
@@ -81,14 +101,20 @@ public final class LookupJoinBenchmark {
       child(args);
       return;
     }
-    long rows = Long.getLong("skade.bench.rows", 1_000_000);
+    boolean s3 = ObjectStorage.s3();
+    // The S3 server runs in this JVM: its Jetty warns of every request it failed.
+    Harness.quietLogs("org.gaul");
+    long rows = Long.getLong("skade.bench.rows", s3 ? 100_000 : 1_000_000);
     long probes = Long.getLong("skade.bench.probes", rows / 5);
     int files = Integer.getInteger("skade.bench.files", 32);
     List<LookupJoinVariant> variants =
         Arrays.stream(
                 System.getProperty(
                         "skade.bench.variants",
-                        "no-join,empty-join,skade,skade-connector,paimon-default,paimon-bucket1")
+                        s3
+                            ? "skade,paimon-default,paimon-bucket1"
+                            : "no-join,empty-join,skade,skade-connector,paimon-default,"
+                                + "paimon-bucket1")
                     .split(","))
             .map(LookupJoinVariant::of)
             .toList();
@@ -112,60 +138,175 @@ public final class LookupJoinBenchmark {
         "dimension: %,d rows (id bigint key, name, city, score) in %d data files of"
             + " consecutive id ranges; probes: %,d random keys in [0, %,d) from datagen (%.0f%% hit),"
             + " LEFT JOIN ... FOR SYSTEM_TIME AS OF p.proc_time, parallelism 1, rows into a measuring"
-            + " sink.%n",
-        rows, files, probes, keyBound(rows), HIT_RATIO * 100);
+            + " sink; %d runs per JVM.%n",
+        rows, files, probes, keyBound(rows), HIT_RATIO * 100, runs());
     System.out.println("working directory: " + work);
 
     LookupJoinForks forks = new LookupJoinForks(work, rows, probes, files, timeoutSeconds);
-    Map<LookupJoinVariant, Properties> results = new LinkedHashMap<>();
-    Properties skadeTable = null;
-    Properties paimonTables = null;
-    Properties engine = null;
+    // Where the figures are taken: local disk, or S3 at each delay (the key: its suffix).
+    Map<String, Long> settings = new LinkedHashMap<>();
+    if (s3) {
+      for (long delay : ObjectStorage.delays()) {
+        settings.put(".s3-" + delay + "ms", delay);
+      }
+    } else {
+      settings.put("", -1L);
+    }
+    Map<String, Map<LookupJoinVariant, Properties>> results = new LinkedHashMap<>();
+    Map<String, Properties> engines = new LinkedHashMap<>();
+    ObjectStorage storage = null;
+    ObjectStorageServer server = null;
     try {
+      if (s3) {
+        storage = ObjectStorage.start(work.resolve("s3"));
+        System.out.println(
+            "storage: "
+                + ObjectStorage.describe(0).replace(" 0 ms per request,", "")
+                + " at "
+                + ObjectStorage.delays()
+                + " ms per request; skade's table on "
+                + ObjectStorage.warehouse(SKADE_WAREHOUSE)
+                + ", Paimon's on s3://"
+                + ObjectStorage.PAIMON_BUCKET
+                + "/"
+                + " (Paimon's S3 file system, paimon-s3 "
+                + "1.2.0: Hadoop's S3A)");
+        System.out.println(
+            "skade's SQL variants reach its catalog through a skade server (a child JVM"
+                + " owning it, 'uri'), each task reading the table's files from S3 itself; the"
+                + " engine alone opens the catalog in its JVM.");
+      }
+      List<String> writeOptions = s3 ? storageOptions(storage, 0) : List.of();
+      Properties skadeTable = null;
+      Properties paimonTables = null;
       if (variants.stream().anyMatch(LookupJoinVariant::isSkade)) {
         skadeTable =
-            forks.prepare("prepare-skade", "skade-warehouse", LookupJoinVariant.Stack.SKADE);
+            forks.prepare(
+                "prepare-skade",
+                s3
+                    ? List.of(
+                        work.resolve("s3").resolve(ObjectStorage.BUCKET).resolve(SKADE_WAREHOUSE),
+                        work.resolve(SKADE_CATALOG))
+                    : List.of(work.resolve("skade-warehouse")),
+                LookupJoinVariant.Stack.SKADE,
+                writeOptions);
         System.out.println("skade table: " + LookupJoinReport.describePrepared(skadeTable, ""));
-        if ("ok".equals(skadeTable.getProperty("status"))) {
-          System.out.println("running skade's lookup engine alone ...");
-          engine = forks.fork("probe-skade", LookupJoinVariant.Stack.SKADE);
-        }
       }
       if (variants.stream().anyMatch(LookupJoinVariant::isPaimon)) {
         paimonTables =
-            forks.prepare("prepare-paimon", "paimon-warehouse", LookupJoinVariant.Stack.PAIMON);
+            forks.prepare(
+                "prepare-paimon",
+                s3
+                    ? children(work.resolve("s3").resolve(ObjectStorage.PAIMON_BUCKET))
+                    : List.of(work.resolve("paimon-warehouse")),
+                LookupJoinVariant.Stack.PAIMON,
+                writeOptions);
         for (String table : List.of("dim_default", "dim_bucket1")) {
           System.out.println(
               "Paimon " + table + ": " + LookupJoinReport.describePrepared(paimonTables, table));
         }
       }
-      for (LookupJoinVariant variant : variants) {
-        if (variant.isSkade() && !"ok".equals(skadeTable.getProperty("status"))
-            || variant.isPaimon() && !"ok".equals(paimonTables.getProperty("status"))) {
-          Properties skipped = new Properties();
-          skipped.setProperty("status", "failed");
-          skipped.setProperty("message", "its table could not be written");
-          results.put(variant, skipped);
-          continue;
+      boolean skadeOk = LookupJoinForks.ok(skadeTable);
+      if (skadeOk) {
+        for (Map.Entry<String, Long> setting : settings.entrySet()) {
+          System.out.println("running skade's lookup engine alone" + label(setting) + " ...");
+          engines.put(
+              setting.getKey(),
+              forks.fork(
+                  "probe-skade",
+                  LookupJoinVariant.Stack.SKADE,
+                  setting.getKey(),
+                  s3 ? storageOptions(storage, setting.getValue()) : List.of()));
         }
-        System.out.printf("running %s ...%n", variant.id);
-        Properties result = forks.fork("run-" + variant.id, variant.stack);
-        results.put(variant, result);
-        if (!"ok".equals(result.getProperty("status"))) {
-          System.out.printf("%s: failed: %s%n", variant.id, result.getProperty("message"));
+      }
+      if (s3 && skadeOk && variants.stream().anyMatch(LookupJoinVariant::isSkade)) {
+        // Its own requests (metadata) go straight to the S3 server: the tasks' reads are measured.
+        server =
+            new ObjectStorageServer(
+                work.resolve("skade-server"),
+                storage.serverEndpoint(),
+                SKADE_WAREHOUSE,
+                work.resolve(SKADE_CATALOG));
+      }
+      for (Map.Entry<String, Long> setting : settings.entrySet()) {
+        Map<LookupJoinVariant, Properties> byVariant = new LinkedHashMap<>();
+        results.put(setting.getKey(), byVariant);
+        List<String> options = new ArrayList<>();
+        if (s3) {
+          options.addAll(storageOptions(storage, setting.getValue()));
+          if (server != null) {
+            options.add("-Dskade.bench.skadeUri=" + server.uri());
+          }
+        }
+        for (LookupJoinVariant variant : variants) {
+          if (variant.isSkade() && !skadeOk
+              || variant.isPaimon() && !LookupJoinForks.ok(paimonTables)) {
+            Properties skipped = new Properties();
+            skipped.setProperty("status", "failed");
+            skipped.setProperty("message", "its table could not be written");
+            byVariant.put(variant, skipped);
+            continue;
+          }
+          System.out.printf("running %s%s ...%n", variant.id, label(setting));
+          Properties result =
+              forks.fork("run-" + variant.id, variant.stack, setting.getKey(), options);
+          byVariant.put(variant, result);
+          if (!"ok".equals(result.getProperty("status"))) {
+            System.out.printf("%s: failed: %s%n", variant.id, result.getProperty("message"));
+          }
         }
       }
     } finally {
+      if (server != null) {
+        server.close();
+      }
+      if (storage != null) {
+        storage.close();
+      }
       if (!keep) {
         LookupJoinForks.delete(work);
       }
     }
-    LookupJoinReport.printEngine(engine, probes);
-    LookupJoinReport.print(results, rows, probes);
+    for (Map.Entry<String, Long> setting : settings.entrySet()) {
+      if (s3) {
+        System.out.println();
+        System.out.println("==== " + ObjectStorage.describe(setting.getValue()));
+      }
+      LookupJoinReport.printEngine(engines.get(setting.getKey()), probes);
+      LookupJoinReport.print(results.get(setting.getKey()), rows, probes);
+      if (s3) {
+        LookupJoinS3Report.print(
+            setting.getValue(), engines.get(setting.getKey()), results.get(setting.getKey()));
+      }
+    }
     System.out.println(
         "load average at the end (1, 5, 15 min): "
             + Harness.loadAverage()
             + "; other work on the machine slows every variant and spreads the runs.");
+  }
+
+  /** What is in {@code dir} (a bucket's directory on the S3 server: the bucket itself stays). */
+  private static List<Path> children(Path dir) throws java.io.IOException {
+    try (java.util.stream.Stream<Path> entries = Files.list(dir)) {
+      return entries.toList();
+    }
+  }
+
+  /** {@code " on S3 at 10 ms"}, or nothing on local disk. */
+  private static String label(Map.Entry<String, Long> setting) {
+    return setting.getValue() < 0 ? "" : " on S3 at " + setting.getValue() + " ms";
+  }
+
+  /**
+   * The JVM options of a forked JVM on object storage: the S3 server, the delay its own proxy holds
+   * each request, and where skade's catalog is.
+   */
+  private static List<String> storageOptions(ObjectStorage storage, long delay) {
+    List<String> options = new ArrayList<>(ObjectStorage.CHILD_JVM_OPTIONS);
+    options.add("-Dskade.bench.s3.endpoint=" + storage.serverEndpoint());
+    options.add("-Dskade.bench.s3.delay=" + delay);
+    options.add("-Dskade.bench.s3.bandwidth=" + ObjectStorage.bandwidth());
+    return options;
   }
 
   /** Measured runs per JVM ({@code skade.bench.runs}). */
@@ -184,16 +325,34 @@ public final class LookupJoinBenchmark {
     Path flinkTmp = Path.of(System.getProperty("skade.bench.flinkTmp"));
     Path skadeWarehouse = Path.of(System.getProperty("skade.bench.skadeWarehouse"));
     Path paimonWarehouse = Path.of(System.getProperty("skade.bench.paimonWarehouse"));
+    // On object storage every JVM reads through a proxy of its own (the delay it was given), so
+    // that the requests it counts are its own.
+    S3FaultProxy proxy = ObjectStorage.s3() ? ObjectStorage.childProxy() : null;
+    Map<String, String> skadeCatalog =
+        proxy == null
+            ? Map.of("warehouse", skadeWarehouse.toString())
+            : ObjectStorage.catalogProperties(
+                proxy.endpoint(), SKADE_WAREHOUSE, skadeWarehouse.resolveSibling(SKADE_CATALOG));
+    String paimonLocation =
+        proxy == null
+            ? paimonWarehouse.toUri().toString()
+            : "s3://" + ObjectStorage.PAIMON_BUCKET + "/";
+    Map<String, String> paimonOptions =
+        proxy == null ? Map.of() : PaimonDim.s3Options(proxy.endpoint().toString());
     Properties out;
     try {
       if (role.equals("prepare-skade")) {
-        out = SkadeDim.prepare(skadeWarehouse, rows, files);
+        out = SkadeDim.prepare(skadeCatalog, rows, files);
       } else if (role.equals("probe-skade")) {
         out =
             SkadeProbes.measure(
-                skadeWarehouse, rows, probes, Integer.getInteger("skade.bench.asyncThreads", 4));
+                skadeCatalog,
+                rows,
+                probes,
+                Integer.getInteger("skade.bench.asyncThreads", 4),
+                proxy);
       } else if (role.equals("prepare-paimon")) {
-        out = PaimonDim.prepare(paimonWarehouse, flinkTmp, rows, files);
+        out = PaimonDim.prepare(paimonLocation, paimonOptions, flinkTmp, rows, files);
       } else if (role.startsWith("run-")) {
         out =
             LookupJoinRun.run(
@@ -201,14 +360,16 @@ public final class LookupJoinBenchmark {
                 rows,
                 probes,
                 flinkTmp,
-                skadeWarehouse,
-                paimonWarehouse);
+                skadeSqlCatalog(skadeWarehouse, proxy),
+                PaimonDim.catalogDdl(paimonLocation, paimonOptions),
+                proxy);
       } else {
         throw new IllegalArgumentException("unknown role " + role);
       }
       out.putIfAbsent("status", "ok");
       out.setProperty("requestedRows", Long.toString(rows));
       out.setProperty("requestedFiles", Integer.toString(files));
+      out.setProperty("requestedStorage", LookupJoinForks.storage());
     } catch (Throwable e) {
       e.printStackTrace();
       out = new Properties();
@@ -220,6 +381,29 @@ public final class LookupJoinBenchmark {
     }
     // Flink and Paimon leave non-daemon threads behind.
     System.exit(0);
+  }
+
+  /**
+   * The options of skade's SQL catalog and connector table: the local warehouse; on object storage,
+   * the skade server that owns the catalog ({@code uri}, token), the tasks reading the table's
+   * files from S3 through this JVM's proxy. The server announces no file IO to its clients here, so
+   * Iceberg's REST client resolves {@code s3://} to {@code S3FileIO} with the AWS SDK's defaults,
+   * set for this JVM: endpoint, credentials, region. Should the server announce its own endpoint,
+   * the reads would bypass the proxy: the report then shows no requests per probe.
+   */
+  private static String skadeSqlCatalog(Path skadeWarehouse, S3FaultProxy proxy) {
+    if (proxy == null) {
+      return "'warehouse' = '" + skadeWarehouse + "'";
+    }
+    String uri = System.getProperty("skade.bench.skadeUri");
+    if (uri == null) {
+      return "'warehouse' = '" + ObjectStorage.warehouse(SKADE_WAREHOUSE) + "'"; // fails: no server
+    }
+    System.setProperty("aws.endpointUrl", proxy.endpoint().toString());
+    System.setProperty("aws.accessKeyId", S3Server.ACCESS_KEY);
+    System.setProperty("aws.secretAccessKey", S3Server.SECRET_KEY);
+    System.setProperty("aws.region", S3Server.REGION);
+    return "'uri' = '" + uri + "', 'token' = '" + ServerProcess.TOKEN + "'";
   }
 
   // ------------------------------------------------------------------------------------ shared

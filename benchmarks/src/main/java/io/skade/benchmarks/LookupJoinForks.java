@@ -34,10 +34,14 @@ record LookupJoinForks(Path work, long rows, long probes, int files, long timeou
           "skade-", "iceberg-", "parquet-", "arrow-", "orc-", "avro-", "rocksdbjni-", "zstd-jni-");
 
   /**
-   * Writes a system's tables in a forked JVM, or reuses those an earlier run with {@code
-   * skade.bench.keep=true} left in the working directory for the same rows and files.
+   * Writes a system's tables in a forked JVM (whose further JVM {@code options} say where), or
+   * reuses those an earlier run with {@code skade.bench.keep=true} left in the working directory
+   * for the same rows, files and storage. {@code stale} are the local directories of an earlier
+   * run's tables (a warehouse, a catalog; on S3, the S3 server's directory of the tables' files),
+   * deleted before they are written.
    */
-  Properties prepare(String role, String warehouse, LookupJoinVariant.Stack stack)
+  Properties prepare(
+      String role, List<Path> stale, LookupJoinVariant.Stack stack, List<String> options)
       throws IOException, InterruptedException {
     Path earlier = work.resolve(role).resolve("result.properties");
     if (Files.exists(earlier)) {
@@ -47,30 +51,45 @@ record LookupJoinForks(Path work, long rows, long probes, int files, long timeou
       }
       if (ok(p)
           && Long.toString(rows).equals(p.getProperty("requestedRows"))
-          && Integer.toString(files).equals(p.getProperty("requestedFiles"))) {
+          && Integer.toString(files).equals(p.getProperty("requestedFiles"))
+          && storage().equals(p.getProperty("requestedStorage"))) {
         p.setProperty("reused", "true");
         return p;
       }
     }
-    delete(work.resolve(warehouse));
-    return fork(role, stack);
+    stale.forEach(LookupJoinForks::delete);
+    return fork(role, stack, "", options);
+  }
+
+  /** {@code local} or {@code s3}: where the tables are ({@code skade.bench.storage}). */
+  static String storage() {
+    return ObjectStorage.s3() ? "s3" : "local";
+  }
+
+  /** {@link #fork(String, LookupJoinVariant.Stack, String, List)} with no more options. */
+  Properties fork(String role, LookupJoinVariant.Stack stack)
+      throws IOException, InterruptedException {
+    return fork(role, stack, "", List.of());
   }
 
   /**
-   * Runs {@code role} in a forked JVM and returns the properties it wrote ({@code status} ok or
-   * failed, with a {@code message}). Its output goes to {@code <work>/<role>.log}.
+   * Runs {@code role} in a forked JVM given the further JVM {@code options}, and returns the
+   * properties it wrote ({@code status} ok or failed, with a {@code message}). Its directory and
+   * log are named by the role and {@code suffix}: {@code <work>/<role><suffix>.log}.
    */
-  Properties fork(String role, LookupJoinVariant.Stack stack)
+  Properties fork(String role, LookupJoinVariant.Stack stack, String suffix, List<String> options)
       throws IOException, InterruptedException {
-    delete(work.resolve(role));
-    Path dir = Files.createDirectories(work.resolve(role));
+    String name = role + suffix;
+    delete(work.resolve(name));
+    Path dir = Files.createDirectories(work.resolve(name));
     Path jvmTmp = Files.createDirectories(dir.resolve("jvm-tmp"));
     Path flinkTmp = Files.createDirectories(dir.resolve("flink-tmp"));
     Path resultFile = dir.resolve("result.properties");
-    Path log = work.resolve(role + ".log");
+    Path log = work.resolve(name + ".log");
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.addAll(childJvmOptions());
+    command.addAll(options);
     command.add("-Djava.io.tmpdir=" + jvmTmp);
     command.add("-Dskade.bench.rows=" + rows);
     command.add("-Dskade.bench.probes=" + probes);
@@ -81,6 +100,7 @@ record LookupJoinForks(Path work, long rows, long probes, int files, long timeou
     command.add("-Dskade.bench.sampleMillis=" + Long.getLong("skade.bench.sampleMillis", 100));
     command.add("-Dskade.bench.warmup=" + System.getProperty("skade.bench.warmup", "true"));
     command.add("-Dskade.bench.runs=" + LookupJoinBenchmark.runs());
+    command.add("-Dskade.bench.storage=" + storage());
     command.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
     command.add("-Dorg.slf4j.simpleLogger.log.org.apache.flink=error");
     // Paimon logs which lookup table it created (and why not the partial one) at INFO.
@@ -183,11 +203,15 @@ record LookupJoinForks(Path work, long rows, long probes, int files, long timeou
             if (entry.equals(own)) {
               return false;
             }
+            String name = path.getFileName().toString();
+            // The proxy a JVM on object storage reads through (S3FaultProxy, no dependencies).
+            if (name.startsWith("skade-catalog-store-") && name.endsWith("-tests.jar")) {
+              return false;
+            }
             // Other reactor modules' classes directories are skade's.
             if (Files.isDirectory(path)) {
               return true;
             }
-            String name = path.getFileName().toString();
             return SKADE_STACK.stream().anyMatch(name::startsWith);
           });
     }

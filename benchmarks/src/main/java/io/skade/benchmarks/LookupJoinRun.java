@@ -1,5 +1,6 @@
 package io.skade.benchmarks;
 
+import io.skade.testing.S3FaultProxy;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryPoolMXBean;
@@ -8,6 +9,7 @@ import java.lang.management.MemoryUsage;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Properties;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.CoreOptions;
@@ -30,15 +32,19 @@ final class LookupJoinRun {
 
   /**
    * Runs one variant's job {@code skade.bench.runs} times in this JVM, after a warm-up job, and
-   * measures each run; the disk and memory peaks cover all of them.
+   * measures each run; the disk and memory peaks cover all of them. {@code skadeCatalog} and {@code
+   * paimonCatalog} are as {@link LookupJoinVariant#query} takes them; on object storage {@code
+   * proxy} (null otherwise) is the one this JVM reads through, and each run is charged with its
+   * requests.
    */
   static Properties run(
       LookupJoinVariant variant,
       long rows,
       long probes,
       Path flinkTmp,
-      Path skadeWarehouse,
-      Path paimonWarehouse)
+      String skadeCatalog,
+      String paimonCatalog,
+      S3FaultProxy proxy)
       throws Exception {
     DiskSampler sampler =
         new DiskSampler(
@@ -78,7 +84,7 @@ final class LookupJoinRun {
               + " 'fields.k.min' = '0', 'fields.k.max' = '"
               + (LookupJoinBenchmark.keyBound(rows) - 1)
               + "')");
-      String query = variant.query(env, skadeWarehouse, paimonWarehouse);
+      String query = variant.query(env, skadeCatalog, paimonCatalog);
       if (Boolean.parseBoolean(System.getProperty("skade.bench.warmup", "true"))) {
         // Flink's planner, runtime and the measuring sink, loaded and exercised once
         // beforehand, so the measured jobs' first rows show the job's cost, not the JVM's cold
@@ -100,7 +106,11 @@ final class LookupJoinRun {
         if (i % 2 == 0) {
           measure(env, LookupJoinVariant.NO_JOIN_QUERY, false, rows, probes, i + ".baseline.", out);
         }
+        int requestsBefore = proxy == null ? 0 : proxy.requests().size();
         measure(env, query, variant.joinsData(), rows, probes, i + ".", out);
+        if (proxy != null) {
+          requests(proxy.requests(), requestsBefore, i + ".", out);
+        }
         if (i % 2 == 1) {
           measure(env, LookupJoinVariant.NO_JOIN_QUERY, false, rows, probes, i + ".baseline.", out);
         }
@@ -180,6 +190,18 @@ final class LookupJoinRun {
     out.setProperty(prefix + "taskFirstNanos", Long.toString(since(m.openNanos, m.firstNanos)));
     out.setProperty(prefix + "tenthEmittedNanos", Long.toString(since(start, m.tenthNanos)));
     out.setProperty(prefix + "lastEmittedNanos", Long.toString(since(start, m.lastNanos)));
+  }
+
+  /** The requests of a run (those from {@code from} on), under {@code prefix}. */
+  private static void requests(
+      List<S3FaultProxy.Request> all, int from, String prefix, Properties out) {
+    List<S3FaultProxy.Request> run = all.subList(Math.min(from, all.size()), all.size());
+    out.setProperty(prefix + "requests", Integer.toString(run.size()));
+    out.setProperty(
+        prefix + "gets", Long.toString(run.stream().filter(r -> r.method().equals("GET")).count()));
+    out.setProperty(
+        prefix + "rangedGets",
+        Long.toString(run.stream().filter(S3FaultProxy.Request::rangedGet).count()));
   }
 
   /** Nanoseconds from {@code start} to {@code nanos}, or 0 when {@code nanos} never came. */

@@ -1,6 +1,5 @@
 package io.skade.benchmarks;
 
-import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.stream.Collectors;
 import org.apache.flink.table.api.TableEnvironment;
@@ -70,9 +69,11 @@ enum LookupJoinVariant {
   /**
    * Declares in {@code env} the table this variant joins (through its system's catalog, or as a
    * table of its connector) and returns the variant's query. Runs in the variant's own JVM, whose
-   * classpath holds only its stack.
+   * classpath holds only its stack. {@code skadeCatalog} is the options that reach skade's catalog
+   * ({@code 'warehouse' = '...'}, or a server's {@code 'uri'} and {@code 'token'}), {@code
+   * paimonCatalog} the DDL of Paimon's.
    */
-  String query(TableEnvironment env, Path skadeWarehouse, Path paimonWarehouse) {
+  String query(TableEnvironment env, String skadeCatalog, String paimonCatalog) {
     return switch (this) {
       case NO_JOIN -> NO_JOIN_QUERY;
       case EMPTY_JOIN -> {
@@ -83,10 +84,7 @@ enum LookupJoinVariant {
       }
       case SKADE -> {
         // Through skade's catalog, as Paimon's variants go through Paimon's.
-        env.executeSql(
-            "CREATE CATALOG skade_lake WITH ('type' = 'skade', 'warehouse' = '"
-                + skadeWarehouse
-                + "')");
+        env.executeSql("CREATE CATALOG skade_lake WITH ('type' = 'skade', " + skadeCatalog + ")");
         String options =
             System.getProperty("skade.bench.skadeOptions", "").replaceFirst("^\\s*,", "").trim();
         yield String.format(
@@ -100,9 +98,9 @@ enum LookupJoinVariant {
       case SKADE_CONNECTOR -> {
         env.executeSql(
             "CREATE TABLE dim (id BIGINT, name STRING, city STRING, score INT,"
-                + " PRIMARY KEY (id) NOT ENFORCED) WITH ('connector' = 'skade', 'warehouse' = '"
-                + skadeWarehouse
-                + "', 'database' = '"
+                + " PRIMARY KEY (id) NOT ENFORCED) WITH ('connector' = 'skade', "
+                + skadeCatalog
+                + ", 'database' = '"
                 + SkadeDim.NAMESPACE
                 + "', 'table' = '"
                 + SkadeDim.TABLE
@@ -112,7 +110,7 @@ enum LookupJoinVariant {
         yield String.format(JOIN_QUERY, "dim");
       }
       case PAIMON_DEFAULT, PAIMON_BUCKET1 -> {
-        env.executeSql(PaimonDim.catalogDdl(paimonWarehouse));
+        env.executeSql(paimonCatalog);
         yield String.format(
             JOIN_QUERY,
             PaimonDim.CATALOG

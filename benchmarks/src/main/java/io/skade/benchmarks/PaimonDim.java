@@ -1,8 +1,10 @@
 package io.skade.benchmarks;
 
+import io.skade.testing.S3Server;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Properties;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.table.api.EnvironmentSettings;
@@ -33,16 +35,42 @@ final class PaimonDim {
 
   private PaimonDim() {}
 
-  static String catalogDdl(Path warehouse) {
-    return "CREATE CATALOG "
-        + CATALOG
-        + " WITH ('type' = 'paimon', 'warehouse' = '"
-        + warehouse.toUri()
-        + "')";
+  /**
+   * The catalog on {@code warehouse} (a {@code file:} or {@code s3://} URI) with the file system's
+   * {@code options} (none on local disk).
+   */
+  static String catalogDdl(String warehouse, Map<String, String> options) {
+    StringBuilder ddl =
+        new StringBuilder("CREATE CATALOG ")
+            .append(CATALOG)
+            .append(" WITH ('type' = 'paimon', 'warehouse' = '")
+            .append(warehouse)
+            .append("'");
+    options.forEach((k, v) -> ddl.append(", '").append(k).append("' = '").append(v).append("'"));
+    return ddl.append(")").toString();
+  }
+
+  /**
+   * Paimon's S3 file system ({@code paimon-s3}, Hadoop's S3A inside) pointed at {@code endpoint}
+   * with the S3 server's credentials, path-style, plain HTTP.
+   */
+  static Map<String, String> s3Options(String endpoint) {
+    Map<String, String> options = new TreeMap<>();
+    options.put("s3.endpoint", endpoint);
+    options.put("s3.access-key", S3Server.ACCESS_KEY);
+    options.put("s3.secret-key", S3Server.SECRET_KEY);
+    options.put("s3.path.style.access", "true");
+    options.put("s3.connection.ssl.enabled", "false");
+    options.put("s3.endpoint.region", S3Server.REGION);
+    // S3A deletes the directory markers above each file it writes; the S3 server's file-system
+    // backend cannot delete a directory that holds files (S3 has no directories).
+    options.put("s3.directory.marker.retention", "keep");
+    return options;
   }
 
   /** Writes both tables; returns what each holds, keys prefixed by the table name. */
-  static Properties prepare(Path warehouse, Path flinkTmp, long rows, int files) {
+  static Properties prepare(
+      String warehouse, Map<String, String> options, Path flinkTmp, long rows, int files) {
     long started = System.nanoTime();
     Configuration conf = new Configuration();
     conf.set(org.apache.flink.configuration.CoreOptions.TMP_DIRS, flinkTmp.toString());
@@ -50,7 +78,7 @@ final class PaimonDim {
     TableEnvironment env =
         TableEnvironment.create(
             EnvironmentSettings.newInstance().inBatchMode().withConfiguration(conf).build());
-    env.executeSql(catalogDdl(warehouse));
+    env.executeSql(catalogDdl(warehouse, options));
     env.executeSql("CREATE DATABASE " + CATALOG + ".bench");
     String columns =
         "(id BIGINT, name STRING, city STRING, score INT," + " PRIMARY KEY (id) NOT ENFORCED)";
@@ -93,15 +121,17 @@ final class PaimonDim {
     }
     Properties out = new Properties();
     out.setProperty("seconds", Double.toString((System.nanoTime() - started) / 1e9));
-    describe(warehouse, DEFAULT_TABLE, out);
-    describe(warehouse, BUCKET1_TABLE, out);
+    describe(warehouse, options, DEFAULT_TABLE, out);
+    describe(warehouse, options, BUCKET1_TABLE, out);
     return out;
   }
 
   /** The table's bucket option and mode, and its data files, from Paimon's own API. */
-  private static void describe(Path warehouse, String name, Properties out) {
-    Options options = new Options(Map.of("warehouse", warehouse.toUri().toString()));
-    try (Catalog catalog = CatalogFactory.createCatalog(CatalogContext.create(options))) {
+  private static void describe(
+      String warehouse, Map<String, String> fileSystem, String name, Properties out) {
+    Map<String, String> all = new TreeMap<>(fileSystem);
+    all.put("warehouse", warehouse);
+    try (Catalog catalog = CatalogFactory.createCatalog(CatalogContext.create(new Options(all)))) {
       FileStoreTable table = (FileStoreTable) catalog.getTable(Identifier.create("bench", name));
       long files = 0;
       long bytes = 0;

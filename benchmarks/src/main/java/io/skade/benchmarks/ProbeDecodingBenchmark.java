@@ -53,7 +53,7 @@ public final class ProbeDecodingBenchmark {
     Path work = Files.createTempDirectory("skade-probe-decoding");
     try {
       Path warehouse = work.resolve("warehouse");
-      SkadeDim.prepare(warehouse, rows, fileCount);
+      SkadeDim.prepare(Map.of("warehouse", warehouse.toString()), rows, fileCount);
       try (SkadeCatalog catalog = new SkadeCatalog()) {
         catalog.initialize("bench", Map.of("warehouse", warehouse.toString()));
         Table table = catalog.loadTable(TableIdentifier.of(SkadeDim.NAMESPACE, SkadeDim.TABLE));

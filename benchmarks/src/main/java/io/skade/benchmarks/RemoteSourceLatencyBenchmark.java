@@ -14,11 +14,14 @@ import io.skade.server.ServerProcess;
 import io.skade.source.SkadeSource;
 import io.skade.source.StartupMode;
 import io.skade.write.TableWriter;
+import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
@@ -56,10 +59,17 @@ import org.apache.iceberg.rest.RESTCatalog;
  * heard of the commit (embedded: the batch durable, the moment {@link SourceLatencyBenchmark}
  * counts from), and when the commit call returned.
  *
- * <p>System properties (defaults in brackets): {@code skade.bench.commits} measured commits per
- * source [200], {@code skade.bench.slowCommits} for Iceberg's 1 s monitor interval [60], {@code
- * skade.bench.warmupCommits} per source [300], {@code skade.bench.pauseMillis} the least gap
- * between commits, the most being 2.5 times it [20].
+ * <p>Object storage ({@code skade.bench.storage=s3}, see {@link ObjectStorage}): after the local
+ * figures, a second server ({@link ObjectStorageServer}) owns a catalog whose warehouse is on S3,
+ * reached through the proxy as every client reaches it, and the same code runs at each of {@code
+ * skade.bench.s3.delays} (Iceberg's 1 s interval only locally), with each source's requests per
+ * commit (the server's own included) and skade's p50 set against its target, the local p50 plus
+ * three requests' delay.
+ *
+ * <p>System properties (defaults in brackets; on S3 where it differs): {@code skade.bench.commits}
+ * measured commits per source [200; 100], {@code skade.bench.slowCommits} for Iceberg's 1 s monitor
+ * interval [60], {@code skade.bench.warmupCommits} per source [300; 100], {@code
+ * skade.bench.pauseMillis} the least gap between commits, the most being 2.5 times it [20].
  */
 public final class RemoteSourceLatencyBenchmark {
   private static final String NAMESPACE = "bench";
@@ -76,70 +86,160 @@ public final class RemoteSourceLatencyBenchmark {
     // Every MiniCluster warns of its missing Hadoop config, and every REST client that its token
     // implies OAuth2; keep the tables readable.
     Harness.quietLogs("org.apache.flink", "org.apache.iceberg.rest.auth");
-    int commits = Integer.getInteger("skade.bench.commits", 200);
+    boolean s3 = ObjectStorage.s3();
+    int commits = Integer.getInteger("skade.bench.commits", s3 ? 100 : 200);
     int slowCommits = Integer.getInteger("skade.bench.slowCommits", 60);
-    int warmupCommits = Integer.getInteger("skade.bench.warmupCommits", 300);
+    int warmupCommits = Integer.getInteger("skade.bench.warmupCommits", s3 ? 100 : 300);
     long pause = SourceLatencyRun.pauseMillis();
-    Harness.printHeader("skade remote source latency benchmark");
+    Harness.printHeader(
+        "skade remote source latency benchmark | load average " + Harness.loadAverage());
     System.out.printf(
         "per source a fresh LOG table (id bigint, ts_nanos bigint, payload string),"
             + " %d warm-up then %d measured one-row appends %d-%d ms apart (%d for a 1 s monitor"
-            + " interval), committed by this JVM through the skade server (a child JVM) over REST,"
-            + " or into the embedded catalog; jobs at parallelism 1 in this JVM's MiniCluster.%n",
+            + " interval, on local disk only), committed by this JVM through the skade server (a"
+            + " child JVM) over REST, or into the embedded catalog; jobs at parallelism 1 in this"
+            + " JVM's MiniCluster.%n",
         warmupCommits, commits, pause, pause * 5 / 2, slowCommits);
 
     Path root = Files.createTempDirectory("skade-remote-latency-bench-");
-    List<Latency> latencies = new ArrayList<>();
-    try (ServerProcess server = new ServerProcess(root)) {
-      Map<String, String> remote = ServerClients.properties(server);
-      System.out.println("skade server: " + server.uri() + " (warehouse " + root + ")");
-      try (RESTCatalog committer = ServerClients.committer("committer", server);
-          CatalogConnection stamps = CatalogConnection.open(remote)) {
-        committer.createNamespace(Namespace.of(NAMESPACE));
-
-        String table = NAMESPACE + ".skade_remote";
-        latencies.add(
-            SourceLatencyRun.measure(
-                "skade remote (server feed)",
-                writer(committer, table),
-                table,
-                stamps.feed().subscribeCommits(),
+    Map<String, List<Latency>> latencies = new LinkedHashMap<>();
+    Map<String, Long> delays = new LinkedHashMap<>();
+    try {
+      try (ServerProcess server = new ServerProcess(root)) {
+        System.out.println("skade server: " + server.uri() + " (warehouse " + root + ")");
+        latencies.put(
+            "local disk",
+            run(
+                ServerClients.properties(server),
+                Map.of(),
+                Map.of("warehouse", root.resolve("embedded").toString()),
+                "",
                 warmupCommits,
                 commits,
-                (env, name) ->
-                    env.fromSource(
-                        SkadeSource.builder()
-                            .catalogProperties(remote)
-                            .table(name)
-                            .startupMode(StartupMode.LATEST)
-                            .pollInterval(POLL_INTERVAL)
-                            .build(),
-                        WatermarkStrategy.noWatermarks(),
-                        "skade remote")));
-
-        latencies.add(embedded(root.resolve("embedded"), warmupCommits, commits));
-
-        for (Duration interval : new Duration[] {Duration.ofMillis(100), Duration.ofSeconds(1)}) {
-          String icebergTable = NAMESPACE + ".iceberg_" + interval.toMillis() + "ms";
-          TableLoader loader =
-              TableLoader.fromCatalog(
-                  CatalogLoader.rest("iceberg", new Configuration(), new HashMap<>(remote)),
-                  TableIdentifier.parse(icebergTable));
-          latencies.add(
-              SourceLatencyRun.measure(
-                  "IcebergSource monitor " + label(interval) + " (REST)",
-                  writer(committer, icebergTable),
-                  icebergTable,
-                  stamps.feed().subscribeCommits(),
-                  warmupCommits,
-                  interval.toMillis() < 1000 ? commits : slowCommits,
-                  (env, name) -> SourceLatencyRun.icebergStream(env, loader, interval)));
+                slowCommits,
+                null));
+        delays.put("local disk", 0L);
+      }
+      if (s3) {
+        try (ObjectStorage storage = ObjectStorage.start(root.resolve("s3"));
+            // The server's own requests (metadata files) go through the proxy too.
+            ObjectStorageServer server =
+                new ObjectStorageServer(
+                    root.resolve("s3-server"),
+                    URI.create(storage.fileIoProperties().get("s3.endpoint")),
+                    "remote")) {
+          System.out.println(
+              "skade server on S3: " + server.uri() + " (warehouse s3://skade-bench/remote)");
+          for (long delay : ObjectStorage.delays()) {
+            storage.delay(delay);
+            System.out.println("measuring on " + storage.describe() + " ...");
+            String label = "S3 " + delay + " ms";
+            latencies.put(
+                label,
+                run(
+                    server.clientProperties(),
+                    storage.fileIoProperties(),
+                    storage.catalogProperties(
+                        "embedded_" + delay, root.resolve("s3-embedded-" + delay)),
+                    "_" + delay + "ms",
+                    warmupCommits,
+                    commits,
+                    slowCommits,
+                    storage));
+            delays.put(label, delay);
+          }
         }
       }
     } finally {
       Harness.deleteTree(root);
     }
-    print(latencies);
+    print(latencies, delays);
+    System.out.println("load average at the end (1, 5, 15 min): " + Harness.loadAverage());
+  }
+
+  /**
+   * The sources' latencies through the server {@code remote} names, and the embedded catalog's of
+   * {@code embeddedProperties}; clients get {@code fileIo} too (empty on local disk). Table names
+   * end in {@code suffix}. On S3 ({@code s3} not null) each line's requests per commit are printed,
+   * warm-up included, the server's own among them; Iceberg's 1 s interval runs only locally.
+   */
+  private static List<Latency> run(
+      Map<String, String> remote,
+      Map<String, String> fileIo,
+      Map<String, String> embeddedProperties,
+      String suffix,
+      int warmupCommits,
+      int commits,
+      int slowCommits,
+      ObjectStorage s3)
+      throws Exception {
+    Map<String, String> client = new HashMap<>(remote);
+    client.putAll(fileIo);
+    List<Latency> latencies = new ArrayList<>();
+    try (RESTCatalog committer = ServerClients.committer("committer", client);
+        CatalogConnection stamps = CatalogConnection.open(remote)) {
+      if (!committer.namespaceExists(Namespace.of(NAMESPACE))) {
+        committer.createNamespace(Namespace.of(NAMESPACE));
+      }
+      String table = NAMESPACE + ".skade_remote" + suffix;
+      ObjectStorage.Requests before = s3 == null ? null : s3.requests();
+      latencies.add(
+          SourceLatencyRun.measure(
+              "skade remote (server feed)",
+              writer(committer, table),
+              table,
+              stamps.feed().subscribeCommits(),
+              warmupCommits,
+              commits,
+              (env, name) ->
+                  env.fromSource(
+                      SkadeSource.builder()
+                          .catalogProperties(client)
+                          .table(name)
+                          .startupMode(StartupMode.LATEST)
+                          .pollInterval(POLL_INTERVAL)
+                          .build(),
+                      WatermarkStrategy.noWatermarks(),
+                      "skade remote")));
+      requests(s3, before, "skade remote", warmupCommits + commits);
+
+      before = s3 == null ? null : s3.requests();
+      latencies.add(embedded(embeddedProperties, warmupCommits, commits));
+      requests(s3, before, "skade in-process", warmupCommits + commits);
+
+      List<Duration> intervals =
+          s3 == null
+              ? List.of(Duration.ofMillis(100), Duration.ofSeconds(1))
+              : List.of(Duration.ofMillis(100));
+      for (Duration interval : intervals) {
+        String icebergTable = NAMESPACE + ".iceberg_" + interval.toMillis() + "ms" + suffix;
+        TableLoader loader =
+            TableLoader.fromCatalog(
+                CatalogLoader.rest("iceberg", new Configuration(), new HashMap<>(client)),
+                TableIdentifier.parse(icebergTable));
+        int n = interval.toMillis() < 1000 ? commits : slowCommits;
+        before = s3 == null ? null : s3.requests();
+        latencies.add(
+            SourceLatencyRun.measure(
+                "IcebergSource monitor " + label(interval) + " (REST)",
+                writer(committer, icebergTable),
+                icebergTable,
+                stamps.feed().subscribeCommits(),
+                warmupCommits,
+                n,
+                (env, name) -> SourceLatencyRun.icebergStream(env, loader, interval)));
+        requests(s3, before, "IcebergSource " + label(interval), warmupCommits + n);
+      }
+    }
+    return latencies;
+  }
+
+  private static void requests(
+      ObjectStorage s3, ObjectStorage.Requests before, String source, int commits) {
+    if (s3 != null) {
+      System.out.println(
+          "  " + source + ": requests " + s3.requests().minus(before).per(commits, "commit"));
+    }
   }
 
   /** A fresh table of the server's catalog, and a writer on it as loaded over REST. */
@@ -148,8 +248,8 @@ public final class RemoteSourceLatencyBenchmark {
   }
 
   /** The in-process figure: a catalog embedded in this JVM, its source woken in process. */
-  private static Latency embedded(Path warehouse, int warmup, int commits) throws Exception {
-    Map<String, String> properties = Map.of("warehouse", warehouse.toString());
+  private static Latency embedded(Map<String, String> properties, int warmup, int commits)
+      throws Exception {
     try (SharedCatalogs.Handle handle = SharedCatalogs.acquire(properties)) {
       SkadeCatalog catalog = handle.catalog();
       catalog.createNamespace(Namespace.of(NAMESPACE));
@@ -163,9 +263,41 @@ public final class RemoteSourceLatencyBenchmark {
     }
   }
 
-  private static void print(List<Latency> latencies) {
+  private static void print(Map<String, List<Latency>> latencies, Map<String, Long> delays) {
+    latencies.forEach(
+        (storage, list) ->
+            print(storage, list, storage.equals(latencies.keySet().iterator().next())));
+    Iterator<List<Latency>> all = latencies.values().iterator();
+    List<Latency> local = all.next();
+    System.out.println();
+    for (Map.Entry<String, List<Latency>> e : latencies.entrySet()) {
+      if (e.getValue() == local) {
+        continue;
+      }
+      long delay = delays.get(e.getKey());
+      for (int i = 0; i < 2; i++) { // skade remote, skade in-process
+        Latency on = e.getValue().get(i);
+        double target = local.get(i).committedMillis(0.50) + 3 * delay;
+        double p50 = on.committedMillis(0.50);
+        System.out.printf(
+            "target, %s on %s: p50 from commit <= local p50 + 3 GETs (%s + 3 x %d ms = %s ms):"
+                + " p50 %s ms, %s%n",
+            on.source(),
+            e.getKey(),
+            ms(local.get(i).committedMillis(0.50)),
+            delay,
+            ms(target),
+            ms(p50),
+            verdict(p50, target));
+      }
+    }
+  }
+
+  /** One storage's tables; the absolute target ({@code withTarget}) only for the local figures. */
+  private static void print(String storage, List<Latency> latencies, boolean withTarget) {
     Latency remote = latencies.get(0);
     System.out.println();
+    System.out.println("== " + storage);
     String format = "%-36s %7s %6s | %8s %8s %8s %9s %9s | %8s %8s %8s%n";
     System.out.printf("%52s| %-47s| %s%n", "", "from commit", "from ack");
     System.out.printf(
@@ -239,6 +371,9 @@ public final class RemoteSourceLatencyBenchmark {
             + " to the row (for the embedded catalog the figure SourceLatencyBenchmark prints);"
             + " commit call = writing the Parquet file and committing, not in any latency.");
 
+    if (!withTarget) {
+      return;
+    }
     System.out.println();
     System.out.printf(
         "target, skade remote, p50 <= %.0f ms and p99 <= %.0f ms: from ack p50 %s"
@@ -256,6 +391,9 @@ public final class RemoteSourceLatencyBenchmark {
   }
 
   private static String verdict(double millis, double target) {
+    if (Double.isNaN(millis)) {
+      return "n/a";
+    }
     return millis <= target ? "met" : "missed by " + ms(millis - target);
   }
 }

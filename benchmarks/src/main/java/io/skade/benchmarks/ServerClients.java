@@ -29,12 +29,20 @@ final class ServerClients {
    * contended cells can tell how many attempts a commit took.
    */
   static RESTCatalog committer(String name, ServerProcess server) {
+    return committer(name, properties(server));
+  }
+
+  /**
+   * {@link #committer(String, ServerProcess)} of the server the client {@code properties} name
+   * ({@code uri}, token, and for a warehouse on object storage its file IO).
+   */
+  static RESTCatalog committer(String name, Map<String, String> clientProperties) {
     Configuration conf = new Configuration();
     conf.setClass("fs.file.impl", SkadeLocalFileSystem.class, FileSystem.class);
     conf.setBoolean("fs.file.impl.disable.cache", true);
     RESTCatalog catalog = new RESTCatalog();
     catalog.setConf(conf);
-    Map<String, String> properties = new HashMap<>(properties(server));
+    Map<String, String> properties = new HashMap<>(clientProperties);
     properties.put(CatalogProperties.METRICS_REPORTER_IMPL, CommitAttemptsReporter.class.getName());
     catalog.initialize(name, properties);
     return catalog;

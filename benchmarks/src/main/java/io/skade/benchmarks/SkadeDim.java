@@ -2,7 +2,6 @@ package io.skade.benchmarks;
 
 import io.skade.catalog.SkadeCatalog;
 import io.skade.write.TableWriter;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -28,8 +27,11 @@ final class SkadeDim {
 
   private SkadeDim() {}
 
-  /** Writes the table; returns what it holds (data files, bytes, seconds). */
-  static Properties prepare(Path warehouse, long rows, int files) {
+  /**
+   * Writes the table into the catalog of {@code properties} (a local warehouse, or one on object
+   * storage); returns what it holds (data files, bytes, seconds).
+   */
+  static Properties prepare(Map<String, String> properties, long rows, int files) {
     org.apache.iceberg.Schema schema =
         new org.apache.iceberg.Schema(
             List.of(
@@ -41,7 +43,7 @@ final class SkadeDim {
     long started = System.nanoTime();
     Properties out = new Properties();
     try (SkadeCatalog catalog = new SkadeCatalog()) {
-      catalog.initialize("bench", Map.of("warehouse", warehouse.toString()));
+      catalog.initialize("bench", properties);
       catalog.createNamespace(Namespace.of(NAMESPACE));
       // As skade's SQL sink creates a keyed table: sorted by the key, bloom filters on it,
       // Parquet pages and dictionaries sized for point lookups.

@@ -4,7 +4,7 @@ import io.skade.catalog.SkadeCatalog;
 import io.skade.lookup.LookupCaches;
 import io.skade.lookup.LookupStats;
 import io.skade.lookup.PointLookup;
-import java.nio.file.Path;
+import io.skade.testing.S3FaultProxy;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -30,13 +30,23 @@ final class SkadeProbes {
   /** Probes measured over fresh caches: most of them read a page for the first time. */
   static final int COLD_PROBES = 2_000;
 
+  /** Probes over fresh caches, each charged with its own requests, on object storage. */
+  static final int COLD_PROBE_COUNT = 500;
+
   private SkadeProbes() {}
 
-  static Properties measure(Path warehouse, long rows, long probes, int threads) throws Exception {
+  /**
+   * Measures the passes on the table of the catalog of {@code properties}; on object storage {@code
+   * proxy} (null otherwise) is the one its files are read through, whose requests each pass is
+   * charged with.
+   */
+  static Properties measure(
+      Map<String, String> properties, long rows, long probes, int threads, S3FaultProxy proxy)
+      throws Exception {
     Properties out = new Properties();
     long bound = LookupJoinBenchmark.keyBound(rows);
     try (SkadeCatalog catalog = new SkadeCatalog()) {
-      catalog.initialize("bench", Map.of("warehouse", warehouse.toString()));
+      catalog.initialize("bench", properties);
       Table table = catalog.loadTable(TableIdentifier.of(SkadeDim.NAMESPACE, SkadeDim.TABLE));
       SplittableRandom random = new SplittableRandom(42);
       // A first pass compiles the code; its caches are then dropped, so that the cold pass
@@ -48,23 +58,33 @@ final class SkadeProbes {
             new PointLookup(table, List.of("id"), first.caches(), counters),
             counters,
             keys(random, bound, probes),
+            proxy,
             out);
       }
-      fromEmptyCaches(table, random, bound, probes, threads, out);
+      fromEmptyCaches(table, random, bound, probes, threads, proxy, out);
+      if (proxy != null) {
+        coldProbes(table, random, bound, proxy, out);
+      }
     }
     return out;
   }
 
   private static void fromEmptyCaches(
-      Table table, SplittableRandom random, long bound, long probes, int threads, Properties out)
+      Table table,
+      SplittableRandom random,
+      long bound,
+      long probes,
+      int threads,
+      S3FaultProxy proxy,
+      Properties out)
       throws Exception {
     try (LookupCaches.Handle caches = LookupCaches.acquire()) {
       PointLookup.Counters counters = new PointLookup.Counters();
       PointLookup lookup = new PointLookup(table, List.of("id"), caches.caches(), counters);
       long cold = Math.min(COLD_PROBES, probes);
-      pass("cold", lookup, counters, keys(random, bound, cold), out);
-      pass("filling", lookup, counters, keys(random, bound, probes - cold), out);
-      pass("warm", lookup, counters, keys(random, bound, probes), out);
+      pass("cold", lookup, counters, keys(random, bound, cold), proxy, out);
+      pass("filling", lookup, counters, keys(random, bound, probes - cold), proxy, out);
+      pass("warm", lookup, counters, keys(random, bound, probes), proxy, out);
       // Async: the threads share the lookup and its caches; every page is warm by now.
       long[] keys = keys(random, bound, probes);
       ExecutorService pool = Executors.newFixedThreadPool(threads);
@@ -97,6 +117,41 @@ final class SkadeProbes {
     }
   }
 
+  /**
+   * On object storage: {@value #COLD_PROBE_COUNT} probes over fresh caches, each charged with the
+   * GETs it made (untimed: the proxy's list is copied around each probe). A probe that made any is
+   * a cold probe: its file or its page was read for the first time.
+   */
+  private static void coldProbes(
+      Table table, SplittableRandom random, long bound, S3FaultProxy proxy, Properties out) {
+    try (LookupCaches.Handle caches = LookupCaches.acquire()) {
+      PointLookup lookup =
+          new PointLookup(table, List.of("id"), caches.caches(), new PointLookup.Counters());
+      long cold = 0;
+      long gets = 0;
+      long max = 0;
+      long first = -1;
+      for (long key : keys(random, bound, COLD_PROBE_COUNT)) {
+        int before = proxy.requests().size();
+        lookup.lookup(null, List.of(key));
+        List<S3FaultProxy.Request> all = proxy.requests();
+        long made =
+            all.subList(before, all.size()).stream().filter(r -> r.method().equals("GET")).count();
+        first = first < 0 ? made : first;
+        if (made > 0) {
+          cold++;
+          gets += made;
+          max = Math.max(max, made);
+        }
+      }
+      out.setProperty("coldProbe.probes", Long.toString(COLD_PROBE_COUNT));
+      out.setProperty("coldProbe.cold", Long.toString(cold));
+      out.setProperty("coldProbe.meanGets", Double.toString(cold == 0 ? 0 : (double) gets / cold));
+      out.setProperty("coldProbe.maxGets", Long.toString(max));
+      out.setProperty("coldProbe.firstGets", Long.toString(first));
+    }
+  }
+
   private static long[] keys(SplittableRandom random, long bound, long count) {
     long[] keys = new long[Math.toIntExact(count)];
     for (int i = 0; i < keys.length; i++) {
@@ -106,7 +161,13 @@ final class SkadeProbes {
   }
 
   private static void pass(
-      String name, PointLookup lookup, PointLookup.Counters counters, long[] keys, Properties out) {
+      String name,
+      PointLookup lookup,
+      PointLookup.Counters counters,
+      long[] keys,
+      S3FaultProxy proxy,
+      Properties out) {
+    int requestsBefore = proxy == null ? 0 : proxy.requests().size();
     long[] nanos = new long[keys.length];
     long hits = 0;
     LookupStats before = counters.stats();
@@ -128,5 +189,26 @@ final class SkadeProbes {
     out.setProperty(name + ".reads", Double.toString(cost.readCalls() / n));
     out.setProperty(name + ".opens", Double.toString(cost.fileOpens() / n));
     out.setProperty(name + ".rowsDecoded", Double.toString(cost.rowsDecoded() / n));
+    out.setProperty(name + ".filesRead", Double.toString(cost.filesRead() / n));
+    // Where the engine's own remote-read and disk-cache counters go, per probe, once LookupStats
+    // has them (remote reads, bytes fetched, disk-cache hits): LookupJoinS3Report prints every
+    // "<pass>.stats.*" key it finds.
+    if (proxy != null) {
+      List<S3FaultProxy.Request> span = proxy.requests();
+      span = span.subList(Math.min(requestsBefore, span.size()), span.size());
+      long gets = span.stream().filter(r -> r.method().equals("GET")).count();
+      long ranged = span.stream().filter(S3FaultProxy.Request::rangedGet).count();
+      long bytes =
+          span.stream()
+              .filter(S3FaultProxy.Request::rangedGet)
+              .mapToLong(r -> Math.max(0, r.rangeLength()))
+              .sum();
+      long open = span.stream().filter(r -> r.rangedGet() && r.rangeLength() < 0).count();
+      out.setProperty(name + ".openGets", Double.toString(open / n));
+      out.setProperty(name + ".gets", Double.toString(gets / n));
+      out.setProperty(name + ".rangedGets", Double.toString(ranged / n));
+      out.setProperty(name + ".requests", Double.toString(span.size() / n));
+      out.setProperty(name + ".rangedBytes", Double.toString(bytes / n));
+    }
   }
 }

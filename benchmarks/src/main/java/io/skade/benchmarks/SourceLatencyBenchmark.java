@@ -15,8 +15,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.function.Function;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -48,40 +49,50 @@ import org.apache.iceberg.data.Record;
  * earliest snapshot and an {@code IcebergSource} bounded batch read of the same table count the
  * rows. Their times include the job's MiniCluster start and planning, as a bounded job pays them.
  *
- * <p>System properties (defaults in brackets): {@code skade.bench.commits} measured commits per
- * source [200], {@code skade.bench.slowCommits} for Iceberg's 1 s monitor interval, where each row
- * takes about half a second to surface [60], {@code skade.bench.warmupCommits} per source [300: the
- * JIT compiles a source's read path over the first hundreds of commits], {@code
- * skade.bench.backlogCommits} [200], {@code skade.bench.backlogRows} rows per backlog commit
- * [5000], {@code skade.bench.pauseMillis} the least gap between commits, the most being 2.5 times
- * it [20].
+ * <p>Object storage ({@code skade.bench.storage=s3}, see {@link ObjectStorage}): after the local
+ * figures, the same code runs on an S3 warehouse at each of {@code skade.bench.s3.delays} (skade
+ * and Iceberg's 100 ms monitor interval; the 1 s interval only locally), each source's requests per
+ * commit are printed, and skade's p50 is set against its target, the local p50 plus three requests'
+ * delay. The backlog is written to S3 once and read at each delay.
+ *
+ * <p>System properties (defaults in brackets; on S3 where it differs): {@code skade.bench.commits}
+ * measured commits per source [200; 100], {@code skade.bench.slowCommits} for Iceberg's 1 s monitor
+ * interval, where each row takes about half a second to surface [60], {@code
+ * skade.bench.warmupCommits} per source [300: the JIT compiles a source's read path over the first
+ * hundreds of commits; 100], {@code skade.bench.backlogCommits} [200; 100], {@code
+ * skade.bench.backlogRows} rows per backlog commit [5000], {@code skade.bench.pauseMillis} the
+ * least gap between commits, the most being 2.5 times it [20].
  */
 public final class SourceLatencyBenchmark {
   private static final Schema SCHEMA = SourceLatencyRun.SCHEMA;
   private static final String NAMESPACE = "bench";
 
-  private record Throughput(String source, long rows, double seconds) {
+  private record Throughput(String source, long rows, double seconds, String requests) {
     double rowsPerSecond() {
       return rows / seconds;
     }
   }
+
+  /** The storage a group of figures was taken on, and its per-request delay (0 on disk). */
+  private record Storage(String label, long delayMillis) {}
 
   private SourceLatencyBenchmark() {}
 
   public static void main(String[] args) throws Exception {
     // Every MiniCluster warns of its missing Hadoop config and log file; keep the table readable.
     Harness.quietLogs("org.apache.flink");
-    int commits = Integer.getInteger("skade.bench.commits", 200);
+    boolean s3 = ObjectStorage.s3();
+    int commits = Integer.getInteger("skade.bench.commits", s3 ? 100 : 200);
     int slowCommits = Integer.getInteger("skade.bench.slowCommits", 60);
-    int warmupCommits = Integer.getInteger("skade.bench.warmupCommits", 300);
-    int backlogCommits = Integer.getInteger("skade.bench.backlogCommits", 200);
+    int warmupCommits = Integer.getInteger("skade.bench.warmupCommits", s3 ? 100 : 300);
+    int backlogCommits = Integer.getInteger("skade.bench.backlogCommits", s3 ? 100 : 200);
     int backlogRows = Integer.getInteger("skade.bench.backlogRows", 5000);
-    Harness.printHeader("skade source latency benchmark");
+    Harness.printHeader("skade source latency benchmark | load average " + Harness.loadAverage());
     System.out.printf(
         "latency: per source a fresh LOG table (id bigint, ts_nanos bigint, payload"
             + " string), %d warm-up then %d measured one-row appends %d-%d ms apart (%d for a 1 s"
-            + " monitor interval); latency = commit durable (the commit feed's stamp) -> row seen"
-            + " by the job (parallelism 1, same JVM).%n",
+            + " monitor interval, on local disk only); latency = commit durable (the commit feed's"
+            + " stamp) -> row seen by the job (parallelism 1, same JVM).%n",
         warmupCommits,
         commits,
         Long.getLong("skade.bench.pauseMillis", 20),
@@ -90,48 +101,133 @@ public final class SourceLatencyBenchmark {
     System.out.printf(
         "backlog: %d commits x %d rows, then bounded jobs count them.%n",
         backlogCommits, backlogRows);
+    if (s3) {
+      System.out.println(
+          "storage: local disk, then S3 at "
+              + ObjectStorage.delays()
+              + " ms per request: "
+              + ObjectStorage.describe(0).replace(" 0 ms per request,", ""));
+    }
 
-    Path warehouse = Files.createTempDirectory("skade-source-latency-bench-");
-    Map<String, String> properties = Map.of("warehouse", warehouse.toString());
-    List<Latency> latencies = new ArrayList<>();
-    List<Throughput> throughputs = new ArrayList<>();
-    try (SharedCatalogs.Handle handle = SharedCatalogs.acquire(properties)) {
-      SkadeCatalog catalog = handle.catalog();
-      catalog.createNamespace(Namespace.of(NAMESPACE));
-      latencies.add(
-          SourceLatencyRun.measureEmbedded(
-              "skade (commit feed)",
-              catalog,
-              NAMESPACE + ".skade_feed",
-              warmupCommits,
-              commits,
-              SourceLatencyRun.skadeInProcess(properties)));
-      for (Duration interval : new Duration[] {Duration.ofMillis(100), Duration.ofSeconds(1)}) {
-        latencies.add(
-            SourceLatencyRun.measureEmbedded(
-                "IcebergSource monitor " + label(interval),
-                catalog,
-                NAMESPACE + ".iceberg_" + interval.toMillis() + "ms",
-                warmupCommits,
-                interval.toMillis() < 1000 ? commits : slowCommits,
-                (env, table) -> icebergStream(env, properties, table, interval)));
+    Path root = Files.createTempDirectory("skade-source-latency-bench-");
+    Map<Storage, List<Latency>> latencies = new LinkedHashMap<>();
+    Map<Storage, List<Throughput>> throughputs = new LinkedHashMap<>();
+    try {
+      Storage disk = new Storage("local disk", 0);
+      Map<String, String> local = Map.of("warehouse", root.resolve("local").toString());
+      try (SharedCatalogs.Handle handle = SharedCatalogs.acquire(local)) {
+        SkadeCatalog catalog = handle.catalog();
+        catalog.createNamespace(Namespace.of(NAMESPACE));
+        latencies.put(
+            disk, latencies(catalog, local, "", warmupCommits, commits, slowCommits, null));
+        writeBacklog(catalog, NAMESPACE + ".backlog", backlogCommits, backlogRows);
+        throughputs.put(disk, backlog(local, null));
       }
-
-      String backlog = NAMESPACE + ".backlog";
-      writeBacklog(catalog, backlog, backlogCommits, backlogRows);
-      throughputs.add(
-          count(
-              "skade bounded, earliest (per commit)",
-              env ->
-                  BoundedCount.skadeFromEarliest(env, properties, TableIdentifier.parse(backlog))));
-      throughputs.add(
-          count(
-              "IcebergSource bounded batch read",
-              env -> icebergStream(env, properties, backlog, null)));
+      if (s3) {
+        try (ObjectStorage storage = ObjectStorage.start(root.resolve("s3"))) {
+          Map<String, String> properties =
+              storage.catalogProperties("latency", root.resolve("s3-catalog"));
+          try (SharedCatalogs.Handle handle = SharedCatalogs.acquire(properties)) {
+            SkadeCatalog catalog = handle.catalog();
+            catalog.createNamespace(Namespace.of(NAMESPACE));
+            writeBacklog(catalog, NAMESPACE + ".backlog", backlogCommits, backlogRows);
+            for (long delay : ObjectStorage.delays()) {
+              storage.delay(delay);
+              Storage on = new Storage("S3 " + delay + " ms", delay);
+              System.out.println("measuring on " + storage.describe() + " ...");
+              latencies.put(
+                  on,
+                  latencies(
+                      catalog,
+                      properties,
+                      "_" + delay + "ms",
+                      warmupCommits,
+                      commits,
+                      slowCommits,
+                      storage));
+              throughputs.put(on, backlog(properties, storage));
+            }
+          }
+        }
+      }
     } finally {
-      Harness.deleteTree(warehouse);
+      Harness.deleteTree(root);
     }
     print(latencies, throughputs, backlogCommits, backlogRows);
+    System.out.println("load average at the end (1, 5, 15 min): " + Harness.loadAverage());
+  }
+
+  /**
+   * skade's and IcebergSource's latencies on {@code catalog} (of {@code properties}), tables named
+   * with {@code suffix}; Iceberg's 1 s monitor interval only on local disk ({@code s3} null). On S3
+   * each source's line gets the requests per commit of its run, warm-up included.
+   */
+  private static List<Latency> latencies(
+      SkadeCatalog catalog,
+      Map<String, String> properties,
+      String suffix,
+      int warmupCommits,
+      int commits,
+      int slowCommits,
+      ObjectStorage s3)
+      throws Exception {
+    List<Latency> out = new ArrayList<>();
+    ObjectStorage.Requests before = s3 == null ? null : s3.requests();
+    out.add(
+        SourceLatencyRun.measureEmbedded(
+            "skade (commit feed)",
+            catalog,
+            NAMESPACE + ".skade_feed" + suffix,
+            warmupCommits,
+            commits,
+            SourceLatencyRun.skadeInProcess(properties)));
+    if (s3 != null) {
+      System.out.println(
+          "  skade: requests "
+              + s3.requests().minus(before).per(warmupCommits + commits, "commit"));
+    }
+    List<Duration> intervals =
+        s3 == null
+            ? List.of(Duration.ofMillis(100), Duration.ofSeconds(1))
+            : List.of(Duration.ofMillis(100));
+    for (Duration interval : intervals) {
+      before = s3 == null ? null : s3.requests();
+      out.add(
+          SourceLatencyRun.measureEmbedded(
+              "IcebergSource monitor " + label(interval),
+              catalog,
+              NAMESPACE + ".iceberg_" + interval.toMillis() + "ms" + suffix,
+              warmupCommits,
+              interval.toMillis() < 1000 ? commits : slowCommits,
+              (env, table) -> icebergStream(env, properties, table, interval)));
+      if (s3 != null) {
+        System.out.println(
+            "  IcebergSource "
+                + label(interval)
+                + ": requests "
+                + s3.requests().minus(before).per(warmupCommits + commits, "commit"));
+      }
+    }
+    return out;
+  }
+
+  /** The backlog written beforehand, read by a bounded skade job, then IcebergSource's. */
+  private static List<Throughput> backlog(Map<String, String> properties, ObjectStorage s3)
+      throws Exception {
+    String backlog = NAMESPACE + ".backlog";
+    List<Throughput> out = new ArrayList<>();
+    out.add(
+        count(
+            "skade bounded, earliest (per commit)",
+            s3,
+            env ->
+                BoundedCount.skadeFromEarliest(env, properties, TableIdentifier.parse(backlog))));
+    out.add(
+        count(
+            "IcebergSource bounded batch read",
+            s3,
+            env -> icebergStream(env, properties, backlog, null)));
+    return out;
   }
 
   /**
@@ -167,21 +263,43 @@ public final class SourceLatencyBenchmark {
         "backlog written: %d commits in %.1f s%n", commits, (System.nanoTime() - started) / 1e9);
   }
 
-  /** Runs a bounded job into a counting map and returns its rows/s, MiniCluster start included. */
+  /**
+   * Runs a bounded job into a counting map and returns its rows/s, MiniCluster start included, and
+   * on S3 the requests it made.
+   */
   private static Throughput count(
-      String source, Function<StreamExecutionEnvironment, DataStream<RowData>> reading)
+      String source,
+      ObjectStorage s3,
+      Function<StreamExecutionEnvironment, DataStream<RowData>> reading)
       throws Exception {
+    ObjectStorage.Requests before = s3 == null ? null : s3.requests();
     BoundedCount.Result counted = BoundedCount.run(source, 1, reading);
-    return new Throughput(source, counted.rows(), counted.seconds());
+    String requests = "";
+    if (s3 != null) {
+      ObjectStorage.Requests r = s3.requests().minus(before);
+      requests =
+          String.format(
+              Locale.ROOT,
+              "GET %d (ranged %d), HEAD %d, other %d",
+              r.gets(),
+              r.rangedGets(),
+              r.heads(),
+              r.puts() + r.others());
+    }
+    return new Throughput(source, counted.rows(), counted.seconds(), requests);
   }
 
   private static void print(
-      List<Latency> latencies, List<Throughput> throughputs, int backlogCommits, int backlogRows) {
-    Latency skade = latencies.get(0);
+      Map<Storage, List<Latency>> latencies,
+      Map<Storage, List<Throughput>> throughputs,
+      int backlogCommits,
+      int backlogRows) {
+    Latency localSkade = latencies.values().iterator().next().get(0);
     System.out.println();
-    String format = "%-32s %8s %7s %8s %8s %8s %11s %11s%n";
+    String format = "%-11s %-30s %8s %7s %8s %8s %8s %10s %10s %11s%n";
     System.out.printf(
         format,
+        "storage",
         "source",
         "commits",
         "missed",
@@ -189,49 +307,81 @@ public final class SourceLatencyBenchmark {
         "p99 ms",
         "max ms",
         "p50 ratio",
-        "p99 ratio");
-    System.out.println("-".repeat(100));
-    for (Latency l : latencies) {
-      System.out.printf(
-          format,
-          l.source(),
-          l.commits(),
-          l.missed(),
-          ms(l.millis(0.50)),
-          ms(l.millis(0.99)),
-          ms(l.millis(1.0)),
-          fmt("%.1fx", l.millis(0.50) / skade.millis(0.50)),
-          fmt("%.1fx", l.millis(0.99) / skade.millis(0.99)));
+        "p99 ratio",
+        "append p50");
+    System.out.println("-".repeat(132));
+    for (Map.Entry<Storage, List<Latency>> e : latencies.entrySet()) {
+      Latency skade = e.getValue().get(0);
+      for (Latency l : e.getValue()) {
+        System.out.printf(
+            format,
+            e.getKey().label(),
+            l.source(),
+            l.commits(),
+            l.missed(),
+            ms(l.millis(0.50)),
+            ms(l.millis(0.99)),
+            ms(l.millis(1.0)),
+            fmt("%.1fx", l.millis(0.50) / skade.millis(0.50)),
+            fmt("%.1fx", l.millis(0.99) / skade.millis(0.99)),
+            ms(quantile(l.commitCallNanos(), 0.50) / 1e6));
+      }
     }
-    long[] appends =
-        latencies.stream().flatMapToLong(l -> Arrays.stream(l.commitCallNanos())).toArray();
     System.out.printf(
-        "ratio = the source's latency / skade's. missed = measured rows not seen"
-            + " within %d s of the last commit. The one-row append itself took p50 %s ms, p99 %s ms"
-            + " (not in the latency).%n",
-        SEEN_TIMEOUT.toSeconds(),
-        ms(quantile(appends, 0.50) / 1e6),
-        ms(quantile(appends, 0.99) / 1e6));
+        "ratio = the source's latency / skade's on the same storage. missed = measured rows not"
+            + " seen within %d s of the last commit. append p50 = the one-row append itself (not in"
+            + " the latency).%n",
+        SEEN_TIMEOUT.toSeconds());
+    for (Map.Entry<Storage, List<Latency>> e : latencies.entrySet()) {
+      long delay = e.getKey().delayMillis();
+      if (e.getKey() == latencies.keySet().iterator().next()) {
+        continue; // local disk: the reference
+      }
+      double p50 = e.getValue().get(0).millis(0.50);
+      double target = localSkade.millis(0.50) + 3 * delay;
+      System.out.printf(
+          "target, skade on %s: p50 <= local p50 + 3 GETs (%s + 3 x %d ms = %s ms): p50 %s ms,"
+              + " %s%n",
+          e.getKey().label(),
+          ms(localSkade.millis(0.50)),
+          delay,
+          ms(target),
+          ms(p50),
+          p50 <= target ? "met" : "missed by " + ms(p50 - target) + " ms");
+    }
 
-    Throughput iceberg = throughputs.get(throughputs.size() - 1);
     System.out.println();
-    format = "%-40s %10s %9s %12s %17s%n";
+    format = "%-11s %-38s %10s %9s %12s %17s  %s%n";
     System.out.printf(
         format,
+        "storage",
         "backlog read (" + backlogCommits + " x " + backlogRows + " rows)",
         "rows",
         "seconds",
         "rows/s",
-        "vs IcebergSource");
-    System.out.println("-".repeat(92));
-    for (Throughput t : throughputs) {
-      System.out.printf(
-          format,
-          t.source(),
-          t.rows(),
-          fmt("%.2f", t.seconds()),
-          fmt("%.0f", t.rowsPerSecond()),
-          fmt("%.2fx", t.rowsPerSecond() / iceberg.rowsPerSecond()));
+        "vs IcebergSource",
+        "requests");
+    System.out.println("-".repeat(132));
+    for (Map.Entry<Storage, List<Throughput>> e : throughputs.entrySet()) {
+      List<Throughput> list = e.getValue();
+      Throughput iceberg = list.get(list.size() - 1);
+      for (Throughput t : list) {
+        System.out.printf(
+            format,
+            e.getKey().label(),
+            t.source(),
+            t.rows(),
+            fmt("%.2f", t.seconds()),
+            fmt("%.0f", t.rowsPerSecond()),
+            fmt("%.2fx", t.rowsPerSecond() / iceberg.rowsPerSecond()),
+            t.requests());
+      }
+      if (e.getKey().delayMillis() > 0 || !e.getKey().label().equals("local disk")) {
+        double ratio = list.get(0).rowsPerSecond() / iceberg.rowsPerSecond();
+        System.out.printf(
+            "target, backlog on %s: skade / IcebergSource = %s (target >= 1.0x): %s%n",
+            e.getKey().label(), fmt("%.2fx", ratio), ratio >= 1.0 ? "met" : "missed");
+      }
     }
     System.out.println("Bounded times include the job's MiniCluster start and planning.");
   }
