@@ -198,13 +198,20 @@ public final class S3FaultProxy implements AutoCloseable {
       InputStream in = server.getInputStream();
       OutputStream out = client.getOutputStream();
       byte[] buffer = new byte[16 << 10];
+      long paced = System.nanoTime(); // when the bytes sent so far are due under the cap
       int read;
       while ((read = in.read(buffer)) >= 0) {
         out.write(buffer, 0, read);
         out.flush();
         long cap = bytesPerSecond;
         if (cap > 0) {
-          Thread.sleep(read * 1000L / cap);
+          // the time owed is kept in nanoseconds across chunks, so a cap above one chunk per
+          // millisecond still paces instead of rounding every sleep down to nothing
+          paced = Math.max(paced, System.nanoTime() - 1_000_000L) + read * 1_000_000_000L / cap;
+          long ahead = paced - System.nanoTime();
+          if (ahead > 0) {
+            Thread.sleep(ahead / 1_000_000L, (int) (ahead % 1_000_000L));
+          }
         }
       }
     } catch (IOException e) {

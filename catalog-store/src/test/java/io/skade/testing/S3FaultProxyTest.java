@@ -87,4 +87,20 @@ class S3FaultProxyTest {
     }
     assertThat((System.nanoTime() - start) / 1_000_000).isGreaterThanOrEqualTo(50);
   }
+
+  @Test
+  void theBandwidthCapPacesAnswers() throws Exception {
+    String location = "s3://proxy-test/large";
+    try (PositionOutputStream out = io.newOutputFile(location).createOrOverwrite()) {
+      out.write(new byte[2 << 20]);
+    }
+    proxy.bandwidth(10L << 20); // 2 MiB at 10 MiB/s: at least 200 ms
+    long start = System.nanoTime();
+    try (SeekableInputStream in = io.newInputFile(location).newStream()) {
+      IOUtil.readFully(in, new byte[2 << 20], 0, 2 << 20);
+    } finally {
+      proxy.bandwidth(0);
+    }
+    assertThat((System.nanoTime() - start) / 1_000_000).isGreaterThanOrEqualTo(195);
+  }
 }
