@@ -6,7 +6,6 @@ import static io.skade.e2e.SkadeOnFlinkClusterTest.libWithConnector;
 import static io.skade.e2e.SkadeOnFlinkClusterTest.read;
 import static io.skade.e2e.SkadeOnFlinkClusterTest.rest;
 import static io.skade.e2e.SkadeOnFlinkClusterTest.restarts;
-import static io.skade.e2e.SkadeOnFlinkClusterTest.rows;
 import static io.skade.e2e.SkadeOnFlinkClusterTest.serverJar;
 import static io.skade.e2e.SkadeOnFlinkClusterTest.snapshots;
 import static io.skade.e2e.SkadeOnFlinkClusterTest.submit;
@@ -24,7 +23,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.Collectors;
 import java.util.stream.LongStream;
 import java.util.stream.Stream;
 import org.apache.iceberg.DataFile;
@@ -211,11 +209,14 @@ class SkadeOnFlinkClusterS3Test {
           .atMost(Duration.ofMinutes(2))
           .pollInterval(Duration.ofSeconds(1))
           .until(() -> cluster.jobState(jobs.get(0)).equals("FINISHED"));
-      Map<Long, Record> events = byId(rows(rest, EVENTS));
-      await("the mirror caught up")
-          .atMost(Duration.ofMinutes(1))
-          .pollInterval(Duration.ofSeconds(1))
-          .until(() -> byId(rows(rest, EVENTS_COPY)).equals(events));
+      Map<Long, Record> events =
+          MirrorCheck.awaitCaughtUp(rest, EVENTS, EVENTS_COPY, "id", Duration.ofMinutes(1));
+      // Only the mirror reads the data files of events (the check below reads them later).
+      List<S3FaultProxy.Request> mirrorReads =
+          proxy.requests().stream()
+              .filter(request -> request.method().equals("GET"))
+              .filter(request -> request.path().contains("/faults/events/data/"))
+              .toList();
       Map<String, Long> restartsAfter = restarts(cluster, jobs);
       assertThat(restartsAfter)
           .as("restarts per job across the faults (exceptions: %s)", exceptionsOf(cluster, jobs))
@@ -245,8 +246,14 @@ class SkadeOnFlinkClusterS3Test {
       }
       System.out.printf(
           "cluster on S3: %d fault rounds (a reset, two 503s) taken among %d S3 requests;"
-              + " restarts %s%n",
-          FAULT_ROUNDS, requestsInFaults, restartsAfter);
+              + " restarts %s; the mirror read %d commits of events with %d GETs of its data"
+              + " files (%d ranged)%n",
+          FAULT_ROUNDS,
+          requestsInFaults,
+          restartsAfter,
+          snapshots(rest, EVENTS),
+          mirrorReads.size(),
+          mirrorReads.stream().filter(S3FaultProxy.Request::rangedGet).count());
     } finally {
       for (String job : jobs) { // its slots are free for the next test, whatever happened
         if (cluster.jobState(job).equals("RUNNING")) {
@@ -266,9 +273,5 @@ class SkadeOnFlinkClusterS3Test {
   void threeJobsStayExactOnS3ThroughATaskManagerAndTheServerKilled() throws Exception {
     SkadeOnFlinkClusterTest.threeJobsStayExact(
         cluster, server, Files.createDirectories(root.resolve("three-jobs")));
-  }
-
-  private static Map<Long, Record> byId(List<Record> rows) {
-    return rows.stream().collect(Collectors.toMap(row -> (Long) row.getField("id"), row -> row));
   }
 }
