@@ -208,9 +208,22 @@ final class LookupJoinRun {
     out.setProperty(
         prefix + "rangedGets",
         Long.toString(run.stream().filter(S3FaultProxy.Request::rangedGet).count()));
+    // Iceberg's own stream reads metadata files (manifests) from an offset on, open-ended; the
+    // bound that matters is that of the probes' reads of data files.
     out.setProperty(
         prefix + "unboundedGets",
-        Long.toString(run.stream().filter(r -> r.rangedGet() && r.rangeLength() < 0).count()));
+        Long.toString(
+            run.stream()
+                .filter(r -> r.rangedGet() && r.rangeLength() < 0)
+                .filter(r -> !r.path().contains("/metadata/"))
+                .count()));
+    out.setProperty(
+        prefix + "unboundedMetadataGets",
+        Long.toString(
+            run.stream()
+                .filter(r -> r.rangedGet() && r.rangeLength() < 0)
+                .filter(r -> r.path().contains("/metadata/"))
+                .count()));
   }
 
   /** Nanoseconds from {@code start} to {@code nanos}, or 0 when {@code nanos} never came. */

@@ -32,7 +32,8 @@ final class LookupJoinS3Report {
       for (String pass : List.of("first", "cold", "warm")) {
         System.out.printf(
             "  skade engine alone, %-5s pass: per probe %s GET (%s ranged, of which %s"
-                + " open-ended; %s bytes asked by the closed ranges), %s requests; read calls %s,"
+                + " open-ended, mostly the manifests Iceberg reads; %s bytes asked by the closed"
+                + " ranges), %s requests; read calls %s,"
                 + " file opens %s%s%n",
             pass,
             number(engine, pass + ".gets"),
@@ -53,7 +54,8 @@ final class LookupJoinS3Report {
       int runs = Integer.parseInt(p.getProperty("runs"));
       System.out.printf(
           "  %s, SQL join: GETs per probe in each run (the first on a fresh JVM's caches): %s"
-              + " (ranged: %s; ranged GETs not bounded bytes=a-b, all runs: %d)%n",
+              + " (ranged: %s; ranged GETs not bounded bytes=a-b, all runs: %d of data files,"
+              + " %d of skade's metadata/ files)%n",
           e.getKey().id,
           IntStream.range(0, runs)
               .mapToObj(i -> perProbe(p, i + ".gets", i + ".rows"))
@@ -63,6 +65,9 @@ final class LookupJoinS3Report {
               .collect(Collectors.joining(", ")),
           IntStream.range(0, runs)
               .mapToLong(i -> Long.parseLong(p.getProperty(i + ".unboundedGets", "0")))
+              .sum(),
+          IntStream.range(0, runs)
+              .mapToLong(i -> Long.parseLong(p.getProperty(i + ".unboundedMetadataGets", "0")))
               .sum());
     }
     targets(delay, engine, results);
