@@ -1,8 +1,6 @@
 package io.skade.benchmarks;
 
-import io.skade.server.ServerProcess;
 import io.skade.testing.S3FaultProxy;
-import io.skade.testing.S3Server;
 import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -66,8 +64,8 @@ import java.util.Properties;
  * <p>System properties (defaults in brackets): {@code skade.bench.rows} [1000000], {@code
  * skade.bench.probes} [rows / 5], {@code skade.bench.files} [32], {@code skade.bench.runs} per JVM
  * [9], {@code skade.bench.variants} comma-separated
- * [no-join,empty-join,skade,skade-connector,paimon-default,paimon-bucket1], {@code
- * skade.bench.warmup} [true], {@code skade.bench.sampleMillis} [100], {@code
+ * [no-join,empty-join,skade,skade-connector,paimon-default,paimon-bucket1; skade-disk-cache can be
+ * asked for too], {@code skade.bench.warmup} [true], {@code skade.bench.sampleMillis} [100], {@code
  * skade.bench.childTimeoutSeconds} per forked JVM [1200], {@code skade.bench.skadeOptions} appended
  * to the skade table's WITH clause (a table hint's OPTIONS through the catalog), e.g. {@code ,
  * 'lookup.async' = 'true'} [none], {@code skade.bench.dir} working directory, kept [a fresh
@@ -79,12 +77,16 @@ import java.util.Properties;
  * are written to an S3 server on loopback (skade's catalog stays on local disk), and every figure
  * is taken at each of {@code skade.bench.s3.delays}, each forked JVM reading through a proxy of its
  * own that holds every request that long and counts them: the engine alone (requests per probe,
- * cold and warm), then the variants (requests per probe of each run). Paimon reads through its S3
- * file system ({@code paimon-s3}); skade's SQL variants reach its catalog through a skade server
- * ({@link ObjectStorageServer}: the SQL options take no file IO for an embedded catalog), each task
- * reading the files from S3 itself. After each delay's tables, {@link LookupJoinS3Report} prints
- * the requests and the targets on object storage. Defaults on S3: {@code rows} 100000, {@code
- * variants} skade,paimon-default,paimon-bucket1.
+ * cold and warm, with the engine's own counters: remote reads and bytes, disk-cache hits and
+ * misses, files fetched ahead), then the variants (requests per probe of each run). Paimon reads
+ * through its S3 file system ({@code paimon-s3}); skade's SQL variants open the same embedded
+ * catalog as on local disk, its file IO given as SQL options ({@code io-impl}, {@code s3.*}, {@code
+ * client.region}), so that local and S3 differ only in storage. {@code skade-disk-cache} is {@code
+ * skade} with {@code lookup.disk-cache.dir} in Flink's temporary directory of its JVM (so in its
+ * lookup disk figure): from its second run on, probes read what the first kept there. After each
+ * delay's tables, {@link LookupJoinS3Report} prints the requests and the targets on object storage.
+ * Defaults on S3: {@code rows} 100000, {@code variants}
+ * skade,skade-disk-cache,paimon-default,paimon-bucket1.
  */
 public final class LookupJoinBenchmark {
   private static final double HIT_RATIO = 0.9;
@@ -112,7 +114,7 @@ public final class LookupJoinBenchmark {
                 System.getProperty(
                         "skade.bench.variants",
                         s3
-                            ? "skade,paimon-default,paimon-bucket1"
+                            ? "skade,skade-disk-cache,paimon-default,paimon-bucket1"
                             : "no-join,empty-join,skade,skade-connector,paimon-default,"
                                 + "paimon-bucket1")
                     .split(","))
@@ -155,7 +157,6 @@ public final class LookupJoinBenchmark {
     Map<String, Map<LookupJoinVariant, Properties>> results = new LinkedHashMap<>();
     Map<String, Properties> engines = new LinkedHashMap<>();
     ObjectStorage storage = null;
-    ObjectStorageServer server = null;
     try {
       if (s3) {
         storage = ObjectStorage.start(work.resolve("s3"));
@@ -172,9 +173,9 @@ public final class LookupJoinBenchmark {
                 + " (Paimon's S3 file system, paimon-s3 "
                 + "1.2.0: Hadoop's S3A)");
         System.out.println(
-            "skade's SQL variants reach its catalog through a skade server (a child JVM"
-                + " owning it, 'uri'), each task reading the table's files from S3 itself; the"
-                + " engine alone opens the catalog in its JVM.");
+            "skade's SQL variants open the same embedded catalog as on local disk (its RocksDB"
+                + " store on local disk), the file IO given as SQL options ('io-impl', 's3.*',"
+                + " 'client.region'); the engine alone opens it in its JVM.");
       }
       List<String> writeOptions = s3 ? storageOptions(storage, 0) : List.of();
       Properties skadeTable = null;
@@ -219,24 +220,12 @@ public final class LookupJoinBenchmark {
                   s3 ? storageOptions(storage, setting.getValue()) : List.of()));
         }
       }
-      if (s3 && skadeOk && variants.stream().anyMatch(LookupJoinVariant::isSkade)) {
-        // Its own requests (metadata) go straight to the S3 server: the tasks' reads are measured.
-        server =
-            new ObjectStorageServer(
-                work.resolve("skade-server"),
-                storage.serverEndpoint(),
-                SKADE_WAREHOUSE,
-                work.resolve(SKADE_CATALOG));
-      }
       for (Map.Entry<String, Long> setting : settings.entrySet()) {
         Map<LookupJoinVariant, Properties> byVariant = new LinkedHashMap<>();
         results.put(setting.getKey(), byVariant);
         List<String> options = new ArrayList<>();
         if (s3) {
           options.addAll(storageOptions(storage, setting.getValue()));
-          if (server != null) {
-            options.add("-Dskade.bench.skadeUri=" + server.uri());
-          }
         }
         for (LookupJoinVariant variant : variants) {
           if (variant.isSkade() && !skadeOk
@@ -257,9 +246,6 @@ public final class LookupJoinBenchmark {
         }
       }
     } finally {
-      if (server != null) {
-        server.close();
-      }
       if (storage != null) {
         storage.close();
       }
@@ -384,26 +370,22 @@ public final class LookupJoinBenchmark {
   }
 
   /**
-   * The options of skade's SQL catalog and connector table: the local warehouse; on object storage,
-   * the skade server that owns the catalog ({@code uri}, token), the tasks reading the table's
-   * files from S3 through this JVM's proxy. The server announces no file IO to its clients here, so
-   * Iceberg's REST client resolves {@code s3://} to {@code S3FileIO} with the AWS SDK's defaults,
-   * set for this JVM: endpoint, credentials, region. Should the server announce its own endpoint,
-   * the reads would bypass the proxy: the report then shows no requests per probe.
+   * The options of skade's SQL catalog and connector table: an embedded catalog in either case; on
+   * object storage its warehouse on S3 and its RocksDB store in the run's directory, with the file
+   * IO (endpoint: this JVM's proxy, credentials, region) as SQL options, so that the local and the
+   * S3 variants differ only in where the files are.
    */
   private static String skadeSqlCatalog(Path skadeWarehouse, S3FaultProxy proxy) {
     if (proxy == null) {
       return "'warehouse' = '" + skadeWarehouse + "'";
     }
-    String uri = System.getProperty("skade.bench.skadeUri");
-    if (uri == null) {
-      return "'warehouse' = '" + ObjectStorage.warehouse(SKADE_WAREHOUSE) + "'"; // fails: no server
-    }
-    System.setProperty("aws.endpointUrl", proxy.endpoint().toString());
-    System.setProperty("aws.accessKeyId", S3Server.ACCESS_KEY);
-    System.setProperty("aws.secretAccessKey", S3Server.SECRET_KEY);
-    System.setProperty("aws.region", S3Server.REGION);
-    return "'uri' = '" + uri + "', 'token' = '" + ServerProcess.TOKEN + "'";
+    Map<String, String> options =
+        new java.util.TreeMap<>(
+            ObjectStorage.catalogProperties(
+                proxy.endpoint(), SKADE_WAREHOUSE, skadeWarehouse.resolveSibling(SKADE_CATALOG)));
+    return options.entrySet().stream()
+        .map(e -> "'" + e.getKey() + "' = '" + e.getValue().replace("'", "''") + "'")
+        .collect(java.util.stream.Collectors.joining(", "));
   }
 
   // ------------------------------------------------------------------------------------ shared

@@ -14,7 +14,6 @@ import io.skade.server.ServerProcess;
 import io.skade.source.SkadeSource;
 import io.skade.source.StartupMode;
 import io.skade.write.TableWriter;
-import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -60,10 +59,12 @@ import org.apache.iceberg.rest.RESTCatalog;
  * counts from), and when the commit call returned.
  *
  * <p>Object storage ({@code skade.bench.storage=s3}, see {@link ObjectStorage}): after the local
- * figures, a second server ({@link ObjectStorageServer}) owns a catalog whose warehouse is on S3,
- * reached through the proxy as every client reaches it, and the same code runs at each of {@code
- * skade.bench.s3.delays} (Iceberg's 1 s interval only locally), with each source's requests per
- * commit (the server's own included) and skade's p50 set against its target, the local p50 plus
+ * figures, a second server (the shaded jar, {@link ServerProcess#fromJar(Path, Path, String, List,
+ * List)}) owns a catalog whose warehouse is on S3, its file IO ({@code -P}) pointed at the proxy,
+ * which its {@code /v1/config} hands to the clients (given only {@code uri} and token; checked
+ * before the figures: a client's write goes through the proxy), and the same code runs at each of
+ * {@code skade.bench.s3.delays} (Iceberg's 1 s interval only locally), with each source's requests
+ * per commit (the server's own included) and skade's p50 set against its target, the local p50 plus
  * three requests' delay.
  *
  * <p>System properties (defaults in brackets; on S3 where it differs): {@code skade.bench.commits}
@@ -111,7 +112,6 @@ public final class RemoteSourceLatencyBenchmark {
             "local disk",
             run(
                 ServerClients.properties(server),
-                Map.of(),
                 Map.of("warehouse", root.resolve("embedded").toString()),
                 "",
                 warmupCommits,
@@ -121,15 +121,24 @@ public final class RemoteSourceLatencyBenchmark {
         delays.put("local disk", 0L);
       }
       if (s3) {
+        Path serverRoot = Files.createDirectories(root.resolve("s3-server"));
         try (ObjectStorage storage = ObjectStorage.start(root.resolve("s3"));
-            // The server's own requests (metadata files) go through the proxy too.
-            ObjectStorageServer server =
-                new ObjectStorageServer(
-                    root.resolve("s3-server"),
-                    URI.create(storage.fileIoProperties().get("s3.endpoint")),
-                    "remote")) {
+            // The server's own requests (metadata files) go through the proxy too, and its
+            // /v1/config hands the proxy's endpoint to its clients, which are given only uri and
+            // token: their reads and writes are held and counted as well.
+            ServerProcess server =
+                ServerProcess.fromJar(
+                    serverRoot,
+                    ServerClients.serverJar(),
+                    ObjectStorage.warehouse("remote"),
+                    ObjectStorage.CHILD_JVM_OPTIONS,
+                    ServerClients.propertyFlags(storage.fileIoProperties()))) {
           System.out.println(
-              "skade server on S3: " + server.uri() + " (warehouse s3://skade-bench/remote)");
+              "skade server on S3: "
+                  + server.uri()
+                  + " (warehouse "
+                  + ObjectStorage.warehouse("remote")
+                  + ", file IO through the proxy, handed to its clients)");
           for (long delay : ObjectStorage.delays()) {
             storage.delay(delay);
             System.out.println("measuring on " + storage.describe() + " ...");
@@ -137,8 +146,7 @@ public final class RemoteSourceLatencyBenchmark {
             latencies.put(
                 label,
                 run(
-                    server.clientProperties(),
-                    storage.fileIoProperties(),
+                    ServerClients.properties(server),
                     storage.catalogProperties(
                         "embedded_" + delay, root.resolve("s3-embedded-" + delay)),
                     "_" + delay + "ms",
@@ -159,13 +167,13 @@ public final class RemoteSourceLatencyBenchmark {
 
   /**
    * The sources' latencies through the server {@code remote} names, and the embedded catalog's of
-   * {@code embeddedProperties}; clients get {@code fileIo} too (empty on local disk). Table names
-   * end in {@code suffix}. On S3 ({@code s3} not null) each line's requests per commit are printed,
-   * warm-up included, the server's own among them; Iceberg's 1 s interval runs only locally.
+   * {@code embeddedProperties}; clients get only {@code remote} (uri, token), and on S3 their file
+   * IO from the server. Table names end in {@code suffix}. On S3 ({@code s3} not null) each line's
+   * requests per commit are printed, warm-up included, the server's own among them, after a check
+   * that a client's writes go through the proxy; Iceberg's 1 s interval runs only locally.
    */
   private static List<Latency> run(
       Map<String, String> remote,
-      Map<String, String> fileIo,
       Map<String, String> embeddedProperties,
       String suffix,
       int warmupCommits,
@@ -174,12 +182,14 @@ public final class RemoteSourceLatencyBenchmark {
       ObjectStorage s3)
       throws Exception {
     Map<String, String> client = new HashMap<>(remote);
-    client.putAll(fileIo);
     List<Latency> latencies = new ArrayList<>();
     try (RESTCatalog committer = ServerClients.committer("committer", client);
         CatalogConnection stamps = CatalogConnection.open(remote)) {
       if (!committer.namespaceExists(Namespace.of(NAMESPACE))) {
         committer.createNamespace(Namespace.of(NAMESPACE));
+      }
+      if (s3 != null) {
+        clientsThroughProxy(committer, s3, suffix);
       }
       String table = NAMESPACE + ".skade_remote" + suffix;
       ObjectStorage.Requests before = s3 == null ? null : s3.requests();
@@ -239,6 +249,33 @@ public final class RemoteSourceLatencyBenchmark {
     if (s3 != null) {
       System.out.println(
           "  " + source + ": requests " + s3.requests().minus(before).per(commits, "commit"));
+    }
+  }
+
+  /**
+   * Checks that a client given only the server's uri and token writes through the proxy: the file
+   * IO the server handed it (its {@code -P} properties, the proxy's endpoint) and not the S3
+   * server's own address or the AWS SDK's defaults, so that its requests are held and counted.
+   */
+  private static void clientsThroughProxy(RESTCatalog client, ObjectStorage s3, String suffix)
+      throws java.io.IOException {
+    TableIdentifier id = TableIdentifier.of(NAMESPACE, "io_check" + suffix);
+    org.apache.iceberg.Table table = SourceLatencyRun.createTable(client, id.toString());
+    try {
+      ObjectStorage.Requests before = s3.requests();
+      table.io().newOutputFile(table.location() + "/data/io-check").createOrOverwrite().close();
+      long puts = s3.requests().minus(before).puts();
+      if (puts < 1) {
+        throw new IllegalStateException(
+            "a client of the server wrote a file without a request through the proxy: its file"
+                + " IO does not come from the server's /v1/config (-P s3.endpoint=<proxy>)");
+      }
+      System.out.println(
+          "  a client given only uri and token wrote through the proxy ("
+              + puts
+              + " PUT): its file IO is the server's");
+    } finally {
+      client.dropTable(id, true);
     }
   }
 

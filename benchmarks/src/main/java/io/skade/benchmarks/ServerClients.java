@@ -3,7 +3,11 @@ package io.skade.benchmarks;
 import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.SkadeLocalFileSystem;
 import io.skade.server.ServerProcess;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
@@ -18,6 +22,29 @@ final class ServerClients {
   static Map<String, String> properties(ServerProcess server) {
     return Map.of(
         CatalogConnection.URI, server.uri(), CatalogConnection.TOKEN, ServerProcess.TOKEN);
+  }
+
+  /**
+   * The server's shaded jar ({@code skade.bench.serverJar}, which the benchmarks module's {@code
+   * exec:exec} sets), with the AWS SDK beside it.
+   */
+  static Path serverJar() {
+    String jar = System.getProperty("skade.bench.serverJar");
+    if (jar == null || !Files.isRegularFile(Path.of(jar))) {
+      throw new IllegalStateException(
+          "no skade server jar (-Dskade.bench.serverJar="
+              + jar
+              + "): run this benchmark through the benchmarks module's exec:exec, whose package"
+              + " phase builds it");
+    }
+    return Path.of(jar);
+  }
+
+  /** {@code properties} as the server's {@code -P key=value} flags. */
+  static List<String> propertyFlags(Map<String, String> properties) {
+    List<String> flags = new ArrayList<>();
+    properties.forEach((key, value) -> flags.addAll(List.of("-P", key + "=" + value)));
+    return flags;
   }
 
   /**

@@ -119,8 +119,11 @@ final class SkadeProbes {
 
   /**
    * On object storage: {@value #COLD_PROBE_COUNT} probes over fresh caches, each charged with the
-   * GETs it made (untimed: the proxy's list is copied around each probe). A probe that made any is
-   * a cold probe: its file or its page was read for the first time.
+   * requests it made (untimed: the proxy's list is copied around each probe). A probe that made any
+   * is a cold probe: its file or its page was read for the first time. The very first probe also
+   * reads the snapshot's manifests, so it is counted apart. A ranged GET is bounded when it asks
+   * for {@code bytes=a-b}; an open-ended one ({@code bytes=a-}, or a suffix) may stream the rest of
+   * the file.
    */
   private static void coldProbes(
       Table table, SplittableRandom random, long bound, S3FaultProxy proxy, Properties out) {
@@ -129,26 +132,48 @@ final class SkadeProbes {
           new PointLookup(table, List.of("id"), caches.caches(), new PointLookup.Counters());
       long cold = 0;
       long gets = 0;
-      long max = 0;
-      long first = -1;
+      long ranged = 0;
+      long unbounded = 0;
+      long whole = 0;
+      long maxRanged = 0;
+      long overTarget = 0;
+      long firstGets = -1;
+      long firstRanged = -1;
       for (long key : keys(random, bound, COLD_PROBE_COUNT)) {
         int before = proxy.requests().size();
         lookup.lookup(null, List.of(key));
         List<S3FaultProxy.Request> all = proxy.requests();
-        long made =
-            all.subList(before, all.size()).stream().filter(r -> r.method().equals("GET")).count();
-        first = first < 0 ? made : first;
-        if (made > 0) {
+        List<S3FaultProxy.Request> made = all.subList(before, all.size());
+        long madeGets = made.stream().filter(r -> r.method().equals("GET")).count();
+        long madeRanged = made.stream().filter(S3FaultProxy.Request::rangedGet).count();
+        if (firstGets < 0) {
+          firstGets = madeGets;
+          firstRanged = madeRanged;
+          continue;
+        }
+        if (madeGets > 0) {
           cold++;
-          gets += made;
-          max = Math.max(max, made);
+          gets += madeGets;
+          ranged += madeRanged;
+          whole += madeGets - madeRanged;
+          unbounded += made.stream().filter(r -> r.rangedGet() && r.rangeLength() < 0).count();
+          maxRanged = Math.max(maxRanged, madeRanged);
+          if (madeRanged > LookupJoinS3Report.TARGET_COLD_GETS) {
+            overTarget++;
+          }
         }
       }
-      out.setProperty("coldProbe.probes", Long.toString(COLD_PROBE_COUNT));
+      out.setProperty("coldProbe.probes", Long.toString(COLD_PROBE_COUNT - 1));
       out.setProperty("coldProbe.cold", Long.toString(cold));
       out.setProperty("coldProbe.meanGets", Double.toString(cold == 0 ? 0 : (double) gets / cold));
-      out.setProperty("coldProbe.maxGets", Long.toString(max));
-      out.setProperty("coldProbe.firstGets", Long.toString(first));
+      out.setProperty(
+          "coldProbe.meanRangedGets", Double.toString(cold == 0 ? 0 : (double) ranged / cold));
+      out.setProperty("coldProbe.maxRangedGets", Long.toString(maxRanged));
+      out.setProperty("coldProbe.overTarget", Long.toString(overTarget));
+      out.setProperty("coldProbe.unboundedGets", Long.toString(unbounded));
+      out.setProperty("coldProbe.wholeGets", Long.toString(whole));
+      out.setProperty("coldProbe.firstGets", Long.toString(firstGets));
+      out.setProperty("coldProbe.firstRangedGets", Long.toString(firstRanged));
     }
   }
 
@@ -190,9 +215,14 @@ final class SkadeProbes {
     out.setProperty(name + ".opens", Double.toString(cost.fileOpens() / n));
     out.setProperty(name + ".rowsDecoded", Double.toString(cost.rowsDecoded() / n));
     out.setProperty(name + ".filesRead", Double.toString(cost.filesRead() / n));
-    // Where the engine's own remote-read and disk-cache counters go, per probe, once LookupStats
-    // has them (remote reads, bytes fetched, disk-cache hits): LookupJoinS3Report prints every
+    // The engine's own counters of remote storage, per probe: LookupJoinS3Report prints every
     // "<pass>.stats.*" key it finds.
+    out.setProperty(name + ".stats.remoteReads", Double.toString(cost.remoteReads() / n));
+    out.setProperty(name + ".stats.remoteBytes", Double.toString(cost.remoteBytes() / n));
+    out.setProperty(name + ".stats.diskCacheHits", Double.toString(cost.diskCacheHits() / n));
+    out.setProperty(name + ".stats.diskCacheMisses", Double.toString(cost.diskCacheMisses() / n));
+    out.setProperty(
+        name + ".stats.filesFetchedAhead", Double.toString(cost.filesFetchedAhead() / n));
     if (proxy != null) {
       List<S3FaultProxy.Request> span = proxy.requests();
       span = span.subList(Math.min(requestsBefore, span.size()), span.size());
