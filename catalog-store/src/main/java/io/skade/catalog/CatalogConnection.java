@@ -1,6 +1,7 @@
 package io.skade.catalog;
 
 import io.skade.catalog.remote.RemoteConnection;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.Function;
@@ -158,6 +159,19 @@ public interface CatalogConnection extends AutoCloseable {
     try (RemoteConnection remote = RemoteConnection.open(uri, properties)) {
       return remote.location();
     }
+  }
+
+  /**
+   * The prefixes of the catalog properties that configure its file IO, as Iceberg names them
+   * ({@code s3.endpoint}, {@code client.region}, {@code gcs.project-id}, ...), besides {@code
+   * io-impl}: what every entry point passes through as written and what a server hands its clients.
+   */
+  List<String> FILE_IO_PREFIXES = List.of("s3.", "client.", "gcs.", "adls.", "hadoop.");
+
+  /** Whether {@code key} configures the catalog's file IO: {@code io-impl} or a file-IO prefix. */
+  static boolean isFileIoProperty(String key) {
+    return key.equals(CatalogProperties.FILE_IO_IMPL)
+        || FILE_IO_PREFIXES.stream().anyMatch(key::startsWith);
   }
 
   /**

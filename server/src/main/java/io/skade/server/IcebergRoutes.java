@@ -19,7 +19,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
-import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.MetadataUpdate;
 import org.apache.iceberg.TableMetadataParser;
 import org.apache.iceberg.UpdateRequirement;
@@ -94,13 +93,6 @@ final class IcebergRoutes {
 
   /** How long a key is honoured at least, as {@code /v1/config} advertises it. */
   static final Duration IDEMPOTENCY_LIFETIME = Duration.ofMinutes(30);
-
-  /**
-   * The prefixes of the catalog properties that configure file IO ({@code s3.endpoint}, {@code
-   * client.region}, {@code gcs.project-id}, ...), besides {@link CatalogProperties#FILE_IO_IMPL}.
-   */
-  static final List<String> FILE_IO_PREFIXES =
-      List.of("s3.", "client.", "gcs.", "adls.", "hadoop.");
 
   private final SkadeCatalog catalog;
   private final ServerMetrics metrics;
@@ -329,17 +321,16 @@ final class IcebergRoutes {
   }
 
   /**
-   * The properties among {@code properties} that configure file IO: {@code io-impl} and those under
-   * {@link #FILE_IO_PREFIXES}. Nothing else (the token, skade's own {@code catalog.*}, the expiry
-   * settings) leaves the server.
+   * The properties among {@code properties} that configure file IO: those {@link
+   * CatalogConnection#isFileIoProperty} names. Nothing else (the token, skade's own {@code
+   * catalog.*}, the expiry settings) leaves the server.
    */
   static Map<String, String> fileIoProperties(Map<String, String> properties) {
     Map<String, String> io = new LinkedHashMap<>(); // Iceberg's builder probes it with a null key
     new TreeMap<>(properties)
         .forEach(
             (key, value) -> {
-              if (key.equals(CatalogProperties.FILE_IO_IMPL)
-                  || FILE_IO_PREFIXES.stream().anyMatch(key::startsWith)) {
+              if (CatalogConnection.isFileIoProperty(key)) {
                 io.put(key, value);
               }
             });

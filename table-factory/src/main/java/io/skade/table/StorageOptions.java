@@ -2,12 +2,15 @@ package io.skade.table;
 
 import static java.util.Map.entry;
 
+import io.skade.catalog.CatalogConnection;
 import java.net.URI;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 import org.apache.flink.table.api.ValidationException;
 import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.aws.s3.S3FileIOProperties;
@@ -24,14 +27,13 @@ import org.apache.iceberg.aws.s3.S3FileIOProperties;
 final class StorageOptions {
   private StorageOptions() {}
 
-  /** The prefixes of the storage keys. */
-  static final List<String> PREFIXES = List.of("s3.", "client.", "gcs.", "adls.", "hadoop.");
-
   /** Iceberg's {@code io-impl}: the catalog's {@code FileIO} class. */
   static final String IO_IMPL = CatalogProperties.FILE_IO_IMPL;
 
   /** What the unknown-key check skips: the prefixes and {@code io-impl}. */
-  static final Set<String> SKIPPED = Set.of("s3.", "client.", "gcs.", "adls.", "hadoop.", IO_IMPL);
+  static final Set<String> SKIPPED =
+      Stream.concat(CatalogConnection.FILE_IO_PREFIXES.stream(), Stream.of(IO_IMPL))
+          .collect(Collectors.toUnmodifiableSet());
 
   private static final String BOOLEAN = "'true' or 'false'";
   private static final String POSITIVE = "a positive integer";
@@ -83,7 +85,7 @@ final class StorageOptions {
     Map<String, String> storage = new TreeMap<>();
     options.forEach(
         (key, value) -> {
-          if (key.equals(IO_IMPL) || PREFIXES.stream().anyMatch(key::startsWith)) {
+          if (CatalogConnection.isFileIoProperty(key)) {
             storage.put(key, value);
           } else if (key.startsWith(IO_IMPL)) {
             throw new ValidationException(
