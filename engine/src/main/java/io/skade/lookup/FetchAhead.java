@@ -5,13 +5,10 @@ import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitFeedLaggedException;
 import io.skade.catalog.CommitSubscription;
 import io.skade.catalog.SkadeRuntime;
+import io.skade.scan.FetchPool;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import org.apache.iceberg.catalog.TableIdentifier;
@@ -55,7 +52,7 @@ final class FetchAhead implements AutoCloseable {
     this.connection = connection;
     this.table = table;
     this.round = round;
-    this.pool = SkadeRuntime.get().component(Pool.class, Pool::new).executor;
+    this.pool = SkadeRuntime.get().component(Pool.class, Pool::new).executor();
     if (connection.isRemote()) {
       // Subscribing asks the server for its cursor: off the caller's thread.
       submit(
@@ -76,29 +73,9 @@ final class FetchAhead implements AutoCloseable {
   }
 
   /** The JVM's fetch-ahead threads, shut down with the runtime. */
-  private static final class Pool implements AutoCloseable {
-    private final AtomicInteger threads = new AtomicInteger();
-    final ThreadPoolExecutor executor =
-        new ThreadPoolExecutor(
-            THREADS,
-            THREADS,
-            30,
-            TimeUnit.SECONDS,
-            new LinkedBlockingQueue<>(),
-            work -> {
-              Thread thread =
-                  new Thread(work, "skade-lookup-fetch-ahead-" + threads.incrementAndGet());
-              thread.setDaemon(true);
-              return thread;
-            });
-
+  private static final class Pool extends FetchPool {
     Pool() {
-      executor.allowCoreThreadTimeOut(true);
-    }
-
-    @Override
-    public void close() {
-      SkadeRuntime.shutDown(executor, "the lookup fetch-ahead threads");
+      super(THREADS, "skade-lookup-fetch-ahead");
     }
   }
 

@@ -9,11 +9,8 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.iceberg.ContentFile;
 import org.apache.iceberg.FileContent;
 import org.apache.iceberg.inmemory.InMemoryInputFile;
@@ -229,37 +226,13 @@ public final class FileFetch implements AutoCloseable {
   }
 
   private static ThreadPoolExecutor pool() {
-    return SkadeRuntime.get().component(Pool.class, Pool::new).executor;
+    return SkadeRuntime.get().component(Pool.class, Pool::new).executor();
   }
 
-  /**
-   * The fetch threads of a {@link SkadeRuntime}, shut down with it. Idle threads end after a while,
-   * so a JVM that stopped reading changelogs holds none.
-   */
-  private static final class Pool implements AutoCloseable {
-    static final String THREAD = "skade-file-fetch";
-    private static final AtomicInteger NEXT = new AtomicInteger();
-
-    final ThreadPoolExecutor executor =
-        new ThreadPoolExecutor(
-            MAX_IN_FLIGHT,
-            MAX_IN_FLIGHT,
-            30,
-            TimeUnit.SECONDS,
-            new LinkedBlockingQueue<>(),
-            runnable -> {
-              Thread thread = new Thread(runnable, THREAD + "-" + NEXT.incrementAndGet());
-              thread.setDaemon(true);
-              return thread;
-            });
-
+  /** The fetch threads of a {@link SkadeRuntime}, shut down with it. */
+  private static final class Pool extends FetchPool {
     Pool() {
-      executor.allowCoreThreadTimeOut(true);
-    }
-
-    @Override
-    public void close() {
-      SkadeRuntime.shutDown(executor, THREAD);
+      super(MAX_IN_FLIGHT, "skade-file-fetch");
     }
   }
 }
