@@ -1,21 +1,11 @@
 package io.skade.catalog;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-
-import io.skade.testing.S3Server;
+import io.skade.testing.S3Bucket;
 import java.nio.file.Path;
-import java.util.HashMap;
 import java.util.Map;
-import java.util.UUID;
-import org.apache.iceberg.CatalogProperties;
-import org.apache.iceberg.HasTableOperations;
-import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.exceptions.NotFoundException;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -24,38 +14,18 @@ import org.junit.jupiter.api.io.TempDir;
  * directory: one server and one bucket for the class, a warehouse prefix of its own per catalog.
  */
 class SkadeCatalogOnS3ConformanceTest extends SkadeCatalogConformanceTest {
-  private static final String BUCKET = "conformance";
-
-  /** The class's own prefix in the bucket, so that runs never meet. */
-  private static final String RUN = "s3://" + BUCKET + "/" + UUID.randomUUID();
-
-  @TempDir static Path s3Dir;
-  static S3Server s3;
-
-  @BeforeAll
-  static void startS3() throws Exception {
-    s3 = S3Server.start(s3Dir.resolve("s3"));
-    s3.bucket(BUCKET);
-  }
-
-  @AfterAll
-  static void stopS3() throws Exception {
-    s3.close();
-  }
+  @RegisterExtension static final S3Bucket s3 = new S3Bucket("conformance");
 
   /** {@code s3://conformance/<unique>/wh<n>}, its store in {@code root}, S3FileIO at the server. */
   @Override
   protected Map<String, String> warehouse(Path root, int n) {
-    Map<String, String> props = new HashMap<>(s3.fileIoProperties());
-    props.put(CatalogProperties.WAREHOUSE_LOCATION, RUN + "/" + UUID.randomUUID() + "/wh" + n);
-    props.put(SkadeCatalog.CATALOG_PATH, root.resolve("catalog" + n).toString());
-    return props;
+    return s3.catalogProperties(s3.warehouse("wh" + n), root.resolve("catalog" + n));
   }
 
   /** Where the suite's tables with a requested location go: on S3 too, not under file:/tmp. */
   @Override
   protected String baseTableLocation(TableIdentifier identifier) {
-    return RUN + "/requested/" + identifier.namespace() + "/" + identifier.name();
+    return s3.run() + "/requested/" + identifier.namespace() + "/" + identifier.name();
   }
 
   /**
@@ -65,16 +35,6 @@ class SkadeCatalogOnS3ConformanceTest extends SkadeCatalogConformanceTest {
   @Test
   @Override
   public void testLoadTableWithMissingMetadataFile(@TempDir Path ignored) {
-    SkadeCatalog catalog = catalog();
-    catalog.createNamespace(TBL.namespace());
-    catalog.buildTable(TBL, SCHEMA).create();
-    Table table = catalog.loadTable(TBL);
-    String metadata = ((HasTableOperations) table).operations().current().metadataFileLocation();
-    assertThat(metadata).startsWith("s3://" + BUCKET + "/");
-    table.io().deleteFile(metadata);
-
-    assertThatThrownBy(() -> catalog.loadTable(TBL))
-        .isInstanceOf(NotFoundException.class)
-        .hasMessageContaining(metadata);
+    s3.assertLoadWithoutMetadataFileFailsNamingIt(catalog(), TBL, SCHEMA);
   }
 }

@@ -3,9 +3,9 @@ package io.skade.catalog;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
+import io.skade.testing.S3Bucket;
 import io.skade.testing.S3Server;
 import java.nio.file.Path;
-import java.util.HashMap;
 import java.util.Map;
 import org.apache.iceberg.DataFiles;
 import org.apache.iceberg.PartitionSpec;
@@ -14,9 +14,8 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.types.Types;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -28,27 +27,12 @@ class WarehouseAccessTest {
   private static final String BUCKET = "access-check";
   private static final String WRONG_SECRET = "not-the-secret-key";
 
-  @TempDir static Path dir;
-  static S3Server s3;
+  @RegisterExtension static final S3Bucket s3 = new S3Bucket(BUCKET);
 
   @TempDir Path local;
 
-  @BeforeAll
-  static void start() throws Exception {
-    s3 = S3Server.start(dir.resolve("s3"));
-    s3.bucket(BUCKET);
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    s3.close();
-  }
-
   private Map<String, String> props(String warehouse) {
-    Map<String, String> props = new HashMap<>(s3.fileIoProperties());
-    props.put("warehouse", warehouse);
-    props.put(SkadeCatalog.CATALOG_PATH, local.resolve("catalog").toString());
-    return props;
+    return s3.catalogProperties(warehouse, local.resolve("catalog"));
   }
 
   private static Throwable open(String name, Map<String, String> props) {

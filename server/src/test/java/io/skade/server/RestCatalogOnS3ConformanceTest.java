@@ -1,22 +1,13 @@
 package io.skade.server;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-
 import io.skade.catalog.SkadeCatalog;
-import io.skade.testing.S3Server;
+import io.skade.testing.S3Bucket;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.UUID;
-import org.apache.iceberg.HasTableOperations;
-import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.exceptions.NotFoundException;
-import org.apache.iceberg.rest.RESTCatalog;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -29,29 +20,12 @@ import org.junit.jupiter.api.io.TempDir;
  * /v1/config}, the client's own are the same values, so the suite passes either way.
  */
 class RestCatalogOnS3ConformanceTest extends RestCatalogConformanceTest {
-  private static final String BUCKET = "rest-conformance";
-
-  /** The class's own prefix in the bucket, so that runs never meet. */
-  private static final String RUN = "s3://" + BUCKET + "/" + UUID.randomUUID();
-
-  @TempDir static Path s3Dir;
-  static S3Server s3;
-
-  @BeforeAll
-  static void startS3() throws Exception {
-    s3 = S3Server.start(s3Dir.resolve("s3"));
-    s3.bucket(BUCKET);
-  }
-
-  @AfterAll
-  static void stopS3() throws Exception {
-    s3.close();
-  }
+  @RegisterExtension static final S3Bucket s3 = new S3Bucket("rest-conformance");
 
   /** {@code s3://rest-conformance/<class run>/<test>/<name>}: a new prefix per server. */
   @Override
   protected String warehouse(Path root, String name) {
-    return RUN + "/" + UUID.randomUUID() + "/" + name;
+    return s3.warehouse(name);
   }
 
   /** The server's store in a local directory, its file IO on the S3 server. */
@@ -70,7 +44,7 @@ class RestCatalogOnS3ConformanceTest extends RestCatalogConformanceTest {
   /** Where the suite's tables with a requested location go: on S3 too, not under file:/tmp. */
   @Override
   protected String baseTableLocation(TableIdentifier identifier) {
-    return RUN + "/requested/" + identifier.namespace() + "/" + identifier.name();
+    return s3.run() + "/requested/" + identifier.namespace() + "/" + identifier.name();
   }
 
   /**
@@ -80,16 +54,6 @@ class RestCatalogOnS3ConformanceTest extends RestCatalogConformanceTest {
   @Test
   @Override
   public void testLoadTableWithMissingMetadataFile(@TempDir Path ignored) {
-    RESTCatalog catalog = catalog();
-    catalog.createNamespace(TBL.namespace());
-    catalog.buildTable(TBL, SCHEMA).create();
-    Table table = catalog.loadTable(TBL);
-    String metadata = ((HasTableOperations) table).operations().current().metadataFileLocation();
-    assertThat(metadata).startsWith("s3://" + BUCKET + "/");
-    table.io().deleteFile(metadata);
-
-    assertThatThrownBy(() -> catalog.loadTable(TBL))
-        .isInstanceOf(NotFoundException.class)
-        .hasMessageContaining(metadata);
+    s3.assertLoadWithoutMetadataFileFailsNamingIt(catalog(), TBL, SCHEMA);
   }
 }
