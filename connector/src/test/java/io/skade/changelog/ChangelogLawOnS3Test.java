@@ -3,21 +3,18 @@ package io.skade.changelog;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.skade.catalog.SkadeCatalog;
-import io.skade.testing.S3Server;
-import java.nio.file.Files;
+import io.skade.testing.S3Bucket;
 import java.nio.file.Path;
-import java.util.HashMap;
-import java.util.Map;
 import java.util.stream.Stream;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.aws.s3.S3FileIO;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -30,32 +27,15 @@ import org.junit.jupiter.params.provider.MethodSource;
  * against Iceberg's own reader there. The catalog is embedded, its RocksDB store on local disk.
  */
 class ChangelogLawOnS3Test {
-  private static Path dir;
-  private static S3Server s3;
-  private static int catalogs;
+  @RegisterExtension static final S3Bucket s3 = new S3Bucket("law");
 
+  @TempDir Path dir;
   private SkadeCatalog catalog;
-
-  @BeforeAll
-  static void startS3() throws Exception {
-    dir = Files.createTempDirectory("skade-law-s3-");
-    s3 = S3Server.start(dir.resolve("s3"));
-    s3.bucket("law");
-  }
-
-  @AfterAll
-  static void stopS3() throws Exception {
-    s3.close();
-  }
 
   @BeforeEach
   void openCatalog() throws Exception {
-    int n = ++catalogs;
-    Map<String, String> props = new HashMap<>(s3.fileIoProperties());
-    props.put("warehouse", "s3://law/wh" + n);
-    props.put("catalog.path", Files.createDirectories(dir.resolve("catalog" + n)).toString());
     catalog = new SkadeCatalog();
-    catalog.initialize("law-s3", props);
+    catalog.initialize("law-s3", s3.catalogProperties(s3.warehouse("wh"), dir.resolve("catalog")));
     catalog.createNamespace(Namespace.of("db"));
   }
 

@@ -11,8 +11,7 @@ import io.skade.changelog.ChangelogReader;
 import io.skade.sink.OrphanFileRemoval;
 import io.skade.sink.SkadeTableLoader;
 import io.skade.sink.TableCompaction;
-import io.skade.testing.S3FaultProxy;
-import io.skade.testing.S3Server;
+import io.skade.testing.S3Bucket;
 import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -48,6 +47,8 @@ import org.apache.iceberg.io.SupportsPrefixOperations;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * skade's table maintenance on a warehouse in object storage (a real S3 server, through Iceberg's
@@ -58,22 +59,15 @@ import org.junit.jupiter.api.Test;
 class MaintenanceOnS3Test {
   private static final String BUCKET = "maint";
 
-  private static Path dir;
-  private static S3Server s3;
-  private static S3FaultProxy proxy;
+  @RegisterExtension static final S3Bucket s3 = new S3Bucket(BUCKET).withProxy();
+
+  @TempDir static Path dir;
   private static SharedCatalogs.Handle catalog;
   private static Map<String, String> properties;
 
   @BeforeAll
   static void start() throws Exception {
-    dir = Files.createTempDirectory("skade-maintenance-s3-");
-    s3 = S3Server.start(dir.resolve("s3"));
-    s3.bucket(BUCKET);
-    proxy = new S3FaultProxy(s3.endpoint());
-    Map<String, String> props = new HashMap<>(S3Server.fileIoProperties(proxy.endpoint()));
-    props.put("warehouse", "s3://" + BUCKET + "/wh");
-    props.put("catalog.path", Files.createDirectories(dir.resolve("catalog")).toString());
-    properties = Map.copyOf(props);
+    properties = Map.copyOf(s3.catalogProperties("s3://" + BUCKET + "/wh", dir.resolve("catalog")));
     catalog = SharedCatalogs.acquire("maintenance-s3", properties);
     catalog.catalog().createNamespace(Namespace.of("db"));
   }
@@ -81,8 +75,6 @@ class MaintenanceOnS3Test {
   @AfterAll
   static void stop() throws Exception {
     catalog.close();
-    proxy.close();
-    s3.close();
   }
 
   @Test
@@ -174,19 +166,19 @@ class MaintenanceOnS3Test {
 
     // An orphan: a data file of a commit that never came, made old, as every file before it.
     DataFile abandoned = writer.writeDataFiles(List.of(row(7, "never committed"))).get(0);
-    backdate(dir.resolve("s3").resolve(BUCKET), Duration.ofHours(2));
+    backdate(s3.directory(), Duration.ofHours(2));
     // A file of a commit in flight, written just now.
     DataFile inFlight = writer.writeDataFiles(List.of(row(8, "in flight"))).get(0);
     Set<String> live = liveFiles(table);
     assertThat(listed(table)).containsAll(live).contains(abandoned.location());
 
-    proxy.clearRequests();
+    s3.proxy().clearRequests();
     OrphanFileRemoval.Result removed =
         OrphanFileRemoval.run(env(), properties, id, Duration.ofHours(1), false);
 
     assertThat(removed.orphans()).containsExactly(abandoned.location());
     String prefix = "/" + BUCKET + "?list-type=2";
-    assertThat(proxy.requests())
+    assertThat(s3.proxy().requests())
         .as("the table's files listed by prefix")
         .anySatisfy(
             request -> {
@@ -195,7 +187,7 @@ class MaintenanceOnS3Test {
                   .startsWith(prefix)
                   .contains("prefix=wh%2Fdb%2Forphaned%2F");
             });
-    assertThat(proxy.requests())
+    assertThat(s3.proxy().requests())
         .as("the orphans deleted in bulk")
         .anySatisfy(
             request -> {

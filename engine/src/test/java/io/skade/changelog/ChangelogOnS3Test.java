@@ -7,9 +7,8 @@ import io.skade.catalog.SkadeCatalog;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.scan.FileFetch;
 import io.skade.testing.IdRows;
-import io.skade.testing.S3Server;
+import io.skade.testing.S3Bucket;
 import io.skade.write.TableWriter;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -20,11 +19,10 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.Record;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -37,31 +35,15 @@ import org.junit.jupiter.api.io.TempDir;
 class ChangelogOnS3Test {
   private static final int COMMITS = 10;
 
-  @TempDir static Path dir;
+  @RegisterExtension static final S3Bucket s3 = new S3Bucket("changelog");
 
-  private static S3Server s3;
-  private static int catalogs;
-
+  @TempDir Path dir;
   private SkadeCatalog catalog;
-
-  @BeforeAll
-  static void startS3() throws Exception {
-    s3 = S3Server.start(dir.resolve("s3"));
-    s3.bucket("changelog");
-  }
-
-  @AfterAll
-  static void stopS3() throws Exception {
-    s3.close();
-  }
 
   @BeforeEach
   void openCatalog() throws Exception {
-    int n = ++catalogs;
-    Map<String, String> props = new HashMap<>(s3.fileIoProperties());
+    Map<String, String> props = s3.catalogProperties(s3.warehouse("wh"), dir.resolve("catalog"));
     props.put("io-impl", InFlightFileIO.class.getName());
-    props.put("warehouse", "s3://changelog/wh" + n);
-    props.put("catalog.path", Files.createDirectories(dir.resolve("catalog" + n)).toString());
     catalog = new SkadeCatalog();
     catalog.initialize("s3", props);
     catalog.createNamespace(Namespace.of("db"));

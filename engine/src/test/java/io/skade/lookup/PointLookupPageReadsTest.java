@@ -9,17 +9,13 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.apache.iceberg.Schema;
-import org.apache.iceberg.SortOrder;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -32,14 +28,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * and no decoding. Expected rows come from Iceberg's reader.
  */
 class PointLookupPageReadsTest {
-  private static final Schema SCHEMA =
-      new Schema(
-          List.of(
-              Types.NestedField.required(1, "id", Types.LongType.get()),
-              Types.NestedField.optional(2, "name", Types.StringType.get()),
-              Types.NestedField.optional(3, "city", Types.StringType.get()),
-              Types.NestedField.optional(4, "score", Types.IntegerType.get())),
-          Set.of(1));
+  private static final Schema SCHEMA = S3Tables.SCHEMA;
   private static final int FILES = 4;
   private static final int ROWS_PER_FILE = 20_000;
   private static final int PAGE_ROWS = 250;
@@ -50,15 +39,7 @@ class PointLookupPageReadsTest {
 
   @BeforeEach
   void writeFourSortedFiles() {
-    table =
-        catalog
-            .get()
-            .buildTable(TableIdentifier.of("db", "dim"), SCHEMA)
-            .withSortOrder(SortOrder.builderFor(SCHEMA).asc("id").build())
-            .withProperty("format-version", "2")
-            .withProperty("write.parquet.bloom-filter-enabled.column.id", "true")
-            .withProperties(PointLookup.LOOKUP_FILE_PROPERTIES)
-            .create();
+    table = S3Tables.createTable(catalog.get(), "dim");
     TableWriter writer = new TableWriter(table);
     for (int f = 0; f < FILES; f++) {
       List<Record> rows = new ArrayList<>();

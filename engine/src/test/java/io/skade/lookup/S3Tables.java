@@ -13,6 +13,7 @@ import java.util.Set;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.SortOrder;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
@@ -60,6 +61,11 @@ final class S3Tables implements AutoCloseable {
 
   /** A keyed table sorted by id, with bloom filters on it, laid out for lookups. */
   Table createTable(String name) {
+    return createTable(catalog, name);
+  }
+
+  /** A keyed table {@code db.name} of {@link #SCHEMA} in {@code catalog}, laid out for lookups. */
+  static Table createTable(Catalog catalog, String name) {
     return catalog
         .buildTable(TableIdentifier.of("db", name), SCHEMA)
         .withSortOrder(SortOrder.builderFor(SCHEMA).asc("id").build())

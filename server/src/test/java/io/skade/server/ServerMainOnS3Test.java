@@ -3,15 +3,14 @@ package io.skade.server;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.skade.testing.S3Server;
+import io.skade.testing.S3Bucket;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
@@ -21,21 +20,9 @@ import picocli.CommandLine;
  * server whose storage refuses its credentials does not start, and says which flag to fix.
  */
 class ServerMainOnS3Test {
-  @TempDir static Path dir;
-  static S3Server s3;
+  @RegisterExtension static final S3Bucket s3 = new S3Bucket("server-main");
 
   @TempDir Path local;
-
-  @BeforeAll
-  static void start() throws Exception {
-    s3 = S3Server.start(dir.resolve("s3"));
-    s3.bucket("server-main");
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    s3.close();
-  }
 
   private ServerMain parse(Map<String, String> properties) {
     List<String> args =

@@ -5,10 +5,9 @@ import static org.assertj.core.api.Assertions.catchThrowable;
 
 import io.skade.catalog.SharedCatalogs;
 import io.skade.catalog.SkadeRuntime;
-import io.skade.testing.S3Server;
+import io.skade.testing.S3Bucket;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
@@ -16,11 +15,10 @@ import org.apache.flink.table.api.TableEnvironment;
 import org.apache.flink.types.Row;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -35,22 +33,10 @@ class SqlStorageOptionsTest {
   private static final String COLUMNS = "id INT, v STRING, PRIMARY KEY (id) NOT ENFORCED";
   private static final String BUCKET = "sql-storage";
 
-  @TempDir static Path s3Dir;
-  static S3Server s3;
+  @RegisterExtension static final S3Bucket s3 = new S3Bucket(BUCKET);
 
   @TempDir Path dir;
   private int warehouses;
-
-  @BeforeAll
-  static void startS3() throws Exception {
-    s3 = S3Server.start(s3Dir.resolve("s3"));
-    s3.bucket(BUCKET);
-  }
-
-  @AfterAll
-  static void stopS3() throws Exception {
-    s3.close();
-  }
 
   @AfterEach
   void closeStores() {
@@ -59,11 +45,8 @@ class SqlStorageOptionsTest {
 
   /** A new warehouse on S3 with its store in a local directory that does not exist yet. */
   private Map<String, String> lake(String bucket) {
-    Map<String, String> options = new HashMap<>(s3.fileIoProperties());
     int n = warehouses++;
-    options.put("warehouse", "s3://" + bucket + "/wh" + n);
-    options.put("catalog.path", dir.resolve("catalog" + n).toString());
-    return options;
+    return s3.catalogProperties("s3://" + bucket + "/wh" + n, dir.resolve("catalog" + n));
   }
 
   private static String with(Map<String, String> options) {
