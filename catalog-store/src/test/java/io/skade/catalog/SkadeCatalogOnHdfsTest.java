@@ -6,8 +6,6 @@ import java.nio.file.Path;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
-import org.apache.iceberg.DataFiles;
-import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Namespace;
@@ -58,16 +56,7 @@ class SkadeCatalogOnHdfsTest {
       catalog.initialize("lake", props);
       assertThat(catalog.io()).isInstanceOf(HadoopFileIO.class);
       catalog.createNamespace(Namespace.of("shop"));
-      Table table = catalog.createTable(id, schema, PartitionSpec.unpartitioned());
-      table
-          .newAppend()
-          .appendFile(
-              DataFiles.builder(PartitionSpec.unpartitioned())
-                  .withPath(table.location() + "/data/a.parquet")
-                  .withFileSizeInBytes(10)
-                  .withRecordCount(1)
-                  .build())
-          .commit();
+      Table table = WarehouseAccessTest.createTableOfOneFile(catalog, id, schema);
       assertThat(table.location()).isEqualTo(warehouse + "/shop/orders");
     }
     try (SkadeCatalog again = new SkadeCatalog()) {

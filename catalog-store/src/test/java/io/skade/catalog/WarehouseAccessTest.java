@@ -35,6 +35,21 @@ class WarehouseAccessTest {
     return s3.catalogProperties(warehouse, local.resolve("catalog"));
   }
 
+  /** Creates table {@code id} and commits one data file to it (a path only: nothing reads it). */
+  static Table createTableOfOneFile(SkadeCatalog catalog, TableIdentifier id, Schema schema) {
+    Table table = catalog.createTable(id, schema, PartitionSpec.unpartitioned());
+    table
+        .newAppend()
+        .appendFile(
+            DataFiles.builder(PartitionSpec.unpartitioned())
+                .withPath(table.location() + "/data/a.parquet")
+                .withFileSizeInBytes(10)
+                .withRecordCount(1)
+                .build())
+        .commit();
+    return table;
+  }
+
   private static Throwable open(String name, Map<String, String> props) {
     return catchThrowable(
         () -> {
@@ -94,16 +109,7 @@ class WarehouseAccessTest {
     try (SkadeCatalog catalog = new SkadeCatalog()) {
       catalog.initialize("lake", props("s3://" + BUCKET + "/right"));
       catalog.createNamespace(Namespace.of("shop"));
-      Table table = catalog.createTable(id, schema, PartitionSpec.unpartitioned());
-      table
-          .newAppend()
-          .appendFile(
-              DataFiles.builder(PartitionSpec.unpartitioned())
-                  .withPath(table.location() + "/data/a.parquet")
-                  .withFileSizeInBytes(10)
-                  .withRecordCount(1)
-                  .build())
-          .commit();
+      Table table = createTableOfOneFile(catalog, id, schema);
       assertThat(table.location()).isEqualTo("s3://" + BUCKET + "/right/shop/orders");
     }
     try (SkadeCatalog again = new SkadeCatalog()) {
