@@ -27,8 +27,12 @@ import java.util.function.Predicate;
  * on (its later requests are neither counted nor faulted).
  */
 public final class S3FaultProxy implements AutoCloseable {
-  /** One request as it passed: its method, path (with query) and {@code Range} header, if any. */
-  public record Request(String method, String path, String range) {
+  /**
+   * One request as it passed: its method, path (with query), {@code Range} header (null if none),
+   * and which attempt of its call it is, as the AWS SDK numbers them in its {@code amz-sdk-request:
+   * attempt=N} header (0 when a client sends none).
+   */
+  public record Request(String method, String path, String range, int attempt) {
     /** Whether this is a GET of a byte range. */
     public boolean rangedGet() {
       return method.equals("GET") && range != null;
@@ -153,7 +157,8 @@ public final class S3FaultProxy implements AutoCloseable {
           return;
         }
         Head parsed = Head.parse(head);
-        Request request = new Request(parsed.method, parsed.path, parsed.header("range"));
+        Request request =
+            new Request(parsed.method, parsed.path, parsed.header("range"), parsed.attempt());
         requests.add(request);
         if (faulted.test(request) && take(resets)) {
           client.setSoLinger(true, 0); // close sends RST
@@ -279,6 +284,20 @@ public final class S3FaultProxy implements AutoCloseable {
         }
       }
       return new Head(requestLine[0], requestLine.length > 1 ? requestLine[1] : "", headers);
+    }
+
+    /** The attempt in the AWS SDK's {@code amz-sdk-request: attempt=N; max=M}; 0 without it. */
+    int attempt() {
+      String value = header("amz-sdk-request");
+      if (value != null) {
+        for (String part : value.split(";")) {
+          String[] pair = part.trim().split("=", 2);
+          if (pair.length == 2 && pair[0].equals("attempt")) {
+            return Integer.parseInt(pair[1].trim());
+          }
+        }
+      }
+      return 0;
     }
 
     String header(String name) {
