@@ -60,6 +60,8 @@ public final class S3FaultProxy implements AutoCloseable {
   private final AtomicInteger slowDowns = new AtomicInteger();
   private final AtomicInteger resets = new AtomicInteger();
   private volatile Predicate<Request> faulted = request -> true;
+  private final AtomicInteger held = new AtomicInteger();
+  private final AtomicInteger mostHeld = new AtomicInteger();
 
   /** A proxy on a free loopback port in front of {@code target} ({@code http://host:port}). */
   public S3FaultProxy(URI target) throws IOException {
@@ -110,9 +112,18 @@ public final class S3FaultProxy implements AutoCloseable {
     return List.copyOf(requests);
   }
 
-  /** Forgets the requests seen so far. */
+  /** Forgets the requests seen so far, and the most held at once. */
   public void clearRequests() {
     requests.clear();
+    mostHeld.set(0);
+  }
+
+  /**
+   * The most requests {@link #delay} held at the same time since the last {@link #clearRequests}:
+   * above one only when clients had several requests out at once.
+   */
+  public int mostHeldAtOnce() {
+    return mostHeld.get();
   }
 
   /** How many faults are still to be injected (503s and resets). */
@@ -170,7 +181,12 @@ public final class S3FaultProxy implements AutoCloseable {
           return; // Connection: close, the body (if any) left unread
         }
         if (delayMillis > 0) {
-          Thread.sleep(delayMillis);
+          mostHeld.accumulateAndGet(held.incrementAndGet(), Math::max);
+          try {
+            Thread.sleep(delayMillis);
+          } finally {
+            held.decrementAndGet();
+          }
         }
         out.write(head);
         if (parsed.header("transfer-encoding") != null) {
