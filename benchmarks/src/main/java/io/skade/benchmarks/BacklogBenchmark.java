@@ -166,13 +166,7 @@ public final class BacklogBenchmark {
   }
 
   private static String requests(ObjectStorage.Requests r) {
-    return String.format(
-        Locale.ROOT,
-        " GET %d (ranged %d), HEAD %d, other %d",
-        r.gets(),
-        r.rangedGets(),
-        r.heads(),
-        r.others() + r.puts());
+    return " " + r.counts();
   }
 
   private static void print(

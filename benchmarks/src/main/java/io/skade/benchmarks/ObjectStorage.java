@@ -9,6 +9,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * Where a benchmark's warehouse lives, chosen by {@code skade.bench.storage}: {@code local} (a
@@ -172,14 +173,19 @@ final class ObjectStorage implements AutoCloseable {
         cap <= 0 ? "no bandwidth cap" : String.format(Locale.ROOT, "%.0f MB/s", cap / 1e6));
   }
 
-  /** Counts of the requests a proxy passed, by kind; {@link #minus} gives those of a span. */
-  record Requests(long gets, long rangedGets, long puts, long heads, long others) {
+  /**
+   * Counts of the requests a proxy passed, by method and by the kind of file each named ({@link
+   * #fileKind}); {@link #minus} gives those of a span.
+   */
+  record Requests(
+      long gets, long rangedGets, long puts, long heads, long others, Map<String, Long> byFile) {
     static Requests of(List<S3FaultProxy.Request> requests) {
       long gets = 0;
       long ranged = 0;
       long puts = 0;
       long heads = 0;
       long others = 0;
+      Map<String, Long> byFile = new TreeMap<>();
       for (S3FaultProxy.Request r : requests) {
         switch (r.method()) {
           case "GET" -> {
@@ -192,35 +198,84 @@ final class ObjectStorage implements AutoCloseable {
           case "HEAD" -> heads++;
           default -> others++;
         }
+        byFile.merge(r.method() + " " + fileKind(r.path()), 1L, Long::sum);
       }
-      return new Requests(gets, ranged, puts, heads, others);
+      return new Requests(gets, ranged, puts, heads, others, byFile);
+    }
+
+    /** What an Iceberg table's file at {@code path} is, by its name. */
+    static String fileKind(String path) {
+      String name = path.substring(path.lastIndexOf('/') + 1);
+      int query = name.indexOf('?');
+      name = query < 0 ? name : name.substring(0, query);
+      if (name.endsWith(".metadata.json")) {
+        return "metadata";
+      } else if (name.startsWith("snap-") && name.endsWith(".avro")) {
+        return "manifest-list";
+      } else if (name.endsWith(".avro")) {
+        return "manifest";
+      } else if (name.endsWith(".parquet")) {
+        return path.contains("/data/") ? "data" : "parquet";
+      } else {
+        return "other";
+      }
     }
 
     Requests minus(Requests earlier) {
+      Map<String, Long> span = new TreeMap<>(byFile);
+      earlier.byFile.forEach((kind, n) -> span.merge(kind, -n, Long::sum));
+      span.values().removeIf(n -> n == 0);
       return new Requests(
           gets - earlier.gets,
           rangedGets - earlier.rangedGets,
           puts - earlier.puts,
           heads - earlier.heads,
-          others - earlier.others);
+          others - earlier.others,
+          span);
     }
 
     long total() {
       return gets + puts + heads + others;
     }
 
-    /** {@code GET 3.00 (ranged 2.00), PUT/POST 4.00, HEAD 1.00} per {@code per}. */
+    /**
+     * {@code GET 3.00 (ranged 2.00), PUT/POST 4.00, HEAD 1.00} per {@code per}, then by file:
+     * {@code GET data 1.00, HEAD metadata 1.00, ...}.
+     */
     String per(long per, String what) {
       double n = Math.max(1, per);
       return String.format(
           Locale.ROOT,
-          "per %s: GET %.2f (ranged %.2f), PUT/POST %.2f, HEAD %.2f, other %.2f",
+          "per %s: GET %.2f (ranged %.2f), PUT/POST %.2f, HEAD %.2f, other %.2f; by file: %s",
           what,
           gets / n,
           rangedGets / n,
           puts / n,
           heads / n,
-          others / n);
+          others / n,
+          byFile(n, "%s %.2f"));
+    }
+
+    /** {@code GET 300 (ranged 200), HEAD 100, other 0; by file: GET data 100, ...}. */
+    String counts() {
+      return String.format(
+          Locale.ROOT,
+          "GET %d (ranged %d), HEAD %d, other %d; by file: %s",
+          gets,
+          rangedGets,
+          heads,
+          puts + others,
+          byFile(1, "%s %.0f"));
+    }
+
+    private String byFile(double per, String format) {
+      StringBuilder files = new StringBuilder();
+      byFile.forEach(
+          (kind, count) ->
+              files
+                  .append(files.length() == 0 ? "" : ", ")
+                  .append(String.format(Locale.ROOT, format, kind, count / per)));
+      return files.toString();
     }
   }
 

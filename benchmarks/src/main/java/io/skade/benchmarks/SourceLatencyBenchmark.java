@@ -17,7 +17,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.function.Function;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -276,15 +275,7 @@ public final class SourceLatencyBenchmark {
     BoundedCount.Result counted = BoundedCount.run(source, 1, reading);
     String requests = "";
     if (s3 != null) {
-      ObjectStorage.Requests r = s3.requests().minus(before);
-      requests =
-          String.format(
-              Locale.ROOT,
-              "GET %d (ranged %d), HEAD %d, other %d",
-              r.gets(),
-              r.rangedGets(),
-              r.heads(),
-              r.puts() + r.others());
+      requests = s3.requests().minus(before).counts();
     }
     return new Throughput(source, counted.rows(), counted.seconds(), requests);
   }
