@@ -38,15 +38,30 @@ public final class CommittedMetadata {
 
   /**
    * The metadata in file {@code location}: from memory when this JVM wrote or read it lately and
-   * the file is still there (a file deleted behind the catalog's back fails as it would when read).
+   * the file is still there (a file deleted behind the catalog's back fails as it would when read):
+   * what a table's first load reads.
    */
   public static TableMetadata read(FileIO io, String location) {
+    return read(io, location, true);
+  }
+
+  /**
+   * The metadata in file {@code location}, which the reader already knows to be a table's: from
+   * memory when this JVM wrote or read it lately, without asking the file system whether the file
+   * is still there (on object storage that question is a request of its own, paid by every commit a
+   * reader follows). A table's later refreshes and a planner of its commits read this way.
+   */
+  public static TableMetadata readKnown(FileIO io, String location) {
+    return read(io, location, false);
+  }
+
+  private static TableMetadata read(FileIO io, String location, boolean checkExists) {
     Recent recent = recent();
     TableMetadata metadata;
     synchronized (recent) {
       metadata = recent.get(location);
     }
-    if (metadata != null && io.newInputFile(location).exists()) {
+    if (metadata != null && (!checkExists || io.newInputFile(location).exists())) {
       return metadata;
     }
     TableMetadata parsed = TableMetadataParser.read(io, location);

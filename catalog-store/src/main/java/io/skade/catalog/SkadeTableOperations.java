@@ -44,11 +44,16 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
   protected void doRefresh() {
     TablePointer pointer = catalog.readPointer(tableKey);
     if (pointer != null) {
+      // The first load checks that the file is there; later ones follow this table's commits.
+      boolean first = currentMetadataLocation() == null;
       refreshFromMetadataLocation(
           pointer.metadataLocation(),
           null,
           REFRESH_RETRIES,
-          location -> CommittedMetadata.read(io(), location));
+          location ->
+              first
+                  ? CommittedMetadata.read(io(), location)
+                  : CommittedMetadata.readKnown(io(), location));
     } else if (currentMetadataLocation() != null) {
       throw new NoSuchTableException("Table %s was dropped or renamed", fullName);
     } else {
@@ -76,7 +81,7 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
         if (reapply == null) {
           throw stale(current.metadataLocation(), onto.metadataFileLocation());
         }
-        onto = CommittedMetadata.read(io(), current.metadataLocation());
+        onto = CommittedMetadata.readKnown(io(), current.metadataLocation());
         target = reapply.onto(onto);
       }
       try {

@@ -15,19 +15,26 @@ import org.apache.iceberg.BaseTable;
 import org.apache.iceberg.ContentFile;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.HasTableOperations;
 import org.apache.iceberg.ManifestContent;
 import org.apache.iceberg.ManifestFile;
 import org.apache.iceberg.ManifestFiles;
 import org.apache.iceberg.ManifestReader;
 import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.SnapshotChanges;
 import org.apache.iceberg.StaticTableOperations;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableMetadata;
+import org.apache.iceberg.inmemory.InMemoryInputFile;
 import org.apache.iceberg.io.FileIO;
+import org.apache.iceberg.io.InputFile;
+import org.apache.iceberg.io.OutputFile;
+import org.apache.iceberg.io.SeekableInputStream;
 
 /**
  * Parsed table metadata files, manifest lists and manifests, shared by every changelog read, lookup
- * and lineage of this JVM, and bounded by an estimate of their heap. All three are immutable files
+ * and lineage of this JVM, and bounded by an estimate of their heap; beside them the raw bytes of
+ * manifest lists and manifests, within a quarter of that bound again. All three are immutable files
  * whose paths are never reused, so they are keyed by path and never go stale.
  *
  * <p>Consecutive windows of a table share nearly all manifests: without this cache each window
@@ -78,8 +85,20 @@ public final class MetadataCache {
   /** Parsed files by kind and path: a {@link TableMetadata}, or a list of entries. */
   private final Cache<String, Object> entries;
 
+  /**
+   * The bytes of manifest lists and manifests read lately, by path: a file parsed twice (for its
+   * live entries here, for its added and removed ones by {@link #changes}) or parsed again after
+   * its entries were evicted costs no second request.
+   */
+  private final Cache<String, byte[]> files;
+
   /** A cache of at most about {@code maxBytes} of heap. */
   public MetadataCache(long maxBytes) {
+    this.files =
+        Caffeine.newBuilder()
+            .maximumWeight(Math.max(1, maxBytes / 4))
+            .weigher((String key, byte[] bytes) -> bytes.length)
+            .build();
     this.entries =
         Caffeine.newBuilder()
             .maximumWeight(maxBytes)
@@ -107,7 +126,7 @@ public final class MetadataCache {
   public Table table(String location, FileIO io, String name) {
     TableMetadata metadata =
         (TableMetadata)
-            entries.get("metadata:" + location, key -> CommittedMetadata.read(io, location));
+            entries.get("metadata:" + location, key -> CommittedMetadata.readKnown(io, location));
     return new BaseTable(new StaticTableOperations(metadata, io), name);
   }
 
@@ -143,7 +162,8 @@ public final class MetadataCache {
       return snapshot.allManifests(table.io());
     }
     return (List<ManifestFile>)
-        entries.get("list:" + list, key -> List.copyOf(snapshot.allManifests(table.io())));
+        entries.get(
+            "list:" + list, key -> List.copyOf(snapshot.allManifests(new FileBytes(table.io()))));
   }
 
   /** The live data files of a data manifest. */
@@ -154,7 +174,7 @@ public final class MetadataCache {
             key(manifest),
             key -> {
               try (ManifestReader<DataFile> reader =
-                  ManifestFiles.read(manifest, table.io(), table.specs())) {
+                  ManifestFiles.read(manifest, new FileBytes(table.io()), table.specs())) {
                 return copy(reader);
               } catch (IOException e) {
                 throw new UncheckedIOException("cannot read manifest " + manifest.path(), e);
@@ -170,7 +190,8 @@ public final class MetadataCache {
             key(manifest),
             key -> {
               try (ManifestReader<DeleteFile> reader =
-                  ManifestFiles.readDeleteManifest(manifest, table.io(), table.specs())) {
+                  ManifestFiles.readDeleteManifest(
+                      manifest, new FileBytes(table.io()), table.specs())) {
                 return copy(reader);
               } catch (IOException e) {
                 throw new UncheckedIOException("cannot read manifest " + manifest.path(), e);
@@ -178,9 +199,65 @@ public final class MetadataCache {
             });
   }
 
+  /**
+   * The data and delete files {@code snapshot} of {@code table} added and removed, read from the
+   * manifest list and manifests this cache holds, or read whole and kept.
+   */
+  public SnapshotChanges changes(Table table, Snapshot snapshot) {
+    TableMetadata metadata = ((HasTableOperations) table).operations().current();
+    Table reading =
+        new BaseTable(new StaticTableOperations(metadata, new FileBytes(table.io())), table.name());
+    return SnapshotChanges.builderFor(reading).snapshot(snapshot).build();
+  }
+
   /** Whether the manifest's entries are cached already (so reading it costs nothing). */
   public boolean holds(ManifestFile manifest) {
     return entries.getIfPresent(key(manifest)) != null;
+  }
+
+  /**
+   * A table's file IO that reads manifest lists and manifests whole, in one request, and keeps
+   * their bytes in {@link #files}: Iceberg's Avro reader would first ask the store for the length
+   * of a file no one knows it of (a manifest list), a round trip of its own on every commit a
+   * reader follows. Read-only; never serialized (it lives within one read).
+   */
+  @SuppressWarnings("serial")
+  private final class FileBytes implements FileIO {
+    private final FileIO io;
+
+    FileBytes(FileIO io) {
+      this.io = io;
+    }
+
+    @Override
+    public InputFile newInputFile(String path) {
+      byte[] bytes =
+          files.get(
+              path,
+              key -> {
+                try (SeekableInputStream in = io.newInputFile(path).newStream()) {
+                  return in.readAllBytes();
+                } catch (IOException e) {
+                  throw new UncheckedIOException("cannot read " + path, e);
+                }
+              });
+      return new InMemoryInputFile(path, bytes);
+    }
+
+    @Override
+    public InputFile newInputFile(String path, long length) {
+      return newInputFile(path);
+    }
+
+    @Override
+    public OutputFile newOutputFile(String path) {
+      throw new UnsupportedOperationException("read-only: cannot write " + path);
+    }
+
+    @Override
+    public void deleteFile(String path) {
+      throw new UnsupportedOperationException("read-only: cannot delete " + path);
+    }
   }
 
   private static String key(ManifestFile manifest) {

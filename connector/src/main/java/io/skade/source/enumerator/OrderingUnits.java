@@ -2,6 +2,7 @@ package io.skade.source.enumerator;
 
 import io.skade.changelog.TableKind;
 import io.skade.scan.FileSlice;
+import io.skade.scan.MetadataCache;
 import io.skade.scan.WindowFiles;
 import io.skade.source.split.ChangelogSplit;
 import java.util.ArrayList;
@@ -116,7 +117,7 @@ final class OrderingUnits {
     PartitionSet deletedPartitions = PartitionSet.create(table.specs());
     boolean deletesEverywhere = false;
     for (Snapshot snapshot : window) {
-      SnapshotChanges changes = SnapshotChanges.builderFor(table).snapshot(snapshot).build();
+      SnapshotChanges changes = MetadataCache.shared().changes(table, snapshot);
       for (DataFile file : changes.addedDataFiles()) {
         slots.add(slotOf(any, file, table));
       }
