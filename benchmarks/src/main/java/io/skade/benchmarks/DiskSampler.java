@@ -12,7 +12,8 @@ import java.util.stream.Stream;
 /**
  * Samples the size of a JVM's two temporary directories, keeping the peaks: Flink's {@code
  * io.tmp.dirs} (all of it, and without Flink's own entries, {@code minicluster_*} and {@code
- * flink-*}: what a lookup puts there) and {@code java.io.tmpdir}.
+ * flink-*}: what a lookup puts there) and {@code java.io.tmpdir}, whose {@code skade-lookup-cache*}
+ * entries (skade's default lookup disk cache) count as a lookup's too.
  */
 final class DiskSampler extends Thread {
   private final Path flinkTmp;
@@ -58,8 +59,18 @@ final class DiskSampler extends Thread {
     } catch (IOException | UncheckedIOException e) {
       // Entries came or went meanwhile: the next sample counts them.
     }
+    long diskCache = 0; // skade's default lookup disk cache, in java.io.tmpdir
+    try (Stream<Path> entries = Files.list(jvmTmp)) {
+      for (Path entry : entries.toList()) {
+        if (entry.getFileName().toString().startsWith("skade-lookup-cache")) {
+          diskCache += size(entry);
+        }
+      }
+    } catch (IOException | UncheckedIOException e) {
+      // as above
+    }
     flinkTmpPeak = Math.max(flinkTmpPeak, all);
-    lookupPeak = Math.max(lookupPeak, all - flinkOwn);
+    lookupPeak = Math.max(lookupPeak, all - flinkOwn + diskCache);
     jvmTmpPeak = Math.max(jvmTmpPeak, size(jvmTmp));
   }
 
@@ -75,7 +86,10 @@ final class DiskSampler extends Thread {
     return flinkTmpPeak;
   }
 
-  /** Peak bytes in Flink's {@code io.tmp.dirs} besides Flink's own entries. */
+  /**
+   * Peak bytes in Flink's {@code io.tmp.dirs} besides Flink's own entries, and in skade's default
+   * lookup disk cache.
+   */
   long lookupPeak() {
     return lookupPeak;
   }

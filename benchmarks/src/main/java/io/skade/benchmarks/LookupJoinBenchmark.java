@@ -64,7 +64,7 @@ import java.util.Properties;
  * <p>System properties (defaults in brackets): {@code skade.bench.rows} [1000000], {@code
  * skade.bench.probes} [rows / 5], {@code skade.bench.files} [32], {@code skade.bench.runs} per JVM
  * [9], {@code skade.bench.variants} comma-separated
- * [no-join,empty-join,skade,skade-connector,paimon-default,paimon-bucket1; skade-disk-cache can be
+ * [no-join,empty-join,skade,skade-connector,paimon-default,paimon-bucket1; skade-memory-only can be
  * asked for too], {@code skade.bench.warmup} [true], {@code skade.bench.sampleMillis} [100], {@code
  * skade.bench.childTimeoutSeconds} per forked JVM [1200], {@code skade.bench.skadeOptions} appended
  * to the skade table's WITH clause (a table hint's OPTIONS through the catalog), e.g. {@code ,
@@ -81,12 +81,13 @@ import java.util.Properties;
  * misses, files fetched ahead), then the variants (requests per probe of each run). Paimon reads
  * through its S3 file system ({@code paimon-s3}); skade's SQL variants open the same embedded
  * catalog as on local disk, its file IO given as SQL options ({@code io-impl}, {@code s3.*}, {@code
- * client.region}), so that local and S3 differ only in storage. {@code skade-disk-cache} is {@code
- * skade} with {@code lookup.disk-cache.dir} in Flink's temporary directory of its JVM (so in its
- * lookup disk figure): from its second run on, probes read what the first kept there. After each
- * delay's tables, {@link LookupJoinS3Report} prints the requests and the targets on object storage.
- * Defaults on S3: {@code rows} 100000, {@code variants}
- * skade,skade-disk-cache,paimon-default,paimon-bucket1.
+ * client.region}), so that local and S3 differ only in storage. {@code skade} keeps the ranges it
+ * reads in its default disk cache, under its JVM's {@code java.io.tmpdir} (counted in its lookup
+ * disk figure): from its warm-up job on, probes read what earlier ones kept there; {@code
+ * skade-memory-only} is {@code skade} with {@code 'lookup.disk-cache.enabled' = 'false'}. After
+ * each delay's tables, {@link LookupJoinS3Report} prints the requests and the targets on object
+ * storage. Defaults on S3: {@code rows} 100000, {@code variants}
+ * skade,skade-memory-only,paimon-default,paimon-bucket1.
  */
 public final class LookupJoinBenchmark {
   private static final double HIT_RATIO = 0.9;
@@ -114,7 +115,7 @@ public final class LookupJoinBenchmark {
                 System.getProperty(
                         "skade.bench.variants",
                         s3
-                            ? "skade,skade-disk-cache,paimon-default,paimon-bucket1"
+                            ? "skade,skade-memory-only,paimon-default,paimon-bucket1"
                             : "no-join,empty-join,skade,skade-connector,paimon-default,"
                                 + "paimon-bucket1")
                     .split(","))

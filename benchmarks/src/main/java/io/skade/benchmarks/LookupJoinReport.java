@@ -244,7 +244,8 @@ final class LookupJoinReport {
             + " probes/s: (rows - 1) / (last row - first row) as the sink received them,"
             + " less one mid-run full GC. live heap: heap used after that GC (max over runs). heap"
             + " peak: the heap pools' peaks. RSS peak: VmHWM. lookup disk: peak of io.tmp.dirs"
-            + " without Flink's own entries (minicluster_*, flink-*), sampled every "
+            + " without Flink's own entries (minicluster_*, flink-*), and of skade's default disk"
+            + " cache in java.io.tmpdir, sampled every "
             + Long.getLong("skade.bench.sampleMillis", 100)
             + " ms.");
   }

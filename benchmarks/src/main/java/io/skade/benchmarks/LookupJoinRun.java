@@ -28,9 +28,6 @@ import org.apache.flink.table.api.TableResult;
  * parent reads.
  */
 final class LookupJoinRun {
-  /** The lookup.disk-cache.dir of skade-disk-cache, in Flink's temporary directory. */
-  static final String DISK_CACHE_DIR = "skade-disk-cache";
-
   private LookupJoinRun() {}
 
   /**
@@ -87,10 +84,7 @@ final class LookupJoinRun {
               + " 'fields.k.min' = '0', 'fields.k.max' = '"
               + (LookupJoinBenchmark.keyBound(rows) - 1)
               + "')");
-      // The disk cache of skade-disk-cache lies in Flink's temporary directory, which the lookup
-      // disk figure covers.
-      String query =
-          variant.query(env, skadeCatalog, paimonCatalog, flinkTmp.resolve(DISK_CACHE_DIR));
+      String query = variant.query(env, skadeCatalog, paimonCatalog);
       if (Boolean.parseBoolean(System.getProperty("skade.bench.warmup", "true"))) {
         // Flink's planner, runtime and the measuring sink, loaded and exercised once
         // beforehand, so the measured jobs' first rows show the job's cost, not the JVM's cold

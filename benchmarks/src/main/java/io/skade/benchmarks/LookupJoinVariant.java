@@ -1,6 +1,5 @@
 package io.skade.benchmarks;
 
-import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.stream.Collectors;
 import org.apache.flink.table.api.TableEnvironment;
@@ -13,7 +12,7 @@ enum LookupJoinVariant {
   NO_JOIN("no-join", "(c) no join: Flink alone", Stack.FLINK),
   EMPTY_JOIN("empty-join", "(c) join to an empty table", Stack.FLINK),
   SKADE("skade", "(a) skade lookup join", Stack.SKADE),
-  SKADE_DISK_CACHE("skade-disk-cache", "(a) skade, disk cache on", Stack.SKADE),
+  SKADE_MEMORY_ONLY("skade-memory-only", "(a) skade, disk cache off", Stack.SKADE),
   SKADE_CONNECTOR("skade-connector", "(a) skade, connector table", Stack.SKADE),
   PAIMON_DEFAULT("paimon-default", "(b) Paimon, table defaults", Stack.PAIMON),
   PAIMON_BUCKET1("paimon-bucket1", "(b) Paimon, 'bucket'='1'", Stack.PAIMON);
@@ -73,10 +72,9 @@ enum LookupJoinVariant {
    * table of its connector) and returns the variant's query. Runs in the variant's own JVM, whose
    * classpath holds only its stack. {@code skadeCatalog} is the options that reach skade's catalog
    * ({@code 'warehouse' = '...'} and, on object storage, {@code 'catalog.path'} and the file IO),
-   * {@code paimonCatalog} the DDL of Paimon's, {@code diskCacheDir} the {@code
-   * lookup.disk-cache.dir} of {@code skade-disk-cache}.
+   * {@code paimonCatalog} the DDL of Paimon's.
    */
-  String query(TableEnvironment env, String skadeCatalog, String paimonCatalog, Path diskCacheDir) {
+  String query(TableEnvironment env, String skadeCatalog, String paimonCatalog) {
     return switch (this) {
       case NO_JOIN -> NO_JOIN_QUERY;
       case EMPTY_JOIN -> {
@@ -85,13 +83,13 @@ enum LookupJoinVariant {
                 + " score INT, PRIMARY KEY (id) NOT ENFORCED) WITH ('connector' = 'empty-lookup')");
         yield String.format(JOIN_QUERY, "dim");
       }
-      case SKADE, SKADE_DISK_CACHE -> {
+      case SKADE, SKADE_MEMORY_ONLY -> {
         // Through skade's catalog, as Paimon's variants go through Paimon's.
         env.executeSql("CREATE CATALOG skade_lake WITH ('type' = 'skade', " + skadeCatalog + ")");
         String options =
             System.getProperty("skade.bench.skadeOptions", "").replaceFirst("^\\s*,", "").trim();
-        if (this == SKADE_DISK_CACHE) {
-          String disk = "'lookup.disk-cache.dir' = '" + diskCacheDir + "'";
+        if (this == SKADE_MEMORY_ONLY) {
+          String disk = "'lookup.disk-cache.enabled' = 'false'";
           options = options.isEmpty() ? disk : options + ", " + disk;
         }
         yield String.format(

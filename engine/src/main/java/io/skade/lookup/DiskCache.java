@@ -52,6 +52,16 @@ final class DiskCache {
   /** The default bound of a disk cache: 1 GiB. */
   static final long DEFAULT_MAX_BYTES = 1L << 30;
 
+  /**
+   * The directory a disk cache lies in when none is chosen: {@code skade-lookup-cache-<user>} in
+   * the JVM's temporary directory ({@code java.io.tmpdir}, which Flink's {@code io.tmp.dirs}
+   * defaults to), one per user, so that a host's TaskManagers share it.
+   */
+  static Path defaultDirectory() {
+    String user = System.getProperty("user.name", "user").replaceAll("[^A-Za-z0-9._-]", "_");
+    return Path.of(System.getProperty("java.io.tmpdir"), "skade-lookup-cache-" + user);
+  }
+
   private static final String SUFFIX = ".range";
   private static final String TEMP = ".tmp";
   private static final int CHECKSUM = 8;

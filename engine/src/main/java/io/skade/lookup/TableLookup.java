@@ -63,7 +63,8 @@ public final class TableLookup<R> implements AutoCloseable {
    * @param filter the rows a lookup may return; a row it does not keep is never returned or cached
    * @param maxRetries how often a lookup that failed with an error that can heal is retried
    * @param diskCacheDir where byte ranges of remote data files are kept on local disk, shared by
-   *     the JVM's lookups (and safely by other processes); null for no disk cache
+   *     the JVM's lookups (and safely by other processes; {@link #defaultDiskCacheDir()} is the
+   *     usual choice); null for no disk cache. A table on local disk never uses it.
    * @param diskCacheMaxBytes the bound of the disk cache, in bytes
    */
   public record Settings(
@@ -80,6 +81,15 @@ public final class TableLookup<R> implements AutoCloseable {
 
     /** The default bound of the disk cache: 1 GiB. */
     public static final long DEFAULT_DISK_CACHE_MAX_BYTES = DiskCache.DEFAULT_MAX_BYTES;
+
+    /**
+     * The disk cache's directory when none is chosen: {@code skade-lookup-cache-<user>} in the
+     * JVM's temporary directory ({@code java.io.tmpdir}, which Flink's {@code io.tmp.dirs} defaults
+     * to), so that a host's TaskManagers share it.
+     */
+    public static String defaultDiskCacheDir() {
+      return DiskCache.defaultDirectory().toString();
+    }
 
     /** Settings without a disk cache. */
     public Settings(
@@ -199,13 +209,14 @@ public final class TableLookup<R> implements AutoCloseable {
               + " (unknown or expired) to pin lookups to; choose one of its"
               + " snapshots");
     }
-    if (settings.diskCacheDir() != null) {
+    Table first =
+        current().table(); // a bad key column or filter fails here, before the first lookup
+    if (settings.diskCacheDir() != null && !isLocal(first.location())) {
+      // a local file is read in place: no copy of its ranges on the same disk
       caches.useDiskCache(
           DiskCache.shared(
               java.nio.file.Path.of(settings.diskCacheDir()), settings.diskCacheMaxBytes()));
     }
-    Table first =
-        current().table(); // a bad key column or filter fails here, before the first lookup
     if (settings.snapshotId() == null
         && settings.caching() != Caching.FULL
         && !isLocal(first.location())) {

@@ -12,6 +12,7 @@ import static io.skade.table.SkadeConnectorOptions.LINEAGE_SINK;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_ASYNC;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_ASYNC_THREADS;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_DISK_CACHE_DIR;
+import static io.skade.table.SkadeConnectorOptions.LOOKUP_DISK_CACHE_ENABLED;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_DISK_CACHE_MAX_BYTES;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_POLL_INTERVAL;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_ROW_CACHE_MAX_ROWS;
@@ -50,6 +51,7 @@ import static org.apache.flink.table.connector.source.lookup.LookupOptions.PARTI
 import io.skade.changelog.ChangelogOptions.BeforeImage;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.lineage.CatalogLineage;
+import io.skade.lookup.TableLookup;
 import io.skade.sink.SinkMaintenance;
 import io.skade.source.StartupMode;
 import java.time.Duration;
@@ -148,6 +150,7 @@ final class CheckedOptions {
               LOOKUP_POLL_INTERVAL.key(),
               "'0 s' (every probe sees every commit durable when it" + " began) or " + DURATION),
           entry(LOOKUP_ROW_CACHE_MAX_ROWS.key(), "0 (off) or a positive number of rows"),
+          entry(LOOKUP_DISK_CACHE_ENABLED.key(), BOOLEAN),
           entry(LOOKUP_DISK_CACHE_DIR.key(), "a local directory path, not blank"),
           entry(LOOKUP_DISK_CACHE_MAX_BYTES.key(), "a positive size, e.g. '512 mb' or '2 gb'"),
           entry(
@@ -367,6 +370,15 @@ final class CheckedOptions {
       }
       if (config.getOptional(LOOKUP_DISK_CACHE_DIR).map(String::isBlank).orElse(false)) {
         throw invalid(LOOKUP_DISK_CACHE_DIR, "is blank", null);
+      }
+      if (!config.get(LOOKUP_DISK_CACHE_ENABLED)
+          && config.getOptional(LOOKUP_DISK_CACHE_DIR).isPresent()) {
+        throw new ValidationException(
+            "option '"
+                + LOOKUP_DISK_CACHE_DIR.key()
+                + "' names the directory of a disk cache that '"
+                + LOOKUP_DISK_CACHE_ENABLED.key()
+                + "' = 'false' turns off: remove one of them");
       }
       atLeast(PARTIAL_CACHE_MAX_ROWS, 1);
       atLeast(SINK_PARALLELISM, 1);
@@ -671,7 +683,11 @@ final class CheckedOptions {
           cacheType,
           rowCacheRows,
           flinkCache,
-          config.getOptional(LOOKUP_DISK_CACHE_DIR).orElse(null),
+          config.get(LOOKUP_DISK_CACHE_ENABLED)
+              ? config
+                  .getOptional(LOOKUP_DISK_CACHE_DIR)
+                  .orElseGet(TableLookup.Settings::defaultDiskCacheDir)
+              : null,
           config.get(LOOKUP_DISK_CACHE_MAX_BYTES).getBytes());
     }
 

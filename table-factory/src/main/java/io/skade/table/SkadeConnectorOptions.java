@@ -198,15 +198,25 @@ public final class SkadeConnectorOptions {
                   + " off). Probes already keep the decoded Parquet pages they read, which is cheaper for"
                   + " keys spread over the table; the row cache pays off for a few hot keys.");
 
+  public static final ConfigOption<Boolean> LOOKUP_DISK_CACHE_ENABLED =
+      ConfigOptions.key("lookup.disk-cache.enabled")
+          .booleanType()
+          .defaultValue(true)
+          .withDescription(
+              "Whether probes of a table on remote storage (S3, HDFS) keep the byte ranges they"
+                  + " read from its data files (footers, page indexes, bloom filters, pages) on"
+                  + " local disk, in 'lookup.disk-cache.dir', shared by the lookups of a TaskManager"
+                  + " and safely by several processes; data files never change, so a kept range is"
+                  + " never stale. A table on local disk is probed in place without it.");
+
   public static final ConfigOption<String> LOOKUP_DISK_CACHE_DIR =
       ConfigOptions.key("lookup.disk-cache.dir")
           .stringType()
           .noDefaultValue()
           .withDescription(
-              "A local directory where probes keep the byte ranges they read from data files on"
-                  + " remote storage (footers, page indexes, bloom filters, pages), shared by the"
-                  + " lookups of a TaskManager and safely by several processes; data files never"
-                  + " change, so a kept range is never stale. Unset (the default): no disk cache.");
+              "The local directory of the lookup disk cache ('lookup.disk-cache.enabled'). Unset"
+                  + " (the default): skade-lookup-cache-<user> in the JVM's temporary directory"
+                  + " (java.io.tmpdir, which Flink's io.tmp.dirs defaults to).");
 
   public static final ConfigOption<MemorySize> LOOKUP_DISK_CACHE_MAX_BYTES =
       ConfigOptions.key("lookup.disk-cache.max-bytes")

@@ -12,6 +12,7 @@ import static io.skade.table.SkadeConnectorOptions.LINEAGE_SINK;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_ASYNC;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_ASYNC_THREADS;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_DISK_CACHE_DIR;
+import static io.skade.table.SkadeConnectorOptions.LOOKUP_DISK_CACHE_ENABLED;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_DISK_CACHE_MAX_BYTES;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_POLL_INTERVAL;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_ROW_CACHE_MAX_ROWS;
@@ -127,6 +128,7 @@ public final class SkadeDynamicTableFactory
             LOOKUP_SNAPSHOT_ID,
             LOOKUP_POLL_INTERVAL,
             LOOKUP_ROW_CACHE_MAX_ROWS,
+            LOOKUP_DISK_CACHE_ENABLED,
             LOOKUP_DISK_CACHE_DIR,
             LOOKUP_DISK_CACHE_MAX_BYTES,
             LookupOptions.CACHE_TYPE,

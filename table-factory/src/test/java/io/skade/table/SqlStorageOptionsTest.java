@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.catchThrowable;
 import io.skade.catalog.SharedCatalogs;
 import io.skade.catalog.SkadeRuntime;
 import io.skade.testing.S3Bucket;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -114,6 +115,75 @@ class SqlStorageOptionsTest {
       assertThat(catalog.catalog().loadTable(TableIdentifier.of("shop", "t")).location())
           .startsWith(options.get("warehouse") + "/shop/t");
     }
+  }
+
+  @Test
+  void aLookupJoinOnS3KeepsWhatItReadsInTheDefaultDiskCacheUnlessTurnedOff() throws Exception {
+    Map<String, String> options = lake(BUCKET);
+    TableEnvironment writer = SqlTestBase.batch();
+    declare(writer, options);
+    writer.executeSql("INSERT INTO q VALUES (1, 'a'), (2, 'b')").await();
+    String query =
+        "SELECT p.k, d.v FROM probes AS p LEFT JOIN q%s FOR SYSTEM_TIME AS OF p.proc_time AS d"
+            + " ON p.k = d.id";
+    String jvmTmp = System.getProperty("java.io.tmpdir");
+    try {
+      for (boolean enabled : new boolean[] {true, false}) {
+        SkadeRuntime.reset(); // the JVM's lookups share one disk cache: each join its own JVM's
+        Path tmp = Files.createDirectories(dir.resolve("jvm-tmp-" + enabled));
+        System.setProperty("java.io.tmpdir", tmp.toString());
+        TableEnvironment join = SqlTestBase.streaming();
+        declare(join, options);
+        join.executeSql(
+            "CREATE TEMPORARY VIEW probes AS SELECT k, PROCTIME() AS proc_time"
+                + " FROM (VALUES (1), (2), (3)) AS t(k)");
+        String hint = enabled ? "" : " /*+ OPTIONS('lookup.disk-cache.enabled' = 'false') */";
+        assertThat(SqlTestBase.collect(join, String.format(query, hint)))
+            .extracting(Row::toString)
+            .containsExactlyInAnyOrder("+I[1, a]", "+I[2, b]", "+I[3, null]");
+
+        List<Path> ranges;
+        try (Stream<Path> files = Files.walk(tmp)) {
+          ranges = files.filter(f -> f.toString().endsWith(".range")).toList();
+        }
+        if (enabled) {
+          assertThat(ranges)
+              .as("ranges kept under java.io.tmpdir")
+              .isNotEmpty()
+              .allSatisfy(
+                  f ->
+                      assertThat(f.toString())
+                          .startsWith(tmp.resolve("skade-lookup-cache-").toString()));
+        } else {
+          assertThat(ranges).as("ranges kept with the disk cache off").isEmpty();
+        }
+      }
+    } finally {
+      System.setProperty("java.io.tmpdir", jvmTmp);
+    }
+  }
+
+  @Test
+  void aDiskCacheDirectoryWithTheDiskCacheOffFailsNamingBothOptions() {
+    Map<String, String> options = new java.util.HashMap<>(lake(BUCKET));
+    options.put("lookup.disk-cache.enabled", "false");
+    options.put("lookup.disk-cache.dir", dir.resolve("cache").toString());
+    TableEnvironment env = SqlTestBase.streaming();
+    declare(env, options);
+    env.executeSql(
+        "CREATE TEMPORARY VIEW probes AS SELECT k, PROCTIME() AS proc_time"
+            + " FROM (VALUES (1)) AS t(k)");
+
+    Throwable thrown =
+        catchThrowable(
+            () ->
+                env.explainSql(
+                    "SELECT p.k, d.v FROM probes AS p JOIN q FOR SYSTEM_TIME AS OF p.proc_time"
+                        + " AS d ON p.k = d.id"));
+
+    assertThat(skadeMessage(thrown))
+        .contains("'lookup.disk-cache.dir'", "'lookup.disk-cache.enabled' = 'false'");
+    assertThat(dir.resolve("cache")).doesNotExist();
   }
 
   @Test
