@@ -2,6 +2,7 @@ package io.skade.benchmarks;
 
 import io.skade.testing.S3FaultProxy;
 import io.skade.testing.S3Server;
+import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -10,6 +11,12 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
+import org.apache.iceberg.CatalogUtil;
+import org.apache.iceberg.io.FileIO;
+import org.apache.iceberg.io.InputFile;
+import org.apache.iceberg.io.PositionOutputStream;
+import org.apache.iceberg.io.RangeReadable;
+import org.apache.iceberg.io.SeekableInputStream;
 
 /**
  * Where a benchmark's warehouse lives, chosen by {@code skade.bench.storage}: {@code local} (a
@@ -151,6 +158,37 @@ final class ObjectStorage implements AutoCloseable {
 
   static String warehouse(String name) {
     return "s3://" + BUCKET + "/" + name;
+  }
+
+  /**
+   * What one small ranged GET costs through the proxy at its current delay, in ms: the median of
+   * 40, each a new stream of Iceberg's {@code S3FileIO} reading 4 KB — the delay plus the store's,
+   * the proxy's and the AWS SDK's own time, which a request costs even at 0 ms.
+   */
+  double measuredGetMillis() throws IOException {
+    String path = "s3://" + BUCKET + "/request-probe";
+    byte[] data = new byte[64 << 10];
+    long[] nanos = new long[41];
+    try (FileIO io =
+        CatalogUtil.loadFileIO("org.apache.iceberg.aws.s3.S3FileIO", fileIoProperties(), null)) {
+      try (PositionOutputStream out = io.newOutputFile(path).createOrOverwrite()) {
+        out.write(data);
+      }
+      InputFile file = io.newInputFile(path, data.length);
+      byte[] buffer = new byte[4096];
+      for (int i = 0; i <= nanos.length; i++) {
+        long started = System.nanoTime();
+        try (SeekableInputStream in = file.newStream()) {
+          ((RangeReadable) in).readFully(i * 1024L, buffer, 0, buffer.length);
+        }
+        if (i > 0) { // the first opens the connection
+          nanos[i - 1] = System.nanoTime() - started;
+        }
+      }
+      io.deleteFile(path);
+    }
+    Arrays.sort(nanos);
+    return nanos[nanos.length / 2] / 1e6;
   }
 
   /** The requests the proxy has passed so far. */

@@ -65,7 +65,8 @@ import org.apache.iceberg.rest.RESTCatalog;
  * before the figures: a client's write goes through the proxy), and the same code runs at each of
  * {@code skade.bench.s3.delays} (Iceberg's 1 s interval only locally), with each source's requests
  * per commit (the server's own included) and skade's p50 set against its target, the local p50 plus
- * three requests' delay.
+ * three requests' delay, and beside it the local p50 plus three GETs as they cost there in all
+ * ({@link ObjectStorage#measuredGetMillis}).
  *
  * <p>System properties (defaults in brackets; on S3 where it differs): {@code skade.bench.commits}
  * measured commits per source [200; 100], {@code skade.bench.slowCommits} for Iceberg's 1 s monitor
@@ -104,7 +105,7 @@ public final class RemoteSourceLatencyBenchmark {
 
     Path root = Files.createTempDirectory("skade-remote-latency-bench-");
     Map<String, List<Latency>> latencies = new LinkedHashMap<>();
-    Map<String, Long> delays = new LinkedHashMap<>();
+    Map<String, double[]> delays = new LinkedHashMap<>(); // the delay, a measured GET's ms
     try {
       try (ServerProcess server = new ServerProcess(root)) {
         System.out.println("skade server: " + server.uri() + " (warehouse " + root + ")");
@@ -118,7 +119,7 @@ public final class RemoteSourceLatencyBenchmark {
                 commits,
                 slowCommits,
                 null));
-        delays.put("local disk", 0L);
+        delays.put("local disk", new double[] {0, 0});
       }
       if (s3) {
         Path serverRoot = Files.createDirectories(root.resolve("s3-server"));
@@ -154,7 +155,7 @@ public final class RemoteSourceLatencyBenchmark {
                     commits,
                     slowCommits,
                     storage));
-            delays.put(label, delay);
+            delays.put(label, new double[] {delay, storage.measuredGetMillis()});
           }
         }
       }
@@ -300,7 +301,7 @@ public final class RemoteSourceLatencyBenchmark {
     }
   }
 
-  private static void print(Map<String, List<Latency>> latencies, Map<String, Long> delays) {
+  private static void print(Map<String, List<Latency>> latencies, Map<String, double[]> delays) {
     latencies.forEach(
         (storage, list) ->
             print(storage, list, storage.equals(latencies.keySet().iterator().next())));
@@ -311,21 +312,27 @@ public final class RemoteSourceLatencyBenchmark {
       if (e.getValue() == local) {
         continue;
       }
-      long delay = delays.get(e.getKey());
+      long delay = (long) delays.get(e.getKey())[0];
+      double get = delays.get(e.getKey())[1];
       for (int i = 0; i < 2; i++) { // skade remote, skade in-process
         Latency on = e.getValue().get(i);
         double target = local.get(i).committedMillis(0.50) + 3 * delay;
+        double measured = local.get(i).committedMillis(0.50) + 3 * get;
         double p50 = on.committedMillis(0.50);
         System.out.printf(
             "target, %s on %s: p50 from commit <= local p50 + 3 GETs (%s + 3 x %d ms = %s ms):"
-                + " p50 %s ms, %s%n",
+                + " p50 %s ms, %s; a GET measured there costs %s ms: local p50 + 3 measured GETs"
+                + " = %s ms, %s%n",
             on.source(),
             e.getKey(),
             ms(local.get(i).committedMillis(0.50)),
             delay,
             ms(target),
             ms(p50),
-            verdict(p50, target));
+            verdict(p50, target),
+            ms(get),
+            ms(measured),
+            verdict(p50, measured));
       }
     }
   }
