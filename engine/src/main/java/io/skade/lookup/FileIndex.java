@@ -439,6 +439,14 @@ final class FileIndex {
   }
 
   /** The pages of column {@code c} in row group {@code g} whose index admits {@code value}. */
+  /**
+   * Whether column {@code c}'s pages in row group {@code g} ascend (the file is sorted by it), so
+   * that {@link #candidatePages} finds them by bisection.
+   */
+  boolean ascendingPages(int g, int c) {
+    return ascendingPages[g][c];
+  }
+
   int[] candidatePages(int g, int c, Object value) {
     int count = offsets[g][c].getPageCount();
     if (ascendingPages[g][c]) {

@@ -134,12 +134,26 @@ public final class LookupCaches {
       FileIO io,
       org.apache.iceberg.DataFile file,
       io.skade.scan.DataFileRows.ReadListener listener) {
-    java.util.Optional<ProbeFile> open = files.getIfPresent(file.location());
+    return probeFile(io, file, file.location(), listener);
+  }
+
+  /**
+   * As {@link #probeFile(FileIO, org.apache.iceberg.DataFile,
+   * io.skade.scan.DataFileRows.ReadListener)}, given the file's {@code location}: a probe passes
+   * the one it keeps, whose hash is known, where {@code DataFile.location()} may build a new string
+   * that is hashed and compared whole.
+   */
+  java.util.Optional<ProbeFile> probeFile(
+      FileIO io,
+      org.apache.iceberg.DataFile file,
+      String location,
+      io.skade.scan.DataFileRows.ReadListener listener) {
+    java.util.Optional<ProbeFile> open = files.getIfPresent(location);
     if (open != null) {
       return open; // a read of the cache, cheaper than its compute on every probe
     }
     return files.get(
-        file.location(),
+        location,
         path ->
             java.util.Optional.ofNullable(ProbeFile.open(io, file, this::added, disk, listener)));
   }

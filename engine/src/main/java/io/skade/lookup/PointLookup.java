@@ -438,10 +438,12 @@ public final class PointLookup {
   /**
    * A live data file with its key columns' bounds from the manifest (Iceberg internal values; null
    * where unknown), so that a probe prunes files by comparing values, without binding an expression
-   * per probe.
+   * per probe; and its location, read once (the open files are kept by it, and the data files of
+   * scan tasks may build a new string for it on each call).
    */
   record KeyedFile(
       FileScanTask task,
+      String location,
       boolean unpartitioned,
       Map<Integer, ?> constants,
       Object[] lower,
@@ -489,6 +491,7 @@ public final class PointLookup {
       files.add(
           new KeyedFile(
               task,
+              task.file().location(),
               task.spec().isUnpartitioned(),
               PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant),
               lower,
@@ -546,7 +549,7 @@ public final class PointLookup {
     FileScanTask task = file.task();
     java.util.Optional<ProbeFile> probe =
         task.file().format() == FileFormat.PARQUET && !nameMapped
-            ? caches.probeFile(table.io(), task.file(), counters)
+            ? caches.probeFile(table.io(), task.file(), file.location(), counters)
             : java.util.Optional.empty();
     if (probe.isPresent() && probe.get().canRead(schema, key)) {
       Object[] stored = probe.get().storedKey(schema, key, keyValues);

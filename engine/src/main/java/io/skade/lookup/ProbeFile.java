@@ -260,31 +260,33 @@ final class ProbeFile implements Closeable {
         continue;
       }
       index.index(g);
-      // The bloom filters first: in a file not sorted by the key every row group's bounds admit
-      // it, and a filter's answer (one cache line) is the cheapest way past all but one.
       boolean bloomed = index.hasBlooms(g, keyColumns);
+      int[] candidates = null;
+      if (bloomed && index.ascendingPages(g, keyColumns[0])) {
+        // Sorted by the key, the candidate pages come by bisection; when they are all kept, the
+        // pages answer at once and exactly, and the filters (a hash, and a cache line of a filter
+        // no probe of kept pages touches otherwise) are not asked. Nothing up front is then read
+        // on their word either: the other columns' pages are read only on a match.
+        candidates = candidatePages(g, keyColumns, storedKey);
+        bloomed = !allKept(g, keyColumns[candidates[0]], candidates, 1);
+      }
+      // Otherwise the bloom filters first: in a file not sorted by the key every row group's
+      // bounds admit it, and a filter's answer (one cache line) is the cheapest way past all but
+      // one.
       if (bloomed) {
         hashes = hashes == null ? FileIndex.bloomHashes(storedKey) : hashes;
         if (!index.bloomsAdmit(g, keyColumns, hashes)) {
           continue;
         }
       }
-      // The key column whose page index leaves the fewest pages leads: its candidate pages
-      // are decoded, the other key columns only at the rows that match it.
-      int lead = 0;
-      int[] candidates = index.candidatePages(g, keyColumns[0], storedKey[0]);
-      for (int k = 1; k < keyColumns.length && candidates.length > 1; k++) {
-        int[] other = index.candidatePages(g, keyColumns[k], storedKey[k]);
-        if (other.length < candidates.length) {
-          lead = k;
-          candidates = other;
-        }
-      }
-      if (candidates.length == 0) {
+      candidates = candidates == null ? candidatePages(g, keyColumns, storedKey) : candidates;
+      int lead = candidates[0];
+      if (candidates.length == 1) {
         continue;
       }
       OffsetIndex pages = index.offsets(g, keyColumns[lead]);
-      for (int p : candidates) {
+      for (int i = 1; i < candidates.length; i++) {
+        int p = candidates[i];
         long from = pages.getFirstRowIndex(p);
         long to = pages.getLastRowIndex(p, index.rowCount(g)) + 1;
         decoded +=
@@ -293,6 +295,37 @@ final class ProbeFile implements Closeable {
       }
     }
     return decoded;
+  }
+
+  /**
+   * The lead key column of row group {@code g} and its candidate pages, as {@code [lead,
+   * pages...]}: the key column whose page index leaves the fewest pages leads; its candidate pages
+   * are decoded, the other key columns only at the rows that match it.
+   */
+  private int[] candidatePages(int g, int[] keyColumns, Object[] storedKey) {
+    int lead = 0;
+    int[] candidates = index.candidatePages(g, keyColumns[0], storedKey[0]);
+    for (int k = 1; k < keyColumns.length && candidates.length > 1; k++) {
+      int[] other = index.candidatePages(g, keyColumns[k], storedKey[k]);
+      if (other.length < candidates.length) {
+        lead = k;
+        candidates = other;
+      }
+    }
+    int[] led = new int[candidates.length + 1];
+    led[0] = lead;
+    System.arraycopy(candidates, 0, led, 1, candidates.length);
+    return led;
+  }
+
+  /** Whether pages {@code pages[from..]} of column {@code c} in row group {@code g} are kept. */
+  private boolean allKept(int g, int c, int[] pages, int from) {
+    for (int i = from; i < pages.length; i++) {
+      if (kept.page(g, c, pages[i]) == null) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /**

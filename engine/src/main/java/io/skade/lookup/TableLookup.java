@@ -158,6 +158,10 @@ public final class TableLookup<R> implements AutoCloseable {
   }
 
   private final String name;
+
+  /** What a retried lookup is called in the log: built once, not per probe. */
+  private final String retried;
+
   private final Settings settings;
   private final LookupCaches caches;
   private final RowMapper<R> mapper;
@@ -192,6 +196,7 @@ public final class TableLookup<R> implements AutoCloseable {
       LookupCaches caches,
       RowMapper<R> mapper) {
     this.name = table.toString();
+    this.retried = "skade lookup on " + name;
     this.settings = settings;
     this.caches = caches;
     this.mapper = mapper;
@@ -280,7 +285,7 @@ public final class TableLookup<R> implements AutoCloseable {
       // remote call; this retries a probe whose file vanished while the table moved on, which
       // heals on the next version of the table, as often as the user allows.
       return RemoteRetry.attempts(
-          "skade lookup on " + name,
+          retried,
           settings.maxRetries(),
           this::heals,
           () -> {

@@ -56,6 +56,13 @@ final class SkadeLookup implements Serializable {
   /** Per thread, a view of Flink's key rows as Iceberg values (building one is costly). */
   private transient ThreadLocal<RowDataWrapper> keys;
 
+  /**
+   * Per key column, Flink's getter of its value when that value is Iceberg's internal one as it is
+   * (integers, longs, booleans, floats, doubles, dates); null where the view converts it. The view
+   * builds such a getter on every read of these columns.
+   */
+  private transient RowData.FieldGetter[] direct;
+
   private transient Histogram latency;
 
   SkadeLookup(Settings settings, RowType keyType) {
@@ -75,6 +82,16 @@ final class SkadeLookup implements Serializable {
             this::rows); // fails here on a bad key or snapshot
     Types.StructType key = Types.StructType.of(lookup.keyColumns());
     keys = ThreadLocal.withInitial(() -> new RowDataWrapper(keyType, key));
+    direct = new RowData.FieldGetter[keyType.getFieldCount()];
+    for (int i = 0; i < direct.length; i++) {
+      direct[i] =
+          switch (keyType.getTypeAt(i).getTypeRoot()) {
+            // Nullable: a key row may hold a null even where the column is NOT NULL.
+            case INTEGER, BIGINT, BOOLEAN, FLOAT, DOUBLE, DATE ->
+                RowData.createFieldGetter(keyType.getTypeAt(i).copy(true), i);
+            default -> null;
+          };
+    }
     if (metrics != null) {
       MetricGroup group = metrics.addGroup("skade");
       group.gauge("lookupProbes", () -> lookup.stats().probes());
@@ -96,10 +113,15 @@ final class SkadeLookup implements Serializable {
   /** The rows joined to {@code keyRow}. */
   Collection<RowData> lookup(RowData keyRow) throws IOException {
     long start = System.nanoTime();
-    StructLike key = keys.get().wrap(keyRow);
-    Object[] values = new Object[key.size()];
+    Object[] values = new Object[direct.length];
+    StructLike key = null;
     for (int i = 0; i < values.length; i++) {
-      values[i] = key.get(i, Object.class);
+      if (direct[i] != null) {
+        values[i] = direct[i].getFieldOrNull(keyRow);
+      } else {
+        key = key == null ? keys.get().wrap(keyRow) : key;
+        values[i] = key.get(i, Object.class);
+      }
     }
     List<RowData> rows = lookup.lookup(Arrays.asList(values));
     if (latency != null) {
