@@ -75,6 +75,34 @@ class EngineRuntimeTest {
   }
 
   @Test
+  void lookupCachesOutliveTheirLastUserForAWhileSoARestartedJobFindsThemFilled() {
+    String kept = "skade.lookup.caches.kept-after-last-user-ms";
+    try {
+      System.setProperty(kept, "60000");
+      LookupCaches.Handle job = LookupCaches.acquire();
+      LookupCaches caches = job.caches();
+      job.close();
+      try (LookupCaches.Handle restarted = LookupCaches.acquire()) {
+        assertThat(restarted.caches()).as("acquired again within the while").isSameAs(caches);
+      }
+
+      System.setProperty(kept, "200");
+      LookupCaches.acquire().close();
+      await()
+          .atMost(Duration.ofSeconds(10))
+          .pollInterval(Duration.ofMillis(500)) // each look holds them again for the while
+          .untilAsserted(
+              () -> {
+                try (LookupCaches.Handle later = LookupCaches.acquire()) {
+                  assertThat(later.caches()).as("acquired after the while").isNotSameAs(caches);
+                }
+              });
+    } finally {
+      System.clearProperty(kept);
+    }
+  }
+
+  @Test
   void submittedJobsAndRunningLineageAreTheRuntimes() throws Exception {
     FlinkJobs.submitted(new FlinkJobs.Job("j1", "job", List.of(), List.of()));
     assertThat(FlinkJobs.job("j1")).isPresent();

@@ -39,7 +39,8 @@ import org.slf4j.LoggerFactory;
  *   <li>the lookup caches ({@code io.skade.lookup.LookupCaches}): the lookup functions of one
  *       TaskManager (and a delta join's two sides) probe the same files, and one bound in bytes
  *       keeps its memory predictable. 256 MB of metadata and 256 MB of pages, 1,024 open files;
- *       counted by user, emptied when the last releases it;
+ *       counted by user, emptied 30 s after the last releases it (a restarted job finds them
+ *       filled);
  *   <li>the running lineage of the open stores ({@code io.skade.lineage.CatalogLineage}): Flink's
  *       job listener and lineage graph name tables by warehouse, and only a registry finds the
  *       catalog behind a name. An entry per open store with lineage, removed when it closes;

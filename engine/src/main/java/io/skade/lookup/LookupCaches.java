@@ -4,9 +4,14 @@ import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import io.skade.catalog.SkadeRuntime;
 import io.skade.scan.WindowFiles;
+import java.time.Duration;
 import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
@@ -26,9 +31,10 @@ import org.apache.iceberg.util.StructLikeSet;
  * ids, so it never answers from stale data: a snapshot's live files with their delete files and key
  * bounds (by table, snapshot id and key), each equality delete file's keys and each position delete
  * file's positions (by file path), data files held open, and the decoded pages and dictionaries of
- * those files. Metadata and pages are each bounded by estimated bytes; everything is emptied when
- * the last user releases it. Parsed manifests are not here: they are the changelog engine's, shared
- * by every reader of this JVM ({@code MetadataCache}).
+ * those files. Metadata and pages are each bounded by estimated bytes; everything is emptied a
+ * while after the last user releases it ({@link #keptAfterLastUser()}), so that a restarted job
+ * finds it filled. Parsed manifests are not here: they are the changelog engine's, shared by every
+ * reader of this JVM ({@code MetadataCache}).
  */
 public final class LookupCaches {
   /** The default bound of the shared caches. */
@@ -41,14 +47,36 @@ public final class LookupCaches {
   private static final int OPEN_FILES = 1024;
 
   /**
-   * The caches a {@link SkadeRuntime}'s lookups share, and how many hold them; emptied when the
-   * last releases them, or when the runtime closes.
+   * How long the caches stay filled after their last user released them: a job restarted on the
+   * same TaskManager (a failover, a rescale, a resubmission from a savepoint) opens its lookups
+   * within seconds, and finds the files open and the pages decoded instead of reading and decoding
+   * them again; a TaskManager whose lookups are gone gets the memory back soon after. 30 s, or the
+   * system property {@value #KEPT_PROPERTY} in milliseconds (0: emptied at once).
+   */
+  static Duration keptAfterLastUser() {
+    return Duration.ofMillis(Math.max(0, Long.getLong(KEPT_PROPERTY, 30_000)));
+  }
+
+  static final String KEPT_PROPERTY = "skade.lookup.caches.kept-after-last-user-ms";
+
+  /**
+   * The caches a {@link SkadeRuntime}'s lookups share, and how many hold them; emptied {@link
+   * #keptAfterLastUser()} after the last releases them unless another acquires them meanwhile, or
+   * when the runtime closes.
    */
   private static final class Shared implements AutoCloseable {
+    static final String THREAD = "skade-lookup-caches-emptying";
+
     private LookupCaches caches; // guarded by this
     private int users; // guarded by this
+    private ScheduledExecutorService timer; // guarded by this; made on the first release
+    private ScheduledFuture<?> emptying; // guarded by this
 
     synchronized Handle acquire() {
+      if (emptying != null) {
+        emptying.cancel(false);
+        emptying = null;
+      }
       if (caches == null) {
         caches = new LookupCaches(DEFAULT_MAX_BYTES);
       }
@@ -58,7 +86,26 @@ public final class LookupCaches {
 
     synchronized void release(LookupCaches released) {
       if (released == caches && --users == 0) {
-        close();
+        if (timer == null) {
+          timer =
+              Executors.newSingleThreadScheduledExecutor(
+                  runnable -> {
+                    Thread thread = new Thread(runnable, THREAD);
+                    thread.setDaemon(true);
+                    return thread;
+                  });
+        }
+        emptying =
+            timer.schedule(
+                () -> emptyUnused(released), keptAfterLastUser().toMillis(), TimeUnit.MILLISECONDS);
+      }
+    }
+
+    private synchronized void emptyUnused(LookupCaches unused) {
+      if (caches == unused && users == 0) {
+        caches.empty();
+        caches = null;
+        emptying = null;
       }
     }
 
@@ -68,6 +115,10 @@ public final class LookupCaches {
         caches.empty();
         caches = null;
         users = 0;
+      }
+      if (timer != null) {
+        SkadeRuntime.shutDown(timer, THREAD);
+        timer = null;
       }
     }
   }
