@@ -86,15 +86,24 @@ class EngineRuntimeTest {
         assertThat(restarted.caches()).as("acquired again within the while").isSameAs(caches);
       }
 
+      System.setProperty(kept, "0");
+      LookupCaches.Handle once = LookupCaches.acquire();
+      once.close();
+      try (LookupCaches.Handle next = LookupCaches.acquire()) {
+        assertThat(next.caches()).as("kept 0 ms: emptied at the release").isNotSameAs(caches);
+      }
+
       System.setProperty(kept, "200");
-      LookupCaches.acquire().close();
+      LookupCaches.Handle last = LookupCaches.acquire();
+      LookupCaches lastCaches = last.caches();
+      last.close();
       await()
           .atMost(Duration.ofSeconds(10))
           .pollInterval(Duration.ofMillis(500)) // each look holds them again for the while
           .untilAsserted(
               () -> {
                 try (LookupCaches.Handle later = LookupCaches.acquire()) {
-                  assertThat(later.caches()).as("acquired after the while").isNotSameAs(caches);
+                  assertThat(later.caches()).as("acquired after the while").isNotSameAs(lastCaches);
                 }
               });
     } finally {

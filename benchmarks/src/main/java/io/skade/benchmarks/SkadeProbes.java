@@ -45,6 +45,10 @@ final class SkadeProbes {
       throws Exception {
     Properties out = new Properties();
     long bound = LookupJoinBenchmark.keyBound(rows);
+    // Each pass's caches are dropped when it releases them, not kept for a restarted job.
+    String kept = "skade.lookup.caches.kept-after-last-user-ms";
+    String keptBefore = System.getProperty(kept);
+    System.setProperty(kept, "0");
     try (SkadeCatalog catalog = new SkadeCatalog()) {
       catalog.initialize("bench", properties);
       Table table = catalog.loadTable(TableIdentifier.of(SkadeDim.NAMESPACE, SkadeDim.TABLE));
@@ -64,6 +68,12 @@ final class SkadeProbes {
       fromEmptyCaches(table, random, bound, probes, threads, proxy, out);
       if (proxy != null) {
         coldProbes(table, random, bound, proxy, out);
+      }
+    } finally {
+      if (keptBefore == null) {
+        System.clearProperty(kept);
+      } else {
+        System.setProperty(kept, keptBefore);
       }
     }
     return out;

@@ -85,20 +85,24 @@ public final class LookupCaches {
     }
 
     synchronized void release(LookupCaches released) {
-      if (released == caches && --users == 0) {
-        if (timer == null) {
-          timer =
-              Executors.newSingleThreadScheduledExecutor(
-                  runnable -> {
-                    Thread thread = new Thread(runnable, THREAD);
-                    thread.setDaemon(true);
-                    return thread;
-                  });
-        }
-        emptying =
-            timer.schedule(
-                () -> emptyUnused(released), keptAfterLastUser().toMillis(), TimeUnit.MILLISECONDS);
+      if (released != caches || --users > 0) {
+        return;
       }
+      long keptMillis = keptAfterLastUser().toMillis();
+      if (keptMillis == 0) {
+        emptyUnused(released);
+        return;
+      }
+      if (timer == null) {
+        timer =
+            Executors.newSingleThreadScheduledExecutor(
+                runnable -> {
+                  Thread thread = new Thread(runnable, THREAD);
+                  thread.setDaemon(true);
+                  return thread;
+                });
+      }
+      emptying = timer.schedule(() -> emptyUnused(released), keptMillis, TimeUnit.MILLISECONDS);
     }
 
     private synchronized void emptyUnused(LookupCaches unused) {
