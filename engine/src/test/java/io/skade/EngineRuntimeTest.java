@@ -76,7 +76,7 @@ class EngineRuntimeTest {
 
   @Test
   void lookupCachesOutliveTheirLastUserForAWhileSoARestartedJobFindsThemFilled() {
-    String kept = "skade.lookup.caches.kept-after-last-user-ms";
+    String kept = LookupCaches.KEPT_PROPERTY;
     try {
       System.setProperty(kept, "60000");
       LookupCaches.Handle job = LookupCaches.acquire();

@@ -105,7 +105,7 @@ public final class RemoteSourceLatencyBenchmark {
 
     Path root = Files.createTempDirectory("skade-remote-latency-bench-");
     Map<String, List<Latency>> latencies = new LinkedHashMap<>();
-    Map<String, double[]> delays = new LinkedHashMap<>(); // the delay, a measured GET's ms
+    Map<String, Storage> delays = new LinkedHashMap<>();
     try {
       try (ServerProcess server = new ServerProcess(root)) {
         System.out.println("skade server: " + server.uri() + " (warehouse " + root + ")");
@@ -119,7 +119,7 @@ public final class RemoteSourceLatencyBenchmark {
                 commits,
                 slowCommits,
                 null));
-        delays.put("local disk", new double[] {0, 0});
+        delays.put("local disk", new Storage(0, 0));
       }
       if (s3) {
         Path serverRoot = Files.createDirectories(root.resolve("s3-server"));
@@ -155,7 +155,7 @@ public final class RemoteSourceLatencyBenchmark {
                     commits,
                     slowCommits,
                     storage));
-            delays.put(label, new double[] {delay, storage.measuredGetMillis()});
+            delays.put(label, new Storage(delay, storage.measuredGetMillis()));
           }
         }
       }
@@ -285,6 +285,12 @@ public final class RemoteSourceLatencyBenchmark {
     return new TableWriter(SourceLatencyRun.createTable(catalog, name));
   }
 
+  /**
+   * A storage's per-request delay and what a small GET costs there in all ({@link
+   * ObjectStorage#measuredGetMillis}; 0 on disk).
+   */
+  private record Storage(long delayMillis, double getMillis) {}
+
   /** The in-process figure: a catalog embedded in this JVM, its source woken in process. */
   private static Latency embedded(Map<String, String> properties, int warmup, int commits)
       throws Exception {
@@ -301,7 +307,7 @@ public final class RemoteSourceLatencyBenchmark {
     }
   }
 
-  private static void print(Map<String, List<Latency>> latencies, Map<String, double[]> delays) {
+  private static void print(Map<String, List<Latency>> latencies, Map<String, Storage> delays) {
     latencies.forEach(
         (storage, list) ->
             print(storage, list, storage.equals(latencies.keySet().iterator().next())));
@@ -312,8 +318,8 @@ public final class RemoteSourceLatencyBenchmark {
       if (e.getValue() == local) {
         continue;
       }
-      long delay = (long) delays.get(e.getKey())[0];
-      double get = delays.get(e.getKey())[1];
+      long delay = delays.get(e.getKey()).delayMillis();
+      double get = delays.get(e.getKey()).getMillis();
       for (int i = 0; i < 2; i++) { // skade remote, skade in-process
         Latency on = e.getValue().get(i);
         double target = local.get(i).committedMillis(0.50) + 3 * delay;

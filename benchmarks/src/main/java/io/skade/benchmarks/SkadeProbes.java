@@ -46,7 +46,7 @@ final class SkadeProbes {
     Properties out = new Properties();
     long bound = LookupJoinBenchmark.keyBound(rows);
     // Each pass's caches are dropped when it releases them, not kept for a restarted job.
-    String kept = "skade.lookup.caches.kept-after-last-user-ms";
+    String kept = LookupCaches.KEPT_PROPERTY;
     String keptBefore = System.getProperty(kept);
     System.setProperty(kept, "0");
     try (SkadeCatalog catalog = new SkadeCatalog()) {

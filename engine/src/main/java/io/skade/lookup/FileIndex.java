@@ -438,7 +438,6 @@ final class FileIndex {
     return orders;
   }
 
-  /** The pages of column {@code c} in row group {@code g} whose index admits {@code value}. */
   /**
    * Whether column {@code c}'s pages in row group {@code g} ascend (the file is sorted by it), so
    * that {@link #candidatePages} finds them by bisection.
@@ -447,6 +446,7 @@ final class FileIndex {
     return ascendingPages[g][c];
   }
 
+  /** The pages of column {@code c} in row group {@code g} whose index admits {@code value}. */
   int[] candidatePages(int g, int c, Object value) {
     int count = offsets[g][c].getPageCount();
     if (ascendingPages[g][c]) {

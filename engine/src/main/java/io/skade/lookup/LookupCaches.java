@@ -46,6 +46,9 @@ public final class LookupCaches {
   /** Data files held open at once. */
   private static final int OPEN_FILES = 1024;
 
+  /** The system property of {@link #keptAfterLastUser()}, in milliseconds. */
+  public static final String KEPT_PROPERTY = "skade.lookup.caches.kept-after-last-user-ms";
+
   /**
    * How long the caches stay filled after their last user released them: a job restarted on the
    * same TaskManager (a failover, a rescale, a resubmission from a savepoint) opens its lookups
@@ -56,8 +59,6 @@ public final class LookupCaches {
   static Duration keptAfterLastUser() {
     return Duration.ofMillis(Math.max(0, Long.getLong(KEPT_PROPERTY, 30_000)));
   }
-
-  static final String KEPT_PROPERTY = "skade.lookup.caches.kept-after-last-user-ms";
 
   /**
    * The caches a {@link SkadeRuntime}'s lookups share, and how many hold them; emptied {@link
