@@ -107,6 +107,15 @@ public interface CatalogConnection extends AutoCloseable {
    */
   default void catchUp() {}
 
+  /**
+   * The file IO to read {@code table}'s files with while following its commits: the table's own;
+   * through a server, one that takes the metadata files the server holds from the server, not from
+   * the store.
+   */
+  default FileIO readIO(Table table) {
+    return table.io();
+  }
+
   /** Whether the catalog is reached over the network (a skade server), not in this JVM. */
   default boolean isRemote() {
     return false;
@@ -179,15 +188,13 @@ public interface CatalogConnection extends AutoCloseable {
    * table (a source reader): made from {@code properties}, or, through a server, from them merged
    * with the file-IO properties the server hands its clients ({@link
    * RemoteConnection#clientProperties}), so a task given only {@code uri} and {@code token} reads
-   * the server's warehouse.
+   * the server's warehouse, and which takes metadata files from the server ({@link #readIO}).
    */
   static FileIO fileIO(Map<String, String> properties) {
     String uri = properties.get(URI);
-    return SkadeCatalog.fileIO(
-        uri == null || uri.isBlank()
-            ? properties
-            : RemoteConnection.clientProperties(uri, properties),
-        null);
+    return uri == null || uri.isBlank()
+        ? SkadeCatalog.fileIO(properties, null)
+        : RemoteConnection.fileIO(uri, properties);
   }
 
   /** A connection to a catalog the caller opened and closes itself. */

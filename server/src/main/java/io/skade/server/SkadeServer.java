@@ -34,9 +34,10 @@ import org.slf4j.LoggerFactory;
  * The skade server: the one process that owns a skade catalog (its RocksDB store, its commit path,
  * unchanged) and serves it to every other process over HTTP, on Jetty: the Iceberg REST catalog
  * protocol ({@link IcebergRoutes}), the commit feed as a long-poll ({@link CommitFeedRoutes}),
- * consumer cursors ({@link ConsumerRoutes}), table locks ({@link LockRoutes}), Flink job runs for
- * the lineage ({@link LineageRoutes}), {@code /healthz} and Prometheus {@code /metrics}. Every
- * route needs a bearer token unless the server was started without authentication on purpose.
+ * consumer cursors ({@link ConsumerRoutes}), table locks ({@link LockRoutes}), metadata files
+ * ({@link MetadataRoutes}), Flink job runs for the lineage ({@link LineageRoutes}), {@code
+ * /healthz} and Prometheus {@code /metrics}. Every route needs a bearer token unless the server was
+ * started without authentication on purpose.
  *
  * <p>Closing it shuts down gracefully: parked long-polls are answered at once, no new connection is
  * accepted, requests in flight (commits among them) finish, then the catalog closes.
@@ -159,6 +160,7 @@ public final class SkadeServer implements AutoCloseable {
               feed,
               new ConsumerRoutes(catalog),
               new LockRoutes(catalog),
+              new MetadataRoutes(catalog),
               new LineageRoutes(catalog),
               new IcebergRoutes(catalog, metrics, settings.catalogProperties()),
               catalog));
@@ -269,6 +271,7 @@ public final class SkadeServer implements AutoCloseable {
     private final CommitFeedRoutes feed;
     private final ConsumerRoutes consumers;
     private final LockRoutes locks;
+    private final MetadataRoutes metadata;
     private final LineageRoutes lineage;
     private final IcebergRoutes iceberg;
     private final SkadeCatalog catalog;
@@ -279,6 +282,7 @@ public final class SkadeServer implements AutoCloseable {
         CommitFeedRoutes feed,
         ConsumerRoutes consumers,
         LockRoutes locks,
+        MetadataRoutes metadata,
         LineageRoutes lineage,
         IcebergRoutes iceberg,
         SkadeCatalog catalog) {
@@ -287,6 +291,7 @@ public final class SkadeServer implements AutoCloseable {
       this.feed = feed;
       this.consumers = consumers;
       this.locks = locks;
+      this.metadata = metadata;
       this.lineage = lineage;
       this.iceberg = iceberg;
       this.catalog = catalog;
@@ -325,6 +330,7 @@ public final class SkadeServer implements AutoCloseable {
         } else if (!feed.handle(exchange)
             && !consumers.handle(exchange)
             && !locks.handle(exchange)
+            && !metadata.handle(exchange)
             && !lineage.handle(exchange)
             && !iceberg.handle(exchange)) {
           exchange.error(
@@ -335,7 +341,7 @@ public final class SkadeServer implements AutoCloseable {
                   + " "
                   + request.getHttpURI().getPath()
                   + "; the server serves the Iceberg REST catalog"
-                  + " protocol under /v1 and skade's commit feed, consumers, locks and lineage under /skade/v1");
+                  + " protocol under /v1 and skade's commit feed, consumers, locks, metadata and lineage under /skade/v1");
         }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();

@@ -162,7 +162,7 @@ class ServerOnS3Test {
       String metadata = ((HasTableOperations) table).operations().current().metadataFileLocation();
 
       try (FileIO io = CatalogConnection.fileIO(uriAndToken())) {
-        assertThat(io).isInstanceOf(S3FileIO.class);
+        assertThat(io.properties()).containsAllEntriesOf(s3.fileIoProperties());
         assertThat(io.newInputFile(metadata).exists()).isTrue();
         assertThat(io.newInputFile(metadata).getLength()).isPositive();
       }

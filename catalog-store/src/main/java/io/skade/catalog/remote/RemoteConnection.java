@@ -6,6 +6,7 @@ import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitFeed;
 import io.skade.catalog.ConsumerStore;
 import io.skade.catalog.MaintenanceLocks;
+import io.skade.catalog.SkadeCatalog;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
@@ -13,9 +14,11 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
+import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.SupportsNamespaces;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.rest.RESTCatalog;
 import org.apache.iceberg.rest.ResourcePaths;
 import org.apache.iceberg.rest.auth.AuthProperties;
@@ -98,6 +101,23 @@ public final class RemoteConnection implements CatalogConnection {
             return Map.copyOf(client.properties());
           }
         });
+  }
+
+  /**
+   * The file IO of the tables of the server at {@code uri}, for a process that reads their files
+   * without loading a table (a source reader): made from the {@link #clientProperties}, and taking
+   * metadata files from the server's memory when the warehouse is not on local disk ({@link
+   * ServerMetadataIO}).
+   */
+  public static FileIO fileIO(String uri, Map<String, String> properties) {
+    URI server = server(uri);
+    Map<String, String> client = clientProperties(uri, properties);
+    return ServerMetadataIO.over(
+        SkadeCatalog.fileIO(client, null),
+        true,
+        new SkadeServerClient(
+            server, properties.get(TOKEN), RemoteRetry.of(server.toString(), properties)),
+        client.get(SERVER_WAREHOUSE));
   }
 
   /**
@@ -218,6 +238,15 @@ public final class RemoteConnection implements CatalogConnection {
   @Override
   public boolean isRemote() {
     return true;
+  }
+
+  /**
+   * The table's file IO, taking metadata files from the server when they are not on local disk
+   * ({@link ServerMetadataIO}).
+   */
+  @Override
+  public FileIO readIO(Table table) {
+    return ServerMetadataIO.over(table.io(), false, client, table.location());
   }
 
   @Override

@@ -37,6 +37,9 @@ import org.apache.iceberg.catalog.TableIdentifier;
  *       MaintenanceLocks}): {@code POST} with {@code {"holder", "lease-ms"}} tries to take it,
  *       answering {@code {"held": true|false}}; {@code GET} answers the lock, 404 when free; {@code
  *       DELETE} with {@code &holder=H} releases it, answering {@code {"released": ..}}.
+ *   <li>{@code GET /skade/v1/metadata?location=L}: the JSON of table metadata file {@code L} of the
+ *       server's warehouse, from its memory when it committed or read the file lately; 404 for a
+ *       file it does not serve ({@link ServerMetadataIO}).
  * </ul>
  *
  * <p>Namespaces go in query parameters as the REST protocol writes them in paths (levels joined by
@@ -51,6 +54,7 @@ public final class SkadeProtocol {
   public static final String CONSUMERS = PREFIX + "/consumers";
   public static final String JOB_RUNS = PREFIX + "/lineage/job-runs";
   public static final String LOCKS = PREFIX + "/locks";
+  public static final String METADATA = PREFIX + "/metadata";
 
   /** Longest wait a commits request may ask for, in milliseconds. */
   public static final long MAX_WAIT_MS = 60_000;

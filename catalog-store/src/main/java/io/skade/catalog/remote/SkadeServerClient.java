@@ -86,7 +86,8 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
   /** One try of {@link #commits}, for the long-poll thread, which rides the policy itself. */
   CommitPage commitsOnce(long after, int limit, Duration wait) throws InterruptedException {
     String path = commitsPath(after, limit, wait);
-    return SkadeProtocol.commitPage(send("GET", path, request("GET", path, null, wait)).body());
+    return SkadeProtocol.commitPage(
+        send("GET", path, request("GET", path, null, wait.plus(REQUEST_SLACK))).body());
   }
 
   private static String commitsPath(long after, int limit, Duration wait) {
@@ -97,6 +98,25 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
         + limit
         + "&wait-ms="
         + wait.toMillis();
+  }
+
+  /**
+   * The JSON of table metadata file {@code location} as the server holds it, or empty when the
+   * server refuses to serve that file (not its warehouse's, or a server without the route). One
+   * try, for a caller that reads the file from the store otherwise.
+   *
+   * @throws UncheckedIOException when the server does not answer within {@code timeout}, or fails
+   * @throws InterruptedException when interrupted while waiting for the answer
+   */
+  Optional<String> metadataJson(String location, Duration timeout) throws InterruptedException {
+    String path = SkadeProtocol.METADATA + "?location=" + encode(location);
+    try {
+      return Optional.of(send("GET", path, request("GET", path, null, timeout)).body());
+    } catch (UncheckedIOException e) {
+      throw e;
+    } catch (RuntimeException refused) {
+      return Optional.empty();
+    }
   }
 
   /** The policy this client's calls ride. */
@@ -216,7 +236,7 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
    * refusal (4xx) fails at once with the server's message.
    */
   private Answer call(String method, String path, String body, Duration wait, int... accepted) {
-    HttpRequest request = request(method, path, body, wait);
+    HttpRequest request = request(method, path, body, wait.plus(REQUEST_SLACK));
     try {
       return retry.call(
           "skade server at " + uri + ": " + method + " " + path,
@@ -242,10 +262,10 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
     }
   }
 
-  private HttpRequest request(String method, String path, String body, Duration wait) {
+  private HttpRequest request(String method, String path, String body, Duration timeout) {
     HttpRequest.Builder request =
         HttpRequest.newBuilder(URI.create(uri + path))
-            .timeout(wait.plus(REQUEST_SLACK))
+            .timeout(timeout)
             .method(
                 method,
                 body == null

@@ -78,11 +78,14 @@ class RemoteCallsTest {
         .that()
         .resideInAPackage("io.skade.catalog.remote")
         .and()
-        .haveNameNotMatching(".*\\.(RemoteConnection|RemoteCommitFeed|SkadeServerClient)(\\$.*)?")
+        .haveNameNotMatching(
+            ".*\\.(RemoteConnection|RemoteCommitFeed|SkadeServerClient|ServerMetadataIO)(\\$.*)?")
         .should()
         .dependOnClassesThat()
         .belongToAnyOf(SkadeServerClient.class)
-        .because("a SkadeServerClient is made by the connection, with the connection's policy")
+        .because(
+            "a SkadeServerClient is made by the connection, with the connection's policy (the"
+                + " metadata IO is handed the connection's, and reads the store rather than retry)")
         .check(classes);
     classes()
         .that()

@@ -205,7 +205,7 @@ final class WindowPlanner {
 
   private FileIO io() {
     if (io == null) {
-      io = catalog.catalog().loadTable(identifier).io();
+      io = catalog.readIO(catalog.catalog().loadTable(identifier));
     }
     return io;
   }

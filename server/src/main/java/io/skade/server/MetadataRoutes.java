@@ -1,0 +1,67 @@
+package io.skade.server;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import io.skade.catalog.CommittedMetadata;
+import io.skade.catalog.SkadeCatalog;
+import io.skade.catalog.remote.SkadeProtocol;
+import org.apache.iceberg.TableMetadataParser;
+import org.apache.iceberg.exceptions.NotFoundException;
+
+/**
+ * Table metadata files over HTTP ({@link SkadeProtocol#METADATA}): {@code GET
+ * /skade/v1/metadata?location=L} answers the JSON of metadata file {@code L} of the catalog's
+ * warehouse, from memory when the server committed or read it lately, so that a client following
+ * commits asks the store for none of them. Each file's JSON is kept once written (up to {@link
+ * #KEPT_BYTES}), for every client that follows the table asks for the same files.
+ */
+final class MetadataRoutes {
+  /** The most JSON kept, in characters. */
+  static final long KEPT_BYTES = 64L << 20;
+
+  private static final String SUFFIX = ".metadata.json";
+
+  private final SkadeCatalog catalog;
+  private final String warehouse;
+  private final Cache<String, String> kept =
+      Caffeine.newBuilder()
+          .maximumWeight(KEPT_BYTES)
+          .weigher((String location, String json) -> location.length() + json.length())
+          .build();
+
+  MetadataRoutes(SkadeCatalog catalog) {
+    this.catalog = catalog;
+    this.warehouse = catalog.warehouse().replaceAll("/+$", "") + "/";
+  }
+
+  /** Handles the metadata route; false for any other path. */
+  boolean handle(Exchange exchange) {
+    if (!exchange.pathIs("skade", "v1", "metadata")) {
+      return false;
+    }
+    exchange.route("GET " + SkadeProtocol.METADATA);
+    CommitFeedRoutes.requireGet(exchange);
+    String location = exchange.query("location");
+    if (location == null || location.isEmpty()) {
+      throw new IllegalArgumentException(
+          "query parameter 'location' is missing; give the metadata file to read, e.g."
+              + " location="
+              + warehouse
+              + "db/t/metadata/00001-<uuid>.metadata.json");
+    }
+    if (!location.startsWith(warehouse)
+        || !location.endsWith(SUFFIX)
+        || location.endsWith(".gz" + SUFFIX)) {
+      throw new NotFoundException(
+          "%s is not a metadata file this server serves: it serves the plain *%s files under its"
+              + " warehouse %s; read others from the store",
+          location, SUFFIX, warehouse);
+    }
+    exchange.json(
+        200,
+        kept.get(
+            location,
+            key -> TableMetadataParser.toJson(CommittedMetadata.readKnown(catalog.io(), key))));
+    return true;
+  }
+}
