@@ -82,8 +82,7 @@ final class Committer implements AutoCloseable {
     this.maxGroup = maxGroup;
     this.durableSeq = store.commitSeq();
     this.writer = store::write;
-    this.thread = new Thread(this::run, "skade-committer-" + name);
-    thread.setDaemon(true);
+    this.thread = SkadeRuntime.thread(this::run, "skade-committer-" + name);
     thread.start();
   }
 

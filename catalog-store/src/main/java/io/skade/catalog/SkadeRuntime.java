@@ -197,6 +197,21 @@ public final class SkadeRuntime implements AutoCloseable {
   }
 
   /**
+   * A daemon thread named {@code name} running {@code work}, whose context class loader is the one
+   * that loaded skade. A thread inherits its creator's, and skade's shared threads (committers,
+   * fetch pools, caches' timers, feeds) are often started from a Flink task, whose user-code class
+   * loader Flink closes when the job ends: the thread would then outlive it, and everything that
+   * loads classes through the context loader (the AWS SDK's S3 client, Hadoop's file systems) would
+   * fail in it for every later job of the TaskManager.
+   */
+  public static Thread thread(Runnable work, String name) {
+    Thread thread = new Thread(work, name);
+    thread.setDaemon(true);
+    thread.setContextClassLoader(SkadeRuntime.class.getClassLoader());
+    return thread;
+  }
+
+  /**
    * Shuts {@code executor} down as a component's close does: queued tasks are dropped, running ones
    * interrupted, and its threads given a few seconds to end (a warning names {@code name} when they
    * do not).

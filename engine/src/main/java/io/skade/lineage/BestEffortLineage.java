@@ -1,5 +1,6 @@
 package io.skade.lineage;
 
+import io.skade.catalog.SkadeRuntime;
 import java.time.Duration;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
@@ -39,8 +40,8 @@ public final class BestEffortLineage implements AutoCloseable {
     this.sink = sink;
     this.queue = new ArrayBlockingQueue<>(queueSize + 1); // + 1: room for STOP
     this.closeTimeout = closeTimeout;
-    this.worker = new Thread(this::deliver, "skade-lineage-" + sink.getClass().getSimpleName());
-    worker.setDaemon(true);
+    this.worker =
+        SkadeRuntime.thread(this::deliver, "skade-lineage-" + sink.getClass().getSimpleName());
     worker.start();
   }
 

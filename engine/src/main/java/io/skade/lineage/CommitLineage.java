@@ -4,6 +4,7 @@ import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitFeedLaggedException;
 import io.skade.catalog.CommitSubscription;
 import io.skade.catalog.SkadeCatalog;
+import io.skade.catalog.SkadeRuntime;
 import io.skade.scan.MetadataCache;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -81,8 +82,7 @@ public final class CommitLineage implements AutoCloseable {
     this.unrecorded = Set.copyOf(unrecorded);
     this.subscription = catalog.subscribeCommits();
     this.cursor = after < 0 ? subscription.startCursor() : after;
-    this.worker = new Thread(this::run, "skade-lineage-commits-" + catalog.name());
-    worker.setDaemon(true);
+    this.worker = SkadeRuntime.thread(this::run, "skade-lineage-commits-" + catalog.name());
     worker.start();
   }
 

@@ -97,11 +97,7 @@ public final class LookupCaches {
       if (timer == null) {
         timer =
             Executors.newSingleThreadScheduledExecutor(
-                runnable -> {
-                  Thread thread = new Thread(runnable, THREAD);
-                  thread.setDaemon(true);
-                  return thread;
-                });
+                runnable -> SkadeRuntime.thread(runnable, THREAD));
       }
       emptying = timer.schedule(() -> emptyUnused(released), keptMillis, TimeUnit.MILLISECONDS);
     }

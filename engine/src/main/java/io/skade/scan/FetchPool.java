@@ -26,11 +26,7 @@ public abstract class FetchPool implements AutoCloseable {
             30,
             TimeUnit.SECONDS,
             new LinkedBlockingQueue<>(),
-            work -> {
-              Thread thread = new Thread(work, name + "-" + threads.incrementAndGet());
-              thread.setDaemon(true);
-              return thread;
-            });
+            work -> SkadeRuntime.thread(work, name + "-" + threads.incrementAndGet()));
     executor.allowCoreThreadTimeOut(true);
   }
 

@@ -69,11 +69,7 @@ public final class MetadataCache {
             0,
             TimeUnit.MILLISECONDS,
             new ArrayBlockingQueue<>(64),
-            runnable -> {
-              Thread thread = new Thread(runnable, THREAD);
-              thread.setDaemon(true);
-              return thread;
-            },
+            runnable -> SkadeRuntime.thread(runnable, THREAD),
             new ThreadPoolExecutor.DiscardOldestPolicy());
 
     @Override

@@ -3,6 +3,7 @@ package io.skade.catalog.remote;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitFeed;
 import io.skade.catalog.CommitSubscription;
+import io.skade.catalog.SkadeRuntime;
 import io.skade.catalog.TableKeys;
 import io.skade.catalog.remote.SkadeProtocol.CommitPage;
 import java.io.InterruptedIOException;
@@ -89,8 +90,7 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
     }
     if (poller == null) {
       delivered = client.commitSeq();
-      poller = new Thread(this::poll, "skade-remote-feed " + client.uri());
-      poller.setDaemon(true);
+      poller = SkadeRuntime.thread(this::poll, "skade-remote-feed " + client.uri());
       poller.start();
     }
   }
