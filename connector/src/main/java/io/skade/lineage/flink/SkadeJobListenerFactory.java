@@ -67,12 +67,7 @@ public final class SkadeJobListenerFactory implements JobStatusChangedListenerFa
 
     /** Reports to servers in order, off the thread that runs Flink's listeners. */
     final ExecutorService toServers =
-        Executors.newSingleThreadExecutor(
-            task -> {
-              Thread thread = new Thread(task, THREAD);
-              thread.setDaemon(true);
-              return thread;
-            });
+        Executors.newSingleThreadExecutor(task -> SkadeRuntime.thread(task, THREAD));
 
     @Override
     public void close() {
