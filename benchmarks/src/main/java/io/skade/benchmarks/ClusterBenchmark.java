@@ -5,6 +5,8 @@ import static io.skade.benchmarks.SourceLatencyRun.commit;
 import static io.skade.benchmarks.SourceLatencyRun.ms;
 import static io.skade.benchmarks.SourceLatencyRun.pause;
 
+import io.skade.benchmarks.SourceLatencyRun.StageTimes;
+import io.skade.catalog.CommitEvent;
 import io.skade.catalog.remote.SkadeServerClient;
 import io.skade.e2e.ClusterJvm;
 import io.skade.e2e.FlinkCluster;
@@ -82,6 +84,7 @@ public final class ClusterBenchmark {
       String layout,
       int commits,
       long[] latencyMicros,
+      List<StageTimes> stages,
       double probesPerSecond,
       long lookupRuntimeMillis) {
     double millis(double quantile) {
@@ -89,7 +92,11 @@ public final class ClusterBenchmark {
     }
   }
 
+  /** One layout's commit → row latencies, microseconds, and their stages. */
+  private record Latency(long[] micros, List<StageTimes> stages) {}
+
   public static void main(String[] args) throws Exception {
+    SourceLatencyRun.traceStages();
     int commits = Integer.getInteger("skade.bench.commits", 200);
     int warmup = Integer.getInteger("skade.bench.warmupCommits", 100);
     long probes = Long.getLong("skade.bench.probes", 300_000);
@@ -141,7 +148,12 @@ public final class ClusterBenchmark {
               + "');\n";
 
       try (FlinkCluster cluster =
-          FlinkCluster.start(root.resolve("cluster"), lib, 2, 4, Map.of())) {
+          FlinkCluster.start(
+              root.resolve("cluster"),
+              lib,
+              2,
+              4,
+              Map.of("env.java.opts.all", SourceLatencyRun.stageTraceOption()))) {
         List<String> remote =
             List.of(
                 "execution.target=remote",
@@ -151,7 +163,7 @@ public final class ClusterBenchmark {
         TableWriter events = events(committer, "events_cluster");
         ClusterJvm job = submit(client, catalog + latencyJob("events_cluster"), remote, false, log);
         String jobId = jobId(job, log);
-        long[] latency =
+        Latency latency =
             latency(
                 events,
                 TableIdentifier.of("bench", "events_cluster"),
@@ -170,7 +182,8 @@ public final class ClusterBenchmark {
             new Figures(
                 "cluster: JobManager + 2 TaskManagers",
                 commits,
-                latency,
+                latency.micros(),
+                latency.stages(),
                 probes * 1000.0 / runtime,
                 runtime));
       }
@@ -180,7 +193,7 @@ public final class ClusterBenchmark {
       ClusterJvm mini = submit(client, catalog + latencyJob("events_mini"), List.of(), true, log);
       try {
         jobId(mini, log);
-        long[] latency =
+        Latency latency =
             latency(
                 events,
                 TableIdentifier.of("bench", "events_mini"),
@@ -197,7 +210,12 @@ public final class ClusterBenchmark {
                 root.resolve("minicluster-lookups.log"));
         figures.add(
             new Figures(
-                "MiniCluster: one JVM", commits, latency, probes * 1000.0 / runtime, runtime));
+                "MiniCluster: one JVM",
+                commits,
+                latency.micros(),
+                latency.stages(),
+                probes * 1000.0 / runtime,
+                runtime));
       } finally {
         mini.kill();
       }
@@ -274,7 +292,8 @@ public final class ClusterBenchmark {
         List.of(
             "-Xmx2g",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-            "-Dskade.submit.await=" + await),
+            "-Dskade.submit.await=" + await,
+            SourceLatencyRun.stageTraceOption()),
         SubmitSql.class.getName(),
         args,
         log);
@@ -321,9 +340,9 @@ public final class ClusterBenchmark {
   /**
    * Commits through {@code writer} until the job prints a row, then {@code warmup} and {@code
    * commits} measured rows; per measured row seen, microseconds from its commit's stamp to the
-   * job's time for it.
+   * job's time for it, and the stages the source marked.
    */
-  private static long[] latency(
+  private static Latency latency(
       TableWriter writer,
       TableIdentifier id,
       SkadeServerClient feed,
@@ -346,10 +365,14 @@ public final class ClusterBenchmark {
       commit(writer, -i);
       pause();
     }
+    SourceLatencyRun.clearStageTrace();
     long[] stamps = new long[commits];
+    long[] seqs = new long[commits];
     for (int i = 0; i < commits; i++) {
       long snapshot = commit(writer, i);
-      stamps[i] = feed.commitOf(id, snapshot).orElseThrow().tsMicros();
+      CommitEvent event = feed.commitOf(id, snapshot).orElseThrow();
+      stamps[i] = event.tsMicros();
+      seqs[i] = event.commitSeq();
       pause();
     }
     Map<Long, Long> seen = Map.of();
@@ -362,17 +385,28 @@ public final class ClusterBenchmark {
       Thread.sleep(100);
     }
     long[] latency = new long[commits];
+    long[] seenSeqs = new long[commits];
+    long[] seenStamps = new long[commits];
     int counted = 0;
     for (int i = 0; i < commits; i++) {
       Long at = seen.get((long) i);
       if (at != null) {
+        seenSeqs[counted] = seqs[i];
+        seenStamps[counted] = stamps[i];
         latency[counted++] = at - stamps[i];
       }
     }
     if (counted < commits) {
       System.out.printf("%s: %d of %d measured rows not seen%n", name, commits - counted, commits);
     }
-    return Arrays.copyOf(latency, counted);
+    long[] micros = Arrays.copyOf(latency, counted);
+    return new Latency(
+        micros,
+        SourceLatencyRun.stages(
+            Arrays.copyOf(seenSeqs, counted),
+            Arrays.copyOf(seenStamps, counted),
+            null,
+            Arrays.stream(micros).map(m -> m * 1_000).toArray()));
   }
 
   /** Row id → when the job had it, in microseconds since the epoch, from the job's output. */
@@ -430,5 +464,8 @@ public final class ClusterBenchmark {
             + " job's processing time of the row as it left the source (ms resolution); probes/s:"
             + " lookup probes over the lookup job's net runtime, one slot; ratios vs the"
             + " MiniCluster.");
+    for (Figures f : figures) {
+      SourceLatencyRun.printStages(f.layout(), f.stages());
+    }
   }
 }

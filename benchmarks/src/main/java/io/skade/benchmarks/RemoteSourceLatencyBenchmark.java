@@ -79,8 +79,8 @@ public final class RemoteSourceLatencyBenchmark {
   /** The remote source's poll interval: longer than the run, so only the feed wakes it. */
   private static final Duration POLL_INTERVAL = Duration.ofMinutes(10);
 
-  private static final double TARGET_P50_MS = 15;
-  private static final double TARGET_P99_MS = 50;
+  private static final double TARGET_P50_MS = 10;
+  private static final double TARGET_P99_MS = 30;
 
   private RemoteSourceLatencyBenchmark() {}
 
@@ -88,6 +88,7 @@ public final class RemoteSourceLatencyBenchmark {
     // Every MiniCluster warns of its missing Hadoop config, and every REST client that its token
     // implies OAuth2; keep the tables readable.
     Harness.quietLogs("org.apache.flink", "org.apache.iceberg.rest.auth");
+    SourceLatencyRun.traceStages();
     boolean s3 = ObjectStorage.s3();
     int commits = Integer.getInteger("skade.bench.commits", s3 ? 100 : 200);
     int slowCommits = Integer.getInteger("skade.bench.slowCommits", 60);
@@ -420,6 +421,7 @@ public final class RemoteSourceLatencyBenchmark {
             + " long-poll answered), and when the commit call returned; feed->row = from the former"
             + " to the row (for the embedded catalog the figure SourceLatencyBenchmark prints);"
             + " commit call = writing the Parquet file and committing, not in any latency.");
+    latencies.forEach(l -> SourceLatencyRun.printStages(l.source() + " on " + storage, l));
 
     if (!withTarget) {
       return;

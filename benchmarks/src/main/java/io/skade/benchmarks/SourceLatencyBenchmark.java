@@ -4,6 +4,7 @@ import static io.skade.benchmarks.SourceLatencyRun.SEEN_TIMEOUT;
 import static io.skade.benchmarks.SourceLatencyRun.fmt;
 import static io.skade.benchmarks.SourceLatencyRun.label;
 import static io.skade.benchmarks.SourceLatencyRun.ms;
+import static io.skade.benchmarks.SourceLatencyRun.printStages;
 import static io.skade.benchmarks.SourceLatencyRun.quantile;
 
 import io.skade.benchmarks.SourceLatencyRun.Latency;
@@ -85,6 +86,7 @@ public final class SourceLatencyBenchmark {
   public static void main(String[] args) throws Exception {
     // Every MiniCluster warns of its missing Hadoop config and log file; keep the table readable.
     Harness.quietLogs("org.apache.flink");
+    SourceLatencyRun.traceStages();
     boolean s3 = ObjectStorage.s3();
     int commits = Integer.getInteger("skade.bench.commits", s3 ? 100 : 200);
     int slowCommits = Integer.getInteger("skade.bench.slowCommits", 60);
@@ -328,6 +330,9 @@ public final class SourceLatencyBenchmark {
             + " seen within %d s of the last commit. append p50 = the one-row append itself (not in"
             + " the latency).%n",
         SEEN_TIMEOUT.toSeconds());
+    latencies.forEach(
+        (storage, list) ->
+            list.forEach(l -> printStages(l.source() + " on " + storage.label(), l)));
     for (Map.Entry<Storage, List<Latency>> e : latencies.entrySet()) {
       long delay = e.getKey().delayMillis();
       if (e.getKey() == latencies.keySet().iterator().next()) {

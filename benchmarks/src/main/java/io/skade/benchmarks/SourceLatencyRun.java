@@ -4,10 +4,16 @@ import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitSubscription;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.source.SkadeSource;
+import io.skade.source.StageTrace;
 import io.skade.source.StartupMode;
 import io.skade.write.TableWriter;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
@@ -15,6 +21,8 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.core.execution.JobClient;
@@ -76,6 +84,10 @@ final class SourceLatencyRun {
    * @param feed when this JVM's feed subscriber heard of the commit
    * @param ack when the commit call returned
    * @param commitCallNanos per measured commit, how long the commit call took
+   * @param stages per stage of skade's source ({@link StageTrace}), in order, after when this JVM's
+   *     feed subscriber heard of the commit and ending with the row emitted, nanoseconds after the
+   *     commit's stamp of each measured row that was marked there (empty for a source that marks
+   *     none)
    */
   record Latency(
       String source,
@@ -84,7 +96,8 @@ final class SourceLatencyRun {
       long[] row,
       long[] feed,
       long[] ack,
-      long[] commitCallNanos) {
+      long[] commitCallNanos,
+      List<StageTimes> stages) {
 
     /** Feed heard → row, milliseconds at {@code quantile} (1.0 = the max). */
     double millis(double quantile) {
@@ -120,8 +133,17 @@ final class SourceLatencyRun {
     }
   }
 
-  /** One commit's moments, in this JVM's nanoTime. */
-  private record Stamps(long committed, long feed) {}
+  /**
+   * One stage's times of the measured rows that reached it, nanoseconds after each one's commit
+   * stamp, and, where the row also has the stage before, the time from that stage to this one.
+   */
+  record StageTimes(String stage, long[] sinceCommit, long[] sincePrevious) {}
+
+  /**
+   * One commit's moments: its {@code commit_seq}, the committer's stamp in microseconds since the
+   * epoch and in this JVM's nanoTime, and when this JVM's feed subscriber heard of it.
+   */
+  private record Stamps(long seq, long committedMicros, long committed, long feed) {}
 
   private SourceLatencyRun() {}
 
@@ -145,6 +167,7 @@ final class SourceLatencyRun {
       commit(writer, Long.MIN_VALUE); // a first snapshot: every source starts on a non-empty table
       stampOf(stamps, Long.MIN_VALUE, null);
       SEEN.clear();
+      clearStageTrace();
       StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
       env.setParallelism(1);
       reading.of(env, name).map(new MarkSeen()).sinkTo(new DiscardingSink<>());
@@ -185,6 +208,8 @@ final class SourceLatencyRun {
       long[] row = new long[commits];
       long[] feed = new long[commits];
       long[] ack = new long[commits];
+      List<Stamps> seenStamps = new ArrayList<>();
+      List<Long> seenRows = new ArrayList<>();
       int seen = 0;
       for (int i = 0; i < commits; i++) {
         Long at = SEEN.get((long) i);
@@ -193,6 +218,8 @@ final class SourceLatencyRun {
           row[seen] = at - committed;
           feed[seen] = stamped[i].feed() - committed;
           ack[seen++] = acknowledged[i] - committed;
+          seenStamps.add(stamped[i]);
+          seenRows.add(at - committed);
         }
       }
       return new Latency(
@@ -202,8 +229,101 @@ final class SourceLatencyRun {
           Arrays.copyOf(row, seen),
           Arrays.copyOf(feed, seen),
           Arrays.copyOf(ack, seen),
-          callNanos);
+          callNanos,
+          stages(seenStamps, seenRows));
     }
+  }
+
+  /**
+   * Turns the stage trace on for every source this JVM (and any JVM given {@link
+   * #stageTraceOption}) runs: called first thing, before a source class is loaded.
+   */
+  static void traceStages() throws IOException {
+    if (System.getProperty(StageTrace.PROPERTY) == null) {
+      Path dir = Files.createTempDirectory("skade-stage-trace-");
+      dir.toFile().deleteOnExit();
+      System.setProperty(StageTrace.PROPERTY, dir.toString());
+    }
+  }
+
+  /** The JVM option that has another process of this machine mark into this JVM's stage trace. */
+  static String stageTraceOption() {
+    return "-D" + StageTrace.PROPERTY + "=" + System.getProperty(StageTrace.PROPERTY);
+  }
+
+  /** Drops every mark so far, of this JVM and any other marking into its directory. */
+  static void clearStageTrace() throws IOException {
+    String dir = System.getProperty(StageTrace.PROPERTY);
+    if (dir == null) {
+      return;
+    }
+    try (Stream<Path> files = Files.list(Path.of(dir))) {
+      for (Path file : files.toList()) {
+        Files.newOutputStream(file, StandardOpenOption.TRUNCATE_EXISTING).close();
+      }
+    }
+  }
+
+  /**
+   * The stage times of the measured rows seen ({@code stamps}, with each row's nanoseconds after
+   * its stamp in {@code rows}): when the benchmark's feed heard of the commit, the source's marks,
+   * then the row emitted; none if it marked none.
+   */
+  private static List<StageTimes> stages(List<Stamps> stamps, List<Long> rows) throws IOException {
+    return stages(
+        stamps.stream().mapToLong(Stamps::seq).toArray(),
+        stamps.stream().mapToLong(Stamps::committedMicros).toArray(),
+        stamps.stream().mapToLong(s -> s.feed() - s.committed()).toArray(),
+        rows.stream().mapToLong(Long::longValue).toArray());
+  }
+
+  /**
+   * The stage times of measured rows: per row, its commit's {@code commit_seq} ({@code seqs}) and
+   * stamp in microseconds since the epoch ({@code committedMicros}), when the benchmark's feed
+   * heard of it ({@code heard}, nanoseconds after the stamp; null when not known), and the row
+   * emitted ({@code rows}, the same); between them the source's marks. None if it marked none.
+   */
+  static List<StageTimes> stages(long[] seqs, long[] committedMicros, long[] heard, long[] rows)
+      throws IOException {
+    String dir = System.getProperty(StageTrace.PROPERTY);
+    Map<Long, Map<StageTrace.Stage, Long>> marks =
+        dir == null ? Map.of() : StageTrace.read(Path.of(dir));
+    if (Arrays.stream(seqs).noneMatch(marks::containsKey)) {
+      return List.of();
+    }
+    List<String> names = new ArrayList<>();
+    List<long[]> times = new ArrayList<>(); // per stage, per row; -1 where not marked
+    if (heard != null) {
+      names.add("feed (bench)");
+      times.add(heard);
+    }
+    for (StageTrace.Stage stage : StageTrace.Stage.values()) {
+      long[] at = new long[seqs.length];
+      for (int i = 0; i < at.length; i++) {
+        Long micros = marks.getOrDefault(seqs[i], Map.of()).get(stage);
+        at[i] = micros == null ? -1 : (micros - committedMicros[i]) * 1_000;
+      }
+      names.add(stage.name().toLowerCase(Locale.ROOT).replace('_', ' '));
+      times.add(at);
+    }
+    names.add("row emitted");
+    times.add(rows);
+    List<StageTimes> out = new ArrayList<>();
+    for (int s = 0; s < names.size(); s++) {
+      long[] at = times.get(s);
+      long[] previous = s == 0 ? null : times.get(s - 1);
+      out.add(
+          new StageTimes(
+              names.get(s),
+              Arrays.stream(at).filter(t -> t >= 0).toArray(),
+              previous == null
+                  ? Arrays.stream(at).filter(t -> t >= 0).toArray()
+                  : IntStream.range(0, at.length)
+                      .filter(i -> at[i] >= 0 && previous[i] >= 0)
+                      .mapToLong(i -> at[i] - previous[i])
+                      .toArray()));
+    }
+    return out;
   }
 
   /**
@@ -275,7 +395,8 @@ final class SourceLatencyRun {
         long now = System.nanoTime();
         Instant wall = Instant.now();
         long ago = (wall.getEpochSecond() * 1_000_000L + wall.getNano() / 1_000) - event.tsMicros();
-        return new Stamps(now - ago * 1_000, feed.lastDurableNanos());
+        return new Stamps(
+            event.commitSeq(), event.tsMicros(), now - ago * 1_000, feed.lastDurableNanos());
       }
     }
   }
@@ -330,6 +451,41 @@ final class SourceLatencyRun {
       long id = row.getLong(0);
       SEEN.putIfAbsent(id, now);
       return id;
+    }
+  }
+
+  /**
+   * Prints {@code latency}'s stage breakdown under {@code title}: per stage, p50 and p99 after the
+   * commit's stamp and after the stage before; nothing for a source that marks no stages.
+   */
+  static void printStages(String title, Latency latency) {
+    printStages(title, latency.stages());
+  }
+
+  /** As above, of {@code stages}. */
+  static void printStages(String title, List<StageTimes> stages) {
+    if (stages.isEmpty()) {
+      return;
+    }
+    System.out.println();
+    System.out.println(
+        "stages of "
+            + title
+            + ", ms after the committer's stamp and after the stage before (each over the"
+            + " measured rows marked there: a window of several commits marks its last; feed"
+            + " (bench) = when the benchmark's own feed subscriber heard of the commit: when it was"
+            + " durable if the catalog is embedded in this JVM):");
+    String format = "  %-20s %8s %8s %12s %12s %6s%n";
+    System.out.printf(format, "stage", "p50", "p99", "step p50", "step p99", "rows");
+    for (StageTimes stage : stages) {
+      System.out.printf(
+          format,
+          stage.stage(),
+          ms(quantile(stage.sinceCommit(), 0.50) / 1e6),
+          ms(quantile(stage.sinceCommit(), 0.99) / 1e6),
+          ms(quantile(stage.sincePrevious(), 0.50) / 1e6),
+          ms(quantile(stage.sincePrevious(), 0.99) / 1e6),
+          stage.sinceCommit().length);
     }
   }
 

@@ -55,6 +55,14 @@ public final class CommittedMetadata {
     return read(io, location, false);
   }
 
+  /** The metadata in file {@code location} when this JVM wrote or read it lately; else null. */
+  public static TableMetadata inMemory(String location) {
+    Recent recent = recent();
+    synchronized (recent) {
+      return recent.get(location);
+    }
+  }
+
   private static TableMetadata read(FileIO io, String location, boolean checkExists) {
     Recent recent = recent();
     TableMetadata metadata;

@@ -5,6 +5,7 @@ import io.skade.scan.MetadataCache;
 import java.util.List;
 import java.util.Map;
 import org.apache.iceberg.ContentFile;
+import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DataOperations;
 import org.apache.iceberg.ManifestContent;
 import org.apache.iceberg.ManifestFile;
@@ -25,9 +26,27 @@ public final class ChangeEstimate {
 
   /** The changes of the window ({@code fromExclusive}, {@code to}] in {@code slice}. */
   public static long window(Table table, Long fromExclusive, long to, FileSlice slice) {
+    return window(table, fromExclusive, to, slice, Map.of());
+  }
+
+  /**
+   * As above, counting the plain-append snapshots of {@code knownAppends} (every data file each
+   * added, as a {@link PlannedWindow} carries them) from those files, without their manifests.
+   */
+  public static long window(
+      Table table,
+      Long fromExclusive,
+      long to,
+      FileSlice slice,
+      Map<Long, List<DataFile>> knownAppends) {
     long changes = 0;
     for (Snapshot snapshot : SnapshotUtil.ancestorsBetween(to, fromExclusive, table::snapshot)) {
-      if (!DataOperations.REPLACE.equals(snapshot.operation())) {
+      List<DataFile> known = knownAppends.get(snapshot.snapshotId());
+      if (known != null) {
+        for (DataFile file : known) {
+          changes += slice.keeps(file, table.specs()) ? file.recordCount() : 0;
+        }
+      } else if (!DataOperations.REPLACE.equals(snapshot.operation())) {
         changes += rows(table, snapshot, slice, true);
       }
     }

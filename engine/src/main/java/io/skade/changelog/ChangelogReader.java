@@ -116,9 +116,23 @@ public final class ChangelogReader {
   /** What newly added equality deletes can delete, for pruning the row groups read. */
   private final EqualityDeleteKeys deletedKeys;
 
+  /** Per plain-append snapshot, the data files it added, as a planner found them. */
+  private final Map<Long, List<DataFile>> knownAppends;
+
   private long rowsScanned;
 
   public ChangelogReader(Table table, ChangelogOptions options) {
+    this(table, options, Map.of());
+  }
+
+  /**
+   * A reader that takes the added files of the plain-append snapshots in {@code knownAppends}
+   * (every data file each added, as {@link WindowFiles#appendedBy} gives them, such as a {@link
+   * PlannedWindow} carries) rather than reading their manifests.
+   */
+  public ChangelogReader(
+      Table table, ChangelogOptions options, Map<Long, List<DataFile>> knownAppends) {
+    this.knownAppends = Map.copyOf(knownAppends);
     this.table = table;
     this.options = options;
     this.schema = table.schema();
@@ -163,6 +177,53 @@ public final class ChangelogReader {
     this.projected = options.columns() == null ? schema : schema.select(options.columns());
     this.batchKeys =
         keyColumns.stream().allMatch(k -> projected.findField(k) != null) ? keyColumns : List.of();
+  }
+
+  /**
+   * {@code base}'s set-up, which depends only on the schema, specs and options, for another read.
+   */
+  private ChangelogReader(
+      ChangelogReader base,
+      Table table,
+      ChangelogOptions options,
+      Map<Long, List<DataFile>> knownAppends) {
+    this.table = table;
+    this.options = options;
+    this.knownAppends = Map.copyOf(knownAppends);
+    this.schema = base.schema;
+    this.readSchema = base.readSchema;
+    this.kind = base.kind;
+    this.keyColumns = base.keyColumns;
+    this.allColumns = base.allColumns;
+    this.filter = base.filter;
+    this.filterAll = base.filterAll;
+    this.partitions = base.partitions;
+    this.internal = base.internal;
+    this.keyReadSchema = base.keyReadSchema;
+    this.template = base.template;
+    this.deletedKeys = base.deletedKeys;
+    this.schemaJson = base.schemaJson;
+    this.projected = base.projected;
+    this.batchKeys = base.batchKeys;
+  }
+
+  /**
+   * A reader of {@code table} with {@code options} (and {@code knownAppends}, as above): this one's
+   * set-up reused when the table has its schema and partition specs and the options differ from its
+   * own by their slice only, so that a stream of small windows pays it once; a new reader
+   * otherwise. Either is used on one thread at a time, as this one is.
+   */
+  public ChangelogReader reading(
+      Table table, ChangelogOptions options, Map<Long, List<DataFile>> knownAppends) {
+    Schema other = table.schema();
+    boolean same =
+        other.schemaId() == schema.schemaId()
+            && other.sameSchema(schema)
+            && table.specs().equals(this.table.specs())
+            && options.withSlice(this.options.slice()).equals(this.options);
+    return same
+        ? new ChangelogReader(this, table, options, knownAppends)
+        : new ChangelogReader(table, options, knownAppends);
   }
 
   /**
@@ -354,7 +415,8 @@ public final class ChangelogReader {
     /** A step to take: its end, the state before it, and its appended files (null: compare). */
     private record Planned(Snapshot to, Snapshot before, WindowFiles.Live appended) {}
 
-    private final WindowFiles files = new WindowFiles(table, partitions, options.slice());
+    private final WindowFiles files =
+        new WindowFiles(table, partitions, options.slice(), knownAppends);
     private final List<Planned> planned;
     private final ArrayDeque<ChangeRow> ready = new ArrayDeque<>();
     private final FileFetch fetch = new FileFetch(table.io());

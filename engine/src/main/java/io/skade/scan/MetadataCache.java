@@ -127,6 +127,23 @@ public final class MetadataCache {
   }
 
   /**
+   * As {@link #table}, when this JVM holds the metadata file {@code location} parsed already (this
+   * cache, or {@link CommittedMetadata} for one it committed); otherwise null, without any I/O.
+   */
+  public Table tableInMemory(String location, FileIO io, String name) {
+    String key = "metadata:" + location;
+    TableMetadata metadata = (TableMetadata) entries.getIfPresent(key);
+    if (metadata == null) {
+      metadata = CommittedMetadata.inMemory(location);
+      if (metadata == null) {
+        return null;
+      }
+      entries.put(key, metadata);
+    }
+    return new BaseTable(new StaticTableOperations(metadata, io), name);
+  }
+
+  /**
    * Reads metadata file {@code location}, and the manifest list and the manifests a window ending
    * at its snapshot {@code snapshotId} reads, into this cache in the background, so that window
    * finds them parsed: a reader with a backlog of windows reads the next windows' metadata while it

@@ -74,10 +74,45 @@ public final class WindowFiles {
   private final Map<String, List<DataFile>> dataManifests = new ConcurrentHashMap<>();
   private final Map<String, List<DeleteFile>> deleteManifests = new ConcurrentHashMap<>();
 
+  /** Per plain-append snapshot, the data files it added, as a planner found them before. */
+  private final Map<Long, List<DataFile>> knownAppends;
+
   public WindowFiles(Table table, PartitionFilter partitions, FileSlice slice) {
+    this(table, partitions, slice, Map.of());
+  }
+
+  /**
+   * As above, with {@code knownAppends}: per plain-append snapshot, every data file it added, as
+   * {@link #appendedBy} gave them; {@link #appended} takes those snapshots' files from here rather
+   * than from their manifests.
+   */
+  public WindowFiles(
+      Table table,
+      PartitionFilter partitions,
+      FileSlice slice,
+      Map<Long, List<DataFile>> knownAppends) {
     this.table = table;
     this.partitions = partitions;
     this.slice = slice;
+    this.knownAppends = knownAppends;
+  }
+
+  /**
+   * Every data file {@code snapshot} added, when it is a plain append whose added files its
+   * sequence number tells apart (see {@link #appended}); otherwise null. Read through the shared
+   * {@link MetadataCache}.
+   */
+  public static List<DataFile> appendedBy(Table table, Snapshot snapshot) {
+    Live live = all(table).appended(List.of(snapshot));
+    return live == null ? null : List.copyOf(live.data.values());
+  }
+
+  /** Window files of {@code table} with no filter and no slice. */
+  private static WindowFiles all(Table table) {
+    return new WindowFiles(
+        table,
+        new PartitionFilter(table.specs(), table.schema(), Expressions.alwaysTrue(), false),
+        FileSlice.ALL);
   }
 
   /**
@@ -126,6 +161,11 @@ public final class WindowFiles {
   public Live appended(List<Snapshot> snapshots) {
     Live live = new Live();
     for (Snapshot snapshot : snapshots) {
+      List<DataFile> known = knownAppends.get(snapshot.snapshotId());
+      if (known != null) {
+        kept(known).forEach(file -> live.data.put(file.location(), file));
+        continue;
+      }
       List<ManifestFile> written = writtenBy(snapshot);
       if (written == null) {
         return null;
@@ -172,11 +212,7 @@ public final class WindowFiles {
    * it wrote when it is a plain append, else all of its manifests.
    */
   static void prefetch(Table table, Snapshot snapshot) {
-    WindowFiles files =
-        new WindowFiles(
-            table,
-            new PartitionFilter(table.specs(), table.schema(), Expressions.alwaysTrue(), false),
-            FileSlice.ALL);
+    WindowFiles files = all(table);
     if (files.appended(List.of(snapshot)) == null) {
       files.load(List.of(snapshot));
     }
@@ -250,11 +286,7 @@ public final class WindowFiles {
    * after a commit are the ones it wrote.
    */
   public static List<FileScanTask> tasks(Table table, Snapshot snapshot) {
-    WindowFiles files =
-        new WindowFiles(
-            table,
-            new PartitionFilter(table.specs(), table.schema(), Expressions.alwaysTrue(), false),
-            FileSlice.ALL);
+    WindowFiles files = all(table);
     files.load(List.of(snapshot));
     Live live = files.at(snapshot);
     String schema = SchemaParser.toJson(table.schema());

@@ -7,6 +7,7 @@ import io.skade.scan.WindowFiles;
 import io.skade.source.split.ChangelogSplit;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import org.apache.iceberg.ContentFile;
@@ -62,9 +63,14 @@ final class OrderingUnits {
   /**
    * The splits of {@code split}, one per slot of its table's units it touches: read from table
    * {@code table} (which holds its snapshots); {@code window} lists the snapshots whose changes it
-   * carries (for a full-snapshot split, none).
+   * carries (for a full-snapshot split, none), and {@code appended}, per plain-append snapshot
+   * among them, every data file it added ({@link WindowFiles#appendedBy}).
    */
-  List<ChangelogSplit> cut(Table table, ChangelogSplit split, List<Snapshot> window) {
+  List<ChangelogSplit> cut(
+      Table table,
+      ChangelogSplit split,
+      List<Snapshot> window,
+      Map<Long, List<DataFile>> appended) {
     FileSlice.Unit unit = unit(table);
     if (unit == FileSlice.Unit.TABLE) {
       int slot = FileSlice.slotOf(tableKey, SLOTS);
@@ -77,7 +83,7 @@ final class OrderingUnits {
         slots.add(slotOf(any, task.file(), table));
       }
     } else {
-      touched(table, window, any, slots);
+      touched(table, window, appended, any, slots);
     }
     List<ChangelogSplit> cut = new ArrayList<>(slots.size());
     for (int slot : slots) {
@@ -113,10 +119,19 @@ final class OrderingUnits {
    * at the window's end.
    */
   private static void touched(
-      Table table, List<Snapshot> window, FileSlice any, Set<Integer> slots) {
+      Table table,
+      List<Snapshot> window,
+      Map<Long, List<DataFile>> appended,
+      FileSlice any,
+      Set<Integer> slots) {
     PartitionSet deletedPartitions = PartitionSet.create(table.specs());
     boolean deletesEverywhere = false;
     for (Snapshot snapshot : window) {
+      List<DataFile> added = appended.get(snapshot.snapshotId());
+      if (added != null) { // a plain append: its files are all it touches
+        added.forEach(file -> slots.add(slotOf(any, file, table)));
+        continue;
+      }
       SnapshotChanges changes = MetadataCache.shared().changes(table, snapshot);
       for (DataFile file : changes.addedDataFiles()) {
         slots.add(slotOf(any, file, table));

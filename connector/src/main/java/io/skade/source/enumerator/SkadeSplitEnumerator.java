@@ -9,6 +9,8 @@ import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.source.SplitsFinishedEvent;
 import io.skade.source.SplitsRestoredEvent;
 import io.skade.source.SplitsTakenEvent;
+import io.skade.source.StageTrace;
+import io.skade.source.StageTrace.Stage;
 import io.skade.source.StartupMode;
 import io.skade.source.split.ChangelogSplit;
 import java.io.Serializable;
@@ -286,7 +288,10 @@ public final class SkadeSplitEnumerator
     boolean mine = false;
     try {
       for (CommitEvent event = feed.poll(); event != null; event = feed.poll()) {
-        mine |= event.tableKey().equals(planner.tableKey());
+        if (event.tableKey().equals(planner.tableKey())) {
+          mine = true;
+          StageTrace.mark(Stage.FEED_DELIVERED, event.commitSeq());
+        }
         feedSeq = event.commitSeq();
         if (catalog.isRemote()) {
           if (delivered.size() == MAX_DELIVERED) {
@@ -322,7 +327,12 @@ public final class SkadeSplitEnumerator
     context.callAsync(
         () ->
             whileOpen(
-                () -> page == null ? planner.next(from, until) : planner.next(from, until, page)),
+                () -> {
+                  WindowPlanner.Plan plan =
+                      page == null ? planner.next(from, until) : planner.next(from, until, page);
+                  mark(Stage.WINDOW_PLANNED, plan.splits());
+                  return plan;
+                }),
         this::planned);
   }
 
@@ -424,6 +434,7 @@ public final class SkadeSplitEnumerator
     }
     pendingCount = pendingIds.size();
     if (!assignment.isEmpty()) {
+      assignment.values().forEach(splits -> mark(Stage.SPLIT_ASSIGNED, splits));
       context.assignSplits(new SplitsAssignment<>(assignment));
     }
     if (finished() && pendingCount == 0) {
@@ -432,6 +443,12 @@ public final class SkadeSplitEnumerator
           context.signalNoMoreSplits(reader);
         }
       }
+    }
+  }
+
+  private static void mark(Stage stage, List<ChangelogSplit> splits) {
+    if (StageTrace.enabled()) {
+      splits.forEach(split -> StageTrace.mark(stage, split.commitSeq()));
     }
   }
 

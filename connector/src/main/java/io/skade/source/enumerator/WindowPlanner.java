@@ -5,7 +5,9 @@ import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitOperation;
 import io.skade.catalog.ConsumerCursor;
 import io.skade.changelog.ChangelogOptions.Mode;
+import io.skade.changelog.PlannedWindow;
 import io.skade.scan.MetadataCache;
+import io.skade.scan.WindowFiles;
 import io.skade.source.StartupMode;
 import io.skade.source.split.ChangelogSplit;
 import java.util.ArrayList;
@@ -14,6 +16,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
+import org.apache.iceberg.DataFile;
 import org.apache.iceberg.HasTableOperations;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
@@ -88,7 +91,7 @@ final class WindowPlanner {
       // position may be another table's commit); without it in the log, the position.
       long rowsSeq = commitSeqOf(table.snapshot(at)).orElse(seq);
       ChangelogSplit rows = ChangelogSplit.snapshot(tableKey, location(table), at, rowsSeq);
-      splits.addAll(units.cut(table, rows, List.of()));
+      splits.addAll(cut(table, rows, List.of(), false));
       return new Start(new ConsumerCursor(identifier, uuid, at, seq), end, splits);
     }
     if (first == null) {
@@ -103,7 +106,7 @@ final class WindowPlanner {
     // Snapshots the log does not know (a registered table's history): one window up to now.
     long upTo = end == UNBOUNDED ? currentId : end;
     ChangelogSplit window = ChangelogSplit.window(tableKey, location(table), before, upTo, seq);
-    splits.addAll(units.cut(table, window, after(table, before, upTo)));
+    splits.addAll(cut(table, window, after(table, before, upTo), false));
     return new Start(new ConsumerCursor(identifier, uuid, upTo, seq), end, splits);
   }
 
@@ -193,7 +196,7 @@ final class WindowPlanner {
       long to = chain.get(reach).snapshotId();
       ChangelogSplit window =
           ChangelogSplit.window(tableKey, location, start, to, event.commitSeq());
-      splits.addAll(units.cut(table, window, steps));
+      splits.addAll(cut(table, window, steps, true));
       start = to;
       done = reach;
       lastSeq = event.commitSeq();
@@ -201,6 +204,39 @@ final class WindowPlanner {
     // Past the end, the log is not handled further: a bounded source stops there.
     long handled = start == end ? lastSeq : logEnd;
     return new Plan(splits, withSeq(cursor, start, handled), more && start != end);
+  }
+
+  /**
+   * The splits of {@code window} over {@code steps} ({@link OrderingUnits#cut}), each carrying its
+   * {@link PlannedWindow}: the metadata cut down to the snapshots it reads and, when {@code
+   * appends}, the files its plain appends added in its slot, read here once for every reader.
+   */
+  private List<ChangelogSplit> cut(
+      Table table, ChangelogSplit window, List<Snapshot> steps, boolean appends) {
+    Map<Long, List<DataFile>> appended = new HashMap<>();
+    for (Snapshot step : appends ? steps : List.<Snapshot>of()) {
+      List<DataFile> files = WindowFiles.appendedBy(table, step);
+      if (files != null) {
+        appended.put(step.snapshotId(), files);
+      }
+    }
+    List<Long> read = new ArrayList<>();
+    steps.forEach(step -> read.add(step.snapshotId()));
+    read.add(window.toSnapshotId());
+    if (!window.fullSnapshot() && window.fromSnapshotId() != ChangelogSplit.BEFORE_FIRST) {
+      read.add(window.fromSnapshotId());
+    }
+    PlannedWindow plan = PlannedWindow.of(table, read);
+    List<ChangelogSplit> splits = new ArrayList<>();
+    for (ChangelogSplit split : units.cut(table, window, steps, appended)) {
+      Map<Long, List<DataFile>> kept = new HashMap<>();
+      appended.forEach(
+          (id, files) ->
+              kept.put(
+                  id, files.stream().filter(f -> split.slice().keeps(f, table.specs())).toList()));
+      splits.add(split.withPlan(plan == null ? null : plan.withAppended(kept)));
+    }
+    return splits;
   }
 
   private FileIO io() {

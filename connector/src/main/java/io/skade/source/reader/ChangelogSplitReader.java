@@ -5,12 +5,16 @@ import io.skade.changelog.ChangeRow;
 import io.skade.changelog.ChangeType;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.changelog.ChangelogReader;
+import io.skade.changelog.PlannedWindow;
 import io.skade.scan.MetadataCache;
+import io.skade.source.StageTrace;
+import io.skade.source.StageTrace.Stage;
 import io.skade.source.split.ChangelogSplit;
 import java.io.IOException;
 import java.util.ArrayDeque;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Queue;
 import java.util.Set;
@@ -20,6 +24,7 @@ import org.apache.flink.connector.base.source.reader.RecordsWithSplitIds;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitReader;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitsAddition;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitsChange;
+import org.apache.iceberg.DataFile;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.flink.data.StructRowData;
 import org.apache.iceberg.io.CloseableIterator;
@@ -29,9 +34,11 @@ import org.apache.iceberg.types.Types;
 /**
  * Reads changelog splits one at a time, in the order they were assigned (so one reader emits the
  * changes of its ordering units in commit order), each from where it was left: a split is opened
- * from its own metadata file with the table's file IO (never the catalog), its first {@code
+ * with the table's file IO (never the catalog) from the metadata this JVM holds for it (with the
+ * manifests, where its planner ran), else from the plan it carries ({@link PlannedWindow}: no
+ * metadata file read, and no manifest for an append), else from its metadata file; its first {@code
  * emitted} changes are skipped, and the rest are fetched in bounded batches. A split is finished
- * when it has no change left.
+ * when it has no change left. Consecutive splits of one schema share the changelog reader's set-up.
  *
  * <p>Each change's row goes to Flink as a view of the engine's row ({@link StructRowData}, the
  * adapter Iceberg's Flink module uses for its own metadata tables), converted field by field as
@@ -53,6 +60,16 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
   private final Object wake = new Object();
   private ChangelogSplit current;
   private Table table;
+
+  /** The last split's changelog reader, whose set-up the next split of its schema reuses. */
+  private ChangelogReader reader;
+
+  /** Each assigned split's table and known appends, by split id, until it is opened. */
+  private final Map<String, Window> windows = new HashMap<>();
+
+  /** What a split reads: its table and the files its plain appends added, when planned. */
+  private record Window(Table table, Map<Long, List<DataFile>> knownAppends) {}
+
   private Types.StructType rowType;
   private CloseableIterator<ChangeRow> changes;
   private long emitted;
@@ -104,6 +121,9 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     ChangeType last = null;
     for (int n = 0; changes.hasNext() && (n < batchRows || last == ChangeType.UPDATE_BEFORE); n++) {
       ChangeRow change = changes.next();
+      if (emitted == 0) {
+        StageTrace.mark(Stage.FIRST_ROW_DECODED, current.commitSeq());
+      }
       if (change.snapshotId() != snapshotId) {
         snapshotId = change.snapshotId();
         commitMillis = table.snapshot(snapshotId).timestampMillis();
@@ -138,8 +158,16 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     if (next == null) {
       return false;
     }
-    table = MetadataCache.shared().table(next.metadataLocation(), io, next.tableKey());
-    ChangelogReader reader = new ChangelogReader(table, options.withSlice(next.slice()));
+    Window window = windows.remove(next.splitId());
+    if (window == null) {
+      window = window(next);
+    }
+    table = window.table();
+    ChangelogOptions read = options.withSlice(next.slice());
+    reader =
+        reader == null
+            ? new ChangelogReader(table, read, window.knownAppends())
+            : reader.reading(table, read, window.knownAppends());
     rowType = reader.schema().asStruct();
     changes =
         next.fullSnapshot()
@@ -150,14 +178,37 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     }
     current = next;
     emitted = next.emitted();
+    StageTrace.mark(Stage.SPLIT_OPENED, next.commitSeq());
     prefetchNext();
     return true;
   }
 
-  /** Warms the metadata of the next assigned windows while this one is read. */
+  /**
+   * The table and known appends of {@code split}: from the metadata this JVM holds, else from its
+   * plan, else read from its metadata file.
+   */
+  private Window window(ChangelogSplit split) {
+    MetadataCache cache = MetadataCache.shared();
+    Table held = cache.tableInMemory(split.metadataLocation(), io, split.tableKey());
+    if (held != null) {
+      // the planner's JVM, whose cache holds the manifests it read: the plan is not decoded
+      return new Window(held, Map.of());
+    }
+    PlannedWindow plan = split.plannedWindow();
+    if (plan != null) {
+      return new Window(plan.table(io, split.tableKey()), plan.appended());
+    }
+    return new Window(cache.table(split.metadataLocation(), io, split.tableKey()), Map.of());
+  }
+
+  /**
+   * Warms the metadata of the next assigned windows while this one is read: those that carry no
+   * plan (a planned append needs none).
+   */
   private void prefetchNext() {
     assigned.stream()
         .limit(PREFETCH_SPLITS)
+        .filter(split -> split.plan() == null)
         .forEach(
             split ->
                 MetadataCache.shared()
@@ -179,6 +230,7 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     }
     assigned.addAll(change.splits());
     for (ChangelogSplit split : change.splits()) {
+      StageTrace.mark(Stage.SPLIT_RECEIVED, split.commitSeq());
       long estimate;
       try {
         estimate = estimate(split);
@@ -195,10 +247,12 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
 
   /** The changes a split holds, estimated from its files' record counts. */
   private long estimate(ChangelogSplit split) {
-    Table at = MetadataCache.shared().table(split.metadataLocation(), io, split.tableKey());
+    Window window = windows.computeIfAbsent(split.splitId(), id -> window(split));
+    Table at = window.table();
     return split.fullSnapshot()
         ? ChangeEstimate.fullSnapshot(at, split.toSnapshotId(), split.slice())
-        : ChangeEstimate.window(at, split.fromExclusive(), split.toSnapshotId(), split.slice());
+        : ChangeEstimate.window(
+            at, split.fromExclusive(), split.toSnapshotId(), split.slice(), window.knownAppends());
   }
 
   private void updatePending() {

@@ -1,7 +1,9 @@
 package io.skade.source.split;
 
+import io.skade.changelog.PlannedWindow;
 import io.skade.scan.FileSlice;
 import java.io.Serializable;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.Objects;
 import org.apache.flink.api.connector.source.SourceSplit;
@@ -10,7 +12,10 @@ import org.apache.flink.api.connector.source.SourceSplit;
  * One unit of work a reader emits in full and in order: the changelog of one table's window {@code
  * (fromSnapshotId, toSnapshotId]}, or, for a {@link #fullSnapshot} split, every row at {@code
  * toSnapshotId} as an insert. It is self-contained: a reader needs only the table's file IO to read
- * it, never the catalog, because it carries a metadata file that lists every snapshot it needs.
+ * it, never the catalog, because it carries a metadata file that lists every snapshot it needs —
+ * and, as planned, a {@link PlannedWindow}: that metadata cut down to the window's snapshots and
+ * the data files its appends added, so that a reader of another process reads neither the metadata
+ * file nor, for an append, any manifest.
  *
  * @param tableKey the catalog's key of the table (its cursor identity)
  * @param metadataLocation a metadata file of the table that holds the split's snapshots
@@ -24,6 +29,8 @@ import org.apache.flink.api.connector.source.SourceSplit;
  *     not the reader, is the split's identity, so a restore at another parallelism moves whole
  *     splits and never cuts one
  * @param emitted how many of the split's changes were already emitted (restore skips them)
+ * @param plan the window as its planner planned it ({@link PlannedWindow#toBytes}), or null: then
+ *     the reader reads {@code metadataLocation}
  */
 public record ChangelogSplit(
     String tableKey,
@@ -33,7 +40,8 @@ public record ChangelogSplit(
     long toSnapshotId,
     long commitSeq,
     FileSlice slice,
-    long emitted)
+    long emitted,
+    byte[] plan)
     implements SourceSplit, Serializable {
 
   /** {@link #fromSnapshotId} of a window that starts before the table's first snapshot. */
@@ -61,14 +69,22 @@ public record ChangelogSplit(
   public static ChangelogSplit window(
       String tableKey, String metadataLocation, long from, long to, long commitSeq) {
     return new ChangelogSplit(
-        tableKey, metadataLocation, false, from, to, commitSeq, FileSlice.ALL, 0);
+        tableKey, metadataLocation, false, from, to, commitSeq, FileSlice.ALL, 0, null);
   }
 
   /** Every row at {@code snapshotId} as an insert, nothing emitted yet. */
   public static ChangelogSplit snapshot(
       String tableKey, String metadataLocation, long snapshotId, long commitSeq) {
     return new ChangelogSplit(
-        tableKey, metadataLocation, true, BEFORE_FIRST, snapshotId, commitSeq, FileSlice.ALL, 0);
+        tableKey,
+        metadataLocation,
+        true,
+        BEFORE_FIRST,
+        snapshotId,
+        commitSeq,
+        FileSlice.ALL,
+        0,
+        null);
   }
 
   /**
@@ -87,15 +103,25 @@ public record ChangelogSplit(
 
   /** This split restricted to the data files of {@code files}. */
   public ChangelogSplit withSlice(FileSlice files) {
-    return with(files, emitted);
+    return with(files, emitted, plan);
   }
 
   /** This split with {@code count} changes emitted. */
   public ChangelogSplit withEmitted(long count) {
-    return with(slice, count);
+    return with(slice, count, plan);
   }
 
-  private ChangelogSplit with(FileSlice files, long count) {
+  /** This split carrying {@code planned} (null: none). */
+  public ChangelogSplit withPlan(PlannedWindow planned) {
+    return with(slice, emitted, planned == null ? null : planned.toBytes());
+  }
+
+  /** The window as planned, or null when the split carries none or this release cannot read it. */
+  public PlannedWindow plannedWindow() {
+    return plan == null ? null : PlannedWindow.fromBytes(plan);
+  }
+
+  private ChangelogSplit with(FileSlice files, long count, byte[] newPlan) {
     return new ChangelogSplit(
         tableKey,
         metadataLocation,
@@ -104,7 +130,44 @@ public record ChangelogSplit(
         toSnapshotId,
         commitSeq,
         files,
-        count);
+        count,
+        newPlan);
+  }
+
+  // The plan is compared by content, like every other field.
+  @Override
+  public boolean equals(Object other) {
+    return other instanceof ChangelogSplit that
+        && tableKey.equals(that.tableKey)
+        && metadataLocation.equals(that.metadataLocation)
+        && fullSnapshot == that.fullSnapshot
+        && fromSnapshotId == that.fromSnapshotId
+        && toSnapshotId == that.toSnapshotId
+        && commitSeq == that.commitSeq
+        && slice.equals(that.slice)
+        && emitted == that.emitted
+        && Arrays.equals(plan, that.plan);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(splitId(), emitted);
+  }
+
+  @Override
+  public String toString() {
+    return "ChangelogSplit["
+        + splitId()
+        + ", window ("
+        + fromSnapshotId
+        + ", "
+        + toSnapshotId
+        + "], "
+        + metadataLocation
+        + ", emitted "
+        + emitted
+        + (plan == null ? "" : ", plan of " + plan.length + " bytes")
+        + "]";
   }
 
   /**

@@ -10,13 +10,17 @@ import org.apache.flink.core.io.SimpleVersionedSerializer;
 
 /**
  * Writes {@link ChangelogSplit}s into checkpoints; versioned so a layout can change without
- * misreading old checkpoints. Version 2 names each split's slot of ordering units; version 1
- * (splits filtered to partitions and pinned to readers) is refused, since its splits cannot be
- * moved to the readers of their units at another parallelism.
+ * misreading old checkpoints. Version 3 adds the planned window a split may carry; version 2 (each
+ * split's slot of ordering units, no plan) is read as splits without one; version 1 (splits
+ * filtered to partitions and pinned to readers) is refused, since its splits cannot be moved to the
+ * readers of their units at another parallelism.
  */
 public final class ChangelogSplitSerializer implements SimpleVersionedSerializer<ChangelogSplit> {
   /** The layout written today. */
-  public static final int VERSION = 2;
+  public static final int VERSION = 3;
+
+  /** The oldest layout still read. */
+  private static final int OLDEST_READ = 2;
 
   @Override
   public int getVersion() {
@@ -25,7 +29,11 @@ public final class ChangelogSplitSerializer implements SimpleVersionedSerializer
 
   @Override
   public byte[] serialize(ChangelogSplit split) throws IOException {
-    ByteArrayOutputStream bytes = new ByteArrayOutputStream(64 + split.metadataLocation().length());
+    ByteArrayOutputStream bytes =
+        new ByteArrayOutputStream(
+            64
+                + split.metadataLocation().length()
+                + (split.plan() == null ? 0 : split.plan().length));
     try (DataOutputStream out = new DataOutputStream(bytes)) {
       write(split, out);
     }
@@ -44,6 +52,10 @@ public final class ChangelogSplitSerializer implements SimpleVersionedSerializer
     out.writeInt(split.slice().slots());
     out.writeInt(split.slice().slot());
     out.writeLong(split.emitted());
+    out.writeInt(split.plan() == null ? -1 : split.plan().length);
+    if (split.plan() != null) {
+      out.write(split.plan());
+    }
   }
 
   @Override
@@ -55,11 +67,13 @@ public final class ChangelogSplitSerializer implements SimpleVersionedSerializer
 
   /** A split written by {@link #write} in layout {@code version}. */
   public static ChangelogSplit read(int version, DataInputStream in) throws IOException {
-    if (version != VERSION) {
+    if (version < OLDEST_READ || version > VERSION) {
       throw new IOException(
           "cannot read a skade changelog split of serializer version "
               + version
-              + "; this skade reads version "
+              + "; this skade reads versions "
+              + OLDEST_READ
+              + " to "
               + VERSION
               + " — restore the checkpoint with the skade"
               + " release that wrote it, or start the job without it");
@@ -72,7 +86,14 @@ public final class ChangelogSplitSerializer implements SimpleVersionedSerializer
     long commitSeq = in.readLong();
     FileSlice slice =
         new FileSlice(FileSlice.Unit.valueOf(in.readUTF()), in.readInt(), in.readInt());
+    long emitted = in.readLong();
+    byte[] plan = null;
+    int planLength = version >= 3 ? in.readInt() : -1;
+    if (planLength >= 0) {
+      plan = new byte[planLength];
+      in.readFully(plan);
+    }
     return new ChangelogSplit(
-        tableKey, metadataLocation, fullSnapshot, from, to, commitSeq, slice, in.readLong());
+        tableKey, metadataLocation, fullSnapshot, from, to, commitSeq, slice, emitted, plan);
   }
 }

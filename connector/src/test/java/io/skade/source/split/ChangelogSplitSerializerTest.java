@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.skade.scan.FileSlice;
+import java.io.ByteArrayOutputStream;
+import java.io.DataOutputStream;
 import java.io.IOException;
 import java.util.HashSet;
 import java.util.Set;
@@ -57,6 +59,41 @@ class ChangelogSplitSerializerTest {
   }
 
   @Test
+  void aSplitOfTheSecondLayoutIsReadAsOneWithoutAPlan() throws IOException {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    try (DataOutputStream out = new DataOutputStream(bytes)) { // as version 2 wrote it
+      out.writeUTF("db\u001ft");
+      out.writeUTF("/m.json");
+      out.writeBoolean(false);
+      out.writeLong(1);
+      out.writeLong(2);
+      out.writeLong(3);
+      out.writeUTF(FileSlice.Unit.FILE.name());
+      out.writeInt(128);
+      out.writeInt(5);
+      out.writeLong(7);
+    }
+    ChangelogSplit restored = serializer.deserialize(2, bytes.toByteArray());
+    assertThat(restored)
+        .isEqualTo(
+            ChangelogSplit.window("db\u001ft", "/m.json", 1, 2, 3)
+                .withSlice(new FileSlice(FileSlice.Unit.FILE, 128, 5))
+                .withEmitted(7));
+    assertThat(restored.plan()).isNull();
+  }
+
+  @Test
+  void aSplitsPlanSurvivesACheckpointByteForByte() throws IOException {
+    ChangelogSplit split =
+        new ChangelogSplit("t", "/m.json", false, 1, 2, 3, FileSlice.ALL, 0, new byte[] {4, 5, 6});
+    ChangelogSplit restored =
+        serializer.deserialize(serializer.getVersion(), serializer.serialize(split));
+    assertThat(restored).isEqualTo(split);
+    assertThat(restored.plan()).containsExactly(4, 5, 6);
+    assertThat(restored).isNotEqualTo(split.withPlan(null));
+  }
+
+  @Test
   void theFirstLayoutIsRefusedWithWhatToDo() throws IOException {
     byte[] bytes = serializer.serialize(ChangelogSplit.window("t", "/m.json", 1, 2, 3));
     assertThatThrownBy(() -> serializer.deserialize(1, bytes))
@@ -76,7 +113,8 @@ class ChangelogSplitSerializerTest {
 
   @Test
   void aNegativeProgressIsRefused() {
-    assertThatThrownBy(() -> new ChangelogSplit("t", "/m.json", false, 1, 2, 3, FileSlice.ALL, -1))
+    assertThatThrownBy(
+            () -> new ChangelogSplit("t", "/m.json", false, 1, 2, 3, FileSlice.ALL, -1, null))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("-1");
   }
