@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.function.Function;
 import org.apache.iceberg.CatalogProperties;
+import org.apache.iceberg.MetadataUpdate;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.SupportsNamespaces;
@@ -114,6 +115,16 @@ public interface CatalogConnection extends AutoCloseable {
    */
   default FileIO readIO(Table table) {
     return table.io();
+  }
+
+  /**
+   * The updates that made metadata file {@code location} from file {@code base}, when the catalog's
+   * owner holds them (a server that committed {@code location} onto {@code base} lately): a reader
+   * that holds {@code base} applies them ({@link CommittedMetadata#replay}) rather than parse the
+   * whole file. Empty otherwise, and always embedded, where what this JVM committed is in memory.
+   */
+  default Optional<List<MetadataUpdate>> metadataUpdates(String location, String base) {
+    return Optional.empty();
   }
 
   /** Whether the catalog is reached over the network (a skade server), not in this JVM. */

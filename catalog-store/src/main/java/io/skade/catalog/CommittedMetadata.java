@@ -1,7 +1,12 @@
 package io.skade.catalog;
 
+import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import org.apache.iceberg.MetadataUpdate;
+import org.apache.iceberg.SnapshotRef;
 import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.TableMetadataParser;
 import org.apache.iceberg.io.FileIO;
@@ -18,8 +23,33 @@ public final class CommittedMetadata {
   /** Enough for the latest metadata of a few busy tables; older files are parsed if needed. */
   private static final int MAX_ENTRIES = 64;
 
+  /**
+   * The kinds of update {@link #updates} hands out: what a data commit, a snapshot expiry or a
+   * change of properties or refs makes. Anything else (a schema, a spec, a sort order, a format
+   * upgrade) is rare, and a reader then reads the whole file.
+   */
+  private static final Set<Class<? extends MetadataUpdate>> REPLAYED =
+      Set.of(
+          MetadataUpdate.AddSnapshot.class,
+          MetadataUpdate.SetSnapshotRef.class,
+          MetadataUpdate.RemoveSnapshots.class,
+          MetadataUpdate.RemoveSnapshotRef.class,
+          MetadataUpdate.SetProperties.class,
+          MetadataUpdate.RemoveProperties.class,
+          MetadataUpdate.SetStatistics.class,
+          MetadataUpdate.RemoveStatistics.class);
+
   /** The entries of one {@link SkadeRuntime}, least recently used first; guarded by itself. */
   private static final class Recent extends LinkedHashMap<String, TableMetadata> {
+    /** Per file this JVM committed, the file it was committed onto and the updates between. */
+    final Map<String, Updates> updates =
+        new LinkedHashMap<>(16, 0.75f, true) {
+          @Override
+          protected boolean removeEldestEntry(Map.Entry<String, Updates> eldest) {
+            return size() > MAX_ENTRIES;
+          }
+        };
+
     Recent() {
       super(16, 0.75f, true);
     }
@@ -29,6 +59,12 @@ public final class CommittedMetadata {
       return size() > MAX_ENTRIES;
     }
   }
+
+  /**
+   * How a committed metadata file follows from the one it was committed onto: applied in order to
+   * {@code base}'s metadata, {@code updates} give this file's metadata (bar its location and logs).
+   */
+  public record Updates(String base, List<MetadataUpdate> updates) {}
 
   private CommittedMetadata() {}
 
@@ -79,15 +115,77 @@ public final class CommittedMetadata {
     return parsed;
   }
 
-  /** Notes that {@code metadata} was just written to {@code location}. */
-  static void written(String location, TableMetadata metadata) {
+  /**
+   * How the file {@code location} this JVM committed follows from the file it was committed onto,
+   * when it was committed lately by updates of the kinds readers replay; else null.
+   */
+  public static Updates updates(String location) {
+    Recent recent = recent();
+    synchronized (recent) {
+      return recent.updates.get(location);
+    }
+  }
+
+  /**
+   * Notes that {@code metadata} was just written to {@code location}, committed onto {@code base}.
+   */
+  static void written(String location, TableMetadata metadata, TableMetadata base) {
     // As parsed from the file: located there, with no pending changes.
     TableMetadata located =
         TableMetadata.buildFrom(metadata).discardChanges().withMetadataLocation(location).build();
+    // The builder's changes since base, when base had none of its own pending.
+    boolean replayable =
+        base != null
+            && base.metadataFileLocation() != null
+            && base.changes().isEmpty()
+            && replayable(metadata.changes());
     Recent recent = recent();
     synchronized (recent) {
       recent.put(location, located);
+      if (replayable) {
+        recent.updates.put(
+            location, new Updates(base.metadataFileLocation(), List.copyOf(metadata.changes())));
+      }
     }
+  }
+
+  /**
+   * Whether {@code updates} rebuild the metadata they made when replayed: all of the kinds in
+   * {@link #REPLAYED}, and the main branch moved only to a snapshot they add (moved to an older
+   * one, its history entry is stamped with the commit's own time, which a replay cannot know).
+   */
+  private static boolean replayable(List<MetadataUpdate> updates) {
+    Set<Long> added = new HashSet<>();
+    for (MetadataUpdate update : updates) {
+      if (!REPLAYED.contains(update.getClass())) {
+        return false;
+      }
+      if (update instanceof MetadataUpdate.AddSnapshot add) {
+        added.add(add.snapshot().snapshotId());
+      } else if (update instanceof MetadataUpdate.SetSnapshotRef ref
+          && ref.name().equals(SnapshotRef.MAIN_BRANCH)
+          && !added.contains(ref.snapshotId())) {
+        return false;
+      }
+    }
+    return !updates.isEmpty();
+  }
+
+  /**
+   * {@code base} with {@code updates} applied: the metadata of file {@code location}, as a reader
+   * that holds {@code base} builds it from {@link #updates} instead of parsing the whole file —
+   * equal to the file's but for its last-updated time.
+   */
+  public static TableMetadata replay(
+      TableMetadata base, List<MetadataUpdate> updates, String location) {
+    TableMetadata.Builder builder = TableMetadata.buildFrom(base);
+    updates.forEach(update -> update.applyTo(builder));
+    return builder
+        .discardChanges()
+        .withMetadataLocation(location)
+        // as the commit's own build did: base joins the metadata log
+        .setPreviousFileLocation(base.metadataFileLocation())
+        .build();
   }
 
   /** Forgets {@code location}, whose file was deleted (a refused commit). */
@@ -95,6 +193,7 @@ public final class CommittedMetadata {
     Recent recent = recent();
     synchronized (recent) {
       recent.remove(location);
+      recent.updates.remove(location);
     }
   }
 }

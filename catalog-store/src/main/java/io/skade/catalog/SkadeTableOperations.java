@@ -105,7 +105,7 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
         register ? metadata.metadataFileLocation() : writeNewMetadata(metadata, nextVersion(base));
     if (!register) {
       // before the swap: the commit feed may wake a reader of this file before submit returns
-      CommittedMetadata.written(newLocation, metadata);
+      CommittedMetadata.written(newLocation, metadata, base);
     }
     String baseLocation = base == null ? null : base.metadataFileLocation();
     CommitOperation operation =

@@ -3,6 +3,7 @@ package io.skade.catalog;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -12,6 +13,7 @@ import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.TableMetadataParser;
 import org.apache.iceberg.exceptions.NotFoundException;
 import org.apache.iceberg.types.Types;
+import org.apache.iceberg.util.JsonUtil;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -21,6 +23,71 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class CommittedMetadataTest {
   @TempDir Path warehouse;
+
+  @Test
+  void replayingACommitsUpdatesOntoItsBaseGivesTheMetadataItsFileParsesTo() throws Exception {
+    try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
+      Table table = Catalogs.createTable(catalog, "t");
+      List<String> locations = new ArrayList<>();
+      locations.add(location(table));
+      Catalogs.append(table, "a");
+      long first = table.currentSnapshot().snapshotId();
+      locations.add(location(table));
+      table.newAppend().appendFile(Catalogs.dataFile("b")).commit(); // a merge append
+      locations.add(location(table));
+      table.newOverwrite().deleteFile(Catalogs.dataFile("b")).commit();
+      locations.add(location(table));
+      table.updateProperties().set("owner", "test").commit();
+      locations.add(location(table));
+      table.manageSnapshots().createTag("v1", first).createBranch("b", first).commit();
+      locations.add(location(table));
+      table.manageSnapshots().rollbackTo(first).commit();
+      String rolledBack = location(table);
+      locations.add(rolledBack);
+      Catalogs.append(table, "c");
+      locations.add(location(table));
+      table.expireSnapshots().expireOlderThan(Long.MAX_VALUE).retainLast(1).commit();
+      locations.add(location(table));
+      String beforeSchemaChange = location(table);
+      table.updateSchema().addColumn("name", Types.StringType.get()).commit();
+      String schemaChanged = location(table);
+
+      int replayed = 0;
+      for (int i = 1; i < locations.size(); i++) {
+        String location = locations.get(i);
+        CommittedMetadata.Updates updates = CommittedMetadata.updates(location);
+        if (updates == null) {
+          continue;
+        }
+        replayed++;
+        assertThat(updates.base()).as(location).isEqualTo(locations.get(i - 1));
+        TableMetadata base = TableMetadataParser.read(catalog.io(), updates.base());
+        TableMetadata rebuilt = CommittedMetadata.replay(base, updates.updates(), location);
+        TableMetadata parsed = TableMetadataParser.read(catalog.io(), location);
+        assertThat(rebuilt.metadataFileLocation()).isEqualTo(location);
+        assertThat(withoutUpdateTime(rebuilt))
+            .as("replayed onto %s: %s", updates.base(), location)
+            .isEqualTo(withoutUpdateTime(parsed));
+      }
+      assertThat(replayed).as("data, property, ref and expiry commits").isEqualTo(7);
+      assertThat(CommittedMetadata.updates(locations.get(0)))
+          .as("a creation is read whole")
+          .isNull();
+      assertThat(CommittedMetadata.updates(rolledBack))
+          .as("a rollback, whose history entry bears the commit's time, is read whole")
+          .isNull();
+      assertThat(CommittedMetadata.updates(schemaChanged))
+          .as("a schema change (onto %s) is read whole", beforeSchemaChange)
+          .isNull();
+    }
+  }
+
+  /** The metadata's JSON but for when it was last updated, which a replay sets anew. */
+  private static String withoutUpdateTime(TableMetadata metadata) throws Exception {
+    ObjectNode json = (ObjectNode) JsonUtil.mapper().readTree(TableMetadataParser.toJson(metadata));
+    json.remove("last-updated-ms");
+    return json.toPrettyString();
+  }
 
   @Test
   void everyKindOfCommitReadsBackAsItsFileParses() throws Exception {

@@ -20,6 +20,7 @@ import org.apache.iceberg.ManifestContent;
 import org.apache.iceberg.ManifestFile;
 import org.apache.iceberg.ManifestFiles;
 import org.apache.iceberg.ManifestReader;
+import org.apache.iceberg.MetadataUpdate;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.SnapshotChanges;
 import org.apache.iceberg.StaticTableOperations;
@@ -140,6 +141,21 @@ public final class MetadataCache {
       }
       entries.put(key, metadata);
     }
+    return new BaseTable(new StaticTableOperations(metadata, io), name);
+  }
+
+  /**
+   * The table as metadata file {@code location} describes it, built from {@code base} (the metadata
+   * of the file it was committed onto) and the {@code updates} between them ({@link
+   * CommittedMetadata#replay}), and kept as that file's: what a follower of a table's commits reads
+   * instead of the whole file, which grows with every snapshot the table keeps.
+   */
+  public Table replayed(
+      String location, TableMetadata base, List<MetadataUpdate> updates, FileIO io, String name) {
+    TableMetadata metadata =
+        (TableMetadata)
+            entries.get(
+                "metadata:" + location, key -> CommittedMetadata.replay(base, updates, location));
     return new BaseTable(new StaticTableOperations(metadata, io), name);
   }
 

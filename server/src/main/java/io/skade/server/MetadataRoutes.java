@@ -5,6 +5,8 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import io.skade.catalog.CommittedMetadata;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.catalog.remote.SkadeProtocol;
+import java.util.stream.Collectors;
+import org.apache.iceberg.MetadataUpdateParser;
 import org.apache.iceberg.TableMetadataParser;
 import org.apache.iceberg.exceptions.NotFoundException;
 
@@ -14,6 +16,12 @@ import org.apache.iceberg.exceptions.NotFoundException;
  * warehouse, from memory when the server committed or read it lately, so that a client following
  * commits asks the store for none of them. Each file's JSON is kept once written (up to {@link
  * #KEPT_BYTES}), for every client that follows the table asks for the same files.
+ *
+ * <p>{@code GET /skade/v1/metadata/updates?location=L&base=B} answers {@code {"updates": [...]}}:
+ * the updates (Iceberg REST's JSON) that made file {@code L} from file {@code B}, when this server
+ * committed {@code L} onto {@code B} lately with updates a reader can replay ({@link
+ * CommittedMetadata#updates}); 404 otherwise. A client that holds {@code B} applies them instead of
+ * parsing {@code L}, which grows with every snapshot the table keeps.
  */
 final class MetadataRoutes {
   /** The most JSON kept, in characters. */
@@ -34,8 +42,12 @@ final class MetadataRoutes {
     this.warehouse = catalog.warehouse().replaceAll("/+$", "") + "/";
   }
 
-  /** Handles the metadata route; false for any other path. */
+  /** Handles the metadata routes; false for any other path. */
   boolean handle(Exchange exchange) {
+    if (exchange.pathIs("skade", "v1", "metadata", "updates")) {
+      updates(exchange);
+      return true;
+    }
     if (!exchange.pathIs("skade", "v1", "metadata")) {
       return false;
     }
@@ -63,5 +75,32 @@ final class MetadataRoutes {
             location,
             key -> TableMetadataParser.toJson(CommittedMetadata.readKnown(catalog.io(), key))));
     return true;
+  }
+
+  private void updates(Exchange exchange) {
+    exchange.route("GET " + SkadeProtocol.METADATA_UPDATES);
+    CommitFeedRoutes.requireGet(exchange);
+    String location = exchange.query("location");
+    String base = exchange.query("base");
+    if (location == null || location.isEmpty() || base == null || base.isEmpty()) {
+      throw new IllegalArgumentException(
+          "query parameters 'location' and 'base' are both needed: the metadata file to build and"
+              + " the one the client holds, e.g. location="
+              + warehouse
+              + "db/t/metadata/00002-<uuid>.metadata.json&base="
+              + warehouse
+              + "db/t/metadata/00001-<uuid>.metadata.json");
+    }
+    CommittedMetadata.Updates updates = CommittedMetadata.updates(location);
+    if (updates == null || !updates.base().equals(base)) {
+      throw new NotFoundException(
+          "this server holds no updates from %s to %s; read the whole metadata file",
+          base, location);
+    }
+    exchange.json(
+        200,
+        updates.updates().stream()
+            .map(MetadataUpdateParser::toJson)
+            .collect(Collectors.joining(",", "{\"updates\":[", "]}")));
   }
 }

@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.skade.catalog.CommittedMetadata;
 import io.skade.catalog.ConsumerCursor;
 import io.skade.catalog.MaintenanceLock;
 import io.skade.catalog.SkadeCatalog;
@@ -14,6 +15,8 @@ import io.skade.catalog.remote.SkadeProtocol;
 import io.skade.catalog.remote.SkadeServerClient;
 import io.skade.testing.IdRows;
 import io.skade.testing.ParquetFiles;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -21,9 +24,12 @@ import java.util.List;
 import java.util.Map;
 import org.apache.iceberg.BaseTransaction;
 import org.apache.iceberg.HasTableOperations;
+import org.apache.iceberg.MetadataUpdate;
+import org.apache.iceberg.MetadataUpdateParser;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableMetadata;
+import org.apache.iceberg.TableMetadataParser;
 import org.apache.iceberg.Transaction;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableCommit;
@@ -32,6 +38,7 @@ import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.exceptions.BadRequestException;
 import org.apache.iceberg.exceptions.CommitFailedException;
+import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.rest.RESTCatalog;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -122,6 +129,15 @@ class ServerRoutesTest {
               + rest.loadTable(ORDERS).currentSnapshot().snapshotId(),
           null
         },
+        new String[] {"GET", "/skade/v1/metadata?location=" + encode(metadataLocation()), null},
+        new String[] {
+          "GET",
+          "/skade/v1/metadata/updates?location="
+              + encode(metadataLocation())
+              + "&base="
+              + encode(metadataLocation()),
+          null
+        },
         new String[] {"GET", "/skade/v1/consumers", null},
         new String[] {"GET", "/skade/v1/consumers/c1", null},
         new String[] {"PUT", "/skade/v1/consumers/c1", cursorJson()},
@@ -129,6 +145,13 @@ class ServerRoutesTest {
         new String[] {"GET", "/healthz", null},
         new String[] {"GET", "/metrics", null},
         new String[] {"GET", "/no/such/route", null});
+  }
+
+  /** When table metadata was last updated, in its JSON; a replay sets it anew. */
+  private static final String UPDATED = "\"last-updated-ms\"\\s*:\\s*\\d+";
+
+  private static String encode(String value) {
+    return URLEncoder.encode(value, StandardCharsets.UTF_8);
   }
 
   private String metadataLocation() {
@@ -269,6 +292,43 @@ class ServerRoutesTest {
     } catch (java.io.IOException e) {
       throw new AssertionError("not the REST error model: " + answer.body(), e);
     }
+  }
+
+  @Test
+  void aClientHoldingACommitsBaseIsServedTheUpdatesThatRebuildIt() throws Exception {
+    String base = metadataLocation();
+    ParquetFiles.append(rest.loadTable(ORDERS), rows(3));
+    String location = metadataLocation();
+    String path =
+        "/skade/v1/metadata/updates?location=" + encode(location) + "&base=" + encode(base);
+
+    ServerFixture.Answer answer = fixture.call("GET", path, null);
+    assertThat(answer.status()).as(answer.body()).isEqualTo(200);
+    List<MetadataUpdate> updates = new ArrayList<>();
+    JSON.readTree(answer.body())
+        .get("updates")
+        .forEach(update -> updates.add(MetadataUpdateParser.fromJson(update)));
+    FileIO io = fixture.server.catalog().io();
+    TableMetadata rebuilt =
+        CommittedMetadata.replay(TableMetadataParser.read(io, base), updates, location);
+    TableMetadata parsed = TableMetadataParser.read(io, location);
+    assertThat(rebuilt.snapshots()).hasSize(2);
+    assertThat(TableMetadataParser.toJson(rebuilt).replaceAll(UPDATED, ""))
+        .isEqualTo(TableMetadataParser.toJson(parsed).replaceAll(UPDATED, ""));
+
+    expect(
+        404,
+        "GET",
+        "/skade/v1/metadata/updates?location=" + encode(location) + "&base=" + encode(location),
+        null,
+        "read the whole metadata file");
+    expect(
+        404,
+        "GET",
+        "/skade/v1/metadata/updates?location=" + encode(base) + "&base=" + encode(base),
+        null,
+        "read the whole");
+    expect(400, "GET", "/skade/v1/metadata/updates?location=" + encode(location), null, "'base'");
   }
 
   @Test

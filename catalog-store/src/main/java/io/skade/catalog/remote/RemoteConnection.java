@@ -12,8 +12,10 @@ import java.io.UncheckedIOException;
 import java.net.URI;
 import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import org.apache.iceberg.MetadataUpdate;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.SupportsNamespaces;
@@ -247,6 +249,16 @@ public final class RemoteConnection implements CatalogConnection {
   @Override
   public FileIO readIO(Table table) {
     return ServerMetadataIO.over(table.io(), false, client, table.location());
+  }
+
+  @Override
+  public Optional<List<MetadataUpdate>> metadataUpdates(String location, String base) {
+    try {
+      return client.metadataUpdates(location, base, ServerMetadataIO.ASK_TIMEOUT);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return Optional.empty();
+    }
   }
 
   @Override

@@ -40,6 +40,9 @@ import org.apache.iceberg.catalog.TableIdentifier;
  *   <li>{@code GET /skade/v1/metadata?location=L}: the JSON of table metadata file {@code L} of the
  *       server's warehouse, from its memory when it committed or read the file lately; 404 for a
  *       file it does not serve ({@link ServerMetadataIO}).
+ *   <li>{@code GET /skade/v1/metadata/updates?location=L&base=B}: {@code {"updates": [...]}}, the
+ *       Iceberg REST updates that made file {@code L} from file {@code B}, when the server
+ *       committed them lately; 404 otherwise ({@link SkadeServerClient#metadataUpdates}).
  * </ul>
  *
  * <p>Namespaces go in query parameters as the REST protocol writes them in paths (levels joined by
@@ -55,6 +58,7 @@ public final class SkadeProtocol {
   public static final String JOB_RUNS = PREFIX + "/lineage/job-runs";
   public static final String LOCKS = PREFIX + "/locks";
   public static final String METADATA = PREFIX + "/metadata";
+  public static final String METADATA_UPDATES = METADATA + "/updates";
 
   /** Longest wait a commits request may ask for, in milliseconds. */
   public static final long MAX_WAIT_MS = 60_000;

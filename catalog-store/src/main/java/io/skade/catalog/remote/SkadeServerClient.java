@@ -1,5 +1,6 @@
 package io.skade.catalog.remote;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.ConsumerCursor;
@@ -18,12 +19,16 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.stream.IntStream;
+import org.apache.iceberg.MetadataUpdate;
+import org.apache.iceberg.MetadataUpdateParser;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.NotAuthorizedException;
+import org.apache.iceberg.util.JsonUtil;
 
 /**
  * A client of a skade server's own routes ({@link SkadeProtocol}): the commit feed and consumer
@@ -115,6 +120,31 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
     } catch (UncheckedIOException e) {
       throw e;
     } catch (RuntimeException refused) {
+      return Optional.empty();
+    }
+  }
+
+  /**
+   * The updates that made metadata file {@code location} from file {@code base}, as the server
+   * holds them when it committed {@code location} onto {@code base} lately, or empty when it does
+   * not (or does not answer within {@code timeout}, or fails). One try, for a caller that reads the
+   * whole file otherwise.
+   *
+   * @throws InterruptedException when interrupted while waiting for the answer
+   */
+  public Optional<List<MetadataUpdate>> metadataUpdates(
+      String location, String base, Duration timeout) throws InterruptedException {
+    String path =
+        SkadeProtocol.METADATA_UPDATES + "?location=" + encode(location) + "&base=" + encode(base);
+    try {
+      JsonNode updates =
+          JsonUtil.mapper()
+              .readTree(send("GET", path, request("GET", path, null, timeout)).body())
+              .get("updates");
+      List<MetadataUpdate> parsed = new ArrayList<>();
+      updates.forEach(update -> parsed.add(MetadataUpdateParser.fromJson(update)));
+      return Optional.of(parsed);
+    } catch (IOException | RuntimeException refused) {
       return Optional.empty();
     }
   }

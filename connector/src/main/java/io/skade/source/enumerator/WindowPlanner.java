@@ -20,6 +20,7 @@ import org.apache.iceberg.DataFile;
 import org.apache.iceberg.HasTableOperations;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.util.SnapshotUtil;
@@ -48,6 +49,9 @@ final class WindowPlanner {
   private final Mode mode;
   private final OrderingUnits units;
   private FileIO io;
+
+  /** The metadata the last window was planned from, which the next may be built from. */
+  private TableMetadata lastLoaded;
 
   /** Where a source begins: its cursor, its end, and what to read before following the log. */
   record Start(ConsumerCursor cursor, long endSnapshotId, List<ChangelogSplit> splits) {}
@@ -161,7 +165,7 @@ final class WindowPlanner {
       return new Plan(List.of(), withSeq(cursor, cursor.snapshotId(), logEnd), more);
     }
     CommitEvent lastEvent = mine.get(mine.size() - 1);
-    Table table = MetadataCache.shared().table(lastEvent.metadataLocation(), io(), tableKey);
+    Table table = load(lastEvent.metadataLocation());
     if (!table.uuid().toString().equals(cursor.tableUuid())) {
       throw recreated();
     }
@@ -237,6 +241,29 @@ final class WindowPlanner {
       splits.add(split.withPlan(plan == null ? null : plan.withAppended(kept)));
     }
     return splits;
+  }
+
+  /**
+   * The table as metadata file {@code location} describes it: held in this JVM, else built from the
+   * last one loaded and the updates between them when the catalog's server holds those (one small
+   * answer rather than the whole file), else read.
+   */
+  private Table load(String location) {
+    MetadataCache cache = MetadataCache.shared();
+    Table table = cache.tableInMemory(location, io(), tableKey);
+    if (table == null && lastLoaded != null && catalog.isRemote()) {
+      TableMetadata base = lastLoaded;
+      table =
+          catalog
+              .metadataUpdates(location, base.metadataFileLocation())
+              .map(updates -> cache.replayed(location, base, updates, io(), tableKey))
+              .orElse(null);
+    }
+    if (table == null) {
+      table = cache.table(location, io(), tableKey);
+    }
+    lastLoaded = ((HasTableOperations) table).operations().current();
+    return table;
   }
 
   private FileIO io() {
