@@ -467,5 +467,15 @@ public final class ClusterBenchmark {
     for (Figures f : figures) {
       SourceLatencyRun.printStages(f.layout(), f.stages());
     }
+    Figures cluster = figures.get(0);
+    System.out.printf(
+        "%ntarget, the cluster: p50 <= 15 ms (%s ms, %s), p99 <= 50 ms (%s ms, %s), p50 within"
+            + " 1.5x the MiniCluster's (%.2fx, %s)%n",
+        ms(cluster.millis(0.50)),
+        cluster.millis(0.50) <= 15 ? "met" : "missed",
+        ms(cluster.millis(0.99)),
+        cluster.millis(0.99) <= 50 ? "met" : "missed",
+        cluster.millis(0.50) / mini.millis(0.50),
+        cluster.millis(0.50) <= 1.5 * mini.millis(0.50) ? "met" : "missed");
   }
 }

@@ -69,6 +69,11 @@ public final class SourceLatencyBenchmark {
   private static final Schema SCHEMA = SourceLatencyRun.SCHEMA;
   private static final String NAMESPACE = "bench";
 
+  /** The in-process targets, commit durable to row emitted. */
+  private static final double TARGET_P50_MS = 3;
+
+  private static final double TARGET_P99_MS = 10;
+
   private record Throughput(String source, long rows, double seconds, String requests) {
     double rowsPerSecond() {
       return rows / seconds;
@@ -333,6 +338,14 @@ public final class SourceLatencyBenchmark {
     latencies.forEach(
         (storage, list) ->
             list.forEach(l -> printStages(l.source() + " on " + storage.label(), l)));
+    System.out.printf(
+        "%ntarget, skade on local disk: p50 <= %.0f ms (%s ms, %s), p99 <= %.0f ms (%s ms, %s)%n",
+        TARGET_P50_MS,
+        ms(localSkade.millis(0.50)),
+        localSkade.millis(0.50) <= TARGET_P50_MS ? "met" : "missed",
+        TARGET_P99_MS,
+        ms(localSkade.millis(0.99)),
+        localSkade.millis(0.99) <= TARGET_P99_MS ? "met" : "missed");
     for (Map.Entry<Storage, List<Latency>> e : latencies.entrySet()) {
       long delay = e.getKey().delayMillis();
       if (e.getKey() == latencies.keySet().iterator().next()) {

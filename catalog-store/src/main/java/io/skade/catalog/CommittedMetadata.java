@@ -174,18 +174,17 @@ public final class CommittedMetadata {
   /**
    * {@code base} with {@code updates} applied: the metadata of file {@code location}, as a reader
    * that holds {@code base} builds it from {@link #updates} instead of parsing the whole file —
-   * equal to the file's but for its last-updated time.
+   * equal to the file's but for its last-updated time, which is the replay's (and so, replayed onto
+   * a replay, for the times its metadata log gives its previous files).
    */
   public static TableMetadata replay(
       TableMetadata base, List<MetadataUpdate> updates, String location) {
     TableMetadata.Builder builder = TableMetadata.buildFrom(base);
     updates.forEach(update -> update.applyTo(builder));
-    return builder
-        .discardChanges()
-        .withMetadataLocation(location)
-        // as the commit's own build did: base joins the metadata log
-        .setPreviousFileLocation(base.metadataFileLocation())
-        .build();
+    // Built as the commit built it (base joins the metadata log, the time is now), then located:
+    // locating a builder keeps its base's time, which snapshots added since may be newer than.
+    TableMetadata built = builder.discardChanges().build();
+    return TableMetadata.buildFrom(built).withMetadataLocation(location).build();
   }
 
   /** Forgets {@code location}, whose file was deleted (a refused commit). */

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.apache.iceberg.BaseTable;
 import org.apache.iceberg.ContentFile;
 import org.apache.iceberg.DataFile;
@@ -166,13 +167,22 @@ public final class MetadataCache {
    * reads this window's rows. Failures are ignored here; the read itself reports them.
    */
   public void prefetch(String location, FileIO io, String name, long snapshotId) {
+    prefetch(() -> table(location, io, name), snapshotId);
+  }
+
+  /** As above, of a table in hand (one a split carried). */
+  public void prefetch(Table table, long snapshotId) {
+    prefetch(() -> table, snapshotId);
+  }
+
+  private void prefetch(Supplier<Table> tables, long snapshotId) {
     SkadeRuntime.get()
         .component(Prefetch.class, Prefetch::new)
         .executor
         .execute(
             () -> {
               try {
-                Table table = table(location, io, name);
+                Table table = tables.get();
                 Snapshot snapshot = table.snapshot(snapshotId);
                 if (snapshot != null) {
                   WindowFiles.prefetch(table, snapshot);

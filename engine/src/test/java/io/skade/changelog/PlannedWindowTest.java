@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.skade.scan.WindowFiles;
 import io.skade.testing.IdRows;
+import io.skade.testing.RecordingFileIO;
 import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.io.ByteArrayOutputStream;
@@ -14,10 +15,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Collectors;
-import org.apache.hadoop.conf.Configuration;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.HasTableOperations;
 import org.apache.iceberg.PartitionSpec;
@@ -29,8 +27,6 @@ import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expressions;
-import org.apache.iceberg.hadoop.HadoopFileIO;
-import org.apache.iceberg.io.InputFile;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -42,28 +38,6 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  */
 class PlannedWindowTest {
   @RegisterExtension final TestCatalog catalog = new TestCatalog();
-
-  /** Hadoop's file IO, recording every file it opens. */
-  @SuppressWarnings("serial")
-  static final class RecordingIO extends HadoopFileIO {
-    final Set<String> opened = ConcurrentHashMap.newKeySet();
-
-    RecordingIO() {
-      super(new Configuration());
-    }
-
-    @Override
-    public InputFile newInputFile(String path) {
-      opened.add(path);
-      return super.newInputFile(path);
-    }
-
-    @Override
-    public InputFile newInputFile(String path, long length) {
-      opened.add(path);
-      return super.newInputFile(path, length);
-    }
-  }
 
   @Test
   void aPlannedAppendWindowOpensOnlyItsDataFiles() {
@@ -79,7 +53,7 @@ class PlannedWindowTest {
         roundTrip(
             PlannedWindow.of(table, List.of(from, first, to))
                 .withAppended(icebergAppends(table, List.of(first, to))));
-    RecordingIO io = new RecordingIO();
+    RecordingFileIO io = new RecordingFileIO();
     Table planned = plan.table(io, "appends");
     List<String> changes =
         changes(new ChangelogReader(planned, defaults(), plan.appended()), from, to);
@@ -113,7 +87,7 @@ class PlannedWindowTest {
     assertThat(appended).containsOnlyKeys(window.get(0), window.get(3));
 
     PlannedWindow plan = roundTrip(PlannedWindow.of(table, window).withAppended(appended));
-    RecordingIO io = new RecordingIO();
+    RecordingFileIO io = new RecordingFileIO();
     List<String> changes =
         changes(
             new ChangelogReader(plan.table(io, "mixed"), defaults(), plan.appended()),

@@ -24,6 +24,8 @@ import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.util.SnapshotUtil;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Plans a source's splits from the catalog's commit log: where a startup mode begins, and the
@@ -37,6 +39,8 @@ import org.apache.iceberg.util.SnapshotUtil;
  * commit_seq}; in collapsed mode the commits of one round form one window.
  */
 final class WindowPlanner {
+  private static final Logger LOG = LoggerFactory.getLogger(WindowPlanner.class);
+
   /** The end of an unbounded source. */
   static final long UNBOUNDED = Long.MIN_VALUE;
 
@@ -253,11 +257,20 @@ final class WindowPlanner {
     Table table = cache.tableInMemory(location, io(), tableKey);
     if (table == null && lastLoaded != null && catalog.isRemote()) {
       TableMetadata base = lastLoaded;
-      table =
-          catalog
-              .metadataUpdates(location, base.metadataFileLocation())
-              .map(updates -> cache.replayed(location, base, updates, io(), tableKey))
-              .orElse(null);
+      try {
+        table =
+            catalog
+                .metadataUpdates(location, base.metadataFileLocation())
+                .map(updates -> cache.replayed(location, base, updates, io(), tableKey))
+                .orElse(null);
+      } catch (RuntimeException e) {
+        // updates this release cannot apply: the file itself holds the same metadata
+        LOG.warn(
+            "skade source on {}: could not apply the updates that made {}; reading the file",
+            identifier,
+            location,
+            e);
+      }
     }
     if (table == null) {
       table = cache.table(location, io(), tableKey);

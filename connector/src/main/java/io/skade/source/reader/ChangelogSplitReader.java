@@ -202,18 +202,22 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
   }
 
   /**
-   * Warms the metadata of the next assigned windows while this one is read: those that carry no
-   * plan (a planned append needs none).
+   * Warms the metadata of the next assigned windows while this one is read: their manifests (and,
+   * for a split without a plan, its metadata file); an append whose files the split carries needs
+   * none.
    */
   private void prefetchNext() {
-    assigned.stream()
-        .limit(PREFETCH_SPLITS)
-        .filter(split -> split.plan() == null)
-        .forEach(
-            split ->
-                MetadataCache.shared()
-                    .prefetch(
-                        split.metadataLocation(), io, split.tableKey(), split.toSnapshotId()));
+    MetadataCache cache = MetadataCache.shared();
+    for (ChangelogSplit split : assigned.stream().limit(PREFETCH_SPLITS).toList()) {
+      if (split.plan() == null) {
+        cache.prefetch(split.metadataLocation(), io, split.tableKey(), split.toSnapshotId());
+      } else {
+        Window window = windows.computeIfAbsent(split.splitId(), id -> window(split));
+        if (!window.knownAppends().containsKey(split.toSnapshotId())) {
+          cache.prefetch(window.table(), split.toSnapshotId());
+        }
+      }
+    }
   }
 
   private void closeCurrent() throws IOException {

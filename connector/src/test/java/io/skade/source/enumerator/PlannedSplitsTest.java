@@ -12,19 +12,15 @@ import io.skade.source.reader.ChangelogSplitReader;
 import io.skade.source.split.ChangelogSplit;
 import io.skade.source.split.ChangelogSplitSerializer;
 import io.skade.testing.IdRows;
+import io.skade.testing.RecordingFileIO;
 import io.skade.testing.TestCatalog;
 import io.skade.write.TableWriter;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import org.apache.flink.connector.base.source.reader.RecordsWithSplitIds;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitsAddition;
-import org.apache.hadoop.conf.Configuration;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.hadoop.HadoopFileIO;
-import org.apache.iceberg.io.InputFile;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -37,28 +33,6 @@ class PlannedSplitsTest {
   private static final TableIdentifier T = TableIdentifier.of("db", "t");
 
   @RegisterExtension final TestCatalog catalog = new TestCatalog();
-
-  /** Hadoop's file IO, recording every file it opens. */
-  @SuppressWarnings("serial")
-  static final class RecordingIO extends HadoopFileIO {
-    final Set<String> opened = ConcurrentHashMap.newKeySet();
-
-    RecordingIO() {
-      super(new Configuration());
-    }
-
-    @Override
-    public InputFile newInputFile(String path) {
-      opened.add(path);
-      return super.newInputFile(path);
-    }
-
-    @Override
-    public InputFile newInputFile(String path, long length) {
-      opened.add(path);
-      return super.newInputFile(path, length);
-    }
-  }
 
   @Test
   void aReaderElsewhereReadsPlannedSplitsFromTheirPlansAlone() throws Exception {
@@ -86,13 +60,13 @@ class PlannedSplitsTest {
     }
     assertThat(shipped).isEqualTo(planned);
     List<String> fromMetadataFiles =
-        read(planned.stream().map(s -> s.withPlan(null)).toList(), new RecordingIO());
+        read(planned.stream().map(s -> s.withPlan(null)).toList(), new RecordingFileIO());
 
     SkadeRuntime.reset(); // another JVM: no metadata, manifest or committed metadata held
-    List<RecordingIO> ios = new ArrayList<>();
+    List<RecordingFileIO> ios = new ArrayList<>();
     List<String> fromPlans = new ArrayList<>();
     for (ChangelogSplit split : shipped) {
-      RecordingIO io = new RecordingIO();
+      RecordingFileIO io = new RecordingFileIO();
       fromPlans.addAll(read(List.of(split), io));
       ios.add(io);
     }
@@ -100,7 +74,7 @@ class PlannedSplitsTest {
     assertThat(fromPlans)
         .isEqualTo(fromMetadataFiles)
         .containsExactly("+I 1 a", "+I 2 b", "-U 2 b", "+U 2 b2", "-D 1 a", "+I 3 c", "+I 4 d");
-    for (RecordingIO io : ios) {
+    for (RecordingFileIO io : ios) {
       assertThat(io.opened).noneMatch(path -> path.endsWith(".metadata.json"));
     }
     for (int append : List.of(0, 3, 4)) {
@@ -112,7 +86,8 @@ class PlannedSplitsTest {
   }
 
   /** Every change of {@code splits}, read in order by one reader on {@code io}. */
-  private static List<String> read(List<ChangelogSplit> splits, RecordingIO io) throws Exception {
+  private static List<String> read(List<ChangelogSplit> splits, RecordingFileIO io)
+      throws Exception {
     List<String> changes = new ArrayList<>();
     try (ChangelogSplitReader reader =
         new ChangelogSplitReader(io, ChangelogOptions.defaults(), 100)) {
