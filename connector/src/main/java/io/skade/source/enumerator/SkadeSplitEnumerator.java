@@ -64,6 +64,12 @@ public final class SkadeSplitEnumerator
     implements SplitEnumerator<ChangelogSplit, SkadeEnumeratorState> {
   private static final Logger LOG = LoggerFactory.getLogger(SkadeSplitEnumerator.class);
 
+  /** The most bytes of splits one assignment event carries. */
+  static final long MAX_EVENT_BYTES = 1 << 20;
+
+  /** A split's size in an event, besides its plan: ids, a metadata location, numbers. */
+  private static final long SPLIT_BYTES = 512;
+
   /** Most delivered commits kept for planning; beyond them the log is read. */
   private static final int MAX_DELIVERED = 4 * WindowPlanner.ROUND_COMMITS;
 
@@ -433,9 +439,11 @@ public final class SkadeSplitEnumerator
       }
     }
     pendingCount = pendingIds.size();
-    if (!assignment.isEmpty()) {
-      assignment.values().forEach(splits -> mark(Stage.SPLIT_ASSIGNED, splits));
-      context.assignSplits(new SplitsAssignment<>(assignment));
+    for (Map.Entry<Integer, List<ChangelogSplit>> entry : assignment.entrySet()) {
+      mark(Stage.SPLIT_ASSIGNED, entry.getValue());
+      for (List<ChangelogSplit> event : events(entry.getValue(), MAX_EVENT_BYTES)) {
+        context.assignSplits(new SplitsAssignment<>(Map.of(entry.getKey(), event)));
+      }
     }
     if (finished() && pendingCount == 0) {
       for (int reader : context.registeredReaders().keySet()) {
@@ -444,6 +452,32 @@ public final class SkadeSplitEnumerator
         }
       }
     }
+  }
+
+  /**
+   * {@code splits}, in order, cut into runs whose planned windows come to at most {@code maxBytes}
+   * (a split larger than that alone): each run is one event to the reader, which Flink sends over
+   * its RPC system, whose messages are bounded (10 MB by default). A backlog of planned windows
+   * would otherwise go in one event.
+   */
+  static List<List<ChangelogSplit>> events(List<ChangelogSplit> splits, long maxBytes) {
+    List<List<ChangelogSplit>> events = new ArrayList<>();
+    List<ChangelogSplit> event = new ArrayList<>();
+    long bytes = 0;
+    for (ChangelogSplit split : splits) {
+      long size = SPLIT_BYTES + (split.plan() == null ? 0 : split.plan().length);
+      if (!event.isEmpty() && bytes + size > maxBytes) {
+        events.add(event);
+        event = new ArrayList<>();
+        bytes = 0;
+      }
+      event.add(split);
+      bytes += size;
+    }
+    if (!event.isEmpty()) {
+      events.add(event);
+    }
+    return events;
   }
 
   private static void mark(Stage stage, List<ChangelogSplit> splits) {
@@ -520,8 +554,14 @@ public final class SkadeSplitEnumerator
     if (cursor != null) {
       toPublish.put(checkpointId, oldestNeeded(queued));
     }
+    // Checkpointed without their plans, which only spare a reader reading metadata: a backlog of
+    // planned windows would make every checkpoint as large.
     return new SkadeEnumeratorState(
-        cursor, end, queued, List.copyOf(unfinished.values()), context.currentParallelism());
+        cursor,
+        end,
+        queued.stream().map(split -> split.withPlan(null)).toList(),
+        unfinished.values().stream().map(split -> split.withPlan(null)).toList(),
+        context.currentParallelism());
   }
 
   /** The consumer cursor to publish: the oldest snapshot an outstanding split still needs. */

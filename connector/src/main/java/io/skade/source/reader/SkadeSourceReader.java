@@ -89,7 +89,10 @@ public final class SkadeSourceReader<T>
   public void start() {
     started = true;
     super.start();
-    context.sendSourceEventToCoordinator(new SplitsRestoredEvent(handedBack));
+    // Without their plans: the event goes over Flink's RPC, whose messages are bounded, and the
+    // readers they go to read their metadata files instead.
+    context.sendSourceEventToCoordinator(
+        new SplitsRestoredEvent(handedBack.stream().map(split -> split.withPlan(null)).toList()));
   }
 
   @Override
