@@ -104,7 +104,10 @@ import org.junit.jupiter.params.provider.MethodSource;
  * <p>The predicates combine {@code = <> < <= > >= IN, NOT IN, BETWEEN, IS [NOT] NULL, LIKE} with
  * {@code AND}, {@code OR} and {@code NOT}, literals on either side and in several spellings, over
  * every column; each table's queries use every (operator, type) pair (the generator draws the pairs
- * not used yet first), so every pair meets every path.
+ * not used yet first), so every pair meets every path. A query names the binary column in one atom
+ * at most: Calcite folds two into a {@code SEARCH} of points, which Flink never finds TRUE on a
+ * binary value (in a batch {@code SELECT} too), so Flink's evaluation and skade's would differ by
+ * Flink's own plan.
  *
  * <p>Flink 2.1's planner can loop forever on some filters once it has put them into CNF for
  * pushdown (its SimplifyFilterConditionRule rewriting a comparison back and forth; seed 1 has one):
@@ -1217,8 +1220,10 @@ class SqlScanDifferentialTest {
           int left = count - number;
           int atoms = Math.max(1, Math.min(MAX_ATOMS, (uncovered.size() + left - 1) / left));
           List<String> parts = new ArrayList<>();
+          boolean binary = false;
           for (int i = 0; i < atoms; i++) {
-            Map.Entry<Op, Kind> pair = uncovered.isEmpty() ? randomPair() : uncovered.remove(0);
+            Map.Entry<Op, Kind> pair = next(binary);
+            binary |= pair.getValue() == Kind.BYTES;
             parts.add(atom(pair.getKey(), column(pair.getValue())));
           }
           where = tree(parts);
@@ -1226,6 +1231,24 @@ class SqlScanDifferentialTest {
         queries.add(new Query(number, selected, where));
       }
       return queries;
+    }
+
+    /**
+     * The first pair not used yet, else a random one; none on the binary column when {@code
+     * noBinary} (one atom on it a query: see the class comment).
+     */
+    private Map.Entry<Op, Kind> next(boolean noBinary) {
+      for (int i = 0; i < uncovered.size(); i++) {
+        if (!noBinary || uncovered.get(i).getValue() != Kind.BYTES) {
+          return uncovered.remove(i);
+        }
+      }
+      while (true) {
+        Map.Entry<Op, Kind> pair = randomPair();
+        if (!noBinary || pair.getValue() != Kind.BYTES) {
+          return pair;
+        }
+      }
     }
 
     private Map.Entry<Op, Kind> randomPair() {
