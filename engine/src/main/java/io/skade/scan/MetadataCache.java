@@ -124,8 +124,8 @@ public final class MetadataCache {
   public Table table(String location, FileIO io, String name) {
     TableMetadata metadata =
         (TableMetadata)
-            entries.get("metadata:" + location, key -> CommittedMetadata.readKnown(io, location));
-    return new BaseTable(new StaticTableOperations(metadata, io), name);
+            entries.get(metadataKey(location), key -> CommittedMetadata.readKnown(io, location));
+    return readOnly(metadata, io, name);
   }
 
   /**
@@ -133,7 +133,7 @@ public final class MetadataCache {
    * cache, or {@link CommittedMetadata} for one it committed); otherwise null, without any I/O.
    */
   public Table tableInMemory(String location, FileIO io, String name) {
-    String key = "metadata:" + location;
+    String key = metadataKey(location);
     TableMetadata metadata = (TableMetadata) entries.getIfPresent(key);
     if (metadata == null) {
       metadata = CommittedMetadata.inMemory(location);
@@ -142,7 +142,7 @@ public final class MetadataCache {
       }
       entries.put(key, metadata);
     }
-    return new BaseTable(new StaticTableOperations(metadata, io), name);
+    return readOnly(metadata, io, name);
   }
 
   /**
@@ -156,8 +156,8 @@ public final class MetadataCache {
     TableMetadata metadata =
         (TableMetadata)
             entries.get(
-                "metadata:" + location, key -> CommittedMetadata.replay(base, updates, location));
-    return new BaseTable(new StaticTableOperations(metadata, io), name);
+                metadataKey(location), key -> CommittedMetadata.replay(base, updates, location));
+    return readOnly(metadata, io, name);
   }
 
   /**
@@ -297,6 +297,15 @@ public final class MetadataCache {
     public void deleteFile(String path) {
       throw new UnsupportedOperationException("read-only: cannot delete " + path);
     }
+  }
+
+  private static String metadataKey(String location) {
+    return "metadata:" + location;
+  }
+
+  /** A read-only table of {@code metadata}, reading its files with {@code io}. */
+  private static Table readOnly(TableMetadata metadata, FileIO io, String name) {
+    return new BaseTable(new StaticTableOperations(metadata, io), name);
   }
 
   private static String key(ManifestFile manifest) {
