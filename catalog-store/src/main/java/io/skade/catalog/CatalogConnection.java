@@ -4,6 +4,7 @@ import io.skade.catalog.remote.RemoteConnection;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
 import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.MetadataUpdate;
@@ -107,6 +108,15 @@ public interface CatalogConnection extends AutoCloseable {
    * io.skade.catalog.remote.RemoteCommitFeed#catchUp}).
    */
   default void catchUp() {}
+
+  /**
+   * As {@link #catchUp}, without holding the calling thread: completes once this process knows of
+   * every commit that was durable when the call began (at once embedded), or fails as {@link
+   * #catchUp} would throw.
+   */
+  default CompletableFuture<Void> caughtUp() {
+    return CompletableFuture.completedFuture(null);
+  }
 
   /**
    * The file IO to read {@code table}'s files with while following its commits: the table's own;

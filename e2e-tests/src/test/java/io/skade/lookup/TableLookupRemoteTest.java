@@ -11,11 +11,24 @@ import io.skade.catalog.CommitSubscription;
 import io.skade.server.ServerProcess;
 import io.skade.testing.IdRows;
 import io.skade.testing.RemoteCatalog;
+import io.skade.testing.SlowAnswersProxy;
 import io.skade.write.TableWriter;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
@@ -28,6 +41,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
@@ -104,13 +118,11 @@ class TableLookupRemoteTest {
    * races the feed's long-poll, and loses it after the server was away (the long-poll backs off)
    * unless it catches up with the server first.
    */
-  @ParameterizedTest // the row cache probes as PROBE does, at the snapshot LatestTable gives
-  @EnumSource(
-      value = TableLookup.Caching.class,
-      names = {"PROBE", "FULL"})
+  @ParameterizedTest(name = "{0}, asynchronous {1}") // ROWS probes as PROBE does, at its snapshot
+  @CsvSource({"PROBE, false", "FULL, false", "PROBE, true"})
   @Timeout(180)
-  void aProbeWithAZeroPollIntervalSeesEveryCommitDurableBeforeIt(TableLookup.Caching caching)
-      throws Exception {
+  void aProbeWithAZeroPollIntervalSeesEveryCommitDurableBeforeIt(
+      TableLookup.Caching caching, boolean async) throws Exception {
     try (RemoteCatalog remote = RemoteCatalog.start(root);
         LookupCaches.Handle caches = LookupCaches.acquire()) {
       RESTCatalog rest = remote.rest();
@@ -125,9 +137,10 @@ class TableLookupRemoteTest {
                 settings(caching, Duration.ZERO),
                 caches.caches(),
                 table -> Function.identity());
-        for (int i = 1; i <= 40; i++) {
+        Function<Long, List<String>> probe = id -> async ? namesAsync(fresh, id) : names(fresh, id);
+        for (long i = 1; i <= 40; i++) {
           writer.upsert(List.of(row(i, "v" + i))); // returns once durable on the server
-          assertThat(names(fresh, i))
+          assertThat(probe.apply(i))
               .as("the probe right after commit %d returned", i)
               .containsExactly("v" + i);
         }
@@ -135,12 +148,105 @@ class TableLookupRemoteTest {
         // soon as it is back reaches this process only when the long-poll resumes.
         remote.server().killAndRestart(1_000);
         TableWriter afterRestart = new TableWriter(rest.loadTable(TABLE));
-        for (int i = 41; i <= 45; i++) {
+        for (long i = 41; i <= 45; i++) {
           afterRestart.upsert(List.of(row(i, "v" + i)));
-          assertThat(names(fresh, i))
+          assertThat(probe.apply(i))
               .as("the probe right after commit %d, after the restart", i)
               .containsExactly("v" + i);
         }
+      }
+    }
+  }
+
+  /**
+   * The lookups of one process share one catch-up with the server: connections opened with equal
+   * properties share a session, and asynchronous probes under way together wait for one check. Each
+   * probe still sees every commit that was durable when it began, while another client commits
+   * without pause and the server's answers reach this process 400 ms late (a proxy holds them): a
+   * probe counted as covered by a check or a long-poll answer sent before it began would miss the
+   * commits made in between.
+   */
+  @Test
+  @Timeout(180)
+  void probesSharingCatchUpsEachSeeEveryCommitDurableWhenTheyBegan() throws Exception {
+    try (RemoteCatalog remote = RemoteCatalog.start(root);
+        LookupCaches.Handle caches = LookupCaches.acquire()) {
+      TableWriter writer = new TableWriter(remote.rest().createTable(TABLE, SCHEMA));
+      writer.append(List.of(row(1, "0")));
+      ExecutorService probers = Executors.newFixedThreadPool(16);
+      Map<String, String> late = new HashMap<>(remote.properties());
+      try (SlowAnswersProxy proxy =
+              new SlowAnswersProxy(URI.create(remote.server().uri()), Duration.ofMillis(400));
+          CatalogConnection first = CatalogConnection.open(withUri(late, proxy.uri()));
+          CatalogConnection second = CatalogConnection.open(withUri(late, proxy.uri()))) {
+        assertThat(second.feed())
+            .as("one session per server and properties")
+            .isSameAs(first.feed());
+        List<TableLookup<Record>> lookups =
+            List.of(
+                new TableLookup<>(
+                    first,
+                    TABLE,
+                    settings(TableLookup.Caching.PROBE, Duration.ZERO),
+                    caches.caches(),
+                    table -> Function.identity()),
+                new TableLookup<>(
+                    second,
+                    TABLE,
+                    settings(TableLookup.Caching.ROWS, Duration.ZERO),
+                    caches.caches(),
+                    table -> Function.identity()));
+        // The writer alone commits from here on: its n-th commit is the log's commit base + n.
+        long base = first.feed().commitSeq();
+        AtomicLong durable = new AtomicLong();
+        AtomicBoolean writing = new AtomicBoolean(true);
+        CompletableFuture<Void> commits =
+            CompletableFuture.runAsync(
+                () -> {
+                  try {
+                    for (long version = 1; version <= 40; version++) {
+                      writer.upsert(List.of(row(1, Long.toString(version))));
+                      durable.set(version); // the upsert returned: durable on the server
+                    }
+                  } finally {
+                    writing.set(false);
+                  }
+                });
+        List<String> stale = new CopyOnWriteArrayList<>();
+        AtomicLong probes = new AtomicLong();
+        List<CompletableFuture<Void>> running = new ArrayList<>();
+        for (int p = 0; p < 16; p++) {
+          TableLookup<Record> lookup = lookups.get(p % 2);
+          CatalogConnection connection = p % 2 == 0 ? first : second;
+          running.add(
+              CompletableFuture.runAsync(
+                  () -> {
+                    while (writing.get()) {
+                      long before = durable.get();
+                      connection.caughtUp().join();
+                      // What the catch-up promises, before a table load could hide a lapse.
+                      long known = connection.commitsSeen(TABLE);
+                      if (before > 0 && known < base + before) {
+                        stale.add(
+                            "knew commit " + known + " after " + (base + before) + " was durable");
+                      }
+                      long seen = Long.parseLong(namesAsync(lookup, 1).get(0));
+                      probes.incrementAndGet();
+                      if (seen < before) {
+                        stale.add(
+                            "saw version " + seen + " after version " + before + " was durable");
+                      }
+                    }
+                  },
+                  probers));
+        }
+        commits.get(120, TimeUnit.SECONDS);
+        CompletableFuture.allOf(running.toArray(CompletableFuture[]::new))
+            .get(60, TimeUnit.SECONDS);
+        assertThat(stale).isEmpty();
+        assertThat(probes.get()).as("probes made while the writer committed").isGreaterThan(32);
+      } finally {
+        probers.shutdownNow();
       }
     }
   }
@@ -165,6 +271,11 @@ class TableLookupRemoteTest {
     }
   }
 
+  private static Map<String, String> withUri(Map<String, String> properties, String uri) {
+    properties.put("uri", uri);
+    return properties;
+  }
+
   /** The commit_seq the server gave the snapshot (asked of the server, not of the feed). */
   private static long commitSeq(long snapshotId, CatalogConnection connection) {
     return connection.commitOf(TABLE, snapshotId).orElseThrow().commitSeq();
@@ -185,8 +296,30 @@ class TableLookupRemoteTest {
             });
   }
 
-  private static List<String> names(TableLookup<Record> lookup, long id) throws Exception {
-    return lookup.lookup(List.of(id)).stream().map(r -> (String) r.getField("name")).toList();
+  private static List<String> names(TableLookup<Record> lookup, long id) {
+    try {
+      return lookup.lookup(List.of(id)).stream().map(r -> (String) r.getField("name")).toList();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** As an asynchronous lookup function probes: after the catch-up, on another thread. */
+  private static List<String> namesAsync(TableLookup<Record> lookup, long id) {
+    return lookup
+        .caughtUp()
+        .thenApplyAsync(
+            caughtUp -> {
+              try {
+                return lookup.lookupCaughtUp(List.of(id));
+              } catch (IOException e) {
+                throw new UncheckedIOException(e);
+              }
+            })
+        .join()
+        .stream()
+        .map(r -> (String) r.getField("name"))
+        .toList();
   }
 
   private static TableLookup.Settings settings(TableLookup.Caching caching) {

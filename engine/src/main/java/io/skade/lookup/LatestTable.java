@@ -2,6 +2,7 @@ package io.skade.lookup;
 
 import io.skade.catalog.CatalogConnection;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 
@@ -20,11 +21,14 @@ import org.apache.iceberg.catalog.TableIdentifier;
  *
  * <p>With a poll interval of zero a probe sees every commit that was durable when it began,
  * wherever the catalog is: a follower reads the log at each probe, and through a server each probe
- * first learns the server's newest commit ({@link CatalogConnection#catchUp}, a round trip that
- * concurrent probes share). A delta join needs that: a row one source emitted must be found by the
- * next probe of its table, from any process.
+ * first learns the server's newest commit ({@link CatalogConnection#catchUp}, a round trip that the
+ * probes of the process under way at once share; an asynchronous probe waits for it holding no
+ * thread, {@link #caughtUp}). A delta join needs that: a row one source emitted must be found by
+ * the next probe of its table, from any process.
  */
 public final class LatestTable {
+  private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
+
   private final CatalogConnection connection;
   private final TableIdentifier identifier;
   private final long pollNanos;
@@ -57,7 +61,27 @@ public final class LatestTable {
   public Table table() {
     if (pollNanos == 0) {
       connection.catchUp();
-    } else if (!connection.pushesCommits() && System.nanoTime() - checkedNanos < pollNanos) {
+    }
+    return known();
+  }
+
+  /**
+   * Completes when {@link #known} shows every commit a probe begun now must see: with a poll
+   * interval of zero, once this process knows every commit durable now ({@link
+   * CatalogConnection#caughtUp}, holding no thread meanwhile); otherwise at once.
+   */
+  public CompletableFuture<Void> caughtUp() {
+    return pollNanos == 0 ? connection.caughtUp() : DONE;
+  }
+
+  /**
+   * As {@link #table}, without catching up with the catalog first: for a caller that waited for
+   * {@link #caughtUp} since its probe began.
+   */
+  public Table known() {
+    if (pollNanos != 0
+        && !connection.pushesCommits()
+        && System.nanoTime() - checkedNanos < pollNanos) {
       return table;
     }
     long seq = connection.commitsSeen(identifier);

@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
@@ -279,6 +280,27 @@ public final class TableLookup<R> implements AutoCloseable {
    * @throws IOException when the retries are spent, or the thread is interrupted meanwhile
    */
   public List<R> lookup(List<?> keyValues) throws IOException {
+    return lookup(keyValues, false);
+  }
+
+  /**
+   * Completes when a probe begun now may be made with {@link #lookupCaughtUp}: once this process
+   * knows every commit it must see ({@link LatestTable#caughtUp}), holding no thread meanwhile. An
+   * asynchronous lookup function waits for it, then probes on a thread of its own.
+   */
+  public CompletableFuture<Void> caughtUp() {
+    return latest.caughtUp();
+  }
+
+  /**
+   * As {@link #lookup}, for a caller that waited for {@link #caughtUp} since the probe began: its
+   * first attempt does not catch up with the catalog again.
+   */
+  public List<R> lookupCaughtUp(List<?> keyValues) throws IOException {
+    return lookup(keyValues, true);
+  }
+
+  private List<R> lookup(List<?> keyValues, boolean caughtUp) throws IOException {
     int[] attempts = {0};
     try {
       // Not the remote retry policy's deadline: that one rides a server's restart inside each
@@ -289,8 +311,8 @@ public final class TableLookup<R> implements AutoCloseable {
           settings.maxRetries(),
           this::heals,
           () -> {
-            attempts[0]++;
-            return attempt(keyValues);
+            // A retry catches up again: the table may have moved past a file that vanished.
+            return attempt(keyValues, caughtUp && attempts[0]++ == 0);
           });
     } catch (UncheckedIOException | NotFoundException e) {
       throw new IOException(
@@ -318,7 +340,7 @@ public final class TableLookup<R> implements AutoCloseable {
         || failure instanceof NotFoundException && settings.snapshotId() == null;
   }
 
-  private List<R> attempt(List<?> keyValues) {
+  private List<R> attempt(List<?> keyValues, boolean caughtUp) {
     for (Object value : keyValues) {
       if (value == null
           || value instanceof Double d && d.isNaN()
@@ -326,7 +348,7 @@ public final class TableLookup<R> implements AutoCloseable {
         return List.of(); // NULL and NaN never equal anything
       }
     }
-    Version<R> at = current();
+    Version<R> at = current(caughtUp);
     if (settings.caching() == Caching.FULL) {
       return map(full.rows(normalized(keyValues)), at);
     }
@@ -368,7 +390,12 @@ public final class TableLookup<R> implements AutoCloseable {
 
   /** The latest table version (or the pinned snapshot's table). */
   private Version<R> current() {
-    Table table = latest.table();
+    return current(false);
+  }
+
+  /** As {@link #current()}; without catching up first when the caller has. */
+  private Version<R> current(boolean caughtUp) {
+    Table table = caughtUp ? latest.known() : latest.table();
     Version<R> known = version;
     return known != null && known.table() == table ? known : advance(table);
   }

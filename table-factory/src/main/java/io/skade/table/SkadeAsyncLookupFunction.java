@@ -4,10 +4,14 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.Collection;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.functions.AsyncLookupFunction;
@@ -28,6 +32,9 @@ public final class SkadeAsyncLookupFunction extends AsyncLookupFunction {
   private final int threads;
   private transient ExecutorService pool;
 
+  /** The probes asked for and not yet answered, which closing waits for. */
+  private transient Set<CompletableFuture<?>> inFlight;
+
   SkadeAsyncLookupFunction(SkadeLookup lookup, int threads) {
     this.lookup = lookup;
     this.threads = threads;
@@ -36,6 +43,7 @@ public final class SkadeAsyncLookupFunction extends AsyncLookupFunction {
   @Override
   public void open(FunctionContext context) {
     lookup.open(context.getMetricGroup());
+    inFlight = ConcurrentHashMap.newKeySet();
     AtomicInteger count = new AtomicInteger();
     pool =
         Executors.newFixedThreadPool(
@@ -47,17 +55,28 @@ public final class SkadeAsyncLookupFunction extends AsyncLookupFunction {
             });
   }
 
+  /**
+   * Waits for the probe's catch-up with the catalog ({@link SkadeLookup#caughtUp}) holding no
+   * thread, so that probes waiting for one round trip to a server do not fill the pool, then probes
+   * on the pool.
+   */
   @Override
   public CompletableFuture<Collection<RowData>> asyncLookup(RowData keyRow) {
-    return CompletableFuture.supplyAsync(
-        () -> {
-          try {
-            return lookup.lookup(keyRow);
-          } catch (IOException e) {
-            throw new UncheckedIOException(e);
-          }
-        },
-        pool);
+    CompletableFuture<Collection<RowData>> probe =
+        lookup
+            .caughtUp()
+            .thenApplyAsync(
+                caughtUp -> {
+                  try {
+                    return lookup.lookupCaughtUp(keyRow);
+                  } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                  }
+                },
+                pool);
+    inFlight.add(probe);
+    probe.whenComplete((rows, failure) -> inFlight.remove(probe));
+    return probe;
   }
 
   /**
@@ -68,8 +87,16 @@ public final class SkadeAsyncLookupFunction extends AsyncLookupFunction {
   @Override
   public void close() throws InterruptedException {
     if (pool != null) {
+      long deadline = System.nanoTime() + CLOSE_WAIT.toNanos();
+      try {
+        CompletableFuture.allOf(inFlight.toArray(CompletableFuture[]::new))
+            .get(CLOSE_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+      } catch (ExecutionException | TimeoutException e) {
+        // a failed probe failed its own request; one still waiting is given up below
+      }
       pool.shutdown();
-      if (!pool.awaitTermination(CLOSE_WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
+      long left = Math.max(0, deadline - System.nanoTime());
+      if (!pool.awaitTermination(left, TimeUnit.NANOSECONDS)) {
         pool.shutdownNow();
       }
     }

@@ -11,6 +11,7 @@ import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
 import org.apache.flink.metrics.Histogram;
 import org.apache.flink.metrics.MetricGroup;
@@ -112,6 +113,23 @@ final class SkadeLookup implements Serializable {
 
   /** The rows joined to {@code keyRow}. */
   Collection<RowData> lookup(RowData keyRow) throws IOException {
+    return lookup(keyRow, false);
+  }
+
+  /**
+   * Completes when a probe begun now may be made with {@link #lookupCaughtUp} ({@link
+   * TableLookup#caughtUp}).
+   */
+  CompletableFuture<Void> caughtUp() {
+    return lookup.caughtUp();
+  }
+
+  /** The rows joined to {@code keyRow}, for a caller that waited for {@link #caughtUp}. */
+  Collection<RowData> lookupCaughtUp(RowData keyRow) throws IOException {
+    return lookup(keyRow, true);
+  }
+
+  private Collection<RowData> lookup(RowData keyRow, boolean caughtUp) throws IOException {
     long start = System.nanoTime();
     Object[] values = new Object[direct.length];
     StructLike key = null;
@@ -123,7 +141,8 @@ final class SkadeLookup implements Serializable {
         values[i] = key.get(i, Object.class);
       }
     }
-    List<RowData> rows = lookup.lookup(Arrays.asList(values));
+    List<Object> keyValues = Arrays.asList(values);
+    List<RowData> rows = caughtUp ? lookup.lookupCaughtUp(keyValues) : lookup.lookup(keyValues);
     if (latency != null) {
       latency.update((System.nanoTime() - start) / 1000);
     }

@@ -6,13 +6,20 @@ import io.skade.catalog.CommitSubscription;
 import io.skade.catalog.SkadeRuntime;
 import io.skade.catalog.TableKeys;
 import io.skade.catalog.remote.SkadeProtocol.CommitPage;
+import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.PriorityQueue;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import org.apache.iceberg.catalog.TableIdentifier;
 
 /**
@@ -41,21 +48,22 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
 
   private volatile Thread poller; // set under this
 
-  /** The newest commit the poller delivered; guarded by this, which is notified as it grows. */
+  /** The newest commit the poller delivered; guarded by this. */
   private long delivered;
 
   private volatile boolean closed;
 
-  /** Guards the {@link #catchUp} checks, and is notified as each ends. */
-  private final Object checks = new Object();
+  /**
+   * Callers of {@link #caughtUp} no check covers yet, oldest first; guarded by itself, which the
+   * checker thread waits on.
+   */
+  private final ArrayDeque<Waiter> unchecked = new ArrayDeque<>();
 
-  private boolean checking;
+  /** Callers that know the {@code commit_seq} they wait for, until delivered; guarded by this. */
+  private final PriorityQueue<Waiter> undelivered =
+      new PriorityQueue<>(Comparator.comparingLong(Waiter::seq));
 
-  /** Whether a check completed; when the newest began ({@link System#nanoTime}), what it found. */
-  private boolean checked;
-
-  private long checkedAtNanos;
-  private long checkedSeq;
+  private Thread checker; // set under unchecked
 
   /** The feed of the server {@code client} calls, riding the client's retry policy. */
   public RemoteCommitFeed(SkadeServerClient client) {
@@ -105,59 +113,137 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
   }
 
   /**
+   * Completes once this feed has taken every commit that was durable on the server when the call
+   * began, without holding the calling thread. The server is asked for its newest {@code
+   * commit_seq} (one round trip) by one check thread that every caller of this feed shares: a check
+   * covers each caller that came before it was sent, so callers that arrive together cost one round
+   * trip, and one that arrives while a check is under way waits for the next. A long-poll answer
+   * covers the callers that came before its request was sent, as a check would (it carries the
+   * server's newest {@code commit_seq}).
+   *
+   * <p>Fails with the check's failure when the server cannot be reached within the retry policy's
+   * deadline, and with an {@link IllegalStateException} when the feed is closed first.
+   */
+  public CompletableFuture<Void> caughtUp() {
+    follow();
+    Waiter waiter = new Waiter(System.nanoTime());
+    synchronized (unchecked) {
+      if (closed) {
+        waiter.future.completeExceptionally(closedError());
+        return waiter.future;
+      }
+      unchecked.addLast(waiter);
+      if (checker == null) {
+        checker = SkadeRuntime.thread(this::check, "skade-remote-catch-up " + client.uri());
+        checker.start();
+      }
+      unchecked.notifyAll();
+    }
+    return waiter.future;
+  }
+
+  /**
    * Returns once this feed has taken every commit that was durable on the server when the call
-   * began: it asks the server for its newest {@code commit_seq} (one round trip) and waits for the
-   * long-poll to take it. Concurrent callers share a check that began after they did, so a burst of
-   * callers costs about one round trip, not one each.
+   * began ({@link #caughtUp}).
    *
    * @throws UncheckedIOException when the server cannot be reached, or the thread is interrupted
    */
   public void catchUp() {
-    follow();
-    long begun = System.nanoTime();
-    long seq;
-    while (true) {
-      synchronized (checks) {
-        while (checking && !(checked && checkedAtNanos - begun >= 0)) {
-          awaitOn(checks); // a check in flight, which may have begun before this call
-        }
-        if (checked && checkedAtNanos - begun >= 0) {
-          seq = checkedSeq;
-          break;
-        }
-        checking = true; // none in flight, none begun since this call: make one
-      }
-      long start = System.nanoTime();
-      long found = -1;
-      try {
-        found = client.commitSeq();
-      } finally {
-        synchronized (checks) {
-          checking = false;
-          if (found >= 0 && (!checked || start - checkedAtNanos > 0)) {
-            checked = true;
-            checkedAtNanos = start;
-            checkedSeq = found;
-          }
-          checks.notifyAll();
-        }
-      }
-    }
-    synchronized (this) {
-      while (delivered < seq && !closed) {
-        awaitOn(this);
-      }
-    }
-  }
-
-  private static void awaitOn(Object monitor) {
     try {
-      monitor.wait(1_000);
+      caughtUp().get();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new UncheckedIOException(
           new InterruptedIOException(
               "interrupted while catching up with the skade server's commits"));
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof RuntimeException failure) {
+        throw failure;
+      }
+      throw new UncheckedIOException(
+          "catching up with the commits of the skade server " + client.uri(),
+          new IOException(e.getCause()));
+    }
+  }
+
+  /** The check thread: each round asks the server for the callers that came before it. */
+  private void check() {
+    while (true) {
+      List<Waiter> round;
+      synchronized (unchecked) {
+        while (unchecked.isEmpty() && !closed) {
+          try {
+            unchecked.wait();
+          } catch (InterruptedException e) {
+            return; // closed
+          }
+        }
+        if (closed) {
+          return;
+        }
+        round = new ArrayList<>(unchecked);
+        unchecked.clear();
+      }
+      long seq;
+      try {
+        seq = client.commitSeq(); // sent after every caller of the round came
+      } catch (RuntimeException e) {
+        round.forEach(waiter -> waiter.future.completeExceptionally(e));
+        continue;
+      }
+      awaitDelivery(round, seq);
+    }
+  }
+
+  /**
+   * The callers that came before a request sent at {@code sentNanos}, whose answer said the
+   * server's newest commit was {@code seq}, wait for the long-poll to deliver it.
+   */
+  private void covered(long sentNanos, long seq) {
+    List<Waiter> round = new ArrayList<>();
+    synchronized (unchecked) {
+      while (!unchecked.isEmpty() && unchecked.peekFirst().beganNanos - sentNanos <= 0) {
+        round.add(unchecked.pollFirst());
+      }
+    }
+    if (!round.isEmpty()) {
+      awaitDelivery(round, seq);
+    }
+  }
+
+  private void awaitDelivery(List<Waiter> round, long seq) {
+    synchronized (this) {
+      if (closed) {
+        round.forEach(waiter -> waiter.future.completeExceptionally(closedError()));
+        return;
+      }
+      if (delivered < seq) {
+        for (Waiter waiter : round) {
+          waiter.seq = seq;
+          undelivered.add(waiter);
+        }
+        return;
+      }
+    }
+    round.forEach(waiter -> waiter.future.complete(null)); // outside the lock
+  }
+
+  private IllegalStateException closedError() {
+    return new IllegalStateException("the commit feed of " + client.uri() + " is closed");
+  }
+
+  /** A caller of {@link #caughtUp}: when it came, and once checked, the commit it waits for. */
+  private static final class Waiter {
+    final long beganNanos;
+    final CompletableFuture<Void> future = new CompletableFuture<>();
+    long seq;
+
+    Waiter(long beganNanos) {
+      this.beganNanos = beganNanos;
+    }
+
+    long seq() {
+      return seq;
     }
   }
 
@@ -168,6 +254,7 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
     }
     while (!closed) {
       long from = after;
+      long[] sent = new long[1];
       // No deadline: while subscriptions remain, the thread outlives any restart of the server.
       CommitPage page =
           client
@@ -175,12 +262,16 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
               .untilStopped(
                   "skade commit feed of " + client.uri(),
                   () -> closed,
-                  () -> client.commitsOnce(from, POLL_PAGE, WAIT));
+                  () -> {
+                    sent[0] = System.nanoTime();
+                    return client.commitsOnce(from, POLL_PAGE, WAIT);
+                  });
       if (page == null) {
-        closed = true; // closed, or the thread interrupted
+        close(); // closed, or the thread interrupted
         return;
       }
       long now = System.nanoTime();
+      List<Waiter> done = new ArrayList<>();
       synchronized (this) {
         for (CommitEvent event : page.commits()) {
           newestByTable.merge(event.tableKey(), event.commitSeq(), Math::max);
@@ -190,8 +281,12 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
           delivered = event.commitSeq();
         }
         after = delivered;
-        notifyAll(); // callers of catchUp wait for delivered to grow
+        while (!undelivered.isEmpty() && undelivered.peek().seq <= delivered) {
+          done.add(undelivered.poll());
+        }
       }
+      done.forEach(waiter -> waiter.future.complete(null)); // outside the lock
+      covered(sent[0], page.lastCommitSeq());
     }
   }
 
@@ -219,15 +314,28 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
   @Override
   public void close() {
     Thread thread;
+    List<Waiter> waiting = new ArrayList<>();
     synchronized (this) {
       closed = true;
       thread = poller;
-      notifyAll();
+      waiting.addAll(undelivered);
+      undelivered.clear();
     }
+    Thread check;
+    synchronized (unchecked) {
+      check = checker;
+      waiting.addAll(unchecked);
+      unchecked.clear();
+      unchecked.notifyAll();
+    }
+    waiting.forEach(waiter -> waiter.future.completeExceptionally(closedError()));
     subscriptions.forEach(CommitSubscription::catalogClosed);
     subscriptions.clear();
-    if (thread != null) {
+    if (thread != null && thread != Thread.currentThread()) {
       thread.interrupt();
+    }
+    if (check != null) {
+      check.interrupt();
     }
   }
 }

@@ -15,6 +15,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.iceberg.MetadataUpdate;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
@@ -44,35 +46,80 @@ public final class RemoteConnection implements CatalogConnection {
    */
   static final String REST_MAX_RETRIES = "rest.client.max-retries";
 
+  /**
+   * The sessions of this JVM, by the server and properties they were opened with: every connection
+   * with equal ones shares one, and so one long-poll and one catch-up with the server.
+   */
+  private static final Map<Map<String, String>, Session> SESSIONS = new HashMap<>();
+
+  private final Session session;
   private final RidingCatalog catalog;
-  private final RESTCatalog rest;
   private final SkadeServerClient client;
   private final RemoteCommitFeed feed;
+  private final AtomicBoolean closed = new AtomicBoolean();
 
-  private RemoteConnection(URI server, Map<String, String> rest, String token, RemoteRetry retry) {
-    // A task that starts while the server restarts waits for it (the client asks for the
-    // server's configuration first).
-    this.rest =
-        retry.call(
-            "opening the catalog of " + server,
-            () -> {
-              RESTCatalog client = new RESTCatalog();
-              // Files it writes go through skade's local file system too, as an embedded
-              // catalog's do (Hadoop's own starts a chmod process per file).
-              client.setConf(CatalogConfig.defaultHadoopConf());
-              client.initialize("skade", rest);
-              return client;
-            });
-    this.catalog = new RidingCatalog(this.rest, retry);
-    this.client = new SkadeServerClient(server, token, retry);
-    this.feed = new RemoteCommitFeed(client);
+  private RemoteConnection(Session session) {
+    this.session = session;
+    this.catalog = session.catalog;
+    this.client = session.client;
+    this.feed = session.feed;
+  }
+
+  /**
+   * What the connections of one JVM to one server with equal properties share: the REST client, the
+   * server client and the commit feed (its long-poll thread and its catch-up checks), closed with
+   * the last of them.
+   */
+  private static final class Session {
+    final Map<String, String> key;
+    final RESTCatalog rest;
+    final RidingCatalog catalog;
+    final SkadeServerClient client;
+    final RemoteCommitFeed feed;
+    int holders; // guarded by SESSIONS
+
+    Session(
+        Map<String, String> key,
+        URI server,
+        Map<String, String> rest,
+        String token,
+        RemoteRetry retry) {
+      this.key = key;
+      // A task that starts while the server restarts waits for it (the client asks for the
+      // server's configuration first).
+      this.rest =
+          retry.call(
+              "opening the catalog of " + server,
+              () -> {
+                RESTCatalog client = new RESTCatalog();
+                // Files it writes go through skade's local file system too, as an embedded
+                // catalog's do (Hadoop's own starts a chmod process per file).
+                client.setConf(CatalogConfig.defaultHadoopConf());
+                client.initialize("skade", rest);
+                return client;
+              });
+      this.catalog = new RidingCatalog(this.rest, retry);
+      this.client = new SkadeServerClient(server, token, retry);
+      this.feed = new RemoteCommitFeed(client);
+    }
+
+    void close() {
+      feed.close();
+      try {
+        rest.close();
+      } catch (IOException e) {
+        throw new UncheckedIOException("closing the REST catalog of " + client.uri(), e);
+      }
+    }
   }
 
   /**
    * A connection to the skade server at {@code uri}, configured by the catalog {@code properties}
    * ({@link CatalogConnection#TOKEN}, {@link CatalogConnection#RETRY_TIMEOUT}, and Iceberg's REST
    * client properties); waits for the server while it does not answer, up to the retry timeout.
-   * Components open connections with {@link CatalogConnection#open}, which calls this.
+   * Connections of one JVM opened with equal properties share one session with the server (its
+   * long-poll of commits and its catch-up checks), closed with the last of them. Components open
+   * connections with {@link CatalogConnection#open}, which calls this.
    *
    * @throws IllegalArgumentException when {@code uri} is not an http or https URI, or the retry
    *     timeout is not a positive duration
@@ -80,7 +127,29 @@ public final class RemoteConnection implements CatalogConnection {
   public static RemoteConnection open(String uri, Map<String, String> properties) {
     URI server = server(uri);
     RemoteRetry retry = RemoteRetry.of(server.toString(), properties);
-    return new RemoteConnection(server, restProperties(properties), properties.get(TOKEN), retry);
+    Map<String, String> key = new HashMap<>(properties);
+    key.put(URI, server.toString());
+    synchronized (SESSIONS) {
+      Session shared = SESSIONS.get(key);
+      if (shared != null) {
+        shared.holders++;
+        return new RemoteConnection(shared);
+      }
+    }
+    // Opened outside the lock: it waits for a server that does not answer yet.
+    Session opened =
+        new Session(
+            Map.copyOf(key), server, restProperties(properties), properties.get(TOKEN), retry);
+    Session shared;
+    synchronized (SESSIONS) {
+      shared = SESSIONS.putIfAbsent(opened.key, opened);
+      (shared == null ? opened : shared).holders++;
+    }
+    if (shared != null) {
+      opened.close(); // another thread opened one meanwhile
+      return new RemoteConnection(shared);
+    }
+    return new RemoteConnection(opened);
   }
 
   /**
@@ -232,6 +301,11 @@ public final class RemoteConnection implements CatalogConnection {
   }
 
   @Override
+  public CompletableFuture<Void> caughtUp() {
+    return feed.caughtUp();
+  }
+
+  @Override
   public long commitsSeen(TableIdentifier table) {
     feed.follow();
     return feed.newestCommitOf(table);
@@ -261,13 +335,18 @@ public final class RemoteConnection implements CatalogConnection {
     }
   }
 
+  /** Releases this connection; the session with the server closes with the last of its users. */
   @Override
   public void close() {
-    feed.close();
-    try {
-      rest.close();
-    } catch (IOException e) {
-      throw new UncheckedIOException("closing the REST catalog of " + client.uri(), e);
+    if (!closed.compareAndSet(false, true)) {
+      return;
     }
+    synchronized (SESSIONS) {
+      if (--session.holders > 0) {
+        return;
+      }
+      SESSIONS.remove(session.key);
+    }
+    session.close();
   }
 }
