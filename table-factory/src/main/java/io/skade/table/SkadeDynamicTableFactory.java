@@ -162,15 +162,17 @@ public final class SkadeDynamicTableFactory
     ResolvedSchema physical =
         TableResolution.physical(context.getCatalogTable().getResolvedSchema());
     Schema schema;
+    BucketShuffle buckets;
     try (CatalogConnection connection = CatalogConnection.open(location.catalogProperties())) {
       planned(context, location, connection);
       Table table = TableResolution.load(connection, location.table());
       source.keys().afterLoading(table);
       TableResolution.requireCompatible(table, location.table(), physical, false);
       schema = table.schema();
+      buckets = BucketShuffle.of(table).orElse(null);
     }
     return new SkadeTableSource(
-        source.scan(), source.lookup(), schema, physical.toPhysicalRowDataType());
+        source.scan(), source.lookup(), schema, physical.toPhysicalRowDataType(), buckets);
   }
 
   @Override

@@ -24,6 +24,8 @@ import org.apache.flink.table.connector.source.LookupTableSource;
 import org.apache.flink.table.connector.source.ScanTableSource;
 import org.apache.flink.table.connector.source.SourceProvider;
 import org.apache.flink.table.connector.source.abilities.SupportsFilterPushDown;
+import org.apache.flink.table.connector.source.abilities.SupportsLookupCustomShuffle;
+import org.apache.flink.table.connector.source.abilities.SupportsLookupCustomShuffle.InputDataPartitioner;
 import org.apache.flink.table.connector.source.abilities.SupportsProjectionPushDown;
 import org.apache.flink.table.connector.source.abilities.SupportsReadingMetadata;
 import org.apache.flink.table.connector.source.lookup.AsyncLookupFunctionProvider;
@@ -54,7 +56,8 @@ final class SkadeTableSource
         LookupTableSource,
         SupportsProjectionPushDown,
         SupportsFilterPushDown,
-        SupportsReadingMetadata {
+        SupportsReadingMetadata,
+        SupportsLookupCustomShuffle {
 
   /** What to read and from where, as the table's options say. */
   record Scan(
@@ -122,20 +125,33 @@ final class SkadeTableSource
   private DataType producedDataType;
   private Expression filter = Expressions.alwaysTrue();
 
-  SkadeTableSource(Scan scan, Lookup lookup, Schema tableSchema, DataType physicalRowType) {
+  /** The table's bucketing when the job was planned; null when it has no single bucket field. */
+  private final BucketShuffle buckets;
+
+  /** The lookup join's input partitioner, once the lookup keys are known; null for none. */
+  private InputDataPartitioner shuffle;
+
+  SkadeTableSource(
+      Scan scan,
+      Lookup lookup,
+      Schema tableSchema,
+      DataType physicalRowType,
+      BucketShuffle buckets) {
     this.scan = scan;
     this.lookup = lookup;
     this.tableSchema = tableSchema;
     this.physicalRowType = physicalRowType;
     this.producedDataType = physicalRowType;
+    this.buckets = buckets;
   }
 
   private SkadeTableSource(SkadeTableSource other) {
-    this(other.scan, other.lookup, other.tableSchema, other.physicalRowType);
+    this(other.scan, other.lookup, other.tableSchema, other.physicalRowType, other.buckets);
     this.projection = other.projection;
     this.metadataKeys = other.metadataKeys;
     this.producedDataType = other.producedDataType;
     this.filter = other.filter;
+    this.shuffle = other.shuffle;
   }
 
   @Override
@@ -248,7 +264,10 @@ final class SkadeTableSource
             lookup.diskCacheMaxBytes());
     SkadeLookup.Settings settings =
         new SkadeLookup.Settings(scan.catalogProperties(), scan.table().toString(), output, engine);
-    SkadeLookup probes = new SkadeLookup(settings, new RowType(keyFields));
+    RowType keyType = new RowType(keyFields);
+    // Flink asks for the partitioner after the provider, with key rows in the same order.
+    shuffle = buckets == null ? null : buckets.partitioner(keyColumns, keyType).orElse(null);
+    SkadeLookup probes = new SkadeLookup(settings, keyType);
     if (lookup.async()) {
       SkadeAsyncLookupFunction function =
           new SkadeAsyncLookupFunction(probes, lookup.asyncThreads());
@@ -324,6 +343,16 @@ final class SkadeTableSource
   public void applyReadableMetadata(List<String> metadataKeys, DataType producedDataType) {
     this.metadataKeys = List.copyOf(metadataKeys);
     this.producedDataType = producedDataType;
+  }
+
+  /**
+   * With the hint {@code LOOKUP('table'='...', 'shuffle'='true')}, the join's input goes to the
+   * lookup task of its key's bucket ({@link BucketShuffle}), when the table is bucketed by one of
+   * the lookup keys; otherwise it stays as it is.
+   */
+  @Override
+  public Optional<InputDataPartitioner> getPartitioner() {
+    return Optional.ofNullable(shuffle);
   }
 
   @Override
