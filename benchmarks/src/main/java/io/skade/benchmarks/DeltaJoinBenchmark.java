@@ -176,7 +176,12 @@ public final class DeltaJoinBenchmark {
   private static Figures inChildJvm(String join) throws Exception {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    command.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
+    for (String argument : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
+      // A flight recording asked of the harness is taken in each join's JVM, to a file of its own.
+      command.add(
+          argument.replaceFirst(
+              "(-XX:StartFlightRecording.*filename=[^,]*)\\.jfr", "$1-" + join + ".jfr"));
+    }
     command.addAll(
         List.of(
             "-cp",

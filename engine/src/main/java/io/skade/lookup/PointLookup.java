@@ -95,6 +95,9 @@ public final class PointLookup {
   /** The files of the snapshot probed last: most probes ask for the same one. */
   private volatile SnapshotFiles last;
 
+  /** Which partitions may hold a key, per spec. */
+  private final KeyPartitions keyPartitions;
+
   /**
    * A snapshot's keyed files, and which of them the row filter rules out by partition or column
    * bounds (null when none is).
@@ -219,6 +222,7 @@ public final class PointLookup {
       keyPositions[i] = position;
       keyComparators.add(Comparators.forType(field.type().asPrimitiveType()));
     }
+    this.keyPartitions = new KeyPartitions(key);
     this.caches = caches;
     this.counters = counters;
     this.nameMapped = table.properties().get(TableProperties.DEFAULT_NAME_MAPPING) != null;
@@ -316,8 +320,6 @@ public final class PointLookup {
       }
       return List.of();
     }
-    Expression filter = null; // built only when a partitioned or fallback read needs it
-    Map<Integer, Evaluator> partitions = null;
     List<Record> found = new ArrayList<>(1);
     SnapshotFiles files = last;
     if (files == null || files.snapshotId() != snapshot.snapshotId()) {
@@ -342,12 +344,10 @@ public final class PointLookup {
       if ((lower == null || key.size() > 1) && !file.mayHold(keyValues, keyComparators)) {
         continue;
       }
-      if (!file.unpartitioned()) {
-        filter = filter == null ? filter(keyValues) : filter;
-        partitions = partitions == null ? new HashMap<>(1) : partitions;
-        if (!partitionMayMatch(file.task(), filter, partitions)) {
-          continue;
-        }
+      if (!file.unpartitioned()
+          && !keyPartitions.mayHold(
+              file.task().spec(), file.task().file().partition(), keyValues)) {
+        continue;
       }
       counters.filesRead.increment();
       read(file, keyValues, found);

@@ -312,7 +312,8 @@ public final class TableLookup<R> implements AutoCloseable {
           this::heals,
           () -> {
             // A retry catches up again: the table may have moved past a file that vanished.
-            return attempt(keyValues, caughtUp && attempts[0]++ == 0);
+            boolean first = attempts[0]++ == 0;
+            return attempt(keyValues, caughtUp && first);
           });
     } catch (UncheckedIOException | NotFoundException e) {
       throw new IOException(

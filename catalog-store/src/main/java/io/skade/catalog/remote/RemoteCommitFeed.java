@@ -46,6 +46,9 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
   /** Per table key, the newest commit the poller took, noted before any subscriber hears it. */
   private final Map<String, Long> newestByTable = new ConcurrentHashMap<>();
 
+  /** The table keys {@link #newestCommitOf} was asked for. */
+  private final Map<TableIdentifier, String> tableKeys = new ConcurrentHashMap<>();
+
   private volatile Thread poller; // set under this
 
   /** The newest commit the poller delivered; guarded by this. */
@@ -109,7 +112,9 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
    * a caller that learnt of a commit from this feed finds it here.
    */
   public long newestCommitOf(TableIdentifier table) {
-    return newestByTable.getOrDefault(TableKeys.tableKey(table), 0L);
+    // Asked at each probe of a lookup: the key is made once per table, not per call.
+    String key = tableKeys.computeIfAbsent(table, TableKeys::tableKey);
+    return newestByTable.getOrDefault(key, 0L);
   }
 
   /**
