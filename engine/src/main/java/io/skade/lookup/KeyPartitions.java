@@ -74,7 +74,12 @@ final class KeyPartitions {
     boolean mayHold(StructLike partition, List<?> keyValues) {
       for (int j = 0; j < fields.length; j++) {
         Object stored = partition.get(fields[j], Object.class);
-        Object wanted = transforms[j].apply(keyValues.get(keyColumns[j]));
+        Object wanted;
+        try {
+          wanted = transforms[j].apply(keyValues.get(keyColumns[j]));
+        } catch (UnsupportedOperationException e) {
+          continue; // a transform this Iceberg does not know (a newer writer's): no pruning
+        }
         if (stored == null || wanted == null
             ? stored != wanted
             : order[j].compare(stored, wanted) != 0) {
