@@ -1,5 +1,6 @@
 package io.skade.lookup;
 
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
@@ -58,8 +59,8 @@ final class KeyPartitions {
           columnsFound[n++] = column;
         }
       }
-      fields = java.util.Arrays.copyOf(fieldsFound, n);
-      keyColumns = java.util.Arrays.copyOf(columnsFound, n);
+      fields = Arrays.copyOf(fieldsFound, n);
+      keyColumns = Arrays.copyOf(columnsFound, n);
       transforms = new SerializableFunction[n];
       order = new Comparator[n];
       for (int j = 0; j < n; j++) {

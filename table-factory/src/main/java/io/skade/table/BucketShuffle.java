@@ -11,7 +11,7 @@ import org.apache.flink.table.types.logical.RowType;
 import org.apache.iceberg.PartitionField;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.flink.RowDataWrapper;
-import org.apache.iceberg.transforms.Transforms;
+import org.apache.iceberg.transforms.Transform;
 import org.apache.iceberg.types.Type;
 import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.SerializableFunction;
@@ -29,9 +29,9 @@ import org.apache.iceberg.util.SerializableFunction;
  *
  * @param column the bucketed column
  * @param type its Iceberg type
- * @param count the number of buckets
+ * @param transform its {@code bucket[N]} transform
  */
-record BucketShuffle(String column, Type type, int count) implements Serializable {
+record BucketShuffle(String column, Type type, Transform<?, ?> transform) implements Serializable {
   private static final long serialVersionUID = 1L;
 
   /** The table's single bucket field, when its current spec has exactly one. */
@@ -45,9 +45,7 @@ record BucketShuffle(String column, Type type, int count) implements Serializabl
     }
     PartitionField field = buckets.get(0);
     Types.NestedField source = table.schema().findField(field.sourceId());
-    String text = field.transform().toString();
-    int count = Integer.parseInt(text.substring("bucket[".length(), text.length() - 1));
-    return Optional.of(new BucketShuffle(source.name(), source.type(), count));
+    return Optional.of(new BucketShuffle(source.name(), source.type(), field.transform()));
   }
 
   /**
@@ -89,7 +87,9 @@ record BucketShuffle(String column, Type type, int count) implements Serializabl
             new RowDataWrapper(
                 RowType.of(columnType.copy(true)),
                 Types.StructType.of(Types.NestedField.optional(1, "key", buckets.type())));
-        bucket = Transforms.<Object>bucket(buckets.count()).bind(buckets.type());
+        @SuppressWarnings("unchecked")
+        Transform<Object, Integer> transform = (Transform<Object, Integer>) buckets.transform();
+        bucket = transform.bind(buckets.type());
       }
       Object key =
           column.wrap(GenericRowData.of(value.getFieldOrNull(joinKeys))).get(0, Object.class);
