@@ -107,6 +107,76 @@ public final class WindowFiles {
     return live == null ? null : List.copyOf(live.data.values());
   }
 
+  /**
+   * Per plain append among {@code chain} (consecutive snapshots, each the parent of the next),
+   * every data file it added, as {@link #appendedBy(Table, Snapshot)} gives them. A run of several
+   * consecutive plain appends is read from the manifests of its last snapshot written since the run
+   * began: one manifest list for the run rather than one per snapshot, and its manifests in
+   * parallel. Such a run removes no file, so its last snapshot lists every file the run added, each
+   * with its snapshot's sequence number.
+   */
+  public static Map<Long, List<DataFile>> appendedBy(Table table, List<Snapshot> chain) {
+    Map<Long, List<DataFile>> appended = new HashMap<>();
+    int start = 0;
+    while (start < chain.size()) {
+      int end = start;
+      while (end < chain.size() && plainAppend(chain.get(end))) {
+        end++;
+      }
+      List<Snapshot> run = chain.subList(start, end);
+      Map<Long, List<DataFile>> runFiles = run.size() > 1 ? all(table).appendedInRun(run) : null;
+      if (runFiles != null) {
+        appended.putAll(runFiles);
+      } else {
+        for (Snapshot snapshot : run) {
+          List<DataFile> files = appendedBy(table, snapshot);
+          if (files != null) {
+            appended.put(snapshot.snapshotId(), files);
+          }
+        }
+      }
+      start = end + 1; // past the run and the snapshot that ended it, which is no plain append
+    }
+    return appended;
+  }
+
+  private static boolean plainAppend(Snapshot snapshot) {
+    return DataOperations.APPEND.equals(snapshot.operation()) && snapshot.sequenceNumber() > 0;
+  }
+
+  /**
+   * Per snapshot of {@code run} (consecutive plain appends), the data files it added, read from the
+   * data manifests of its last snapshot with a sequence number at or after the run's first; null
+   * when a file's sequence number is unknown.
+   */
+  private Map<Long, List<DataFile>> appendedInRun(List<Snapshot> run) {
+    long first = run.get(0).sequenceNumber();
+    List<ManifestFile> written = new ArrayList<>();
+    for (ManifestFile manifest : cache.manifests(run.get(run.size() - 1), table)) {
+      if (manifest.content() != ManifestContent.DATA || manifest.sequenceNumber() < first) {
+        continue; // an older manifest lists no file the run added
+      }
+      written.add(manifest);
+    }
+    read(written);
+    Map<Long, Map<String, DataFile>> bySequence = new HashMap<>();
+    for (ManifestFile manifest : written) {
+      for (DataFile file : dataManifests.get(manifest.path())) {
+        Long sequence = file.fileSequenceNumber();
+        if (sequence == null) {
+          return null;
+        }
+        bySequence.computeIfAbsent(sequence, s -> new TreeMap<>()).put(file.location(), file);
+      }
+    }
+    Map<Long, List<DataFile>> appended = new HashMap<>();
+    for (Snapshot snapshot : run) {
+      Map<String, DataFile> files = bySequence.getOrDefault(snapshot.sequenceNumber(), Map.of());
+      appended.put(snapshot.snapshotId(), List.copyOf(files.values()));
+    }
+    return appended;
+  }
+
   /** Window files of {@code table} with no filter and no slice. */
   private static WindowFiles all(Table table) {
     return new WindowFiles(
@@ -133,8 +203,13 @@ public final class WindowFiles {
         }
       }
     }
+    read(manifests.values());
+  }
+
+  /** Reads {@code manifests}, in parallel when several are not in the shared cache yet. */
+  private void read(Collection<ManifestFile> manifests) {
     List<ManifestFile> toRead = new ArrayList<>();
-    for (ManifestFile manifest : manifests.values()) {
+    for (ManifestFile manifest : manifests) {
       if (cache.holds(manifest)) {
         load(manifest);
       } else {
@@ -192,7 +267,7 @@ public final class WindowFiles {
    * number tells apart (format 2 on); otherwise null.
    */
   private List<ManifestFile> writtenBy(Snapshot snapshot) {
-    if (!DataOperations.APPEND.equals(snapshot.operation()) || snapshot.sequenceNumber() == 0) {
+    if (!plainAppend(snapshot)) {
       return null;
     }
     List<ManifestFile> written = new ArrayList<>();

@@ -29,6 +29,8 @@ import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expressions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A window read from its plan gives exactly the changes read from the table's own metadata, opens
@@ -114,6 +116,60 @@ class PlannedWindowTest {
         .extracting(DataFile::location)
         .containsExactlyInAnyOrderElementsOf(
             locations(icebergAppends(table, List.of(snapshot)).get(snapshot)));
+  }
+
+  /**
+   * A chain's runs of appends are read from the manifests of each run's last snapshot, whether the
+   * table merges manifests on nearly every commit or never: each plain append's files are still
+   * exactly what Iceberg says it added, and no other snapshot gets any.
+   */
+  @ParameterizedTest
+  @ValueSource(booleans = {true, false})
+  void aChainsAppendsAreWhatIcebergSaysEachAdded(boolean merging) {
+    Table table =
+        catalog.get().createTable(TableIdentifier.of("db", "chain_" + merging), IdRows.SCHEMA);
+    table
+        .updateProperties()
+        .set(TableProperties.MANIFEST_MERGE_ENABLED, Boolean.toString(merging))
+        .set(TableProperties.MANIFEST_MIN_MERGE_COUNT, "3")
+        .commit();
+    TableWriter writer = new TableWriter(table);
+    List<Long> chain = new ArrayList<>();
+    List<Long> appends = new ArrayList<>();
+    for (int i = 0; i < 12; i++) {
+      long id;
+      if (i == 5) {
+        id = writer.upsert(List.of(row(1, "changed"))).snapshotId();
+      } else if (i == 9) {
+        id = writer.deleteKeys(List.of(row(2, null))).snapshotId();
+      } else {
+        id = writer.append(List.of(row(100 + 2 * i, "x"), row(101 + 2 * i, "y"))).snapshotId();
+        appends.add(id);
+      }
+      chain.add(id);
+    }
+    table.refresh();
+    List<Snapshot> snapshots = chain.stream().map(table::snapshot).toList();
+    assertThat(
+            snapshots.stream()
+                .anyMatch(s -> s.allManifests(table.io()).size() < s.sequenceNumber()))
+        .as("some appends merged manifests")
+        .isEqualTo(merging);
+
+    Map<Long, List<DataFile>> byChain = WindowFiles.appendedBy(table, snapshots);
+    Map<Long, List<DataFile>> byIceberg = icebergAppends(table, appends);
+
+    assertThat(byChain).containsOnlyKeys(appends);
+    for (long id : appends) {
+      assertThat(locations(byChain.get(id)))
+          .as("snapshot %s", id)
+          .containsExactlyInAnyOrderElementsOf(locations(byIceberg.get(id)));
+    }
+    // a chain's later part alone, starting mid-run, gives the same
+    assertThat(WindowFiles.appendedBy(table, snapshots.subList(3, 8)))
+        .containsOnlyKeys(chain.get(3), chain.get(4), chain.get(6), chain.get(7));
+    assertThat(locations(WindowFiles.appendedBy(table, snapshots.subList(3, 8)).get(chain.get(4))))
+        .containsExactlyInAnyOrderElementsOf(locations(byIceberg.get(chain.get(4))));
   }
 
   @Test

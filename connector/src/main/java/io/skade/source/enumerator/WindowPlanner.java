@@ -99,7 +99,7 @@ final class WindowPlanner {
       // position may be another table's commit); without it in the log, the position.
       long rowsSeq = commitSeqOf(table.snapshot(at)).orElse(seq);
       ChangelogSplit rows = ChangelogSplit.snapshot(tableKey, location(table), at, rowsSeq);
-      splits.addAll(cut(table, rows, List.of(), false));
+      splits.addAll(cut(table, rows, List.of(), Map.of()));
       return new Start(new ConsumerCursor(identifier, uuid, at, seq), end, splits);
     }
     if (first == null) {
@@ -114,7 +114,7 @@ final class WindowPlanner {
     // Snapshots the log does not know (a registered table's history): one window up to now.
     long upTo = end == UNBOUNDED ? currentId : end;
     ChangelogSplit window = ChangelogSplit.window(tableKey, location(table), before, upTo, seq);
-    splits.addAll(cut(table, window, after(table, before, upTo), false));
+    splits.addAll(cut(table, window, after(table, before, upTo), Map.of()));
     return new Start(new ConsumerCursor(identifier, uuid, upTo, seq), end, splits);
   }
 
@@ -183,6 +183,8 @@ final class WindowPlanner {
     for (int i = 0; i < chain.size(); i++) {
       position.put(chain.get(i).snapshotId(), i);
     }
+    // One read of the history's appends for every window of the round.
+    Map<Long, List<DataFile>> appended = WindowFiles.appendedBy(table, chain);
     List<ChangelogSplit> splits = new ArrayList<>();
     String location = location(table);
     int done = -1; // the chain's last snapshot planned
@@ -204,7 +206,7 @@ final class WindowPlanner {
       long to = chain.get(reach).snapshotId();
       ChangelogSplit window =
           ChangelogSplit.window(tableKey, location, start, to, event.commitSeq());
-      splits.addAll(cut(table, window, steps, true));
+      splits.addAll(cut(table, window, steps, appended));
       start = to;
       done = reach;
       lastSeq = event.commitSeq();
@@ -216,14 +218,18 @@ final class WindowPlanner {
 
   /**
    * The splits of {@code window} over {@code steps} ({@link OrderingUnits#cut}), each carrying its
-   * {@link PlannedWindow}: the metadata cut down to the snapshots it reads and, when {@code
-   * appends}, the files its plain appends added in its slot, read here once for every reader.
+   * {@link PlannedWindow}: the metadata cut down to the snapshots it reads and, of {@code
+   * appendedBy} (per plain append, the files it added, read once for every reader), the files of
+   * its steps in its slot.
    */
   private List<ChangelogSplit> cut(
-      Table table, ChangelogSplit window, List<Snapshot> steps, boolean appends) {
+      Table table,
+      ChangelogSplit window,
+      List<Snapshot> steps,
+      Map<Long, List<DataFile>> appendedBy) {
     Map<Long, List<DataFile>> appended = new HashMap<>();
-    for (Snapshot step : appends ? steps : List.<Snapshot>of()) {
-      List<DataFile> files = WindowFiles.appendedBy(table, step);
+    for (Snapshot step : steps) {
+      List<DataFile> files = appendedBy.get(step.snapshotId());
       if (files != null) {
         appended.put(step.snapshotId(), files);
       }
