@@ -177,10 +177,7 @@ public final class DeltaJoinBenchmark {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     for (String argument : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
-      // A flight recording asked of the harness is taken in each join's JVM, to a file of its own.
-      command.add(
-          argument.replaceFirst(
-              "(-XX:StartFlightRecording.*filename=[^,]*)\\.jfr", "$1-" + join + ".jfr"));
+      command.add(Harness.forChild(argument, join));
     }
     command.addAll(
         List.of(

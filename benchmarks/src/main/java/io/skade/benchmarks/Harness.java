@@ -41,6 +41,15 @@ final class Harness {
    * The machine's load average over 1, 5 and 15 minutes, for the header: on 2 cores, another
    * process's build can halve the figures.
    */
+  /**
+   * {@code argument}, a JVM option of this harness, for a JVM it forks under {@code name}: a flight
+   * recording asked of the harness is taken in each forked JVM, to a file of its own.
+   */
+  static String forChild(String argument, String name) {
+    return argument.replaceFirst(
+        "(-XX:StartFlightRecording.*filename=[^,]*)\\.jfr", "$1-" + name + ".jfr");
+  }
+
   static String loadAverage() {
     try {
       String[] fields = Files.readString(Path.of("/proc/loadavg")).trim().split("\\s+");

@@ -88,7 +88,7 @@ record LookupJoinForks(Path work, long rows, long probes, int files, long timeou
     Path log = work.resolve(name + ".log");
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    command.addAll(childJvmOptions());
+    childJvmOptions().forEach(option -> command.add(Harness.forChild(option, name)));
     command.addAll(options);
     command.add("-Djava.io.tmpdir=" + jvmTmp);
     command.add("-Dskade.bench.rows=" + rows);
