@@ -291,17 +291,27 @@ final class LookupJoinReport {
         fmt(
                 "steady probes/s: skade %,.0f, Paimon's best %,.0f: skade / Paimon = %.2fx",
                 skadeRate, paimonRate, skadeRate / paimonRate)
-            + (local ? " (target: >= 1x)" : ""));
+            + (local ? " (target: >= 2x)" : ""));
     LookupJoinFigures noJoin = figures.get(LookupJoinVariant.NO_JOIN);
     LookupJoinFigures empty = figures.get(LookupJoinVariant.EMPTY_JOIN);
     if (noJoin != null && empty != null) {
       double flinkCost = empty.startUpCost();
       System.out.println(
           fmt(
-              "the measure's floor: the no-join pipeline against itself %.3f s;"
-                  + " Flink's own lookup join (to an empty table) %.3f s; over the latter: skade %.3f s,"
-                  + " Paimon's best %.3f s",
-              noJoin.startUpCost(), flinkCost, skadeCost - flinkCost, paimonCost - flinkCost));
+                  "the measure's floor: the no-join pipeline against itself %.3f s;"
+                      + " Flink's own lookup join (to an empty table) %.3f s; over the latter: skade %.3f s,"
+                      + " Paimon's best %.3f s",
+                  noJoin.startUpCost(), flinkCost, skadeCost - flinkCost, paimonCost - flinkCost)
+              + (local ? " (target: skade's at or below Paimon's)" : ""));
+      // What the join adds per probe over Flink's own lookup join; the engine alone is above.
+      System.out.println(
+          fmt(
+              "per probe, steady: skade's join %.2f us, Flink's own lookup join %.2f us;"
+                  + " skade's over Flink's own %.2f us (the engine alone, warm, is in its table"
+                  + " above)",
+              1e6 / skadeRate,
+              1e6 / empty.probesPerSecond(),
+              1e6 / skadeRate - 1e6 / empty.probesPerSecond()));
       double skadeTask = skade.taskStartUpCost();
       double paimonTask =
           paimon.stream().mapToDouble(LookupJoinFigures::taskStartUpCost).min().orElseThrow();
