@@ -394,12 +394,12 @@ public final class SourceLatencyBenchmark {
             fmt("%.2fx", t.rowsPerSecond() / iceberg.rowsPerSecond()),
             t.requests());
       }
-      if (e.getKey().delayMillis() > 0 || !e.getKey().label().equals("local disk")) {
-        double ratio = list.get(0).rowsPerSecond() / iceberg.rowsPerSecond();
-        System.out.printf(
-            "target, backlog on %s: skade / IcebergSource = %s (target >= 1.0x): %s%n",
-            e.getKey().label(), fmt("%.2fx", ratio), ratio >= 1.0 ? "met" : "missed");
-      }
+      double ratio = list.get(0).rowsPerSecond() / iceberg.rowsPerSecond();
+      double target =
+          e.getKey().delayMillis() > 0 || !e.getKey().label().equals("local disk") ? 1.0 : 1.2;
+      System.out.printf(
+          "target, backlog on %s: skade / IcebergSource = %s (target >= %.1fx): %s%n",
+          e.getKey().label(), fmt("%.2fx", ratio), target, ratio >= target ? "met" : "missed");
     }
     System.out.println("Bounded times include the job's MiniCluster start and planning.");
   }
