@@ -38,10 +38,6 @@ final class Harness {
   }
 
   /**
-   * The machine's load average over 1, 5 and 15 minutes, for the header: on 2 cores, another
-   * process's build can halve the figures.
-   */
-  /**
    * {@code argument}, a JVM option of this harness, for a JVM it forks under {@code name}: a flight
    * recording asked of the harness is taken in each forked JVM, to a file of its own.
    */
@@ -50,6 +46,10 @@ final class Harness {
         "(-XX:StartFlightRecording.*filename=[^,]*)\\.jfr", "$1-" + name + ".jfr");
   }
 
+  /**
+   * The machine's load average over 1, 5 and 15 minutes, for the header: on 2 cores, another
+   * process's build can halve the figures.
+   */
   static String loadAverage() {
     try {
       String[] fields = Files.readString(Path.of("/proc/loadavg")).trim().split("\\s+");
