@@ -5,6 +5,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.iceberg.MetadataUpdate;
 import org.apache.iceberg.SnapshotRef;
 import org.apache.iceberg.TableMetadata;
@@ -39,8 +40,25 @@ public final class CommittedMetadata {
           MetadataUpdate.SetStatistics.class,
           MetadataUpdate.RemoveStatistics.class);
 
+  /**
+   * Told of each metadata file this JVM writes for a commit, before the commit is submitted: while
+   * the catalog syncs the commit, a reader in this JVM can read what the commit wrote.
+   */
+  @FunctionalInterface
+  public interface WriteListener {
+    /**
+     * The metadata of the file just written for table {@code tableKey}, as read back from it, with
+     * the IO that wrote it and the snapshots it adds. Called on the committing thread: it must not
+     * block.
+     */
+    void written(String tableKey, TableMetadata metadata, FileIO io, List<Long> addedSnapshotIds);
+  }
+
   /** The entries of one {@link SkadeRuntime}, least recently used first; guarded by itself. */
   private static final class Recent extends LinkedHashMap<String, TableMetadata> {
+    /** Told of every file written; not guarded. */
+    final List<WriteListener> listeners = new CopyOnWriteArrayList<>();
+
     /** Per file this JVM committed, the file it was committed onto and the updates between. */
     final Map<String, Updates> updates =
         new LinkedHashMap<>(16, 0.75f, true) {
@@ -126,10 +144,22 @@ public final class CommittedMetadata {
     }
   }
 
+  /** Tells {@code listener} of every metadata file this JVM writes for a commit from now on. */
+  public static void listen(WriteListener listener) {
+    recent().listeners.add(listener);
+  }
+
   /**
-   * Notes that {@code metadata} was just written to {@code location}, committed onto {@code base}.
+   * Notes that {@code metadata} of table {@code tableKey} was just written to {@code location} with
+   * {@code io}, committed onto {@code base} and adding {@code added}, and tells the listeners.
    */
-  static void written(String location, TableMetadata metadata, TableMetadata base) {
+  static void written(
+      String tableKey,
+      String location,
+      TableMetadata metadata,
+      TableMetadata base,
+      FileIO io,
+      List<Long> added) {
     // As parsed from the file: located there, with no pending changes.
     TableMetadata located =
         TableMetadata.buildFrom(metadata).discardChanges().withMetadataLocation(location).build();
@@ -146,6 +176,9 @@ public final class CommittedMetadata {
         recent.updates.put(
             location, new Updates(base.metadataFileLocation(), List.copyOf(metadata.changes())));
       }
+    }
+    for (WriteListener listener : recent.listeners) {
+      listener.written(tableKey, located, io, added);
     }
   }
 

@@ -103,16 +103,16 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
     boolean register = base == null && metadata.metadataFileLocation() != null;
     String newLocation =
         register ? metadata.metadataFileLocation() : writeNewMetadata(metadata, nextVersion(base));
+    List<Long> added = addedSnapshots(metadata);
     if (!register) {
       // before the swap: the commit feed may wake a reader of this file before submit returns
-      CommittedMetadata.written(newLocation, metadata, base);
+      CommittedMetadata.written(tableKey, newLocation, metadata, base, io(), added);
     }
     String baseLocation = base == null ? null : base.metadataFileLocation();
     CommitOperation operation =
         base != null
             ? CommitOperation.UPDATE
             : register ? CommitOperation.REGISTER : CommitOperation.CREATE;
-    List<Long> added = addedSnapshots(metadata);
     long snapshotId = currentSnapshotId(metadata);
     List<Snapshot> removed = ExpiryGuard.removedSnapshots(base, metadata);
     try {

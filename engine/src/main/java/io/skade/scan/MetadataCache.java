@@ -8,9 +8,12 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
 import java.util.function.Supplier;
 import org.apache.iceberg.BaseTable;
 import org.apache.iceberg.ContentFile;
@@ -80,6 +83,15 @@ public final class MetadataCache {
     }
   }
 
+  /** A table followed ({@link #follow}) until closed. */
+  public interface Following extends AutoCloseable {
+    @Override
+    void close();
+  }
+
+  /** The tables whose commits in this JVM are read ahead ({@link #follow}), with their handles. */
+  private final Map<String, Integer> followed = new ConcurrentHashMap<>();
+
   /** Parsed files by kind and path: a {@link TableMetadata}, or a list of entries. */
   private final Cache<String, Object> entries;
 
@@ -114,7 +126,34 @@ public final class MetadataCache {
   /** The cache every read of this JVM uses: the current {@link SkadeRuntime}'s. */
   public static MetadataCache shared() {
     return SkadeRuntime.get()
-        .component(MetadataCache.class, () -> new MetadataCache(SHARED_MAX_BYTES));
+        .component(
+            MetadataCache.class,
+            () -> {
+              MetadataCache cache = new MetadataCache(SHARED_MAX_BYTES);
+              CommittedMetadata.listen(cache::written);
+              return cache;
+            });
+  }
+
+  /**
+   * Has this cache read what each commit this JVM makes to table {@code tableKey} wrote (its
+   * manifest list and the manifests it wrote), in the background while the catalog syncs the
+   * commit, until the handle is closed: a source that follows the table then plans the commit's
+   * window from memory. Handles of one table are counted.
+   */
+  public Following follow(String tableKey) {
+    followed.merge(tableKey, 1, Integer::sum);
+    return () -> followed.computeIfPresent(tableKey, (key, count) -> count == 1 ? null : count - 1);
+  }
+
+  private void written(String tableKey, TableMetadata metadata, FileIO io, List<Long> added) {
+    if (!followed.containsKey(tableKey)) {
+      return;
+    }
+    Table table = readOnly(metadata, io, tableKey);
+    for (long snapshotId : added) {
+      prefetch(() -> table, snapshotId, WindowFiles::prefetchWritten);
+    }
   }
 
   /**
@@ -167,15 +206,16 @@ public final class MetadataCache {
    * reads this window's rows. Failures are ignored here; the read itself reports them.
    */
   public void prefetch(String location, FileIO io, String name, long snapshotId) {
-    prefetch(() -> table(location, io, name), snapshotId);
+    prefetch(() -> table(location, io, name), snapshotId, WindowFiles::prefetch);
   }
 
   /** As above, of a table in hand (one a split carried). */
   public void prefetch(Table table, long snapshotId) {
-    prefetch(() -> table, snapshotId);
+    prefetch(() -> table, snapshotId, WindowFiles::prefetch);
   }
 
-  private void prefetch(Supplier<Table> tables, long snapshotId) {
+  private void prefetch(
+      Supplier<Table> tables, long snapshotId, BiConsumer<Table, Snapshot> reading) {
     SkadeRuntime.get()
         .component(Prefetch.class, Prefetch::new)
         .executor
@@ -185,7 +225,7 @@ public final class MetadataCache {
                 Table table = tables.get();
                 Snapshot snapshot = table.snapshot(snapshotId);
                 if (snapshot != null) {
-                  WindowFiles.prefetch(table, snapshot);
+                  reading.accept(table, snapshot);
                 }
               } catch (RuntimeException e) {
                 // the window's own read fails with this, where it can be reported

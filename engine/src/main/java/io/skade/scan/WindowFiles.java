@@ -294,6 +294,20 @@ public final class WindowFiles {
   }
 
   /**
+   * Reads into the shared cache what {@code snapshot} wrote: its manifest list and the manifests
+   * written with it, data and deletes, whatever the operation; the rest of its manifests are older
+   * snapshots' and most likely read already.
+   */
+  static void prefetchWritten(Table table, Snapshot snapshot) {
+    WindowFiles files = all(table);
+    for (ManifestFile manifest : files.cache.manifests(snapshot, table)) {
+      if (manifest.snapshotId() != null && manifest.snapshotId() == snapshot.snapshotId()) {
+        files.load(manifest);
+      }
+    }
+  }
+
+  /**
    * Reads manifests on Iceberg's worker pool, waiting on their futures (Iceberg's own task runner
    * waits by sleeping in steps, which costs milliseconds on every window).
    */

@@ -6,6 +6,7 @@ import io.skade.catalog.CommitFeedLaggedException;
 import io.skade.catalog.CommitSubscription;
 import io.skade.catalog.ConsumerCursor;
 import io.skade.changelog.ChangelogOptions.Mode;
+import io.skade.scan.MetadataCache;
 import io.skade.source.SplitsFinishedEvent;
 import io.skade.source.SplitsRestoredEvent;
 import io.skade.source.SplitsTakenEvent;
@@ -144,6 +145,9 @@ public final class SkadeSplitEnumerator
   private volatile long feedSeq;
 
   private volatile boolean closed;
+
+  /** While the source follows the feed of an embedded catalog: its table's commits read ahead. */
+  private MetadataCache.Following following;
 
   public SkadeSplitEnumerator(
       SplitEnumeratorContext<ChangelogSplit> context,
@@ -286,6 +290,9 @@ public final class SkadeSplitEnumerator
   /** Follows {@code subscription}, on the coordinator thread. */
   private void listen(CommitSubscription subscription) {
     feed = subscription;
+    if (!catalog.isRemote()) { // commits of this JVM: have their manifests read while they sync
+      following = MetadataCache.shared().follow(planner.tableKey());
+    }
     feed.onAvailable(() -> context.runInCoordinatorThread(this::onFeed));
   }
 
@@ -606,6 +613,9 @@ public final class SkadeSplitEnumerator
     closed = true;
     if (feed != null) {
       feed.close();
+    }
+    if (following != null) {
+      following.close();
     }
     if (finished() && catalog.storesConsumers() && unfinished.isEmpty()) {
       // a bounded read that ended needs nothing kept
