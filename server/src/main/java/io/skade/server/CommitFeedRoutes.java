@@ -3,10 +3,13 @@ package io.skade.server;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitFeedLaggedException;
 import io.skade.catalog.CommitSubscription;
+import io.skade.catalog.CommittedMetadata;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.catalog.remote.SkadeProtocol;
 import io.skade.catalog.remote.SkadeProtocol.CommitPage;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -14,6 +17,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import org.apache.iceberg.MetadataUpdate;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.NotFoundException;
 import org.apache.iceberg.rest.RESTUtil;
@@ -143,10 +147,26 @@ final class CommitFeedRoutes implements AutoCloseable {
     try {
       List<CommitEvent> commits = limit == 0 ? List.of() : catalog.commitsSince(after, limit);
       long last = catalog.commitSeq(); // after the page: never behind its newest commit
-      exchange.json(200, SkadeProtocol.commitPage(new CommitPage(commits, last)));
+      exchange.json(200, SkadeProtocol.commitPage(new CommitPage(commits, last, updates(commits))));
     } catch (RuntimeException e) {
       RestErrors.answer(exchange, e);
     }
+  }
+
+  /**
+   * Per commit among {@code commits} that this server made lately, the updates that made its
+   * metadata file from the previous one: a follower builds the table from them with no request of
+   * its own.
+   */
+  private static Map<Long, List<MetadataUpdate>> updates(List<CommitEvent> commits) {
+    Map<Long, List<MetadataUpdate>> updates = new HashMap<>();
+    for (CommitEvent event : commits) {
+      CommittedMetadata.Updates made = CommittedMetadata.updates(event.metadataLocation());
+      if (made != null && made.base().equals(event.previousMetadataLocation())) {
+        updates.put(event.commitSeq(), made.updates());
+      }
+    }
+    return updates;
   }
 
   private void wake(Waiter waiter) {

@@ -6,10 +6,12 @@ import static org.awaitility.Awaitility.await;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitFeedLaggedException;
 import io.skade.catalog.CommitSubscription;
+import io.skade.catalog.CommittedMetadata;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.catalog.remote.RemoteCommitFeed;
 import io.skade.catalog.remote.SkadeProtocol.CommitPage;
 import io.skade.catalog.remote.SkadeServerClient;
+import io.skade.testing.ParquetFiles;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -20,10 +22,17 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.LongStream;
+import org.apache.iceberg.HasTableOperations;
+import org.apache.iceberg.MetadataUpdate;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.TableMetadata;
+import org.apache.iceberg.TableMetadataParser;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -38,6 +47,9 @@ import org.junit.jupiter.api.io.TempDir;
 class CommitFeedOverHttpTest {
   private static final Schema SCHEMA =
       new Schema(Types.NestedField.required(1, "id", Types.LongType.get()));
+
+  /** The one field a replay sets to its own time. */
+  private static final String UPDATED = "\"last-updated-ms\"\\s*:\\s*\\d+";
 
   @TempDir Path root;
   private ServerFixture fixture;
@@ -86,6 +98,45 @@ class CommitFeedOverHttpTest {
         .isEqualTo(owner.commitTableKey(TableIdentifier.of("db", "t")));
     assertThat(page.lastCommitSeq()).isEqualTo(seq + 1);
     await().atMost(Duration.ofSeconds(10)).until(() -> waiters().endsWith(" 0.0"));
+  }
+
+  @Test
+  void aCommitOnTheFeedCarriesTheUpdatesThatRebuildItsMetadataFromThePreviousFile()
+      throws Exception {
+    Table table = owner.createTable(TableIdentifier.of("db", "t"), SCHEMA);
+    ParquetFiles.append(table, List.of(row(1)));
+    String base = location(table);
+    try (RemoteCommitFeed feed = new RemoteCommitFeed(client)) {
+      CommitSubscription subscription = feed.subscribeCommits(16);
+      ParquetFiles.append(table, List.of(row(2)));
+      CommitEvent event = subscription.poll(Duration.ofSeconds(10));
+      assertThat(event).as("the append's commit on the feed").isNotNull();
+      assertThat(event.previousMetadataLocation()).isEqualTo(base);
+      String location = event.metadataLocation();
+
+      List<MetadataUpdate> updates = feed.updates(location, base).orElseThrow();
+      FileIO io = owner.io();
+      TableMetadata rebuilt =
+          CommittedMetadata.replay(TableMetadataParser.read(io, base), updates, location);
+      assertThat(rebuilt.snapshots()).hasSize(2);
+      assertThat(TableMetadataParser.toJson(rebuilt).replaceAll(UPDATED, ""))
+          .isEqualTo(
+              TableMetadataParser.toJson(TableMetadataParser.read(io, location))
+                  .replaceAll(UPDATED, ""));
+      assertThat(feed.updates(location, location))
+          .as("updates from another file than the one they were made from")
+          .isEmpty();
+    }
+  }
+
+  private static String location(Table table) {
+    return ((HasTableOperations) table).operations().current().metadataFileLocation();
+  }
+
+  private static Record row(long id) {
+    GenericRecord row = GenericRecord.create(SCHEMA);
+    row.setField("id", id);
+    return row;
   }
 
   @Test

@@ -3,6 +3,7 @@ package io.skade.catalog.remote;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitFeed;
 import io.skade.catalog.CommitSubscription;
+import io.skade.catalog.CommittedMetadata;
 import io.skade.catalog.SkadeRuntime;
 import io.skade.catalog.TableKeys;
 import io.skade.catalog.remote.SkadeProtocol.CommitPage;
@@ -13,13 +14,16 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.PriorityQueue;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
+import org.apache.iceberg.MetadataUpdate;
 import org.apache.iceberg.catalog.TableIdentifier;
 
 /**
@@ -48,6 +52,18 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
 
   /** The table keys {@link #newestCommitOf} was asked for. */
   private final Map<TableIdentifier, String> tableKeys = new ConcurrentHashMap<>();
+
+  /** How many commits' updates are kept: enough for the commits planners have not built yet. */
+  private static final int RECENT_UPDATES = 256;
+
+  /** The updates the recent commits came with, by metadata file, newest last; guarded by itself. */
+  private final Map<String, CommittedMetadata.Updates> recentUpdates =
+      new LinkedHashMap<>() {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, CommittedMetadata.Updates> eldest) {
+          return size() > RECENT_UPDATES;
+        }
+      };
 
   private volatile Thread poller; // set under this
 
@@ -104,6 +120,21 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
       poller = SkadeRuntime.thread(this::poll, "skade-remote-feed " + client.uri());
       poller.start();
     }
+  }
+
+  /**
+   * The updates that made metadata file {@code location} from file {@code base}, when the long-poll
+   * took them with a recent commit (a server sends them with the commits it made lately); else
+   * empty.
+   */
+  public Optional<List<MetadataUpdate>> updates(String location, String base) {
+    CommittedMetadata.Updates updates;
+    synchronized (recentUpdates) {
+      updates = recentUpdates.get(location);
+    }
+    return updates != null && updates.base().equals(base)
+        ? Optional.of(updates.updates())
+        : Optional.empty();
   }
 
   /**
@@ -280,6 +311,14 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
       synchronized (this) {
         for (CommitEvent event : page.commits()) {
           newestByTable.merge(event.tableKey(), event.commitSeq(), Math::max);
+          List<MetadataUpdate> updates = page.updates().get(event.commitSeq());
+          if (updates != null && event.previousMetadataLocation() != null) {
+            synchronized (recentUpdates) {
+              recentUpdates.put(
+                  event.metadataLocation(),
+                  new CommittedMetadata.Updates(event.previousMetadataLocation(), updates));
+            }
+          }
           for (CommitSubscription subscription : subscriptions) {
             subscription.deliver(event, now);
           }

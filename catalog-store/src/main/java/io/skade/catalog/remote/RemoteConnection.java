@@ -327,6 +327,10 @@ public final class RemoteConnection implements CatalogConnection {
 
   @Override
   public Optional<List<MetadataUpdate>> metadataUpdates(String location, String base) {
+    Optional<List<MetadataUpdate>> delivered = feed.updates(location, base);
+    if (delivered.isPresent()) {
+      return delivered; // came with the commit on the feed
+    }
     try {
       return client.metadataUpdates(location, base, ServerMetadataIO.ASK_TIMEOUT);
     } catch (InterruptedException e) {

@@ -16,8 +16,12 @@ import io.skade.catalog.TableKeys;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import org.apache.iceberg.MetadataUpdate;
+import org.apache.iceberg.MetadataUpdateParser;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 
@@ -28,7 +32,8 @@ import org.apache.iceberg.catalog.TableIdentifier;
  *
  * <ul>
  *   <li>{@code GET /skade/v1/commits?after=SEQ&limit=N&wait-ms=M}: a {@link CommitPage}, at once
- *       when commits after {@code SEQ} exist, else as soon as one lands or after {@code M} ms.
+ *       when commits after {@code SEQ} exist, else as soon as one lands or after {@code M} ms. A
+ *       commit the server made lately carries the updates that made its metadata file.
  *   <li>{@code GET /skade/v1/commits/of?namespace=NS&table=T&snapshot-id=ID}: the commit that added
  *       a snapshot ({@link SkadeCatalog#commitOf}); 404 when none is recorded.
  *   <li>{@code GET /skade/v1/consumers[?namespace=NS&table=T]}: stored consumers; {@code GET, PUT,
@@ -76,19 +81,37 @@ public final class SkadeProtocol {
    * @param commits gapless, oldest first
    * @param lastCommitSeq the catalog's cursor when the page was read: its newest durable commit
    */
-  public record CommitPage(List<CommitEvent> commits, long lastCommitSeq) {
+  public record CommitPage(
+      List<CommitEvent> commits, long lastCommitSeq, Map<Long, List<MetadataUpdate>> updates) {
     public CommitPage {
       commits = List.copyOf(commits);
+      updates = Map.copyOf(updates);
+    }
+
+    /** A page whose commits carry no updates. */
+    public CommitPage(List<CommitEvent> commits, long lastCommitSeq) {
+      this(commits, lastCommitSeq, Map.of());
     }
   }
 
-  /** The JSON of a page. */
+  /**
+   * The JSON of a page. A commit listed in {@code page.updates()} carries them ({@code "updates"}):
+   * the Iceberg REST updates that made its metadata file from its previous one, so a client that
+   * holds the previous one builds the new one without another request.
+   */
   public static String commitPage(CommitPage page) {
     ObjectNode root = JSON.createObjectNode();
     ArrayNode commits = root.putArray("commits");
     for (CommitEvent event : page.commits()) {
       ObjectNode commit = commits.addObject();
       commit(commit, event);
+      List<MetadataUpdate> updates = page.updates().get(event.commitSeq());
+      if (updates != null) {
+        ArrayNode json = commit.putArray("updates");
+        for (MetadataUpdate update : updates) {
+          json.add(read(MetadataUpdateParser.toJson(update), "metadata update"));
+        }
+      }
     }
     root.put("last-commit-seq", page.lastCommitSeq());
     return write(root);
@@ -123,10 +146,19 @@ public final class SkadeProtocol {
   public static CommitPage commitPage(String json) {
     JsonNode root = read(json, "commit page");
     List<CommitEvent> commits = new ArrayList<>();
+    Map<Long, List<MetadataUpdate>> updates = new HashMap<>();
     for (JsonNode commit : required(root, "commits", "commit page")) {
-      commits.add(commit(commit));
+      CommitEvent event = commit(commit);
+      commits.add(event);
+      JsonNode made = commit.get("updates");
+      if (made != null) {
+        List<MetadataUpdate> parsed = new ArrayList<>();
+        made.forEach(update -> parsed.add(MetadataUpdateParser.fromJson(update)));
+        updates.put(event.commitSeq(), parsed);
+      }
     }
-    return new CommitPage(commits, required(root, "last-commit-seq", "commit page").asLong());
+    return new CommitPage(
+        commits, required(root, "last-commit-seq", "commit page").asLong(), updates);
   }
 
   /** One commit read from its JSON. */
