@@ -11,6 +11,8 @@ import org.apache.iceberg.SnapshotRef;
 import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.TableMetadataParser;
 import org.apache.iceberg.io.FileIO;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The table metadata this JVM wrote or read lately, by metadata file location: a reader of a commit
@@ -21,6 +23,8 @@ import org.apache.iceberg.io.FileIO;
  * entries are the current {@link SkadeRuntime}'s.
  */
 public final class CommittedMetadata {
+  private static final Logger LOG = LoggerFactory.getLogger(CommittedMetadata.class);
+
   /** Enough for the latest metadata of a few busy tables; older files are parsed if needed. */
   private static final int MAX_ENTRIES = 64;
 
@@ -178,7 +182,12 @@ public final class CommittedMetadata {
       }
     }
     for (WriteListener listener : recent.listeners) {
-      listener.written(tableKey, located, io, added);
+      try {
+        listener.written(tableKey, located, io, added);
+      } catch (RuntimeException e) {
+        // a listener only reads ahead: the commit goes on without it
+        LOG.warn("a listener of commits to {} failed on {}", tableKey, location, e);
+      }
     }
   }
 

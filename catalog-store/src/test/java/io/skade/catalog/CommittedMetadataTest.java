@@ -12,6 +12,7 @@ import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.TableMetadataParser;
+import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.NotFoundException;
 import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.JsonUtil;
@@ -116,6 +117,37 @@ class CommittedMetadataTest {
     json.remove("last-updated-ms");
     json.get("metadata-log").forEach(entry -> ((ObjectNode) entry).remove("timestamp-ms"));
     return json.toPrettyString();
+  }
+
+  @Test
+  void listenersHearOfEachCommitsFileBeforeItIsDurableAndOneThatFailsStopsNoCommit()
+      throws Exception {
+    SkadeRuntime.reset(); // the listeners below live as long as the runtime
+    try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
+      Table table = Catalogs.createTable(catalog, "t");
+      String key = catalog.commitTableKey(TableIdentifier.of("db", "t"));
+      List<String> heard = new ArrayList<>();
+      CommittedMetadata.listen(
+          (tableKey, metadata, io, added) -> {
+            // before the swap: the pointer still names the file before this one
+            assertThat(catalog.readPointer(tableKey).metadataLocation())
+                .isNotEqualTo(metadata.metadataFileLocation());
+            heard.add(tableKey + " " + metadata.metadataFileLocation() + " " + added);
+          });
+      CommittedMetadata.listen(
+          (tableKey, metadata, io, added) -> {
+            throw new IllegalStateException("a broken listener");
+          });
+      Catalogs.append(table, "a");
+      String appended = location(table) + " [" + table.currentSnapshot().snapshotId() + "]";
+      table.updateProperties().set("owner", "test").commit();
+
+      assertThat(heard)
+          .as("each commit's file and the snapshots it adds; the broken listener stopped none")
+          .containsExactly(key + " " + appended, key + " " + location(table) + " []");
+    } finally {
+      SkadeRuntime.reset();
+    }
   }
 
   @Test
