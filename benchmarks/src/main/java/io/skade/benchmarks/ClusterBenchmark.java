@@ -20,7 +20,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZonedDateTime;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -101,11 +100,7 @@ public final class ClusterBenchmark {
     int warmup = Integer.getInteger("skade.bench.warmupCommits", 100);
     long probes = Long.getLong("skade.bench.probes", 300_000);
     int dimRows = Integer.getInteger("skade.bench.dimRows", 100_000);
-    System.out.printf(
-        "skade cluster benchmark | JVM %s | cores %d | %s%n",
-        System.getProperty("java.runtime.version"),
-        Runtime.getRuntime().availableProcessors(),
-        ZonedDateTime.now());
+    Harness.printHeader("skade cluster benchmark | load average " + Harness.loadAverage());
     System.out.printf(
         "per layout: %d warm-up then %d measured one-row appends %d-%d ms apart"
             + " through the skade server (a child JVM); %d lookup probes of a %d-row primary-key"
@@ -221,6 +216,7 @@ public final class ClusterBenchmark {
       }
     }
     print(figures);
+    System.out.println("load average at the end (1, 5, 15 min): " + Harness.loadAverage());
   }
 
   private static String required(String property) {
