@@ -161,9 +161,10 @@ final class CommitFeedRoutes implements AutoCloseable {
   private static Map<Long, List<MetadataUpdate>> updates(List<CommitEvent> commits) {
     Map<Long, List<MetadataUpdate>> updates = new HashMap<>();
     for (CommitEvent event : commits) {
-      CommittedMetadata.Updates made = CommittedMetadata.updates(event.metadataLocation());
-      if (made != null && made.base().equals(event.previousMetadataLocation())) {
-        updates.put(event.commitSeq(), made.updates());
+      List<MetadataUpdate> made =
+          CommittedMetadata.updates(event.metadataLocation(), event.previousMetadataLocation());
+      if (made != null) {
+        updates.put(event.commitSeq(), made);
       }
     }
     return updates;

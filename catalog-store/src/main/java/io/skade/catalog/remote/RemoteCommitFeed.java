@@ -132,9 +132,7 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
     synchronized (recentUpdates) {
       updates = recentUpdates.get(location);
     }
-    return updates != null && updates.base().equals(base)
-        ? Optional.of(updates.updates())
-        : Optional.empty();
+    return Optional.ofNullable(updates == null ? null : updates.from(base));
   }
 
   /**
