@@ -86,12 +86,7 @@ public final class CommittedMetadata {
    * How a committed metadata file follows from the one it was committed onto: applied in order to
    * {@code base}'s metadata, {@code updates} give this file's metadata (bar its location and logs).
    */
-  public record Updates(String base, List<MetadataUpdate> updates) {
-    /** The updates when they were made from file {@code file}; else null. */
-    public List<MetadataUpdate> from(String file) {
-      return base.equals(file) ? updates : null;
-    }
-  }
+  public record Updates(String base, List<MetadataUpdate> updates) {}
 
   private CommittedMetadata() {}
 
@@ -151,15 +146,6 @@ public final class CommittedMetadata {
     synchronized (recent) {
       return recent.updates.get(location);
     }
-  }
-
-  /**
-   * The updates that made the file {@code location} this JVM committed from file {@code base}, when
-   * it was committed onto {@code base} lately by updates of the kinds readers replay; else null.
-   */
-  public static List<MetadataUpdate> updates(String location, String base) {
-    Updates updates = updates(location);
-    return updates == null ? null : updates.from(base);
   }
 
   /** Tells {@code listener} of every metadata file this JVM writes for a commit from now on. */

@@ -161,10 +161,9 @@ final class CommitFeedRoutes implements AutoCloseable {
   private static Map<Long, List<MetadataUpdate>> updates(List<CommitEvent> commits) {
     Map<Long, List<MetadataUpdate>> updates = new HashMap<>();
     for (CommitEvent event : commits) {
-      List<MetadataUpdate> made =
-          CommittedMetadata.updates(event.metadataLocation(), event.previousMetadataLocation());
-      if (made != null) {
-        updates.put(event.commitSeq(), made);
+      CommittedMetadata.Updates made = CommittedMetadata.updates(event.metadataLocation());
+      if (made != null && made.base().equals(event.previousMetadataLocation())) {
+        updates.put(event.commitSeq(), made.updates());
       }
     }
     return updates;

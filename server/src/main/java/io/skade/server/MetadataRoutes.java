@@ -5,9 +5,7 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import io.skade.catalog.CommittedMetadata;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.catalog.remote.SkadeProtocol;
-import java.util.List;
 import java.util.stream.Collectors;
-import org.apache.iceberg.MetadataUpdate;
 import org.apache.iceberg.MetadataUpdateParser;
 import org.apache.iceberg.TableMetadataParser;
 import org.apache.iceberg.exceptions.NotFoundException;
@@ -93,15 +91,15 @@ final class MetadataRoutes {
               + warehouse
               + "db/t/metadata/00001-<uuid>.metadata.json");
     }
-    List<MetadataUpdate> updates = CommittedMetadata.updates(location, base);
-    if (updates == null) {
+    CommittedMetadata.Updates updates = CommittedMetadata.updates(location);
+    if (updates == null || !updates.base().equals(base)) {
       throw new NotFoundException(
           "this server holds no updates from %s to %s; read the whole metadata file",
           base, location);
     }
     exchange.json(
         200,
-        updates.stream()
+        updates.updates().stream()
             .map(MetadataUpdateParser::toJson)
             .collect(Collectors.joining(",", "{\"updates\":[", "]}")));
   }

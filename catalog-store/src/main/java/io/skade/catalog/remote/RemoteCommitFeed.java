@@ -132,7 +132,9 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
     synchronized (recentUpdates) {
       updates = recentUpdates.get(location);
     }
-    return Optional.ofNullable(updates == null ? null : updates.from(base));
+    return updates != null && updates.base().equals(base)
+        ? Optional.of(updates.updates())
+        : Optional.empty();
   }
 
   /**
