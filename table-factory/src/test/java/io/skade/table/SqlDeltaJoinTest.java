@@ -9,6 +9,7 @@ import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -24,6 +25,7 @@ import org.apache.flink.configuration.RestOptions;
 import org.apache.flink.runtime.checkpoint.CompletedCheckpointStats;
 import org.apache.flink.runtime.executiongraph.AccessExecutionGraph;
 import org.apache.flink.runtime.executiongraph.AccessExecutionJobVertex;
+import org.apache.flink.runtime.executiongraph.ErrorInfo;
 import org.apache.flink.table.api.EnvironmentSettings;
 import org.apache.flink.table.api.TableEnvironment;
 import org.apache.flink.table.functions.ScalarFunction;
@@ -33,6 +35,7 @@ import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -106,14 +109,14 @@ class SqlDeltaJoinTest extends SqlTestBase {
 
       List<String> expected = regularJoinOfTheFinalTables();
       assertThat(expected).hasSize(histories.joinedRows());
-      await()
-          .atMost(Duration.ofSeconds(120))
-          .pollInterval(Duration.ofMillis(200))
-          .untilAsserted(
-              () ->
-                  assertThat(enriched("enriched"))
-                      .as(() -> "the sink table, whose history is\n" + history("enriched"))
-                      .isEqualTo(expected));
+      try {
+        await()
+            .atMost(Duration.ofSeconds(120))
+            .pollInterval(Duration.ofMillis(200))
+            .until(() -> enriched("enriched").equals(expected));
+      } catch (ConditionTimeoutException e) {
+        assertThat(enriched("enriched")).as(diagnosis(expected, job)).isEqualTo(expected);
+      }
       assertThat(FailOnce.failed).as("the injected failure happened").isTrue();
       assertThat(cluster.status(job)).isEqualTo(JobStatus.RUNNING);
     } finally {
@@ -285,6 +288,70 @@ class SqlDeltaJoinTest extends SqlTestBase {
     }
     Collections.sort(rows);
     return rows;
+  }
+
+  /**
+   * Why the sink differs from {@code expected}, most telling first: the rows missing and extra, the
+   * job's failures, where this JVM's source, lookup and metadata threads stand (a hang shows), and
+   * the sink's history.
+   */
+  private String diagnosis(List<String> expected, JobID job) {
+    StringBuilder why = new StringBuilder();
+    try {
+      List<String> actual = enriched("enriched");
+      List<String> missing = new ArrayList<>(expected);
+      missing.removeAll(actual);
+      List<String> extra = new ArrayList<>(actual);
+      extra.removeAll(expected);
+      why.append(
+          String.format(
+              "%d of %d rows missing (first %s), %d extra (first %s)%n",
+              missing.size(),
+              expected.size(),
+              missing.subList(0, Math.min(5, missing.size())),
+              extra.size(),
+              extra.subList(0, Math.min(5, extra.size()))));
+      why.append("job ")
+          .append(job)
+          .append(' ')
+          .append(cluster.status(job))
+          .append(", FailOnce failed: ")
+          .append(FailOnce.failed)
+          .append(", last failure: ")
+          .append(lastFailure(job))
+          .append('\n');
+    } catch (Exception e) {
+      why.append("(diagnosis failed: ").append(e).append(")\n");
+    }
+    Thread.getAllStackTraces().entrySet().stream()
+        .filter(thread -> isTelling(thread.getKey().getName()))
+        .sorted(Map.Entry.comparingByKey(Comparator.comparing(Thread::getName)))
+        .forEach(
+            thread -> {
+              why.append(thread.getKey().getName())
+                  .append(' ')
+                  .append(thread.getKey().getState())
+                  .append('\n');
+              StackTraceElement[] frames = thread.getValue();
+              for (int i = 0; i < Math.min(10, frames.length); i++) {
+                why.append("    at ").append(frames[i]).append('\n');
+              }
+            });
+    return why.append("the sink table's history:\n").append(history("enriched")).toString();
+  }
+
+  /** The first line of the job's latest failure, if it had one: what it restarted from. */
+  private static String lastFailure(JobID job) throws Exception {
+    ErrorInfo failure = cluster.executionGraph(job).getFailureInfo();
+    return failure == null ? "none" : failure.getExceptionAsString().lines().findFirst().orElse("");
+  }
+
+  private static boolean isTelling(String thread) {
+    return thread.startsWith("skade-")
+        || thread.startsWith("iceberg-worker")
+        || thread.startsWith("SourceCoordinator")
+        || thread.contains("DeltaJoin")
+        || thread.startsWith("Source Data Fetcher");
   }
 
   /** The sink table's snapshots, one a line: what a failed comparison needs to be explained. */
