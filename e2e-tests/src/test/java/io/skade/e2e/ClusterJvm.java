@@ -1,12 +1,19 @@
 package io.skade.e2e;
 
+import static org.awaitility.Awaitility.await;
+
 import java.io.File;
 import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import org.awaitility.core.ConditionTimeoutException;
 
 /**
  * One process of a test cluster: a JVM on a class path of jars (Flink's lib/, the connector jar),
@@ -101,6 +108,37 @@ public final class ClusterJvm implements AutoCloseable {
           name + " did not end within " + seconds + " s; its log: " + log);
     }
     return process.exitValue();
+  }
+
+  /**
+   * Has the JVM, if it still runs, print its threads' stacks into its log (SIGQUIT), so that the
+   * log a failed test keeps shows where each thread stood (a hung JobManager's, say); returns once
+   * the dump is written, or after 5 s without it: a dump only explains, it changes no outcome.
+   */
+  public void dumpThreads() throws InterruptedException {
+    if (!process.isAlive()) {
+      return;
+    }
+    try {
+      long from = Files.size(log);
+      new ProcessBuilder("kill", "-QUIT", Long.toString(process.pid())).start().waitFor();
+      await(name + " thread dump")
+          .atMost(Duration.ofSeconds(5))
+          .pollInterval(Duration.ofMillis(50))
+          .until(() -> logAfter(from).contains("JNI global refs"));
+    } catch (IOException | ConditionTimeoutException e) {
+      // no dump: the log shows what it shows
+    }
+  }
+
+  /** What the log holds after its first {@code from} bytes. */
+  private String logAfter(long from) throws IOException {
+    try (RandomAccessFile file = new RandomAccessFile(log.toFile(), "r")) {
+      byte[] bytes = new byte[(int) Math.max(0, file.length() - from)];
+      file.seek(from);
+      file.readFully(bytes);
+      return new String(bytes, StandardCharsets.UTF_8);
+    }
   }
 
   /** SIGKILL, as a machine failure would end it; returns once it is gone. */

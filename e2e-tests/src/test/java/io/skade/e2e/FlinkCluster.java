@@ -316,10 +316,17 @@ public final class FlinkCluster implements AutoCloseable {
     return JSON.readTree(response.body());
   }
 
-  /** Kills every process of the cluster. */
+  /**
+   * Kills every process of the cluster, each after a dump of its threads into its log ({@link
+   * ClusterJvm#dumpThreads}): the logs of a failed test are kept, and show where it stood.
+   */
   @Override
   public void close() throws InterruptedException {
+    if (jobManager != null) {
+      jobManager.dumpThreads();
+    }
     for (ClusterJvm tm : taskManagers) {
+      tm.dumpThreads();
       tm.kill();
     }
     if (jobManager != null) {
