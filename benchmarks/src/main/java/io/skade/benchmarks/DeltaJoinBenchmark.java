@@ -13,7 +13,6 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -235,10 +234,10 @@ public final class DeltaJoinBenchmark {
     try {
       cluster.start();
       if (REMOTE) {
+        // The writers' files go through skade's local file system, as the embedded run's do:
+        // Hadoop's own starts two chmod processes per file, in the joins' JVMs.
         try (ServerProcess server = new ServerProcess(warehouse);
-            RESTCatalog rest = new RESTCatalog()) {
-          rest.initialize(
-              "bench", new HashMap<>(Map.of("uri", server.uri(), "token", ServerProcess.TOKEN)));
+            RESTCatalog rest = ServerClients.committer("bench", server)) {
           return run(
               cluster,
               rest,
