@@ -4,12 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.skade.testing.LocalCluster;
+import io.skade.testing.ThreadStacks;
 import io.skade.write.TableWriter;
 import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -115,7 +115,8 @@ class SqlDeltaJoinTest extends SqlTestBase {
             .pollInterval(Duration.ofMillis(200))
             .until(() -> enriched("enriched").equals(expected));
       } catch (ConditionTimeoutException e) {
-        assertThat(enriched("enriched")).as(diagnosis(expected, job)).isEqualTo(expected);
+        List<String> actual = enriched("enriched");
+        assertThat(actual).as(diagnosis(expected, actual, job)).isEqualTo(expected);
       }
       assertThat(FailOnce.failed).as("the injected failure happened").isTrue();
       assertThat(cluster.status(job)).isEqualTo(JobStatus.RUNNING);
@@ -291,14 +292,13 @@ class SqlDeltaJoinTest extends SqlTestBase {
   }
 
   /**
-   * Why the sink differs from {@code expected}, most telling first: the rows missing and extra, the
-   * job's failures, where this JVM's source, lookup and metadata threads stand (a hang shows), and
-   * the sink's history.
+   * Why the sink's rows {@code actual} differ from {@code expected}, most telling first: the rows
+   * missing and extra, the job's failures, where this JVM's source, lookup and metadata threads
+   * stand (a hang shows), and the sink's history.
    */
-  private String diagnosis(List<String> expected, JobID job) {
+  private String diagnosis(List<String> expected, List<String> actual, JobID job) {
     StringBuilder why = new StringBuilder();
     try {
-      List<String> actual = enriched("enriched");
       List<String> missing = new ArrayList<>(expected);
       missing.removeAll(actual);
       List<String> extra = new ArrayList<>(actual);
@@ -323,20 +323,7 @@ class SqlDeltaJoinTest extends SqlTestBase {
     } catch (Exception e) {
       why.append("(diagnosis failed: ").append(e).append(")\n");
     }
-    Thread.getAllStackTraces().entrySet().stream()
-        .filter(thread -> isTelling(thread.getKey().getName()))
-        .sorted(Map.Entry.comparingByKey(Comparator.comparing(Thread::getName)))
-        .forEach(
-            thread -> {
-              why.append(thread.getKey().getName())
-                  .append(' ')
-                  .append(thread.getKey().getState())
-                  .append('\n');
-              StackTraceElement[] frames = thread.getValue();
-              for (int i = 0; i < Math.min(10, frames.length); i++) {
-                why.append("    at ").append(frames[i]).append('\n');
-              }
-            });
+    why.append(ThreadStacks.of(SqlDeltaJoinTest::isTelling)).append('\n');
     return why.append("the sink table's history:\n").append(history("enriched")).toString();
   }
 
