@@ -7,6 +7,7 @@ import io.skade.scan.DataFileRows;
 import io.skade.scan.FileFetch;
 import io.skade.scan.FileSlice;
 import io.skade.scan.PartitionFilter;
+import io.skade.scan.RecordDecoder;
 import io.skade.scan.WindowFiles;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -119,6 +120,9 @@ public final class ChangelogReader {
   /** Per plain-append snapshot, the data files it added, as a planner found them. */
   private final Map<Long, List<DataFile>> knownAppends;
 
+  /** What decodes the rows of data files, or null for Iceberg's generic records. */
+  private final RecordDecoder decoder;
+
   private long rowsScanned;
 
   public ChangelogReader(Table table, ChangelogOptions options) {
@@ -132,6 +136,19 @@ public final class ChangelogReader {
    */
   public ChangelogReader(
       Table table, ChangelogOptions options, Map<Long, List<DataFile>> knownAppends) {
+    this(table, options, knownAppends, null);
+  }
+
+  /**
+   * As {@link #ChangelogReader(Table, ChangelogOptions, Map)}, the rows of data files decoded by
+   * {@code decoder} (into a query engine's own rows; null: Iceberg's generic records).
+   */
+  public ChangelogReader(
+      Table table,
+      ChangelogOptions options,
+      Map<Long, List<DataFile>> knownAppends,
+      RecordDecoder decoder) {
+    this.decoder = decoder;
     this.knownAppends = Map.copyOf(knownAppends);
     this.table = table;
     this.options = options;
@@ -190,6 +207,7 @@ public final class ChangelogReader {
     this.table = table;
     this.options = options;
     this.knownAppends = Map.copyOf(knownAppends);
+    this.decoder = base.decoder;
     this.schema = base.schema;
     this.readSchema = base.readSchema;
     this.kind = base.kind;
@@ -223,7 +241,7 @@ public final class ChangelogReader {
             && options.withSlice(this.options.slice()).equals(this.options);
     return same
         ? new ChangelogReader(this, table, options, knownAppends)
-        : new ChangelogReader(table, options, knownAppends);
+        : new ChangelogReader(table, options, knownAppends, decoder);
   }
 
   /**
@@ -835,7 +853,8 @@ public final class ChangelogReader {
    */
   private CloseableIterable<Record> open(
       FileScanTask task, Schema required, Expression rowGroups, FileFetch fetch) {
-    CloseableIterable<Record> rows = DataFileRows.read(fetch, table, task, required, rowGroups);
+    CloseableIterable<Record> rows =
+        DataFileRows.read(fetch, table, task, required, rowGroups, decoder);
     return CloseableIterable.transform(
         rows,
         record -> {
@@ -886,7 +905,12 @@ public final class ChangelogReader {
     if (type.removes() && options.beforeImage() == BeforeImage.KEY_ONLY && !keyColumns.isEmpty()) {
       return keyOnly(row, projected);
     }
-    return projected == schema ? row : select(row, projected);
+    if (projected == schema) {
+      return row;
+    }
+    return decoder != null && decoder.decoded(row)
+        ? decoder.select(row, projected)
+        : select(row, projected);
   }
 
   /** A before-image cut to its key: the projected columns, all but the key fields null. */

@@ -37,7 +37,7 @@ public final class DataFileRows {
    */
   public static CloseableIterable<Record> read(
       Table table, FileScanTask task, Schema required, Expression rowGroups) {
-    return read(table, task, required, rowGroups, null, null);
+    return read(table, task, required, rowGroups, null, null, null);
   }
 
   /** What a reader of data files is told of its I/O (for per-probe counters). */
@@ -52,16 +52,22 @@ public final class DataFileRows {
   /** As {@link #read(Table, FileScanTask, Schema, Expression)}, telling {@code io} of its I/O. */
   public static CloseableIterable<Record> read(
       Table table, FileScanTask task, Schema required, Expression rowGroups, ReadListener io) {
-    return read(table, task, required, rowGroups, io, null);
+    return read(table, task, required, rowGroups, io, null, null);
   }
 
   /**
    * As {@link #read(Table, FileScanTask, Schema, Expression)}, the file's bytes taken from {@code
-   * files} when it fetched them ahead.
+   * files} when it fetched them ahead, its rows decoded by {@code decoder} when it {@link
+   * RecordDecoder#decodes decodes} {@code required} (null: Iceberg's generic records).
    */
   public static CloseableIterable<Record> read(
-      FileFetch files, Table table, FileScanTask task, Schema required, Expression rowGroups) {
-    return read(table, task, required, rowGroups, null, files);
+      FileFetch files,
+      Table table,
+      FileScanTask task,
+      Schema required,
+      Expression rowGroups,
+      RecordDecoder decoder) {
+    return read(table, task, required, rowGroups, null, files, decoder);
   }
 
   private static CloseableIterable<Record> read(
@@ -70,7 +76,8 @@ public final class DataFileRows {
       Schema required,
       Expression rowGroups,
       ReadListener io,
-      FileFetch files) {
+      FileFetch files,
+      RecordDecoder decoder) {
     if (task.file().format() != FileFormat.PARQUET) {
       throw new UnsupportedOperationException(
           "table "
@@ -82,18 +89,21 @@ public final class DataFileRows {
               + "; skade reads Parquet"
               + " data files only — rewrite the table's files to Parquet");
     }
-    Map<Integer, ?> constants =
-        PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant);
     long length = task.file().fileSizeInBytes();
     InputFile file =
         files == null
             ? inputFile(table.io(), task.file().location(), length)
             : files.input(task.file());
-    Parquet.ReadBuilder read =
-        Parquet.read(new PlainInputFile(file, length, io))
-            .project(required)
-            .createReaderFunc(
-                fileSchema -> GenericParquetReaders.buildReader(required, fileSchema, constants));
+    Parquet.ReadBuilder read = Parquet.read(new PlainInputFile(file, length, io)).project(required);
+    boolean decoded = decoder != null && decoder.decodes(required);
+    if (decoded) {
+      read.createReaderFunc(fileSchema -> decoder.reader(required, fileSchema, task));
+    } else {
+      Map<Integer, ?> constants =
+          PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant);
+      read.createReaderFunc(
+          fileSchema -> GenericParquetReaders.buildReader(required, fileSchema, constants));
+    }
     if (rowGroups.op() != Expression.Operation.TRUE) {
       read.filter(rowGroups); // evaluating it costs even when it keeps everything
     }
@@ -101,7 +111,9 @@ public final class DataFileRows {
     if (mapping != null) {
       read.withNameMapping(NameMappingParser.fromJson(mapping));
     }
-    return read.build();
+    return decoded
+        ? CloseableIterable.transform(read.build(), decoder.records(required))
+        : read.build();
   }
 
   /**

@@ -24,6 +24,8 @@ import org.apache.flink.connector.base.source.reader.RecordsWithSplitIds;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitReader;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitsAddition;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitsChange;
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.types.RowKind;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.flink.data.StructRowData;
@@ -40,9 +42,11 @@ import org.apache.iceberg.types.Types;
  * emitted} changes are skipped, and the rest are fetched in bounded batches. A split is finished
  * when it has no change left. Consecutive splits of one schema share the changelog reader's set-up.
  *
- * <p>Each change's row goes to Flink as a view of the engine's row ({@link StructRowData}, the
- * adapter Iceberg's Flink module uses for its own metadata tables), converted field by field as
- * Flink reads it, without an intermediate columnar copy.
+ * <p>Data files are decoded straight into Flink's rows ({@link RowDataDecoder}); a change's row
+ * goes to Flink as it was decoded. A row the engine built itself (a key-only before-image, or any
+ * row of a schema the decoder leaves to Iceberg's generic reader) goes as a view ({@link
+ * StructRowData}, the adapter Iceberg's Flink module uses for its own metadata tables), converted
+ * field by field as Flink reads it.
  */
 public final class ChangelogSplitReader implements SplitReader<ChangeRecord, ChangelogSplit> {
   /** How many queued windows' metadata is read ahead. */
@@ -60,6 +64,9 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
   private final Object wake = new Object();
   private ChangelogSplit current;
   private Table table;
+
+  /** Decodes data files into Flink's rows, which the changes then carry to Flink as they are. */
+  private final RowDataDecoder decoder = new RowDataDecoder();
 
   /** The last split's changelog reader, whose set-up the next split of its schema reuses. */
   private ChangelogReader reader;
@@ -130,10 +137,12 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
       }
       last = change.type();
       emitted++;
+      RowKind kind = FlinkChanges.rowKind(last);
+      RowData row = RowDataDecoder.rowData(change.row(), kind);
       records.add(
           splitId,
           new ChangeRecord(
-              new StructRowData(rowType, FlinkChanges.rowKind(last)).setStruct(change.row()),
+              row != null ? row : new StructRowData(rowType, kind).setStruct(change.row()),
               snapshotId,
               commitMillis,
               emitted));
@@ -166,7 +175,7 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     ChangelogOptions read = options.withSlice(next.slice());
     reader =
         reader == null
-            ? new ChangelogReader(table, read, window.knownAppends())
+            ? new ChangelogReader(table, read, window.knownAppends(), decoder)
             : reader.reading(table, read, window.knownAppends());
     rowType = reader.schema().asStruct();
     changes =
