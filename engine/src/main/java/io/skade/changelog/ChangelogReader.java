@@ -791,7 +791,11 @@ public final class ChangelogReader {
     /** A data file's live rows in a state, as rows of the table schema; read lazily. */
     private CloseableIterable<Record> liveRows(
         WindowFiles.Live state, DataFile file, Schema requested) {
-      FileScanTask task = task(file, state.deletesFor(file));
+      List<DeleteFile> deleteFiles = state.deletesFor(file);
+      FileScanTask task = task(file, deleteFiles);
+      if (deleteFiles.isEmpty() && requested == schema) {
+        return open(task, schema, fetch); // nothing to delete: every row, in the table's schema
+      }
       GenericDeleteFilter deletes = deleteCache.filter(task, schema, requested);
       Schema required = deletes.requiredSchema();
       return CloseableIterable.transform(

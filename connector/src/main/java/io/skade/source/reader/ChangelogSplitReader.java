@@ -12,6 +12,7 @@ import io.skade.source.StageTrace.Stage;
 import io.skade.source.split.ChangelogSplit;
 import java.io.IOException;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
@@ -126,6 +127,7 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     long snapshotId = -1;
     long commitMillis = 0;
     ChangeType last = null;
+    List<ChangeRecord> batch = new ArrayList<>();
     for (int n = 0; changes.hasNext() && (n < batchRows || last == ChangeType.UPDATE_BEFORE); n++) {
       ChangeRow change = changes.next();
       if (emitted == 0) {
@@ -139,13 +141,15 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
       emitted++;
       RowKind kind = FlinkChanges.rowKind(last);
       RowData row = RowDataDecoder.rowData(change.row(), kind);
-      records.add(
-          splitId,
+      batch.add(
           new ChangeRecord(
               row != null ? row : new StructRowData(rowType, kind).setStruct(change.row()),
               snapshotId,
               commitMillis,
               emitted));
+    }
+    if (!batch.isEmpty()) {
+      records.addAll(splitId, batch);
     }
     if (commitMillis > 0) {
       metrics.fetched(commitMillis);
@@ -199,11 +203,12 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
   private Window window(ChangelogSplit split) {
     MetadataCache cache = MetadataCache.shared();
     Table held = cache.tableInMemory(split.metadataLocation(), io, split.tableKey());
-    if (held != null) {
-      // the planner's JVM, whose cache holds the manifests it read: the plan is not decoded
-      return new Window(held, Map.of());
-    }
     PlannedWindow plan = split.plannedWindow();
+    if (held != null) {
+      // the planner's JVM, whose cache holds the metadata: only the plan's appended files are
+      // taken, which spare reading each append's manifest list
+      return new Window(held, plan == null ? Map.of() : plan.appended());
+    }
     if (plan != null) {
       return new Window(plan.table(io, split.tableKey()), plan.appended());
     }
