@@ -289,6 +289,12 @@ public final class MetadataCache {
     return SnapshotChanges.builderFor(reading).snapshot(snapshot).build();
   }
 
+  /** Whether the manifest list of {@code snapshot} is parsed here already (reading it is free). */
+  public boolean holdsManifestList(Snapshot snapshot) {
+    String list = snapshot.manifestListLocation();
+    return list == null || entries.getIfPresent("list:" + list) != null;
+  }
+
   /** Whether the manifest's entries are cached already (so reading it costs nothing). */
   public boolean holds(ManifestFile manifest) {
     return entries.getIfPresent(key(manifest)) != null;

@@ -130,7 +130,8 @@ class ChangelogOnS3Test {
       assertThat(applied)
           .as(mode + ": the window's changes give the rows at its end")
           .isEqualTo(expectedAfter);
-      // The fetches in flight, and the reader's own read of a file it wanted before its fetch began.
+      // The fetches in flight, and the reader's own read of a file it wanted before its fetch
+      // began.
       assertThat(InFlightFileIO.maxOpen())
           .as("%s: files of the window open at once", mode)
           .isGreaterThanOrEqualTo(InFlightFileIO.GATE)

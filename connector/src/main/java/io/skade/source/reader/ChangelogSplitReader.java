@@ -28,6 +28,7 @@ import org.apache.flink.connector.base.source.reader.splitreader.SplitsChange;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.types.RowKind;
 import org.apache.iceberg.DataFile;
+import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.flink.data.StructRowData;
 import org.apache.iceberg.io.CloseableIterator;
@@ -203,12 +204,15 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
   private Window window(ChangelogSplit split) {
     MetadataCache cache = MetadataCache.shared();
     Table held = cache.tableInMemory(split.metadataLocation(), io, split.tableKey());
-    PlannedWindow plan = split.plannedWindow();
     if (held != null) {
-      // the planner's JVM, whose cache holds the metadata: only the plan's appended files are
-      // taken, which spare reading each append's manifest list
+      // The planner's JVM, whose cache holds the metadata and, for a commit it read ahead, the
+      // manifests. Else (a backlog) the plan's appended files spare a manifest list per append.
+      Snapshot last = held.snapshot(split.toSnapshotId());
+      PlannedWindow plan =
+          last == null || cache.holdsManifestList(last) ? null : split.plannedWindow();
       return new Window(held, plan == null ? Map.of() : plan.appended());
     }
+    PlannedWindow plan = split.plannedWindow();
     if (plan != null) {
       return new Window(plan.table(io, split.tableKey()), plan.appended());
     }
