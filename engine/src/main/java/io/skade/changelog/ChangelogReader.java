@@ -593,7 +593,7 @@ public final class ChangelogReader {
       this.fetch = fetch;
       this.after = delta.after();
       for (DataFile file : delta.gone()) {
-        try (CloseableIterable<Record> rows = liveRows(delta.before(), file, schema)) {
+        try (CloseableIterable<Record> rows = liveRows(delta.before(), file)) {
           rows.forEach(row -> remove(row, true));
         } catch (IOException e) {
           throw new UncheckedIOException("cannot read " + file.location(), e);
@@ -628,7 +628,7 @@ public final class ChangelogReader {
         if (!added.hasNext()) {
           return null;
         }
-        reading = liveRows(after, added.next(), schema);
+        reading = liveRows(after, added.next());
         rows = reading.iterator();
       }
       return rows.next();
@@ -789,14 +789,13 @@ public final class ChangelogReader {
     }
 
     /** A data file's live rows in a state, as rows of the table schema; read lazily. */
-    private CloseableIterable<Record> liveRows(
-        WindowFiles.Live state, DataFile file, Schema requested) {
+    private CloseableIterable<Record> liveRows(WindowFiles.Live state, DataFile file) {
       List<DeleteFile> deleteFiles = state.deletesFor(file);
       FileScanTask task = task(file, deleteFiles);
-      if (deleteFiles.isEmpty() && requested == schema) {
+      if (deleteFiles.isEmpty()) {
         return open(task, schema, fetch); // nothing to delete: every row, in the table's schema
       }
-      GenericDeleteFilter deletes = deleteCache.filter(task, schema, requested);
+      GenericDeleteFilter deletes = deleteCache.filter(task, schema, schema);
       Schema required = deletes.requiredSchema();
       return CloseableIterable.transform(
           deletes.filter(open(task, required, fetch)), new TableRows(template, required));

@@ -242,7 +242,7 @@ public final class MetadataCache {
     }
     return (List<ManifestFile>)
         entries.get(
-            "list:" + list, key -> List.copyOf(snapshot.allManifests(new FileBytes(table.io()))));
+            listKey(list), key -> List.copyOf(snapshot.allManifests(new FileBytes(table.io()))));
   }
 
   /** The live data files of a data manifest. */
@@ -292,7 +292,7 @@ public final class MetadataCache {
   /** Whether the manifest list of {@code snapshot} is parsed here already (reading it is free). */
   public boolean holdsManifestList(Snapshot snapshot) {
     String list = snapshot.manifestListLocation();
-    return list == null || entries.getIfPresent("list:" + list) != null;
+    return list == null || entries.getIfPresent(listKey(list)) != null;
   }
 
   /** Whether the manifest's entries are cached already (so reading it costs nothing). */
@@ -347,6 +347,10 @@ public final class MetadataCache {
 
   private static String metadataKey(String location) {
     return "metadata:" + location;
+  }
+
+  private static String listKey(String manifestList) {
+    return "list:" + manifestList;
   }
 
   /** A read-only table of {@code metadata}, reading its files with {@code io}. */

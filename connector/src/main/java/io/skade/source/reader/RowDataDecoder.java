@@ -4,9 +4,11 @@ import io.skade.scan.RecordDecoder;
 import java.nio.ByteBuffer;
 import java.time.LocalDate;
 import java.time.ZoneOffset;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.function.Function;
 import org.apache.flink.table.data.GenericRowData;
 import org.apache.flink.table.data.RowData;
@@ -39,21 +41,12 @@ final class RowDataDecoder implements RecordDecoder {
   /** Per struct decoded, its columns: how they are read and where. */
   private final Map<Types.StructType, Layout> layouts = new HashMap<>();
 
-  /** The last selection: its source, its target, the source's positions and the target's layout. */
-  private Layout selectedFrom;
-
-  private Schema selectedTo;
-  private int[] selected;
-  private Layout selectedLayout;
+  /** The last selection made: consecutive rows of a read select the same columns. */
+  private Selection selection;
 
   @Override
   public boolean decodes(Schema schema) {
-    for (Types.NestedField field : schema.columns()) {
-      if (getter(field.type(), 0) == null) {
-        return false;
-      }
-    }
-    return true;
+    return layout(schema).decodable();
   }
 
   @Override
@@ -64,7 +57,7 @@ final class RowDataDecoder implements RecordDecoder {
 
   @Override
   public Function<Object, Record> records(Schema required) {
-    Layout layout = layouts.computeIfAbsent(required.asStruct(), Layout::of);
+    Layout layout = layout(required);
     return row -> new DecodedRow(layout, (GenericRowData) row);
   }
 
@@ -76,19 +69,27 @@ final class RowDataDecoder implements RecordDecoder {
   @Override
   public Record select(Record row, Schema target) {
     DecodedRow decoded = (DecodedRow) row;
-    if (decoded.layout != selectedFrom || target != selectedTo) {
-      selectedFrom = decoded.layout;
-      selectedTo = target;
-      selected =
+    Selection last = selection;
+    if (last == null || last.from() != decoded.layout || last.to() != target) {
+      int[] positions =
           target.columns().stream().mapToInt(f -> decoded.layout.position(f.name())).toArray();
-      selectedLayout = layouts.computeIfAbsent(target.asStruct(), Layout::of);
+      last = selection = new Selection(decoded.layout, target, positions, layout(target));
     }
-    GenericRowData out = new GenericRowData(selected.length);
-    for (int i = 0; i < selected.length; i++) {
-      out.setField(i, decoded.row.getField(selected[i]));
+    GenericRowData out = new GenericRowData(last.positions().length);
+    for (int i = 0; i < last.positions().length; i++) {
+      out.setField(i, decoded.row.getField(last.positions()[i]));
     }
-    return new DecodedRow(selectedLayout, out);
+    return new DecodedRow(last.layout(), out);
   }
+
+  private Layout layout(Schema schema) {
+    return layouts.computeIfAbsent(schema.asStruct(), Layout::of);
+  }
+
+  /**
+   * Columns of rows of layout {@code from} selected by {@code to}: their positions, their layout.
+   */
+  private record Selection(Layout from, Schema to, int[] positions, Layout layout) {}
 
   /**
    * The Flink row of {@code change}'s record when this decoded it, with {@code kind}; else null.
@@ -97,7 +98,10 @@ final class RowDataDecoder implements RecordDecoder {
     return change instanceof DecodedRow decoded ? decoded.withKind(kind) : null;
   }
 
-  /** A decoded struct's columns: how each generic value is read, and each name's position. */
+  /**
+   * A decoded struct's columns: how each generic value is read (null for a column this does not
+   * decode), and each name's position.
+   */
   private record Layout(Types.StructType struct, Getter[] getters, Map<String, Integer> positions) {
     static Layout of(Types.StructType struct) {
       List<Types.NestedField> fields = struct.fields();
@@ -108,6 +112,10 @@ final class RowDataDecoder implements RecordDecoder {
         positions.put(fields.get(i).name(), i);
       }
       return new Layout(struct, getters, positions);
+    }
+
+    boolean decodable() {
+      return Arrays.stream(getters).allMatch(Objects::nonNull);
     }
 
     int position(String name) {
