@@ -7,9 +7,6 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.management.ManagementFactory;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -18,8 +15,6 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.CoreOptions;
@@ -70,9 +65,6 @@ public final class DeltaJoinBenchmark {
       "/*+ OPTIONS('scan.append-only' = 'true', 'lookup.async' = 'true'"
           + System.getProperty("skade.bench.delta.options", "")
           + ") */";
-
-  private static final HttpClient HTTP = HttpClient.newHttpClient();
-  private static final Pattern METRIC_SUM = Pattern.compile("\"sum\":([0-9.E]+)");
 
   private DeltaJoinBenchmark() {}
 
@@ -222,8 +214,7 @@ public final class DeltaJoinBenchmark {
   private static Figures runAlone(String join) throws Exception {
     Path warehouse = Files.createTempDirectory("skade-delta-join-bench");
     Configuration clusterConf = new Configuration();
-    // The REST metrics the catch-up is read from are fetched this often (10 s by default).
-    clusterConf.setString("metrics.fetcher.update-interval", "50 ms");
+    SourceRowsReporter.register(clusterConf);
     MiniCluster cluster =
         new MiniCluster(
             new MiniClusterConfiguration.Builder()
@@ -320,7 +311,7 @@ public final class DeltaJoinBenchmark {
       waitUntil(() -> sink.distinct() >= initial, "the initial " + initial + " joined rows");
       // An order without shipments joins nothing: caught up once the sources emitted every row.
       waitUntil(
-          () -> sourceRecordsOut(cluster, job) >= ORDERS + SHIPMENTS,
+          () -> SourceRowsReporter.emitted() >= ORDERS + SHIPMENTS,
           "the sources to emit the tables' rows");
       double catchUp = (System.nanoTime() - start) / 1e9;
 
@@ -458,36 +449,6 @@ public final class DeltaJoinBenchmark {
       rows.add(row);
     }
     return rows;
-  }
-
-  /** The rows the job's sources emitted so far, from the cluster's REST metrics. */
-  private static long sourceRecordsOut(MiniCluster cluster, JobID job) {
-    try {
-      long sum = 0;
-      for (AccessExecutionJobVertex vertex :
-          cluster.getExecutionGraph(job).get().getAllVertices().values()) {
-        if (vertex.getName().startsWith("Source:")) {
-          URI uri =
-              cluster
-                  .getRestAddress()
-                  .get()
-                  .resolve(
-                      "/jobs/"
-                          + job
-                          + "/vertices/"
-                          + vertex.getJobVertexId()
-                          + "/subtasks/metrics?get=numRecordsOut&agg=sum");
-          String body =
-              HTTP.send(HttpRequest.newBuilder(uri).build(), HttpResponse.BodyHandlers.ofString())
-                  .body();
-          Matcher value = METRIC_SUM.matcher(body);
-          sum += value.find() ? (long) Double.parseDouble(value.group(1)) : 0;
-        }
-      }
-      return sum;
-    } catch (Exception e) {
-      throw new IllegalStateException(e);
-    }
   }
 
   private static long completedCheckpoints(MiniCluster cluster, JobID job) {
