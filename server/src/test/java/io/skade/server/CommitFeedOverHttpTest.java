@@ -1,6 +1,7 @@
 package io.skade.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import io.skade.catalog.CommitEvent;
@@ -9,6 +10,7 @@ import io.skade.catalog.CommitSubscription;
 import io.skade.catalog.CommittedMetadata;
 import io.skade.catalog.SkadeCatalog;
 import io.skade.catalog.remote.RemoteCommitFeed;
+import io.skade.catalog.remote.SkadeProtocol;
 import io.skade.catalog.remote.SkadeProtocol.CommitPage;
 import io.skade.catalog.remote.SkadeServerClient;
 import io.skade.testing.ParquetFiles;
@@ -32,6 +34,7 @@ import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
+import org.apache.iceberg.exceptions.NotAuthorizedException;
 import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.AfterEach;
@@ -42,7 +45,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The commit feed over HTTP: a parked long-poll answers when a commit lands (not when its wait
  * ends), or empty when its wait ends, or at once on shutdown; a remote subscriber that stalls while
- * thousands of commits land gets every one of them once, in order, by the log.
+ * thousands of commits land gets every one of them once, in order, by the log. The cursor a client
+ * asks for is the catalog's newest commit, and a wrong token is refused at once.
  */
 class CommitFeedOverHttpTest {
   private static final Schema SCHEMA =
@@ -80,6 +84,27 @@ class CommitFeedOverHttpTest {
         .filter(line -> line.startsWith("skade_feed_waiters"))
         .findFirst()
         .orElse("");
+  }
+
+  @Test
+  void theCursorIsTheCatalogsNewestCommitAndAWrongTokenIsRefusedAtOnce() {
+    Table table = owner.createTable(TableIdentifier.of("db", "t"), SCHEMA);
+    for (int i = 0; i < 3; i++) {
+      table.updateProperties().set("k", "v" + i).commit();
+      assertThat(client.commitSeq()).isEqualTo(owner.commitSeq());
+    }
+
+    SkadeServerClient stranger =
+        new SkadeServerClient(fixture.server.uri(), "wrong-token", Duration.ofSeconds(10));
+    long started = System.nanoTime();
+    assertThatThrownBy(stranger::commitSeq)
+        .isInstanceOf(NotAuthorizedException.class)
+        .hasMessageContaining("refused GET " + SkadeProtocol.COMMITS)
+        .hasMessageContaining("(401)")
+        .hasMessageContaining("'token'");
+    assertThat(Duration.ofNanos(System.nanoTime() - started))
+        .as("a refusal is not retried for the 10 s of the retry timeout")
+        .isLessThan(Duration.ofSeconds(5));
   }
 
   @Test
