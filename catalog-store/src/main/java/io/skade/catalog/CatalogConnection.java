@@ -101,6 +101,17 @@ public interface CatalogConnection extends AutoCloseable {
   }
 
   /**
+   * Through a server, the metadata file of the newest commit of {@code table} this process learnt
+   * of ({@link #commitsSeen}), when that commit left the table in place: a follower builds that
+   * version from the one it holds and the updates the feed carried ({@link #metadataUpdates})
+   * rather than load the whole table again. Empty embedded, where loading the table reads its
+   * pointer and metadata from memory.
+   */
+  default Optional<String> newestMetadataSeen(TableIdentifier table) {
+    return Optional.empty();
+  }
+
+  /**
    * Returns once this process knows of every commit that was durable when the call began, so that
    * {@link #commitsSeen} shows them: at once embedded (the owner knows each commit the moment it is
    * durable; a follower reads the log in {@link #commitsSeen}); through a server, after a round

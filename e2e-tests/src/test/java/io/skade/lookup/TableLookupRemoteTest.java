@@ -16,6 +16,9 @@ import io.skade.write.TableWriter;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -26,6 +29,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -106,6 +110,47 @@ class TableLookupRemoteTest {
           assertThat(names(lookup, 1))
               .as("the first commit after the restart")
               .containsExactly("after");
+        }
+      }
+    }
+  }
+
+  /**
+   * Through a server, a lookup builds each new version of its table from the one it holds and the
+   * updates the commit feed carried, rather than load the whole table (whose metadata grows with
+   * every snapshot) from the server again: the probe after each commit sees it, and the server
+   * answers no table load while the probes run (its metrics count them by route).
+   */
+  @Test
+  @Timeout(180)
+  void aCommitsVersionIsBuiltFromTheFeedNotLoadedFromTheServer() throws Exception {
+    try (RemoteCatalog remote = RemoteCatalog.start(root);
+        LookupCaches.Handle caches = LookupCaches.acquire()) {
+      TableWriter writer = new TableWriter(remote.rest().createTable(TABLE, SCHEMA));
+      writer.append(List.of(row(1, "v0"), row(2, "w")));
+      try (CatalogConnection connection = CatalogConnection.open(remote.properties())) {
+        TableLookup<Record> lookup =
+            new TableLookup<>(
+                connection,
+                TABLE,
+                settings(TableLookup.Caching.PROBE),
+                caches.caches(),
+                table -> Function.identity());
+        assertThat(names(lookup, 1)).containsExactly("v0");
+        try (CommitSubscription feed = connection.feed().subscribeCommits()) {
+          String key = connection.feed().commitTableKey(TABLE);
+          for (int i = 1; i <= 10; i++) {
+            long seq = commitSeq(writer.upsert(List.of(row(1, "v" + i))).snapshotId(), connection);
+            awaitDelivered(feed, key, seq);
+            double loads = tableLoads(remote.server());
+            assertThat(names(lookup, 1))
+                .as("the probe after commit %d was delivered", i)
+                .containsExactly("v" + i);
+            assertThat(names(lookup, 2)).containsExactly("w");
+            assertThat(tableLoads(remote.server()))
+                .as("tables the server loaded for the probes after commit %d", i)
+                .isEqualTo(loads);
+          }
         }
       }
     }
@@ -281,7 +326,6 @@ class TableLookupRemoteTest {
     return connection.commitOf(TABLE, snapshotId).orElseThrow().commitSeq();
   }
 
-  /** Waits until this process's feed has delivered the table's commit {@code seq}. */
   /** Takes the feed's events until one of {@code tableKey} at or after {@code seq}. */
   private static void awaitDelivered(CommitSubscription feed, String tableKey, long seq) {
     // In this thread, with no pause between polls: each poll waits on the feed itself.
@@ -296,6 +340,24 @@ class TableLookupRemoteTest {
             });
   }
 
+  /** The table loads ({@code GET} of a table) the server answered so far, from its metrics. */
+  private static double tableLoads(ServerProcess server) throws Exception {
+    HttpRequest request =
+        HttpRequest.newBuilder(URI.create(server.uri() + "/metrics"))
+            .header("Authorization", "Bearer " + ServerProcess.TOKEN)
+            .build();
+    return HttpClient.newHttpClient()
+        .send(request, HttpResponse.BodyHandlers.ofString())
+        .body()
+        .lines()
+        .filter(
+            line ->
+                line.startsWith("skade_http_requests_seconds_count{method=\"GET\"")
+                    && line.contains("route=\"GET /v1/namespaces/{namespace}/tables/{table}\""))
+        .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1)))
+        .sum();
+  }
+
   private static List<String> names(TableLookup<Record> lookup, long id) {
     try {
       return lookup.lookup(List.of(id)).stream().map(r -> (String) r.getField("name")).toList();
@@ -304,18 +366,13 @@ class TableLookupRemoteTest {
     }
   }
 
-  /** As an asynchronous lookup function probes: after the catch-up, on another thread. */
+  /**
+   * As an asynchronous lookup function probes ({@link TableLookup#lookupAsync}): read at once on
+   * another thread while the catch-up is under way, read again when it shows a commit.
+   */
   private static List<String> namesAsync(TableLookup<Record> lookup, long id) {
     return lookup
-        .caughtUp()
-        .thenApplyAsync(
-            caughtUp -> {
-              try {
-                return lookup.lookupCaughtUp(List.of(id));
-              } catch (IOException e) {
-                throw new UncheckedIOException(e);
-              }
-            })
+        .lookupAsync(() -> lookup.lookupCaughtUp(List.of(id)), ForkJoinPool.commonPool())
         .join()
         .stream()
         .map(r -> (String) r.getField("name"))

@@ -1,7 +1,9 @@
 package io.skade.lookup;
 
 import io.skade.catalog.CatalogConnection;
+import io.skade.scan.TableVersions;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
@@ -14,8 +16,10 @@ import org.apache.iceberg.catalog.TableIdentifier;
  *   <li>in the JVM that owns the catalog, a commit is known the moment it is durable (the catalog's
  *       commit sequence is read from memory);
  *   <li>through a skade server, a commit is known when the server's commit feed takes it (one round
- *       trip after it is durable), and the table is then loaded again: a probe after that sees the
- *       commit, and no probe pays a round trip to ask whether one happened;
+ *       trip after it is durable), and the table's new version is then built from the one held and
+ *       the updates the feed carried ({@link TableVersions}; no request of the whole table): a
+ *       probe after that sees the commit, and no probe pays a round trip to ask whether one
+ *       happened;
  *   <li>a read-only follower checks the log at most once per poll interval.
  * </ul>
  *
@@ -32,6 +36,10 @@ public final class LatestTable {
   private final CatalogConnection connection;
   private final TableIdentifier identifier;
   private final long pollNanos;
+
+  /** The table's versions as the commits this process learns of name them. */
+  private final TableVersions versions;
+
   private volatile Table table;
   private volatile long seenSeq;
   private volatile long checkedNanos;
@@ -49,6 +57,7 @@ public final class LatestTable {
     this.pollNanos = pollInterval.toNanos();
     // Read before the load: a commit racing it shows as a change, and at worst loads again.
     this.seenSeq = connection.commitsSeen(identifier);
+    this.versions = new TableVersions(connection, identifier);
     this.table = load();
     this.checkedNanos = System.nanoTime();
   }
@@ -75,6 +84,15 @@ public final class LatestTable {
   }
 
   /**
+   * A number that changes whenever this process learns of a commit of the table ({@link
+   * CatalogConnection#commitsSeen}): a probe that read {@link #known} after this was {@code n} has
+   * seen every commit this process knows of for as long as it is still {@code n}.
+   */
+  public long commitsSeen() {
+    return connection.commitsSeen(identifier);
+  }
+
+  /**
    * As {@link #table}, without catching up with the catalog first: for a caller that waited for
    * {@link #caughtUp} since its probe began.
    */
@@ -97,7 +115,17 @@ public final class LatestTable {
     return table;
   }
 
+  /**
+   * The table as of the newest commit this process knows of: built from the version held when the
+   * commit feed named that commit's metadata file, otherwise loaded from the catalog.
+   */
   private Table load() {
-    return connection.catalog().loadTable(identifier);
+    Optional<String> newest = connection.newestMetadataSeen(identifier);
+    if (table != null && newest.isPresent()) {
+      return versions.at(newest.get());
+    }
+    Table loaded = connection.catalog().loadTable(identifier);
+    versions.loaded(loaded);
+    return loaded;
   }
 }

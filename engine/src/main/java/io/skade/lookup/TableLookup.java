@@ -12,7 +12,11 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.Executor;
 import java.util.function.Function;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
@@ -290,6 +294,44 @@ public final class TableLookup<R> implements AutoCloseable {
    */
   public CompletableFuture<Void> caughtUp() {
     return latest.caughtUp();
+  }
+
+  /**
+   * A probe begun now, made without holding the calling thread: {@code probe} (a call of {@link
+   * #lookupCaughtUp}, with what the caller converts around it) runs on {@code executor} at once,
+   * while the catch-up a probe begun now needs ({@link #caughtUp}) is under way, and its answer is
+   * taken when the catch-up shows that this process learnt of no commit of the table meanwhile (the
+   * version it read then holds every commit durable when the probe began); otherwise {@code probe}
+   * runs again after the catch-up. Through a server the round trip and the read overlap, and a
+   * probe's answer leaves on the thread that ended the catch-up. Fails as {@link #caughtUp} or the
+   * probe after it fails.
+   */
+  public <T> CompletableFuture<T> lookupAsync(Callable<T> probe, Executor executor) {
+    CompletableFuture<Void> caughtUp = caughtUp();
+    if (caughtUp.isDone() && !caughtUp.isCompletedExceptionally()) {
+      return CompletableFuture.supplyAsync(() -> call(probe), executor);
+    }
+    long seen = latest.commitsSeen(); // before the early read chooses its version
+    CompletableFuture<T> early = CompletableFuture.supplyAsync(() -> call(probe), executor);
+    return early
+        .handle(
+            (rows, failure) -> failure == null ? Optional.ofNullable(rows) : Optional.<T>empty())
+        .thenCombine(caughtUp, (rows, done) -> rows)
+        .thenCompose(
+            rows ->
+                rows.isPresent() && latest.commitsSeen() == seen
+                    ? CompletableFuture.completedFuture(rows.get())
+                    : CompletableFuture.supplyAsync(() -> call(probe), executor));
+  }
+
+  private static <T> T call(Callable<T> probe) {
+    try {
+      return probe.call();
+    } catch (RuntimeException e) {
+      throw e;
+    } catch (Exception e) {
+      throw new CompletionException(e);
+    }
   }
 
   /**

@@ -1,7 +1,5 @@
 package io.skade.table;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.Set;
@@ -56,24 +54,13 @@ public final class SkadeAsyncLookupFunction extends AsyncLookupFunction {
   }
 
   /**
-   * Waits for the probe's catch-up with the catalog ({@link SkadeLookup#caughtUp}) holding no
-   * thread, so that probes waiting for one round trip to a server do not fill the pool, then probes
-   * on the pool.
+   * Probes on the pool while the probe's catch-up with the catalog is under way, holding no thread
+   * of Flink's ({@link SkadeLookup#lookupAsync}), so that probes waiting for one round trip to a
+   * server neither fill the pool nor wait for their read after it.
    */
   @Override
   public CompletableFuture<Collection<RowData>> asyncLookup(RowData keyRow) {
-    CompletableFuture<Collection<RowData>> probe =
-        lookup
-            .caughtUp()
-            .thenApplyAsync(
-                caughtUp -> {
-                  try {
-                    return lookup.lookupCaughtUp(keyRow);
-                  } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                  }
-                },
-                pool);
+    CompletableFuture<Collection<RowData>> probe = lookup.lookupAsync(keyRow, pool);
     inFlight.add(probe);
     probe.whenComplete((rows, failure) -> inFlight.remove(probe));
     return probe;

@@ -12,6 +12,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import java.util.function.Function;
 import org.apache.flink.metrics.Histogram;
 import org.apache.flink.metrics.MetricGroup;
@@ -117,16 +118,11 @@ final class SkadeLookup implements Serializable {
   }
 
   /**
-   * Completes when a probe begun now may be made with {@link #lookupCaughtUp} ({@link
-   * TableLookup#caughtUp}).
+   * The rows joined to {@code keyRow}, probed on {@code executor} without holding the calling
+   * thread while the lookup catches up with the catalog ({@link TableLookup#lookupAsync}).
    */
-  CompletableFuture<Void> caughtUp() {
-    return lookup.caughtUp();
-  }
-
-  /** The rows joined to {@code keyRow}, for a caller that waited for {@link #caughtUp}. */
-  Collection<RowData> lookupCaughtUp(RowData keyRow) throws IOException {
-    return lookup(keyRow, true);
+  CompletableFuture<Collection<RowData>> lookupAsync(RowData keyRow, Executor executor) {
+    return lookup.lookupAsync(() -> lookup(keyRow, true), executor);
   }
 
   private Collection<RowData> lookup(RowData keyRow, boolean caughtUp) throws IOException {

@@ -48,7 +48,7 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
   private final Set<CommitSubscription> subscriptions = ConcurrentHashMap.newKeySet();
 
   /** Per table key, the newest commit the poller took, noted before any subscriber hears it. */
-  private final Map<String, Long> newestByTable = new ConcurrentHashMap<>();
+  private final Map<String, CommitEvent> newestByTable = new ConcurrentHashMap<>();
 
   /** The table keys {@link #newestCommitOf} was asked for. */
   private final Map<TableIdentifier, String> tableKeys = new ConcurrentHashMap<>();
@@ -143,9 +143,24 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
    * a caller that learnt of a commit from this feed finds it here.
    */
   public long newestCommitOf(TableIdentifier table) {
+    CommitEvent newest = newestEventOf(table);
+    return newest == null ? 0L : newest.commitSeq();
+  }
+
+  /**
+   * The metadata file of the newest commit of {@code table} the long-poll took ({@link
+   * #newestCommitOf}), when that commit left the table in place (not a drop or a rename away).
+   */
+  public Optional<String> newestMetadataOf(TableIdentifier table) {
+    CommitEvent newest = newestEventOf(table);
+    return newest != null && newest.operation().leavesPointer()
+        ? Optional.of(newest.metadataLocation())
+        : Optional.empty();
+  }
+
+  private CommitEvent newestEventOf(TableIdentifier table) {
     // Asked at each probe of a lookup: the key is made once per table, not per call.
-    String key = tableKeys.computeIfAbsent(table, TableKeys::tableKey);
-    return newestByTable.getOrDefault(key, 0L);
+    return newestByTable.get(tableKeys.computeIfAbsent(table, TableKeys::tableKey));
   }
 
   /**
@@ -310,7 +325,8 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
       List<Waiter> done = new ArrayList<>();
       synchronized (this) {
         for (CommitEvent event : page.commits()) {
-          newestByTable.merge(event.tableKey(), event.commitSeq(), Math::max);
+          newestByTable.merge(
+              event.tableKey(), event, (a, b) -> a.commitSeq() >= b.commitSeq() ? a : b);
           List<MetadataUpdate> updates = page.updates().get(event.commitSeq());
           if (updates != null && event.previousMetadataLocation() != null) {
             synchronized (recentUpdates) {

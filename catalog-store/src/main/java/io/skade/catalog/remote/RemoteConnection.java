@@ -312,6 +312,12 @@ public final class RemoteConnection implements CatalogConnection {
   }
 
   @Override
+  public Optional<String> newestMetadataSeen(TableIdentifier table) {
+    feed.follow();
+    return feed.newestMetadataOf(table);
+  }
+
+  @Override
   public boolean isRemote() {
     return true;
   }

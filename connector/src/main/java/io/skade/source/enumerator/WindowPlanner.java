@@ -7,6 +7,7 @@ import io.skade.catalog.ConsumerCursor;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.changelog.PlannedWindow;
 import io.skade.scan.MetadataCache;
+import io.skade.scan.TableVersions;
 import io.skade.scan.WindowFiles;
 import io.skade.source.StartupMode;
 import io.skade.source.split.ChangelogSplit;
@@ -20,12 +21,8 @@ import org.apache.iceberg.DataFile;
 import org.apache.iceberg.HasTableOperations;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.util.SnapshotUtil;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Plans a source's splits from the catalog's commit log: where a startup mode begins, and the
@@ -39,8 +36,6 @@ import org.slf4j.LoggerFactory;
  * commit_seq}; in collapsed mode the commits of one round form one window.
  */
 final class WindowPlanner {
-  private static final Logger LOG = LoggerFactory.getLogger(WindowPlanner.class);
-
   /** The end of an unbounded source. */
   static final long UNBOUNDED = Long.MIN_VALUE;
 
@@ -52,10 +47,9 @@ final class WindowPlanner {
   private final String tableKey;
   private final Mode mode;
   private final OrderingUnits units;
-  private FileIO io;
 
-  /** The metadata the last window was planned from, which the next may be built from. */
-  private TableMetadata lastLoaded;
+  /** The table's versions the windows are planned from. */
+  private final TableVersions versions;
 
   /** Where a source begins: its cursor, its end, and what to read before following the log. */
   record Start(ConsumerCursor cursor, long endSnapshotId, List<ChangelogSplit> splits) {}
@@ -69,6 +63,7 @@ final class WindowPlanner {
     this.tableKey = catalog.feed().commitTableKey(identifier);
     this.mode = mode;
     this.units = new OrderingUnits(tableKey);
+    this.versions = new TableVersions(catalog, identifier);
   }
 
   /** The catalog's key of the table, as commit events name it. */
@@ -169,7 +164,7 @@ final class WindowPlanner {
       return new Plan(List.of(), withSeq(cursor, cursor.snapshotId(), logEnd), more);
     }
     CommitEvent lastEvent = mine.get(mine.size() - 1);
-    Table table = load(lastEvent.metadataLocation());
+    Table table = versions.at(lastEvent.metadataLocation());
     if (!table.uuid().toString().equals(cursor.tableUuid())) {
       throw recreated();
     }
@@ -253,45 +248,6 @@ final class WindowPlanner {
     return splits;
   }
 
-  /**
-   * The table as metadata file {@code location} describes it: held in this JVM, else built from the
-   * last one loaded and the updates between them when the catalog's server holds those (one small
-   * answer rather than the whole file), else read.
-   */
-  private Table load(String location) {
-    MetadataCache cache = MetadataCache.shared();
-    Table table = cache.tableInMemory(location, io(), tableKey);
-    if (table == null && lastLoaded != null && catalog.isRemote()) {
-      TableMetadata base = lastLoaded;
-      try {
-        table =
-            catalog
-                .metadataUpdates(location, base.metadataFileLocation())
-                .map(updates -> cache.replayed(location, base, updates, io(), tableKey))
-                .orElse(null);
-      } catch (RuntimeException e) {
-        // updates this release cannot apply: the file itself holds the same metadata
-        LOG.warn(
-            "skade source on {}: could not apply the updates that made {}; reading the file",
-            identifier,
-            location,
-            e);
-      }
-    }
-    if (table == null) {
-      table = cache.table(location, io(), tableKey);
-    }
-    lastLoaded = ((HasTableOperations) table).operations().current();
-    return table;
-  }
-
-  private FileIO io() {
-    if (io == null) {
-      io = catalog.readIO(catalog.catalog().loadTable(identifier));
-    }
-    return io;
-  }
-
   private static ConsumerCursor withSeq(ConsumerCursor cursor, long snapshotId, long seq) {
     return new ConsumerCursor(cursor.table(), cursor.tableUuid(), snapshotId, seq);
   }
@@ -311,7 +267,7 @@ final class WindowPlanner {
     }
     if (op != CommitOperation.UPDATE
         && !MetadataCache.shared()
-            .table(event.metadataLocation(), io(), tableKey)
+            .table(event.metadataLocation(), versions.io(), tableKey)
             .uuid()
             .toString()
             .equals(uuid)) {
