@@ -61,10 +61,11 @@ import org.apache.iceberg.types.Types;
  * job's net runtime (its start-up, the lookup's table load among it, included).
  *
  * <p>System properties (defaults in brackets): {@code skade.bench.commits} measured commits per
- * layout [200], {@code skade.bench.warmupCommits} [100], {@code skade.bench.probes} [300000],
- * {@code skade.bench.dimRows} [100000]; the jars: {@code skade.bench.flinkLib} (a file holding
- * Flink's lib/ as a class path), {@code skade.bench.sqlConnectorJar}, {@code skade.bench.serverJar}
- * (set by this module's pom).
+ * layout [200], {@code skade.bench.warmupCommits} [300, as the other latency benchmarks: the JIT
+ * compiles the read path of each JVM over the first hundreds of commits], {@code
+ * skade.bench.probes} [300000], {@code skade.bench.dimRows} [100000]; the jars: {@code
+ * skade.bench.flinkLib} (a file holding Flink's lib/ as a class path), {@code
+ * skade.bench.sqlConnectorJar}, {@code skade.bench.serverJar} (set by this module's pom).
  */
 public final class ClusterBenchmark {
   private static final Pattern SEEN =
@@ -97,7 +98,7 @@ public final class ClusterBenchmark {
   public static void main(String[] args) throws Exception {
     SourceLatencyRun.traceStages();
     int commits = Integer.getInteger("skade.bench.commits", 200);
-    int warmup = Integer.getInteger("skade.bench.warmupCommits", 100);
+    int warmup = Integer.getInteger("skade.bench.warmupCommits", 300);
     long probes = Long.getLong("skade.bench.probes", 300_000);
     int dimRows = Integer.getInteger("skade.bench.dimRows", 100_000);
     Harness.printHeader("skade cluster benchmark | load average " + Harness.loadAverage());
