@@ -74,13 +74,7 @@ class TableLookupRemoteTest {
       writer.append(List.of(row(1, "v0"), row(2, "w")));
 
       try (CatalogConnection connection = CatalogConnection.open(remote.properties())) {
-        TableLookup<Record> lookup =
-            new TableLookup<>(
-                connection,
-                TABLE,
-                settings(caching),
-                caches.caches(),
-                table -> Function.identity());
+        TableLookup<Record> lookup = lookup(connection, settings(caching), caches);
         assertThat(names(lookup, 1)).containsExactly("v0");
         try (CommitSubscription feed = connection.feed().subscribeCommits()) {
           String key = connection.feed().commitTableKey(TABLE);
@@ -130,12 +124,7 @@ class TableLookupRemoteTest {
       writer.append(List.of(row(1, "v0"), row(2, "w")));
       try (CatalogConnection connection = CatalogConnection.open(remote.properties())) {
         TableLookup<Record> lookup =
-            new TableLookup<>(
-                connection,
-                TABLE,
-                settings(TableLookup.Caching.PROBE),
-                caches.caches(),
-                table -> Function.identity());
+            lookup(connection, settings(TableLookup.Caching.PROBE), caches);
         assertThat(names(lookup, 1)).containsExactly("v0");
         try (CommitSubscription feed = connection.feed().subscribeCommits()) {
           String key = connection.feed().commitTableKey(TABLE);
@@ -175,13 +164,7 @@ class TableLookupRemoteTest {
       writer.append(List.of(row(0, "v0")));
 
       try (CatalogConnection connection = CatalogConnection.open(remote.properties())) {
-        TableLookup<Record> fresh =
-            new TableLookup<>(
-                connection,
-                TABLE,
-                settings(caching, Duration.ZERO),
-                caches.caches(),
-                table -> Function.identity());
+        TableLookup<Record> fresh = lookup(connection, settings(caching, Duration.ZERO), caches);
         Function<Long, List<String>> probe = id -> async ? namesAsync(fresh, id) : names(fresh, id);
         for (long i = 1; i <= 40; i++) {
           writer.upsert(List.of(row(i, "v" + i))); // returns once durable on the server
@@ -229,18 +212,8 @@ class TableLookupRemoteTest {
             .isSameAs(first.feed());
         List<TableLookup<Record>> lookups =
             List.of(
-                new TableLookup<>(
-                    first,
-                    TABLE,
-                    settings(TableLookup.Caching.PROBE, Duration.ZERO),
-                    caches.caches(),
-                    table -> Function.identity()),
-                new TableLookup<>(
-                    second,
-                    TABLE,
-                    settings(TableLookup.Caching.ROWS, Duration.ZERO),
-                    caches.caches(),
-                    table -> Function.identity()));
+                lookup(first, settings(TableLookup.Caching.PROBE, Duration.ZERO), caches),
+                lookup(second, settings(TableLookup.Caching.ROWS, Duration.ZERO), caches));
         // The writer alone commits from here on: its n-th commit is the log's commit base + n.
         long base = first.feed().commitSeq();
         AtomicLong durable = new AtomicLong();
@@ -303,14 +276,7 @@ class TableLookupRemoteTest {
         LookupCaches.Handle caches = LookupCaches.acquire();
         CatalogConnection connection =
             CatalogConnection.open(Map.of("uri", server.uri(), "token", ServerProcess.TOKEN))) {
-      assertThatThrownBy(
-              () ->
-                  new TableLookup<>(
-                      connection,
-                      TABLE,
-                      settings(TableLookup.Caching.PROBE),
-                      caches.caches(),
-                      table -> Function.identity()))
+      assertThatThrownBy(() -> lookup(connection, settings(TableLookup.Caching.PROBE), caches))
           .isInstanceOf(NoSuchTableException.class)
           .hasMessageContaining("db.dim");
     }
@@ -377,6 +343,13 @@ class TableLookupRemoteTest {
         .stream()
         .map(r -> (String) r.getField("name"))
         .toList();
+  }
+
+  /** A lookup of {@code TABLE} through {@code connection}, its rows Iceberg's records. */
+  private static TableLookup<Record> lookup(
+      CatalogConnection connection, TableLookup.Settings settings, LookupCaches.Handle caches) {
+    return new TableLookup<>(
+        connection, TABLE, settings, caches.caches(), table -> Function.identity());
   }
 
   private static TableLookup.Settings settings(TableLookup.Caching caching) {
