@@ -61,7 +61,8 @@ import org.apache.iceberg.data.Record;
  * measured commits per source [200; 100], {@code skade.bench.slowCommits} for Iceberg's 1 s monitor
  * interval, where each row takes about half a second to surface [60], {@code
  * skade.bench.warmupCommits} per source [300: the JIT compiles a source's read path over the first
- * hundreds of commits; 100], {@code skade.bench.backlogCommits} [200; 100], {@code
+ * hundreds of commits; 100], {@code skade.bench.backlogCommits} [1000: a read of 200 took about 0.6
+ * s, its job's start a third of it, and varied by a quarter between runs; 100], {@code
  * skade.bench.backlogRows} rows per backlog commit [5000], {@code skade.bench.pauseMillis} the
  * least gap between commits, the most being 2.5 times it [20].
  */
@@ -103,7 +104,7 @@ public final class SourceLatencyBenchmark {
     int commits = Integer.getInteger("skade.bench.commits", s3 ? 100 : 200);
     int slowCommits = Integer.getInteger("skade.bench.slowCommits", 60);
     int warmupCommits = Integer.getInteger("skade.bench.warmupCommits", s3 ? 100 : 300);
-    int backlogCommits = Integer.getInteger("skade.bench.backlogCommits", s3 ? 100 : 200);
+    int backlogCommits = Integer.getInteger("skade.bench.backlogCommits", s3 ? 100 : 1000);
     int backlogRows = Integer.getInteger("skade.bench.backlogRows", 5000);
     Harness.printHeader("skade source latency benchmark | load average " + Harness.loadAverage());
     System.out.printf(
