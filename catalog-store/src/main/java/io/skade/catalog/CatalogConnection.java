@@ -101,13 +101,13 @@ public interface CatalogConnection extends AutoCloseable {
   }
 
   /**
-   * Through a server, the metadata file of the newest commit of {@code table} this process learnt
-   * of ({@link #commitsSeen}), when that commit left the table in place: a follower builds that
-   * version from the one it holds and the updates the feed carried ({@link #metadataUpdates})
+   * Through a server, the newest commit of {@code table} this process learnt of ({@link
+   * #commitsSeen}), when that commit left the table in place: a follower that holds the version it
+   * was committed onto builds it from the updates the feed carried ({@link #metadataUpdates})
    * rather than load the whole table again. Empty embedded, where loading the table reads its
    * pointer and metadata from memory.
    */
-  default Optional<String> newestMetadataSeen(TableIdentifier table) {
+  default Optional<CommitEvent> newestCommitSeen(TableIdentifier table) {
     return Optional.empty();
   }
 

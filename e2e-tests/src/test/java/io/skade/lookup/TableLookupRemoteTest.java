@@ -8,6 +8,7 @@ import static org.awaitility.Awaitility.await;
 import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitSubscription;
+import io.skade.catalog.remote.SkadeProtocol;
 import io.skade.server.ServerProcess;
 import io.skade.testing.IdRows;
 import io.skade.testing.RemoteCatalog;
@@ -113,7 +114,8 @@ class TableLookupRemoteTest {
    * Through a server, a lookup builds each new version of its table from the one it holds and the
    * updates the commit feed carried, rather than load the whole table (whose metadata grows with
    * every snapshot) from the server again: the probe after each commit sees it, and the server
-   * answers no table load while the probes run (its metrics count them by route).
+   * answers no request for the table, its metadata file or its updates while the probes run (its
+   * metrics count them by route).
    */
   @Test
   @Timeout(180)
@@ -131,14 +133,14 @@ class TableLookupRemoteTest {
           for (int i = 1; i <= 10; i++) {
             long seq = commitSeq(writer.upsert(List.of(row(1, "v" + i))).snapshotId(), connection);
             awaitDelivered(feed, key, seq);
-            double loads = tableLoads(remote.server());
+            double asked = metadataRequests(remote.server());
             assertThat(names(lookup, 1))
                 .as("the probe after commit %d was delivered", i)
                 .containsExactly("v" + i);
             assertThat(names(lookup, 2)).containsExactly("w");
-            assertThat(tableLoads(remote.server()))
-                .as("tables the server loaded for the probes after commit %d", i)
-                .isEqualTo(loads);
+            assertThat(metadataRequests(remote.server()))
+                .as("requests for the table's metadata by the probes after commit %d", i)
+                .isEqualTo(asked);
           }
         }
       }
@@ -306,8 +308,16 @@ class TableLookupRemoteTest {
             });
   }
 
-  /** The table loads ({@code GET} of a table) the server answered so far, from its metrics. */
-  private static double tableLoads(ServerProcess server) throws Exception {
+  /**
+   * The requests for a table's metadata the server answered so far, from its metrics: loads of the
+   * table, its metadata files, and the updates that made one.
+   */
+  private static double metadataRequests(ServerProcess server) throws Exception {
+    List<String> routes =
+        List.of(
+            "route=\"GET /v1/namespaces/{namespace}/tables/{table}\"",
+            "route=\"GET " + SkadeProtocol.METADATA + "\"",
+            "route=\"GET " + SkadeProtocol.METADATA_UPDATES + "\"");
     HttpRequest request =
         HttpRequest.newBuilder(URI.create(server.uri() + "/metrics"))
             .header("Authorization", "Bearer " + ServerProcess.TOKEN)
@@ -318,8 +328,8 @@ class TableLookupRemoteTest {
         .lines()
         .filter(
             line ->
-                line.startsWith("skade_http_requests_seconds_count{method=\"GET\"")
-                    && line.contains("route=\"GET /v1/namespaces/{namespace}/tables/{table}\""))
+                line.startsWith("skade_http_requests_seconds_count{")
+                    && routes.stream().anyMatch(line::contains))
         .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1)))
         .sum();
   }

@@ -1,6 +1,7 @@
 package io.skade.lookup;
 
 import io.skade.catalog.CatalogConnection;
+import io.skade.catalog.CommitEvent;
 import io.skade.scan.TableVersions;
 import java.time.Duration;
 import java.util.Optional;
@@ -116,13 +117,14 @@ public final class LatestTable {
   }
 
   /**
-   * The table as of the newest commit this process knows of: built from the version held when the
-   * commit feed named that commit's metadata file, otherwise loaded from the catalog.
+   * The table as of the newest commit this process knows of: built from the version held when that
+   * commit was made onto it ({@link TableVersions#next}), otherwise loaded from the catalog.
    */
   private Table load() {
-    Optional<String> newest = connection.newestMetadataSeen(identifier);
-    if (table != null && newest.isPresent()) {
-      return versions.at(newest.get());
+    Optional<CommitEvent> newest = connection.newestCommitSeen(identifier);
+    Table next = newest.isPresent() ? versions.next(newest.get()) : null;
+    if (next != null) {
+      return next;
     }
     Table loaded = connection.catalog().loadTable(identifier);
     versions.loaded(loaded);

@@ -302,9 +302,8 @@ public final class TableLookup<R> implements AutoCloseable {
    * while the catch-up a probe begun now needs ({@link #caughtUp}) is under way, and its answer is
    * taken when the catch-up shows that this process learnt of no commit of the table meanwhile (the
    * version it read then holds every commit durable when the probe began); otherwise {@code probe}
-   * runs again after the catch-up. Through a server the round trip and the read overlap, and a
-   * probe's answer leaves on the thread that ended the catch-up. Fails as {@link #caughtUp} or the
-   * probe after it fails.
+   * runs again after the catch-up. Through a server the round trip and the read overlap. The answer
+   * is completed on {@code executor}. Fails as {@link #caughtUp} or the probe after it fails.
    */
   public <T> CompletableFuture<T> lookupAsync(Callable<T> probe, Executor executor) {
     CompletableFuture<Void> caughtUp = caughtUp();
@@ -317,11 +316,10 @@ public final class TableLookup<R> implements AutoCloseable {
         .handle(
             (rows, failure) -> failure == null ? Optional.ofNullable(rows) : Optional.<T>empty())
         .thenCombine(caughtUp, (rows, done) -> rows)
-        .thenCompose(
-            rows ->
-                rows.isPresent() && latest.commitsSeen() == seen
-                    ? CompletableFuture.completedFuture(rows.get())
-                    : CompletableFuture.supplyAsync(() -> call(probe), executor));
+        // Back on the executor: the caller's callbacks never run on the threads of the feed.
+        .thenApplyAsync(
+            rows -> rows.isPresent() && latest.commitsSeen() == seen ? rows.get() : call(probe),
+            executor);
   }
 
   private static <T> T call(Callable<T> probe) {

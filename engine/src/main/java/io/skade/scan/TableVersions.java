@@ -1,6 +1,7 @@
 package io.skade.scan;
 
 import io.skade.catalog.CatalogConnection;
+import io.skade.catalog.CommitEvent;
 import org.apache.iceberg.HasTableOperations;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableMetadata;
@@ -25,8 +26,8 @@ public final class TableVersions {
   private final String tableKey;
   private FileIO io;
 
-  /** The metadata the last version was built from, which the next may be built from. */
-  private TableMetadata lastLoaded;
+  /** The version returned or noted last, which the next may be built from. */
+  private Table held;
 
   /** The versions of {@code identifier} in {@code catalog}. */
   public TableVersions(CatalogConnection catalog, TableIdentifier identifier) {
@@ -40,35 +41,71 @@ public final class TableVersions {
     if (io == null) {
       io = catalog.readIO(table);
     }
-    lastLoaded = ((HasTableOperations) table).operations().current();
+    held = table;
   }
 
   /** The table as metadata file {@code location} describes it. */
   public Table at(String location) {
     MetadataCache cache = MetadataCache.shared();
     Table table = cache.tableInMemory(location, io(), tableKey);
-    if (table == null && lastLoaded != null && catalog.isRemote()) {
-      TableMetadata base = lastLoaded;
-      try {
-        table =
-            catalog
-                .metadataUpdates(location, base.metadataFileLocation())
-                .map(updates -> cache.replayed(location, base, updates, io(), tableKey))
-                .orElse(null);
-      } catch (RuntimeException e) {
-        // updates this release cannot apply: the file itself holds the same metadata
-        LOG.warn(
-            "skade on table {}: could not apply the updates that made {}; reading the file",
-            identifier,
-            location,
-            e);
-      }
+    if (table == null) {
+      table = replayedOnHeld(location);
     }
     if (table == null) {
       table = cache.table(location, io(), tableKey);
     }
-    lastLoaded = ((HasTableOperations) table).operations().current();
+    held = table;
     return table;
+  }
+
+  /**
+   * The version {@code commit} made when it is the one held or was committed right onto it (built
+   * from the held one and the updates between them, which the commit feed most often carried);
+   * otherwise null, and the caller loads the table itself ({@link #loaded}). Never a version older
+   * than the one held: a commit the feed named may be older than a table loaded meanwhile.
+   */
+  public Table next(CommitEvent commit) {
+    if (held == null) {
+      return null;
+    }
+    String heldLocation = metadata(held).metadataFileLocation();
+    if (commit.metadataLocation().equals(heldLocation)) {
+      return held;
+    }
+    Table table =
+        heldLocation.equals(commit.previousMetadataLocation())
+            ? replayedOnHeld(commit.metadataLocation())
+            : null;
+    if (table != null) {
+      held = table;
+    }
+    return table;
+  }
+
+  /** The table at {@code location} built from the held version and its updates, or null. */
+  private Table replayedOnHeld(String location) {
+    if (held == null || !catalog.isRemote()) {
+      return null;
+    }
+    TableMetadata base = metadata(held);
+    try {
+      return catalog
+          .metadataUpdates(location, base.metadataFileLocation())
+          .map(updates -> MetadataCache.shared().replayed(location, base, updates, io(), tableKey))
+          .orElse(null);
+    } catch (RuntimeException e) {
+      // updates this release cannot apply: the file itself holds the same metadata
+      LOG.warn(
+          "skade on table {}: could not apply the updates that made {}; reading the file",
+          identifier,
+          location,
+          e);
+      return null;
+    }
+  }
+
+  private static TableMetadata metadata(Table table) {
+    return ((HasTableOperations) table).operations().current();
   }
 
   /**

@@ -148,13 +148,13 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
   }
 
   /**
-   * The metadata file of the newest commit of {@code table} the long-poll took ({@link
-   * #newestCommitOf}), when that commit left the table in place (not a drop or a rename away).
+   * The newest commit of {@code table} the long-poll took ({@link #newestCommitOf}), when that
+   * commit left the table in place (not a drop or a rename away).
    */
-  public Optional<String> newestMetadataOf(TableIdentifier table) {
+  public Optional<CommitEvent> newestPointerCommitOf(TableIdentifier table) {
     CommitEvent newest = newestEventOf(table);
     return newest != null && newest.operation().leavesPointer()
-        ? Optional.of(newest.metadataLocation())
+        ? Optional.of(newest)
         : Optional.empty();
   }
 

@@ -312,9 +312,9 @@ public final class RemoteConnection implements CatalogConnection {
   }
 
   @Override
-  public Optional<String> newestMetadataSeen(TableIdentifier table) {
+  public Optional<CommitEvent> newestCommitSeen(TableIdentifier table) {
     feed.follow();
-    return feed.newestMetadataOf(table);
+    return feed.newestPointerCommitOf(table);
   }
 
   @Override
