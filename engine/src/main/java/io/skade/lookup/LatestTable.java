@@ -18,9 +18,9 @@ import org.apache.iceberg.catalog.TableIdentifier;
  *       commit sequence is read from memory);
  *   <li>through a skade server, a commit is known when the server's commit feed takes it (one round
  *       trip after it is durable), and the table's new version is then built from the one held and
- *       the updates the feed carried ({@link TableVersions}; no request of the whole table): a
- *       probe after that sees the commit, and no probe pays a round trip to ask whether one
- *       happened;
+ *       the updates the feed carried when the commit was made onto it ({@link TableVersions}; no
+ *       request of the whole table), else loaded: a probe after that sees the commit, and no probe
+ *       pays a round trip to ask whether one happened;
  *   <li>a read-only follower checks the log at most once per poll interval.
  * </ul>
  *
