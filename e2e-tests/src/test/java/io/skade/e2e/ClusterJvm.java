@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.awaitility.core.ConditionTimeoutException;
 
 /**
@@ -96,6 +97,11 @@ public final class ClusterJvm implements AutoCloseable {
     return new ClusterJvm(name, process, log);
   }
 
+  /** Whether the JVM runs, or how it ended: for a message. */
+  public String state() {
+    return name + (process.isAlive() ? " running" : " exited with " + process.exitValue());
+  }
+
   public Path log() {
     return log;
   }
@@ -112,22 +118,29 @@ public final class ClusterJvm implements AutoCloseable {
 
   /**
    * Has the JVM, if it still runs, print its threads' stacks into its log (SIGQUIT), so that the
-   * log a failed test keeps shows where each thread stood (a hung JobManager's, say); returns once
-   * the dump is written, or after 5 s without it: a dump only explains, it changes no outcome.
+   * log a failed test keeps shows where each thread stood (a hung JobManager's, say); returns the
+   * dump once it is written, or nothing after 5 s without it: a dump only explains, it changes no
+   * outcome.
    */
-  public void dumpThreads() throws InterruptedException {
+  public String dumpThreads() throws InterruptedException {
     if (!process.isAlive()) {
-      return;
+      return "";
     }
     try {
       long from = Files.size(log);
       new ProcessBuilder("kill", "-QUIT", Long.toString(process.pid())).start().waitFor();
+      AtomicReference<String> dump = new AtomicReference<>("");
       await(name + " thread dump")
           .atMost(Duration.ofSeconds(5))
           .pollInterval(Duration.ofMillis(50))
-          .until(() -> logAfter(from).contains("JNI global refs"));
+          .until(
+              () -> {
+                dump.set(logAfter(from));
+                return dump.get().contains("JNI global refs");
+              });
+      return dump.get();
     } catch (IOException | ConditionTimeoutException e) {
-      // no dump: the log shows what it shows
+      return ""; // no dump: the log shows what it shows
     }
   }
 

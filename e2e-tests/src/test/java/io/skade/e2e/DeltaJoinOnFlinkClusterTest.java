@@ -129,10 +129,10 @@ class DeltaJoinOnFlinkClusterTest {
       cluster.awaitTaskManagers(1);
       orderWriter.join();
       shipmentWriter.join();
-      await("the join restarted")
-          .atMost(Duration.ofMinutes(2))
-          .pollInterval(Duration.ofMillis(500))
-          .until(() -> cluster.restarts(job) > 0 && cluster.allTasksRunning(job));
+      cluster.waitUntil(
+          "the join restarted",
+          Duration.ofMinutes(2),
+          () -> cluster.restarts(job) > 0 && cluster.allTasksRunning(job));
 
       List<String> expected = new ArrayList<>();
       for (String line :

@@ -21,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
 import java.util.stream.StreamSupport;
 import org.apache.flink.configuration.Configuration;
@@ -30,6 +31,7 @@ import org.apache.flink.runtime.clusterframework.TaskExecutorProcessUtils;
 import org.apache.flink.runtime.jobmanager.JobManagerProcessSpec;
 import org.apache.flink.runtime.jobmanager.JobManagerProcessUtils;
 import org.apache.flink.runtime.util.config.memory.ProcessMemoryUtils;
+import org.awaitility.core.ConditionTimeoutException;
 
 /**
  * A Flink standalone session cluster of child JVMs, set up as Flink's own scripts set one up, from
@@ -200,12 +202,74 @@ public final class FlinkCluster implements AutoCloseable {
   }
 
   /** Waits until the JobManager has {@code count} TaskManagers registered. */
-  public void awaitTaskManagers(int count) {
-    await(count + " TaskManagers registered")
-        .atMost(START_TIMEOUT)
-        .pollInterval(Duration.ofMillis(500))
-        .ignoreExceptions()
-        .until(() -> get("/overview").get("taskmanagers").asInt() == count);
+  public void awaitTaskManagers(int count) throws InterruptedException {
+    // The ResourceManager's list: it answers even while a JobMaster is stalled.
+    waitUntil(
+        count + " TaskManagers registered",
+        START_TIMEOUT,
+        () -> get("/taskmanagers").get("taskmanagers").size() == count);
+  }
+
+  /**
+   * Polls {@code condition} (its exceptions taken as not yet) until it holds, at most {@code
+   * atMost}; on a timeout fails naming {@code what} it waited for, how each process of the cluster
+   * stands and where the JobManager's busy threads are ({@link #busyThreads}): what a build's log
+   * keeps of a stall is this message.
+   */
+  public void waitUntil(String what, Duration atMost, Callable<Boolean> condition)
+      throws InterruptedException {
+    try {
+      await(what)
+          .atMost(atMost)
+          .pollInterval(Duration.ofMillis(500))
+          .ignoreExceptions()
+          .until(condition);
+    } catch (ConditionTimeoutException e) {
+      List<String> processes = new ArrayList<>();
+      processes.add(jobManager.state());
+      taskManagers.forEach(tm -> processes.add(tm.state()));
+      throw new AssertionError(
+          "waited "
+              + atMost.toSeconds()
+              + " s in vain for "
+              + what
+              + "; the processes: "
+              + String.join(", ", processes)
+              + "; the JobManager's busy threads:\n"
+              + busyThreads(jobManager.dumpThreads()),
+          e);
+    }
+  }
+
+  /**
+   * The threads of a thread dump that stand in Flink's runtime (its RPC dispatchers, checkpoint
+   * timer and I/O pools), not idle in a pool, a network loop or the process's main thread waiting
+   * for its end: a line each of its name, top frames and Flink's frames below them, where a stalled
+   * JobManager stands, short enough for the end of a build's output.
+   */
+  static String busyThreads(String dump) {
+    return Arrays.stream(dump.split("\n\\s*\n"))
+        .filter(thread -> thread.startsWith("\""))
+        .filter(thread -> thread.contains("at org.apache.flink.runtime."))
+        .filter(thread -> !thread.contains("at org.apache.flink.shaded."))
+        .filter(thread -> !thread.contains("runClusterEntrypoint"))
+        .filter(thread -> !thread.contains("BlobServer.run"))
+        .map(
+            thread -> {
+              List<String> lines = thread.lines().map(String::strip).toList();
+              List<String> frames = lines.stream().filter(line -> line.startsWith("at ")).toList();
+              List<String> shown = new ArrayList<>(frames.subList(0, Math.min(4, frames.size())));
+              frames.stream()
+                  .skip(shown.size())
+                  .filter(frame -> frame.startsWith("at org.apache.flink.runtime."))
+                  .limit(8)
+                  .forEach(shown::add);
+              return lines.get(0).replaceAll(" (prio|os_prio|cpu|elapsed|tid|nid)=\\S+", "")
+                  + ": "
+                  + String.join(" < ", shown);
+            })
+        .limit(8)
+        .collect(Collectors.joining("\n"));
   }
 
   /** Kills TaskManager {@code index} with SIGKILL. */

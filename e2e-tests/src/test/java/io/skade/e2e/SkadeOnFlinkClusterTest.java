@@ -156,15 +156,15 @@ class SkadeOnFlinkClusterTest {
       int victim = cluster.taskManagersOf(writer).iterator().next();
       cluster.killTaskManager(victim);
       cluster.awaitTaskManagers(1);
-      await("a job restarted on the other TaskManager")
-          .atMost(Duration.ofMinutes(2))
-          .pollInterval(Duration.ofMillis(500))
-          .until(() -> total(cluster, jobIds) > 0);
+      cluster.waitUntil(
+          "a job restarted on the other TaskManager",
+          Duration.ofMinutes(2),
+          () -> total(cluster, jobIds) > 0);
       for (String job : jobIds) {
-        await("job " + job + " running again")
-            .atMost(Duration.ofMinutes(2))
-            .pollInterval(Duration.ofMillis(500))
-            .until(() -> cluster.allTasksRunning(job));
+        cluster.waitUntil(
+            "job " + job + " running again",
+            Duration.ofMinutes(2),
+            () -> cluster.allTasksRunning(job));
       }
       for (String job : jobIds) {
         assertThat(cluster.taskManagersOf(job))
@@ -193,10 +193,10 @@ class SkadeOnFlinkClusterTest {
           .as("the commits the server acknowledged before it was killed")
           .isEqualTo(acknowledged);
 
-      await("job (a) finished")
-          .atMost(Duration.ofMinutes(4))
-          .pollInterval(Duration.ofSeconds(1))
-          .until(() -> cluster.jobState(writer).equals("FINISHED"));
+      cluster.waitUntil(
+          "job (a) finished",
+          Duration.ofMinutes(4),
+          () -> cluster.jobState(writer).equals("FINISHED"));
       Map<Long, Record> orders =
           MirrorCheck.awaitCaughtUp(rest, ORDERS, COPY, "order_id", Duration.ofMinutes(2));
       Map<String, Long> restartsAfter = restarts(cluster, jobIds);
