@@ -5,6 +5,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.ZonedDateTime;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.stream.Stream;
 
@@ -44,6 +45,15 @@ final class Harness {
   static String forChild(String argument, String name) {
     return argument.replaceFirst(
         "(-XX:StartFlightRecording.*filename=[^,]*)\\.jfr", "$1-" + name + ".jfr");
+  }
+
+  /** The median, NaN values (rates of runs within one ms) left out; NaN if none is left. */
+  static double median(double[] values) {
+    double[] sorted = Arrays.stream(values).filter(x -> !Double.isNaN(x)).sorted().toArray();
+    int n = sorted.length;
+    return n == 0
+        ? Double.NaN
+        : n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
   }
 
   /**

@@ -1,7 +1,6 @@
 package io.skade.benchmarks;
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Properties;
 import java.util.function.ToDoubleFunction;
@@ -73,7 +72,7 @@ record LookupJoinFigures(List<Run> runs, List<Run> baselines) {
   }
 
   double firstRow() {
-    return median(runs.stream().mapToDouble(Run::firstEmitted).toArray());
+    return Harness.median(runs.stream().mapToDouble(Run::firstEmitted).toArray());
   }
 
   /** The run's first row less its paired no-join run's. */
@@ -82,7 +81,7 @@ record LookupJoinFigures(List<Run> runs, List<Run> baselines) {
   }
 
   double startUpCost() {
-    return median(IntStream.range(0, runs.size()).mapToDouble(this::startUpCost).toArray());
+    return Harness.median(IntStream.range(0, runs.size()).mapToDouble(this::startUpCost).toArray());
   }
 
   /**
@@ -94,19 +93,20 @@ record LookupJoinFigures(List<Run> runs, List<Run> baselines) {
   }
 
   double taskStartUpCost() {
-    return median(IntStream.range(0, runs.size()).mapToDouble(this::taskStartUpCost).toArray());
+    return Harness.median(
+        IntStream.range(0, runs.size()).mapToDouble(this::taskStartUpCost).toArray());
   }
 
   double probesPerSecond() {
-    return median(runs.stream().mapToDouble(Run::probesPerSecond).toArray());
+    return Harness.median(runs.stream().mapToDouble(Run::probesPerSecond).toArray());
   }
 
   double total() {
-    return median(runs.stream().mapToDouble(Run::total).toArray());
+    return Harness.median(runs.stream().mapToDouble(Run::total).toArray());
   }
 
   double submit() {
-    return median(runs.stream().mapToDouble(Run::submit).toArray());
+    return Harness.median(runs.stream().mapToDouble(Run::submit).toArray());
   }
 
   long liveHeap() {
@@ -126,14 +126,5 @@ record LookupJoinFigures(List<Run> runs, List<Run> baselines) {
 
   private static long number(Properties p, String key) {
     return Long.parseLong(p.getProperty(key));
-  }
-
-  /** The median, NaN values (rates of runs within one ms) left out; NaN if none is left. */
-  private static double median(double[] values) {
-    double[] sorted = Arrays.stream(values).filter(x -> !Double.isNaN(x)).sorted().toArray();
-    int n = sorted.length;
-    return n == 0
-        ? Double.NaN
-        : n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
   }
 }
