@@ -112,9 +112,9 @@ class SkadeOnFlinkClusterS3Test {
     settings.put("s3.directory.marker.retention", "keep");
     // In parallel mode (Flink's default) an aborted checkpoint's directory is deleted on the
     // JobMaster's main thread, under its checkpoint lock, whenever its states are discarded
-    // first. s3proxy's file-system store refuses that delete once a TaskManager wrote a file into
-    // the directory (a directory is no key on S3), and S3A's retries of it then stall the
-    // JobMaster for minutes. Serial mode deletes on Flink's I/O threads.
+    // first. Against s3proxy's file-system store that delete fails once a TaskManager wrote a
+    // file into the directory, and S3A's retries of it then stall the JobMaster for minutes.
+    // Serial mode deletes on Flink's I/O threads.
     settings.put("execution.checkpointing.cleaner.parallel-mode", "false");
     settings.put("env.java.opts.all", String.join(" ", CHECKSUMS));
     List<String> lib = new ArrayList<>(libWithConnector());
