@@ -244,30 +244,27 @@ public final class SourceLatencyBenchmark {
    */
   private static List<Throughput> backlog(Map<String, String> properties, ObjectStorage s3)
       throws Exception {
-    List<Throughput> out = new ArrayList<>();
-    List<String> tables = new ArrayList<>(List.of(WARMUP_BACKLOG));
-    for (int read = 0; read < BACKLOG_READS; read++) {
-      tables.add(BACKLOG);
-    }
-    for (int i = 0; i < tables.size(); i++) {
-      String table = tables.get(i);
-      String suffix =
-          table.equals(WARMUP_BACKLOG)
-              ? " (warm-up)"
-              : BACKLOG_READS > 1 ? " (read " + i + ")" : "";
-      out.add(
-          count(
-              "skade bounded, earliest" + suffix,
-              s3,
-              env ->
-                  BoundedCount.skadeFromEarliest(env, properties, TableIdentifier.parse(table))));
-      out.add(
-          count(
-              "IcebergSource bounded batch" + suffix,
-              s3,
-              env -> icebergStream(env, properties, table, null)));
+    List<Throughput> out = new ArrayList<>(readPair(properties, s3, WARMUP_BACKLOG, " (warm-up)"));
+    for (int read = 1; read <= BACKLOG_READS; read++) {
+      out.addAll(
+          readPair(properties, s3, BACKLOG, BACKLOG_READS > 1 ? " (read " + read + ")" : ""));
     }
     return out;
+  }
+
+  /** A bounded skade job's read of {@code table}, then IcebergSource's. */
+  private static List<Throughput> readPair(
+      Map<String, String> properties, ObjectStorage s3, String table, String suffix)
+      throws Exception {
+    return List.of(
+        count(
+            "skade bounded, earliest" + suffix,
+            s3,
+            env -> BoundedCount.skadeFromEarliest(env, properties, TableIdentifier.parse(table))),
+        count(
+            "IcebergSource bounded batch" + suffix,
+            s3,
+            env -> icebergStream(env, properties, table, null)));
   }
 
   /**

@@ -213,8 +213,8 @@ public final class FlinkCluster implements AutoCloseable {
   /**
    * Polls {@code condition} (its exceptions taken as not yet) until it holds, at most {@code
    * atMost}; on a timeout fails naming {@code what} it waited for, how each process of the cluster
-   * stands and where the JobManager's busy threads are ({@link #busyThreads}): what a build's log
-   * keeps of a stall is this message.
+   * stands and where the JobManager's busy threads are: what a build's log keeps of a stall is this
+   * message.
    */
   public void waitUntil(String what, Duration atMost, Callable<Boolean> condition)
       throws InterruptedException {
@@ -247,7 +247,7 @@ public final class FlinkCluster implements AutoCloseable {
    * for its end: a line each of its name, top frames and Flink's frames below them, where a stalled
    * JobManager stands, short enough for the end of a build's output.
    */
-  static String busyThreads(String dump) {
+  private static String busyThreads(String dump) {
     return Arrays.stream(dump.split("\n\\s*\n"))
         .filter(thread -> thread.startsWith("\""))
         .filter(thread -> thread.contains("at org.apache.flink.runtime."))
