@@ -31,7 +31,10 @@ import org.apache.iceberg.io.FileIO;
  * What a reader elsewhere needs of a window its planner planned, besides the data and delete files
  * themselves: the table's metadata cut down to the window's snapshots, and the data files each of
  * its plain-append snapshots added. A reader given it parses no metadata file, and reads no
- * manifest list or manifest for an append: the planner read those once.
+ * manifest list or manifest for an append: the planner read those once. For a reader that shares
+ * its planner's {@link io.skade.scan.MetadataCache}, which holds the table's metadata already, a
+ * plan carries the appended files alone ({@link #appendsOnly}): cutting the metadata costs the
+ * planner time in proportion to the table's snapshots, per window.
  *
  * <p>It is an optimization only: the files it lists are exactly what the reader would find in the
  * manifests ({@link io.skade.scan.WindowFiles#appendedBy}), and a plan that cannot be decoded (one
@@ -47,9 +50,12 @@ public final class PlannedWindow {
   /** The largest cut-down metadata a plan carries. */
   public static final int MAX_METADATA_BYTES = 256 << 10;
 
-  private static final int FORMAT = 1;
+  /** The layout {@link #toBytes} writes (1 always carried the metadata; read as no plan). */
+  private static final int FORMAT = 2;
 
+  /** The cut-down metadata, or null in a plan of appended files only. */
   private final String metadataJson;
+
   private final Map<Long, List<DataFile>> appended;
 
   private PlannedWindow(String metadataJson, Map<Long, List<DataFile>> appended) {
@@ -83,6 +89,14 @@ public final class PlannedWindow {
   }
 
   /**
+   * A plan without the table's metadata, with no appended files yet: for a reader whose JVM holds
+   * the metadata the planner read.
+   */
+  public static PlannedWindow appendsOnly() {
+    return new PlannedWindow(null, Map.of());
+  }
+
+  /**
    * This plan with {@code files}: per plain-append snapshot of the window, every data file it added
    * that the reader reads; none when they are more than {@link #MAX_FILES}.
    */
@@ -91,10 +105,15 @@ public final class PlannedWindow {
     return new PlannedWindow(metadataJson, count > MAX_FILES ? Map.of() : Map.copyOf(files));
   }
 
-  /** The window's table, read-only, with {@code io} for its data and delete files. */
+  /**
+   * The window's table, read-only, with {@code io} for its data and delete files; null when the
+   * plan carries the appended files only.
+   */
   public Table table(FileIO io, String name) {
-    return new BaseTable(
-        new StaticTableOperations(TableMetadataParser.fromJson(metadataJson), io), name);
+    return metadataJson == null
+        ? null
+        : new BaseTable(
+            new StaticTableOperations(TableMetadataParser.fromJson(metadataJson), io), name);
   }
 
   /** Per plain-append snapshot of the window, every data file it added (maybe none known). */
@@ -104,12 +123,16 @@ public final class PlannedWindow {
 
   /** The plan as bytes, for a split. */
   public byte[] toBytes() {
-    ByteArrayOutputStream bytes = new ByteArrayOutputStream(metadataJson.length() + 1024);
+    ByteArrayOutputStream bytes =
+        new ByteArrayOutputStream((metadataJson == null ? 0 : metadataJson.length()) + 1024);
     try (DataOutputStream out = new DataOutputStream(bytes)) {
       out.writeInt(FORMAT);
-      byte[] json = metadataJson.getBytes(StandardCharsets.UTF_8);
-      out.writeInt(json.length);
-      out.write(json);
+      out.writeBoolean(metadataJson != null);
+      if (metadataJson != null) {
+        byte[] json = metadataJson.getBytes(StandardCharsets.UTF_8);
+        out.writeInt(json.length);
+        out.write(json);
+      }
       out.flush();
       // Iceberg's data files are serializable with their sequence numbers, which its JSON form
       // leaves out; another release may not read them, and then the plan is dropped.
@@ -132,11 +155,15 @@ public final class PlannedWindow {
       if (in.readInt() != FORMAT) {
         return null;
       }
-      byte[] json = new byte[in.readInt()];
-      in.readFully(json);
+      String metadata = null;
+      if (in.readBoolean()) {
+        byte[] json = new byte[in.readInt()];
+        in.readFully(json);
+        metadata = new String(json, StandardCharsets.UTF_8);
+      }
       ObjectInputStream objects = new FilesInput(in);
       Map<Long, List<DataFile>> appended = (Map<Long, List<DataFile>>) objects.readObject();
-      return new PlannedWindow(new String(json, StandardCharsets.UTF_8), appended);
+      return new PlannedWindow(metadata, appended);
     } catch (IOException | ClassNotFoundException | ClassCastException e) {
       return null;
     }

@@ -9,6 +9,7 @@ import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -102,6 +103,9 @@ public final class MetadataCache {
    */
   private final Cache<String, byte[]> files;
 
+  /** Names this cache, so that a source's planner can tell the readers that share it. */
+  private final String id = UUID.randomUUID().toString();
+
   /** A cache of at most about {@code maxBytes} of heap. */
   public MetadataCache(long maxBytes) {
     this.files =
@@ -133,6 +137,14 @@ public final class MetadataCache {
               CommittedMetadata.listen(cache::written);
               return cache;
             });
+  }
+
+  /**
+   * This cache's name, unique to it: a reader whose {@link #shared} cache has the id of its
+   * planner's holds the metadata the planner read.
+   */
+  public String id() {
+    return id;
   }
 
   /**

@@ -58,6 +58,11 @@ import org.slf4j.LoggerFactory;
  * read before anything newer of that slot. (At the same parallelism Flink gives each reader its own
  * state back, whose slots are its own.)
  *
+ * <p>A reader also names its JVM's metadata cache when it starts. Windows are planned only once
+ * every reader was heard: when all share the enumerator's JVM (a MiniCluster), the splits' plans
+ * carry no metadata, whose cutting down costs the planner time in proportion to the table's
+ * snapshots, per window; readers on TaskManagers get it whole.
+ *
  * <p>On each completed checkpoint it stores, under its consumer id, the oldest snapshot a split not
  * yet finished still needs, so the catalog does not expire it.
  */
@@ -117,6 +122,19 @@ public final class SkadeSplitEnumerator
 
   /** Readers that handed back their restored splits since they registered. */
   private final Set<Integer> heard = new HashSet<>();
+
+  /**
+   * Readers that, when last heard from, shared this JVM's {@link MetadataCache}: when every reader
+   * does, the planner leaves the table's metadata out of the splits' plans, which is most of its
+   * work per window.
+   */
+  private final Set<Integer> sharingCache = new HashSet<>();
+
+  /**
+   * Whether every reader was heard from once. Until then nothing is planned after the start: what
+   * the plans carry depends on where the readers run.
+   */
+  private boolean readersKnown;
 
   /**
    * Restored from a checkpoint taken at another parallelism and not yet heard from every reader:
@@ -326,7 +344,7 @@ public final class SkadeSplitEnumerator
 
   /** Starts a planning round off the coordinator thread, or asks for one after the current. */
   private void plan() {
-    if (planning || cursor == null) {
+    if (planning || cursor == null || !readersKnown) {
       replan = true;
       return;
     }
@@ -337,12 +355,15 @@ public final class SkadeSplitEnumerator
     ConsumerCursor from = cursor;
     long until = end;
     List<CommitEvent> page = deliveredAfter(from);
+    boolean withMetadata = sharingCache.size() < context.currentParallelism();
     context.callAsync(
         () ->
             whileOpen(
                 () -> {
                   WindowPlanner.Plan plan =
-                      page == null ? planner.next(from, until) : planner.next(from, until, page);
+                      page == null
+                          ? planner.next(from, until, withMetadata)
+                          : planner.next(from, until, page, withMetadata);
                   mark(Stage.WINDOW_PLANNED, plan.splits());
                   return plan;
                 }),
@@ -524,6 +545,11 @@ public final class SkadeSplitEnumerator
     if (event instanceof SplitsFinishedEvent finished) {
       finished.splitIds().forEach(unfinished::remove);
     } else if (event instanceof SplitsRestoredEvent restored) {
+      if (MetadataCache.shared().id().equals(restored.metadataCacheId())) {
+        sharingCache.add(subtaskId);
+      } else {
+        sharingCache.remove(subtaskId);
+      }
       takeBack(subtaskId, restored.splits());
     }
   }
@@ -551,6 +577,10 @@ public final class SkadeSplitEnumerator
       awaitingReaders = false;
     }
     assign();
+    if (!readersKnown && heard.size() == context.currentParallelism()) {
+      readersKnown = true;
+      plan();
+    }
   }
 
   @Override

@@ -94,7 +94,7 @@ final class WindowPlanner {
       // position may be another table's commit); without it in the log, the position.
       long rowsSeq = commitSeqOf(table.snapshot(at)).orElse(seq);
       ChangelogSplit rows = ChangelogSplit.snapshot(tableKey, location(table), at, rowsSeq);
-      splits.addAll(cut(table, rows, List.of(), Map.of()));
+      splits.addAll(cut(table, rows, List.of(), Map.of(), true));
       return new Start(new ConsumerCursor(identifier, uuid, at, seq), end, splits);
     }
     if (first == null) {
@@ -109,7 +109,7 @@ final class WindowPlanner {
     // Snapshots the log does not know (a registered table's history): one window up to now.
     long upTo = end == UNBOUNDED ? currentId : end;
     ChangelogSplit window = ChangelogSplit.window(tableKey, location(table), before, upTo, seq);
-    splits.addAll(cut(table, window, after(table, before, upTo), Map.of()));
+    splits.addAll(cut(table, window, after(table, before, upTo), Map.of(), true));
     return new Start(new ConsumerCursor(identifier, uuid, upTo, seq), end, splits);
   }
 
@@ -143,14 +143,23 @@ final class WindowPlanner {
    * beyond {@code end}.
    */
   Plan next(ConsumerCursor cursor, long end) {
-    return next(cursor, end, catalog.feed().commitsSince(cursor.commitSeq(), ROUND_COMMITS));
+    return next(cursor, end, true);
   }
 
   /**
-   * As {@link #next(ConsumerCursor, long)}, over {@code page}: the log's rows right after the
-   * cursor, gapless, at most {@link #ROUND_COMMITS} (as the commit feed delivered them).
+   * As {@link #next(ConsumerCursor, long)}; the splits' plans carry the table's metadata only when
+   * {@code withMetadata} (a reader that shares this JVM's {@link MetadataCache} has it already).
    */
-  Plan next(ConsumerCursor cursor, long end, List<CommitEvent> page) {
+  Plan next(ConsumerCursor cursor, long end, boolean withMetadata) {
+    return next(
+        cursor, end, catalog.feed().commitsSince(cursor.commitSeq(), ROUND_COMMITS), withMetadata);
+  }
+
+  /**
+   * As {@link #next(ConsumerCursor, long, boolean)}, over {@code page}: the log's rows right after
+   * the cursor, gapless, at most {@link #ROUND_COMMITS} (as the commit feed delivered them).
+   */
+  Plan next(ConsumerCursor cursor, long end, List<CommitEvent> page, boolean withMetadata) {
     boolean more = page.size() == ROUND_COMMITS;
     List<CommitEvent> mine = new ArrayList<>();
     for (CommitEvent event : page) {
@@ -201,7 +210,7 @@ final class WindowPlanner {
       long to = chain.get(reach).snapshotId();
       ChangelogSplit window =
           ChangelogSplit.window(tableKey, location, start, to, event.commitSeq());
-      splits.addAll(cut(table, window, steps, appended));
+      splits.addAll(cut(table, window, steps, appended, withMetadata));
       start = to;
       done = reach;
       lastSeq = event.commitSeq();
@@ -213,15 +222,16 @@ final class WindowPlanner {
 
   /**
    * The splits of {@code window} over {@code steps} ({@link OrderingUnits#cut}), each carrying its
-   * {@link PlannedWindow}: the metadata cut down to the snapshots it reads and, of {@code
-   * appendedBy} (per plain append, the files it added, read once for every reader), the files of
-   * its steps in its slot.
+   * {@link PlannedWindow}: when {@code withMetadata}, the metadata cut down to the snapshots it
+   * reads, and, of {@code appendedBy} (per plain append, the files it added, read once for every
+   * reader), the files of its steps in its slot.
    */
   private List<ChangelogSplit> cut(
       Table table,
       ChangelogSplit window,
       List<Snapshot> steps,
-      Map<Long, List<DataFile>> appendedBy) {
+      Map<Long, List<DataFile>> appendedBy,
+      boolean withMetadata) {
     Map<Long, List<DataFile>> appended = new HashMap<>();
     for (Snapshot step : steps) {
       List<DataFile> files = appendedBy.get(step.snapshotId());
@@ -229,13 +239,10 @@ final class WindowPlanner {
         appended.put(step.snapshotId(), files);
       }
     }
-    List<Long> read = new ArrayList<>();
-    steps.forEach(step -> read.add(step.snapshotId()));
-    read.add(window.toSnapshotId());
-    if (!window.fullSnapshot() && window.fromSnapshotId() != ChangelogSplit.BEFORE_FIRST) {
-      read.add(window.fromSnapshotId());
-    }
-    PlannedWindow plan = PlannedWindow.of(table, read);
+    PlannedWindow plan =
+        withMetadata
+            ? PlannedWindow.of(table, snapshotsRead(window, steps))
+            : PlannedWindow.appendsOnly();
     List<ChangelogSplit> splits = new ArrayList<>();
     for (ChangelogSplit split : units.cut(table, window, steps, appended)) {
       Map<Long, List<DataFile>> kept = new HashMap<>();
@@ -246,6 +253,17 @@ final class WindowPlanner {
       splits.add(split.withPlan(plan == null ? null : plan.withAppended(kept)));
     }
     return splits;
+  }
+
+  /** The snapshots a reader of {@code window} over {@code steps} looks up. */
+  private static List<Long> snapshotsRead(ChangelogSplit window, List<Snapshot> steps) {
+    List<Long> read = new ArrayList<>();
+    steps.forEach(step -> read.add(step.snapshotId()));
+    read.add(window.toSnapshotId());
+    if (!window.fullSnapshot() && window.fromSnapshotId() != ChangelogSplit.BEFORE_FIRST) {
+      read.add(window.fromSnapshotId());
+    }
+    return read;
   }
 
   private static ConsumerCursor withSeq(ConsumerCursor cursor, long snapshotId, long seq) {

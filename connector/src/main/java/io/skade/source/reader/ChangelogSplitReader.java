@@ -40,9 +40,10 @@ import org.apache.iceberg.types.Types;
  * changes of its ordering units in commit order), each from where it was left: a split is opened
  * with the table's file IO (never the catalog) from the metadata this JVM holds for it (with the
  * manifests, where its planner ran), else from the plan it carries ({@link PlannedWindow}: no
- * metadata file read, and no manifest for an append), else from its metadata file; its first {@code
- * emitted} changes are skipped, and the rest are fetched in bounded batches. A split is finished
- * when it has no change left. Consecutive splits of one schema share the changelog reader's set-up.
+ * metadata file read, and no manifest for an append), else from its metadata file (with the plan's
+ * appended files, when it carries them alone); its first {@code emitted} changes are skipped, and
+ * the rest are fetched in bounded batches. A split is finished when it has no change left.
+ * Consecutive splits of one schema share the changelog reader's set-up.
  *
  * <p>Data files are decoded straight into Flink's rows ({@link RowDataDecoder}); a change's row
  * goes to Flink as it was decoded. A row the engine built itself (a key-only before-image, or any
@@ -213,10 +214,15 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
       return new Window(held, plan == null ? Map.of() : plan.appended());
     }
     PlannedWindow plan = split.plannedWindow();
-    if (plan != null) {
-      return new Window(plan.table(io, split.tableKey()), plan.appended());
+    Table planned = plan == null ? null : plan.table(io, split.tableKey());
+    if (planned != null) {
+      return new Window(planned, plan.appended());
     }
-    return new Window(cache.table(split.metadataLocation(), io, split.tableKey()), Map.of());
+    // No plan, or one without the metadata (planned for a reader of the planner's JVM whose cache
+    // has let the table go since).
+    return new Window(
+        cache.table(split.metadataLocation(), io, split.tableKey()),
+        plan == null ? Map.of() : plan.appended());
   }
 
   /**

@@ -1,6 +1,7 @@
 package io.skade.source.reader;
 
 import io.skade.changelog.ChangelogOptions;
+import io.skade.scan.MetadataCache;
 import io.skade.source.ChangeDeserializer;
 import io.skade.source.SplitsFinishedEvent;
 import io.skade.source.SplitsRestoredEvent;
@@ -92,7 +93,9 @@ public final class SkadeSourceReader<T>
     // Without their plans: the event goes over Flink's RPC, whose messages are bounded, and the
     // readers they go to read their metadata files instead.
     context.sendSourceEventToCoordinator(
-        new SplitsRestoredEvent(handedBack.stream().map(split -> split.withPlan(null)).toList()));
+        new SplitsRestoredEvent(
+            handedBack.stream().map(split -> split.withPlan(null)).toList(),
+            MetadataCache.shared().id()));
   }
 
   @Override
