@@ -47,9 +47,9 @@ import org.apache.iceberg.data.Record;
  *
  * <p>Backlog: a fresh table gets the backlog commits first; then a bounded skade job from the
  * earliest snapshot and an {@code IcebergSource} bounded batch read of the same table count the
- * rows, in turns, {@code skade.bench.backlogReads} times each [3]; the target is held against the
- * median of the pairs' ratios. Each job is timed by its net runtime and from its submission with
- * its MiniCluster's start.
+ * rows, in turns, {@code skade.bench.backlogReads} times each [3], at parallelism 1 and then 2; the
+ * target is held, per parallelism, against the median of the pairs' ratios. Each job is timed by
+ * its net runtime and from its submission with its MiniCluster's start.
  *
  * <p>Object storage ({@code skade.bench.storage=s3}, see {@link ObjectStorage}): after the local
  * figures, the same code runs on an S3 warehouse at each of {@code skade.bench.s3.delays} (skade
@@ -77,6 +77,9 @@ public final class SourceLatencyBenchmark {
   /** How often each source reads the measured backlog, in turns with the other. */
   private static final int BACKLOG_READS = Integer.getInteger("skade.bench.backlogReads", 3);
 
+  /** The parallelisms the backlog is read at, each by both sources. */
+  private static final int[] PARALLELISMS = {1, 2};
+
   /** The in-process targets, commit durable to row emitted. */
   private static final double TARGET_P50_MS = 3;
 
@@ -87,7 +90,12 @@ public final class SourceLatencyBenchmark {
    * its job's own (net runtime).
    */
   private record Throughput(
-      String source, long rows, double seconds, double jobSeconds, String requests) {
+      String source,
+      int parallelism,
+      long rows,
+      double seconds,
+      double jobSeconds,
+      String requests) {
     double rowsPerSecond() {
       return rows / jobSeconds;
     }
@@ -123,8 +131,8 @@ public final class SourceLatencyBenchmark {
         Long.getLong("skade.bench.pauseMillis", 20) * 5 / 2,
         slowCommits);
     System.out.printf(
-        "backlog: %d commits x %d rows, then bounded jobs count them (after both read a warm-up"
-            + " table of a tenth of the commits).%n",
+        "backlog: %d commits x %d rows, then bounded jobs count them at parallelism 1 and 2"
+            + " (after both read a warm-up table of a tenth of the commits at each).%n",
         backlogCommits, backlogRows);
     if (s3) {
       System.out.println(
@@ -237,32 +245,47 @@ public final class SourceLatencyBenchmark {
   }
 
   /**
-   * The backlogs written beforehand, each read by a bounded skade job, then IcebergSource's: first
-   * the warm-up table, then the measured one. Whichever source reads first in a JVM pays the
-   * compilation of the code both share (Parquet's and Iceberg's column readers); the warm-up table
-   * has it paid before the measured reads, without warming any cache with the measured table.
+   * The backlogs written beforehand, each read by a bounded skade job, then IcebergSource's, at
+   * parallelism 1 and then 2: first the warm-up table, then the measured one. Whichever source
+   * reads first in a JVM (or at a parallelism) pays the compilation of the code both share
+   * (Parquet's and Iceberg's column readers); the warm-up table has it paid before the measured
+   * reads, without warming any cache with the measured table.
    */
   private static List<Throughput> backlog(Map<String, String> properties, ObjectStorage s3)
       throws Exception {
-    List<Throughput> out = new ArrayList<>(readPair(properties, s3, WARMUP_BACKLOG, " (warm-up)"));
-    for (int read = 1; read <= BACKLOG_READS; read++) {
-      out.addAll(
-          readPair(properties, s3, BACKLOG, BACKLOG_READS > 1 ? " (read " + read + ")" : ""));
+    List<Throughput> out = new ArrayList<>();
+    for (int parallelism : PARALLELISMS) {
+      out.addAll(readPair(properties, s3, WARMUP_BACKLOG, parallelism, " (warm-up)"));
+      for (int read = 1; read <= BACKLOG_READS; read++) {
+        out.addAll(
+            readPair(
+                properties,
+                s3,
+                BACKLOG,
+                parallelism,
+                BACKLOG_READS > 1 ? " (read " + read + ")" : ""));
+      }
     }
     return out;
   }
 
   /** A bounded skade job's read of {@code table}, then IcebergSource's. */
   private static List<Throughput> readPair(
-      Map<String, String> properties, ObjectStorage s3, String table, String suffix)
+      Map<String, String> properties,
+      ObjectStorage s3,
+      String table,
+      int parallelism,
+      String suffix)
       throws Exception {
     return List.of(
         count(
             "skade bounded, earliest" + suffix,
+            parallelism,
             s3,
             env -> BoundedCount.skadeFromEarliest(env, properties, TableIdentifier.parse(table))),
         count(
             "IcebergSource bounded batch" + suffix,
+            parallelism,
             s3,
             env -> icebergStream(env, properties, table, null)));
   }
@@ -312,17 +335,18 @@ public final class SourceLatencyBenchmark {
    */
   private static Throughput count(
       String source,
+      int parallelism,
       ObjectStorage s3,
       Function<StreamExecutionEnvironment, DataStream<RowData>> reading)
       throws Exception {
     ObjectStorage.Requests before = s3 == null ? null : s3.requests();
-    BoundedCount.Result counted = BoundedCount.run(source, 1, reading);
+    BoundedCount.Result counted = BoundedCount.run(source, parallelism, reading);
     String requests = "";
     if (s3 != null) {
       requests = s3.requests().minus(before).counts();
     }
     return new Throughput(
-        source, counted.rows(), counted.seconds(), counted.jobSeconds(), requests);
+        source, parallelism, counted.rows(), counted.seconds(), counted.jobSeconds(), requests);
   }
 
   private static void print(
@@ -402,11 +426,12 @@ public final class SourceLatencyBenchmark {
     }
 
     System.out.println();
-    format = "%-11s %-38s %8s %8s %8s %10s %10s %10s  %s%n";
+    format = "%-11s %-38s %4s %8s %8s %8s %10s %10s %10s  %s%n";
     System.out.printf(
         format,
         "storage",
         "backlog read (" + backlogCommits + " x " + backlogRows + " rows)",
+        "par",
         "rows",
         "job s",
         "total s",
@@ -414,44 +439,13 @@ public final class SourceLatencyBenchmark {
         "vs Iceberg",
         "total vs",
         "requests");
-    System.out.println("-".repeat(132));
+    System.out.println("-".repeat(137));
     for (Map.Entry<Storage, List<Throughput>> e : throughputs.entrySet()) {
-      List<Throughput> list = e.getValue();
-      List<Double> ratios = new ArrayList<>();
-      List<Double> totalRatios = new ArrayList<>();
-      for (int i = 0; i < list.size(); i += 2) { // each read: skade's, then Iceberg's
-        Throughput iceberg = list.get(i + 1);
-        for (Throughput t : list.subList(i, i + 2)) {
-          System.out.printf(
-              format,
-              e.getKey().label(),
-              t.source(),
-              t.rows(),
-              fmt("%.2f", t.jobSeconds()),
-              fmt("%.2f", t.seconds()),
-              fmt("%.0f", t.rowsPerSecond()),
-              fmt("%.2fx", t.rowsPerSecond() / iceberg.rowsPerSecond()),
-              fmt("%.2fx", iceberg.seconds() / t.seconds()),
-              t.requests());
-        }
-        if (i > 0) { // not the warm-up
-          ratios.add(list.get(i).rowsPerSecond() / iceberg.rowsPerSecond());
-          totalRatios.add(iceberg.seconds() / list.get(i).seconds());
-        }
+      for (int parallelism : PARALLELISMS) {
+        List<Throughput> list =
+            e.getValue().stream().filter(t -> t.parallelism() == parallelism).toList();
+        printBacklog(e.getKey(), parallelism, list, format);
       }
-      double ratio = Harness.median(ratios.stream().mapToDouble(x -> x).toArray());
-      double totalRatio = Harness.median(totalRatios.stream().mapToDouble(x -> x).toArray());
-      double target =
-          e.getKey().delayMillis() > 0 || !e.getKey().label().equals("local disk") ? 1.0 : 1.2;
-      System.out.printf(
-          "target, backlog on %s: skade / IcebergSource = %s, the median of %d reads each"
-              + " (target >= %.1fx): %s; with the MiniCluster's start %s%n",
-          e.getKey().label(),
-          fmt("%.2fx", ratio),
-          ratios.size(),
-          target,
-          ratio >= target ? "met" : "missed",
-          fmt("%.2fx", totalRatio));
     }
     System.out.println(
         "job s = the bounded job's net runtime (its planning and deployment on the started"
@@ -461,5 +455,50 @@ public final class SourceLatencyBenchmark {
             + " (a tenth of the commits) is read first so that neither source pays the JVM's"
             + " compilation of the Parquet readers both share, and the measured table is read"
             + " in turns, as one read's time varies by a third from one read to the next.");
+  }
+
+  /**
+   * The reads of one storage at one parallelism, each pair (skade's, then Iceberg's) with its
+   * ratio, and the target held against the median ratio of the measured pairs (the first pair is
+   * the warm-up).
+   */
+  private static void printBacklog(
+      Storage storage, int parallelism, List<Throughput> list, String format) {
+    List<Double> ratios = new ArrayList<>();
+    List<Double> totalRatios = new ArrayList<>();
+    for (int i = 0; i < list.size(); i += 2) {
+      Throughput iceberg = list.get(i + 1);
+      for (Throughput t : list.subList(i, i + 2)) {
+        System.out.printf(
+            format,
+            storage.label(),
+            t.source(),
+            t.parallelism(),
+            t.rows(),
+            fmt("%.2f", t.jobSeconds()),
+            fmt("%.2f", t.seconds()),
+            fmt("%.0f", t.rowsPerSecond()),
+            fmt("%.2fx", t.rowsPerSecond() / iceberg.rowsPerSecond()),
+            fmt("%.2fx", iceberg.seconds() / t.seconds()),
+            t.requests());
+      }
+      if (i > 0) {
+        ratios.add(list.get(i).rowsPerSecond() / iceberg.rowsPerSecond());
+        totalRatios.add(iceberg.seconds() / list.get(i).seconds());
+      }
+    }
+    double ratio = Harness.median(ratios.stream().mapToDouble(x -> x).toArray());
+    double totalRatio = Harness.median(totalRatios.stream().mapToDouble(x -> x).toArray());
+    double target = storage.delayMillis() > 0 || !storage.label().equals("local disk") ? 1.0 : 1.2;
+    System.out.printf(
+        "target, backlog on %s at parallelism %d: skade / IcebergSource = %s, the median of %d"
+            + " reads each (target >= %.1fx): %s; with the MiniCluster's start %s%n",
+        storage.label(),
+        parallelism,
+        fmt("%.2fx", ratio),
+        ratios.size(),
+        target,
+        ratio >= target ? "met" : "missed",
+        fmt("%.2fx", totalRatio));
   }
 }
