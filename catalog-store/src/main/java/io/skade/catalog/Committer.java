@@ -240,12 +240,14 @@ final class Committer implements AutoCloseable {
       }
       durableSeq = stage.lastSeq;
     }
-    completions.forEach(Runnable::run);
+    // Subscribers first: a committer's caller wakes to post-commit work of its own, which would
+    // otherwise take the CPU the feed's consumers need to react to the commit.
     for (CommitEvent event : batch.commits) {
       for (CommitSubscription subscriber : subscribers) {
         subscriber.deliver(event, durableNanos);
       }
     }
+    completions.forEach(Runnable::run);
   }
 
   private static <R> Runnable run(Stage stage, Request<R> request) {
