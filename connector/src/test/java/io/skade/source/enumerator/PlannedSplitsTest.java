@@ -153,14 +153,15 @@ class PlannedSplitsTest {
             Mode.PER_SNAPSHOT,
             Duration.ofMillis(20),
             "plans");
+    writer.append(List.of(IdRows.row(1, "a"))); // a backlog when the job starts
     try (SkadeSplitEnumerator enumerator =
         new SkadeSplitEnumerator(context, CatalogConnection.of(catalog.get()), settings, null)) {
       enumerator.start();
+      context.triggerAllActions(); // started, before any reader was heard: nothing planned yet
       String here = MetadataCache.shared().id();
       enumerator.handleSourceEvent(0, new SplitsRestoredEvent(List.of(), here));
       enumerator.handleSourceEvent(1, new SplitsRestoredEvent(List.of(), here));
 
-      writer.append(List.of(IdRows.row(1, "a")));
       ChangelogSplit shared = assigned(context, 1).get(0);
       assertThat(shared.plannedWindow().table(new RecordingFileIO(), "t")).isNull();
       assertThat(shared.plannedWindow().appended()).isNotEmpty();
