@@ -49,14 +49,7 @@ class PlannedSplitsTest {
     writer.deleteKeys(List.of(IdRows.row(1, null)));
     writer.append(List.of(IdRows.row(3, "c")));
     writer.append(List.of(IdRows.row(4, "d")));
-    WindowPlanner planner =
-        new WindowPlanner(CatalogConnection.of(catalog.get()), T, Mode.PER_SNAPSHOT);
-    List<ChangelogSplit> planned =
-        planner
-            .next(
-                planner.start(StartupMode.EARLIEST, null, false, null).cursor(),
-                WindowPlanner.UNBOUNDED)
-            .splits();
+    List<ChangelogSplit> planned = planFromEarliest(true);
     assertThat(planned).hasSize(5).allMatch(split -> split.plan() != null);
     // As a TaskManager gets them: through the checkpointed layout.
     ChangelogSplitSerializer serializer = new ChangelogSplitSerializer();
@@ -98,15 +91,7 @@ class PlannedSplitsTest {
     writer.append(List.of(IdRows.row(1, "a"), IdRows.row(2, "b")));
     writer.upsert(List.of(IdRows.row(2, "b2")));
     writer.append(List.of(IdRows.row(3, "c")));
-    WindowPlanner planner =
-        new WindowPlanner(CatalogConnection.of(catalog.get()), T, Mode.PER_SNAPSHOT);
-    List<ChangelogSplit> planned =
-        planner
-            .next(
-                planner.start(StartupMode.EARLIEST, null, false, null).cursor(),
-                WindowPlanner.UNBOUNDED,
-                false)
-            .splits();
+    List<ChangelogSplit> planned = planFromEarliest(false);
     assertThat(planned).hasSize(3);
     for (ChangelogSplit split : planned) {
       assertThat(split.plannedWindow().table(new RecordingFileIO(), "t")).isNull();
@@ -173,6 +158,20 @@ class PlannedSplitsTest {
       ChangelogSplit elsewhere = assigned(context, 2).get(1);
       assertThat(elsewhere.plannedWindow().table(new RecordingFileIO(), "t")).isNotNull();
     }
+  }
+
+  /**
+   * The windows of every commit so far, from the earliest; their plans with the metadata or not.
+   */
+  private List<ChangelogSplit> planFromEarliest(boolean withMetadata) {
+    WindowPlanner planner =
+        new WindowPlanner(CatalogConnection.of(catalog.get()), T, Mode.PER_SNAPSHOT);
+    return planner
+        .next(
+            planner.start(StartupMode.EARLIEST, null, false, null).cursor(),
+            WindowPlanner.UNBOUNDED,
+            withMetadata)
+        .splits();
   }
 
   /** The splits assigned to any reader, in commit order, once there are {@code count}. */
