@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDateTime;
 import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -173,8 +174,10 @@ class SqlProceduresTest extends SqlTestBase {
       }
     }
     Set<Row> before = rows();
+    // Formatted, not toString(): that drops the seconds when they are 0, which SQL refuses.
     String anHourAgo =
-        LocalDateTime.now(ZoneOffset.UTC).minusMinutes(61).withNano(0).toString().replace('T', ' ');
+        DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss")
+            .format(LocalDateTime.now(ZoneOffset.UTC).minusMinutes(61));
 
     List<Row> dry =
         collect(
