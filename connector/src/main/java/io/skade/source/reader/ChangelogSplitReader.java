@@ -215,13 +215,10 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     }
     PlannedWindow plan = split.plannedWindow();
     Table planned = plan == null ? null : plan.table(io, split.tableKey());
-    if (planned != null) {
-      return new Window(planned, plan.appended());
-    }
-    // No plan, or one without the metadata (planned for a reader of the planner's JVM whose cache
-    // has let the table go since).
+    // Without a plan, or with one of appended files alone (planned for a reader of the planner's
+    // JVM whose cache has let the table go since), the metadata file is read.
     return new Window(
-        cache.table(split.metadataLocation(), io, split.tableKey()),
+        planned != null ? planned : cache.table(split.metadataLocation(), io, split.tableKey()),
         plan == null ? Map.of() : plan.appended());
   }
 
