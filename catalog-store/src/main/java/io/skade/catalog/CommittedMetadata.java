@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
+import org.apache.iceberg.DataFile;
 import org.apache.iceberg.MetadataUpdate;
 import org.apache.iceberg.SnapshotRef;
 import org.apache.iceberg.TableMetadata;
@@ -52,10 +53,16 @@ public final class CommittedMetadata {
   public interface WriteListener {
     /**
      * The metadata of the file just written for table {@code tableKey}, as read back from it, with
-     * the IO that wrote it and the snapshots it adds. Called on the committing thread: it must not
-     * block.
+     * the IO that wrote it, the snapshots it adds, and per added snapshot whose data files the
+     * committing code named ({@link KnownAppend}: an append of this JVM), those files. Called on
+     * the committing thread: it must not block.
      */
-    void written(String tableKey, TableMetadata metadata, FileIO io, List<Long> addedSnapshotIds);
+    void written(
+        String tableKey,
+        TableMetadata metadata,
+        FileIO io,
+        List<Long> addedSnapshotIds,
+        Map<Long, List<DataFile>> appendedFiles);
   }
 
   /** The entries of one {@link SkadeRuntime}, least recently used first; guarded by itself. */
@@ -155,7 +162,9 @@ public final class CommittedMetadata {
 
   /**
    * Notes that {@code metadata} of table {@code tableKey} was just written to {@code location} with
-   * {@code io}, committed onto {@code base} and adding {@code added}, and tells the listeners.
+   * {@code io}, committed onto {@code base} and adding {@code added} (of which {@code
+   * appendedFiles} gives the data files of those a {@link KnownAppend} made), and tells the
+   * listeners.
    */
   static void written(
       String tableKey,
@@ -163,7 +172,8 @@ public final class CommittedMetadata {
       TableMetadata metadata,
       TableMetadata base,
       FileIO io,
-      List<Long> added) {
+      List<Long> added,
+      Map<Long, List<DataFile>> appendedFiles) {
     // As parsed from the file: located there, with no pending changes.
     TableMetadata located =
         TableMetadata.buildFrom(metadata).discardChanges().withMetadataLocation(location).build();
@@ -183,7 +193,7 @@ public final class CommittedMetadata {
     }
     for (WriteListener listener : recent.listeners) {
       try {
-        listener.written(tableKey, located, io, added);
+        listener.written(tableKey, located, io, added, appendedFiles);
       } catch (RuntimeException e) {
         // a listener only reads ahead: the commit goes on without it
         LOG.warn("a listener of commits to {} failed on {}", tableKey, location, e);

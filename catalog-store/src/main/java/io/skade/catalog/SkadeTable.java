@@ -13,7 +13,8 @@ import org.apache.iceberg.relocated.com.google.common.util.concurrent.MoreExecut
 
 /**
  * A table of a skade catalog: Iceberg's own, but for where an append does its manifest work — in
- * the committing thread instead of Iceberg's worker pool.
+ * the committing thread instead of Iceberg's worker pool — and for its appends telling the commit
+ * which files they add ({@link KnownAppend}).
  *
  * <p>Why: Iceberg runs each step of a commit's manifest work (filtering, merging, the manifest
  * list's entries) as tasks on its worker pool and waits for them by polling with a 10 ms sleep
@@ -42,12 +43,12 @@ final class SkadeTable extends BaseTable {
 
   @Override
   public AppendFiles newAppend() {
-    return super.newAppend().scanManifestsWith(IN_CALLER);
+    return new KnownAppend(super.newAppend().scanManifestsWith(IN_CALLER), operations());
   }
 
   @Override
   public AppendFiles newFastAppend() {
-    return super.newFastAppend().scanManifestsWith(IN_CALLER);
+    return new KnownAppend(super.newFastAppend().scanManifestsWith(IN_CALLER), operations());
   }
 
   /** A table builder whose {@link #create} returns a skade table. */

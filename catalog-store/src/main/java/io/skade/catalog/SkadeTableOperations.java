@@ -106,7 +106,14 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
     List<Long> added = addedSnapshots(metadata);
     if (!register) {
       // before the swap: the commit feed may wake a reader of this file before submit returns
-      CommittedMetadata.written(tableKey, newLocation, metadata, base, io(), added);
+      CommittedMetadata.written(
+          tableKey,
+          newLocation,
+          metadata,
+          base,
+          io(),
+          added,
+          KnownAppend.added(this, metadata, added));
     }
     String baseLocation = base == null ? null : base.metadataFileLocation();
     CommitOperation operation =

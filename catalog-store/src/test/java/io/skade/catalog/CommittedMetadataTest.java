@@ -128,14 +128,14 @@ class CommittedMetadataTest {
       String key = catalog.commitTableKey(TableIdentifier.of("db", "t"));
       List<String> heard = new ArrayList<>();
       CommittedMetadata.listen(
-          (tableKey, metadata, io, added) -> {
+          (tableKey, metadata, io, added, appendedFiles) -> {
             // before the swap: the pointer still names the file before this one
             assertThat(catalog.readPointer(tableKey).metadataLocation())
                 .isNotEqualTo(metadata.metadataFileLocation());
             heard.add(tableKey + " " + metadata.metadataFileLocation() + " " + added);
           });
       CommittedMetadata.listen(
-          (tableKey, metadata, io, added) -> {
+          (tableKey, metadata, io, added, appendedFiles) -> {
             throw new IllegalStateException("a broken listener");
           });
       Catalogs.append(table, "a");

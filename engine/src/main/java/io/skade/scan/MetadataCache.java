@@ -150,22 +150,44 @@ public final class MetadataCache {
   /**
    * Has this cache read what each commit this JVM makes to table {@code tableKey} wrote (its
    * manifest list and the manifests it wrote), in the background while the catalog syncs the
-   * commit, until the handle is closed: a source that follows the table then plans the commit's
-   * window from memory. Handles of one table are counted.
+   * commit, or, for an append that named its files, keep those ({@link #appendedHere}), until the
+   * handle is closed: a source that follows the table then plans the commit's window from memory.
+   * Handles of one table are counted.
    */
   public Following follow(String tableKey) {
     followed.merge(tableKey, 1, Integer::sum);
     return () -> followed.computeIfPresent(tableKey, (key, count) -> count == 1 ? null : count - 1);
   }
 
-  private void written(String tableKey, TableMetadata metadata, FileIO io, List<Long> added) {
+  private void written(
+      String tableKey,
+      TableMetadata metadata,
+      FileIO io,
+      List<Long> added,
+      Map<Long, List<DataFile>> appendedFiles) {
     if (!followed.containsKey(tableKey)) {
       return;
     }
     Table table = readOnly(metadata, io, tableKey);
     for (long snapshotId : added) {
-      prefetch(() -> table, snapshotId, WindowFiles::prefetchWritten);
+      Snapshot snapshot = metadata.snapshot(snapshotId);
+      List<DataFile> files = appendedFiles.get(snapshotId);
+      if (files != null && snapshot != null && snapshot.manifestListLocation() != null) {
+        entries.put(appendedKey(snapshot.manifestListLocation()), files);
+      } else {
+        prefetch(() -> table, snapshotId, WindowFiles::prefetchWritten);
+      }
     }
+  }
+
+  /**
+   * The data files {@code snapshot} appended, when an append of this JVM made it and named them
+   * while this cache followed its table ({@link #follow}); else null, and its manifests tell.
+   */
+  @SuppressWarnings("unchecked")
+  public List<DataFile> appendedHere(Snapshot snapshot) {
+    String list = snapshot.manifestListLocation();
+    return list == null ? null : (List<DataFile>) entries.getIfPresent(appendedKey(list));
   }
 
   /**
@@ -359,6 +381,10 @@ public final class MetadataCache {
 
   private static String metadataKey(String location) {
     return "metadata:" + location;
+  }
+
+  private static String appendedKey(String manifestList) {
+    return "appended:" + manifestList;
   }
 
   private static String listKey(String manifestList) {

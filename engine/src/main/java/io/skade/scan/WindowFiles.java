@@ -124,7 +124,9 @@ public final class WindowFiles {
         end++;
       }
       List<Snapshot> run = chain.subList(start, end);
-      Map<Long, List<DataFile>> runFiles = run.size() > 1 ? all(table).appendedInRun(run) : null;
+      WindowFiles reading = all(table);
+      Map<Long, List<DataFile>> runFiles =
+          run.size() > 1 && !reading.appendedHere(run) ? reading.appendedInRun(run) : null;
       if (runFiles != null) {
         appended.putAll(runFiles);
       } else {
@@ -138,6 +140,11 @@ public final class WindowFiles {
       start = end + 1; // past the run and the snapshot that ended it, which is no plain append
     }
     return appended;
+  }
+
+  /** Whether every snapshot of {@code run} is an append of this JVM whose files are known. */
+  private boolean appendedHere(List<Snapshot> run) {
+    return run.stream().allMatch(snapshot -> cache.appendedHere(snapshot) != null);
   }
 
   private static boolean plainAppend(Snapshot snapshot) {
@@ -231,12 +238,16 @@ public final class WindowFiles {
    * step into that state from {@link #empty} emits exactly their rows as inserts, which are the
    * snapshots' changes: an append adds no delete file and removes nothing, and no delete older than
    * a data file applies to it. Only the manifests the snapshots wrote are read, so the cost follows
-   * the commit's size, not the table's.
+   * the commit's size, not the table's; none for an append of this JVM that named its files ({@link
+   * MetadataCache#appendedHere}).
    */
   public Live appended(List<Snapshot> snapshots) {
     Live live = new Live();
     for (Snapshot snapshot : snapshots) {
       List<DataFile> known = knownAppends.get(snapshot.snapshotId());
+      if (known == null && plainAppend(snapshot)) {
+        known = cache.appendedHere(snapshot);
+      }
       if (known != null) {
         kept(known).forEach(file -> live.data.put(file.location(), file));
         continue;
