@@ -70,7 +70,8 @@ import org.apache.iceberg.rest.RESTCatalog;
  *
  * <p>System properties (defaults in brackets; on S3 where it differs): {@code skade.bench.commits}
  * measured commits per source [200; 100], {@code skade.bench.slowCommits} for Iceberg's 1 s monitor
- * interval [60], {@code skade.bench.warmupCommits} per source [300; 100], {@code
+ * interval [60], {@code skade.bench.warmupCommits} per source, at the least [300; 100], then more
+ * until this JVM's JIT is quiet, at most {@code skade.bench.maxWarmupCommits} in all [3000], {@code
  * skade.bench.pauseMillis} the least gap between commits, the most being 2.5 times it [20].
  */
 public final class RemoteSourceLatencyBenchmark {
@@ -389,7 +390,7 @@ public final class RemoteSourceLatencyBenchmark {
         SEEN_TIMEOUT.toSeconds());
 
     System.out.println();
-    format = "%-36s %10s %10s %10s %10s | %11s %11s | %10s %10s%n";
+    format = "%-36s %10s %10s %10s %10s | %11s %11s | %10s %10s | %8s %6s%n";
     System.out.printf(
         format,
         "breakdown (ms)",
@@ -400,8 +401,10 @@ public final class RemoteSourceLatencyBenchmark {
         "feed->row50",
         "feed->row99",
         "call p50",
-        "call p99");
-    System.out.println("-".repeat(127));
+        "call p99",
+        "warm-up",
+        "JIT %");
+    System.out.println("-".repeat(145));
     for (Latency l : latencies) {
       System.out.printf(
           format,
@@ -413,14 +416,19 @@ public final class RemoteSourceLatencyBenchmark {
           ms(l.millis(0.50)),
           ms(l.millis(0.99)),
           ms(quantile(l.commitCallNanos(), 0.50) / 1e6),
-          ms(quantile(l.commitCallNanos(), 0.99) / 1e6));
+          ms(quantile(l.commitCallNanos(), 0.99) / 1e6),
+          l.warmupCommits(),
+          fmt("%.1f", 100 * l.jitShare()));
     }
     System.out.println(
         "feed, ack = after the commit was stamped, when a commit feed subscriber in"
             + " this JVM heard of it (embedded: its batch durable; through the server: this JVM's"
             + " long-poll answered), and when the commit call returned; feed->row = from the former"
             + " to the row (for the embedded catalog the figure SourceLatencyBenchmark prints);"
-            + " commit call = writing the Parquet file and committing, not in any latency.");
+            + " commit call = writing the Parquet file and committing, not in any latency."
+            + " warm-up, JIT % = the commits before the measured ones (at least the set number,"
+            + " then more until this JVM's JIT is quiet) and this JVM's compilation time over the"
+            + " measured commits, a share of their time.");
     latencies.forEach(l -> SourceLatencyRun.printStages(l.source() + " on " + storage, l));
 
     if (!withTarget) {

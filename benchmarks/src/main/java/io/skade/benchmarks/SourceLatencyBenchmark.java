@@ -62,11 +62,14 @@ import org.apache.iceberg.data.Record;
  * <p>System properties (defaults in brackets; on S3 where it differs): {@code skade.bench.commits}
  * measured commits per source [200; 100], {@code skade.bench.slowCommits} for Iceberg's 1 s monitor
  * interval, where each row takes about half a second to surface [60], {@code
- * skade.bench.warmupCommits} per source [300: the JIT compiles a source's read path over the first
- * hundreds of commits; 100], {@code skade.bench.backlogCommits} [1000: a read of 200 took about 0.6
- * s, its job's start a third of it, and varied by a quarter between runs; 100], {@code
- * skade.bench.backlogRows} rows per backlog commit [5000], {@code skade.bench.pauseMillis} the
- * least gap between commits, the most being 2.5 times it [20].
+ * skade.bench.warmupCommits} per source, at the least [300: the JIT compiles a source's read path
+ * over the first hundreds of commits; 100], then more until the JIT is quiet, at most {@code
+ * skade.bench.maxWarmupCommits} in all [3000: code a commit runs once is compiled by C2 only after
+ * thousands of commits, and the compiler's threads meanwhile take the CPU of a 2-core machine],
+ * {@code skade.bench.backlogCommits} [1000: a read of 200 took about 0.6 s, its job's start a third
+ * of it, and varied by a quarter between runs; 100], {@code skade.bench.backlogRows} rows per
+ * backlog commit [5000], {@code skade.bench.pauseMillis} the least gap between commits, the most
+ * being 2.5 times it [20].
  */
 public final class SourceLatencyBenchmark {
   private static final Schema SCHEMA = SourceLatencyRun.SCHEMA;
@@ -356,7 +359,7 @@ public final class SourceLatencyBenchmark {
       int backlogRows) {
     Latency localSkade = latencies.values().iterator().next().get(0);
     System.out.println();
-    String format = "%-11s %-30s %8s %7s %8s %8s %8s %10s %10s %11s%n";
+    String format = "%-11s %-30s %8s %7s %8s %8s %8s %10s %10s %11s %8s %6s%n";
     System.out.printf(
         format,
         "storage",
@@ -368,8 +371,10 @@ public final class SourceLatencyBenchmark {
         "max ms",
         "p50 ratio",
         "p99 ratio",
-        "append p50");
-    System.out.println("-".repeat(132));
+        "append p50",
+        "warm-up",
+        "JIT %");
+    System.out.println("-".repeat(148));
     for (Map.Entry<Storage, List<Latency>> e : latencies.entrySet()) {
       Latency skade = e.getValue().get(0);
       for (Latency l : e.getValue()) {
@@ -384,14 +389,19 @@ public final class SourceLatencyBenchmark {
             ms(l.millis(1.0)),
             fmt("%.1fx", l.millis(0.50) / skade.millis(0.50)),
             fmt("%.1fx", l.millis(0.99) / skade.millis(0.99)),
-            ms(quantile(l.commitCallNanos(), 0.50) / 1e6));
+            ms(quantile(l.commitCallNanos(), 0.50) / 1e6),
+            l.warmupCommits(),
+            fmt("%.1f", 100 * l.jitShare()));
       }
     }
     System.out.printf(
         "ratio = the source's latency / skade's on the same storage. missed = measured rows not"
             + " seen within %d s of the last commit. append p50 = the one-row append itself (not in"
-            + " the latency).%n",
-        SEEN_TIMEOUT.toSeconds());
+            + " the latency). warm-up = the commits before the measured ones: at least the set"
+            + " number, then blocks of 100 until the JIT compiled for under %.0f%% of one's time."
+            + " JIT %% = the JVM's compilation time over the measured commits, a share of their"
+            + " time.%n",
+        SEEN_TIMEOUT.toSeconds(), 100 * SourceLatencyRun.JIT_QUIET);
     latencies.forEach(
         (storage, list) ->
             list.forEach(l -> printStages(l.source() + " on " + storage.label(), l)));

@@ -8,6 +8,8 @@ import io.skade.source.StageTrace;
 import io.skade.source.StartupMode;
 import io.skade.write.TableWriter;
 import java.io.IOException;
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -68,6 +70,20 @@ final class SourceLatencyRun {
   /** How long after the last measured commit its rows may still come. */
   static final Duration SEEN_TIMEOUT = Duration.ofSeconds(30);
 
+  /** Warm-up goes on in blocks of this many commits until the JIT compiler is quiet. */
+  private static final int WARMUP_BLOCK = 100;
+
+  /**
+   * The JIT is quiet when its compiler threads compiled for less than this share of a block's wall
+   * time (summed over its threads): code a commit runs once reaches C2's thresholds only after
+   * thousands of commits, and until then the compiler threads take CPU that a 2-core machine's
+   * source path is waiting for.
+   */
+  static final double JIT_QUIET = 0.03;
+
+  /** The most warm-up commits, the fixed ones included: {@code skade.bench.maxWarmupCommits}. */
+  private static final int MAX_WARMUP = Integer.getInteger("skade.bench.maxWarmupCommits", 3000);
+
   /** When the job saw each row id, in this JVM's nanoTime (the MiniCluster runs in process). */
   private static final Map<Long, Long> SEEN = new ConcurrentHashMap<>();
 
@@ -88,6 +104,9 @@ final class SourceLatencyRun {
    *     feed subscriber heard of the commit and ending with the row emitted, nanoseconds after the
    *     commit's stamp of each measured row that was marked there (empty for a source that marks
    *     none)
+   * @param warmupCommits the warm-up commits made before the measured ones
+   * @param jitShare this JVM's JIT compilation time over the measured commits, a share of their
+   *     wall time
    */
   record Latency(
       String source,
@@ -97,7 +116,9 @@ final class SourceLatencyRun {
       long[] feed,
       long[] ack,
       long[] commitCallNanos,
-      List<StageTimes> stages) {
+      List<StageTimes> stages,
+      int warmupCommits,
+      double jitShare) {
 
     /** Feed heard → row, milliseconds at {@code quantile} (1.0 = the max). */
     double millis(double quantile) {
@@ -174,6 +195,9 @@ final class SourceLatencyRun {
       Stamps[] stamped = new Stamps[commits];
       long[] acknowledged = new long[commits];
       long[] callNanos = new long[commits];
+      int warmupCommits;
+      Jit measured;
+      double jitShare;
       JobClient job = env.executeAsync(source);
       try {
         // Until the job emits a row it may still be starting: probe (ids below -1,000,000).
@@ -186,10 +210,22 @@ final class SourceLatencyRun {
           stampOf(stamps, probe, commit(writer, probe--));
           Thread.sleep(200);
         }
-        for (int i = 1; i <= warmup; i++) {
-          stampOf(stamps, -i, commit(writer, -i));
-          pause();
+        // Then blocks until one in which the JIT is quiet (none past MAX_WARMUP).
+        int warmed = 0;
+        while (warmed < warmup) {
+          warm(writer, stamps, ++warmed);
         }
+        while (warmed < MAX_WARMUP) {
+          Jit block = Jit.start();
+          for (int i = 0; i < WARMUP_BLOCK && warmed < MAX_WARMUP; i++) {
+            warm(writer, stamps, ++warmed);
+          }
+          if (block.share() <= JIT_QUIET) {
+            break;
+          }
+        }
+        warmupCommits = warmed;
+        measured = Jit.start();
         for (int i = 0; i < commits; i++) {
           long started = System.nanoTime();
           long snapshotId = commit(writer, i);
@@ -198,6 +234,7 @@ final class SourceLatencyRun {
           stamped[i] = stampOf(stamps, i, snapshotId);
           pause();
         }
+        jitShare = measured.share();
         long until = System.nanoTime() + SEEN_TIMEOUT.toNanos();
         while (System.nanoTime() < until && !seenAll(commits)) {
           Thread.sleep(20);
@@ -230,7 +267,9 @@ final class SourceLatencyRun {
           Arrays.copyOf(feed, seen),
           Arrays.copyOf(ack, seen),
           callNanos,
-          stages(seenStamps, seenRows));
+          stages(seenStamps, seenRows),
+          warmupCommits,
+          jitShare);
     }
   }
 
@@ -360,6 +399,27 @@ final class SourceLatencyRun {
                 .build(),
             WatermarkStrategy.noWatermarks(),
             "skade");
+  }
+
+  /** Warm-up commit {@code n}: commits row {@code -n}, waits for its stamp, pauses. */
+  private static void warm(TableWriter writer, CommitSubscription stamps, int n)
+      throws InterruptedException {
+    stampOf(stamps, -n, commit(writer, -n));
+    pause();
+  }
+
+  /** This JVM's JIT compilation since a moment, as a share of the wall time since. */
+  private record Jit(long compileMillis, long startNanos) {
+    private static final CompilationMXBean COMPILER = ManagementFactory.getCompilationMXBean();
+
+    static Jit start() {
+      return new Jit(COMPILER.getTotalCompilationTime(), System.nanoTime());
+    }
+
+    double share() {
+      double wallMillis = (System.nanoTime() - startNanos) / 1e6;
+      return (COMPILER.getTotalCompilationTime() - compileMillis) / wallMillis;
+    }
   }
 
   /** Appends one row and returns the snapshot it committed. */

@@ -88,12 +88,22 @@ final class Committer implements AutoCloseable {
 
   /** Runs {@code mutation} in the next group and returns once its group is durable. */
   <R> R submit(Mutation<R> mutation) {
+    return submit(mutation, () -> {});
+  }
+
+  /**
+   * As {@link #submit(Mutation)}, running {@code whileQueued} on the calling thread once the
+   * mutation is queued: work of the caller's that then overlaps the group's sync instead of
+   * following it. It must not throw.
+   */
+  <R> R submit(Mutation<R> mutation, Runnable whileQueued) {
     CompletableFuture<R> result = new CompletableFuture<>();
     String key = IDEMPOTENCY_KEY.get();
     synchronized (queue) {
       checkOpen();
       queue.add(new Request<>(mutation, result, key));
     }
+    whileQueued.run();
     try {
       R value = result.join();
       if (key != null) {

@@ -1,7 +1,10 @@
 package io.skade.catalog;
 
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import org.apache.iceberg.BaseMetastoreTableOperations;
+import org.apache.iceberg.DataFile;
 import org.apache.iceberg.MetadataUpdate;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.TableMetadata;
@@ -11,6 +14,8 @@ import org.apache.iceberg.exceptions.CommitFailedException;
 import org.apache.iceberg.exceptions.NoSuchNamespaceException;
 import org.apache.iceberg.exceptions.NoSuchTableException;
 import org.apache.iceberg.io.FileIO;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One table's operations: refresh reads the pointer; commit writes the new metadata file first,
@@ -19,6 +24,8 @@ import org.apache.iceberg.io.FileIO;
  * this JVM wrote is read back from memory ({@link CommittedMetadata}).
  */
 final class SkadeTableOperations extends BaseMetastoreTableOperations {
+  private static final Logger LOG = LoggerFactory.getLogger(SkadeTableOperations.class);
+
   /** How often a metadata file that cannot be read yet is retried (Iceberg's default). */
   private static final int REFRESH_RETRIES = 20;
 
@@ -104,16 +111,10 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
     String newLocation =
         register ? metadata.metadataFileLocation() : writeNewMetadata(metadata, nextVersion(base));
     List<Long> added = addedSnapshots(metadata);
+    Map<Long, List<DataFile>> appended = KnownAppend.added(this, metadata, added);
     if (!register) {
       // before the swap: the commit feed may wake a reader of this file before submit returns
-      CommittedMetadata.written(
-          tableKey,
-          newLocation,
-          metadata,
-          base,
-          io(),
-          added,
-          KnownAppend.added(this, metadata, added));
+      CommittedMetadata.written(tableKey, newLocation, metadata, base, io(), added, appended);
     }
     String baseLocation = base == null ? null : base.metadataFileLocation();
     CommitOperation operation =
@@ -123,7 +124,16 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
     long snapshotId = currentSnapshotId(metadata);
     List<Snapshot> removed = ExpiryGuard.removedSnapshots(base, metadata);
     try {
-      submit(committer, base, baseLocation, operation, added, newLocation, snapshotId, removed);
+      submit(
+          committer,
+          base,
+          baseLocation,
+          operation,
+          added,
+          newLocation,
+          snapshotId,
+          removed,
+          () -> readManifestLists(metadata, appended.keySet()));
     } catch (CommitFailedException
         | AlreadyExistsException
         | NoSuchNamespaceException
@@ -148,7 +158,8 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
       List<Long> added,
       String newLocation,
       long snapshotId,
-      List<Snapshot> removed) {
+      List<Snapshot> removed,
+      Runnable whileSyncing) {
     String namespaceKey = TableKeys.namespaceKey(identifier.namespace());
     committer.submit(
         stage -> {
@@ -170,7 +181,26 @@ final class SkadeTableOperations extends BaseMetastoreTableOperations {
             catalog.expiryGuard().check(stage, tableKey, fullName, base, removed);
           }
           return stage.commit(tableKey, operation, added, newLocation, snapshotId);
-        });
+        },
+        whileSyncing);
+  }
+
+  /**
+   * Reads the manifest lists of {@code snapshots} of {@code metadata} into those snapshots, while
+   * the catalog syncs their commit: Iceberg's append reads its committed manifest list back right
+   * after the commit (to clean up what lost attempts wrote), from the snapshot this table's refresh
+   * then returns, which is this one ({@link CommittedMetadata}). Read here, on the appending thread
+   * (the snapshot caches what it read, unsynchronized), that read overlaps the sync rather than
+   * taking CPU from the commit's readers after it; an error is left for that read to report.
+   */
+  private void readManifestLists(TableMetadata metadata, Set<Long> snapshots) {
+    for (long id : snapshots) {
+      try {
+        metadata.snapshot(id).allManifests(io());
+      } catch (RuntimeException e) {
+        LOG.debug("could not read the manifest list of snapshot {} of {} ahead", id, fullName, e);
+      }
+    }
   }
 
   private NoSuchTableException dropped() {
