@@ -26,8 +26,8 @@ import org.apache.iceberg.TableOperations;
  * <p>The files are handed over only when they are provably the snapshot's added files, as its
  * manifests list them: the append was given files alone (an appended manifest's files are not known
  * here), its commit made exactly one snapshot, an append to a table of format 2, and that
- * snapshot's summary counts as many added files. Iceberg's append keeps its files across retries,
- * so whichever attempt wins adds these files.
+ * snapshot's summary counts as many added files, records and bytes. Iceberg's append keeps its
+ * files across retries, so whichever attempt wins adds these files.
  */
 final class KnownAppend implements AppendFiles {
   /** An append committing on this thread to the table of {@code ops}. */
@@ -69,9 +69,7 @@ final class KnownAppend implements AppendFiles {
     Snapshot snapshot = metadata.snapshot(addedSnapshotIds.get(0));
     if (snapshot == null
         || !DataOperations.APPEND.equals(snapshot.operation())
-        || snapshot.summary() == null
-        || !String.valueOf(committing.files().size())
-            .equals(snapshot.summary().get(SnapshotSummary.ADDED_FILES_PROP))) {
+        || !summarized(snapshot, committing.files())) {
       return Map.of();
     }
     List<DataFile> files = new ArrayList<>(committing.files().size());
@@ -83,6 +81,17 @@ final class KnownAppend implements AppendFiles {
       files.add(listed);
     }
     return Map.of(snapshot.snapshotId(), List.copyOf(files));
+  }
+
+  /** Whether {@code snapshot}'s summary counts {@code files}: their number, records and bytes. */
+  private static boolean summarized(Snapshot snapshot, List<DataFile> files) {
+    Map<String, String> summary = snapshot.summary();
+    long records = files.stream().mapToLong(DataFile::recordCount).sum();
+    long bytes = files.stream().mapToLong(DataFile::fileSizeInBytes).sum();
+    return summary != null
+        && String.valueOf(files.size()).equals(summary.get(SnapshotSummary.ADDED_FILES_PROP))
+        && String.valueOf(records).equals(summary.get(SnapshotSummary.ADDED_RECORDS_PROP))
+        && String.valueOf(bytes).equals(summary.get(SnapshotSummary.ADDED_FILE_SIZE_PROP));
   }
 
   /**
