@@ -125,8 +125,8 @@ public final class SourceLatencyBenchmark {
     Harness.printHeader("skade source latency benchmark | load average " + Harness.loadAverage());
     System.out.printf(
         "latency: per source a fresh LOG table (id bigint, ts_nanos bigint, payload"
-            + " string), at least %d warm-up (until the JIT is quiet) then %d measured one-row appends %d-%d ms apart (%d for a 1 s"
-            + " monitor interval, on local disk only); latency = commit durable (the commit feed's"
+            + " string), at least %d warm-up (until the JIT is quiet) then %d measured one-row"
+            + " appends %d-%d ms apart (%d for a 1 s monitor interval, on local disk only); latency = commit durable (the commit feed's"
             + " stamp) -> row seen by the job (parallelism 1, same JVM).%n",
         warmupCommits,
         commits,

@@ -196,7 +196,6 @@ final class SourceLatencyRun {
       long[] acknowledged = new long[commits];
       long[] callNanos = new long[commits];
       int warmupCommits;
-      Jit measured;
       double jitShare;
       JobClient job = env.executeAsync(source);
       try {
@@ -210,7 +209,7 @@ final class SourceLatencyRun {
           stampOf(stamps, probe, commit(writer, probe--));
           Thread.sleep(200);
         }
-        // Then blocks until one in which the JIT is quiet (none past MAX_WARMUP).
+        // At least `warmup` commits, then blocks until one in which the JIT is quiet.
         int warmed = 0;
         while (warmed < warmup) {
           warm(writer, stamps, ++warmed);
@@ -225,7 +224,7 @@ final class SourceLatencyRun {
           }
         }
         warmupCommits = warmed;
-        measured = Jit.start();
+        Jit measured = Jit.start();
         for (int i = 0; i < commits; i++) {
           long started = System.nanoTime();
           long snapshotId = commit(writer, i);
