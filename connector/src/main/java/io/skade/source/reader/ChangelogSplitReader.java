@@ -80,6 +80,14 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
   /** What a split reads: its table and the files its plain appends added, when planned. */
   private record Window(Table table, Map<Long, List<DataFile>> knownAppends) {}
 
+  /**
+   * The snapshot of the last change fetched and its commit time: a snapshot's changes come in a
+   * run, often over many fetches, and its time never changes.
+   */
+  private long snapshotId = -1;
+
+  private long commitMillis;
+
   private Types.StructType rowType;
   private CloseableIterator<ChangeRow> changes;
   private long emitted;
@@ -126,10 +134,8 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
       return records.build(); // nothing assigned
     }
     String splitId = current.splitId();
-    long snapshotId = -1;
-    long commitMillis = 0;
     ChangeType last = null;
-    List<ChangeRecord> batch = new ArrayList<>();
+    List<ChangeRecord> batch = new ArrayList<>(batchRows + 1); // a full fetch never grows it
     for (int n = 0; changes.hasNext() && (n < batchRows || last == ChangeType.UPDATE_BEFORE); n++) {
       ChangeRow change = changes.next();
       if (emitted == 0) {
@@ -152,8 +158,6 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     }
     if (!batch.isEmpty()) {
       records.addAll(splitId, batch);
-    }
-    if (commitMillis > 0) {
       metrics.fetched(commitMillis);
     }
     if (!changes.hasNext()) {
