@@ -47,9 +47,11 @@ import org.apache.iceberg.data.Record;
  *
  * <p>Backlog: a fresh table gets the backlog commits first; then a bounded skade job from the
  * earliest snapshot and an {@code IcebergSource} bounded batch read of the same table count the
- * rows, in turns, {@code skade.bench.backlogReads} times each [3], at parallelism 1 and then 2; the
+ * rows, in turns, {@code skade.bench.backlogReads} times each [5] (after {@code
+ * skade.bench.backlogWarmupReads} reads [3] of a warm-up table), at parallelism 1 and then 2; the
  * target is held, per parallelism, against the median of the pairs' ratios. Each job is timed by
- * its net runtime and from its submission with its MiniCluster's start.
+ * its net runtime and from its submission to the session cluster all reads share ({@link
+ * BoundedCount}).
  *
  * <p>Object storage ({@code skade.bench.storage=s3}, see {@link ObjectStorage}): after the local
  * figures, the same code runs on an S3 warehouse at each of {@code skade.bench.s3.delays} (skade
@@ -78,7 +80,14 @@ public final class SourceLatencyBenchmark {
   private static final String WARMUP_BACKLOG = NAMESPACE + ".backlog_warmup";
 
   /** How often each source reads the measured backlog, in turns with the other. */
-  private static final int BACKLOG_READS = Integer.getInteger("skade.bench.backlogReads", 3);
+  private static final int BACKLOG_READS = Integer.getInteger("skade.bench.backlogReads", 5);
+
+  /** How often each source reads the warm-up backlog first, at each parallelism. */
+  private static final int BACKLOG_WARMUP_READS =
+      Integer.getInteger("skade.bench.backlogWarmupReads", 3);
+
+  /** What the label of a warm-up read holds. */
+  private static final String WARMUP = " (warm-up";
 
   /** The parallelisms the backlog is read at, each by both sources. */
   private static final int[] PARALLELISMS = {1, 2};
@@ -89,7 +98,7 @@ public final class SourceLatencyBenchmark {
   private static final double TARGET_P99_MS = 10;
 
   /**
-   * A bounded read: its rows, its seconds from submission (the MiniCluster's start included) and
+   * A bounded read: its rows, its seconds from submission (over REST to the session cluster) and
    * its job's own (net runtime).
    */
   private record Throughput(
@@ -134,9 +143,10 @@ public final class SourceLatencyBenchmark {
         Long.getLong("skade.bench.pauseMillis", 20) * 5 / 2,
         slowCommits);
     System.out.printf(
-        "backlog: %d commits x %d rows, then bounded jobs count them at parallelism 1 and 2"
-            + " (after both read a warm-up table of a tenth of the commits at each).%n",
-        backlogCommits, backlogRows);
+        "backlog: %d commits x %d rows, then bounded jobs of one session cluster count them %d"
+            + " times each at parallelism 1 and 2 (after both read a warm-up table of a tenth of"
+            + " the commits %d times at each).%n",
+        backlogCommits, backlogRows, BACKLOG_READS, BACKLOG_WARMUP_READS);
     if (s3) {
       System.out.println(
           "storage: local disk, then S3 at "
@@ -249,24 +259,32 @@ public final class SourceLatencyBenchmark {
 
   /**
    * The backlogs written beforehand, each read by a bounded skade job, then IcebergSource's, at
-   * parallelism 1 and then 2: first the warm-up table, then the measured one. Whichever source
-   * reads first in a JVM (or at a parallelism) pays the compilation of the code both share
-   * (Parquet's and Iceberg's column readers); the warm-up table has it paid before the measured
-   * reads, without warming any cache with the measured table.
+   * parallelism 1 and then 2, as jobs of one session cluster: first the warm-up table, then the
+   * measured one. Whichever source reads first in a JVM (or at a parallelism) pays the compilation
+   * of the code both share (Parquet's and Iceberg's column readers), and the JIT goes on compiling
+   * through the next reads of both; the warm-up table's reads have most of it paid before the
+   * measured reads, without warming any cache with the measured table.
    */
   private static List<Throughput> backlog(Map<String, String> properties, ObjectStorage s3)
       throws Exception {
     List<Throughput> out = new ArrayList<>();
-    for (int parallelism : PARALLELISMS) {
-      out.addAll(readPair(properties, s3, WARMUP_BACKLOG, parallelism, " (warm-up)"));
-      for (int read = 1; read <= BACKLOG_READS; read++) {
-        out.addAll(
-            readPair(
-                properties,
-                s3,
-                BACKLOG,
-                parallelism,
-                BACKLOG_READS > 1 ? " (read " + read + ")" : ""));
+    try (BoundedCount session = BoundedCount.start()) {
+      for (int parallelism : PARALLELISMS) {
+        for (int read = 1; read <= BACKLOG_WARMUP_READS; read++) {
+          out.addAll(
+              readPair(
+                  session, properties, s3, WARMUP_BACKLOG, parallelism, WARMUP + " " + read + ")"));
+        }
+        for (int read = 1; read <= BACKLOG_READS; read++) {
+          out.addAll(
+              readPair(
+                  session,
+                  properties,
+                  s3,
+                  BACKLOG,
+                  parallelism,
+                  BACKLOG_READS > 1 ? " (read " + read + ")" : ""));
+        }
       }
     }
     return out;
@@ -274,6 +292,7 @@ public final class SourceLatencyBenchmark {
 
   /** A bounded skade job's read of {@code table}, then IcebergSource's. */
   private static List<Throughput> readPair(
+      BoundedCount session,
       Map<String, String> properties,
       ObjectStorage s3,
       String table,
@@ -282,11 +301,13 @@ public final class SourceLatencyBenchmark {
       throws Exception {
     return List.of(
         count(
+            session,
             "skade bounded, earliest" + suffix,
             parallelism,
             s3,
             env -> BoundedCount.skadeFromEarliest(env, properties, TableIdentifier.parse(table))),
         count(
+            session,
             "IcebergSource bounded batch" + suffix,
             parallelism,
             s3,
@@ -333,17 +354,18 @@ public final class SourceLatencyBenchmark {
   }
 
   /**
-   * Runs a bounded job into a counting map and returns its rows/s, MiniCluster start included, and
+   * Runs a bounded job on {@code session}'s cluster into a counting map and returns its rows/s, and
    * on S3 the requests it made.
    */
   private static Throughput count(
+      BoundedCount session,
       String source,
       int parallelism,
       ObjectStorage s3,
       Function<StreamExecutionEnvironment, DataStream<RowData>> reading)
       throws Exception {
     ObjectStorage.Requests before = s3 == null ? null : s3.requests();
-    BoundedCount.Result counted = BoundedCount.run(source, parallelism, reading);
+    BoundedCount.Result counted = session.run(source, parallelism, reading);
     String requests = "";
     if (s3 != null) {
       requests = s3.requests().minus(before).counts();
@@ -458,19 +480,19 @@ public final class SourceLatencyBenchmark {
       }
     }
     System.out.println(
-        "job s = the bounded job's net runtime (its planning and deployment on the started"
-            + " MiniCluster included), which rows/s and the ratios are of; total s = from the"
-            + " submission, the MiniCluster's start included, and total vs its ratio. A line's"
-            + " ratio is to IcebergSource's read of the same table just after; the warm-up table"
-            + " (a tenth of the commits) is read first so that neither source pays the JVM's"
-            + " compilation of the Parquet readers both share, and the measured table is read"
-            + " in turns, as one read's time varies by a third from one read to the next.");
+        "job s = the bounded job's net runtime (its planning and deployment on the session"
+            + " MiniCluster all reads share included), which rows/s and the ratios are of; total s"
+            + " = from the submission, and total vs its ratio. A line's ratio is to"
+            + " IcebergSource's read of the same table just after; the warm-up table (a tenth of"
+            + " the commits) is read first so that neither source pays the JVM's compilation of"
+            + " the Parquet readers both share, and the measured table is read in turns, as one"
+            + " read's time varies from one read to the next.");
   }
 
   /**
    * The reads of one storage at one parallelism, each pair (skade's, then Iceberg's) with its
-   * ratio, and the target held against the median ratio of the measured pairs (the first pair is
-   * the warm-up).
+   * ratio, and the target held against the median ratio of the measured pairs (not the warm-up
+   * ones).
    */
   private static void printBacklog(
       Storage storage, int parallelism, List<Throughput> list, String format) {
@@ -492,7 +514,7 @@ public final class SourceLatencyBenchmark {
             fmt("%.2fx", iceberg.seconds() / t.seconds()),
             t.requests());
       }
-      if (i > 0) {
+      if (!list.get(i).source().contains(WARMUP)) {
         ratios.add(list.get(i).rowsPerSecond() / iceberg.rowsPerSecond());
         totalRatios.add(iceberg.seconds() / list.get(i).seconds());
       }
@@ -502,7 +524,7 @@ public final class SourceLatencyBenchmark {
     double target = storage.delayMillis() > 0 || !storage.label().equals("local disk") ? 1.0 : 1.2;
     System.out.printf(
         "target, backlog on %s at parallelism %d: skade / IcebergSource = %s, the median of %d"
-            + " reads each (target >= %.1fx): %s; with the MiniCluster's start %s%n",
+            + " reads each (target >= %.1fx): %s; from submission %s%n",
         storage.label(),
         parallelism,
         fmt("%.2fx", ratio),
