@@ -154,16 +154,11 @@ public final class BacklogBenchmark {
       ObjectStorage s3,
       int parallelism)
       throws Exception {
-    // Warm the JVM's code once at each parallelism, unmeasured.
-    count(
-        session, parallelism, expected, env -> BoundedCount.skadeFromEarliest(env, properties, ID));
+    Function<StreamExecutionEnvironment, DataStream<RowData>> skadeRead =
+        env -> BoundedCount.skadeFromEarliest(env, properties, ID);
+    count(session, parallelism, expected, skadeRead); // warms the JVM's code, unmeasured
     ObjectStorage.Requests before = s3 == null ? null : s3.requests();
-    BoundedCount.Result skade =
-        count(
-            session,
-            parallelism,
-            expected,
-            env -> BoundedCount.skadeFromEarliest(env, properties, ID));
+    BoundedCount.Result skade = count(session, parallelism, expected, skadeRead);
     ObjectStorage.Requests mid = s3 == null ? null : s3.requests();
     BoundedCount.Result iceberg =
         count(

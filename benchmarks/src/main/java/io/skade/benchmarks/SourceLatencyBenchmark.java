@@ -98,8 +98,8 @@ public final class SourceLatencyBenchmark {
   private static final double TARGET_P99_MS = 10;
 
   /**
-   * A bounded read: its rows, its seconds from submission (over REST to the session cluster) and
-   * its job's own (net runtime).
+   * A bounded read: its rows, its seconds from submission (to the session cluster) and its job's
+   * own (net runtime).
    */
   private record Throughput(
       String source,
