@@ -100,8 +100,8 @@ public final class RemoteSourceLatencyBenchmark {
     System.out.printf(
         "per source a fresh LOG table (id bigint, ts_nanos bigint, payload string),"
             + " at least %d warm-up (until the JIT is quiet) then %d measured one-row appends"
-            + " %d-%d ms apart (%d for a 1 s monitor interval, on local disk only), committed by this JVM through the skade server (a"
-            + " child JVM) over REST, or into the embedded catalog; jobs at parallelism 1 in this"
+            + " %d-%d ms apart (%d for a 1 s monitor interval, on local disk only), committed by"
+            + " this JVM through the skade server (a child JVM) over REST, or into the embedded catalog; jobs at parallelism 1 in this"
             + " JVM's MiniCluster.%n",
         warmupCommits, commits, pause, pause * 5 / 2, slowCommits);
 

@@ -135,7 +135,7 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     }
     String splitId = current.splitId();
     ChangeType last = null;
-    List<ChangeRecord> batch = new ArrayList<>(batchRows + 1); // a full fetch never grows it
+    List<ChangeRecord> batch = new ArrayList<>();
     for (int n = 0; changes.hasNext() && (n < batchRows || last == ChangeType.UPDATE_BEFORE); n++) {
       ChangeRow change = changes.next();
       if (emitted == 0) {
