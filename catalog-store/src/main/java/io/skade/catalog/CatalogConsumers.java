@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.exceptions.ForbiddenException;
 
 /**
  * The consumers of an embedded catalog: their cursors in the store's {@code consumers} family,
@@ -27,17 +28,42 @@ final class CatalogConsumers implements ConsumerStore {
    */
   @Override
   public StoredConsumer storeConsumer(String consumerId, ConsumerCursor cursor) {
+    return storeConsumer(consumerId, cursor, null);
+  }
+
+  /** See {@link SkadeCatalog#storeConsumer(String, ConsumerCursor, String)}. */
+  StoredConsumer storeConsumer(String consumerId, ConsumerCursor cursor, String owner) {
     String key = TableKeys.consumerKey(consumerId);
     TableKeys.validate(cursor.table()); // before the committer thread, which must not fail
     return catalog
         .committer()
         .submit(
             stage -> {
+              StoredConsumer before = stage.consumer(key);
+              requireOwner(before, owner, "store the cursor of");
+              String keptOwner = owner != null ? owner : before == null ? null : before.owner();
               StoredConsumer stored =
-                  new StoredConsumer(key, cursor, Instant.ofEpochMilli(System.currentTimeMillis()));
+                  new StoredConsumer(
+                      key, cursor, Instant.ofEpochMilli(System.currentTimeMillis()), keptOwner);
               stage.putConsumer(stored);
               return stored;
             });
+  }
+
+  /**
+   * Refuses {@code owner} a consumer another owner holds (checked on the committer thread, so that
+   * two owners racing for one consumer cannot both win). A consumer with no owner is anyone's.
+   */
+  private static void requireOwner(StoredConsumer stored, String owner, String action) {
+    if (owner != null
+        && stored != null
+        && stored.owner() != null
+        && !stored.owner().equals(owner)) {
+      throw new ForbiddenException(
+          "'%s' may not %s consumer '%s': the consumer belongs to '%s'; use that token, another"
+              + " consumer id, or an admin token",
+          owner, action, stored.consumerId(), stored.owner());
+    }
   }
 
   @Override
@@ -63,14 +89,21 @@ final class CatalogConsumers implements ConsumerStore {
 
   @Override
   public boolean dropConsumer(String consumerId) {
+    return dropConsumer(consumerId, null);
+  }
+
+  /** See {@link SkadeCatalog#dropConsumer(String, String)}. */
+  boolean dropConsumer(String consumerId, String owner) {
     String key = TableKeys.consumerKey(consumerId);
     return catalog
         .committer()
         .submit(
             stage -> {
-              if (stage.consumer(key) == null) {
+              StoredConsumer stored = stage.consumer(key);
+              if (stored == null) {
                 return false;
               }
+              requireOwner(stored, owner, "drop");
               stage.removeConsumer(key);
               return true;
             });

@@ -501,6 +501,30 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     return consumers.storeConsumer(consumerId, cursor);
   }
 
+  /**
+   * Stores the cursor of consumer {@code consumerId} on behalf of {@code owner} (a server token's
+   * name), as {@link #storeConsumer(String, ConsumerCursor)} does. A consumer belongs to the owner
+   * that stored it; another owner is refused. A consumer with no owner is taken by the first owner
+   * that stores it. A null {@code owner} stores on anyone's behalf and keeps the stored owner.
+   *
+   * @throws org.apache.iceberg.exceptions.ForbiddenException when another owner holds the consumer;
+   *     nothing is stored
+   */
+  public StoredConsumer storeConsumer(String consumerId, ConsumerCursor cursor, String owner) {
+    return consumers.storeConsumer(consumerId, cursor, owner);
+  }
+
+  /**
+   * Drops consumer {@code consumerId} on behalf of {@code owner}, as {@link #dropConsumer(String)}
+   * does, refusing a consumer another owner holds (a null {@code owner} may drop any).
+   *
+   * @throws org.apache.iceberg.exceptions.ForbiddenException when another owner holds the consumer;
+   *     nothing is dropped
+   */
+  public boolean dropConsumer(String consumerId, String owner) {
+    return consumers.dropConsumer(consumerId, owner);
+  }
+
   /** The consumer stored under {@code consumerId}, if any. */
   @Override
   public Optional<StoredConsumer> consumer(String consumerId) {

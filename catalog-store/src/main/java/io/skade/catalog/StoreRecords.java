@@ -142,6 +142,9 @@ final class StoreRecords {
           out.writeLong(cursor.snapshotId());
           out.writeLong(cursor.commitSeq());
           out.writeLong(consumer.lastSeen().toEpochMilli());
+          if (consumer.owner() != null) { // last and optional: rows of older versions have none
+            writeString(out, consumer.owner());
+          }
         });
   }
 
@@ -156,7 +159,8 @@ final class StoreRecords {
                     readString(in),
                     in.readLong(),
                     in.readLong()),
-                Instant.ofEpochMilli(in.readLong())));
+                Instant.ofEpochMilli(in.readLong()),
+                in.available() > 0 ? readString(in) : null));
   }
 
   static byte[] encodeProperties(Map<String, String> properties) {

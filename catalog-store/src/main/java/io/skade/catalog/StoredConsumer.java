@@ -10,11 +10,20 @@ import java.util.Objects;
  * @param consumerId the id the cursor is stored under
  * @param cursor the last acknowledged cursor
  * @param lastSeen when the cursor was stored (millisecond precision)
+ * @param owner the name of the server token that owns the consumer, or null for one stored in
+ *     process or by an admin token (see {@link SkadeCatalog#storeConsumer(String, ConsumerCursor,
+ *     String)})
  */
-public record StoredConsumer(String consumerId, ConsumerCursor cursor, Instant lastSeen) {
+public record StoredConsumer(
+    String consumerId, ConsumerCursor cursor, Instant lastSeen, String owner) {
   public StoredConsumer {
     Objects.requireNonNull(consumerId, "consumerId");
     Objects.requireNonNull(cursor, "cursor");
     Objects.requireNonNull(lastSeen, "lastSeen");
+  }
+
+  /** A consumer with no owner. */
+  public StoredConsumer(String consumerId, ConsumerCursor cursor, Instant lastSeen) {
+    this(consumerId, cursor, lastSeen, null);
   }
 }

@@ -5,6 +5,7 @@ import io.skade.catalog.CommitFeedLaggedException;
 import io.skade.catalog.CommitSubscription;
 import io.skade.catalog.CommittedMetadata;
 import io.skade.catalog.SkadeCatalog;
+import io.skade.catalog.TableKeys;
 import io.skade.catalog.remote.SkadeProtocol;
 import io.skade.catalog.remote.SkadeProtocol.CommitPage;
 import java.util.HashMap;
@@ -86,12 +87,14 @@ final class CommitFeedRoutes implements AutoCloseable {
     if (exchange.pathIs("skade", "v1", "commits")) {
       exchange.route("GET " + SkadeProtocol.COMMITS);
       requireGet(exchange);
+      exchange.require(Caller.Role.READ);
       commits(exchange);
       return true;
     }
     if (exchange.pathIs("skade", "v1", "commits", "of")) {
       exchange.route("GET " + SkadeProtocol.COMMIT_OF);
       requireGet(exchange);
+      exchange.require(Caller.Role.READ);
       commitOf(exchange);
       return true;
     }
@@ -147,7 +150,16 @@ final class CommitFeedRoutes implements AutoCloseable {
     try {
       List<CommitEvent> commits = limit == 0 ? List.of() : catalog.commitsSince(after, limit);
       long last = catalog.commitSeq(); // after the page: never behind its newest commit
-      exchange.json(200, SkadeProtocol.commitPage(new CommitPage(commits, last, updates(commits))));
+      long covered = commits.isEmpty() ? after : commits.get(commits.size() - 1).commitSeq();
+      Caller caller = exchange.caller();
+      if (!caller.namespaces().isEmpty()) { // the commits of other namespaces are not its to see
+        commits =
+            commits.stream()
+                .filter(event -> caller.reaches(TableKeys.identifier(event.tableKey()).namespace()))
+                .toList();
+      }
+      exchange.json(
+          200, SkadeProtocol.commitPage(new CommitPage(commits, last, updates(commits), covered)));
     } catch (RuntimeException e) {
       RestErrors.answer(exchange, e);
     }
@@ -212,6 +224,7 @@ final class CommitFeedRoutes implements AutoCloseable {
     }
     TableIdentifier identifier =
         TableIdentifier.of(RESTUtil.namespaceFromQueryParam(namespace), table);
+    exchange.require(Caller.Role.READ, identifier.namespace());
     CommitEvent commit =
         catalog
             .commitOf(identifier, snapshotId)

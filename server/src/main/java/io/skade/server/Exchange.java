@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.rest.RESTUtil;
 import org.apache.iceberg.rest.responses.ErrorResponse;
 import org.eclipse.jetty.http.HttpHeader;
@@ -36,6 +37,7 @@ final class Exchange {
   private String route = "unrouted";
 
   private int status;
+  private Caller caller = Caller.ANYONE;
 
   Exchange(Request request, Response response, Callback callback) {
     this.request = request;
@@ -96,6 +98,26 @@ final class Exchange {
 
   void route(String template) {
     this.route = template;
+  }
+
+  /** Sets who sent the request, once its token is known. */
+  void caller(Caller caller) {
+    this.caller = caller;
+  }
+
+  /** Who sent the request. */
+  Caller caller() {
+    return caller;
+  }
+
+  /** Refuses the routed request unless its caller has {@code needed} (see {@link Caller}). */
+  void require(Caller.Role needed) {
+    caller.require(needed, route);
+  }
+
+  /** Refuses the routed request unless its caller has {@code needed} on {@code namespace}. */
+  void require(Caller.Role needed, Namespace namespace) {
+    caller.require(needed, namespace, route);
   }
 
   String route() {

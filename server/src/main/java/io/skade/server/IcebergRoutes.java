@@ -5,6 +5,7 @@ import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.IdempotencyKeyUsedException;
 import io.skade.catalog.IdempotencyRecord;
 import io.skade.catalog.SkadeCatalog;
+import io.skade.server.Caller.Role;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -19,6 +20,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
+import org.apache.iceberg.DataOperations;
 import org.apache.iceberg.MetadataUpdate;
 import org.apache.iceberg.TableMetadataParser;
 import org.apache.iceberg.UpdateRequirement;
@@ -40,6 +42,7 @@ import org.apache.iceberg.rest.requests.UpdateNamespacePropertiesRequest;
 import org.apache.iceberg.rest.requests.UpdateTableRequest;
 import org.apache.iceberg.rest.responses.ConfigResponse;
 import org.apache.iceberg.rest.responses.CreateNamespaceResponse;
+import org.apache.iceberg.rest.responses.ListNamespacesResponse;
 import org.apache.iceberg.rest.responses.LoadTableResponse;
 import org.apache.iceberg.rest.responses.UpdateNamespacePropertiesResponse;
 
@@ -53,8 +56,12 @@ import org.apache.iceberg.rest.responses.UpdateNamespacePropertiesResponse;
  * snapshot mode) and are answered {@code 304} when {@code If-None-Match} names the current one.
  */
 final class IcebergRoutes {
-  /** A route: its method, its path template ({@code {name}} matches one segment), its handler. */
-  private record Route(String method, String template, String specPath, Handler handler) {
+  /**
+   * A route: its method, its path template ({@code {name}} matches one segment), the role it needs
+   * (on the path's namespace, when it has one), its handler.
+   */
+  private record Route(
+      String method, String template, String specPath, Role role, Handler handler) {
     Map<String, String> match(Exchange exchange) {
       if (!method.equals(exchange.method())) {
         return null;
@@ -108,11 +115,12 @@ final class IcebergRoutes {
     this.catalog = catalog;
     this.metrics = metrics;
     this.fileIoDefaults = fileIoProperties(catalogProperties);
-    route("GET", "/v1/config", this::config);
-    route("GET", ResourcePaths.V1_NAMESPACES, this::listNamespaces);
+    route("GET", "/v1/config", Role.READ, this::config);
+    route("GET", ResourcePaths.V1_NAMESPACES, Role.READ, this::listNamespaces);
     route(
         "POST",
         ResourcePaths.V1_NAMESPACES,
+        Role.WRITE,
         (ex, vars) ->
             ex.json(
                 200,
@@ -122,6 +130,7 @@ final class IcebergRoutes {
     route(
         "HEAD",
         ResourcePaths.V1_NAMESPACE,
+        Role.READ,
         (ex, vars) -> {
           CatalogHandlers.namespaceExists(catalog, namespace(vars));
           ex.empty(204);
@@ -129,12 +138,14 @@ final class IcebergRoutes {
     route(
         "GET",
         ResourcePaths.V1_NAMESPACE,
+        Role.READ,
         (ex, vars) ->
             ex.json(
                 200, IcebergJson.write(CatalogHandlers.loadNamespace(catalog, namespace(vars)))));
     route(
         "DELETE",
         ResourcePaths.V1_NAMESPACE,
+        Role.ADMIN,
         (ex, vars) -> {
           CatalogHandlers.dropNamespace(catalog, namespace(vars));
           ex.empty(204);
@@ -142,6 +153,7 @@ final class IcebergRoutes {
     route(
         "POST",
         ResourcePaths.V1_NAMESPACE_PROPERTIES,
+        Role.WRITE,
         (ex, vars) ->
             ex.json(
                 200,
@@ -150,11 +162,12 @@ final class IcebergRoutes {
                         catalog,
                         namespace(vars),
                         body(ex, UpdateNamespacePropertiesRequest.class)))));
-    route("GET", ResourcePaths.V1_TABLES, this::listTables);
-    route("POST", ResourcePaths.V1_TABLES, this::createTable);
+    route("GET", ResourcePaths.V1_TABLES, Role.READ, this::listTables);
+    route("POST", ResourcePaths.V1_TABLES, Role.WRITE, this::createTable);
     route(
         "POST",
         ResourcePaths.V1_TABLE_REGISTER,
+        Role.WRITE,
         (ex, vars) ->
             answerTable(
                 ex,
@@ -165,15 +178,17 @@ final class IcebergRoutes {
     route(
         "HEAD",
         ResourcePaths.V1_TABLE,
+        Role.READ,
         (ex, vars) -> {
           CatalogHandlers.tableExists(catalog, table(vars));
           ex.empty(204);
         });
-    route("GET", ResourcePaths.V1_TABLE, this::loadTable);
-    route("POST", ResourcePaths.V1_TABLE, this::updateTable);
+    route("GET", ResourcePaths.V1_TABLE, Role.READ, this::loadTable);
+    route("POST", ResourcePaths.V1_TABLE, Role.WRITE, this::updateTable);
     route(
         "DELETE",
         ResourcePaths.V1_TABLE,
+        Role.ADMIN,
         (ex, vars) -> {
           if (Boolean.parseBoolean(ex.query("purgeRequested"))) {
             CatalogHandlers.purgeTable(catalog, table(vars));
@@ -185,6 +200,7 @@ final class IcebergRoutes {
     route(
         "POST",
         ResourcePaths.V1_TABLE_RENAME,
+        Role.ADMIN,
         (ex, vars) -> {
           CatalogHandlers.renameTable(catalog, body(ex, RenameTableRequest.class));
           ex.empty(204);
@@ -192,15 +208,16 @@ final class IcebergRoutes {
     route(
         "POST",
         ResourcePaths.V1_TABLE_METRICS,
+        Role.READ,
         (ex, vars) -> {
           body(ex, ReportMetricsRequest.class); // accepted (checked) and dropped
           ex.empty(204);
         });
-    route("POST", ResourcePaths.V1_TRANSACTIONS_COMMIT, this::commitTransaction);
+    route("POST", ResourcePaths.V1_TRANSACTIONS_COMMIT, Role.WRITE, this::commitTransaction);
   }
 
-  private void route(String method, String template, Handler handler) {
-    routes.add(new Route(method, template.replace("/{prefix}", ""), template, handler));
+  private void route(String method, String template, Role role, Handler handler) {
+    routes.add(new Route(method, template.replace("/{prefix}", ""), template, role, handler));
   }
 
   /**
@@ -212,6 +229,7 @@ final class IcebergRoutes {
       Map<String, String> vars = route.match(exchange);
       if (vars != null) {
         exchange.route(route.method() + " " + route.template());
+        authorize(exchange, route, vars); // before a replay too: it answers what was committed
         String key = exchange.header(RESTUtil.IDEMPOTENCY_KEY_HEADER);
         if (key == null || route.method().equals("GET") || route.method().equals("HEAD")) {
           route.handler().handle(exchange, vars);
@@ -222,6 +240,51 @@ final class IcebergRoutes {
       }
     }
     return false;
+  }
+
+  /**
+   * Refuses the request unless its caller has the route's role on every namespace it touches: the
+   * path's, and for the routes that name tables or namespaces in their body, theirs. A table commit
+   * that expires snapshots or rewrites files is maintenance, which needs {@link Role#ADMIN}.
+   */
+  private static void authorize(Exchange exchange, Route route, Map<String, String> vars)
+      throws InterruptedException {
+    Caller caller = exchange.caller();
+    exchange.require(route.role());
+    if (vars.containsKey("namespace")) {
+      exchange.require(route.role(), namespace(vars));
+    }
+    if (caller.role() == Role.ADMIN && caller.namespaces().isEmpty()) {
+      return; // may do anything: the body need not be read twice
+    }
+    String path = route.method().equals("POST") ? route.specPath() : "";
+    if (path.equals(ResourcePaths.V1_NAMESPACES)) {
+      exchange.require(route.role(), body(exchange, CreateNamespaceRequest.class).namespace());
+    } else if (path.equals(ResourcePaths.V1_TABLE_RENAME)) {
+      RenameTableRequest rename = body(exchange, RenameTableRequest.class);
+      exchange.require(route.role(), rename.source().namespace());
+      exchange.require(route.role(), rename.destination().namespace());
+    } else if (path.equals(ResourcePaths.V1_TABLE)) {
+      if (maintenance(body(exchange, UpdateTableRequest.class).updates())) {
+        exchange.require(Role.ADMIN, namespace(vars));
+      }
+    } else if (path.equals(ResourcePaths.V1_TRANSACTIONS_COMMIT)) {
+      for (UpdateTableRequest change :
+          body(exchange, CommitTransactionRequest.class).tableChanges()) {
+        Namespace namespace = change.identifier().namespace();
+        exchange.require(maintenance(change.updates()) ? Role.ADMIN : route.role(), namespace);
+      }
+    }
+  }
+
+  /** Whether {@code updates} expire snapshots or add a rewrite (a {@code replace} snapshot). */
+  private static boolean maintenance(List<MetadataUpdate> updates) {
+    return updates.stream()
+        .anyMatch(
+            update ->
+                update instanceof MetadataUpdate.RemoveSnapshots
+                    || (update instanceof MetadataUpdate.AddSnapshot add
+                        && DataOperations.REPLACE.equals(add.snapshot().operation())));
   }
 
   /**
@@ -361,13 +424,19 @@ final class IcebergRoutes {
             ? Namespace.empty()
             : RESTUtil.namespaceFromQueryParam(parent);
     String pageSize = exchange.query("pageSize");
+    ListNamespacesResponse all =
+        pageSize == null
+            ? CatalogHandlers.listNamespaces(catalog, namespace)
+            : CatalogHandlers.listNamespaces(
+                catalog, namespace, exchange.query("pageToken"), pageSize);
+    Caller caller = exchange.caller();
     exchange.json(
         200,
         IcebergJson.write(
-            pageSize == null
-                ? CatalogHandlers.listNamespaces(catalog, namespace)
-                : CatalogHandlers.listNamespaces(
-                    catalog, namespace, exchange.query("pageToken"), pageSize)));
+            ListNamespacesResponse.builder()
+                .addAll(all.namespaces().stream().filter(caller::sees).toList())
+                .nextPageToken(all.nextPageToken())
+                .build()));
   }
 
   private void listTables(Exchange exchange, Map<String, String> vars) {

@@ -32,6 +32,7 @@ final class LineageRoutes {
       throw new UnsupportedOperationException(
           exchange.method() + " is not served on " + SkadeProtocol.JOB_RUNS + "; POST a job run");
     }
+    exchange.require(Caller.Role.READ); // a job that only reads reports its runs too
     JobRunEvent reported = JobRunJson.read(exchange.body());
     Optional<CatalogLineage.Running> lineage = CatalogLineage.Running.of(catalog);
     if (lineage.isEmpty()) {

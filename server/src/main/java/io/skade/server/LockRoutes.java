@@ -37,6 +37,9 @@ final class LockRoutes {
             RESTUtil.namespaceFromQueryParam(required(exchange, "namespace")),
             required(exchange, "table"));
     String name = required(exchange, "name");
+    // Locks guard maintenance: taking or releasing one is an admin's; anyone may look.
+    exchange.require(
+        exchange.method().equals("GET") ? Caller.Role.READ : Caller.Role.ADMIN, table.namespace());
     switch (exchange.method()) {
       case "POST" -> {
         String body = exchange.body();

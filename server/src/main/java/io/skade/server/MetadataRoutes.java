@@ -8,6 +8,7 @@ import io.skade.catalog.remote.SkadeProtocol;
 import java.util.stream.Collectors;
 import org.apache.iceberg.MetadataUpdateParser;
 import org.apache.iceberg.TableMetadataParser;
+import org.apache.iceberg.exceptions.ForbiddenException;
 import org.apache.iceberg.exceptions.NotFoundException;
 
 /**
@@ -53,6 +54,7 @@ final class MetadataRoutes {
     }
     exchange.route("GET " + SkadeProtocol.METADATA);
     CommitFeedRoutes.requireGet(exchange);
+    exchange.require(Caller.Role.READ);
     String location = exchange.query("location");
     if (location == null || location.isEmpty()) {
       throw new IllegalArgumentException(
@@ -69,6 +71,7 @@ final class MetadataRoutes {
               + " warehouse %s; read others from the store",
           location, SUFFIX, warehouse);
     }
+    requireReaches(exchange, location);
     exchange.json(
         200,
         kept.get(
@@ -77,9 +80,31 @@ final class MetadataRoutes {
     return true;
   }
 
+  /**
+   * Refuses a token limited to some namespaces a metadata file outside their directories: tables
+   * live under {@code <warehouse>/<namespace levels>/}.
+   */
+  private void requireReaches(Exchange exchange, String location) {
+    Caller caller = exchange.caller();
+    boolean inside =
+        caller.namespaces().isEmpty()
+            || caller.namespaces().stream()
+                .anyMatch(
+                    namespace ->
+                        location.startsWith(
+                            warehouse + String.join("/", namespace.levels()) + "/"));
+    if (!inside) {
+      throw new ForbiddenException(
+          "token '%s' is limited to namespaces %s, and %s is not under their directories in %s;"
+              + " use a token whose namespaces include the table's",
+          caller.name(), caller.namespaces(), location, warehouse);
+    }
+  }
+
   private void updates(Exchange exchange) {
     exchange.route("GET " + SkadeProtocol.METADATA_UPDATES);
     CommitFeedRoutes.requireGet(exchange);
+    exchange.require(Caller.Role.READ);
     String location = exchange.query("location");
     String base = exchange.query("base");
     if (location == null || location.isEmpty() || base == null || base.isEmpty()) {
@@ -91,6 +116,7 @@ final class MetadataRoutes {
               + warehouse
               + "db/t/metadata/00001-<uuid>.metadata.json");
     }
+    requireReaches(exchange, location);
     CommittedMetadata.Updates updates = CommittedMetadata.updates(location);
     if (updates == null || !updates.base().equals(base)) {
       throw new NotFoundException(

@@ -54,7 +54,9 @@ public final class ServerMain implements Callable<Integer> {
   @Option(
       names = "--token-file",
       paramLabel = "FILE",
-      description = "Bearer tokens clients must send, one per line.")
+      description =
+          "Bearer tokens clients must send, one per line, each optionally with role=read|write|admin,"
+              + " namespaces=NS,... and name=NAME (a bare token is an admin).")
   Path tokenFile;
 
   @Option(

@@ -310,7 +310,9 @@ public final class SkadeServer implements AutoCloseable {
                   exchange.status(),
                   System.nanoTime() - started));
       try {
-        if (tokens != null && !tokens.allows(exchange.header("Authorization"))) {
+        Caller caller =
+            tokens == null ? Caller.ANYONE : tokens.caller(exchange.header("Authorization"));
+        if (caller == null) {
           exchange.route("unauthorized");
           exchange.header("WWW-Authenticate", "Bearer realm=\"skade\"");
           exchange.error(
@@ -319,29 +321,9 @@ public final class SkadeServer implements AutoCloseable {
               "a bearer token is required"
                   + " (Authorization: Bearer <token>; Iceberg clients: the catalog property"
                   + " 'token'), and the one given, if any, is not one of the server's");
-        } else if (exchange.pathIs("healthz")) {
-          exchange.route("GET /healthz");
-          CommitFeedRoutes.requireGet(exchange);
-          exchange.json(200, "{\"status\":\"ok\",\"commit-seq\":" + catalog.commitSeq() + "}");
-        } else if (exchange.pathIs("metrics")) {
-          exchange.route("GET /metrics");
-          CommitFeedRoutes.requireGet(exchange);
-          exchange.text(200, "text/plain; version=0.0.4", metrics.scrape());
-        } else if (!feed.handle(exchange)
-            && !consumers.handle(exchange)
-            && !locks.handle(exchange)
-            && !metadata.handle(exchange)
-            && !lineage.handle(exchange)
-            && !iceberg.handle(exchange)) {
-          exchange.error(
-              400,
-              "BadRequestException",
-              "no route for "
-                  + exchange.method()
-                  + " "
-                  + request.getHttpURI().getPath()
-                  + "; the server serves the Iceberg REST catalog"
-                  + " protocol under /v1 and skade's commit feed, consumers, locks, metadata and lineage under /skade/v1");
+        } else {
+          exchange.caller(caller);
+          route(exchange, request);
         }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
@@ -350,6 +332,34 @@ public final class SkadeServer implements AutoCloseable {
         RestErrors.answer(exchange, e);
       }
       return true;
+    }
+
+    private void route(Exchange exchange, Request request) throws Exception {
+      if (exchange.pathIs("healthz")) {
+        exchange.route("GET /healthz");
+        CommitFeedRoutes.requireGet(exchange);
+        exchange.json(200, "{\"status\":\"ok\",\"commit-seq\":" + catalog.commitSeq() + "}");
+      } else if (exchange.pathIs("metrics")) {
+        exchange.route("GET /metrics");
+        CommitFeedRoutes.requireGet(exchange);
+        exchange.require(Caller.Role.READ);
+        exchange.text(200, "text/plain; version=0.0.4", metrics.scrape());
+      } else if (!feed.handle(exchange)
+          && !consumers.handle(exchange)
+          && !locks.handle(exchange)
+          && !metadata.handle(exchange)
+          && !lineage.handle(exchange)
+          && !iceberg.handle(exchange)) {
+        exchange.error(
+            400,
+            "BadRequestException",
+            "no route for "
+                + exchange.method()
+                + " "
+                + request.getHttpURI().getPath()
+                + "; the server serves the Iceberg REST catalog"
+                + " protocol under /v1 and skade's commit feed, consumers, locks, metadata and lineage under /skade/v1");
+      }
     }
   }
 }

@@ -20,10 +20,23 @@ import org.apache.iceberg.rest.RESTCatalog;
 
 /**
  * A skade server on a fresh catalog under {@code root}, started in this JVM (real Jetty, real
- * RocksDB), with one bearer token; its Iceberg REST clients and raw HTTP calls.
+ * RocksDB), with bearer tokens of every role; its Iceberg REST clients and raw HTTP calls.
  */
 final class ServerFixture implements AutoCloseable {
   static final String TOKEN = "test-token";
+
+  /** A token of role {@code read}, named {@code reader}. */
+  static final String READER = "reader-token";
+
+  /** A token of role {@code write}, named {@code writer}. */
+  static final String WRITER = "writer-token";
+
+  /**
+   * Tokens limited to namespace {@code elsewhere}: of roles read (also {@code x.y}), write and
+   * admin, each named as itself.
+   */
+  static final List<String> ELSEWHERE =
+      List.of("elsewhere-reader", "elsewhere-writer", "elsewhere-admin");
 
   /**
    * This server's own client: a client shared by tests keeps connections to an earlier test's
@@ -37,7 +50,18 @@ final class ServerFixture implements AutoCloseable {
 
   ServerFixture(Path root) throws Exception {
     this.root = root;
-    Files.writeString(root.resolve("tokens"), "# test\n" + TOKEN + "\n");
+    Files.writeString(
+        root.resolve("tokens"),
+        String.join(
+            "\n",
+            "# test: a bare token is an admin of every namespace",
+            TOKEN,
+            READER + " role=read name=reader",
+            WRITER + "   role=write name=writer",
+            "elsewhere-reader role=read namespaces=elsewhere,x.y name=elsewhere-reader",
+            "elsewhere-writer role=write namespaces=elsewhere name=elsewhere-writer",
+            "elsewhere-admin role=admin namespaces=elsewhere name=elsewhere-admin",
+            ""));
     server = start();
   }
 
@@ -54,11 +78,16 @@ final class ServerFixture implements AutoCloseable {
     http = HttpClient.newHttpClient(); // none of the old server's connections
   }
 
-  /** Iceberg's REST catalog client of the server, with the token. */
+  /** Iceberg's REST catalog client of the server, with the admin token. */
   RESTCatalog rest() {
+    return rest(TOKEN);
+  }
+
+  /** Iceberg's REST catalog client of the server, with {@code token}. */
+  RESTCatalog rest(String token) {
     RESTCatalog client = new RESTCatalog();
     client.initialize(
-        "rest", Map.of(CatalogProperties.URI, server.uri().toString(), "token", TOKEN));
+        "rest", Map.of(CatalogProperties.URI, server.uri().toString(), "token", token));
     opened.add(client);
     return client;
   }

@@ -74,8 +74,11 @@ class ServerRoutesTest {
     fixture.close();
   }
 
-  /** Every route the server has, with a body each would accept. */
-  private List<String[]> everyRoute() {
+  /**
+   * Every route the server has, with a body each would accept, on {@link #ORDERS} (and consumer
+   * {@code c1}) of a server set up as {@link #start} does.
+   */
+  static List<String[]> everyRoute(ServerFixture fixture, RESTCatalog rest) {
     String ns = "{\"namespace\":[\"x\"]}";
     String create =
         "{\"name\":\"t2\",\"schema\":{\"type\":\"struct\",\"schema-id\":0,\"fields\":"
@@ -97,7 +100,7 @@ class ServerRoutesTest {
         new String[] {
           "POST",
           "/v1/namespaces/shop/register",
-          "{\"name\":\"t3\",\"metadata-location\":\"" + metadataLocation() + "\"}"
+          "{\"name\":\"t3\",\"metadata-location\":\"" + metadataLocation(fixture) + "\"}"
         },
         new String[] {"HEAD", "/v1/namespaces/shop/tables/orders", null},
         new String[] {"GET", "/v1/namespaces/shop/tables/orders", null},
@@ -129,18 +132,20 @@ class ServerRoutesTest {
               + rest.loadTable(ORDERS).currentSnapshot().snapshotId(),
           null
         },
-        new String[] {"GET", "/skade/v1/metadata?location=" + encode(metadataLocation()), null},
+        new String[] {
+          "GET", "/skade/v1/metadata?location=" + encode(metadataLocation(fixture)), null
+        },
         new String[] {
           "GET",
           "/skade/v1/metadata/updates?location="
-              + encode(metadataLocation())
+              + encode(metadataLocation(fixture))
               + "&base="
-              + encode(metadataLocation()),
+              + encode(metadataLocation(fixture)),
           null
         },
         new String[] {"GET", "/skade/v1/consumers", null},
         new String[] {"GET", "/skade/v1/consumers/c1", null},
-        new String[] {"PUT", "/skade/v1/consumers/c1", cursorJson()},
+        new String[] {"PUT", "/skade/v1/consumers/c1", cursorJson(rest)},
         new String[] {"DELETE", "/skade/v1/consumers/c1", null},
         new String[] {"GET", "/healthz", null},
         new String[] {"GET", "/metrics", null},
@@ -150,26 +155,34 @@ class ServerRoutesTest {
   /** When table metadata was last updated, in its JSON; a replay sets it anew. */
   private static final String UPDATED = "\"last-updated-ms\"\\s*:\\s*\\d+";
 
-  private static String encode(String value) {
+  static String encode(String value) {
     return URLEncoder.encode(value, StandardCharsets.UTF_8);
   }
 
   private String metadataLocation() {
+    return metadataLocation(fixture);
+  }
+
+  static String metadataLocation(ServerFixture fixture) {
     return ((HasTableOperations) fixture.server.catalog().loadTable(ORDERS))
         .operations()
         .current()
         .metadataFileLocation();
   }
 
-  private String cursorJson() {
+  static String cursorJson(RESTCatalog rest) {
     Table table = rest.loadTable(ORDERS);
     return SkadeProtocol.cursor(
         new ConsumerCursor(
             ORDERS, table.uuid().toString(), table.currentSnapshot().snapshotId(), 1));
   }
 
-  /** What a request could change: the log, namespaces, tables and consumers. */
   private String state() {
+    return state(fixture);
+  }
+
+  /** What a request could change: the log, namespaces, tables and consumers. */
+  static String state(ServerFixture fixture) {
     var catalog = fixture.server.catalog();
     StringBuilder state = new StringBuilder("commit_seq " + catalog.commitSeq());
     for (Namespace namespace : catalog.listNamespaces()) {
@@ -192,7 +205,7 @@ class ServerRoutesTest {
   @Test
   void everyRouteAnswers401WithoutOrWithAWrongTokenAndChangesNothing() {
     String before = state();
-    List<String[]> routes = everyRoute();
+    List<String[]> routes = everyRoute(fixture, rest);
     List<String> answered = new ArrayList<>();
     for (String[] route : routes) {
       for (String token : new String[] {null, "wrong-token", ""}) {
@@ -226,7 +239,7 @@ class ServerRoutesTest {
   void badInputOnEveryRouteIsAnsweredWithTheRestErrorModelAndChangesNothing() throws Exception {
     String before = state();
     List<String[]> routes =
-        everyRoute().stream()
+        everyRoute(fixture, rest).stream()
             .filter(route -> route[2] != null)
             .toList(); // every route that takes a body
     for (String[] route : routes) {
@@ -282,7 +295,7 @@ class ServerRoutesTest {
     assertThat(error(answer).path("message").asText()).contains(message);
   }
 
-  private static JsonNode error(ServerFixture.Answer answer) {
+  static JsonNode error(ServerFixture.Answer answer) {
     try {
       JsonNode error = JSON.readTree(answer.body()).path("error");
       assertThat(error.path("type").asText())

@@ -340,6 +340,8 @@ public final class RemoteCommitFeed implements CommitFeed, AutoCloseable {
           }
           delivered = event.commitSeq();
         }
+        // Commits of namespaces the token may not read are left out of the page, not lost.
+        delivered = Math.max(delivered, page.coveredCommitSeq());
         after = delivered;
         while (!undelivered.isEmpty() && undelivered.peek().seq <= delivered) {
           done.add(undelivered.poll());

@@ -78,19 +78,37 @@ public final class SkadeProtocol {
   /**
    * One page of the commit log.
    *
-   * @param commits gapless, oldest first
+   * @param commits oldest first; gapless, unless the caller's token is limited to some namespaces
+   *     (the commits of the others are left out)
    * @param lastCommitSeq the catalog's cursor when the page was read: its newest durable commit
+   * @param updates per commit, the updates that made its metadata file (see {@link #commitPage})
+   * @param coveredCommitSeq the newest {@code commitSeq} the page accounts for: its last commit, or
+   *     beyond it when commits of namespaces the caller may not read were left out; the next page
+   *     starts after it
    */
   public record CommitPage(
-      List<CommitEvent> commits, long lastCommitSeq, Map<Long, List<MetadataUpdate>> updates) {
+      List<CommitEvent> commits,
+      long lastCommitSeq,
+      Map<Long, List<MetadataUpdate>> updates,
+      long coveredCommitSeq) {
     public CommitPage {
       commits = List.copyOf(commits);
       updates = Map.copyOf(updates);
     }
 
+    /** A page with nothing left out. */
+    public CommitPage(
+        List<CommitEvent> commits, long lastCommitSeq, Map<Long, List<MetadataUpdate>> updates) {
+      this(commits, lastCommitSeq, updates, newest(commits));
+    }
+
     /** A page whose commits carry no updates. */
     public CommitPage(List<CommitEvent> commits, long lastCommitSeq) {
       this(commits, lastCommitSeq, Map.of());
+    }
+
+    private static long newest(List<CommitEvent> commits) {
+      return commits.isEmpty() ? 0L : commits.get(commits.size() - 1).commitSeq();
     }
   }
 
@@ -114,6 +132,7 @@ public final class SkadeProtocol {
       }
     }
     root.put("last-commit-seq", page.lastCommitSeq());
+    root.put("covered-commit-seq", page.coveredCommitSeq());
     return write(root);
   }
 
@@ -157,8 +176,11 @@ public final class SkadeProtocol {
         updates.put(event.commitSeq(), parsed);
       }
     }
-    return new CommitPage(
-        commits, required(root, "last-commit-seq", "commit page").asLong(), updates);
+    long last = required(root, "last-commit-seq", "commit page").asLong();
+    JsonNode covered = root.get("covered-commit-seq");
+    return covered == null
+        ? new CommitPage(commits, last, updates)
+        : new CommitPage(commits, last, updates, covered.asLong());
   }
 
   /** One commit read from its JSON. */
@@ -234,6 +256,9 @@ public final class SkadeProtocol {
     root.put("consumer-id", consumer.consumerId());
     cursor(root.putObject("cursor"), consumer.cursor());
     root.put("last-seen-ms", consumer.lastSeen().toEpochMilli());
+    if (consumer.owner() != null) {
+      root.put("owner", consumer.owner());
+    }
     return root;
   }
 
@@ -246,7 +271,8 @@ public final class SkadeProtocol {
     return new StoredConsumer(
         text(node, "consumer-id", "consumer"),
         cursor(required(node, "cursor", "consumer")),
-        Instant.ofEpochMilli(number(node, "last-seen-ms", "consumer")));
+        Instant.ofEpochMilli(number(node, "last-seen-ms", "consumer")),
+        node.hasNonNull("owner") ? node.get("owner").asText() : null);
   }
 
   /** The JSON of a list of consumers. */
