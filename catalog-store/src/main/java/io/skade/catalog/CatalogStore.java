@@ -70,7 +70,8 @@ final class CatalogStore implements AutoCloseable {
           CF_META,
           CF_NAMESPACES,
           CF_CONSUMERS,
-          CF_IDEMPOTENCY);
+          CF_IDEMPOTENCY,
+          ReplicationLog.FAMILY);
 
   private static final byte[] META_FORMAT = TableKeys.bytes("format_version");
   private static final byte[] META_COMMIT_SEQ = TableKeys.bytes("commit_seq");
@@ -94,6 +95,7 @@ final class CatalogStore implements AutoCloseable {
   private final ColumnFamilyHandle namespaces;
   private final ColumnFamilyHandle consumers;
   private final ColumnFamilyHandle idempotency;
+  private final ReplicationLog replicationLog;
   private final WriteOptions syncWrite = new WriteOptions().setSync(true);
 
   /** Reads and writes hold it shared; close holds it exclusively, so no call meets a freed DB. */
@@ -124,6 +126,12 @@ final class CatalogStore implements AutoCloseable {
     this.namespaces = handles.get(5);
     this.consumers = handles.get(6);
     this.idempotency = handles.get(7);
+    try {
+      this.replicationLog = new ReplicationLog(db, handles.get(8), meta);
+    } catch (RocksDBException e) {
+      throw new IllegalStateException(
+          "cannot read the replication log of the skade catalog at " + path + ": " + e, e);
+    }
   }
 
   /**
@@ -486,7 +494,7 @@ final class CatalogStore implements AutoCloseable {
     return guarded(() -> db.get(family, key));
   }
 
-  private interface StoreCall<T> {
+  interface StoreCall<T> {
     T call() throws RocksDBException;
   }
 
@@ -551,24 +559,92 @@ final class CatalogStore implements AutoCloseable {
     if (follower) {
       throw new UnsupportedOperationException("a follower never writes");
     }
+    long replicated =
+        guarded(
+            () -> {
+              try (WriteBatch batch = build(group)) {
+                long seq = replicationLog.stage(batch);
+                db.write(syncWrite, batch);
+                replicationLog.written(seq);
+                return seq;
+              }
+            });
+    ReplicationGate gate = replicationLog.gate();
+    if (replicated > 0 && gate != null) {
+      try {
+        gate.awaitReplicated(replicated); // outside the lifecycle lock: a close need not wait
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException(notReplicated(replicated), e);
+      } catch (Exception e) {
+        throw new IllegalStateException(notReplicated(replicated) + ": " + e.getMessage(), e);
+      }
+    }
+  }
+
+  private String notReplicated(long seq) {
+    return "the group commit (replication batch "
+        + seq
+        + ") is durable in the catalog at "
+        + path
+        + " but no standby acknowledged it";
+  }
+
+  /** The write batch of a group: every row it changes. */
+  private WriteBatch build(Batch group) throws RocksDBException {
+    WriteBatch batch = new WriteBatch();
+    try {
+      putOrDelete(batch, tables, group.pointers, StoreRecords::encodePointer);
+      putOrDelete(batch, namespaces, group.namespaces, StoreRecords::encodeProperties);
+      putOrDelete(batch, consumers, group.consumers, StoreRecords::encodeConsumer);
+      putOrDelete(batch, idempotency, group.idempotency, StoreRecords::encodeIdempotency);
+      putOrDelete(batch, meta, group.locks, StoreRecords::encodeLock);
+      SnapshotIndex index = new SnapshotIndex(batch);
+      for (CommitEvent commit : group.commits) {
+        batch.put(commitLog, longBytes(commit.commitSeq()), StoreRecords.encodeEvent(commit));
+        index.apply(commit, group.renamedFrom.get(commit.commitSeq()));
+      }
+      if (!group.commits.isEmpty()) {
+        long lastSeq = group.commits.get(group.commits.size() - 1).commitSeq();
+        batch.put(meta, META_COMMIT_SEQ, longBytes(lastSeq));
+      }
+      return batch;
+    } catch (RocksDBException | RuntimeException e) {
+      batch.close();
+      throw e;
+    }
+  }
+
+  // ---- replication -------------------------------------------------------------------------
+
+  /** This store's replication log. */
+  ReplicationLog replicationLog() {
+    return replicationLog;
+  }
+
+  /** Reads the replication log under the lifecycle lock. */
+  <T> T replicationRead(StoreCall<T> read) {
+    return guarded(read);
+  }
+
+  /** Applies a batch a leader wrote (a standby's store). */
+  void applyReplicated(ReplicatedBatch batch) {
     guarded(
         () -> {
-          try (WriteBatch batch = new WriteBatch()) {
-            putOrDelete(batch, tables, group.pointers, StoreRecords::encodePointer);
-            putOrDelete(batch, namespaces, group.namespaces, StoreRecords::encodeProperties);
-            putOrDelete(batch, consumers, group.consumers, StoreRecords::encodeConsumer);
-            putOrDelete(batch, idempotency, group.idempotency, StoreRecords::encodeIdempotency);
-            putOrDelete(batch, meta, group.locks, StoreRecords::encodeLock);
-            SnapshotIndex index = new SnapshotIndex(batch);
-            for (CommitEvent commit : group.commits) {
-              batch.put(commitLog, longBytes(commit.commitSeq()), StoreRecords.encodeEvent(commit));
-              index.apply(commit, group.renamedFrom.get(commit.commitSeq()));
-            }
-            if (!group.commits.isEmpty()) {
-              long lastSeq = group.commits.get(group.commits.size() - 1).commitSeq();
-              batch.put(meta, META_COMMIT_SEQ, longBytes(lastSeq));
-            }
-            db.write(syncWrite, batch);
+          replicationLog.apply(batch, syncWrite);
+          return null;
+        });
+  }
+
+  /**
+   * Writes a consistent copy of the store into {@code dir} (which must not exist): RocksDB's
+   * checkpoint, hard links where it can.
+   */
+  void checkpoint(Path dir) {
+    guarded(
+        () -> {
+          try (org.rocksdb.Checkpoint checkpoint = org.rocksdb.Checkpoint.create(db)) {
+            checkpoint.createCheckpoint(dir.toAbsolutePath().toString());
           }
           return null;
         });

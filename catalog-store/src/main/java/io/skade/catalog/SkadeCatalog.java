@@ -282,6 +282,24 @@ public class SkadeCatalog extends BaseMetastoreCatalog
     return shared().store();
   }
 
+  /** The replication log of this catalog's store, as a server group serves it to its standbys. */
+  public CatalogReplication replication() {
+    return new CatalogReplication(store());
+  }
+
+  /**
+   * Makes this catalog the leader of a server group: from now on every group commit is also written
+   * into the replication log (in the same synced batch), stamped with {@code gate}'s epoch, and
+   * acknowledged only once {@link ReplicationGate#awaitReplicated} returns for it. Set it before
+   * the first commit the group may see.
+   *
+   * @throws UnsupportedOperationException in a read-only follower
+   */
+  public void replicateTo(ReplicationGate gate) {
+    committer(); // a follower has none, and refuses
+    store().replicationLog().gate(gate);
+  }
+
   /** The committer; absent in a follower, which never writes. */
   Committer committer() {
     Committer committer = shared().committer();

@@ -1,0 +1,149 @@
+package io.skade.catalog;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.RocksDB;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.RocksIterator;
+import org.rocksdb.WriteBatch;
+
+/**
+ * The replication log of a store: in family {@code replication}, {@code seq → epoch, write batch},
+ * one row per group commit written while a {@link ReplicationGate} is set (the leader of a server
+ * group), and per batch applied from a leader (a standby). Its last {@code seq} is in the {@code
+ * meta} family, written in the same batch as the row, so a store's log and its state never part.
+ * The oldest rows are trimmed: a standby further behind installs a checkpoint instead.
+ */
+final class ReplicationLog {
+  static final String FAMILY = "replication";
+
+  /** Rows kept at least; older ones are removed in the batch that passes a multiple of 1,024. */
+  static final long RETAINED = 100_000;
+
+  private static final byte[] META_SEQ = TableKeys.bytes("replication_seq");
+
+  private final RocksDB db;
+  private final ColumnFamilyHandle log;
+  private final ColumnFamilyHandle meta;
+  private volatile ReplicationGate gate;
+  private long lastSeq;
+
+  ReplicationLog(RocksDB db, ColumnFamilyHandle log, ColumnFamilyHandle meta)
+      throws RocksDBException {
+    this.db = db;
+    this.log = log;
+    this.meta = meta;
+    byte[] seq = db.get(meta, META_SEQ);
+    this.lastSeq = seq == null ? 0 : ByteBuffer.wrap(seq).getLong();
+  }
+
+  void gate(ReplicationGate gate) {
+    this.gate = gate;
+  }
+
+  ReplicationGate gate() {
+    return gate;
+  }
+
+  synchronized long lastSeq() {
+    return lastSeq;
+  }
+
+  /**
+   * Adds {@code batch}'s own content to the log, in {@code batch}, when a gate is set; returns the
+   * row's {@code seq}, or 0 when nothing is logged. Called by the one writer, before its write.
+   */
+  synchronized long stage(WriteBatch batch) throws RocksDBException {
+    ReplicationGate current = gate;
+    if (current == null) {
+      return 0;
+    }
+    long seq = lastSeq + 1;
+    put(batch, new ReplicatedBatch(seq, current.epoch(), batch.data()));
+    return seq;
+  }
+
+  /** After the write of a staged batch: it is durable here. */
+  synchronized void written(long seq) {
+    lastSeq = Math.max(lastSeq, seq);
+  }
+
+  /**
+   * Applies a batch a leader wrote: its content, its row and the log's new end, in one synced
+   * write.
+   *
+   * @throws IllegalStateException when it is not the next batch
+   */
+  synchronized void apply(ReplicatedBatch replicated, org.rocksdb.WriteOptions sync)
+      throws RocksDBException {
+    if (replicated.seq() != lastSeq + 1) {
+      throw new IllegalStateException(
+          "replicated batch "
+              + replicated.seq()
+              + " does not follow this replica's last batch "
+              + lastSeq
+              + "; batches are applied in order, without gaps");
+    }
+    try (WriteBatch batch = new WriteBatch(replicated.data())) {
+      put(batch, replicated);
+      db.write(sync, batch);
+    }
+    lastSeq = replicated.seq();
+  }
+
+  private void put(WriteBatch batch, ReplicatedBatch replicated) throws RocksDBException {
+    byte[] data = replicated.data();
+    byte[] row =
+        ByteBuffer.allocate(Long.BYTES + data.length).putLong(replicated.epoch()).put(data).array();
+    batch.put(log, CatalogStore.longBytes(replicated.seq()), row);
+    batch.put(meta, META_SEQ, CatalogStore.longBytes(replicated.seq()));
+    if (replicated.seq() % 1024 == 0 && replicated.seq() > RETAINED) {
+      batch.deleteRange(
+          log, CatalogStore.longBytes(0), CatalogStore.longBytes(replicated.seq() - RETAINED));
+    }
+  }
+
+  /**
+   * The rows after {@code after}, oldest first, at most {@code maxBatches} and about {@code
+   * maxBytes}.
+   */
+  List<ReplicatedBatch> since(long after, int maxBatches, long maxBytes) throws RocksDBException {
+    List<ReplicatedBatch> batches = new ArrayList<>();
+    long bytes = 0;
+    try (RocksIterator it = db.newIterator(log)) {
+      for (it.seek(CatalogStore.longBytes(after + 1));
+          it.isValid() && batches.size() < maxBatches && (batches.isEmpty() || bytes < maxBytes);
+          it.next()) {
+        ReplicatedBatch batch = decode(it.key(), it.value());
+        batches.add(batch);
+        bytes += batch.data().length;
+      }
+      it.status();
+    }
+    return batches;
+  }
+
+  /** The epoch of row {@code seq}, or -1 when the log has no such row (trimmed, or not yet). */
+  long epochAt(long seq) throws RocksDBException {
+    byte[] row = db.get(log, CatalogStore.longBytes(seq));
+    return row == null ? -1 : ByteBuffer.wrap(row).getLong();
+  }
+
+  /** The oldest row's {@code seq}, or {@code lastSeq + 1} when the log holds none. */
+  long firstSeq() {
+    try (RocksIterator it = db.newIterator(log)) {
+      it.seekToFirst();
+      return it.isValid() ? ByteBuffer.wrap(it.key()).getLong() : lastSeq() + 1;
+    }
+  }
+
+  private static ReplicatedBatch decode(byte[] key, byte[] row) {
+    ByteBuffer value = ByteBuffer.wrap(row);
+    long epoch = value.getLong();
+    byte[] data = new byte[value.remaining()];
+    value.get(data);
+    return new ReplicatedBatch(ByteBuffer.wrap(key).getLong(), epoch, data);
+  }
+}
