@@ -188,6 +188,33 @@ final class Exchange {
     answer(status, contentType, text);
   }
 
+  /** Writes an answer's body. */
+  @FunctionalInterface
+  interface BodyWriter {
+    void write(java.io.OutputStream out) throws java.io.IOException;
+  }
+
+  /**
+   * Answers {@code status} with a body {@code writer} streams (blocking this thread until it is
+   * sent), for answers too large to hold in memory.
+   */
+  void stream(int status, String contentType, BodyWriter writer) throws java.io.IOException {
+    if (!answered.compareAndSet(false, true)) {
+      return;
+    }
+    this.status = status;
+    response.setStatus(status);
+    closeIfBodyUnread();
+    response.getHeaders().put(HttpHeader.CONTENT_TYPE, contentType);
+    try (java.io.OutputStream out = Content.Sink.asOutputStream(response)) {
+      writer.write(out);
+    } catch (java.io.IOException | RuntimeException e) {
+      callback.failed(e);
+      throw e;
+    }
+    callback.succeeded();
+  }
+
   /** Answers {@code status} without a body (204, 304, a HEAD). */
   void empty(int status) {
     if (answered.compareAndSet(false, true)) {

@@ -1,6 +1,10 @@
 package io.skade.server;
 
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -78,6 +82,61 @@ public final class ServerMain implements Callable<Integer> {
   String tlsKeystorePassword;
 
   @Option(
+      names = "--group",
+      paramLabel = "NAME",
+      description =
+          "Run as a member of server group NAME (with --zookeeper and --member-id): one member"
+              + " leads and serves the catalog, the others keep copies and take over.")
+  String group;
+
+  @Option(
+      names = "--zookeeper",
+      paramLabel = "HOST:PORT[,...]",
+      description = "ZooKeeper's connect string, where the group elects its leader.")
+  String zookeeper;
+
+  @Option(
+      names = "--member-id",
+      paramLabel = "ID",
+      description = "This member's id, unique in its group.")
+  String memberId;
+
+  @Option(
+      names = "--member-token-file",
+      paramLabel = "FILE",
+      description =
+          "A file holding the bearer token this member sends to the others: an admin token of"
+              + " their --token-file (not needed with --insecure-no-auth).")
+  Path memberTokenFile;
+
+  @Option(
+      names = "--replication-acks",
+      defaultValue = "1",
+      paramLabel = "N",
+      description =
+          "Standbys that must hold a commit durably before it is acknowledged (default:"
+              + " ${DEFAULT-VALUE}; fewer while fewer are in sync).")
+  int replicationAcks;
+
+  @Option(
+      names = "--replication-timeout",
+      defaultValue = "PT5S",
+      paramLabel = "DURATION",
+      description =
+          "How long the leader waits for a lagging standby before it leaves the in-sync set"
+              + " (ISO-8601, default: ${DEFAULT-VALUE}).")
+  Duration replicationTimeout;
+
+  @Option(
+      names = "--zookeeper-session-timeout",
+      defaultValue = "PT6S",
+      paramLabel = "DURATION",
+      description =
+          "ZooKeeper session timeout: how long a silent leader keeps the lead (ISO-8601,"
+              + " default: ${DEFAULT-VALUE}).")
+  Duration sessionTimeout;
+
+  @Option(
       names = {"-P", "--catalog-property"},
       paramLabel = "KEY=VALUE",
       description = "A further catalog property, e.g. consumer.expiry-timeout=1h; repeatable.")
@@ -85,18 +144,24 @@ public final class ServerMain implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    SkadeServer server =
-        SkadeServer.start(
-            new SkadeServer.Settings(
-                warehouse,
-                catalogPath,
-                bind,
-                port,
-                tokenFile,
-                insecureNoAuth,
-                tlsKeystore,
-                tlsKeystorePassword,
-                catalogProperties));
+    SkadeServer.Settings settings =
+        new SkadeServer.Settings(
+            warehouse,
+            catalogPath,
+            bind,
+            port,
+            tokenFile,
+            insecureNoAuth,
+            tlsKeystore,
+            tlsKeystorePassword,
+            catalogProperties);
+    if (group != null) {
+      settings = settings.inGroup(groupSettings());
+    } else if (zookeeper != null || memberId != null) {
+      throw new IllegalArgumentException(
+          "--zookeeper and --member-id belong to a group member; add --group NAME");
+    }
+    SkadeServer server = SkadeServer.start(settings);
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime()
         .addShutdownHook(
@@ -110,6 +175,21 @@ public final class ServerMain implements Callable<Integer> {
     System.out.flush();
     stopped.await();
     return 0;
+  }
+
+  private GroupSettings groupSettings() throws IOException {
+    String token = null;
+    if (memberTokenFile != null) {
+      token = Files.readString(memberTokenFile, StandardCharsets.UTF_8).strip();
+    } else if (!insecureNoAuth) {
+      throw new IllegalArgumentException(
+          "--group "
+              + group
+              + " with --token-file needs --member-token-file FILE: the admin token this member"
+              + " sends to the others");
+    }
+    return new GroupSettings(
+        group, zookeeper, memberId, sessionTimeout, replicationAcks, replicationTimeout, token);
   }
 
   public static void main(String[] args) {

@@ -27,10 +27,17 @@ final class ServerMetrics {
           .register(registry);
 
   /** Registers the gauge of parked long-polls, read from {@code waiters}. */
-  void feedWaiters(Supplier<Number> waiters) {
-    Gauge.builder("skade.feed.waiters", waiters)
-        .description("commits requests parked until a commit lands or their wait ends")
-        .register(registry);
+  /** The parked feed requests of the feed served now (a group's leader serves one per term). */
+  private volatile Supplier<Number> waiters = () -> 0;
+
+  synchronized void feedWaiters(Supplier<Number> current) {
+    boolean first = registry.find("skade.feed.waiters").gauge() == null;
+    waiters = current;
+    if (first) {
+      Gauge.builder("skade.feed.waiters", () -> waiters.get())
+          .description("commits requests parked until a commit lands or their wait ends")
+          .register(registry);
+    }
   }
 
   void commit() {

@@ -67,6 +67,32 @@ public final class ServerProcess implements AutoCloseable {
     return new ServerProcess(root, jar.toString(), warehouse, jvmOptions, flags);
   }
 
+  /**
+   * Starts a member of server group {@code group} on ZooKeeper {@code zookeeper}, on this JVM's
+   * class path: its catalog copy in {@code root}/catalog, the tables in {@code warehouse} (shared
+   * by the members), the one token of {@link #TOKEN} also the one it sends the other members.
+   */
+  public static ServerProcess member(
+      Path root, String warehouse, String group, String zookeeper, String memberId, String... flags)
+      throws Exception {
+    Files.createDirectories(root);
+    Files.writeString(root.resolve("member-token"), TOKEN);
+    List<String> all =
+        new ArrayList<>(
+            List.of(
+                "--group",
+                group,
+                "--zookeeper",
+                zookeeper,
+                "--member-id",
+                memberId,
+                "--member-token-file",
+                root.resolve("member-token").toString()));
+    all.addAll(List.of(flags));
+    return new ServerProcess(
+        root, System.getProperty("java.class.path"), warehouse, List.of(), all);
+  }
+
   private ServerProcess(
       Path root, String classpath, String warehouse, List<String> jvmOptions, List<String> flags)
       throws Exception {
@@ -165,6 +191,19 @@ public final class ServerProcess implements AutoCloseable {
   @Override
   public void close() throws Exception {
     kill();
+  }
+
+  /** Its process id. */
+  public long pid() {
+    return process.pid();
+  }
+
+  /** Sends it {@code signal} (e.g. {@code STOP}, {@code CONT}) with {@code kill}. */
+  public void signal(String signal) throws Exception {
+    Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(pid())).start();
+    if (kill.waitFor() != 0) {
+      throw new IllegalStateException("kill -" + signal + " " + pid() + " failed");
+    }
   }
 
   /** Kills it with SIGKILL, and waits until it is dead and its output is in the log. */

@@ -1,18 +1,11 @@
 package io.skade.server;
 
 import io.skade.catalog.SkadeCatalog;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Instant;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 import org.eclipse.jetty.http.UriCompliance;
 import org.eclipse.jetty.server.Handler;
 import org.eclipse.jetty.server.HttpConfiguration;
@@ -64,6 +57,7 @@ public final class SkadeServer implements AutoCloseable {
    * @param tlsKeystorePassword the keystore's password
    * @param catalogProperties more properties of the catalog (e.g. {@code consumer.expiry-timeout});
    *     {@code warehouse} and {@code catalog.path} come from above
+   * @param group the server group this server is a member of, or null for a single server
    */
   public record Settings(
       String warehouse,
@@ -74,11 +68,51 @@ public final class SkadeServer implements AutoCloseable {
       boolean insecureNoAuth,
       Path tlsKeystore,
       String tlsKeystorePassword,
-      Map<String, String> catalogProperties) {
+      Map<String, String> catalogProperties,
+      GroupSettings group) {
     public Settings {
       Objects.requireNonNull(warehouse, "warehouse");
       Objects.requireNonNull(bind, "bind");
       catalogProperties = Map.copyOf(catalogProperties);
+    }
+
+    /** A single server, in no group. */
+    public Settings(
+        String warehouse,
+        Path catalogPath,
+        String bind,
+        int port,
+        Path tokenFile,
+        boolean insecureNoAuth,
+        Path tlsKeystore,
+        String tlsKeystorePassword,
+        Map<String, String> catalogProperties) {
+      this(
+          warehouse,
+          catalogPath,
+          bind,
+          port,
+          tokenFile,
+          insecureNoAuth,
+          tlsKeystore,
+          tlsKeystorePassword,
+          catalogProperties,
+          null);
+    }
+
+    /** These settings for a member of a server group. */
+    public Settings inGroup(GroupSettings group) {
+      return new Settings(
+          warehouse,
+          catalogPath,
+          bind,
+          port,
+          tokenFile,
+          insecureNoAuth,
+          tlsKeystore,
+          tlsKeystorePassword,
+          catalogProperties,
+          group);
     }
 
     /** Plain HTTP with bearer tokens from {@code tokenFile} (or none, when it is null). */
@@ -89,37 +123,20 @@ public final class SkadeServer implements AutoCloseable {
   }
 
   private final Server jetty;
-  private final SkadeCatalog catalog;
-  private final CommitFeedRoutes feed;
+  private final Routes routes;
   private final URI uri;
+  private final ServerGroup group;
 
-  /** Forgets idempotency keys older than their lifetime, every few minutes. */
-  private final ScheduledExecutorService maintenance =
-      Executors.newSingleThreadScheduledExecutor(
-          runnable -> {
-            Thread thread = new Thread(runnable, "skade-server-maintenance");
-            thread.setDaemon(true);
-            return thread;
-          });
-
-  private SkadeServer(Server jetty, SkadeCatalog catalog, CommitFeedRoutes feed, URI uri) {
+  private SkadeServer(Server jetty, Routes routes, URI uri, ServerGroup group) {
     this.jetty = jetty;
-    this.catalog = catalog;
-    this.feed = feed;
+    this.routes = routes;
     this.uri = uri;
-    maintenance.scheduleWithFixedDelay(this::expireIdempotencyKeys, 0, 5, TimeUnit.MINUTES);
-  }
-
-  private void expireIdempotencyKeys() {
-    try {
-      catalog.expireIdempotencyKeys(Instant.now().minus(IcebergRoutes.IDEMPOTENCY_LIFETIME));
-    } catch (RuntimeException e) {
-      LOG.warn("skade server: forgetting expired idempotency keys failed; trying again later", e);
-    }
+    this.group = group;
   }
 
   /**
-   * Opens the catalog as its owner and serves it.
+   * Opens the catalog as its owner and serves it; or, with {@link Settings#group()}, joins the
+   * server group and serves the catalog while it leads.
    *
    * @throws IllegalArgumentException for bad settings, before the catalog is opened
    * @throws io.skade.catalog.CatalogLockedException when another process owns the catalog
@@ -133,19 +150,14 @@ public final class SkadeServer implements AutoCloseable {
               + " is not a readable file; give a PKCS12 or JKS keystore holding the server's"
               + " certificate and key");
     }
-    Map<String, String> properties = new HashMap<>(settings.catalogProperties());
-    properties.put("warehouse", settings.warehouse());
-    if (settings.catalogPath() != null) {
-      properties.put(SkadeCatalog.CATALOG_PATH, settings.catalogPath().toString());
-    }
-    properties.remove(SkadeCatalog.CATALOG_ACCESS); // the server is the owner, nothing else
-    SkadeCatalog catalog = new SkadeCatalog();
-    catalog.initialize("skade", properties);
-    CommitFeedRoutes feed = null;
+    ServerMetrics metrics = new ServerMetrics();
+    Routes routes = new Routes(tokens, metrics);
     Server jetty = null;
+    ServerGroup group = null;
     try {
-      ServerMetrics metrics = new ServerMetrics();
-      feed = new CommitFeedRoutes(catalog, metrics);
+      if (settings.group() == null) {
+        routes.serve(CatalogRoutes.open(settings, metrics, true, null));
+      }
       QueuedThreadPool threads = new QueuedThreadPool(200, 8);
       threads.setName("skade-server");
       threads.setDaemon(true);
@@ -153,26 +165,29 @@ public final class SkadeServer implements AutoCloseable {
       ServerConnector connector = connector(jetty, settings);
       jetty.addConnector(connector);
       GracefulHandler graceful = new GracefulHandler();
-      graceful.setHandler(
-          new Routes(
-              tokens,
-              metrics,
-              feed,
-              new ConsumerRoutes(catalog),
-              new LockRoutes(catalog),
-              new MetadataRoutes(catalog),
-              new LineageRoutes(catalog),
-              new IcebergRoutes(catalog, metrics, settings.catalogProperties()),
-              catalog));
+      graceful.setHandler(routes);
       jetty.setHandler(graceful);
       jetty.setStopTimeout(STOP_TIMEOUT_MS);
       jetty.start();
       String scheme = settings.tlsKeystore() == null ? "http" : "https";
       String host = settings.bind().contains(":") ? "[" + settings.bind() + "]" : settings.bind();
       URI uri = URI.create(scheme + "://" + host + ":" + connector.getLocalPort());
-      LOG.info("skade server: catalog at {} served on {}", catalog.catalogPath(), uri);
-      return new SkadeServer(jetty, catalog, feed, uri);
+      if (settings.group() != null) {
+        group = ServerGroup.join(settings, uri, routes, metrics);
+        routes.group(group);
+        LOG.info(
+            "skade server: member {} of group {} on {}",
+            settings.group().memberId(),
+            settings.group().name(),
+            uri);
+      } else {
+        LOG.info("skade server: catalog at {} served on {}", routes.catalog().catalogPath(), uri);
+      }
+      return new SkadeServer(jetty, routes, uri, group);
     } catch (Exception | Error e) {
+      if (group != null) {
+        group.close();
+      }
       if (jetty != null) {
         try {
           jetty.stop();
@@ -180,10 +195,10 @@ public final class SkadeServer implements AutoCloseable {
           e.addSuppressed(suppressed);
         }
       }
-      if (feed != null) {
-        feed.close();
+      CatalogRoutes serving = routes.serve(null);
+      if (serving != null) {
+        serving.close();
       }
-      catalog.close();
       throw e;
     }
   }
@@ -237,9 +252,18 @@ public final class SkadeServer implements AutoCloseable {
     return uri;
   }
 
-  /** The catalog the server owns. */
+  /**
+   * The catalog the server owns (a group member's, while it leads).
+   *
+   * @throws IllegalStateException when this member of a group does not lead it
+   */
   public SkadeCatalog catalog() {
-    return catalog;
+    return routes.catalog();
+  }
+
+  /** The group this server is a member of, or null for a single server. */
+  ServerGroup group() {
+    return group;
   }
 
   /** Blocks until the server has stopped. */
@@ -249,52 +273,62 @@ public final class SkadeServer implements AutoCloseable {
 
   @Override
   public void close() {
-    maintenance.shutdownNow();
-    feed.release(); // parked long-polls answer now, so the graceful stop need not wait for them
+    if (group != null) {
+      group.close(); // stops following and leading; the catalog's routes close below
+    }
+    CatalogRoutes serving = routes.serving();
+    if (serving != null) {
+      serving.release(); // parked long-polls answer now, so the graceful stop need not wait
+    }
     try {
       jetty.stop(); // stops accepting, lets requests in flight finish
     } catch (Exception e) {
       LOG.warn("skade server: stopping the HTTP server failed", e);
     }
-    feed.close();
-    try {
-      catalog.close();
-    } catch (IOException e) {
-      throw new UncheckedIOException("closing the catalog at " + catalog.catalogPath(), e);
+    serving = routes.serve(null);
+    if (serving != null) {
+      serving.close();
     }
   }
 
-  /** Authentication, then the route. */
-  private static final class Routes extends Handler.Abstract {
+  /**
+   * Authentication, then the route: health and metrics, the group's replication routes, then the
+   * catalog's routes while this server serves its catalog; a group's standby answers those with
+   * {@code 421} naming the leader, or {@code 503} while the group has none.
+   */
+  static final class Routes extends Handler.Abstract {
     private final BearerTokens tokens;
     private final ServerMetrics metrics;
-    private final CommitFeedRoutes feed;
-    private final ConsumerRoutes consumers;
-    private final LockRoutes locks;
-    private final MetadataRoutes metadata;
-    private final LineageRoutes lineage;
-    private final IcebergRoutes iceberg;
-    private final SkadeCatalog catalog;
+    private volatile CatalogRoutes serving;
+    private volatile ServerGroup group;
 
-    Routes(
-        BearerTokens tokens,
-        ServerMetrics metrics,
-        CommitFeedRoutes feed,
-        ConsumerRoutes consumers,
-        LockRoutes locks,
-        MetadataRoutes metadata,
-        LineageRoutes lineage,
-        IcebergRoutes iceberg,
-        SkadeCatalog catalog) {
+    Routes(BearerTokens tokens, ServerMetrics metrics) {
       this.tokens = tokens;
       this.metrics = metrics;
-      this.feed = feed;
-      this.consumers = consumers;
-      this.locks = locks;
-      this.metadata = metadata;
-      this.lineage = lineage;
-      this.iceberg = iceberg;
-      this.catalog = catalog;
+    }
+
+    /** Serves {@code routes} from now on (null: none); returns those served before. */
+    synchronized CatalogRoutes serve(CatalogRoutes routes) {
+      CatalogRoutes before = serving;
+      serving = routes;
+      return before;
+    }
+
+    CatalogRoutes serving() {
+      return serving;
+    }
+
+    void group(ServerGroup group) {
+      this.group = group;
+    }
+
+    SkadeCatalog catalog() {
+      CatalogRoutes current = serving;
+      if (current == null) {
+        throw new IllegalStateException(
+            "this skade server is a standby of its group and holds no open catalog");
+      }
+      return current.catalog();
     }
 
     @Override
@@ -335,21 +369,27 @@ public final class SkadeServer implements AutoCloseable {
     }
 
     private void route(Exchange exchange, Request request) throws Exception {
+      CatalogRoutes current = serving;
+      ServerGroup member = group;
       if (exchange.pathIs("healthz")) {
         exchange.route("GET /healthz");
         CommitFeedRoutes.requireGet(exchange);
-        exchange.json(200, "{\"status\":\"ok\",\"commit-seq\":" + catalog.commitSeq() + "}");
+        if (current == null && member == null) {
+          exchange.header("Retry-After", "1");
+          exchange.error(503, "StartingException", "the skade server is starting");
+          return;
+        }
+        health(exchange, current, member);
       } else if (exchange.pathIs("metrics")) {
         exchange.route("GET /metrics");
         CommitFeedRoutes.requireGet(exchange);
         exchange.require(Caller.Role.READ);
         exchange.text(200, "text/plain; version=0.0.4", metrics.scrape());
-      } else if (!feed.handle(exchange)
-          && !consumers.handle(exchange)
-          && !locks.handle(exchange)
-          && !metadata.handle(exchange)
-          && !lineage.handle(exchange)
-          && !iceberg.handle(exchange)) {
+      } else if (member != null && member.replicationRoutes().handle(exchange)) {
+        return;
+      } else if (current == null && member != null) {
+        notLeading(exchange, member);
+      } else if (current == null || !current.handle(exchange)) {
         exchange.error(
             400,
             "BadRequestException",
@@ -359,6 +399,53 @@ public final class SkadeServer implements AutoCloseable {
                 + request.getHttpURI().getPath()
                 + "; the server serves the Iceberg REST catalog"
                 + " protocol under /v1 and skade's commit feed, consumers, locks, metadata and lineage under /skade/v1");
+      }
+    }
+
+    /**
+     * {@code {"status", "commit-seq", "role"[, "leader", "epoch"]}}; with {@code ?role=leader},
+     * {@code 503} unless this server serves its catalog (a load balancer's check).
+     */
+    private static void health(Exchange exchange, CatalogRoutes current, ServerGroup member) {
+      String role = member == null ? "single" : current != null ? "leader" : "standby";
+      long commitSeq = current != null ? current.catalog().commitSeq() : member.replicaCommitSeq();
+      StringBuilder json =
+          new StringBuilder("{\"status\":\"ok\",\"commit-seq\":")
+              .append(commitSeq)
+              .append(",\"role\":\"")
+              .append(role)
+              .append('"');
+      if (member != null) {
+        member.leaderUri().ifPresent(uri -> json.append(",\"leader\":\"").append(uri).append('"'));
+        json.append(",\"epoch\":").append(member.epoch());
+      }
+      json.append('}');
+      boolean wanted = !"leader".equals(exchange.query("role")) || current != null;
+      exchange.json(wanted ? 200 : 503, json.toString());
+    }
+
+    /** A standby's answer to a catalog route: where the leader is, or to try again soon. */
+    private static void notLeading(Exchange exchange, ServerGroup member) {
+      exchange.route("standby");
+      java.util.Optional<URI> leader = member.leaderUri();
+      if (leader.isPresent()) {
+        exchange.header(ServerGroup.LEADER_HEADER, leader.get().toString());
+        exchange.error(
+            421,
+            "NotLeaderException",
+            "this skade server is a standby of group '"
+                + member.name()
+                + "'; send the request to its leader at "
+                + leader.get()
+                + " (skade's clients follow the leader when 'uri' lists the group's servers)");
+      } else {
+        exchange.header("Retry-After", "1");
+        exchange.error(
+            503,
+            "NoLeaderException",
+            "skade server group '"
+                + member.name()
+                + "' has no leader at the moment (one is being elected); try again shortly");
       }
     }
   }

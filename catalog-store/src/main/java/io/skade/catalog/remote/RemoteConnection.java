@@ -80,7 +80,7 @@ public final class RemoteConnection implements CatalogConnection {
 
     Session(
         Map<String, String> key,
-        URI server,
+        ServerAddress server,
         Map<String, String> rest,
         String token,
         RemoteRetry retry) {
@@ -91,7 +91,7 @@ public final class RemoteConnection implements CatalogConnection {
           retry.call(
               "opening the catalog of " + server,
               () -> {
-                RESTCatalog client = new RESTCatalog();
+                RESTCatalog client = restCatalog(server);
                 // Files it writes go through skade's local file system too, as an embedded
                 // catalog's do (Hadoop's own starts a chmod process per file).
                 client.setConf(CatalogConfig.defaultHadoopConf());
@@ -125,7 +125,7 @@ public final class RemoteConnection implements CatalogConnection {
    *     timeout is not a positive duration
    */
   public static RemoteConnection open(String uri, Map<String, String> properties) {
-    URI server = server(uri);
+    ServerAddress server = server(uri, properties);
     RemoteRetry retry = RemoteRetry.of(server.toString(), properties);
     Map<String, String> key = new HashMap<>(properties);
     key.put(URI, server.toString());
@@ -138,8 +138,7 @@ public final class RemoteConnection implements CatalogConnection {
     }
     // Opened outside the lock: it waits for a server that does not answer yet.
     Session opened =
-        new Session(
-            Map.copyOf(key), server, restProperties(properties), properties.get(TOKEN), retry);
+        new Session(Map.copyOf(key), server, restProperties(key), properties.get(TOKEN), retry);
     Session shared;
     synchronized (SESSIONS) {
       shared = SESSIONS.putIfAbsent(opened.key, opened);
@@ -160,13 +159,15 @@ public final class RemoteConnection implements CatalogConnection {
    * its FileIO from; asked of the server now, riding the retry policy.
    */
   public static Map<String, String> clientProperties(String uri, Map<String, String> properties) {
-    URI server = server(uri);
+    ServerAddress server = server(uri, properties);
     RemoteRetry retry = RemoteRetry.of(server.toString(), properties);
-    Map<String, String> rest = restProperties(properties);
+    Map<String, String> withUri = new HashMap<>(properties);
+    withUri.put(URI, server.toString());
+    Map<String, String> rest = restProperties(withUri);
     return retry.call(
         "reading the configuration of " + server,
         () -> {
-          try (RESTCatalog client = new RESTCatalog()) {
+          try (RESTCatalog client = restCatalog(server)) {
             client.setConf(CatalogConfig.defaultHadoopConf());
             client.initialize("skade", rest);
             return Map.copyOf(client.properties());
@@ -181,7 +182,7 @@ public final class RemoteConnection implements CatalogConnection {
    * ServerMetadataIO}).
    */
   public static FileIO fileIO(String uri, Map<String, String> properties) {
-    URI server = server(uri);
+    ServerAddress server = server(uri, properties);
     Map<String, String> client = clientProperties(uri, properties);
     return ServerMetadataIO.over(
         SkadeCatalog.fileIO(client, null),
@@ -201,31 +202,24 @@ public final class RemoteConnection implements CatalogConnection {
    * @throws RuntimeException when the server refused the event or did not answer in time
    */
   public static void reportJobRun(Map<String, String> properties, String json, Duration within) {
-    URI server = server(properties.get(URI));
+    ServerAddress server = server(properties.get(URI), properties);
     RemoteRetry retry = RemoteRetry.of(server.toString(), properties).atMost(within);
     new SkadeServerClient(server, properties.get(TOKEN), retry).reportJobRun(json);
   }
 
-  private static URI server(String uri) {
-    URI server;
-    try {
-      server = java.net.URI.create(String.valueOf(uri).trim());
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException(
-          "catalog property 'uri' = '"
-              + uri
-              + "' is not a URI;"
-              + " give the skade server's address, e.g. uri=http://catalog-host:8181",
-          e);
-    }
-    if (!"http".equals(server.getScheme()) && !"https".equals(server.getScheme())) {
-      throw new IllegalArgumentException(
-          "catalog property 'uri' = '"
-              + uri
-              + "' must be an"
-              + " http:// or https:// address of a skade server, e.g. http://catalog-host:8181");
-    }
-    return server;
+  private static ServerAddress server(String uri, Map<String, String> properties) {
+    String token = properties.get(TOKEN);
+    return ServerAddress.parse(uri, member -> SkadeServerClient.leads(member, token));
+  }
+
+  /**
+   * Iceberg's REST catalog of {@code server}: its own HTTP client for one server, one that follows
+   * the leader for a group.
+   */
+  private static RESTCatalog restCatalog(ServerAddress server) {
+    return server.isGroup()
+        ? new RESTCatalog(config -> new LeaderFollowingClient(server, config))
+        : new RESTCatalog();
   }
 
   /**

@@ -58,7 +58,7 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
 
   private static final ObjectMapper JSON = new ObjectMapper();
 
-  private final URI uri;
+  private final ServerAddress address;
   private final String token;
   private final RemoteRetry retry;
   private final HttpClient http;
@@ -69,12 +69,12 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
    * @param retryFor how long transient failures of one call are retried before it fails
    */
   public SkadeServerClient(URI uri, String token, Duration retryFor) {
-    this(uri, token, new RemoteRetry(uri.toString(), retryFor));
+    this(ServerAddress.of(uri), token, new RemoteRetry(uri.toString(), retryFor));
   }
 
   /** A client whose calls ride {@code retry}, the policy of the connection that made it. */
-  SkadeServerClient(URI uri, String token, RemoteRetry retry) {
-    this.uri = URI.create(uri.toString().replaceAll("/+$", ""));
+  SkadeServerClient(ServerAddress address, String token, RemoteRetry retry) {
+    this.address = address;
     this.token = token;
     this.retry = retry;
     this.http =
@@ -84,9 +84,40 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
             .build();
   }
 
+  /** How long a group member may take to say whether it leads. */
+  private static final Duration PROBE_TIMEOUT = Duration.ofSeconds(2);
+
+  private static final HttpClient PROBES =
+      HttpClient.newBuilder()
+          .connectTimeout(PROBE_TIMEOUT)
+          .version(HttpClient.Version.HTTP_1_1)
+          .build();
+
+  /**
+   * Whether the server group member at {@code member} leads its group: its {@code
+   * /healthz?role=leader} answers 200. False when it answers otherwise or not within 2 s.
+   */
+  static boolean leads(URI member, String token) {
+    try {
+      HttpRequest.Builder request =
+          HttpRequest.newBuilder(URI.create(member + "/healthz?role=leader"))
+              .timeout(PROBE_TIMEOUT);
+      if (token != null) {
+        request.header("Authorization", "Bearer " + token);
+      }
+      return PROBES.send(request.build(), HttpResponse.BodyHandlers.discarding()).statusCode()
+          == 200;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    } catch (IOException e) {
+      return false; // down, or stopped: not the leader
+    }
+  }
+
   /** The server this client calls. */
   public URI uri() {
-    return uri;
+    return address.current();
   }
 
   /**
@@ -101,8 +132,7 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
   /** One try of {@link #commits}, for the long-poll thread, which rides the policy itself. */
   CommitPage commitsOnce(long after, int limit, Duration wait) throws InterruptedException {
     String path = commitsPath(after, limit, wait);
-    return SkadeProtocol.commitPage(
-        send("GET", path, request("GET", path, null, wait.plus(REQUEST_SLACK))).body());
+    return SkadeProtocol.commitPage(once(path, wait.plus(REQUEST_SLACK)).body());
   }
 
   private static String commitsPath(long after, int limit, Duration wait) {
@@ -126,7 +156,7 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
   Optional<String> metadataJson(String location, Duration timeout) throws InterruptedException {
     String path = SkadeProtocol.METADATA + "?location=" + encode(location);
     try {
-      return Optional.of(send("GET", path, request("GET", path, null, timeout)).body());
+      return Optional.of(once(path, timeout).body());
     } catch (UncheckedIOException e) {
       throw e;
     } catch (RuntimeException refused) {
@@ -147,10 +177,7 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
     String path =
         SkadeProtocol.METADATA_UPDATES + "?location=" + encode(location) + "&base=" + encode(base);
     try {
-      JsonNode updates =
-          JsonUtil.mapper()
-              .readTree(send("GET", path, request("GET", path, null, timeout)).body())
-              .get("updates");
+      JsonNode updates = JsonUtil.mapper().readTree(once(path, timeout).body()).get("updates");
       List<MetadataUpdate> parsed = new ArrayList<>();
       updates.forEach(update -> parsed.add(MetadataUpdateParser.fromJson(update)));
       return Optional.of(parsed);
@@ -277,19 +304,36 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
 
   private record Answer(int status, String body) {}
 
+  /** One try of {@code GET path}, to the member taken for the leader. */
+  private Answer once(String path, Duration timeout) throws InterruptedException {
+    URI member = address.current();
+    return send(member, "GET", path, request(member, "GET", path, null, timeout));
+  }
+
   /**
    * The server's answer to {@code method path}, riding the policy through transient failures; a
    * refusal (4xx) fails at once with the server's message.
    */
   private Answer call(String method, String path, String body, Duration wait, int... accepted) {
-    HttpRequest request = request(method, path, body, wait.plus(REQUEST_SLACK));
-    return ride(method, path, () -> send(method, path, request, accepted));
+    // Built per try: a group's client sends each try to the member it takes for the leader.
+    return ride(
+        method,
+        path,
+        () -> {
+          URI member = address.current();
+          return send(
+              member,
+              method,
+              path,
+              request(member, method, path, body, wait.plus(REQUEST_SLACK)),
+              accepted);
+        });
   }
 
   /** {@code once}, one try of {@code method path}, riding the policy. */
   private Answer ride(String method, String path, Callable<Answer> once) {
     try {
-      return retry.call("skade server at " + uri + ": " + method + " " + path, once);
+      return retry.call("skade server at " + address + ": " + method + " " + path, once);
     } catch (UncheckedIOException e) {
       if (e.getCause() instanceof InterruptedIOException) {
         throw e;
@@ -297,7 +341,7 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
       throw new UncheckedIOException(
           new IOException(
               "the skade server at "
-                  + uri
+                  + address
                   + " did not answer "
                   + method
                   + " "
@@ -311,9 +355,10 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
     }
   }
 
-  private HttpRequest request(String method, String path, String body, Duration timeout) {
+  private HttpRequest request(
+      URI member, String method, String path, String body, Duration timeout) {
     HttpRequest.Builder request =
-        HttpRequest.newBuilder(URI.create(uri + path))
+        HttpRequest.newBuilder(URI.create(member + path))
             .timeout(timeout)
             .method(
                 method,
@@ -334,24 +379,26 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
    * request that failed (refused, timed out, reset or closed under it) or a 5xx answer, which
    * {@link RemoteRetry#isTransient} tries again.
    */
-  private Answer send(String method, String path, HttpRequest request, int... accepted)
+  private Answer send(URI member, String method, String path, HttpRequest request, int... accepted)
       throws InterruptedException {
     HttpResponse<String> response;
     try {
       response = http.send(request, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
     } catch (IOException e) {
+      address.lost(member);
       throw new UncheckedIOException(e.toString(), e);
     }
-    return answer(method, path, response.statusCode(), response.body(), accepted);
+    return answer(member, method, path, response.statusCode(), response.body(), accepted);
   }
 
   /** One try of {@code GET path} over a blocking connection; its answer as {@link #send}'s. */
   private Answer sendBlocking(String path) {
+    URI member = address.current();
     int status;
     String body;
     try {
       HttpURLConnection connection =
-          (HttpURLConnection) URI.create(uri + path).toURL().openConnection(Proxy.NO_PROXY);
+          (HttpURLConnection) URI.create(member + path).toURL().openConnection(Proxy.NO_PROXY);
       connection.setConnectTimeout((int) CONNECT_TIMEOUT.toMillis());
       connection.setReadTimeout((int) REQUEST_SLACK.toMillis());
       if (token != null) {
@@ -365,20 +412,30 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
       }
     } catch (SocketTimeoutException e) {
       // Not an interrupt (a SocketTimeoutException is an InterruptedIOException): transient.
+      address.lost(member);
       throw new UncheckedIOException(e.toString(), new IOException(e.toString(), e));
     } catch (IOException e) {
+      address.lost(member);
       throw new UncheckedIOException(e.toString(), e);
     }
-    return answer("GET", path, status, body);
+    return answer(member, "GET", path, status, body);
   }
 
   /**
-   * {@code status} and {@code body} as an answer when it is a success or {@code accepted}; else a
-   * refusal (4xx), or for a 5xx an {@link UncheckedIOException}, which is transient.
+   * {@code status} and {@code body} of {@code member} as an answer when it is a success or {@code
+   * accepted}; else a refusal (4xx), or for a 5xx an {@link UncheckedIOException}, which is
+   * transient. A group's standby ({@code 421}) or a group with no leader ({@code 503}) sends the
+   * client looking for the leader, and is transient too.
    */
-  private Answer answer(String method, String path, int status, String body, int... accepted) {
+  private Answer answer(
+      URI member, String method, String path, int status, String body, int... accepted) {
     if (status < 300 || IntStream.of(accepted).anyMatch(code -> code == status)) {
       return new Answer(status, body);
+    }
+    if (status == 421 || status == 503) {
+      address.lost(member);
+      String moved = member + " answered " + status + ": " + message(body);
+      throw new UncheckedIOException(moved, new IOException(moved));
     }
     if (status < 500) {
       throw refused(method, path, status, body);
@@ -390,7 +447,7 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
   private RuntimeException refused(String method, String path, int status, String body) {
     String message =
         "the skade server at "
-            + uri
+            + address.current()
             + " refused "
             + method
             + " "

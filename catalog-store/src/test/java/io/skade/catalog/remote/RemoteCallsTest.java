@@ -57,12 +57,14 @@ class RemoteCallsTest {
         .that()
         .resideInAPackage("io.skade.catalog.remote")
         .and()
-        .haveNameNotMatching(".*\\.(RemoteConnection|RidingCatalog)(\\$.*)?")
+        .haveNameNotMatching(".*\\.(RemoteConnection|RidingCatalog|LeaderFollowingClient)(\\$.*)?")
         .should()
         .dependOnClassesThat()
         .belongToAnyOf(
             RESTCatalog.class, RESTSessionCatalog.class, RESTClient.class, HTTPClient.class)
-        .because("the REST catalog is opened by the connection and reached through RidingCatalog")
+        .because(
+            "the REST catalog is opened by the connection (for a server group, on the"
+                + " leader-following client) and reached through RidingCatalog")
         .check(classes);
     noClasses()
         .that()
