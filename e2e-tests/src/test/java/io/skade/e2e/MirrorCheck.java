@@ -12,9 +12,9 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.rest.RESTCatalog;
 import org.awaitility.core.ConditionTimeoutException;
 
 /**
@@ -33,7 +33,7 @@ final class MirrorCheck {
    * table's columns and keyed by {@code key}; returns them.
    */
   static Map<Long, Record> awaitCaughtUp(
-      RESTCatalog rest, TableIdentifier source, TableIdentifier copy, String key, Duration atMost)
+      Catalog rest, TableIdentifier source, TableIdentifier copy, String key, Duration atMost)
       throws Exception {
     Map<Long, Record> expected = rowsByKey(rest, source, key);
     try {
@@ -57,7 +57,7 @@ final class MirrorCheck {
   }
 
   /** Each row of the table by its key, as the table's own columns. */
-  static Map<Long, Record> rowsByKey(RESTCatalog rest, TableIdentifier id, String key)
+  static Map<Long, Record> rowsByKey(Catalog rest, TableIdentifier id, String key)
       throws Exception {
     Map<Long, Record> rows = new TreeMap<>();
     for (Record row : SkadeOnFlinkClusterTest.rows(rest, id)) {

@@ -4,11 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.StoredConsumer;
-import io.skade.catalog.remote.SkadeServerClient;
+import io.skade.catalog.remote.RemoteConnection;
+import io.skade.server.ServerGroupProcess;
 import io.skade.server.ServerProcess;
-import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -22,9 +23,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.stream.LongStream;
+import org.apache.curator.test.TestingServer;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
@@ -116,6 +119,43 @@ class SkadeOnFlinkClusterTest {
     }
   }
 
+  /**
+   * The same three jobs through a server group of three server JVMs on a real ZooKeeper, given
+   * every member's address: a TaskManager is killed, then the group's leader ten times (SIGKILL,
+   * each time restarted as a standby once another member leads). The upsert (a sink) stays exactly
+   * once, the mirror (a CDC source applying the changelog strictly) equals the table, every commit
+   * acknowledged before the kills is in the log, and no job restarts for the failovers.
+   */
+  @Test
+  @Timeout(900)
+  void threeJobsStayExactThroughATaskManagerAndTheGroupsLeaderKilledTenTimes() throws Exception {
+    Path root =
+        ClusterLogs.of(
+            getClass(), "threeJobsStayExactThroughATaskManagerAndTheGroupsLeaderKilledTenTimes");
+    try (TestingServer zookeeper = new TestingServer(true);
+        ServerGroupProcess group =
+            new ServerGroupProcess(
+                root.resolve("group"),
+                "cluster",
+                zookeeper.getConnectString(),
+                3,
+                "--zookeeper-session-timeout",
+                "PT3S");
+        FlinkCluster cluster =
+            FlinkCluster.start(root.resolve("flink"), libWithConnector(), 2, 4, RESTARTS)) {
+      threeJobsStayExact(
+          cluster,
+          group.uri(),
+          "the group's leader killed ten times",
+          () -> {
+            for (int kill = 0; kill < 10; kill++) {
+              group.killLeaderAndRestart();
+            }
+          },
+          root);
+    }
+  }
+
   /** Fixed-delay restarts, many, and the slots spread over the TaskManagers. */
   static final Map<String, String> RESTARTS =
       Map.of(
@@ -135,8 +175,29 @@ class SkadeOnFlinkClusterTest {
    */
   static void threeJobsStayExact(FlinkCluster cluster, ServerProcess server, Path root)
       throws Exception {
-    try (RESTCatalog rest = rest(server)) {
-      List<String> jobIds = jobIds(submit(cluster, root, jobs(server.uri()), List.of()));
+    threeJobsStayExact(
+        cluster, server.uri(), "the server killed", () -> server.killAndRestart(3_000), root);
+  }
+
+  /** What makes the catalog's server go away for a while, and brings it back. */
+  @FunctionalInterface
+  interface Outage {
+    void run() throws Exception;
+  }
+
+  /**
+   * {@link #threeJobsStayExact(FlinkCluster, ServerProcess, Path)} through the server(s) {@code
+   * uri} names, whose {@code failure} (one server killed and restarted, or a group's leader killed)
+   * the jobs ride through.
+   */
+  static void threeJobsStayExact(
+      FlinkCluster cluster, String uri, String outageName, Outage failure, Path root)
+      throws Exception {
+    try (RemoteConnection connection =
+        RemoteConnection.open(
+            uri, Map.of("token", ServerProcess.TOKEN, CatalogConnection.RETRY_TIMEOUT, "2 min"))) {
+      Catalog rest = connection.catalog();
+      List<String> jobIds = jobIds(submit(cluster, root, jobs(uri), List.of()));
       assertThat(jobIds).hasSize(3);
       String writer = jobIds.get(0);
       String mirror = jobIds.get(1);
@@ -179,18 +240,13 @@ class SkadeOnFlinkClusterTest {
 
       // The server dies and comes back: the jobs ride through, nothing acknowledged is lost.
       Map<String, Long> restartsBefore = restarts(cluster, jobIds);
-      assertThat(cluster.jobState(writer))
-          .as("job (a) when the server is killed")
-          .isEqualTo("RUNNING");
-      SkadeServerClient client =
-          new SkadeServerClient(
-              URI.create(server.uri()), ServerProcess.TOKEN, Duration.ofMinutes(1));
-      List<CommitEvent> acknowledged = client.commits(0, 10_000, Duration.ZERO).commits();
+      assertThat(cluster.jobState(writer)).as("job (a) at " + outageName).isEqualTo("RUNNING");
+      List<CommitEvent> acknowledged = connection.feed().commitsSince(0, 10_000);
       Instant down = Instant.now();
-      server.killAndRestart(3_000);
+      failure.run();
       Instant up = Instant.now();
-      assertThat(client.commits(0, acknowledged.size(), Duration.ZERO).commits())
-          .as("the commits the server acknowledged before it was killed")
+      assertThat(connection.feed().commitsSince(0, acknowledged.size()))
+          .as("the commits acknowledged before " + outageName)
           .isEqualTo(acknowledged);
 
       cluster.waitUntil(
@@ -212,7 +268,7 @@ class SkadeOnFlinkClusterTest {
       // (a) exactly once: every version written once, and the last per key is the table.
       // When each version was committed: the server's stamp of the commit adding its file.
       Map<Long, Instant> stamps = new HashMap<>();
-      for (CommitEvent commit : client.commits(0, 10_000, Duration.ZERO).commits()) {
+      for (CommitEvent commit : connection.feed().commitsSince(0, 10_000)) {
         commit
             .snapshotId()
             .ifPresent(
@@ -296,7 +352,7 @@ class SkadeOnFlinkClusterTest {
 
       // Job (b)'s cursor lives on the server: stopped, the job resumes from it, so expiring
       // through the server the snapshots after it is refused.
-      assertThat(client.consumers(ORDERS))
+      assertThat(connection.consumers().consumers(ORDERS))
           .extracting(StoredConsumer::consumerId)
           .contains("orders-mirror");
       rest.loadTable(ORDERS).newAppend().commit(); // a snapshot job (b) has not read
@@ -433,7 +489,7 @@ class SkadeOnFlinkClusterTest {
         .toList();
   }
 
-  static long snapshots(RESTCatalog rest, TableIdentifier table) {
+  static long snapshots(Catalog rest, TableIdentifier table) {
     Table loaded = rest.loadTable(table);
     long count = 0;
     for (Snapshot ignored : loaded.snapshots()) {
@@ -467,7 +523,7 @@ class SkadeOnFlinkClusterTest {
    * _pos}) to the rows of a data file that position deletes apply to, which would make equal rows
    * of two tables compare unequal.
    */
-  static List<Record> rows(RESTCatalog rest, TableIdentifier id) throws Exception {
+  static List<Record> rows(Catalog rest, TableIdentifier id) throws Exception {
     Table table = rest.loadTable(id);
     List<Types.NestedField> columns = table.schema().columns();
     List<Record> rows = new ArrayList<>();

@@ -9,6 +9,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -23,7 +25,6 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
-import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
@@ -301,18 +302,15 @@ final class ServerGroup implements AutoCloseable {
       synchronized (lock) {
         fence = Math.max(fence, newEpoch);
       }
-      Map<String, Object[]> positions = fenceMembers(newEpoch);
-      MemberClient.Position mine = position();
-      Map.Entry<String, Object[]> best = null;
-      for (Map.Entry<String, Object[]> entry : positions.entrySet()) {
-        MemberClient.Position theirs = (MemberClient.Position) entry.getValue()[1];
-        if (theirs.compareTo(mine) > 0
-            && (best == null || theirs.compareTo((MemberClient.Position) best.getValue()[1]) > 0)) {
-          best = entry;
+      Map<String, Fenced> positions = fenceMembers(newEpoch);
+      Fenced best = null;
+      for (Fenced member : positions.values()) {
+        if (member.position().compareTo(best == null ? position() : best.position()) > 0) {
+          best = member;
         }
       }
       if (best != null) {
-        catchUp((URI) best.getValue()[0], (MemberClient.Position) best.getValue()[1]);
+        catchUp(best.uri(), best.position());
       }
       if (!won.hasLeadership() || readEpoch() != newEpoch || closed) {
         LOG.info(
@@ -424,8 +422,11 @@ final class ServerGroup implements AutoCloseable {
    * retries those that do not answer until their member node goes (their session ended) or two
    * session timeouts pass. Returns, per member that answered, its URI and position.
    */
-  private Map<String, Object[]> fenceMembers(long newEpoch) throws Exception {
-    Map<String, Object[]> answered = new LinkedHashMap<>();
+  /** A member that answered a fence: where it is, where its log ends. */
+  private record Fenced(URI uri, MemberClient.Position position) {}
+
+  private Map<String, Fenced> fenceMembers(long newEpoch) throws Exception {
+    Map<String, Fenced> answered = new LinkedHashMap<>();
     long deadline = System.nanoTime() + 2 * group.sessionTimeout().toNanos();
     while (!closed) {
       Map<String, URI> live = liveMembers();
@@ -445,7 +446,7 @@ final class ServerGroup implements AutoCloseable {
         try {
           answered.put(
               member.getKey(),
-              new Object[] {member.getValue(), members.fence(member.getValue(), newEpoch)});
+              new Fenced(member.getValue(), members.fence(member.getValue(), newEpoch)));
         } catch (IOException e) {
           LOG.debug(
               "skade group {}: {} did not answer the fence yet", group.name(), member.getKey(), e);
@@ -593,12 +594,17 @@ final class ServerGroup implements AutoCloseable {
           install(leader);
           reopenReplica();
         } else if (fetch.status() == 200) {
+          boolean applied = false;
           synchronized (lock) {
             if (fetch.epoch() == fence && replica != null && !promoting) {
               for (ReplicatedBatch batch : fetch.batches()) {
                 replica.apply(batch);
               }
+              applied = true;
             }
+          }
+          if (!applied) { // not the leader of this member's epoch (yet): ask again soon
+            Thread.sleep(RETRY_MS);
           }
         } else {
           Thread.sleep(RETRY_MS);
@@ -707,14 +713,28 @@ final class ServerGroup implements AutoCloseable {
     return position();
   }
 
+  /**
+   * The id of the member that holds the latch (the lowest of its nodes, as Curator's {@link
+   * LeaderLatch} decides), read from ZooKeeper, so that a member that does not stand yet knows it
+   * too.
+   */
   private Optional<String> leaderId() throws Exception {
-    LeaderLatch current = latch;
-    if (current == null) {
-      List<String> none = List.of();
-      return none.stream().findAny();
+    List<String> nodes;
+    try {
+      nodes = new ArrayList<>(zk.getChildren().forPath(base + "/latch"));
+    } catch (KeeperException.NoNodeException e) {
+      return Optional.empty();
     }
-    Participant leader = current.getLeader();
-    return leader.isLeader() ? Optional.of(leader.getId()) : Optional.empty();
+    nodes.sort(Comparator.comparing(node -> node.substring(node.lastIndexOf('-') + 1)));
+    for (String node : nodes) {
+      try {
+        return Optional.of(
+            new String(zk.getData().forPath(base + "/latch/" + node), StandardCharsets.UTF_8));
+      } catch (KeeperException.NoNodeException gone) {
+        // its member left meanwhile: the next one holds the latch
+      }
+    }
+    return Optional.empty();
   }
 
   private URI memberUri(String id) throws Exception {
@@ -726,31 +746,10 @@ final class ServerGroup implements AutoCloseable {
   Optional<URI> leaderUri() {
     try {
       Optional<String> id = leaderId();
-      if (id.isEmpty() || latch == null) {
-        // Before this member stands (it is still fetching its copy), ask ZooKeeper directly.
-        List<String> contenders = id.isEmpty() ? latchParticipants() : List.of(id.get());
-        return contenders.isEmpty() ? Optional.empty() : Optional.of(memberUri(contenders.get(0)));
-      }
-      return Optional.of(memberUri(id.get()));
+      return id.isEmpty() ? Optional.empty() : Optional.of(memberUri(id.get()));
     } catch (Exception e) {
       return Optional.empty();
     }
-  }
-
-  /** The latch's leader as ZooKeeper has it, without a latch of this member's. */
-  private List<String> latchParticipants() throws Exception {
-    if (zk.checkExists().forPath(base + "/latch") == null) {
-      return List.of();
-    }
-    List<String> nodes = new java.util.ArrayList<>(zk.getChildren().forPath(base + "/latch"));
-    nodes.sort(
-        (a, b) ->
-            a.substring(a.lastIndexOf('-') + 1).compareTo(b.substring(b.lastIndexOf('-') + 1)));
-    if (nodes.isEmpty()) {
-      return List.of();
-    }
-    return List.of(
-        new String(zk.getData().forPath(base + "/latch/" + nodes.get(0)), StandardCharsets.UTF_8));
   }
 
   @Override

@@ -489,21 +489,24 @@ final class CheckedOptions {
      * lineage, so the options that set them for a catalog of this JVM are refused.
      */
     private void remote(String uri, Map<String, String> properties) {
-      java.net.URI parsed; // not imported: URI is the option here
-      try {
-        parsed = java.net.URI.create(uri.trim());
-      } catch (IllegalArgumentException e) {
-        parsed = null;
-      }
-      if (parsed == null
-          || parsed.getHost() == null
-          || !("http".equalsIgnoreCase(parsed.getScheme())
-              || "https".equalsIgnoreCase(parsed.getScheme()))) {
-        throw invalid(
-            URI,
-            "is not the http:// or https:// address of a skade server (such as"
-                + " 'http://catalog-host:8181')",
-            null);
+      for (String member : uri.split(",")) { // a server group: every member's address
+        java.net.URI parsed; // not imported: URI is the option here
+        try {
+          parsed = java.net.URI.create(member.trim());
+        } catch (IllegalArgumentException e) {
+          parsed = null;
+        }
+        if (parsed == null
+            || parsed.getHost() == null
+            || !("http".equalsIgnoreCase(parsed.getScheme())
+                || "https".equalsIgnoreCase(parsed.getScheme()))) {
+          throw invalid(
+              URI,
+              "is not the http:// or https:// address of a skade server (such as"
+                  + " 'http://catalog-host:8181'), or the comma-separated addresses of a server"
+                  + " group's members",
+              null);
+        }
       }
       for (ConfigOption<?> local :
           List.of(WAREHOUSE, CATALOG_PATH, LINEAGE_SINK, LINEAGE_OPENLINEAGE_URL)) {

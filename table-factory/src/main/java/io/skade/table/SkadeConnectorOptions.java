@@ -27,8 +27,10 @@ public final class SkadeConnectorOptions {
           .stringType()
           .noDefaultValue()
           .withDescription(
-              "The skade server that owns the catalog (http:// or https://); the"
-                  + " catalog's tables are then reached through it, not in this JVM.");
+              "The skade server that owns the catalog (http:// or https://), or the"
+                  + " comma-separated addresses of a server group's members, whose leader is"
+                  + " followed; the catalog's tables are then reached through it, not in this"
+                  + " JVM.");
 
   public static final ConfigOption<String> TOKEN =
       ConfigOptions.key(CatalogConnection.TOKEN)
