@@ -5,15 +5,10 @@ import io.skade.catalog.CatalogReplication;
 import io.skade.catalog.ReplicatedBatch;
 import java.io.IOException;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.util.ArrayList;
-import java.util.Comparator;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -21,14 +16,8 @@ import java.util.TreeSet;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
-import org.apache.curator.retry.ExponentialBackoffRetry;
-import org.apache.zookeeper.CreateMode;
-import org.apache.zookeeper.KeeperException;
-import org.apache.zookeeper.data.Stat;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -62,12 +51,10 @@ final class ServerGroup implements AutoCloseable {
 
   private final SkadeServer.Settings settings;
   private final GroupSettings group;
-  private final URI self;
   private final SkadeServer.Routes routes;
   private final ServerMetrics metrics;
   private final Path catalogPath;
-  private final CuratorFramework zk;
-  private final String base;
+  private final GroupNodes nodes;
   private final MemberClient members;
   private final ReplicationRoutes replicationRoutes = new ReplicationRoutes(this);
   private final ExecutorService transitions =
@@ -87,18 +74,15 @@ final class ServerGroup implements AutoCloseable {
 
   private ServerGroup(
       SkadeServer.Settings settings,
-      URI self,
       SkadeServer.Routes routes,
       ServerMetrics metrics,
-      CuratorFramework zk) {
+      GroupNodes nodes) {
     this.settings = settings;
     this.group = settings.group();
-    this.self = self;
     this.routes = routes;
     this.metrics = metrics;
     this.catalogPath = catalogPath(settings);
-    this.zk = zk;
-    this.base = "/skade/groups/" + group.name();
+    this.nodes = nodes;
     this.members = new MemberClient(group.memberToken());
     this.follower = daemon("skade-group-follower").newThread(this::follow);
   }
@@ -134,66 +118,15 @@ final class ServerGroup implements AutoCloseable {
   static ServerGroup join(
       SkadeServer.Settings settings, URI self, SkadeServer.Routes routes, ServerMetrics metrics)
       throws Exception {
-    GroupSettings group = settings.group();
-    CuratorFramework zk =
-        CuratorFrameworkFactory.builder()
-            .connectString(group.zookeeper())
-            .sessionTimeoutMs((int) group.sessionTimeout().toMillis())
-            .connectionTimeoutMs((int) Math.min(group.sessionTimeout().toMillis(), 15_000))
-            .retryPolicy(new ExponentialBackoffRetry(100, 10, 2000))
-            .build();
-    zk.start();
+    GroupNodes nodes = GroupNodes.connect(settings.group());
     try {
-      if (!zk.blockUntilConnected(
-          (int) group.sessionTimeout().toSeconds() + 10, TimeUnit.SECONDS)) {
-        throw new IllegalArgumentException(
-            "--zookeeper "
-                + group.zookeeper()
-                + " cannot be reached; start ZooKeeper or fix the connect string");
-      }
-      ServerGroup member = new ServerGroup(settings, self, routes, metrics, zk);
-      member.register();
+      nodes.register(self);
+      ServerGroup member = new ServerGroup(settings, routes, metrics, nodes);
       member.transitions.execute(member::start);
       return member;
     } catch (Exception | Error e) {
-      zk.close();
+      nodes.close();
       throw e;
-    }
-  }
-
-  /**
-   * Registers this member. A node of the same id and address is this member's previous run, whose
-   * session ends within the session timeout: it is waited for. One of another address is another
-   * server using the id.
-   */
-  private void register() throws Exception {
-    String path = base + "/members/" + group.memberId();
-    byte[] address = self.toString().getBytes(StandardCharsets.UTF_8);
-    long deadline = System.nanoTime() + 2 * group.sessionTimeout().toNanos();
-    while (true) {
-      try {
-        zk.create().creatingParentsIfNeeded().withMode(CreateMode.EPHEMERAL).forPath(path, address);
-        return;
-      } catch (KeeperException.NodeExistsException e) {
-        String holder;
-        try {
-          holder = new String(zk.getData().forPath(path), StandardCharsets.UTF_8);
-        } catch (KeeperException.NoNodeException gone) {
-          continue;
-        }
-        if (!holder.equals(self.toString()) || System.nanoTime() > deadline) {
-          throw new IllegalArgumentException(
-              "--member-id "
-                  + group.memberId()
-                  + " is in use in group "
-                  + group.name()
-                  + " by the server at "
-                  + holder
-                  + "; give each member its own id",
-              e);
-        }
-        Thread.sleep(RETRY_MS);
-      }
     }
   }
 
@@ -201,7 +134,7 @@ final class ServerGroup implements AutoCloseable {
   private void start() {
     try {
       if (!hasCatalog()) {
-        if (claimCatalog()) {
+        if (nodes.claimCatalog()) {
           LOG.info(
               "skade group {}: {} creates the group's catalog at {}",
               group.name(),
@@ -237,20 +170,6 @@ final class ServerGroup implements AutoCloseable {
     }
   }
 
-  /**
-   * Whether this member may create the group's catalog: the first to claim a group that has none.
-   */
-  private boolean claimCatalog() throws Exception {
-    try {
-      zk.create()
-          .creatingParentsIfNeeded()
-          .forPath(base + "/catalog", group.memberId().getBytes(StandardCharsets.UTF_8));
-      return true;
-    } catch (KeeperException.NodeExistsException e) {
-      return false;
-    }
-  }
-
   private void installFromLeader() throws Exception {
     while (!closed) {
       Optional<URI> leader = leaderUri();
@@ -271,8 +190,7 @@ final class ServerGroup implements AutoCloseable {
   }
 
   private void elect() throws Exception {
-    LeaderLatch next =
-        new LeaderLatch(zk, base + "/latch", group.memberId(), LeaderLatch.CloseMode.NOTIFY_LEADER);
+    LeaderLatch next = nodes.latch();
     next.addListener(
         new LeaderLatchListener() {
           @Override
@@ -297,8 +215,8 @@ final class ServerGroup implements AutoCloseable {
     }
     promoting = true;
     try {
-      long[] taken = takeEpoch();
-      long newEpoch = taken[0];
+      GroupNodes.Epoch taken = nodes.takeEpoch();
+      long newEpoch = taken.number();
       synchronized (lock) {
         fence = Math.max(fence, newEpoch);
       }
@@ -312,7 +230,7 @@ final class ServerGroup implements AutoCloseable {
       if (best != null) {
         catchUp(best.uri(), best.position());
       }
-      if (!won.hasLeadership() || readEpoch() != newEpoch || closed) {
+      if (!won.hasLeadership() || nodes.epoch() != newEpoch || closed) {
         LOG.info(
             "skade group {}: {} gave up leading epoch {}",
             group.name(),
@@ -321,7 +239,7 @@ final class ServerGroup implements AutoCloseable {
         return;
       }
       Set<String> isr = new TreeSet<>(positions.keySet());
-      if (!writeIsr(taken[1], isr)) {
+      if (!nodes.writeIsr(taken, isr)) {
         return; // another member took a newer epoch meanwhile
       }
       CatalogRoutes served;
@@ -336,7 +254,7 @@ final class ServerGroup implements AutoCloseable {
                 group.replicationTimeout().toNanos(),
                 isr,
                 lastSeq,
-                changed -> writeIsr(taken[1], changed));
+                changed -> nodes.writeIsr(taken, changed));
         served = CatalogRoutes.open(settings, metrics, false, leaderAcks);
         acks = leaderAcks;
         epoch = newEpoch;
@@ -362,74 +280,19 @@ final class ServerGroup implements AutoCloseable {
     }
   }
 
-  /** The group's next epoch, taken by compare-and-set; returns it and its node's version. */
-  private long[] takeEpoch() throws Exception {
-    String path = base + "/epoch";
-    while (true) {
-      Stat stat = new Stat();
-      long current;
-      try {
-        current =
-            Long.parseLong(
-                new String(zk.getData().storingStatIn(stat).forPath(path), StandardCharsets.UTF_8));
-      } catch (KeeperException.NoNodeException e) {
-        try {
-          zk.create().creatingParentsIfNeeded().forPath(path, "0".getBytes(StandardCharsets.UTF_8));
-          zk.create().creatingParentsIfNeeded().forPath(base + "/isr", new byte[0]);
-        } catch (KeeperException.NodeExistsException raced) {
-          // another member made it first
-        }
-        continue;
-      }
-      try {
-        Stat written =
-            zk.setData()
-                .withVersion(stat.getVersion())
-                .forPath(path, Long.toString(current + 1).getBytes(StandardCharsets.UTF_8));
-        return new long[] {current + 1, written.getVersion()};
-      } catch (KeeperException.BadVersionException e) {
-        // another candidate took one: take the next
-      }
-    }
-  }
-
-  long readEpoch() throws Exception {
-    try {
-      return Long.parseLong(
-          new String(zk.getData().forPath(base + "/epoch"), StandardCharsets.UTF_8));
-    } catch (KeeperException.NoNodeException e) {
-      return 0;
-    }
-  }
-
-  /** Writes the in-sync set, only while the epoch node is at {@code epochVersion}. */
-  private boolean writeIsr(long epochVersion, Set<String> isr) throws Exception {
-    try {
-      zk.transaction()
-          .forOperations(
-              zk.transactionOp().check().withVersion((int) epochVersion).forPath(base + "/epoch"),
-              zk.transactionOp()
-                  .setData()
-                  .forPath(base + "/isr", String.join(",", isr).getBytes(StandardCharsets.UTF_8)));
-      return true;
-    } catch (KeeperException.BadVersionException | KeeperException.NoNodeException e) {
-      return false;
-    }
-  }
+  /** A member that answered a fence: where it is, where its log ends. */
+  private record Fenced(URI uri, MemberClient.Position position) {}
 
   /**
    * Fences every other live member with {@code newEpoch}, each answering where its log ends;
    * retries those that do not answer until their member node goes (their session ended) or two
    * session timeouts pass. Returns, per member that answered, its URI and position.
    */
-  /** A member that answered a fence: where it is, where its log ends. */
-  private record Fenced(URI uri, MemberClient.Position position) {}
-
   private Map<String, Fenced> fenceMembers(long newEpoch) throws Exception {
     Map<String, Fenced> answered = new LinkedHashMap<>();
     long deadline = System.nanoTime() + 2 * group.sessionTimeout().toNanos();
     while (!closed) {
-      Map<String, URI> live = liveMembers();
+      Map<String, URI> live = nodes.liveMembers();
       live.remove(group.memberId());
       live.keySet().removeAll(answered.keySet());
       if (live.isEmpty() || System.nanoTime() > deadline) {
@@ -458,21 +321,6 @@ final class ServerGroup implements AutoCloseable {
       Thread.sleep(RETRY_MS);
     }
     return answered;
-  }
-
-  private Map<String, URI> liveMembers() throws Exception {
-    Map<String, URI> live = new HashMap<>();
-    for (String id : zk.getChildren().forPath(base + "/members")) {
-      try {
-        live.put(
-            id,
-            URI.create(
-                new String(zk.getData().forPath(base + "/members/" + id), StandardCharsets.UTF_8)));
-      } catch (KeeperException.NoNodeException gone) {
-        // left meanwhile
-      }
-    }
-    return live;
   }
 
   /** Takes the batches this member lacks from {@code from}, or its checkpoint when logs part. */
@@ -551,13 +399,18 @@ final class ServerGroup implements AutoCloseable {
           Thread.sleep(RETRY_MS);
           continue;
         }
-        Optional<String> leaderId = leaderId();
+        Optional<String> leaderId = nodes.leaderId();
         if (leaderId.isEmpty() || leaderId.get().equals(group.memberId())) {
           Thread.sleep(RETRY_MS);
           continue;
         }
-        URI leader = memberUri(leaderId.get());
-        long leaderEpoch = readEpoch();
+        Optional<URI> found = nodes.memberUri(leaderId.get());
+        if (found.isEmpty()) {
+          Thread.sleep(RETRY_MS);
+          continue;
+        }
+        URI leader = found.get();
+        long leaderEpoch = nodes.epoch();
         MemberClient.Position mine = null;
         synchronized (lock) {
           if (leaderEpoch >= fence && replica != null) {
@@ -713,40 +566,11 @@ final class ServerGroup implements AutoCloseable {
     return position();
   }
 
-  /**
-   * The id of the member that holds the latch (the lowest of its nodes, as Curator's {@link
-   * LeaderLatch} decides), read from ZooKeeper, so that a member that does not stand yet knows it
-   * too.
-   */
-  private Optional<String> leaderId() throws Exception {
-    List<String> nodes;
-    try {
-      nodes = new ArrayList<>(zk.getChildren().forPath(base + "/latch"));
-    } catch (KeeperException.NoNodeException e) {
-      return Optional.empty();
-    }
-    nodes.sort(Comparator.comparing(node -> node.substring(node.lastIndexOf('-') + 1)));
-    for (String node : nodes) {
-      try {
-        return Optional.of(
-            new String(zk.getData().forPath(base + "/latch/" + node), StandardCharsets.UTF_8));
-      } catch (KeeperException.NoNodeException gone) {
-        // its member left meanwhile: the next one holds the latch
-      }
-    }
-    return Optional.empty();
-  }
-
-  private URI memberUri(String id) throws Exception {
-    return URI.create(
-        new String(zk.getData().forPath(base + "/members/" + id), StandardCharsets.UTF_8));
-  }
-
   /** The leader's URI, when the group has one. */
   Optional<URI> leaderUri() {
     try {
-      Optional<String> id = leaderId();
-      return id.isEmpty() ? Optional.empty() : Optional.of(memberUri(id.get()));
+      Optional<String> id = nodes.leaderId();
+      return id.isEmpty() ? Optional.empty() : nodes.memberUri(id.get());
     } catch (Exception e) {
       return Optional.empty();
     }
@@ -787,6 +611,6 @@ final class ServerGroup implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
-    zk.close();
+    nodes.close();
   }
 }
