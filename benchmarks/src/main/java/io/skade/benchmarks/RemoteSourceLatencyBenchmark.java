@@ -283,7 +283,7 @@ public final class RemoteSourceLatencyBenchmark {
   }
 
   /** A fresh table of the server's catalog, and a writer on it as loaded over REST. */
-  private static TableWriter writer(Catalog catalog, String name) {
+  static TableWriter writer(Catalog catalog, String name) {
     return new TableWriter(SourceLatencyRun.createTable(catalog, name));
   }
 

@@ -12,6 +12,7 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.cache.CuratorCache;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.zookeeper.CreateMode;
@@ -33,10 +34,16 @@ final class GroupNodes implements AutoCloseable {
   private final GroupSettings group;
   private final String base;
 
+  /** The epoch node, kept current by a watch: what a standby checks on every fetch. */
+  private final CuratorCache epochCache;
+
   private GroupNodes(CuratorFramework zk, GroupSettings group) {
     this.zk = zk;
     this.group = group;
     this.base = "/skade/groups/" + group.name();
+    this.epochCache =
+        CuratorCache.build(zk, base + "/epoch", CuratorCache.Options.SINGLE_NODE_CACHE);
+    epochCache.start();
   }
 
   /**
@@ -186,9 +193,20 @@ final class GroupNodes implements AutoCloseable {
     }
   }
 
-  /** The group's epoch now (0 before the first leader). */
+  /** The group's epoch now, read from ZooKeeper (0 before the first leader). */
   long epoch() throws Exception {
     return read(base + "/epoch").map(Long::parseLong).orElse(0L);
+  }
+
+  /**
+   * The group's epoch as this member's watch on it last saw it: without a round trip, and behind
+   * ZooKeeper only by the watch's notification.
+   */
+  long watchedEpoch() {
+    return epochCache
+        .get(base + "/epoch")
+        .map(node -> Long.parseLong(new String(node.getData(), StandardCharsets.UTF_8)))
+        .orElse(0L);
   }
 
   /** Writes the in-sync set, only while {@code epoch} is the group's; false when it is not. */
@@ -219,6 +237,7 @@ final class GroupNodes implements AutoCloseable {
   /** Ends the session: this member's node goes, and with it its candidacy. */
   @Override
   public void close() {
+    epochCache.close();
     zk.close();
   }
 }

@@ -5,6 +5,8 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A leader's count of what its standbys hold: each standby's fetch of the batches after {@code N}
@@ -16,6 +18,8 @@ import java.util.TreeSet;
  * write fails, and its commits stay unacknowledged.
  */
 final class LeaderAcks implements ReplicationGate {
+  private static final Logger LOG = LoggerFactory.getLogger(LeaderAcks.class);
+
   /** Where the in-sync set is kept; a write fails once another leader's epoch holds the group. */
   interface IsrStore {
     /** Writes {@code isr}; false when this leader's epoch is no longer the group's. */
@@ -154,6 +158,14 @@ final class LeaderAcks implements ReplicationGate {
           "this server no longer leads its group: its epoch " + epoch + " was fenced");
     }
     synchronized (this) {
+      if (changed.isEmpty() && !isr.isEmpty()) {
+        LOG.warn(
+            "skade group: no standby is in sync any more (epoch {}): commits are acknowledged"
+                + " on this leader alone until one catches up",
+            epoch);
+      } else {
+        LOG.info("skade group: in-sync standbys {} (epoch {})", changed, epoch);
+      }
       isr = new TreeSet<>(changed);
       long now = System.nanoTime();
       changed.forEach(member -> caughtUpAt.putIfAbsent(member, now));

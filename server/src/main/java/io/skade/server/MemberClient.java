@@ -43,8 +43,13 @@ final class MemberClient {
    */
   record Fetch(int status, long epoch, List<ReplicatedBatch> batches) {}
 
+  /** HTTP/1.1: the JDK client's HTTP/2 default would offer every plain request an upgrade. */
   private final HttpClient http =
-      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+      HttpClient.newBuilder()
+          .connectTimeout(Duration.ofSeconds(2))
+          .version(HttpClient.Version.HTTP_1_1)
+          .build();
+
   private final String token;
 
   MemberClient(String token) {

@@ -393,24 +393,26 @@ final class ServerGroup implements AutoCloseable {
 
   /** The standby's loop: fetch the leader's batches, apply them in order. */
   private void follow() {
+    URI leader = null; // the leader of epoch leaderEpoch, kept while that epoch holds the group
+    long leaderEpoch = -1;
     while (!closed) {
       try {
         if (promoting || routes.serving() != null || replica == null) {
+          leader = null;
           Thread.sleep(RETRY_MS);
           continue;
         }
-        Optional<String> leaderId = nodes.leaderId();
-        if (leaderId.isEmpty() || leaderId.get().equals(group.memberId())) {
-          Thread.sleep(RETRY_MS);
-          continue;
+        // The epoch is checked on every round (a watch keeps it), so that a new leader's epoch
+        // stops this member's acknowledgements to the old one even before its fence arrives.
+        long groupEpoch = nodes.watchedEpoch();
+        if (leader == null || groupEpoch != leaderEpoch) {
+          leader = leaderUriOtherThanThis().orElse(null);
+          leaderEpoch = groupEpoch;
+          if (leader == null) {
+            Thread.sleep(RETRY_MS);
+            continue;
+          }
         }
-        Optional<URI> found = nodes.memberUri(leaderId.get());
-        if (found.isEmpty()) {
-          Thread.sleep(RETRY_MS);
-          continue;
-        }
-        URI leader = found.get();
-        long leaderEpoch = nodes.epoch();
         MemberClient.Position mine = null;
         synchronized (lock) {
           if (leaderEpoch >= fence && replica != null) {
@@ -446,6 +448,7 @@ final class ServerGroup implements AutoCloseable {
           }
           install(leader);
           reopenReplica();
+          leader = null;
         } else if (fetch.status() == 200) {
           boolean applied = false;
           synchronized (lock) {
@@ -457,14 +460,17 @@ final class ServerGroup implements AutoCloseable {
             }
           }
           if (!applied) { // not the leader of this member's epoch (yet): ask again soon
+            leader = null;
             Thread.sleep(RETRY_MS);
           }
         } else {
+          leader = null;
           Thread.sleep(RETRY_MS);
         }
       } catch (InterruptedException e) {
         return;
       } catch (Exception e) {
+        leader = null;
         if (!closed) {
           LOG.debug("skade group {}: following failed; trying again", group.name(), e);
           try {
@@ -475,6 +481,15 @@ final class ServerGroup implements AutoCloseable {
         }
       }
     }
+  }
+
+  /** The address of the member that holds the latch, unless it is this one or has none. */
+  private Optional<URI> leaderUriOtherThanThis() throws Exception {
+    Optional<String> id = nodes.leaderId();
+    if (id.isEmpty() || id.get().equals(group.memberId())) {
+      return Optional.empty();
+    }
+    return nodes.memberUri(id.get());
   }
 
   /** Replaces this member's copy with a checkpoint of {@code from}'s store. */

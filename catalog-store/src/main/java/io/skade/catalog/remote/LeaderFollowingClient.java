@@ -84,12 +84,13 @@ final class LeaderFollowingClient implements RESTClient {
         };
     try {
       return request.send(client, following);
-    } catch (ServiceUnavailableException e) {
-      address.lost(member);
-      throw e;
     } catch (RuntimeException e) {
-      if (RemoteRetry.isTransient(e)) { // the member did not answer: it may be gone
-        address.lost(member);
+      // A standby's or an electing group's answer, or no answer (the member may be gone).
+      if (RemoteRetry.isTransient(e) && address.lost(member)) {
+        throw new ServiceUnavailableException(
+            new LeaderMovedException(member, address.current(), e.getMessage()),
+            "the skade server group's leader moved to %s",
+            address.current());
       }
       throw e;
     }

@@ -150,6 +150,15 @@ public final class RemoteRetry {
     return false;
   }
 
+  private static boolean leaderMoved(Throwable failure) {
+    for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
+      if (cause instanceof LeaderMovedException) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** A deadline for one call that begins now. */
   long deadline() {
     return System.nanoTime() + timeout.toNanos();
@@ -305,6 +314,11 @@ public final class RemoteRetry {
                         + "') passed"));
           }
           throw e;
+        }
+        if (leaderMoved(e)) { // a server group's new leader: at once, and back off from the start
+          LOG.info("{}: {}; trying again there (try {})", what, e.getMessage(), attempt + 1);
+          backoff = FIRST_BACKOFF_MILLIS;
+          continue;
         }
         if (isTransient(e)) {
           LOG.warn("{} failed ({}); trying again in {} ms (try {})", what, e, backoff, attempt + 1);

@@ -1,6 +1,7 @@
 package io.skade.catalog.remote;
 
 import java.net.URI;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Predicate;
@@ -14,6 +15,12 @@ import java.util.stream.Collectors;
  * /healthz} which one leads and sends the retried request there.
  */
 final class ServerAddress {
+  /**
+   * How long a client waits for a group to elect a leader before it backs off: longer than
+   * ZooKeeper's session timeout (default 6 s), after which the dead leader's latch goes.
+   */
+  static final Duration ELECTION_WAIT = Duration.ofSeconds(15);
+
   private final List<URI> members;
   private final Predicate<URI> leads;
   private volatile URI current;
@@ -88,27 +95,40 @@ final class ServerAddress {
   }
 
   /**
-   * A request to {@code tried} reached no leader: finds the member that leads now (asking each
-   * one's {@code /healthz}), or, when none says so yet, moves on to the next member. Returns at
-   * once for a single server, or when another thread found the leader meanwhile.
+   * A request to {@code tried} reached no leader: finds the member that leads now, asking each
+   * one's {@code /healthz} every 100 ms while the group elects one (up to {@link #ELECTION_WAIT}),
+   * so that the request is retried there at once rather than after a backoff grown through the
+   * election. Returns whether the requests go to another member now (the caller retries at once);
+   * false for a single server, when {@code tried} still leads (a failure of its own), or when no
+   * member led in time (the requests then go to the next member, after the caller's backoff).
    */
-  void lost(URI tried) {
-    if (!isGroup() || !tried.equals(current)) {
-      return;
+  boolean lost(URI tried) {
+    if (!isGroup()) {
+      return false;
     }
     synchronized (this) {
       if (!tried.equals(current)) {
-        return;
+        return true; // another request found the leader meanwhile
       }
       int start = members.indexOf(tried);
-      for (int i = 1; i <= members.size(); i++) {
-        URI member = members.get((start + i) % members.size());
-        if (leads.test(member)) {
-          current = member;
-          return;
+      long deadline = System.nanoTime() + ELECTION_WAIT.toNanos();
+      do {
+        for (int i = 1; i <= members.size(); i++) {
+          URI member = members.get((start + i) % members.size());
+          if (leads.test(member)) {
+            current = member;
+            return !member.equals(tried);
+          }
         }
-      }
+        try {
+          Thread.sleep(100);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return false;
+        }
+      } while (System.nanoTime() < deadline);
       current = members.get((start + 1) % members.size());
+      return false;
     }
   }
 

@@ -385,8 +385,7 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
     try {
       response = http.send(request, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
     } catch (IOException e) {
-      address.lost(member);
-      throw new UncheckedIOException(e.toString(), e);
+      throw failed(member, e);
     }
     return answer(member, method, path, response.statusCode(), response.body(), accepted);
   }
@@ -412,11 +411,9 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
       }
     } catch (SocketTimeoutException e) {
       // Not an interrupt (a SocketTimeoutException is an InterruptedIOException): transient.
-      address.lost(member);
-      throw new UncheckedIOException(e.toString(), new IOException(e.toString(), e));
+      throw failed(member, new IOException(e.toString(), e));
     } catch (IOException e) {
-      address.lost(member);
-      throw new UncheckedIOException(e.toString(), e);
+      throw failed(member, e);
     }
     return answer(member, "GET", path, status, body);
   }
@@ -433,15 +430,25 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
       return new Answer(status, body);
     }
     if (status == 421 || status == 503) {
-      address.lost(member);
-      String moved = member + " answered " + status + ": " + message(body);
-      throw new UncheckedIOException(moved, new IOException(moved));
+      throw failed(member, new IOException("answered " + status + ": " + message(body)));
     }
     if (status < 500) {
       throw refused(method, path, status, body);
     }
     String answered = "answered " + status + ": " + message(body);
     throw new UncheckedIOException(answered, new IOException(answered));
+  }
+
+  /**
+   * A request to {@code member} that failed with {@code failure} (transient): for a server group, a
+   * {@link LeaderMovedException} once the client follows another member that leads.
+   */
+  private UncheckedIOException failed(URI member, IOException failure) {
+    if (address.lost(member)) {
+      return new UncheckedIOException(
+          new LeaderMovedException(member, address.current(), failure.getMessage()));
+    }
+    return new UncheckedIOException(failure.toString(), failure);
   }
 
   private RuntimeException refused(String method, String path, int status, String body) {
