@@ -15,7 +15,11 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import io.skade.testing.IdRows;
+import java.util.stream.LongStream;
 import org.apache.iceberg.CatalogProperties;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.data.Record;
 import org.apache.iceberg.rest.RESTCatalog;
 
 /**
@@ -90,6 +94,21 @@ final class ServerFixture implements AutoCloseable {
         "rest", Map.of(CatalogProperties.URI, server.uri().toString(), "token", token));
     opened.add(client);
     return client;
+  }
+
+  /** Rows of {@code IdRows.log("name")}: each id, named {@code n<id>}. */
+  static List<Record> rows(long... ids) {
+    Schema schema = IdRows.log("name");
+    List<Record> rows = new ArrayList<>();
+    for (long id : ids) {
+      rows.add(IdRows.row(schema, id, "n" + id));
+    }
+    return rows;
+  }
+
+  /** 1, 2, …, {@code last}. */
+  static List<Long> sequence(long last) {
+    return LongStream.rangeClosed(1, last).boxed().toList();
   }
 
   /** One answer: its status, body and headers. */

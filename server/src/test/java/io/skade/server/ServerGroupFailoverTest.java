@@ -31,7 +31,6 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
@@ -137,7 +136,7 @@ class ServerGroupFailoverTest {
       try (RemoteConnection group = connect(uris)) {
         for (long id = base; !stop.get(); id++) {
           try {
-            ParquetFiles.append(group.catalog().loadTable(ORDERS), rows(id));
+            ParquetFiles.append(group.catalog().loadTable(ORDERS), ServerFixture.rows(id));
             acknowledged.add(id);
           } catch (RuntimeException | IOException e) {
             unknown.add(id);
@@ -183,7 +182,7 @@ class ServerGroupFailoverTest {
       assertThat(unknown).as("rows no writer sent").containsAll(phantoms);
       List<CommitEvent> log = group.feed().commitsSince(0, 100_000);
       List<Long> seqs = log.stream().map(CommitEvent::commitSeq).toList();
-      assertThat(seqs).as("commit_seq, gapless and each once").isEqualTo(sequence(seqs.size()));
+      assertThat(seqs).as("commit_seq, gapless and each once").isEqualTo(ServerFixture.sequence(seqs.size()));
       assertThat(log.stream().map(CommitEvent::metadataLocation).distinct().count())
           .isEqualTo(log.size());
     }
@@ -209,7 +208,7 @@ class ServerGroupFailoverTest {
       try {
         next = leader();
         try (RemoteConnection group = connect(uris)) {
-          ParquetFiles.append(group.catalog().loadTable(ORDERS), rows(3_000_001));
+          ParquetFiles.append(group.catalog().loadTable(ORDERS), ServerFixture.rows(3_000_001));
         }
       } finally {
         stopped.signal("CONT");
@@ -217,7 +216,7 @@ class ServerGroupFailoverTest {
       assertThat(next).isNotSameAs(stopped);
       // Woken, the deposed leader acknowledges nothing: a standby refuses, a fenced leader's
       // commit gets no standby's acknowledgement.
-      assertThatThrownBy(() -> ParquetFiles.append(orders, rows(3_000_002)))
+      assertThatThrownBy(() -> ParquetFiles.append(orders, ServerFixture.rows(3_000_002)))
           .isInstanceOf(RuntimeException.class);
       await()
           .atMost(Duration.ofSeconds(60))
@@ -244,7 +243,7 @@ class ServerGroupFailoverTest {
     ReplicationRoutes.delete(catalog);
     assertThat(catalog).doesNotExist();
     try (RemoteConnection group = connect(uris)) {
-      ParquetFiles.append(group.catalog().loadTable(ORDERS), rows(4_000_001));
+      ParquetFiles.append(group.catalog().loadTable(ORDERS), ServerFixture.rows(4_000_001));
       standby.restart();
       await()
           .atMost(Duration.ofSeconds(60))
@@ -272,24 +271,5 @@ class ServerGroupFailoverTest {
       rows.forEach(row -> ids.add((Long) row.getField("id")));
     }
     return ids;
-  }
-
-  private static List<Long> sequence(long last) {
-    List<Long> seqs = new ArrayList<>();
-    for (long s = 1; s <= last; s++) {
-      seqs.add(s);
-    }
-    return seqs;
-  }
-
-  private static List<Record> rows(long... ids) {
-    List<Record> rows = new ArrayList<>();
-    for (long id : ids) {
-      Record row = GenericRecord.create(SCHEMA);
-      row.setField("id", id);
-      row.setField("name", "n" + id);
-      rows.add(row);
-    }
-    return rows;
   }
 }

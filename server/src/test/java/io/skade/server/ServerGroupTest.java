@@ -22,8 +22,6 @@ import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
-import org.apache.iceberg.data.Record;
 import org.apache.iceberg.rest.RESTCatalog;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -127,7 +125,7 @@ class ServerGroupTest {
       rest.createNamespace(Namespace.of("shop"));
       Table orders = rest.createTable(ORDERS, IdRows.log("name"));
       for (int i = 0; i < 5; i++) {
-        ParquetFiles.append(orders, rows(i));
+        ParquetFiles.append(orders, ServerFixture.rows(i));
       }
       seq = first.catalog().commitSeq();
     }
@@ -155,32 +153,13 @@ class ServerGroupTest {
     assertThat(second).isNotSameAs(first);
     assertThat(second.catalog().commitSeq()).isEqualTo(seq);
     try (RESTCatalog rest = rest(second.uri())) {
-      ParquetFiles.append(rest.loadTable(ORDERS), rows(10));
+      ParquetFiles.append(rest.loadTable(ORDERS), ServerFixture.rows(10));
       assertThat(rest.loadTable(ORDERS).currentSnapshot().summary())
           .containsEntry("total-records", "6");
     }
     assertThat(second.catalog().commitSeq()).isEqualTo(seq + 1);
     assertThat(second.catalog().commitsSince(0, 100))
         .extracting(e -> e.commitSeq())
-        .isEqualTo(sequence(seq + 1));
-  }
-
-  private static List<Long> sequence(long last) {
-    List<Long> seqs = new ArrayList<>();
-    for (long s = 1; s <= last; s++) {
-      seqs.add(s);
-    }
-    return seqs;
-  }
-
-  private static List<Record> rows(long... ids) {
-    List<Record> rows = new ArrayList<>();
-    for (long id : ids) {
-      Record row = GenericRecord.create(IdRows.log("name"));
-      row.setField("id", id);
-      row.setField("name", "n" + id);
-      rows.add(row);
-    }
-    return rows;
+        .isEqualTo(ServerFixture.sequence(seq + 1));
   }
 }

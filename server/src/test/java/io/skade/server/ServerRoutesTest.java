@@ -34,7 +34,6 @@ import org.apache.iceberg.Transaction;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableCommit;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.exceptions.BadRequestException;
 import org.apache.iceberg.exceptions.CommitFailedException;
@@ -66,7 +65,7 @@ class ServerRoutesTest {
     // A HashMap: Iceberg's client asks the map whether it holds a null key, which Map.of refuses.
     rest.createNamespace(Namespace.of("shop"), new java.util.HashMap<>(Map.of("owner", "ops")));
     Table orders = rest.createTable(ORDERS, SCHEMA);
-    ParquetFiles.append(orders, rows(1, 2));
+    ParquetFiles.append(orders, ServerFixture.rows(1, 2));
   }
 
   @AfterEach
@@ -310,7 +309,7 @@ class ServerRoutesTest {
   @Test
   void aClientHoldingACommitsBaseIsServedTheUpdatesThatRebuildIt() throws Exception {
     String base = metadataLocation();
-    ParquetFiles.append(rest.loadTable(ORDERS), rows(3));
+    ParquetFiles.append(rest.loadTable(ORDERS), ServerFixture.rows(3));
     String location = metadataLocation();
     String path =
         "/skade/v1/metadata/updates?location=" + encode(location) + "&base=" + encode(base);
@@ -357,7 +356,7 @@ class ServerRoutesTest {
     assertThat(unchanged.status()).isEqualTo(304);
     assertThat(unchanged.body()).isEmpty();
 
-    ParquetFiles.append(rest.loadTable(ORDERS), rows(3));
+    ParquetFiles.append(rest.loadTable(ORDERS), ServerFixture.rows(3));
     ServerFixture.Answer changed =
         fixture.call("GET", path, null, ServerFixture.TOKEN, Map.of("If-None-Match", etag));
     assertThat(changed.status()).isEqualTo(200);
@@ -369,7 +368,7 @@ class ServerRoutesTest {
 
   @Test
   void metricsCountCommitsAndTimeRequestsByRoute() throws Exception {
-    ParquetFiles.append(rest.loadTable(ORDERS), rows(3));
+    ParquetFiles.append(rest.loadTable(ORDERS), ServerFixture.rows(3));
     await().atMost(Duration.ofSeconds(10)).until(() -> metric("skade_commits_total") >= 3);
     String metrics = fixture.call("GET", "/metrics", null).body();
     assertThat(metrics)
@@ -440,8 +439,8 @@ class ServerRoutesTest {
   void aConsumerStoredThroughTheServerHoldsExpiryBackUntilDropped() throws Exception {
     Table orders = rest.loadTable(ORDERS);
     long held = orders.currentSnapshot().snapshotId();
-    ParquetFiles.append(orders, rows(3));
-    ParquetFiles.append(orders, rows(4));
+    ParquetFiles.append(orders, ServerFixture.rows(3));
+    ParquetFiles.append(orders, ServerFixture.rows(4));
     SkadeServerClient client =
         new SkadeServerClient(fixture.server.uri(), ServerFixture.TOKEN, Duration.ofSeconds(5));
     StoredConsumer stored =
@@ -475,11 +474,11 @@ class ServerRoutesTest {
     TableIdentifier returns = TableIdentifier.of("shop", "returns");
     rest.createTable(returns, SCHEMA);
     // returns' commit is prepared, then returns moves on by another client: the commit is stale.
-    TableCommit returnsCommit = appendCommit(returns, rest.loadTable(returns), rows(6));
-    ParquetFiles.append(fixture.rest().loadTable(returns), rows(9));
+    TableCommit returnsCommit = appendCommit(returns, rest.loadTable(returns), ServerFixture.rows(6));
+    ParquetFiles.append(fixture.rest().loadTable(returns), ServerFixture.rows(9));
     long seq = fixture.server.catalog().commitSeq();
     String ordersBefore = metadataLocation();
-    TableCommit ordersCommit = appendCommit(ORDERS, rest.loadTable(ORDERS), rows(5));
+    TableCommit ordersCommit = appendCommit(ORDERS, rest.loadTable(ORDERS), ServerFixture.rows(5));
     assertThatThrownBy(() -> rest.commitTransaction(List.of(ordersCommit, returnsCommit)))
         .isInstanceOf(CommitFailedException.class);
     assertThat(fixture.server.catalog().commitSeq())
@@ -487,8 +486,8 @@ class ServerRoutesTest {
         .isEqualTo(seq);
     assertThat(metadataLocation()).as("orders after the refused commit").isEqualTo(ordersBefore);
 
-    TableCommit both = appendCommit(returns, rest.loadTable(returns), rows(7));
-    rest.commitTransaction(List.of(appendCommit(ORDERS, rest.loadTable(ORDERS), rows(8)), both));
+    TableCommit both = appendCommit(returns, rest.loadTable(returns), ServerFixture.rows(7));
+    rest.commitTransaction(List.of(appendCommit(ORDERS, rest.loadTable(ORDERS), ServerFixture.rows(8)), both));
     var commits = fixture.server.catalog().commitsSince(seq, 10);
     assertThat(commits).hasSize(2);
     assertThat(commits.get(1).commitSeq()).isEqualTo(commits.get(0).commitSeq() + 1);
@@ -502,16 +501,5 @@ class ServerRoutesTest {
     TableMetadata base = ((BaseTransaction) transaction).startMetadata();
     TableMetadata updated = ((BaseTransaction) transaction).currentMetadata();
     return TableCommit.create(id, base, updated);
-  }
-
-  private static List<Record> rows(long... ids) {
-    List<Record> rows = new ArrayList<>();
-    for (long id : ids) {
-      GenericRecord row = GenericRecord.create(SCHEMA);
-      row.setField("id", id);
-      row.setField("name", "n" + id);
-      rows.add(row);
-    }
-    return rows;
   }
 }

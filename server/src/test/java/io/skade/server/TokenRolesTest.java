@@ -17,8 +17,6 @@ import java.util.Map;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.GenericRecord;
-import org.apache.iceberg.data.Record;
 import org.apache.iceberg.exceptions.ForbiddenException;
 import org.apache.iceberg.rest.RESTCatalog;
 import org.junit.jupiter.api.AfterEach;
@@ -46,7 +44,7 @@ class TokenRolesTest {
     rest = fixture.rest();
     rest.createNamespace(Namespace.of("shop"), new HashMap<>(Map.of("owner", "ops")));
     Table orders = rest.createTable(ORDERS, IdRows.log("name"));
-    ParquetFiles.append(orders, rows(1, 2));
+    ParquetFiles.append(orders, ServerFixture.rows(1, 2));
     // c1 is stored in process: it has no owner, so any token that may read shop may take it.
     fixture
         .server
@@ -165,7 +163,7 @@ class TokenRolesTest {
   void aCommitThatExpiresSnapshotsOrRewritesFilesIsAnAdminsMaintenance() throws Exception {
     long first = rest.loadTable(ORDERS).currentSnapshot().snapshotId();
     fixture.server.catalog().dropConsumer("c1"); // it holds the first snapshot back
-    ParquetFiles.append(rest.loadTable(ORDERS), rows(3));
+    ParquetFiles.append(rest.loadTable(ORDERS), ServerFixture.rows(3));
     String before = ServerRoutesTest.state(fixture);
     RESTCatalog writer = fixture.rest(ServerFixture.WRITER);
 
@@ -183,7 +181,7 @@ class TokenRolesTest {
         .commit();
     assertThat(rest.loadTable(ORDERS).snapshot(first)).isNull();
     // An ordinary commit is a writer's.
-    ParquetFiles.append(writer.loadTable(ORDERS), rows(4));
+    ParquetFiles.append(writer.loadTable(ORDERS), ServerFixture.rows(4));
     assertThat(rest.loadTable(ORDERS).currentSnapshot().summary())
         .containsEntry("added-records", "1");
   }
@@ -245,8 +243,8 @@ class TokenRolesTest {
   void aTokenLimitedToANamespaceSeesItsCommitsOnTheFeedAndItsFeedMovesOn() throws Exception {
     rest.createNamespace(Namespace.of("elsewhere"));
     Table parts = rest.createTable(PARTS, IdRows.log("name"));
-    ParquetFiles.append(parts, rows(10));
-    ParquetFiles.append(rest.loadTable(ORDERS), rows(5));
+    ParquetFiles.append(parts, ServerFixture.rows(10));
+    ParquetFiles.append(rest.loadTable(ORDERS), ServerFixture.rows(5));
     long newest = fixture.server.catalog().commitSeq();
 
     List<String> everyTable = tablesOf(page(ServerFixture.TOKEN, 0));
@@ -280,17 +278,6 @@ class TokenRolesTest {
 
   private static int rank(String role) {
     return List.of("read", "write", "admin").indexOf(role);
-  }
-
-  private static List<Record> rows(long... ids) {
-    List<Record> rows = new ArrayList<>();
-    for (long id : ids) {
-      Record row = GenericRecord.create(IdRows.log("name"));
-      row.setField("id", id);
-      row.setField("name", "n" + id);
-      rows.add(row);
-    }
-    return rows;
   }
 
   @Test
