@@ -90,10 +90,6 @@ final class CatalogRoutes implements AutoCloseable {
     return catalog;
   }
 
-  IcebergRoutes iceberg() {
-    return iceberg;
-  }
-
   /** Handles {@code exchange} when it is one of the catalog's routes; false otherwise. */
   boolean handle(Exchange exchange) throws Exception {
     return feed.handle(exchange)

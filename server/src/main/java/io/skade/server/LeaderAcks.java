@@ -53,16 +53,6 @@ final class LeaderAcks implements ReplicationGate {
     return epoch;
   }
 
-  /** The in-sync standbys. */
-  synchronized Set<String> isr() {
-    return Set.copyOf(isr);
-  }
-
-  /** The newest batch written. */
-  synchronized long lastWritten() {
-    return lastWritten;
-  }
-
   /**
    * Standby {@code member} holds every batch up to {@code seq}; returns whether it has caught up
    * with the log's end and is not yet in sync (the caller then adds it with {@link #join}).

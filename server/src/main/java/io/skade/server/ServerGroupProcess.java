@@ -69,7 +69,7 @@ public final class ServerGroupProcess implements AutoCloseable {
   }
 
   /** Whether {@code member} answers {@code /healthz?role=leader} with 200. */
-  public boolean leads(ServerProcess member) throws InterruptedException {
+  private boolean leads(ServerProcess member) throws InterruptedException {
     try {
       HttpResponse<Void> answer =
           http.send(

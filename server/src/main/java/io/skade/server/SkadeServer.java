@@ -261,11 +261,6 @@ public final class SkadeServer implements AutoCloseable {
     return routes.catalog();
   }
 
-  /** The group this server is a member of, or null for a single server. */
-  ServerGroup group() {
-    return group;
-  }
-
   /** Blocks until the server has stopped. */
   public void join() throws InterruptedException {
     jetty.join();

@@ -182,7 +182,9 @@ class ServerGroupFailoverTest {
       assertThat(unknown).as("rows no writer sent").containsAll(phantoms);
       List<CommitEvent> log = group.feed().commitsSince(0, 100_000);
       List<Long> seqs = log.stream().map(CommitEvent::commitSeq).toList();
-      assertThat(seqs).as("commit_seq, gapless and each once").isEqualTo(ServerFixture.sequence(seqs.size()));
+      assertThat(seqs)
+          .as("commit_seq, gapless and each once")
+          .isEqualTo(ServerFixture.sequence(seqs.size()));
       assertThat(log.stream().map(CommitEvent::metadataLocation).distinct().count())
           .isEqualTo(log.size());
     }

@@ -474,7 +474,8 @@ class ServerRoutesTest {
     TableIdentifier returns = TableIdentifier.of("shop", "returns");
     rest.createTable(returns, SCHEMA);
     // returns' commit is prepared, then returns moves on by another client: the commit is stale.
-    TableCommit returnsCommit = appendCommit(returns, rest.loadTable(returns), ServerFixture.rows(6));
+    TableCommit returnsCommit =
+        appendCommit(returns, rest.loadTable(returns), ServerFixture.rows(6));
     ParquetFiles.append(fixture.rest().loadTable(returns), ServerFixture.rows(9));
     long seq = fixture.server.catalog().commitSeq();
     String ordersBefore = metadataLocation();
@@ -487,7 +488,8 @@ class ServerRoutesTest {
     assertThat(metadataLocation()).as("orders after the refused commit").isEqualTo(ordersBefore);
 
     TableCommit both = appendCommit(returns, rest.loadTable(returns), ServerFixture.rows(7));
-    rest.commitTransaction(List.of(appendCommit(ORDERS, rest.loadTable(ORDERS), ServerFixture.rows(8)), both));
+    rest.commitTransaction(
+        List.of(appendCommit(ORDERS, rest.loadTable(ORDERS), ServerFixture.rows(8)), both));
     var commits = fixture.server.catalog().commitsSince(seq, 10);
     assertThat(commits).hasSize(2);
     assertThat(commits.get(1).commitSeq()).isEqualTo(commits.get(0).commitSeq() + 1);

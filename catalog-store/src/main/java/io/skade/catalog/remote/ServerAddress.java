@@ -85,11 +85,6 @@ final class ServerAddress {
     return current;
   }
 
-  /** Every member. */
-  List<URI> members() {
-    return members;
-  }
-
   boolean isGroup() {
     return members.size() > 1;
   }
