@@ -156,7 +156,7 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
   Optional<String> metadataJson(String location, Duration timeout) throws InterruptedException {
     String path = SkadeProtocol.METADATA + "?location=" + encode(location);
     try {
-      return Optional.of(once(path, timeout).body());
+      return Optional.of(bestEffort(path, timeout).body());
     } catch (UncheckedIOException e) {
       throw e;
     } catch (RuntimeException refused) {
@@ -177,7 +177,8 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
     String path =
         SkadeProtocol.METADATA_UPDATES + "?location=" + encode(location) + "&base=" + encode(base);
     try {
-      JsonNode updates = JsonUtil.mapper().readTree(once(path, timeout).body()).get("updates");
+      JsonNode updates =
+          JsonUtil.mapper().readTree(bestEffort(path, timeout).body()).get("updates");
       List<MetadataUpdate> parsed = new ArrayList<>();
       updates.forEach(update -> parsed.add(MetadataUpdateParser.fromJson(update)));
       return Optional.of(parsed);
@@ -307,7 +308,16 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
   /** One try of {@code GET path}, to the member taken for the leader. */
   private Answer once(String path, Duration timeout) throws InterruptedException {
     URI member = address.current();
-    return send(member, "GET", path, request(member, "GET", path, null, timeout));
+    return send(member, true, "GET", path, request(member, "GET", path, null, timeout));
+  }
+
+  /**
+   * One try of {@code GET path} for a caller that does without the answer (it reads the store
+   * instead): a failure does not wait for a server group to elect its leader.
+   */
+  private Answer bestEffort(String path, Duration timeout) throws InterruptedException {
+    URI member = address.current();
+    return send(member, false, "GET", path, request(member, "GET", path, null, timeout));
   }
 
   /**
@@ -323,6 +333,7 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
           URI member = address.current();
           return send(
               member,
+              true,
               method,
               path,
               request(member, method, path, body, wait.plus(REQUEST_SLACK)),
@@ -379,15 +390,16 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
    * request that failed (refused, timed out, reset or closed under it) or a 5xx answer, which
    * {@link RemoteRetry#isTransient} tries again.
    */
-  private Answer send(URI member, String method, String path, HttpRequest request, int... accepted)
+  private Answer send(
+      URI member, boolean follow, String method, String path, HttpRequest request, int... accepted)
       throws InterruptedException {
     HttpResponse<String> response;
     try {
       response = http.send(request, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
     } catch (IOException e) {
-      throw failed(member, e);
+      throw failed(member, follow, e);
     }
-    return answer(member, method, path, response.statusCode(), response.body(), accepted);
+    return answer(member, follow, method, path, response.statusCode(), response.body(), accepted);
   }
 
   /** One try of {@code GET path} over a blocking connection; its answer as {@link #send}'s. */
@@ -411,11 +423,11 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
       }
     } catch (SocketTimeoutException e) {
       // Not an interrupt (a SocketTimeoutException is an InterruptedIOException): transient.
-      throw failed(member, new IOException(e.toString(), e));
+      throw failed(member, true, new IOException(e.toString(), e));
     } catch (IOException e) {
-      throw failed(member, e);
+      throw failed(member, true, e);
     }
-    return answer(member, "GET", path, status, body);
+    return answer(member, true, "GET", path, status, body);
   }
 
   /**
@@ -425,12 +437,18 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
    * client looking for the leader, and is transient too.
    */
   private Answer answer(
-      URI member, String method, String path, int status, String body, int... accepted) {
+      URI member,
+      boolean follow,
+      String method,
+      String path,
+      int status,
+      String body,
+      int... accepted) {
     if (status < 300 || IntStream.of(accepted).anyMatch(code -> code == status)) {
       return new Answer(status, body);
     }
     if (status == 421 || status == 503) {
-      throw failed(member, new IOException("answered " + status + ": " + message(body)));
+      throw failed(member, follow, new IOException("answered " + status + ": " + message(body)));
     }
     if (status < 500) {
       throw refused(method, path, status, body);
@@ -440,11 +458,12 @@ public final class SkadeServerClient implements ConsumerStore, MaintenanceLocks 
   }
 
   /**
-   * A request to {@code member} that failed with {@code failure} (transient): for a server group, a
-   * {@link LeaderMovedException} once the client follows another member that leads.
+   * A request to {@code member} that failed with {@code failure} (transient): for a server group,
+   * when {@code follow}, a {@link LeaderMovedException} once the client follows another member that
+   * leads.
    */
-  private UncheckedIOException failed(URI member, IOException failure) {
-    if (address.lost(member)) {
+  private UncheckedIOException failed(URI member, boolean follow, IOException failure) {
+    if (follow && address.lost(member)) {
       return new UncheckedIOException(
           new LeaderMovedException(member, address.current(), failure.getMessage()));
     }
