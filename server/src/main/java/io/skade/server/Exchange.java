@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.rest.RESTUtil;
 import org.apache.iceberg.rest.responses.ErrorResponse;
@@ -32,6 +33,9 @@ final class Exchange {
   private final AtomicBoolean answered = new AtomicBoolean();
   private Fields query;
   private String body;
+
+  /** The body as last parsed ({@link #body(Class, Function)}). */
+  private Object parsed;
 
   /** The route's template, for metrics and logs; set when the request is routed. */
   private String route = "unrouted";
@@ -143,6 +147,17 @@ final class Exchange {
       body = readBody();
     }
     return body;
+  }
+
+  /**
+   * The body parsed as {@code type} by {@code parser}, once: a route that checks a request's body
+   * before it handles it (the caller's rights) does not parse a commit twice.
+   */
+  <T> T body(Class<T> type, Function<String, T> parser) throws InterruptedException {
+    if (!type.isInstance(parsed)) {
+      parsed = parser.apply(body());
+    }
+    return type.cast(parsed);
   }
 
   private String readBody() throws InterruptedException {

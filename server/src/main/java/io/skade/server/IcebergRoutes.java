@@ -569,7 +569,7 @@ final class IcebergRoutes {
   }
 
   private static <T> T body(Exchange exchange, Class<T> type) throws InterruptedException {
-    return IcebergJson.read(exchange.body(), type);
+    return exchange.body(type, text -> IcebergJson.read(text, type));
   }
 
   private static Namespace namespace(Map<String, String> vars) {
