@@ -32,11 +32,7 @@ final class CatalogRoutes implements AutoCloseable {
   /** Forgets idempotency keys older than their lifetime, every few minutes. */
   private final ScheduledExecutorService maintenance =
       Executors.newSingleThreadScheduledExecutor(
-          runnable -> {
-            Thread thread = new Thread(runnable, "skade-server-maintenance");
-            thread.setDaemon(true);
-            return thread;
-          });
+          CommitFeedRoutes.daemon("skade-server-maintenance"));
 
   private CatalogRoutes(
       SkadeCatalog catalog, ServerMetrics metrics, Map<String, String> properties) {

@@ -74,7 +74,8 @@ final class CommitFeedRoutes implements AutoCloseable {
     metrics.feedWaiters(waiters::size);
   }
 
-  private static java.util.concurrent.ThreadFactory daemon(String name) {
+  /** Daemon threads named {@code name}, for the server's background work. */
+  static java.util.concurrent.ThreadFactory daemon(String name) {
     return runnable -> {
       Thread thread = new Thread(runnable, name);
       thread.setDaemon(true);

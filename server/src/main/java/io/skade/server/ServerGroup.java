@@ -58,7 +58,7 @@ final class ServerGroup implements AutoCloseable {
   private final MemberClient members;
   private final ReplicationRoutes replicationRoutes = new ReplicationRoutes(this);
   private final ExecutorService transitions =
-      Executors.newSingleThreadExecutor(daemon("skade-group-transitions"));
+      Executors.newSingleThreadExecutor(CommitFeedRoutes.daemon("skade-group-transitions"));
   private final Thread follower;
 
   /** Guards the store: the replica, the fence, and a leader's acks. */
@@ -84,15 +84,7 @@ final class ServerGroup implements AutoCloseable {
     this.catalogPath = catalogPath(settings);
     this.nodes = nodes;
     this.members = new MemberClient(group.memberToken());
-    this.follower = daemon("skade-group-follower").newThread(this::follow);
-  }
-
-  private static java.util.concurrent.ThreadFactory daemon(String name) {
-    return runnable -> {
-      Thread thread = new Thread(runnable, name);
-      thread.setDaemon(true);
-      return thread;
-    };
+    this.follower = CommitFeedRoutes.daemon("skade-group-follower").newThread(this::follow);
   }
 
   private static Path catalogPath(SkadeServer.Settings settings) {
