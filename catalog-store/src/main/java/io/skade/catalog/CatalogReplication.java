@@ -23,6 +23,14 @@ public final class CatalogReplication {
     return store.replicationLog().lastSeq();
   }
 
+  /**
+   * The last batch the log serves: {@link #lastSeq}, or on a leader one staged whose synced write
+   * is still under way (a standby may hold it first).
+   */
+  public long stagedSeq() {
+    return store.replicationLog().stagedSeq();
+  }
+
   /** The oldest batch the log still holds; {@code lastSeq() + 1} when it holds none. */
   public long firstSeq() {
     return store.replicationRead(() -> store.replicationLog().firstSeq());

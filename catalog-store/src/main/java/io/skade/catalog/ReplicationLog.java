@@ -1,7 +1,9 @@
 package io.skade.catalog;
 
 import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
 import org.rocksdb.ColumnFamilyHandle;
 import org.rocksdb.RocksDB;
@@ -15,12 +17,20 @@ import org.rocksdb.WriteBatch;
  * group), and per batch applied from a leader (a standby). Its last {@code seq} is in the {@code
  * meta} family, written in the same batch as the row, so a store's log and its state never part.
  * The oldest rows are trimmed: a standby further behind installs a checkpoint instead.
+ *
+ * <p>The leader's newest batches are also kept in memory, from the moment they are staged: a
+ * standby's fetch is answered from there, before the leader's own synced write of the batch ends.
  */
 final class ReplicationLog {
   static final String FAMILY = "replication";
 
   /** Rows kept at least; older ones are removed in the batch that passes a multiple of 1,024. */
   static final long RETAINED = 100_000;
+
+  /** The newest batches kept in memory: at most this many, and about this many bytes. */
+  private static final int RECENT_BATCHES = 1024;
+
+  private static final long RECENT_BYTES = 16L * 1024 * 1024;
 
   private static final byte[] META_SEQ = TableKeys.bytes("replication_seq");
 
@@ -30,6 +40,14 @@ final class ReplicationLog {
   private volatile ReplicationGate gate;
   private long lastSeq;
 
+  /** The last batch staged: {@link #lastSeq}, or the one whose write is under way. */
+  private long stagedSeq;
+
+  /** Staged batches, oldest first, ending at {@link #stagedSeq}. */
+  private final ArrayDeque<ReplicatedBatch> recent = new ArrayDeque<>();
+
+  private long recentBytes;
+
   ReplicationLog(RocksDB db, ColumnFamilyHandle log, ColumnFamilyHandle meta)
       throws RocksDBException {
     this.db = db;
@@ -37,6 +55,7 @@ final class ReplicationLog {
     this.meta = meta;
     byte[] seq = db.get(meta, META_SEQ);
     this.lastSeq = seq == null ? 0 : ByteBuffer.wrap(seq).getLong();
+    this.stagedSeq = lastSeq;
   }
 
   void gate(ReplicationGate gate) {
@@ -51,18 +70,30 @@ final class ReplicationLog {
     return lastSeq;
   }
 
+  synchronized long stagedSeq() {
+    return stagedSeq;
+  }
+
   /**
-   * Adds {@code batch}'s own content to the log, in {@code batch}, when a gate is set; returns the
-   * row's {@code seq}, or 0 when nothing is logged. Called by the one writer, before its write.
+   * Adds {@code batch}'s own content to the log, in {@code batch}, when a gate is set, and offers
+   * it to the gate; returns the row's {@code seq}, or 0 when nothing is logged. Called by the one
+   * writer, before its write; after a failed write it stages nothing more (its committer stops).
    */
   synchronized long stage(WriteBatch batch) throws RocksDBException {
     ReplicationGate current = gate;
     if (current == null) {
       return 0;
     }
-    long seq = lastSeq + 1;
-    put(batch, new ReplicatedBatch(seq, current.epoch(), batch.data()));
-    return seq;
+    ReplicatedBatch staged = new ReplicatedBatch(stagedSeq + 1, current.epoch(), batch.data());
+    put(batch, staged);
+    recent.addLast(staged);
+    recentBytes += staged.data().length;
+    while (recent.size() > RECENT_BATCHES || (recent.size() > 1 && recentBytes > RECENT_BYTES)) {
+      recentBytes -= recent.removeFirst().data().length;
+    }
+    stagedSeq = staged.seq();
+    current.offered(stagedSeq);
+    return stagedSeq;
   }
 
   /** After the write of a staged batch: it is durable here. */
@@ -91,6 +122,7 @@ final class ReplicationLog {
       db.write(sync, batch);
     }
     lastSeq = replicated.seq();
+    stagedSeq = lastSeq;
   }
 
   private void put(WriteBatch batch, ReplicatedBatch replicated) throws RocksDBException {
@@ -112,6 +144,19 @@ final class ReplicationLog {
   List<ReplicatedBatch> since(long after, int maxBatches, long maxBytes) throws RocksDBException {
     List<ReplicatedBatch> batches = new ArrayList<>();
     long bytes = 0;
+    synchronized (this) {
+      if (!recent.isEmpty() && recent.getFirst().seq() <= after + 1) {
+        for (ReplicatedBatch batch : recent) {
+          if (batch.seq() > after
+              && batches.size() < maxBatches
+              && (batches.isEmpty() || bytes < maxBytes)) {
+            batches.add(batch);
+            bytes += batch.data().length;
+          }
+        }
+        return batches;
+      }
+    }
     try (RocksIterator it = db.newIterator(log)) {
       for (it.seek(CatalogStore.longBytes(after + 1));
           it.isValid() && batches.size() < maxBatches && (batches.isEmpty() || bytes < maxBytes);
@@ -127,6 +172,14 @@ final class ReplicationLog {
 
   /** The epoch of row {@code seq}, or -1 when the log has no such row (trimmed, or not yet). */
   long epochAt(long seq) throws RocksDBException {
+    synchronized (this) {
+      for (Iterator<ReplicatedBatch> it = recent.descendingIterator(); it.hasNext(); ) {
+        ReplicatedBatch batch = it.next();
+        if (batch.seq() == seq) {
+          return batch.epoch(); // perhaps not durable here yet: its write is under way
+        }
+      }
+    }
     byte[] row = db.get(log, CatalogStore.longBytes(seq));
     return row == null ? -1 : ByteBuffer.wrap(row).getLong();
   }

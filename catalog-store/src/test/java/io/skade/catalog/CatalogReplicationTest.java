@@ -26,10 +26,15 @@ import org.junit.jupiter.api.io.TempDir;
 class CatalogReplicationTest {
   @TempDir Path root;
 
-  /** A gate that lets every batch through at once and remembers which it saw. */
+  /**
+   * A gate that lets every batch through at once and remembers which it saw, and what the log
+   * served of each batch when it was offered, before the leader's own write of it.
+   */
   private static final class OpenGate implements ReplicationGate {
     final long epoch;
     final List<Long> seen = new CopyOnWriteArrayList<>();
+    final List<String> servedWhenOffered = new CopyOnWriteArrayList<>();
+    volatile CatalogReplication log;
 
     OpenGate(long epoch) {
       this.epoch = epoch;
@@ -38,6 +43,21 @@ class CatalogReplicationTest {
     @Override
     public long epoch() {
       return epoch;
+    }
+
+    @Override
+    public void offered(long seq) {
+      servedWhenOffered.add(
+          "batch "
+              + seq
+              + ": durable up to "
+              + log.lastSeq()
+              + ", staged "
+              + log.stagedSeq()
+              + ", served "
+              + log.since(seq - 1, 10, Long.MAX_VALUE).stream().map(ReplicatedBatch::seq).toList()
+              + " of epoch "
+              + log.epochAt(seq));
     }
 
     @Override
@@ -61,6 +81,7 @@ class CatalogReplicationTest {
     try (SkadeCatalog leader = open(leaderPath)) {
       Table a = Catalogs.createTable(leader, "a"); // before the gate: in the checkpoint
       leader.replication().checkpoint(standbyPath);
+      gate.log = leader.replication();
       leader.replicateTo(gate);
 
       Catalogs.append(a, "a1");
@@ -85,6 +106,22 @@ class CatalogReplicationTest {
       CatalogReplication log = leader.replication();
       assertThat(log.lastSeq()).isEqualTo(gate.seen.size()).isGreaterThanOrEqualTo(8);
       assertThat(gate.seen).isEqualTo(sequence(1, log.lastSeq()));
+      // Each batch is served to standbys before the leader's synced write of it ends.
+      assertThat(gate.servedWhenOffered)
+          .isEqualTo(
+              sequence(1, log.lastSeq()).stream()
+                  .map(
+                      seq ->
+                          "batch "
+                              + seq
+                              + ": durable up to "
+                              + (seq - 1)
+                              + ", staged "
+                              + seq
+                              + ", served ["
+                              + seq
+                              + "] of epoch 3")
+                  .toList());
       assertThat(log.epochAt(1)).isEqualTo(3);
       assertThat(log.epochAt(log.lastSeq() + 1)).isEqualTo(-1);
 
@@ -103,6 +140,10 @@ class CatalogReplicationTest {
         }
         assertThat(replica.replication().lastSeq()).isEqualTo(log.lastSeq());
         assertThat(replica.replication().epochAt(1)).isEqualTo(3);
+        // The leader serves its newest batches from memory, the replica its log from disk.
+        assertThat(replica.replication().since(0, 1000, Long.MAX_VALUE))
+            .usingRecursiveFieldByFieldElementComparator()
+            .isEqualTo(log.since(0, 1000, Long.MAX_VALUE));
         assertThat(replica.replication().commitSeq()).isEqualTo(leader.commitSeq());
       }
       before = state(leader);
@@ -112,6 +153,7 @@ class CatalogReplicationTest {
       long seq = promoted.commitSeq();
       long batches = promoted.replication().lastSeq();
       OpenGate next = new OpenGate(4);
+      next.log = promoted.replication();
       promoted.replicateTo(next);
       Catalogs.append(promoted.loadTable(TableIdentifier.of(Catalogs.DB, "a")), "a3");
       assertThat(promoted.commitSeq()).isEqualTo(seq + 1);
@@ -134,6 +176,9 @@ class CatalogReplicationTest {
             public long epoch() {
               return 1;
             }
+
+            @Override
+            public void offered(long seq) {}
 
             @Override
             public void awaitReplicated(long seq) {

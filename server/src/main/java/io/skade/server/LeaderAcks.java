@@ -33,17 +33,17 @@ final class LeaderAcks implements ReplicationGate {
   private final Map<String, Long> acked = new HashMap<>();
   private final Map<String, Long> caughtUpAt = new HashMap<>();
   private Set<String> isr;
-  private long lastWritten;
+  private long lastOffered;
   private String deposed;
 
   LeaderAcks(
-      long epoch, int acks, long timeoutNanos, Set<String> isr, long lastWritten, IsrStore store) {
+      long epoch, int acks, long timeoutNanos, Set<String> isr, long lastOffered, IsrStore store) {
     this.epoch = epoch;
     this.acks = acks;
     this.timeoutNanos = timeoutNanos;
     this.store = store;
     this.isr = new TreeSet<>(isr);
-    this.lastWritten = lastWritten;
+    this.lastOffered = lastOffered;
     long now = System.nanoTime();
     isr.forEach(member -> caughtUpAt.put(member, now));
   }
@@ -59,7 +59,7 @@ final class LeaderAcks implements ReplicationGate {
    */
   synchronized boolean acked(String member, long seq) {
     acked.merge(member, seq, Math::max);
-    boolean caughtUp = seq >= lastWritten;
+    boolean caughtUp = seq >= lastOffered;
     if (caughtUp) {
       caughtUpAt.put(member, System.nanoTime());
     }
@@ -80,11 +80,11 @@ final class LeaderAcks implements ReplicationGate {
     change(grown);
   }
 
-  /** Waits, for a standby's fetch, until a batch after {@code after} is written or time is up. */
+  /** Waits, for a standby's fetch, until a batch after {@code after} is offered or time is up. */
   synchronized void awaitBatchAfter(long after, long waitMillis) throws InterruptedException {
     long deadline = System.nanoTime() + waitMillis * 1_000_000;
     long left;
-    while (lastWritten <= after && deposed == null && (left = deadline - System.nanoTime()) > 0) {
+    while (lastOffered <= after && deposed == null && (left = deadline - System.nanoTime()) > 0) {
       wait(Math.max(1, left / 1_000_000));
     }
   }
@@ -98,11 +98,13 @@ final class LeaderAcks implements ReplicationGate {
   }
 
   @Override
+  public synchronized void offered(long seq) {
+    lastOffered = Math.max(lastOffered, seq);
+    notifyAll(); // standbys parked on a fetch
+  }
+
+  @Override
   public void awaitReplicated(long seq) throws Exception {
-    synchronized (this) {
-      lastWritten = Math.max(lastWritten, seq);
-      notifyAll(); // standbys parked on a fetch
-    }
     while (true) {
       Set<String> shrunk;
       synchronized (this) {

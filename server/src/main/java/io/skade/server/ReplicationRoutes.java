@@ -97,7 +97,7 @@ final class ReplicationRoutes {
       exchange.error(503, "NoLogException", "this member holds no copy of the catalog yet");
       return;
     }
-    if (after > log.lastSeq()) {
+    if (after > log.stagedSeq()) {
       diverged(exchange, after, afterEpoch, log);
       return;
     }
