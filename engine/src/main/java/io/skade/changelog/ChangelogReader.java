@@ -23,11 +23,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.TreeSet;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Predicate;
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.iceberg.ContentFile;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DataOperations;
 import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileContent;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.Schema;
@@ -124,6 +127,7 @@ public final class ChangelogReader {
   private final RecordDecoder decoder;
 
   private long rowsScanned;
+  private final LongAdder dataFilesRead = new LongAdder();
 
   public ChangelogReader(Table table, ChangelogOptions options) {
     this(table, options, Map.of());
@@ -252,6 +256,11 @@ public final class ChangelogReader {
     return rowsScanned;
   }
 
+  /** Data files this reader has read so far, fetched ahead or opened in place. */
+  public long dataFilesRead() {
+    return dataFilesRead.sum();
+  }
+
   /** The schema of the rows it emits: the table's, or its projection. */
   public Schema schema() {
     return projected;
@@ -316,6 +325,18 @@ public final class ChangelogReader {
    * read, so it works however much history was expired. The caller closes it.
    */
   public CloseableIterator<ChangeRow> snapshotChanges(long snapshotId) {
+    return snapshotChanges(snapshotId, Long.MAX_VALUE);
+  }
+
+  /**
+   * At most {@code limit} of the rows {@link #snapshotChanges(long)} gives, for a caller that needs
+   * no more (a SQL {@code LIMIT}): it ends there, and fetches data files ahead only as far as their
+   * record counts reach the limit, so the files after those are not read.
+   */
+  public CloseableIterator<ChangeRow> snapshotChanges(long snapshotId, long limit) {
+    if (limit <= 0) {
+      throw new IllegalArgumentException("a limit of rows is positive, got " + limit);
+    }
     if (table.snapshot(snapshotId) == null) {
       throw new IllegalArgumentException(
           "table "
@@ -324,7 +345,9 @@ public final class ChangelogReader {
               + snapshotId
               + " (unknown or expired); read the rows of a snapshot it still has");
     }
-    return fullReload(snapshotId);
+    Changes rows = fullReload(snapshotId);
+    rows.limit = limit;
+    return rows;
   }
 
   private static void requirePositive(int maxRows) {
@@ -437,7 +460,7 @@ public final class ChangelogReader {
         new WindowFiles(table, partitions, options.slice(), knownAppends);
     private final List<Planned> planned;
     private final ArrayDeque<ChangeRow> ready = new ArrayDeque<>();
-    private final FileFetch fetch = new FileFetch(table.io());
+    private final FileFetch fetch = new FileFetch(table.io(), dataFilesRead);
     private final DeleteCache deleteCache = new DeleteCache(table.io(), fetch);
 
     /** The next step to take, and the last one whose files were announced to {@link #fetch}. */
@@ -454,6 +477,11 @@ public final class ChangelogReader {
     private Snapshot lastAt;
     private Step step;
     private long current;
+
+    /** The most changes to return, and those returned. */
+    private long limit = Long.MAX_VALUE;
+
+    private long returned;
 
     Changes(Snapshot from, List<Span> spans) {
       List<Planned> steps = new ArrayList<>();
@@ -484,6 +512,9 @@ public final class ChangelogReader {
 
     @Override
     public boolean hasNext() {
+      if (returned >= limit) {
+        return false;
+      }
       try {
         return advance();
       } catch (NotFoundException e) { // a data or delete file of the window is gone
@@ -507,12 +538,12 @@ public final class ChangelogReader {
         current = next.to().snapshotId();
         StepFiles delta = ahead != null ? ahead : delta(next);
         ahead = null;
-        fetch.ahead(delta.reads());
+        fetch.ahead(wanted(delta.reads()));
         announced = Math.max(announced, nextStep++);
         if (nextStep < planned.size() && planned.get(nextStep).appended() == null) {
           // Its states are assembled now instead of when it starts, so its files come meanwhile.
           ahead = delta(planned.get(nextStep));
-          fetch.ahead(ahead.reads());
+          fetch.ahead(wanted(ahead.reads()));
           announced = Math.max(announced, nextStep);
         }
         announceAppends();
@@ -544,8 +575,27 @@ public final class ChangelogReader {
       while (announced + 1 < planned.size()
           && announced + 1 < nextStep + LOOKAHEAD_STEPS
           && planned.get(announced + 1).appended() != null) {
-        fetch.ahead(planned.get(++announced).appended().data.values());
+        fetch.ahead(wanted(planned.get(++announced).appended().data.values()));
       }
+    }
+
+    /**
+     * The files to fetch ahead: all of them, or under a limit the data files only as far as their
+     * record counts reach it (the rest are read in place if deletes or the filter leave fewer
+     * rows).
+     */
+    private List<ContentFile<?>> wanted(Iterable<? extends ContentFile<?>> reads) {
+      List<ContentFile<?>> wanted = new ArrayList<>();
+      long rows = returned;
+      for (ContentFile<?> file : reads) {
+        if (file.content() != FileContent.DATA) {
+          wanted.add(file);
+        } else if (rows < limit) {
+          wanted.add(file);
+          rows += file.recordCount();
+        }
+      }
+      return wanted;
     }
 
     @Override
@@ -553,6 +603,7 @@ public final class ChangelogReader {
       if (!hasNext()) {
         throw new NoSuchElementException();
       }
+      returned++;
       return ready.poll();
     }
 

@@ -11,6 +11,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.atomic.LongAdder;
 import org.apache.iceberg.ContentFile;
 import org.apache.iceberg.FileContent;
 import org.apache.iceberg.inmemory.InMemoryInputFile;
@@ -48,6 +49,10 @@ public final class FileFetch implements AutoCloseable {
 
   private final FileIO io;
   private final long budgetBytes;
+
+  /** Counts the data files read: fetched ahead, or opened in place. */
+  private final LongAdder dataFilesRead;
+
   private final ArrayDeque<Entry> queued = new ArrayDeque<>();
   private final Map<String, Entry> entries = new HashMap<>();
   private int inFlight;
@@ -71,12 +76,18 @@ public final class FileFetch implements AutoCloseable {
 
   /** A fetch of {@code io}'s files within the default budget. */
   public FileFetch(FileIO io) {
-    this(io, BUDGET_BYTES);
+    this(io, BUDGET_BYTES, new LongAdder());
   }
 
-  FileFetch(FileIO io, long budgetBytes) {
+  /** As above, counting the data files it reads into {@code dataFilesRead}. */
+  public FileFetch(FileIO io, LongAdder dataFilesRead) {
+    this(io, BUDGET_BYTES, dataFilesRead);
+  }
+
+  FileFetch(FileIO io, long budgetBytes, LongAdder dataFilesRead) {
     this.io = io;
     this.budgetBytes = budgetBytes;
+    this.dataFilesRead = dataFilesRead;
   }
 
   /**
@@ -120,11 +131,15 @@ public final class FileFetch implements AutoCloseable {
    *     waiting
    */
   public InputFile input(ContentFile<?> file) {
-    return input(file.location(), file.fileSizeInBytes());
+    return input(file.location(), file.fileSizeInBytes(), file.content() == FileContent.DATA);
   }
 
   /** As {@link #input(ContentFile)}, for the file at {@code location} of {@code length} bytes. */
   public InputFile input(String location, long length) {
+    return input(location, length, false);
+  }
+
+  private InputFile input(String location, long length, boolean data) {
     CompletableFuture<byte[]> fetching;
     Entry entry;
     synchronized (this) {
@@ -133,6 +148,9 @@ public final class FileFetch implements AutoCloseable {
         if (entry != null) { // wanted before its turn: read directly, not twice
           queued.remove(entry);
           entries.remove(location);
+        }
+        if (data) {
+          dataFilesRead.increment();
         }
         return DataFileRows.inputFile(io, location, length);
       }
@@ -172,6 +190,9 @@ public final class FileFetch implements AutoCloseable {
       }
       queued.poll();
       next.started = true;
+      if (next.data) {
+        dataFilesRead.increment();
+      }
       inFlight++;
       bytesHeld += next.length;
       try {

@@ -19,6 +19,7 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.Record;
+import org.apache.iceberg.expressions.Expressions;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -137,6 +138,59 @@ class ChangelogOnS3Test {
           .isGreaterThanOrEqualTo(InFlightFileIO.GATE)
           .isLessThanOrEqualTo(FileFetch.MAX_IN_FLIGHT + 1);
     }
+  }
+
+  @Test
+  void aLimitedReadOfASnapshotReadsOnlyTheFilesItsRowsNeed() throws Exception {
+    Table table = catalog.createTable(TableIdentifier.of("db", "limited"), IdRows.SCHEMA);
+    TableWriter writer = new TableWriter(table);
+    for (int file = 0; file < COMMITS; file++) {
+      List<Record> rows = new ArrayList<>();
+      for (int n = 0; n < 100; n++) {
+        rows.add(row(file * 100L + n, "r" + file));
+      }
+      writer.append(rows);
+    }
+    table.refresh();
+    long at = table.currentSnapshot().snapshotId();
+
+    // 5 rows are in the first file read, 150 in the first two; unlimited, every file is read.
+    for (long limit : new long[] {5, 150, Long.MAX_VALUE}) {
+      InFlightFileIO.resetUngated();
+      ChangelogReader reader = new ChangelogReader(table, ChangelogOptions.defaults());
+      List<ChangeRow> rows = new ArrayList<>();
+      try (var changes = reader.snapshotChanges(at, limit)) {
+        changes.forEachRemaining(rows::add);
+      }
+      long expectedRows = Math.min(limit, COMMITS * 100L);
+      long expectedFiles = (expectedRows + 99) / 100;
+      assertThat(rows).as("limit %s", limit).hasSize((int) expectedRows);
+      assertThat(rows).extracting(ChangeRow::type).containsOnly(ChangeType.INSERT);
+      assertThat(rows)
+          .extracting(change -> (Long) change.row().getField("id"))
+          .doesNotHaveDuplicates();
+      assertThat(reader.dataFilesRead())
+          .as("limit %s: data files read", limit)
+          .isEqualTo(expectedFiles);
+      assertThat(InFlightFileIO.opened())
+          .as("limit %s: data files opened on the store", limit)
+          .isEqualTo((int) expectedFiles);
+    }
+
+    // Under a filter the record counts overstate the rows: files past them are read in place.
+    InFlightFileIO.resetUngated();
+    ChangelogReader filtered =
+        new ChangelogReader(
+            table,
+            ChangelogOptions.defaults().withFilter(Expressions.equal("name", "r" + (COMMITS - 1))));
+    List<ChangeRow> rows = new ArrayList<>();
+    try (var changes = filtered.snapshotChanges(at, 5)) {
+      changes.forEachRemaining(rows::add);
+    }
+    assertThat(rows)
+        .extracting(change -> change.row().getField("name"))
+        .containsOnly("r" + (COMMITS - 1))
+        .hasSize(5);
   }
 
   private static String describe(ChangeRow change) {

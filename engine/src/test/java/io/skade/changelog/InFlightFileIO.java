@@ -40,6 +40,14 @@ public final class InFlightFileIO implements FileIO {
     }
   }
 
+  /** Starts counting afresh with the gate open: streams only counted, never held. */
+  static void resetUngated() {
+    synchronized (LOCK) {
+      reset();
+      gateOpened = true;
+    }
+  }
+
   /** The most streams on data and delete files that were open at once since {@link #reset}. */
   static int maxOpen() {
     synchronized (LOCK) {
