@@ -47,6 +47,10 @@ public final class SkadeSource<T>
   private final SkadeSplitEnumerator.Settings settings;
   private final ChangelogOptions options;
   private final int batchRows;
+
+  /** The most rows each reader emits ({@link Long#MAX_VALUE}: all). */
+  private final long limit;
+
   private final ChangeDeserializer<T> deserializer;
 
   /** The catalog's {@link CatalogConnection#location()}, naming the table in lineage. */
@@ -58,12 +62,14 @@ public final class SkadeSource<T>
       SkadeSplitEnumerator.Settings settings,
       ChangelogOptions options,
       int batchRows,
+      long limit,
       ChangeDeserializer<T> deserializer) {
     this.catalogProperties = new HashMap<>(catalogProperties);
     this.location = location;
     this.settings = settings;
     this.options = options;
     this.batchRows = batchRows;
+    this.limit = limit;
     this.deserializer = deserializer;
   }
 
@@ -104,7 +110,12 @@ public final class SkadeSource<T>
   @Override
   public SourceReader<T, ChangelogSplit> createReader(SourceReaderContext context) {
     return new SkadeSourceReader<>(
-        CatalogConnection.fileIO(catalogProperties), options, batchRows, deserializer, context);
+        CatalogConnection.fileIO(catalogProperties),
+        options,
+        batchRows,
+        limit,
+        deserializer,
+        context);
   }
 
   @Override

@@ -53,6 +53,7 @@ public final class SkadeSourceBuilder<T> {
   private Duration pollInterval = DEFAULT_POLL_INTERVAL;
   private String consumerId;
   private int batchRows = DEFAULT_BATCH_ROWS;
+  private long limit = Long.MAX_VALUE;
   private ChangeDeserializer<T> deserializer;
 
   SkadeSourceBuilder() {}
@@ -165,6 +166,17 @@ public final class SkadeSourceBuilder<T> {
     return this;
   }
 
+  /**
+   * Reads at most {@code rows} rows per reader (a SQL {@code LIMIT}; the job keeps its own limit
+   * over the readers): each reader stops there, and reads only the data files those rows need. Only
+   * for a read of one snapshot's rows, {@link #bounded()} from {@link StartupMode#FULL} with no end
+   * snapshot, whose every change is an insert.
+   */
+  public SkadeSourceBuilder<T> limit(long rows) {
+    this.limit = rows;
+    return this;
+  }
+
   /** Maps each change to records of type {@code R}. */
   @SuppressWarnings("unchecked")
   public <R> SkadeSourceBuilder<R> deserializer(ChangeDeserializer<R> mapping) {
@@ -215,6 +227,19 @@ public final class SkadeSourceBuilder<T> {
       throw new IllegalArgumentException(
           "skade source on " + table + ": batch rows must be" + " positive, got " + batchRows);
     }
+    if (limit <= 0) {
+      throw new IllegalArgumentException(
+          "skade source on " + table + ": a limit must be positive, got " + limit);
+    }
+    if (limit != Long.MAX_VALUE && (!bounded || startupMode != StartupMode.FULL)) {
+      throw new IllegalArgumentException(
+          "skade source on "
+              + table
+              + ": a limit of "
+              + limit
+              + " rows applies to a read of one snapshot's rows, where every change is an insert;"
+              + " call bounded() with startup mode full, or read without a limit");
+    }
     SkadeSplitEnumerator.Settings settings =
         new SkadeSplitEnumerator.Settings(
             path(table),
@@ -243,7 +268,8 @@ public final class SkadeSourceBuilder<T> {
         deserializer != null
             ? deserializer
             : (ChangeDeserializer<T>) ChangeDeserializer.rowData(rowType);
-    return new SkadeSource<>(catalogProperties, location, settings, pinned, batchRows, mapping);
+    return new SkadeSource<>(
+        catalogProperties, location, settings, pinned, batchRows, limit, mapping);
   }
 
   private static List<String> path(TableIdentifier identifier) {

@@ -193,6 +193,21 @@ class SkadeSourceModesTest {
         .hasMessageContaining("full, latest, earliest, from-snapshot");
   }
 
+  @Test
+  void aLimitOnAReadOfChangesIsRefused() {
+    assertThatThrownBy(() -> builder().limit(10).build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("a limit of 10 rows applies to a read of one snapshot's rows")
+        .hasMessageContaining("call bounded() with startup mode full");
+    assertThatThrownBy(
+            () -> builder().startupMode(StartupMode.EARLIEST).bounded().limit(10).build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("a limit of 10 rows applies to a read of one snapshot's rows");
+    assertThatThrownBy(() -> builder().bounded().limit(0).build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("a limit must be positive, got 0");
+  }
+
   private SkadeSourceBuilder<RowData> builder() {
     return SkadeSource.builder().catalogProperties(catalog.properties()).table("db.t");
   }

@@ -24,6 +24,7 @@ import org.apache.flink.table.connector.source.LookupTableSource;
 import org.apache.flink.table.connector.source.ScanTableSource;
 import org.apache.flink.table.connector.source.SourceProvider;
 import org.apache.flink.table.connector.source.abilities.SupportsFilterPushDown;
+import org.apache.flink.table.connector.source.abilities.SupportsLimitPushDown;
 import org.apache.flink.table.connector.source.abilities.SupportsLookupCustomShuffle;
 import org.apache.flink.table.connector.source.abilities.SupportsLookupCustomShuffle.InputDataPartitioner;
 import org.apache.flink.table.connector.source.abilities.SupportsProjectionPushDown;
@@ -57,6 +58,7 @@ final class SkadeTableSource
         SupportsProjectionPushDown,
         SupportsFilterPushDown,
         SupportsReadingMetadata,
+        SupportsLimitPushDown,
         SupportsLookupCustomShuffle {
 
   /** What to read and from where, as the table's options say. */
@@ -125,6 +127,9 @@ final class SkadeTableSource
   private DataType producedDataType;
   private Expression filter = Expressions.alwaysTrue();
 
+  /** The query's {@code LIMIT}, when the planner pushed one; null otherwise. */
+  private Long limit;
+
   /** The table's bucketing when the job was planned; null when it has no single bucket field. */
   private final BucketShuffle buckets;
 
@@ -151,6 +156,7 @@ final class SkadeTableSource
     this.metadataKeys = other.metadataKeys;
     this.producedDataType = other.producedDataType;
     this.filter = other.filter;
+    this.limit = other.limit;
     this.shuffle = other.shuffle;
   }
 
@@ -207,6 +213,9 @@ final class SkadeTableSource
     }
     if (scan.consumerId() != null) {
       builder.consumerId(scan.consumerId());
+    }
+    if (limit != null && readsRowsOfOneSnapshot()) {
+      builder.limit(limit);
     }
     List<MetadataColumn> metadata = metadataKeys.stream().map(MetadataColumn::of).toList();
     InternalTypeInfo<RowData> type =
@@ -353,6 +362,22 @@ final class SkadeTableSource
   @Override
   public Optional<InputDataPartitioner> getPartitioner() {
     return Optional.ofNullable(shuffle);
+  }
+
+  /**
+   * Reads at most {@code limit} rows per reader where the read is one snapshot's rows (a batch
+   * query, or a bounded read from {@code full}): readers stop there, and read only the files those
+   * rows need. A changelog's changes are not rows, so other reads take no limit; the planner's own
+   * limit applies over the readers either way.
+   */
+  @Override
+  public void applyLimit(long limit) {
+    this.limit = limit;
+  }
+
+  private boolean readsRowsOfOneSnapshot() {
+    return scan.startupMode() == StartupMode.FULL
+        && (scan.batch() || scan.bounded() || scan.endSnapshotId() != null);
   }
 
   @Override

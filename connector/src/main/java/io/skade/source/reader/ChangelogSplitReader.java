@@ -98,20 +98,35 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
   /** The sum of {@link #estimates}, kept so that a fetch does not walk every assigned split. */
   private long estimated;
 
+  /** The most rows this reader emits (a SQL {@code LIMIT}); {@link Long#MAX_VALUE} for all. */
+  private final long limit;
+
+  /** Rows emitted by this reader (since it started), against {@link #limit}. */
+  private long delivered;
+
+  /** Data files read by the changelog readers this one has let go. */
+  private long dataFilesReadBefore;
+
   /**
    * @param io the table's file IO
    * @param options how windows are read (mode, before-images, projection, filter)
    * @param batchRows the most changes one fetch returns (one more to keep an update pair whole)
    */
   public ChangelogSplitReader(FileIO io, ChangelogOptions options, int batchRows) {
-    this(io, options, batchRows, new ReaderMetrics());
+    this(io, options, batchRows, Long.MAX_VALUE, new ReaderMetrics());
   }
 
-  /** As above, reporting into {@code metrics} (which the source reader registers with Flink). */
-  ChangelogSplitReader(FileIO io, ChangelogOptions options, int batchRows, ReaderMetrics metrics) {
+  /**
+   * As above, emitting at most {@code limit} rows (the splits left are then finished unread; only
+   * for reads of a snapshot's rows), reporting into {@code metrics} (which the source reader
+   * registers with Flink).
+   */
+  ChangelogSplitReader(
+      FileIO io, ChangelogOptions options, int batchRows, long limit, ReaderMetrics metrics) {
     this.io = io;
     this.options = options;
     this.batchRows = batchRows;
+    this.limit = limit;
     this.metrics = metrics;
   }
 
@@ -130,6 +145,9 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
       }
       return records.build();
     }
+    if (delivered >= limit) {
+      return finishUnread(records);
+    }
     if (current == null && !open()) {
       return records.build(); // nothing assigned
     }
@@ -147,6 +165,7 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
       }
       last = change.type();
       emitted++;
+      delivered++;
       RowKind kind = FlinkChanges.rowKind(last);
       RowData row = RowDataDecoder.rowData(change.row(), kind);
       batch.add(
@@ -168,6 +187,25 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
       closeCurrent();
     }
     updatePending();
+    metrics.dataFilesRead(dataFilesReadBefore + reader.dataFilesRead());
+    return records.build();
+  }
+
+  /** The limit is reached: the current split and every assigned one end, unread. */
+  private RecordsWithSplitIds<ChangeRecord> finishUnread(
+      RecordsBySplits.Builder<ChangeRecord> records) throws IOException {
+    if (current != null) {
+      records.addFinishedSplit(current.splitId());
+      closeCurrent();
+    }
+    for (ChangelogSplit split; (split = assigned.poll()) != null; ) {
+      records.addFinishedSplit(split.splitId());
+      windows.remove(split.splitId());
+    }
+    paused.clear();
+    estimates.clear();
+    estimated = 0;
+    updatePending();
     return records.build();
   }
 
@@ -183,6 +221,9 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     }
     table = window.table();
     ChangelogOptions read = options.withSlice(next.slice());
+    if (reader != null) {
+      dataFilesReadBefore += reader.dataFilesRead();
+    }
     reader =
         reader == null
             ? new ChangelogReader(table, read, window.knownAppends(), decoder)
@@ -190,7 +231,7 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     rowType = reader.schema().asStruct();
     changes =
         next.fullSnapshot()
-            ? reader.snapshotChanges(next.toSnapshotId())
+            ? reader.snapshotChanges(next.toSnapshotId(), limit - delivered + next.emitted())
             : reader.changes(next.fromExclusive(), next.toSnapshotId());
     for (long skipped = 0; skipped < next.emitted() && changes.hasNext(); skipped++) {
       changes.next(); // emitted before the checkpoint this split was restored from

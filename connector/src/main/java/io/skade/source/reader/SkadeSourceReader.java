@@ -40,25 +40,30 @@ public final class SkadeSourceReader<T>
 
   private boolean started;
 
-  /** A reader that owns {@code io} and closes it with itself. */
+  /**
+   * A reader that owns {@code io} and closes it with itself, emitting at most {@code limit} rows
+   * ({@link Long#MAX_VALUE} for all; a limit only for reads of a snapshot's rows).
+   */
   public SkadeSourceReader(
       FileIO io,
       ChangelogOptions options,
       int batchRows,
+      long limit,
       ChangeDeserializer<T> deserializer,
       SourceReaderContext context) {
-    this(io, options, batchRows, deserializer, context, new ReaderMetrics());
+    this(io, options, batchRows, limit, deserializer, context, new ReaderMetrics());
   }
 
   private SkadeSourceReader(
       FileIO io,
       ChangelogOptions options,
       int batchRows,
+      long limit,
       ChangeDeserializer<T> deserializer,
       SourceReaderContext context,
       ReaderMetrics metrics) {
     super(
-        () -> new ChangelogSplitReader(io, options, batchRows, metrics),
+        () -> new ChangelogSplitReader(io, options, batchRows, limit, metrics),
         new ChangeRecordEmitter<>(deserializer),
         context.getConfiguration(),
         context);
