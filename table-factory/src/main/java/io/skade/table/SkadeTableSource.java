@@ -1,7 +1,9 @@
 package io.skade.table;
 
+import io.skade.catalog.CatalogConnection;
 import io.skade.changelog.ChangelogOptions.BeforeImage;
 import io.skade.changelog.ChangelogOptions.Mode;
+import io.skade.changelog.SnapshotRowCount;
 import io.skade.lookup.TableLookup;
 import io.skade.source.SkadeSource;
 import io.skade.source.SkadeSourceBuilder;
@@ -20,9 +22,11 @@ import org.apache.flink.table.api.DataTypes;
 import org.apache.flink.table.api.ValidationException;
 import org.apache.flink.table.connector.ChangelogMode;
 import org.apache.flink.table.connector.source.DynamicTableSource;
+import org.apache.flink.table.connector.source.InputFormatProvider;
 import org.apache.flink.table.connector.source.LookupTableSource;
 import org.apache.flink.table.connector.source.ScanTableSource;
 import org.apache.flink.table.connector.source.SourceProvider;
+import org.apache.flink.table.connector.source.abilities.SupportsAggregatePushDown;
 import org.apache.flink.table.connector.source.abilities.SupportsFilterPushDown;
 import org.apache.flink.table.connector.source.abilities.SupportsLimitPushDown;
 import org.apache.flink.table.connector.source.abilities.SupportsLookupCustomShuffle;
@@ -36,11 +40,13 @@ import org.apache.flink.table.connector.source.lookup.PartialCachingAsyncLookupP
 import org.apache.flink.table.connector.source.lookup.PartialCachingLookupProvider;
 import org.apache.flink.table.connector.source.lookup.cache.LookupCache;
 import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.expressions.AggregateExpression;
 import org.apache.flink.table.expressions.ResolvedExpression;
 import org.apache.flink.table.runtime.typeutils.InternalTypeInfo;
 import org.apache.flink.table.types.DataType;
 import org.apache.flink.table.types.logical.RowType;
 import org.apache.iceberg.Schema;
+import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.expressions.Expression;
 import org.apache.iceberg.expressions.Expressions;
@@ -59,6 +65,7 @@ final class SkadeTableSource
         SupportsFilterPushDown,
         SupportsReadingMetadata,
         SupportsLimitPushDown,
+        SupportsAggregatePushDown,
         SupportsLookupCustomShuffle {
 
   /** What to read and from where, as the table's options say. */
@@ -130,6 +137,9 @@ final class SkadeTableSource
   /** The query's {@code LIMIT}, when the planner pushed one; null otherwise. */
   private Long limit;
 
+  /** The {@code COUNT(*)}s the planner pushed (the source then emits their one row); 0 for none. */
+  private int counts;
+
   /** The table's bucketing when the job was planned; null when it has no single bucket field. */
   private final BucketShuffle buckets;
 
@@ -157,6 +167,7 @@ final class SkadeTableSource
     this.producedDataType = other.producedDataType;
     this.filter = other.filter;
     this.limit = other.limit;
+    this.counts = other.counts;
     this.shuffle = other.shuffle;
   }
 
@@ -170,6 +181,12 @@ final class SkadeTableSource
 
   @Override
   public ScanRuntimeProvider getScanRuntimeProvider(ScanContext context) {
+    if (counts > 0) {
+      return InputFormatProvider.of(
+          new SnapshotCountFormat(
+              scan.catalogProperties(), scan.table(), scan.endSnapshotId(), counts),
+          1);
+    }
     List<String> physical = DataType.getFieldNames(physicalRowType);
     List<String> produced = new ArrayList<>();
     if (projection == null) {
@@ -373,6 +390,54 @@ final class SkadeTableSource
   @Override
   public void applyLimit(long limit) {
     this.limit = limit;
+  }
+
+  /**
+   * Takes a query's {@code COUNT(*)}s (no grouping, no filter, no {@code DISTINCT}) where the read
+   * is one snapshot's rows and that snapshot's manifests give its count exactly: no delete file
+   * applies to its data files. The count is then answered from the manifests of the snapshot read
+   * when the job runs (read with its deletes if one has come since). Anything else is left to Flink
+   * over a scan, which reads a merge-on-read table in parallel.
+   */
+  @Override
+  public boolean applyAggregates(
+      List<int[]> groupingSets, List<AggregateExpression> aggregates, DataType producedDataType) {
+    boolean countsOnly =
+        groupingSets.size() == 1
+            && groupingSets.get(0).length == 0
+            && !aggregates.isEmpty()
+            && aggregates.stream().allMatch(SkadeTableSource::isCountStar);
+    if (!countsOnly
+        || !readsRowsOfOneSnapshot()
+        || filter.op() != Expression.Operation.TRUE
+        || !countedByManifests()) {
+      return false;
+    }
+    counts = aggregates.size();
+    return true;
+  }
+
+  /**
+   * {@code COUNT(*)}: the planner hands its own function (the planner's classes are hidden from
+   * connectors), named {@code Count1AggFunction}.
+   */
+  private static boolean isCountStar(AggregateExpression aggregate) {
+    return aggregate.getFunctionDefinition().getClass().getSimpleName().equals("Count1AggFunction")
+        && aggregate.getArgs().isEmpty()
+        && !aggregate.isDistinct()
+        && aggregate.getFilterExpression().isEmpty();
+  }
+
+  /** Whether the snapshot the query reads, as the table is now, is counted by its manifests. */
+  private boolean countedByManifests() {
+    try (CatalogConnection connection = CatalogConnection.open(scan.catalogProperties())) {
+      Table table = connection.catalog().loadTable(scan.table());
+      Long at =
+          scan.endSnapshotId() != null
+              ? scan.endSnapshotId()
+              : table.currentSnapshot() == null ? null : table.currentSnapshot().snapshotId();
+      return at == null || SnapshotRowCount.fromManifests(table, at).isPresent();
+    }
   }
 
   private boolean readsRowsOfOneSnapshot() {
