@@ -10,12 +10,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.BiConsumer;
-import org.apache.flink.api.common.RuntimeExecutionMode;
 import org.apache.flink.configuration.Configuration;
-import org.apache.flink.configuration.ExecutionOptions;
 import org.apache.flink.streaming.api.datastream.DataStream;
-import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.table.api.EnvironmentSettings;
 import org.apache.flink.table.api.bridge.java.StreamTableEnvironment;
 import org.apache.flink.types.Row;
 import org.apache.iceberg.FileScanTask;
@@ -51,11 +47,7 @@ class SqlCountTest extends SqlTestBase {
 
   @BeforeEach
   void environment() {
-    Configuration config = new Configuration();
-    config.set(ExecutionOptions.RUNTIME_MODE, RuntimeExecutionMode.BATCH);
-    StreamExecutionEnvironment stream = StreamExecutionEnvironment.getExecutionEnvironment(config);
-    stream.setParallelism(2);
-    env = StreamTableEnvironment.create(stream, EnvironmentSettings.inBatchMode());
+    env = batch(new Configuration(), 2);
     catalog.catalog().createNamespace(Namespace.of("default_database"));
   }
 

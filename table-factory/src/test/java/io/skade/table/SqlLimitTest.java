@@ -8,15 +8,10 @@ import java.util.List;
 import java.util.Set;
 import java.util.stream.Collectors;
 import org.apache.flink.api.common.JobID;
-import org.apache.flink.api.common.RuntimeExecutionMode;
 import org.apache.flink.configuration.Configuration;
-import org.apache.flink.configuration.ExecutionOptions;
 import org.apache.flink.metrics.Gauge;
-import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.table.api.EnvironmentSettings;
 import org.apache.flink.table.api.TableEnvironment;
 import org.apache.flink.table.api.TableResult;
-import org.apache.flink.table.api.bridge.java.StreamTableEnvironment;
 import org.apache.flink.types.Row;
 import org.apache.flink.util.CloseableIterator;
 import org.apache.iceberg.Schema;
@@ -90,11 +85,7 @@ class SqlLimitTest extends SqlTestBase {
    * ReaderGauges} keeps.
    */
   private TableEnvironment twoReaders() {
-    Configuration config = ReaderGauges.addTo(new Configuration());
-    config.set(ExecutionOptions.RUNTIME_MODE, RuntimeExecutionMode.BATCH);
-    StreamExecutionEnvironment stream = StreamExecutionEnvironment.getExecutionEnvironment(config);
-    stream.setParallelism(2);
-    TableEnvironment env = StreamTableEnvironment.create(stream, EnvironmentSettings.inBatchMode());
+    TableEnvironment env = batch(ReaderGauges.addTo(new Configuration()), 2);
     declare(env, "events", "id BIGINT, name STRING");
     return env;
   }

@@ -6,9 +6,14 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import org.apache.flink.api.common.RuntimeExecutionMode;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.ExecutionOptions;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.table.api.EnvironmentSettings;
 import org.apache.flink.table.api.TableEnvironment;
 import org.apache.flink.table.api.TableResult;
+import org.apache.flink.table.api.bridge.java.StreamTableEnvironment;
 import org.apache.flink.types.Row;
 import org.apache.flink.util.CloseableIterator;
 import org.apache.iceberg.Table;
@@ -49,6 +54,14 @@ abstract class SqlTestBase {
 
   static TableEnvironment batch() {
     return TableEnvironment.create(EnvironmentSettings.inBatchMode());
+  }
+
+  /** Batch mode at {@code parallelism}, its jobs on MiniClusters of {@code config}. */
+  static StreamTableEnvironment batch(Configuration config, int parallelism) {
+    config.set(ExecutionOptions.RUNTIME_MODE, RuntimeExecutionMode.BATCH);
+    StreamExecutionEnvironment stream = StreamExecutionEnvironment.getExecutionEnvironment(config);
+    stream.setParallelism(parallelism);
+    return StreamTableEnvironment.create(stream, EnvironmentSettings.inBatchMode());
   }
 
   /** Streaming, without checkpoints: collected rows arrive as soon as they are produced. */
