@@ -191,6 +191,11 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     return records.build();
   }
 
+  /** The rows {@code split} may still give: the limit's rest, and those it skips on a restore. */
+  private long rowsWanted(ChangelogSplit split) {
+    return limit == Long.MAX_VALUE ? Long.MAX_VALUE : limit - delivered + split.emitted();
+  }
+
   /** The limit is reached: the current split and every assigned one end, unread. */
   private RecordsWithSplitIds<ChangeRecord> finishUnread(
       RecordsBySplits.Builder<ChangeRecord> records) throws IOException {
@@ -231,7 +236,7 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     rowType = reader.schema().asStruct();
     changes =
         next.fullSnapshot()
-            ? reader.snapshotChanges(next.toSnapshotId(), limit - delivered + next.emitted())
+            ? reader.snapshotChanges(next.toSnapshotId(), rowsWanted(next))
             : reader.changes(next.fromExclusive(), next.toSnapshotId());
     for (long skipped = 0; skipped < next.emitted() && changes.hasNext(); skipped++) {
       changes.next(); // emitted before the checkpoint this split was restored from

@@ -137,6 +137,24 @@ class ChangelogSplitReaderTest {
   }
 
   @Test
+  void aRestoredSnapshotSplitResumesAfterTheRowsItHadEmitted() throws Exception {
+    ChangelogSplit rows =
+        ChangelogSplit.snapshot(
+            split.tableKey(),
+            split.metadataLocation(),
+            table.currentSnapshot().snapshotId(),
+            split.commitSeq());
+    List<String> all =
+        readAll(rows, 100).stream()
+            .map(r -> r.row().getRowKind().shortString() + " " + r.row().getLong(0))
+            .toList();
+    assertThat(all).containsExactlyInAnyOrder("+I 1", "+I 2");
+    assertThat(readAll(rows.withEmitted(1), 100))
+        .extracting(r -> r.row().getRowKind().shortString() + " " + r.row().getLong(0))
+        .containsExactly(all.get(1));
+  }
+
+  @Test
   void everyColumnTypeReachesFlinkAsItsInternalValue() throws Exception {
     Schema types =
         new Schema(
