@@ -432,10 +432,7 @@ final class SkadeTableSource
   private boolean countedByManifests() {
     try (CatalogConnection connection = CatalogConnection.open(scan.catalogProperties())) {
       Table table = connection.catalog().loadTable(scan.table());
-      Long at =
-          scan.endSnapshotId() != null
-              ? scan.endSnapshotId()
-              : table.currentSnapshot() == null ? null : table.currentSnapshot().snapshotId();
+      Long at = SnapshotCountFormat.snapshotRead(table, scan.endSnapshotId());
       return at == null || SnapshotRowCount.fromManifests(table, at).isPresent();
     }
   }

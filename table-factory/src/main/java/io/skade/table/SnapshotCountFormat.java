@@ -39,6 +39,12 @@ final class SnapshotCountFormat extends GenericInputFormat<RowData> implements N
     this.counts = counts;
   }
 
+  /** The snapshot a query reads: the end snapshot, else the table's current one (null: none). */
+  static Long snapshotRead(Table table, Long endSnapshotId) {
+    Snapshot current = table.currentSnapshot();
+    return endSnapshotId != null ? endSnapshotId : current == null ? null : current.snapshotId();
+  }
+
   @Override
   public boolean reachedEnd() {
     return done;
@@ -50,10 +56,7 @@ final class SnapshotCountFormat extends GenericInputFormat<RowData> implements N
     try (CatalogConnection connection =
         CatalogConnection.open(SkadeCatalog.inTask(catalogProperties))) {
       Table loaded = connection.catalog().loadTable(TableIdentifier.parse(table));
-      Snapshot current = loaded.currentSnapshot();
-      Long at =
-          endSnapshotId != null ? endSnapshotId : current == null ? null : current.snapshotId();
-      rows = SnapshotRowCount.of(loaded, at);
+      rows = SnapshotRowCount.of(loaded, snapshotRead(loaded, endSnapshotId));
     }
     done = true;
     GenericRowData row = new GenericRowData(counts);
