@@ -147,9 +147,10 @@ final class ReplicationLog {
     synchronized (this) {
       if (!recent.isEmpty() && recent.getFirst().seq() <= after + 1) {
         for (ReplicatedBatch batch : recent) {
-          if (batch.seq() > after
-              && batches.size() < maxBatches
-              && (batches.isEmpty() || bytes < maxBytes)) {
+          if (batches.size() == maxBatches || !batches.isEmpty() && bytes >= maxBytes) {
+            break;
+          }
+          if (batch.seq() > after) {
             batches.add(batch);
             bytes += batch.data().length;
           }

@@ -140,19 +140,22 @@ public final class RemoteRetry {
    * 403, 404 and 409 are ones too, and no retry mends them.
    */
   public static boolean isTransient(Throwable failure) {
-    for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
-      if (cause instanceof IOException
-          || cause instanceof ServiceFailureException
-          || cause instanceof ServiceUnavailableException) {
-        return true;
-      }
-    }
-    return false;
+    return anyCause(
+        failure,
+        cause ->
+            cause instanceof IOException
+                || cause instanceof ServiceFailureException
+                || cause instanceof ServiceUnavailableException);
   }
 
   private static boolean leaderMoved(Throwable failure) {
+    return anyCause(failure, LeaderMovedException.class::isInstance);
+  }
+
+  /** Whether {@code failure} or any of its causes is one {@code test} matches. */
+  private static boolean anyCause(Throwable failure, Predicate<Throwable> test) {
     for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
-      if (cause instanceof LeaderMovedException) {
+      if (test.test(cause)) {
         return true;
       }
     }
