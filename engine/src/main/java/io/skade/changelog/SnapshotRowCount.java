@@ -5,6 +5,7 @@ import java.io.UncheckedIOException;
 import java.util.List;
 import java.util.OptionalLong;
 import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.SnapshotSummary;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.io.CloseableIterator;
@@ -36,6 +37,19 @@ public final class SnapshotRowCount {
       throw new UncheckedIOException("cannot read the manifests of " + table.name(), e);
     }
     return OptionalLong.of(rows);
+  }
+
+  /**
+   * Whether the manifests of snapshot {@code snapshotId} give its row count ({@link #fromManifests}
+   * is present): as its summary's total of delete files says, without reading a manifest; from the
+   * manifests when the summary keeps no totals.
+   */
+  public static boolean countedByManifests(Table table, long snapshotId) {
+    String deleteFiles =
+        table.snapshot(snapshotId).summary().get(SnapshotSummary.TOTAL_DELETE_FILES_PROP);
+    return deleteFiles != null
+        ? Long.parseLong(deleteFiles) == 0
+        : fromManifests(table, snapshotId).isPresent();
   }
 
   /**

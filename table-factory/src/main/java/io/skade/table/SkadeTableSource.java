@@ -428,12 +428,15 @@ final class SkadeTableSource
         && aggregate.getFilterExpression().isEmpty();
   }
 
-  /** Whether the snapshot the query reads, as the table is now, is counted by its manifests. */
+  /**
+   * Whether the snapshot the query reads, as the table is now, is counted by its manifests (its
+   * summary says, so planning reads no manifest).
+   */
   private boolean countedByManifests() {
     try (CatalogConnection connection = CatalogConnection.open(scan.catalogProperties())) {
       Table table = connection.catalog().loadTable(scan.table());
       Long at = SnapshotCountFormat.snapshotRead(table, scan.endSnapshotId());
-      return at == null || SnapshotRowCount.fromManifests(table, at).isPresent();
+      return at == null || SnapshotRowCount.countedByManifests(table, at);
     }
   }
 
