@@ -311,6 +311,14 @@ class SqlDeltaJoinTest extends SqlTestBase {
               missing.subList(0, Math.min(5, missing.size())),
               extra.size(),
               extra.subList(0, Math.min(5, extra.size()))));
+      List<String> twice = new ArrayList<>(new java.util.LinkedHashSet<>(actual));
+      twice.removeIf(row -> Collections.frequency(actual, row) < 2);
+      if (!twice.isEmpty()) {
+        why.append(twice.size())
+            .append(" rows more than once, where each copy lives: ")
+            .append(copies("enriched", twice.subList(0, Math.min(5, twice.size()))))
+            .append('\n');
+      }
       why.append("job ")
           .append(job)
           .append(' ')
@@ -359,22 +367,60 @@ class SqlDeltaJoinTest extends SqlTestBase {
     return history.toString();
   }
 
+  /** Each live copy of {@code rows} in the sink table: its data file and position. */
+  private List<String> copies(String name, List<String> rows) throws Exception {
+    Table table = catalog.catalog().loadTable(TableIdentifier.of("shop", name));
+    org.apache.iceberg.Schema located =
+        org.apache.iceberg.types.TypeUtil.join(
+            table.schema(),
+            new org.apache.iceberg.Schema(
+                org.apache.iceberg.MetadataColumns.FILE_PATH,
+                org.apache.iceberg.MetadataColumns.ROW_POSITION));
+    Map<String, String> files = new java.util.HashMap<>(); // data file: its seq, its deletes
+    try (CloseableIterable<org.apache.iceberg.FileScanTask> tasks = table.newScan().planFiles()) {
+      for (org.apache.iceberg.FileScanTask task : tasks) {
+        files.put(
+            task.file().location(),
+            "seq "
+                + task.file().dataSequenceNumber()
+                + ", deletes "
+                + task.deletes().stream()
+                    .map(d -> d.content() + " seq " + d.dataSequenceNumber() + " " + d.location())
+                    .toList());
+      }
+    }
+    List<String> found = new ArrayList<>();
+    try (CloseableIterable<Record> records = IcebergGenerics.read(table).project(located).build()) {
+      for (Record r : records) {
+        if (rows.contains(line(r))) {
+          Object file = r.getField("_file");
+          found.add(
+              line(r) + " in " + file + " at " + r.getField("_pos") + " (" + files.get(file) + ")");
+        }
+      }
+    }
+    return found;
+  }
+
+  private static String line(Record r) {
+    return r.getField("order_id")
+        + ","
+        + r.getField("shipment_id")
+        + ","
+        + r.getField("customer")
+        + ","
+        + r.getField("amount")
+        + ","
+        + r.getField("carrier");
+  }
+
   /** The sink table's rows, as Iceberg's own reader gives them, in order. */
   private List<String> enriched(String name) throws Exception {
     Table table = catalog.catalog().loadTable(TableIdentifier.of("shop", name));
     List<String> rows = new ArrayList<>();
     try (CloseableIterable<Record> records = IcebergGenerics.read(table).build()) {
       for (Record r : records) {
-        rows.add(
-            r.getField("order_id")
-                + ","
-                + r.getField("shipment_id")
-                + ","
-                + r.getField("customer")
-                + ","
-                + r.getField("amount")
-                + ","
-                + r.getField("carrier"));
+        rows.add(line(r));
       }
     }
     Collections.sort(rows);
