@@ -192,6 +192,7 @@ final class CheckedOptions {
   record Source(
       Location location,
       SkadeTableSource.Scan scan,
+      ScanRefs refs,
       SkadeTableSource.Lookup lookup,
       KeyCheck keys) {}
 
@@ -220,9 +221,11 @@ final class CheckedOptions {
         context.getConfiguration().get(ExecutionOptions.RUNTIME_MODE) == RuntimeExecutionMode.BATCH;
     ResolvedSchema physical =
         TableResolution.physical(context.getCatalogTable().getResolvedSchema());
+    ScanRefs refs = ScanRefs.of(declaration.options.raw, batch); // named first: it says more
     return new Source(
         location,
         declaration.options.scan(location, batch, physical),
+        refs,
         declaration.options.lookup(),
         declaration.keyCheck());
   }

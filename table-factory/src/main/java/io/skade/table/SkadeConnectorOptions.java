@@ -125,6 +125,34 @@ public final class SkadeConnectorOptions {
               "The last snapshot read (implies scan.bounded); with 'full', the rows as"
                   + " of this snapshot.");
 
+  public static final ConfigOption<String> SCAN_TAG =
+      ConfigOptions.key("scan.tag")
+          .stringType()
+          .noDefaultValue()
+          .withDescription("Read the rows of the snapshot this tag points at (bounded).");
+
+  public static final ConfigOption<String> SCAN_BRANCH =
+      ConfigOptions.key("scan.branch")
+          .stringType()
+          .noDefaultValue()
+          .withDescription(
+              "Read the rows of this branch's head as the query is planned (bounded).");
+
+  public static final ConfigOption<String> SCAN_START_TAG =
+      ConfigOptions.key("scan.start-tag")
+          .stringType()
+          .noDefaultValue()
+          .withDescription(
+              "Read the changes committed after the snapshot this tag points at (streaming);"
+                  + " with scan.end-tag, the changes between the two tags.");
+
+  public static final ConfigOption<String> SCAN_END_TAG =
+      ConfigOptions.key("scan.end-tag")
+          .stringType()
+          .noDefaultValue()
+          .withDescription(
+              "The last snapshot read is the one this tag points at (implies scan.bounded).");
+
   public static final ConfigOption<Duration> SCAN_POLL_INTERVAL =
       ConfigOptions.key("scan.poll-interval")
           .durationType()

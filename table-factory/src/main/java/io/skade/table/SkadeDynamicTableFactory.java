@@ -26,14 +26,18 @@ import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_SNAPSHOT_MAX_AGE;
 import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_SNAPSHOT_RETAIN_LAST;
 import static io.skade.table.SkadeConnectorOptions.SCAN_APPEND_ONLY;
 import static io.skade.table.SkadeConnectorOptions.SCAN_BOUNDED;
+import static io.skade.table.SkadeConnectorOptions.SCAN_BRANCH;
 import static io.skade.table.SkadeConnectorOptions.SCAN_CONSUMER_ID;
 import static io.skade.table.SkadeConnectorOptions.SCAN_END_SNAPSHOT_ID;
+import static io.skade.table.SkadeConnectorOptions.SCAN_END_TAG;
 import static io.skade.table.SkadeConnectorOptions.SCAN_PARALLELISM;
 import static io.skade.table.SkadeConnectorOptions.SCAN_POLL_INTERVAL;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_COMMIT_SEQ;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_MODE;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_SNAPSHOT_ID;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_TIMESTAMP_MILLIS;
+import static io.skade.table.SkadeConnectorOptions.SCAN_START_TAG;
+import static io.skade.table.SkadeConnectorOptions.SCAN_TAG;
 import static io.skade.table.SkadeConnectorOptions.SERVER_RETRY_TIMEOUT;
 import static io.skade.table.SkadeConnectorOptions.SINK_PARALLELISM;
 import static io.skade.table.SkadeConnectorOptions.TABLE;
@@ -117,6 +121,10 @@ public final class SkadeDynamicTableFactory
             SCAN_BOUNDED,
             SCAN_APPEND_ONLY,
             SCAN_END_SNAPSHOT_ID,
+            SCAN_TAG,
+            SCAN_BRANCH,
+            SCAN_START_TAG,
+            SCAN_END_TAG,
             SCAN_POLL_INTERVAL,
             SCAN_CONSUMER_ID,
             CHANGELOG_MODE,
@@ -163,6 +171,7 @@ public final class SkadeDynamicTableFactory
         TableResolution.physical(context.getCatalogTable().getResolvedSchema());
     Schema schema;
     BucketShuffle buckets;
+    SkadeTableSource.Scan scan;
     try (CatalogConnection connection = CatalogConnection.open(location.catalogProperties())) {
       planned(context, location, connection);
       Table table = TableResolution.load(connection, location.table());
@@ -170,9 +179,10 @@ public final class SkadeDynamicTableFactory
       TableResolution.requireCompatible(table, location.table(), physical, false);
       schema = table.schema();
       buckets = BucketShuffle.of(table).orElse(null);
+      scan = source.refs().resolve(source.scan(), table, connection);
     }
     return new SkadeTableSource(
-        source.scan(), source.lookup(), schema, physical.toPhysicalRowDataType(), buckets);
+        scan, source.lookup(), schema, physical.toPhysicalRowDataType(), buckets);
   }
 
   @Override

@@ -13,6 +13,7 @@ import java.time.ZoneOffset;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
+import java.util.stream.Stream;
 import org.apache.flink.table.annotation.ArgumentHint;
 import org.apache.flink.table.annotation.DataTypeHint;
 import org.apache.flink.table.annotation.ProcedureHint;
@@ -38,6 +39,8 @@ import org.apache.iceberg.exceptions.NoSuchTableException;
  * CALL lake.sys.remove_orphan_files('shop.orders', TIMESTAMP '2026-12-01 00:00:00', true);
  * }</pre>
  *
+ * <p>and those of a table's tags and branches ({@link SkadeRefProcedures}).
+ *
  * <p>{@code compact} runs Iceberg's rewrite in a bounded Flink job ({@link TableCompaction}): a
  * {@code replace} snapshot with the deletes folded in. {@code expire_snapshots} expires, through
  * the catalog, the snapshots older than the time (UTC) but the newest {@code retain_last} (1 by
@@ -53,7 +56,11 @@ public final class SkadeProcedures {
   /** The database the procedures are in: {@code CALL <catalog>.sys.<procedure>(...)}. */
   static final String DATABASE = "sys";
 
-  static final List<String> NAMES = List.of("compact", "expire_snapshots", "remove_orphan_files");
+  static final List<String> NAMES =
+      Stream.concat(
+              Stream.of("compact", "expire_snapshots", "remove_orphan_files"),
+              SkadeRefProcedures.NAMES.stream())
+          .toList();
 
   private SkadeProcedures() {}
 
@@ -63,12 +70,12 @@ public final class SkadeProcedures {
       case "compact" -> new CompactProcedure(catalogName, properties);
       case "expire_snapshots" -> new ExpireSnapshotsProcedure(catalogName, properties);
       case "remove_orphan_files" -> new RemoveOrphanFilesProcedure(catalogName, properties);
-      default -> null;
+      default -> SkadeRefProcedures.named(name, catalogName, properties);
     };
   }
 
   /** A procedure of one catalog, named {@code procedure} in {@code CALL}. */
-  private abstract static class SysProcedure implements Procedure {
+  abstract static class SysProcedure implements Procedure {
     final String catalogName;
     final Map<String, String> properties;
     private final String procedure;

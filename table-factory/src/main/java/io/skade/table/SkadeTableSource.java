@@ -87,6 +87,24 @@ final class SkadeTableSource
     boolean upsert() {
       return !batch && beforeImage == BeforeImage.KEY_ONLY;
     }
+
+    /** This read, started as {@code mode} and {@code value} say, ending at {@code end}. */
+    Scan startingAt(StartupMode mode, Long value, Long end) {
+      return new Scan(
+          catalogProperties,
+          table,
+          mode,
+          value,
+          bounded,
+          end,
+          this.mode,
+          beforeImage,
+          pollInterval,
+          consumerId,
+          batch,
+          appendOnly,
+          parallelism);
+    }
   }
 
   /**

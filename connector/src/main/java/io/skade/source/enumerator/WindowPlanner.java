@@ -84,7 +84,7 @@ final class WindowPlanner {
     Table table = catalog.catalog().loadTable(identifier);
     String uuid = table.uuid().toString();
     Snapshot current = table.currentSnapshot();
-    long end = bounded ? end(table, current, endSnapshotId) : UNBOUNDED;
+    long end = bounded ? end(table, current, endSnapshotId, startup) : UNBOUNDED;
     long currentId = current == null ? ConsumerCursor.NO_SNAPSHOT : current.snapshotId();
     List<ChangelogSplit> splits = new ArrayList<>();
     Snapshot first = first(table, current, startup, value, seq);
@@ -122,7 +122,7 @@ final class WindowPlanner {
     Table table = catalog.catalog().loadTable(identifier);
     Snapshot current = table.currentSnapshot();
     if (bounded) {
-      end(table, current, endSnapshotId);
+      end(table, current, endSnapshotId, startup);
     }
     first(table, current, startup, value, seq);
   }
@@ -343,11 +343,18 @@ final class WindowPlanner {
     return chain;
   }
 
-  private long end(Table table, Snapshot current, Long endSnapshotId) {
+  /**
+   * A bounded source's last snapshot. Changes are read along the current history, so a read of
+   * changes must end on it; a read of one snapshot's rows ({@code full}) may end at any snapshot
+   * the table has (a tag or a branch's head off that history).
+   */
+  private long end(Table table, Snapshot current, Long endSnapshotId, StartupMode startup) {
     if (endSnapshotId == null) {
       return current == null ? ConsumerCursor.NO_SNAPSHOT : current.snapshotId();
     }
-    if (current == null || !SnapshotUtil.isAncestorOf(table, current.snapshotId(), endSnapshotId)) {
+    boolean onHistory =
+        current != null && SnapshotUtil.isAncestorOf(table, current.snapshotId(), endSnapshotId);
+    if (!onHistory && !(startup == StartupMode.FULL && table.snapshot(endSnapshotId) != null)) {
       throw new IllegalArgumentException(
           "skade source on table "
               + identifier
