@@ -298,7 +298,32 @@ class SqlOptionsBeforeIoTest {
                 "10"),
             "'lookup.row-cache.max-rows' applies only to 'lookup.cache' = 'NONE'",
             "the cache is 'PARTIAL'",
-            "'10'"));
+            "'10'"),
+        bad(
+            "a tag's rows with a startup mode of changes",
+            with("scan.tag", "t1", "scan.startup.mode", "latest"),
+            "option 'scan.tag' reads the rows of one snapshot ('full')",
+            "option 'scan.startup.mode' cannot be set with it"),
+        bad(
+            "a tag and a branch",
+            with("scan.tag", "t1", "scan.branch", "audit"),
+            "option 'scan.tag' reads the rows of one snapshot",
+            "option 'scan.branch' cannot be set with it"),
+        bad(
+            "a start tag with a startup mode",
+            with("scan.start-tag", "t1", "scan.startup.mode", "earliest"),
+            "option 'scan.start-tag' sets where the read starts",
+            "option 'scan.startup.mode' cannot be set with it"),
+        bad(
+            "an end tag with an end snapshot",
+            with("scan.end-tag", "t2", "scan.end.snapshot-id", "5"),
+            "option 'scan.end-tag' sets where the read ends",
+            "option 'scan.end.snapshot-id' cannot be set with it"),
+        bad(
+            "a blank tag",
+            with("scan.tag", " "),
+            "option 'scan.tag' is blank",
+            "name a tag or branch"));
   }
 
   @ParameterizedTest(name = "{0}")

@@ -177,11 +177,6 @@ class SqlRefsTest extends SqlTestBase {
     assertThatThrownBy(() -> read("'scan.tag' = 'main'"))
         .rootCause()
         .hasMessageContaining("(it is a branch: use 'scan.branch')");
-    assertThatThrownBy(() -> read("'scan.tag' = 'x', 'scan.startup.mode' = 'latest'"))
-        .rootCause()
-        .hasMessageContaining(
-            "option 'scan.tag' reads the rows of one snapshot ('full'), so option"
-                + " 'scan.startup.mode' cannot be set with it");
     assertThatThrownBy(() -> read("'scan.start-tag' = 'x'"))
         .rootCause()
         .hasMessageContaining(
