@@ -33,6 +33,7 @@ import org.apache.flink.streaming.api.lineage.LineageVertex;
 import org.apache.flink.streaming.api.lineage.LineageVertexProvider;
 import org.apache.flink.table.catalog.ResolvedSchema;
 import org.apache.flink.table.data.RowData;
+import org.apache.iceberg.SnapshotRef;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.flink.FlinkWriteOptions;
@@ -86,7 +87,8 @@ public final class SkadeSink
       boolean overwrite,
       String actor,
       String uidSuffix,
-      SinkMaintenance maintenance) {}
+      SinkMaintenance maintenance,
+      String branch) {}
 
   /** {@code location}: the catalog's {@link CatalogConnection#location()}, for lineage. */
   SkadeSink(
@@ -128,6 +130,7 @@ public final class SkadeSink
           "the maintenance of skade sink for " + table, Seam.REWRITE, Seam.MAINTENANCE_TASK);
     }
     planned = loadTable();
+    requireBranch(settings.branch());
     IcebergSink.Builder writer =
         IcebergSink.forRowData(rows)
             .tableLoader(new SkadeTableLoader(catalogProperties, table()))
@@ -148,6 +151,9 @@ public final class SkadeSink
     if (settings.uidSuffix() != null) {
       writer.uidSuffix(settings.uidSuffix());
     }
+    if (settings.branch() != null) {
+      writer.toBranch(settings.branch());
+    }
     if (maintenance.enabled()) {
       // Iceberg's committer then keeps each checkpoint's manifests for the post-commit topology.
       writer.set(FlinkWriteOptions.COMPACTION_ENABLE.key(), "true");
@@ -156,6 +162,34 @@ public final class SkadeSink
     iceberg = IcebergInternals.buildSink(writer, "skade sink for " + table);
     // Iceberg's distribution: rows keyed by the upsert key, so one key's changes meet one writer.
     return iceberg.addPreWriteTopology(rows);
+  }
+
+  /** A branch written must exist: Iceberg would fork a missing one from main, silently. */
+  private void requireBranch(String branch) {
+    if (branch == null) {
+      return;
+    }
+    SnapshotRef ref = planned.refs().get(branch);
+    if (ref == null || ref.isTag()) {
+      throw new IllegalArgumentException(
+          "skade sink for "
+              + table
+              + ": no branch '"
+              + branch
+              + "' to write to"
+              + (ref == null ? "" : " (it is a tag, which no commit can move)")
+              + "; its branches: "
+              + planned.refs().entrySet().stream()
+                  .filter(e -> e.getValue().isBranch())
+                  .map(Map.Entry::getKey)
+                  .sorted()
+                  .toList()
+              + ". Create it first (in SQL: CALL <catalog>.sys.create_branch('"
+              + table
+              + "', '"
+              + branch
+              + "'))");
+    }
   }
 
   private IcebergSink iceberg() {

@@ -37,6 +37,7 @@ public final class SkadeSinkBuilder {
   private String actor;
   private String uidSuffix;
   private SinkMaintenance maintenance = SinkMaintenance.NONE;
+  private String branch;
 
   SkadeSinkBuilder() {}
 
@@ -114,6 +115,17 @@ public final class SkadeSinkBuilder {
   }
 
   /**
+   * Commits to branch {@code name} of the table instead of {@code main}: the branch must exist
+   * (create it with {@code TableRefs.createBranch}, or {@code CALL <catalog>.sys.create_branch} in
+   * SQL), and a job's commits then move only that branch; readers of {@code main} see them once it
+   * is fast-forwarded. Not with maintenance, which works on {@code main}.
+   */
+  public SkadeSinkBuilder toBranch(String name) {
+    this.branch = name;
+    return this;
+  }
+
+  /**
    * The table's schema, when the caller has just loaded the table (as SQL planning has): {@link
    * #build()} then checks the key against it instead of opening the catalog again.
    */
@@ -146,6 +158,16 @@ public final class SkadeSinkBuilder {
               + "; drop upsertKey or"
               + " overwrite");
     }
+    if (branch != null && (branch.isBlank() || maintenance.enabled())) {
+      throw new IllegalArgumentException(
+          "skade sink for "
+              + table
+              + (branch.isBlank()
+                  ? ": the branch to write to is blank; name one, or write to main"
+                  : ": maintenance works on the table's main branch, but the sink writes to branch '"
+                      + branch
+                      + "'; turn maintenance off, or write to main"));
+    }
     Schema columns;
     String location;
     if (tableSchema != null) {
@@ -173,7 +195,7 @@ public final class SkadeSinkBuilder {
         location,
         table,
         new SkadeSink.Settings(
-            schema, flinkConf, upsertKey, overwrite, actor, uidSuffix, maintenance));
+            schema, flinkConf, upsertKey, overwrite, actor, uidSuffix, maintenance, branch));
   }
 
   private Schema loadSchema(CatalogConnection connection) {

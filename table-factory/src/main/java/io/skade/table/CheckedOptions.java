@@ -35,6 +35,7 @@ import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_MODE;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_SNAPSHOT_ID;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_TIMESTAMP_MILLIS;
 import static io.skade.table.SkadeConnectorOptions.SERVER_RETRY_TIMEOUT;
+import static io.skade.table.SkadeConnectorOptions.SINK_BRANCH;
 import static io.skade.table.SkadeConnectorOptions.SINK_PARALLELISM;
 import static io.skade.table.SkadeConnectorOptions.TABLE;
 import static io.skade.table.SkadeConnectorOptions.TOKEN;
@@ -202,6 +203,7 @@ final class CheckedOptions {
       Integer parallelism,
       String actor,
       SinkMaintenance maintenance,
+      String branch,
       KeyCheck keys) {}
 
   /** A {@code skade} catalog's checked options. */
@@ -238,11 +240,26 @@ final class CheckedOptions {
     Declaration declaration = new Declaration(factory, context, catalogProperties);
     Location location = declaration.location(context.getObjectIdentifier());
     Values options = declaration.options;
+    String branch = options.config.getOptional(SINK_BRANCH).map(String::trim).orElse(null);
+    SinkMaintenance maintenance = options.maintenance();
+    if (branch != null && (branch.isEmpty() || maintenance.enabled())) {
+      throw new ValidationException(
+          "option '"
+              + SINK_BRANCH.key()
+              + (branch.isEmpty()
+                  ? "' is blank; name a branch of the table, or remove the option to write to main"
+                  : "' = '"
+                      + branch
+                      + "' writes to a branch, but '"
+                      + MAINTENANCE_ENABLED.key()
+                      + "' = 'true' maintains the table's main branch: remove one of them"));
+    }
     return new Sink(
         location,
         options.config.getOptional(SINK_PARALLELISM).orElse(null),
         options.config.getOptional(LINEAGE_ACTOR).orElse(null),
-        options.maintenance(),
+        maintenance,
+        branch,
         declaration.keyCheck());
   }
 

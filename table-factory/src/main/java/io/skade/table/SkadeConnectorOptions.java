@@ -262,6 +262,13 @@ public final class SkadeConnectorOptions {
   /** Flink's own {@code sink.parallelism}. */
   public static final ConfigOption<Integer> SINK_PARALLELISM = FactoryUtil.SINK_PARALLELISM;
 
+  public static final ConfigOption<String> SINK_BRANCH =
+      ConfigOptions.key("sink.branch")
+          .stringType()
+          .noDefaultValue()
+          .withDescription(
+              "Commit to this branch of the table (which must exist) instead of main.");
+
   public static final ConfigOption<Integer> BUCKET =
       ConfigOptions.key(TableBuckets.BUCKET)
           .intType()

@@ -39,6 +39,7 @@ import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_TIMESTAMP_MILLIS
 import static io.skade.table.SkadeConnectorOptions.SCAN_START_TAG;
 import static io.skade.table.SkadeConnectorOptions.SCAN_TAG;
 import static io.skade.table.SkadeConnectorOptions.SERVER_RETRY_TIMEOUT;
+import static io.skade.table.SkadeConnectorOptions.SINK_BRANCH;
 import static io.skade.table.SkadeConnectorOptions.SINK_PARALLELISM;
 import static io.skade.table.SkadeConnectorOptions.TABLE;
 import static io.skade.table.SkadeConnectorOptions.TOKEN;
@@ -131,6 +132,7 @@ public final class SkadeDynamicTableFactory
             CHANGELOG_BEFORE_IMAGE,
             SCAN_PARALLELISM,
             SINK_PARALLELISM,
+            SINK_BRANCH,
             LOOKUP_ASYNC,
             LOOKUP_ASYNC_THREADS,
             LOOKUP_SNAPSHOT_ID,
@@ -220,7 +222,8 @@ public final class SkadeDynamicTableFactory
         context.getConfiguration(),
         sink.parallelism(),
         sink.actor(),
-        sink.maintenance());
+        sink.maintenance(),
+        sink.branch());
   }
 
   /** Tells the job listener which skade table the Flink table is, for lineage. */

@@ -64,6 +64,10 @@ final class SkadeTableSink
   private final String lineageActor;
 
   private final SinkMaintenance maintenance;
+
+  /** The branch committed to; null: main. */
+  private final String branch;
+
   private boolean overwrite;
   private Expression deleteFilter;
 
@@ -75,7 +79,8 @@ final class SkadeTableSink
       ReadableConfig config,
       Integer parallelism,
       String lineageActor,
-      SinkMaintenance maintenance) {
+      SinkMaintenance maintenance,
+      String branch) {
     this.catalogProperties = Map.copyOf(catalogProperties);
     this.table = table;
     this.tableSchema = tableSchema;
@@ -84,6 +89,7 @@ final class SkadeTableSink
     this.parallelism = parallelism;
     this.lineageActor = lineageActor;
     this.maintenance = maintenance;
+    this.branch = branch;
   }
 
   private List<String> primaryKey() {
@@ -125,6 +131,9 @@ final class SkadeTableSink
             .overwrite(overwrite)
             .lineageActor(lineageActor)
             .maintenance(maintenance);
+    if (branch != null) {
+      sink.toBranch(branch);
+    }
     // An overwrite replaces whole partitions and may not carry deletes: plain inserts.
     if (!overwrite) {
       sink.upsertKey(primaryKey());
@@ -144,6 +153,7 @@ final class SkadeTableSink
 
   @Override
   public boolean applyDeleteFilters(List<ResolvedExpression> filters) {
+    requireMain("DELETE");
     SkadeFilters converter =
         new SkadeFilters(
             tableSchema,
@@ -184,6 +194,7 @@ final class SkadeTableSink
 
   @Override
   public RowLevelDeleteInfo applyRowLevelDelete(RowLevelModificationScanContext context) {
+    requireMain("DELETE");
     requireKey("DELETE");
     return new RowLevelDeleteInfo() {}; // the deleted rows arrive as -D: deleted by key
   }
@@ -191,6 +202,7 @@ final class SkadeTableSink
   @Override
   public RowLevelUpdateInfo applyRowLevelUpdate(
       List<Column> updatedColumns, RowLevelModificationScanContext context) {
+    requireMain("UPDATE");
     requireKey("UPDATE");
     List<String> key = primaryKey().stream().map(name -> name.toLowerCase(Locale.ROOT)).toList();
     List<String> updatedKey =
@@ -208,6 +220,22 @@ final class SkadeTableSink
               + " the new key instead");
     }
     return new RowLevelUpdateInfo() {}; // the updated rows arrive as +U: upserted by key
+  }
+
+  /** DELETE and UPDATE find their rows by reading main, so they cannot change another branch. */
+  private void requireMain(String statement) {
+    if (branch != null) {
+      throw new TableException(
+          statement
+              + " on skade table "
+              + table
+              + " with 'sink.branch' = '"
+              + branch
+              + "': the rows it changes are found by reading main, not the branch. Write the"
+              + " branch's changes as rows (INSERT of upserts), or run the "
+              + statement
+              + " on main");
+    }
   }
 
   private void requireKey(String statement) {
@@ -242,7 +270,8 @@ final class SkadeTableSink
             config,
             parallelism,
             lineageActor,
-            maintenance);
+            maintenance,
+            branch);
     copy.overwrite = overwrite;
     copy.deleteFilter = deleteFilter;
     return copy;

@@ -360,7 +360,17 @@ class SqlOptionsBeforeIoTest {
             with("bucket", "4", "bucket-key", "v"),
             "'bucket-key' = 'v'",
             "not a primary key column",
-            "[id]"));
+            "[id]"),
+        bad(
+            "a branch written is named",
+            with("sink.branch", " "),
+            "option 'sink.branch' is blank",
+            "remove the option to write to main"),
+        bad(
+            "maintenance works on main, not a branch written",
+            with("sink.branch", "staging", "maintenance.enabled", "true"),
+            "option 'sink.branch' = 'staging' writes to a branch",
+            "'maintenance.enabled' = 'true' maintains the table's main branch"));
   }
 
   @ParameterizedTest(name = "{0}")

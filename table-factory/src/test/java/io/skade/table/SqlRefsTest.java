@@ -132,6 +132,52 @@ class SqlRefsTest extends SqlTestBase {
   }
 
   @Test
+  void aSinkCommitsToABranchWhichMainTakesOnceFastForwarded() throws Exception {
+    call("create_branch('shop.orders', 'staging')");
+    run(
+        sql,
+        "INSERT INTO lake.shop.orders /*+ OPTIONS('sink.branch' = 'staging') */"
+            + " VALUES (5, 'e'), (1, 'a3')");
+
+    Table orders = orders();
+    long staged = orders.refs().get("staging").snapshotId();
+    assertThat(orders.snapshot(staged).parentId()).isEqualTo(s4);
+    assertThat(orders.currentSnapshot().snapshotId()).as("main did not move").isEqualTo(s4);
+    assertThat(catalog.catalog().commitOf(ORDERS, staged)).as("on the commit log").isPresent();
+    assertThat(mainRows()).containsExactlyInAnyOrder("1,a2", "3,c");
+    assertThat(read("'scan.branch' = 'staging'"))
+        .containsExactlyInAnyOrder("+I[1, a3]", "+I[3, c]", "+I[5, e]");
+
+    call("fast_forward('shop.orders', 'main', 'staging')");
+    assertThat(mainRows()).containsExactlyInAnyOrder("1,a3", "3,c", "5,e");
+
+    String before = metadataLocation();
+    assertThatThrownBy(
+            () ->
+                run(
+                    sql,
+                    "INSERT INTO lake.shop.orders /*+ OPTIONS('sink.branch' = 'nope') */"
+                        + " VALUES (6, 'f')"))
+        .hasMessageContaining("no branch 'nope' to write to; its branches: [main, staging]")
+        .hasMessageContaining("CALL <catalog>.sys.create_branch('shop.orders', 'nope')");
+    // Flink passes no hints to a DELETE: a table declared with the option.
+    declare(
+        sql,
+        "staged_orders",
+        "id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED",
+        "database",
+        "shop",
+        "table",
+        "orders",
+        "sink.branch",
+        "staging");
+    assertThatThrownBy(() -> run(sql, "DELETE FROM staged_orders WHERE id = 5"))
+        .hasMessageContaining("DELETE on skade table shop.orders with 'sink.branch' = 'staging'")
+        .hasMessageContaining("found by reading main");
+    assertThat(metadataLocation()).isEqualTo(before);
+  }
+
+  @Test
   @Timeout(180)
   void aChangelogBetweenTwoTagsIsTheChangesBetweenTheirSnapshots() throws Exception {
     call("create_tag('shop.orders', 't1', " + s1 + ")");
