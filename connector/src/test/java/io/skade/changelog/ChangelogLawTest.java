@@ -41,6 +41,7 @@ import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.io.CloseableIterator;
 import org.apache.iceberg.relocated.com.google.common.collect.Iterables;
 import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.types.Types;
@@ -177,7 +178,44 @@ class ChangelogLawTest {
         }
         assertUpdatePairsAreAdjacent(changes, context);
       }
+      if (from != null) {
+        checkBetween(table, states, to, from, seed); // a rollback to an ancestor
+        checkBetween(table, states, from, to, seed); // and its undoing
+      }
     }
+  }
+
+  /**
+   * The changes between the rows at {@code from} and those at {@code to}, in one step whatever lies
+   * between, applied strictly to the rows at {@code from}, give the rows at {@code to}, in
+   * collapsed shape, each carrying {@code to}.
+   */
+  private static void checkBetween(
+      Table table, Map<Long, Map<String, Integer>> states, long from, long to, long seed)
+      throws IOException {
+    String context =
+        "seed "
+            + seed
+            + " (replay with -Dskade.law.seed="
+            + seed
+            + "), between "
+            + from
+            + " and "
+            + to;
+    List<ChangeRow> changes = new ArrayList<>();
+    try (CloseableIterator<ChangeRow> between =
+        new ChangelogReader(table, ChangelogOptions.defaults()).changesBetween(from, to)) {
+      between.forEachRemaining(changes::add);
+    }
+    Map<String, Integer> rows = new HashMap<>(states.get(from));
+    for (ChangeRow change : changes) {
+      assertThat(change.snapshotId()).as(context).isEqualTo(to);
+      apply(rows, change, table.schema(), context);
+    }
+    assertThat(new TreeMap<>(rows)).as(context).isEqualTo(new TreeMap<>(states.get(to)));
+    assertCollapsedShape(
+        changes, table.schema(), !table.schema().identifierFieldIds().isEmpty(), context);
+    assertUpdatePairsAreAdjacent(changes, context);
   }
 
   /**

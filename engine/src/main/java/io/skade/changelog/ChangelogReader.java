@@ -309,6 +309,35 @@ public final class ChangelogReader {
   }
 
   /**
+   * The changes that take the table's rows at snapshot {@code from} to its rows at snapshot {@code
+   * to} in one step, for any two snapshots the table still has, whatever lies between them — the
+   * changelog of a commit that moved the table's head off its history, such as a rollback (where
+   * {@code to} is an ancestor of {@code from}) or a branch made current. Rows live only at {@code
+   * from} leave, rows live only at {@code to} arrive, one identical to a leaving row cancels it,
+   * and on a primary-key table a key in both pairs as an update; each change carries {@code to}.
+   * The caller closes it.
+   */
+  public CloseableIterator<ChangeRow> changesBetween(long from, long to) {
+    Snapshot before = table.snapshot(from);
+    Snapshot after = table.snapshot(to);
+    if (before == null || after == null) {
+      throw new MissingHistoryException(
+          "table "
+              + table.name()
+              + ": snapshot "
+              + (before == null ? from : to)
+              + " was expired (or never existed), so the rows of its state are unknown and no"
+              + " changelog leads from snapshot "
+              + from
+              + " to snapshot "
+              + to,
+          null);
+    }
+    // A span without its snapshots compares the two states, never reads appended files.
+    return changes(before, List.of(new Span(after, null)), to);
+  }
+
+  /**
    * The changes of the window as Arrow batches of at most {@code maxRows} changes (one more to keep
    * an update pair together); see {@link #readBatch} for their columns and keys. The caller closes
    * each batch and the iterator.

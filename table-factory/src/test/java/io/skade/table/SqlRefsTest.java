@@ -2,17 +2,21 @@ package io.skade.table;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import io.skade.catalog.CommitEvent;
 import io.skade.write.TableWriter;
+import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Set;
 import java.util.stream.Collectors;
 import org.apache.flink.table.api.TableEnvironment;
+import org.apache.flink.table.api.TableResult;
 import org.apache.flink.types.Row;
 import org.apache.iceberg.HasTableOperations;
 import org.apache.iceberg.Table;
@@ -191,6 +195,43 @@ class SqlRefsTest extends SqlTestBase {
     // From t3 to now (bounded): s4's delete only.
     assertThat(changes(stream, "'scan.start-tag' = 't3', 'scan.bounded' = 'true'"))
         .containsExactly("-D[2, b]");
+  }
+
+  @Test
+  @Timeout(180)
+  void aChangelogReadAcrossARollbackEmitsTheRollbacksChanges() throws Exception {
+    TableEnvironment stream = streaming(); // parallelism 2 on this machine's 2 cores
+    openLake(stream);
+    List<Row> changes = Collections.synchronizedList(new ArrayList<>());
+    TableResult result = stream.executeSql("SELECT * FROM lake.shop.orders");
+    Thread collector = collectInBackground(result, changes);
+    try {
+      // The rows at s4, as inserts: (1,a2) (3,c).
+      await().atMost(Duration.ofSeconds(60)).until(() -> changes.size() == 2);
+      Table orders = orders();
+      new TableWriter(orders).append(List.of(record(orders, 4L, "d")));
+      call("rollback_to('shop.orders', " + s2 + ")"); // back to (1,a2) (2,b)
+      orders = orders();
+      new TableWriter(orders).append(List.of(record(orders, 7L, "g")));
+
+      await().atMost(Duration.ofSeconds(60)).until(() -> changes.size() >= 7);
+      List<String> read = List.copyOf(changes).stream().map(Row::toString).toList();
+      assertThat(read)
+          .containsExactlyInAnyOrder(
+              "+I[1, a2]",
+              "+I[3, c]",
+              "+I[4, d]",
+              "-D[3, c]", // the rollback: what s3 and the append after it added leaves,
+              "-D[4, d]",
+              "+I[2, b]", // and what s4 deleted comes back
+              "+I[7, g]");
+      assertThat(read.indexOf("+I[4, d]")).isLessThan(read.indexOf("-D[4, d]"));
+      assertThat(read.indexOf("+I[3, c]")).isLessThan(read.indexOf("-D[3, c]"));
+      assertThat(mainRows()).containsExactlyInAnyOrder("1,a2", "2,b", "7,g");
+    } finally {
+      result.getJobClient().orElseThrow().cancel().get();
+      collector.join();
+    }
   }
 
   @Test

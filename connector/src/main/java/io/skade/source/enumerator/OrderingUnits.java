@@ -78,9 +78,16 @@ final class OrderingUnits {
     }
     FileSlice any = new FileSlice(unit, SLOTS, 0);
     Set<Integer> slots = new TreeSet<>();
-    if (split.fullSnapshot()) {
-      for (FileScanTask task : WindowFiles.tasks(table, table.snapshot(split.toSnapshotId()))) {
-        slots.add(slotOf(any, task.file(), table));
+    if (split.fullSnapshot() || split.betweenStates()) {
+      // A step between two states changes only rows of the files live in one of them.
+      List<Long> states =
+          split.betweenStates()
+              ? List.of(split.fromSnapshotId(), split.toSnapshotId())
+              : List.of(split.toSnapshotId());
+      for (long state : states) {
+        for (FileScanTask task : WindowFiles.tasks(table, table.snapshot(state))) {
+          slots.add(slotOf(any, task.file(), table));
+        }
       }
     } else {
       touched(table, window, appended, any, slots);

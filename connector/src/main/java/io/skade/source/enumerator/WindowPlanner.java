@@ -182,6 +182,9 @@ final class WindowPlanner {
             ? ConsumerCursor.NO_SNAPSHOT
             : table.currentSnapshot().snapshotId();
     long upTo = end != UNBOUNDED && SnapshotUtil.isAncestorOf(table, head, end) ? end : head;
+    if (movedOff(table, upTo, cursor.snapshotId())) {
+      return moved(cursor, end, page, mine, withMetadata);
+    }
     List<Snapshot> chain = after(table, cursor.snapshotId(), upTo);
     Map<Long, Integer> position = new HashMap<>();
     for (int i = 0; i < chain.size(); i++) {
@@ -218,6 +221,87 @@ final class WindowPlanner {
     // Past the end, the log is not handled further: a bounded source stops there.
     long handled = start == end ? lastSeq : logEnd;
     return new Plan(splits, withSeq(cursor, start, handled), more && start != end);
+  }
+
+  /**
+   * Whether {@code head}'s history, walked back to its first snapshot, never meets {@code cursor}:
+   * the table's head left the history the cursor is on. A history cut short by expiry says no (the
+   * walk along it then names what was expired).
+   */
+  private static boolean movedOff(Table table, long head, long cursor) {
+    if (cursor == ConsumerCursor.NO_SNAPSHOT || head == ConsumerCursor.NO_SNAPSHOT) {
+      return false;
+    }
+    for (Snapshot s = table.snapshot(head); s != null; ) {
+      if (s.snapshotId() == cursor) {
+        return false;
+      }
+      if (s.parentId() == null) {
+        return true;
+      }
+      s = table.snapshot(s.parentId());
+    }
+    return false;
+  }
+
+  /**
+   * A round in which the table's head left the history the cursor is on (a rollback, a branch made
+   * current): the commits before the one that moved it are planned as usual, and that commit's
+   * changes are one window between the rows at the cursor and the rows at its head ({@link
+   * ChangelogSplit#between}), planned alone. The next round goes on from there.
+   */
+  private Plan moved(
+      ConsumerCursor cursor,
+      long end,
+      List<CommitEvent> page,
+      List<CommitEvent> mine,
+      boolean withMetadata) {
+    for (int i = 0; ; i++) { // the page's last commit moved it, if no earlier one did
+      CommitEvent event = mine.get(i);
+      Table at = versions.at(event.metadataLocation());
+      Snapshot head = at.currentSnapshot();
+      if (head != null && !movedOff(at, head.snapshotId(), cursor.snapshotId())) {
+        continue;
+      }
+      if (i > 0) {
+        Plan before =
+            next(cursor, end, page.subList(0, page.indexOf(mine.get(i - 1)) + 1), withMetadata);
+        return new Plan(before.splits(), before.cursor(), true);
+      }
+      if (head == null || at.snapshot(cursor.snapshotId()) == null) {
+        throw new IllegalStateException(
+            "skade source on table "
+                + identifier
+                + ": commit_seq "
+                + event.commitSeq()
+                + " moved the table's head off the history of snapshot "
+                + cursor.snapshotId()
+                + ", where the source is, and that snapshot "
+                + (head == null ? "leads to no snapshot" : "was expired")
+                + ", so no changelog leads on from it; restart with scan.startup.mode=full");
+      }
+      if (end != UNBOUNDED) {
+        throw new IllegalStateException(
+            "skade source on table "
+                + identifier
+                + ": commit_seq "
+                + event.commitSeq()
+                + " moved the table's head off the history between the source's position"
+                + " (snapshot "
+                + cursor.snapshotId()
+                + ") and its end snapshot "
+                + end
+                + " (a rollback), so that end is no longer the table's; read again with an end"
+                + " on the current history");
+      }
+      ChangelogSplit window =
+          ChangelogSplit.between(
+              tableKey, location(at), cursor.snapshotId(), head.snapshotId(), event.commitSeq());
+      return new Plan(
+          cut(at, window, List.of(), Map.of(), withMetadata),
+          withSeq(cursor, head.snapshotId(), event.commitSeq()),
+          true);
+    }
   }
 
   /**

@@ -237,7 +237,9 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
     changes =
         next.fullSnapshot()
             ? reader.snapshotChanges(next.toSnapshotId(), rowsWanted(next))
-            : reader.changes(next.fromExclusive(), next.toSnapshotId());
+            : next.betweenStates()
+                ? reader.changesBetween(next.fromSnapshotId(), next.toSnapshotId())
+                : reader.changes(next.fromExclusive(), next.toSnapshotId());
     for (long skipped = 0; skipped < next.emitted() && changes.hasNext(); skipped++) {
       changes.next(); // emitted before the checkpoint this split was restored from
     }
@@ -324,6 +326,9 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
   private long estimate(ChangelogSplit split) {
     Window window = windows.computeIfAbsent(split.splitId(), id -> window(split));
     Table at = window.table();
+    if (split.betweenStates()) {
+      return 0; // a rollback's changes are not estimated: rare, and no commit lists them
+    }
     return split.fullSnapshot()
         ? ChangeEstimate.fullSnapshot(at, split.toSnapshotId(), split.slice())
         : ChangeEstimate.window(

@@ -21,6 +21,10 @@ import org.apache.flink.api.connector.source.SourceSplit;
  * @param metadataLocation a metadata file of the table that holds the split's snapshots
  * @param fullSnapshot whether this split emits the rows at {@code toSnapshotId} as inserts instead
  *     of a window's changes
+ * @param betweenStates whether the window is read as one step from the rows at {@code
+ *     fromSnapshotId} to the rows at {@code toSnapshotId}, which need not be on one history: the
+ *     changes of a commit that moved the table's head off the history a reader was on (a rollback,
+ *     a branch made current)
  * @param fromSnapshotId the snapshot the window starts after, or {@link #BEFORE_FIRST} for the
  *     whole history up to {@code toSnapshotId}; unused by a full-snapshot split
  * @param toSnapshotId the window's last snapshot
@@ -36,6 +40,7 @@ public record ChangelogSplit(
     String tableKey,
     String metadataLocation,
     boolean fullSnapshot,
+    boolean betweenStates,
     long fromSnapshotId,
     long toSnapshotId,
     long commitSeq,
@@ -69,7 +74,17 @@ public record ChangelogSplit(
   public static ChangelogSplit window(
       String tableKey, String metadataLocation, long from, long to, long commitSeq) {
     return new ChangelogSplit(
-        tableKey, metadataLocation, false, from, to, commitSeq, FileSlice.ALL, 0, null);
+        tableKey, metadataLocation, false, false, from, to, commitSeq, FileSlice.ALL, 0, null);
+  }
+
+  /**
+   * The changes from the rows at {@code from} to the rows at {@code to}, in one step, whatever
+   * history lies between (see {@link #betweenStates}), nothing emitted yet.
+   */
+  public static ChangelogSplit between(
+      String tableKey, String metadataLocation, long from, long to, long commitSeq) {
+    return new ChangelogSplit(
+        tableKey, metadataLocation, false, true, from, to, commitSeq, FileSlice.ALL, 0, null);
   }
 
   /** Every row at {@code snapshotId} as an insert, nothing emitted yet. */
@@ -79,6 +94,7 @@ public record ChangelogSplit(
         tableKey,
         metadataLocation,
         true,
+        false,
         BEFORE_FIRST,
         snapshotId,
         commitSeq,
@@ -126,6 +142,7 @@ public record ChangelogSplit(
         tableKey,
         metadataLocation,
         fullSnapshot,
+        betweenStates,
         fromSnapshotId,
         toSnapshotId,
         commitSeq,
@@ -141,6 +158,7 @@ public record ChangelogSplit(
         && tableKey.equals(that.tableKey)
         && metadataLocation.equals(that.metadataLocation)
         && fullSnapshot == that.fullSnapshot
+        && betweenStates == that.betweenStates
         && fromSnapshotId == that.fromSnapshotId
         && toSnapshotId == that.toSnapshotId
         && commitSeq == that.commitSeq
@@ -158,11 +176,11 @@ public record ChangelogSplit(
   public String toString() {
     return "ChangelogSplit["
         + splitId()
-        + ", window ("
+        + (betweenStates ? ", between " : ", window (")
         + fromSnapshotId
         + ", "
         + toSnapshotId
-        + "], "
+        + (betweenStates ? ", " : "], ")
         + metadataLocation
         + ", emitted "
         + emitted

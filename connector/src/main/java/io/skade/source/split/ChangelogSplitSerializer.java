@@ -10,14 +10,15 @@ import org.apache.flink.core.io.SimpleVersionedSerializer;
 
 /**
  * Writes {@link ChangelogSplit}s into checkpoints; versioned so a layout can change without
- * misreading old checkpoints. Version 3 adds the planned window a split may carry; version 2 (each
- * split's slot of ordering units, no plan) is read as splits without one; version 1 (splits
- * filtered to partitions and pinned to readers) is refused, since its splits cannot be moved to the
- * readers of their units at another parallelism.
+ * misreading old checkpoints. Version 4 adds whether a split is read between two states (a commit
+ * that moved the table's head off its history); version 3 (the planned window a split may carry) is
+ * read as windows; version 2 (each split's slot of ordering units, no plan) as splits without a
+ * plan; version 1 (splits filtered to partitions and pinned to readers) is refused, since its
+ * splits cannot be moved to the readers of their units at another parallelism.
  */
 public final class ChangelogSplitSerializer implements SimpleVersionedSerializer<ChangelogSplit> {
   /** The layout written today. */
-  public static final int VERSION = 3;
+  public static final int VERSION = 4;
 
   /** The oldest layout still read. */
   private static final int OLDEST_READ = 2;
@@ -45,6 +46,7 @@ public final class ChangelogSplitSerializer implements SimpleVersionedSerializer
     out.writeUTF(split.tableKey());
     out.writeUTF(split.metadataLocation());
     out.writeBoolean(split.fullSnapshot());
+    out.writeBoolean(split.betweenStates());
     out.writeLong(split.fromSnapshotId());
     out.writeLong(split.toSnapshotId());
     out.writeLong(split.commitSeq());
@@ -81,6 +83,7 @@ public final class ChangelogSplitSerializer implements SimpleVersionedSerializer
     String tableKey = in.readUTF();
     String metadataLocation = in.readUTF();
     boolean fullSnapshot = in.readBoolean();
+    boolean betweenStates = version >= 4 && in.readBoolean();
     long from = in.readLong();
     long to = in.readLong();
     long commitSeq = in.readLong();
@@ -94,6 +97,15 @@ public final class ChangelogSplitSerializer implements SimpleVersionedSerializer
       in.readFully(plan);
     }
     return new ChangelogSplit(
-        tableKey, metadataLocation, fullSnapshot, from, to, commitSeq, slice, emitted, plan);
+        tableKey,
+        metadataLocation,
+        fullSnapshot,
+        betweenStates,
+        from,
+        to,
+        commitSeq,
+        slice,
+        emitted,
+        plan);
   }
 }

@@ -50,6 +50,7 @@ class AssignmentEventsTest {
         "t",
         "/m.json",
         false,
+        false,
         seq,
         seq + 1,
         seq,

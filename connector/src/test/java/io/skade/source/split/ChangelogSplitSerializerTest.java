@@ -85,12 +85,42 @@ class ChangelogSplitSerializerTest {
   @Test
   void aSplitsPlanSurvivesACheckpointByteForByte() throws IOException {
     ChangelogSplit split =
-        new ChangelogSplit("t", "/m.json", false, 1, 2, 3, FileSlice.ALL, 0, new byte[] {4, 5, 6});
+        new ChangelogSplit(
+            "t", "/m.json", false, false, 1, 2, 3, FileSlice.ALL, 0, new byte[] {4, 5, 6});
     ChangelogSplit restored =
         serializer.deserialize(serializer.getVersion(), serializer.serialize(split));
     assertThat(restored).isEqualTo(split);
     assertThat(restored.plan()).containsExactly(4, 5, 6);
     assertThat(restored).isNotEqualTo(split.withPlan(null));
+  }
+
+  @Test
+  void aSplitBetweenTwoStatesStaysOneAndAThirdLayoutSplitIsAWindow() throws IOException {
+    ChangelogSplit between = ChangelogSplit.between("t", "/m.json", 9, 4, 12);
+    ChangelogSplit restored =
+        serializer.deserialize(serializer.getVersion(), serializer.serialize(between));
+    assertThat(restored).isEqualTo(between);
+    assertThat(restored.betweenStates()).isTrue();
+    assertThat(restored).isNotEqualTo(ChangelogSplit.window("t", "/m.json", 9, 4, 12));
+
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    try (DataOutputStream out = new DataOutputStream(bytes)) { // as version 3 wrote it
+      out.writeUTF("t");
+      out.writeUTF("/m.json");
+      out.writeBoolean(false);
+      out.writeLong(1);
+      out.writeLong(2);
+      out.writeLong(3);
+      out.writeUTF(FileSlice.Unit.TABLE.name());
+      out.writeInt(128);
+      out.writeInt(0);
+      out.writeLong(0);
+      out.writeInt(-1);
+    }
+    assertThat(serializer.deserialize(3, bytes.toByteArray()))
+        .isEqualTo(
+            ChangelogSplit.window("t", "/m.json", 1, 2, 3)
+                .withSlice(new FileSlice(FileSlice.Unit.TABLE, 128, 0)));
   }
 
   @Test
@@ -114,7 +144,8 @@ class ChangelogSplitSerializerTest {
   @Test
   void aNegativeProgressIsRefused() {
     assertThatThrownBy(
-            () -> new ChangelogSplit("t", "/m.json", false, 1, 2, 3, FileSlice.ALL, -1, null))
+            () ->
+                new ChangelogSplit("t", "/m.json", false, false, 1, 2, 3, FileSlice.ALL, -1, null))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("-1");
   }
