@@ -15,7 +15,12 @@ public enum StartupMode {
   /** Changes from the first snapshot committed at or after a given time. */
   FROM_TIMESTAMP,
   /** Changes of the commits after a given catalog {@code commit_seq}. */
-  FROM_COMMIT_SEQ;
+  FROM_COMMIT_SEQ,
+  /**
+   * The changes after the cursor the source's consumer has stored in the catalog: where a job of
+   * that consumer stopped, or where a {@code reset_consumer} call put it.
+   */
+  FROM_CONSUMER;
 
   /** The option value, e.g. {@code from-snapshot}. */
   public String value() {
@@ -33,6 +38,7 @@ public enum StartupMode {
         "unknown skade startup mode '"
             + value
             + "'; use one of"
-            + " full, latest, earliest, from-snapshot, from-timestamp, from-commit-seq");
+            + " full, latest, earliest, from-snapshot, from-timestamp, from-commit-seq,"
+            + " from-consumer");
   }
 }

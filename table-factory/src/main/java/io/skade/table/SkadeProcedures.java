@@ -39,7 +39,8 @@ import org.apache.iceberg.exceptions.NoSuchTableException;
  * CALL lake.sys.remove_orphan_files('shop.orders', TIMESTAMP '2026-12-01 00:00:00', true);
  * }</pre>
  *
- * <p>and those of a table's tags and branches ({@link SkadeRefProcedures}).
+ * <p>and those of a table's tags and branches ({@link SkadeRefProcedures}) and of its stored
+ * consumers ({@link SkadeConsumerProcedures}).
  *
  * <p>{@code compact} runs Iceberg's rewrite in a bounded Flink job ({@link TableCompaction}): a
  * {@code replace} snapshot with the deletes folded in. {@code expire_snapshots} expires, through
@@ -57,9 +58,11 @@ public final class SkadeProcedures {
   static final String DATABASE = "sys";
 
   static final List<String> NAMES =
-      Stream.concat(
-              Stream.of("compact", "expire_snapshots", "remove_orphan_files"),
-              SkadeRefProcedures.NAMES.stream())
+      Stream.of(
+              List.of("compact", "expire_snapshots", "remove_orphan_files"),
+              SkadeRefProcedures.NAMES,
+              SkadeConsumerProcedures.NAMES)
+          .flatMap(List::stream)
           .toList();
 
   private SkadeProcedures() {}
@@ -70,7 +73,10 @@ public final class SkadeProcedures {
       case "compact" -> new CompactProcedure(catalogName, properties);
       case "expire_snapshots" -> new ExpireSnapshotsProcedure(catalogName, properties);
       case "remove_orphan_files" -> new RemoveOrphanFilesProcedure(catalogName, properties);
-      default -> SkadeRefProcedures.named(name, catalogName, properties);
+      default -> {
+        Procedure ref = SkadeRefProcedures.named(name, catalogName, properties);
+        yield ref != null ? ref : SkadeConsumerProcedures.named(name, catalogName, properties);
+      }
     };
   }
 

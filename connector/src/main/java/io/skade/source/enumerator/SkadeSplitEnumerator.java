@@ -5,6 +5,7 @@ import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitFeedLaggedException;
 import io.skade.catalog.CommitSubscription;
 import io.skade.catalog.ConsumerCursor;
+import io.skade.catalog.StoredConsumer;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.scan.MetadataCache;
 import io.skade.source.SplitsFinishedEvent;
@@ -267,11 +268,14 @@ public final class SkadeSplitEnumerator
           () ->
               whileOpen(
                   () ->
-                      planner.start(
-                          settings.startupMode(),
-                          settings.startupValue(),
-                          settings.bounded(),
-                          settings.endSnapshotId())),
+                      settings.startupMode() == StartupMode.FROM_CONSUMER
+                          ? planner.resume(
+                              storedConsumer(), settings.bounded(), settings.endSnapshotId())
+                          : planner.start(
+                              settings.startupMode(),
+                              settings.startupValue(),
+                              settings.bounded(),
+                              settings.endSnapshotId())),
           this::started);
     } else {
       ConsumerCursor restoredAt = cursor;
@@ -285,6 +289,26 @@ public final class SkadeSplitEnumerator
             plan();
           });
     }
+  }
+
+  /** The cursor this source's consumer stored, which startup mode from-consumer resumes. */
+  private StoredConsumer storedConsumer() {
+    return catalog
+        .consumers()
+        .consumer(consumerId)
+        .orElseThrow(
+            () ->
+                new IllegalArgumentException(
+                    "skade source on table "
+                        + settings.table()
+                        + ": startup mode from-consumer resumes consumer '"
+                        + consumerId
+                        + "', but the catalog stores no consumer of that id; the table's"
+                        + " consumers: "
+                        + catalog.consumers().consumers(settings.table()).stream()
+                            .map(StoredConsumer::consumerId)
+                            .toList()
+                        + ". Set scan.consumer-id to one of them, or start with another mode"));
   }
 
   private void started(WindowPlanner.Start start, Throwable error) {
@@ -648,8 +672,13 @@ public final class SkadeSplitEnumerator
       following.close();
     }
     if (finished() && catalog.storesConsumers() && unfinished.isEmpty()) {
-      // a bounded read that ended needs nothing kept
-      catalog.consumers().dropConsumer(consumerId);
+      if (settings.startupMode() == StartupMode.FROM_CONSUMER) {
+        // a run of a consumer that goes on: the next one resumes where this one ended
+        catalog.consumers().storeConsumer(consumerId, cursor);
+      } else {
+        // a bounded read that ended needs nothing kept
+        catalog.consumers().dropConsumer(consumerId);
+      }
     }
     catalog.close();
   }

@@ -4,6 +4,7 @@ import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitOperation;
 import io.skade.catalog.ConsumerCursor;
+import io.skade.catalog.StoredConsumer;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.changelog.PlannedWindow;
 import io.skade.scan.MetadataCache;
@@ -114,6 +115,28 @@ final class WindowPlanner {
   }
 
   /**
+   * Where a source resumes from {@code stored}, its consumer's cursor in the catalog: after it, as
+   * a restored checkpoint would; a clear error when the cursor is of another table or its snapshot
+   * was expired.
+   */
+  Start resume(StoredConsumer stored, boolean bounded, Long endSnapshotId) {
+    ConsumerCursor cursor = stored.cursor();
+    if (!cursor.table().equals(identifier)) {
+      throw new IllegalArgumentException(
+          "skade source on table "
+              + identifier
+              + ": consumer '"
+              + stored.consumerId()
+              + "' is a consumer of table "
+              + cursor.table()
+              + ", not of this one; name a consumer of this table in scan.consumer-id");
+    }
+    Table table = catalog.requireCursorUsable(cursor);
+    long end = bounded ? end(table, table.currentSnapshot(), endSnapshotId, null) : UNBOUNDED;
+    return new Start(cursor, end, List.of());
+  }
+
+  /**
    * Checks a startup mode and a bounded source's end against the table as it is now, as {@link
    * #start} resolves them, without planning anything: the error {@code start} would fail with.
    */
@@ -135,6 +158,7 @@ final class WindowPlanner {
       case FROM_SNAPSHOT -> fromSnapshot(table, value);
       case FROM_TIMESTAMP -> fromTimestamp(table, current, value);
       case FROM_COMMIT_SEQ -> fromCommitSeq(table, current, value, seq);
+      case FROM_CONSUMER -> null; // resumed from the stored cursor instead (resume)
     };
   }
 
