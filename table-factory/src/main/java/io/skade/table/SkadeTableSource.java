@@ -3,7 +3,8 @@ package io.skade.table;
 import io.skade.catalog.CatalogConnection;
 import io.skade.changelog.ChangelogOptions.BeforeImage;
 import io.skade.changelog.ChangelogOptions.Mode;
-import io.skade.changelog.SnapshotRowCount;
+import io.skade.changelog.SnapshotAggregates;
+import io.skade.changelog.SnapshotAggregates.Aggregate;
 import io.skade.lookup.TableLookup;
 import io.skade.source.SkadeSource;
 import io.skade.source.SkadeSourceBuilder;
@@ -44,6 +45,7 @@ import org.apache.flink.table.expressions.AggregateExpression;
 import org.apache.flink.table.expressions.ResolvedExpression;
 import org.apache.flink.table.runtime.typeutils.InternalTypeInfo;
 import org.apache.flink.table.types.DataType;
+import org.apache.flink.table.types.logical.LogicalType;
 import org.apache.flink.table.types.logical.RowType;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
@@ -155,8 +157,13 @@ final class SkadeTableSource
   /** The query's {@code LIMIT}, when the planner pushed one; null otherwise. */
   private Long limit;
 
-  /** The {@code COUNT(*)}s the planner pushed (the source then emits their one row); 0 for none. */
-  private int counts;
+  /**
+   * The aggregates the planner pushed ({@code COUNT(*)}, {@code MIN}, {@code MAX}; the source then
+   * emits their one row) and their result types; null for none.
+   */
+  private List<Aggregate> aggregates;
+
+  private List<LogicalType> aggregateTypes;
 
   /** The table's bucketing when the job was planned; null when it has no single bucket field. */
   private final BucketShuffle buckets;
@@ -185,7 +192,8 @@ final class SkadeTableSource
     this.producedDataType = other.producedDataType;
     this.filter = other.filter;
     this.limit = other.limit;
-    this.counts = other.counts;
+    this.aggregates = other.aggregates;
+    this.aggregateTypes = other.aggregateTypes;
     this.shuffle = other.shuffle;
   }
 
@@ -199,10 +207,14 @@ final class SkadeTableSource
 
   @Override
   public ScanRuntimeProvider getScanRuntimeProvider(ScanContext context) {
-    if (counts > 0) {
+    if (aggregates != null) {
       return InputFormatProvider.of(
-          new SnapshotCountFormat(
-              scan.catalogProperties(), scan.table(), scan.endSnapshotId(), counts),
+          new SnapshotAggregateFormat(
+              scan.catalogProperties(),
+              scan.table(),
+              scan.endSnapshotId(),
+              aggregates,
+              aggregateTypes),
           1);
     }
     List<String> physical = DataType.getFieldNames(physicalRowType);
@@ -411,50 +423,80 @@ final class SkadeTableSource
   }
 
   /**
-   * Takes a query's {@code COUNT(*)}s (no grouping, no filter, no {@code DISTINCT}) where the read
-   * is one snapshot's rows and that snapshot's manifests give its count exactly: no delete file
-   * applies to its data files. The count is then answered from the manifests of the snapshot read
-   * when the job runs (read with its deletes if one has come since). Anything else is left to Flink
-   * over a scan, which reads a merge-on-read table in parallel.
+   * Takes a query's {@code COUNT(*)}s, and its {@code MIN}s and {@code MAX}es of columns whose
+   * bounds the manifests keep exactly (integers, decimals, dates, times, timestamps, booleans) — no
+   * grouping, no filter, no {@code DISTINCT} — where the read is one snapshot's rows and no delete
+   * file applies to that snapshot's data files. They are then answered from the manifests of the
+   * snapshot read when the job runs (read with its deletes if one has come since, or where a file
+   * lacks a column's bounds). Anything else is left to Flink over a scan, which reads a
+   * merge-on-read table in parallel.
    */
   @Override
   public boolean applyAggregates(
       List<int[]> groupingSets, List<AggregateExpression> aggregates, DataType producedDataType) {
-    boolean countsOnly =
-        groupingSets.size() == 1
-            && groupingSets.get(0).length == 0
-            && !aggregates.isEmpty()
-            && aggregates.stream().allMatch(SkadeTableSource::isCountStar);
-    if (!countsOnly
+    if (groupingSets.size() != 1
+        || groupingSets.get(0).length != 0
+        || aggregates.isEmpty()
         || !readsRowsOfOneSnapshot()
-        || filter.op() != Expression.Operation.TRUE
-        || !countedByManifests()) {
+        || filter.op() != Expression.Operation.TRUE) {
       return false;
     }
-    counts = aggregates.size();
+    List<Aggregate> pushed = new ArrayList<>();
+    for (AggregateExpression aggregate : aggregates) {
+      Aggregate taken = taken(aggregate);
+      if (taken == null) {
+        return false;
+      }
+      pushed.add(taken);
+    }
+    if (!answeredByManifests()) {
+      return false;
+    }
+    this.aggregates = pushed;
+    this.aggregateTypes = producedDataType.getLogicalType().getChildren();
     return true;
   }
 
   /**
-   * {@code COUNT(*)}: the planner hands its own function (the planner's classes are hidden from
-   * connectors), named {@code Count1AggFunction}.
+   * {@code aggregate} as skade computes it, or null. The planner hands its own functions (its
+   * classes are hidden from connectors): {@code Count1AggFunction} for {@code COUNT(*)}, and for
+   * {@code MIN}/{@code MAX} one per type, nested in {@code MinAggFunction}/{@code MaxAggFunction}.
    */
-  private static boolean isCountStar(AggregateExpression aggregate) {
-    return aggregate.getFunctionDefinition().getClass().getSimpleName().equals("Count1AggFunction")
-        && aggregate.getArgs().isEmpty()
-        && !aggregate.isDistinct()
-        && aggregate.getFilterExpression().isEmpty();
+  private Aggregate taken(AggregateExpression aggregate) {
+    if (aggregate.isDistinct() || aggregate.getFilterExpression().isPresent()) {
+      return null;
+    }
+    Class<?> function = aggregate.getFunctionDefinition().getClass();
+    if (function.getSimpleName().equals("Count1AggFunction") && aggregate.getArgs().isEmpty()) {
+      return new Aggregate(SnapshotAggregates.Function.COUNT_STAR, null);
+    }
+    String family =
+        function.getEnclosingClass() == null ? "" : function.getEnclosingClass().getSimpleName();
+    if (aggregate.getArgs().size() != 1
+        || !(family.equals("MinAggFunction") || family.equals("MaxAggFunction"))) {
+      return null;
+    }
+    String column = icebergName(aggregate.getArgs().get(0).getName());
+    Types.NestedField field = tableSchema.findField(column);
+    if (field == null || !SnapshotAggregates.exactBounds(field.type())) {
+      return null;
+    }
+    return new Aggregate(
+        family.equals("MinAggFunction")
+            ? SnapshotAggregates.Function.MIN
+            : SnapshotAggregates.Function.MAX,
+        column);
   }
 
   /**
-   * Whether the snapshot the query reads, as the table is now, is counted by its manifests (its
-   * summary says, so planning reads no manifest).
+   * Whether no delete file applies to the snapshot the query reads, as the table is now (its
+   * summary says, so planning reads no manifest): then its manifests answer the aggregates.
    */
-  private boolean countedByManifests() {
+  private boolean answeredByManifests() {
     try (CatalogConnection connection = CatalogConnection.open(scan.catalogProperties())) {
       Table table = connection.catalog().loadTable(scan.table());
-      Long at = SnapshotCountFormat.snapshotRead(table, scan.endSnapshotId());
-      return at == null || SnapshotRowCount.countedByManifests(table, at);
+      Long at = SnapshotAggregateFormat.snapshotRead(table, scan.endSnapshotId());
+      return at == null || SnapshotAggregates.withoutDeletes(table, at);
     }
   }
 
