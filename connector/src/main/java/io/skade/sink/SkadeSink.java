@@ -6,6 +6,7 @@ import io.skade.lineage.flink.FlinkLineage;
 import io.skade.maintenance.CatalogLockFactory;
 import io.skade.maintenance.IcebergInternals;
 import io.skade.maintenance.IcebergInternals.Seam;
+import io.skade.refs.TableRefs;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.HashMap;
@@ -179,11 +180,7 @@ public final class SkadeSink
               + "' to write to"
               + (ref == null ? "" : " (it is a tag, which no commit can move)")
               + "; its branches: "
-              + planned.refs().entrySet().stream()
-                  .filter(e -> e.getValue().isBranch())
-                  .map(Map.Entry::getKey)
-                  .sorted()
-                  .toList()
+              + TableRefs.names(planned, false)
               + ". Create it first (in SQL: CALL <catalog>.sys.create_branch('"
               + table
               + "', '"

@@ -31,9 +31,13 @@ public final class TableRefs {
     this.name = name;
   }
 
-  /** The table's refs by name, {@code main} included, sorted. */
-  public Map<String, SnapshotRef> refs() {
-    return new TreeMap<>(table.refs());
+  /** The names of {@code table}'s tags (or, {@code tags} false, branches), sorted: for errors. */
+  public static List<String> names(Table table, boolean tags) {
+    return new TreeMap<>(table.refs())
+        .entrySet().stream()
+            .filter(e -> e.getValue().isTag() == tags)
+            .map(Map.Entry::getKey)
+            .toList();
   }
 
   /** Tags {@code tag} at {@code snapshotId} (the current snapshot when null). */
@@ -176,11 +180,7 @@ public final class TableRefs {
     SnapshotRef found = table.refs().get(ref);
     if (found == null || found.isTag() != tag) {
       String kind = tag ? "tag" : "branch";
-      List<String> known =
-          refs().entrySet().stream()
-              .filter(e -> e.getValue().isTag() == tag)
-              .map(Map.Entry::getKey)
-              .toList();
+      List<String> known = names(table, tag);
       throw invalid(
           "no "
               + kind

@@ -9,6 +9,7 @@ import static io.skade.table.SkadeConnectorOptions.SCAN_TAG;
 
 import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.CommitEvent;
+import io.skade.refs.TableRefs;
 import io.skade.source.StartupMode;
 import java.util.List;
 import java.util.Map;
@@ -169,12 +170,7 @@ record ScanRefs(String tag, String branch, String startTag, String endTag) {
     SnapshotRef ref = table.refs().get(name);
     if (ref == null || ref.isTag() != wantTag) {
       String kind = wantTag ? "tag" : "branch";
-      List<String> known =
-          table.refs().entrySet().stream()
-              .filter(e -> e.getValue().isTag() == wantTag)
-              .map(Map.Entry::getKey)
-              .sorted()
-              .toList();
+      List<String> known = TableRefs.names(table, wantTag);
       throw new ValidationException(
           "option '"
               + option.key()

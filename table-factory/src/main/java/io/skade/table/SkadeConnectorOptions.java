@@ -74,7 +74,8 @@ public final class SkadeConnectorOptions {
               "Where a read starts without a checkpoint: 'full' (the current rows as"
                   + " inserts, then every change), 'latest' (changes committed after the start),"
                   + " 'earliest' (every change since the first snapshot), 'from-snapshot',"
-                  + " 'from-timestamp' or 'from-commit-seq' (each with its own option).");
+                  + " 'from-timestamp' or 'from-commit-seq' (each with its own option), or"
+                  + " 'from-consumer' (after the cursor scan.consumer-id stored in the catalog).");
 
   public static final ConfigOption<Long> SCAN_STARTUP_SNAPSHOT_ID =
       ConfigOptions.key("scan.startup.snapshot-id")

@@ -4,6 +4,7 @@ import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.ConsumerCursor;
 import io.skade.catalog.StoredConsumer;
+import io.skade.refs.TableRefs;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -112,6 +113,14 @@ final class SkadeConsumerProcedures {
     }
   }
 
+  /** {@code ROW(consumer_id, snapshot_id, commit_seq)} of {@code cursor}. */
+  private static Row[] cursorRow(String consumer, ConsumerCursor cursor) {
+    long snapshot = cursor.snapshotId();
+    return new Row[] {
+      Row.of(consumer, snapshot == ConsumerCursor.NO_SNAPSHOT ? null : snapshot, cursor.commitSeq())
+    };
+  }
+
   /**
    * {@code reset_consumer(table, consumer, snapshot_id | commit_seq | tag[, force])}: exactly one
    * point; the consumer then stands after it.
@@ -158,14 +167,7 @@ final class SkadeConsumerProcedures {
                 ? afterCommit(connection, loaded, id, commitSeq)
                 : afterSnapshot(
                     connection, loaded, id, tag != null ? tagged(loaded, tag) : snapshotId);
-        StoredConsumer stored = connection.consumers().storeConsumer(consumer, cursor);
-        long snapshot = stored.cursor().snapshotId();
-        return new Row[] {
-          Row.of(
-              consumer,
-              snapshot == ConsumerCursor.NO_SNAPSHOT ? null : snapshot,
-              stored.cursor().commitSeq())
-        };
+        return cursorRow(consumer, connection.consumers().storeConsumer(consumer, cursor).cursor());
       }
     }
 
@@ -230,11 +232,7 @@ final class SkadeConsumerProcedures {
                 + " has no tag '"
                 + tag
                 + "'; its tags: "
-                + table.refs().entrySet().stream()
-                    .filter(e -> e.getValue().isTag())
-                    .map(Map.Entry::getKey)
-                    .sorted()
-                    .toList()
+                + TableRefs.names(table, true)
                 + ". Nothing was changed");
       }
       return ref.snapshotId();
@@ -259,13 +257,7 @@ final class SkadeConsumerProcedures {
         table(table, connection); // it exists
         StoredConsumer stored = unheld(connection, TableIdentifier.parse(table), consumer, force);
         connection.consumers().dropConsumer(consumer);
-        long snapshot = stored.cursor().snapshotId();
-        return new Row[] {
-          Row.of(
-              consumer,
-              snapshot == ConsumerCursor.NO_SNAPSHOT ? null : snapshot,
-              stored.cursor().commitSeq())
-        };
+        return cursorRow(consumer, stored.cursor());
       }
     }
   }

@@ -7,7 +7,6 @@ import static org.awaitility.Awaitility.await;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.ConsumerCursor;
 import io.skade.catalog.StoredConsumer;
-import io.skade.write.TableWriter;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -42,14 +41,10 @@ class SqlConsumersTest extends SqlTestBase {
   void history() {
     sql = batch();
     createLake(sql);
-    sql.executeSql(
-        "CREATE TABLE lake.shop.orders (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED)");
-    Table orders = orders();
-    TableWriter writer = new TableWriter(orders);
-    s1 = writer.append(List.of(record(orders, 1L, "a"), record(orders, 2L, "b"))).snapshotId();
-    s2 = writer.upsert(List.of(record(orders, 1L, "a2"))).snapshotId();
-    writer.append(List.of(record(orders, 3L, "c")));
-    s4 = writer.deleteKeys(List.of(record(orders, 2L, null))).snapshotId();
+    long[] ids = ordersWithFourSnapshots(sql);
+    s1 = ids[0];
+    s2 = ids[1];
+    s4 = ids[3];
   }
 
   @Test

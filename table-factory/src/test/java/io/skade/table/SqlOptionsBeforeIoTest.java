@@ -103,8 +103,8 @@ class SqlOptionsBeforeIoTest {
                     with("scan.startup.mode", "yesterday"),
                     "'scan.startup.mode'",
                     "'yesterday'",
-                    "'full', 'latest', 'earliest',"
-                        + " 'from-snapshot', 'from-timestamp' or 'from-commit-seq'"),
+                    "'full', 'latest', 'earliest', 'from-snapshot', 'from-timestamp',"
+                        + " 'from-commit-seq' or 'from-consumer'"),
                 bad(
                     "an unknown changelog mode lists the modes",
                     with("changelog.mode", "net"),

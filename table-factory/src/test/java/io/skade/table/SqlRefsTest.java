@@ -49,14 +49,11 @@ class SqlRefsTest extends SqlTestBase {
   void history() {
     sql = batch();
     createLake(sql);
-    sql.executeSql(
-        "CREATE TABLE lake.shop.orders (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED)");
-    Table orders = orders();
-    TableWriter writer = new TableWriter(orders);
-    s1 = writer.append(List.of(record(orders, 1L, "a"), record(orders, 2L, "b"))).snapshotId();
-    s2 = writer.upsert(List.of(record(orders, 1L, "a2"))).snapshotId();
-    s3 = writer.append(List.of(record(orders, 3L, "c"))).snapshotId();
-    s4 = writer.deleteKeys(List.of(key(orders, 2L))).snapshotId();
+    long[] ids = ordersWithFourSnapshots(sql);
+    s1 = ids[0];
+    s2 = ids[1];
+    s3 = ids[2];
+    s4 = ids[3];
   }
 
   @Test
@@ -329,9 +326,5 @@ class SqlRefsTest extends SqlTestBase {
 
   private String metadataLocation() {
     return ((HasTableOperations) orders()).operations().current().metadataFileLocation();
-  }
-
-  private static Record key(Table table, long id) {
-    return record(table, id, null);
   }
 }

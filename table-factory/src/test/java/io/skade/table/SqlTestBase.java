@@ -2,6 +2,7 @@ package io.skade.table;
 
 import io.skade.catalog.SharedCatalogs;
 import io.skade.catalog.SkadeRuntime;
+import io.skade.write.TableWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -79,6 +80,24 @@ abstract class SqlTestBase {
   void openLake(TableEnvironment env) {
     env.executeSql(
         "CREATE CATALOG lake WITH ('type' = 'skade', 'warehouse' = '" + warehouse + "')");
+  }
+
+  /**
+   * Creates {@code lake.shop.orders (id, v, PRIMARY KEY id)} through {@code env} (whose catalog
+   * {@code lake} exists) with four snapshots, whose ids it returns: s1 inserts (1,a) (2,b); s2
+   * upserts (1,a2); s3 inserts (3,c); s4 deletes 2.
+   */
+  long[] ordersWithFourSnapshots(TableEnvironment env) {
+    env.executeSql(
+        "CREATE TABLE lake.shop.orders (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED)");
+    Table orders = catalog.catalog().loadTable(TableIdentifier.of("shop", "orders"));
+    TableWriter writer = new TableWriter(orders);
+    return new long[] {
+      writer.append(List.of(record(orders, 1L, "a"), record(orders, 2L, "b"))).snapshotId(),
+      writer.upsert(List.of(record(orders, 1L, "a2"))).snapshotId(),
+      writer.append(List.of(record(orders, 3L, "c"))).snapshotId(),
+      writer.deleteKeys(List.of(record(orders, 2L, null))).snapshotId()
+    };
   }
 
   /** A row of {@code table}, its columns' values in order. */
