@@ -96,21 +96,23 @@ record ScanRefs(String tag, String branch, String startTag, String endTag) {
     }
     long start = snapshotOf(table, id, SCAN_START_TAG, startTag);
     requireOnCurrentHistory(table, id, SCAN_START_TAG, startTag, start);
+    String endNamed =
+        endTag != null
+            ? "'" + SCAN_END_TAG.key() + "' = '" + endTag + "'"
+            : "'" + SCAN_END_SNAPSHOT_ID.key() + "' = " + end;
     if (end != null && start == end) {
       throw new ValidationException(
           "options '"
               + SCAN_START_TAG.key()
               + "' = '"
               + startTag
-              + "' and '"
-              + SCAN_END_TAG.key()
-              + "' = '"
-              + endTag
-              + "' of skade table "
+              + "' and "
+              + endNamed
+              + " of skade table "
               + id
               + " both point at snapshot "
               + start
-              + ": no change lies between them; choose an end tag after the start tag");
+              + ": no change lies between them; choose an end after the start tag");
     }
     if (end != null && !SnapshotUtil.isAncestorOf(table, end, start)) {
       throw new ValidationException(
@@ -122,11 +124,9 @@ record ScanRefs(String tag, String branch, String startTag, String endTag) {
               + start
               + ") of skade table "
               + id
-              + " is not before '"
-              + SCAN_END_TAG.key()
-              + "' = '"
-              + endTag
-              + "' (snapshot "
+              + " is not before "
+              + endNamed
+              + " (snapshot "
               + end
               + "); swap them, or choose tags along the table's history");
     }

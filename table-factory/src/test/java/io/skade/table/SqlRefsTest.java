@@ -192,6 +192,13 @@ class SqlRefsTest extends SqlTestBase {
     // From t3 to now (bounded): s4's delete only.
     assertThat(changes(stream, "'scan.start-tag' = 't3', 'scan.bounded' = 'true'"))
         .containsExactly("-D[2, b]");
+    assertThatThrownBy(() -> changes(stream, "'scan.start-tag' = 't3', 'scan.end-tag' = 't1'"))
+        .rootCause()
+        .hasMessageContaining("option 'scan.start-tag' = 't3' (snapshot " + s3 + ")")
+        .hasMessageContaining("is not before 'scan.end-tag' = 't1'");
+    assertThatThrownBy(() -> changes(stream, "'scan.start-tag' = 't1', 'scan.end-tag' = 't1'"))
+        .rootCause()
+        .hasMessageContaining("both point at snapshot " + s1 + ": no change lies between them");
   }
 
   @Test

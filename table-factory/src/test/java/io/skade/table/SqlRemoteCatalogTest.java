@@ -8,6 +8,8 @@ import static io.skade.table.SqlTestBase.streaming;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.skade.catalog.CatalogConnection;
+import io.skade.catalog.ConsumerCursor;
 import io.skade.server.ServerProcess;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -22,6 +24,7 @@ import java.util.stream.Stream;
 import org.apache.flink.table.api.TableEnvironment;
 import org.apache.flink.table.api.TableResult;
 import org.apache.flink.types.Row;
+import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
@@ -37,7 +40,8 @@ import org.junit.jupiter.api.io.TempDir;
  * writes, updates and deletes rows; a {@code 'connector' = 'skade'} table with {@code uri} reads
  * the changelog as a streaming job that only the server's commit feed wakes (its poll interval is
  * longer than the test); a lookup join sees the table as committed. Iceberg's REST client, reading
- * the table independently, agrees, and this JVM creates no catalog of its own.
+ * the table independently, agrees, and this JVM creates no catalog of its own. The consumer
+ * procedures reset and drop a consumer the server stores.
  */
 class SqlRemoteCatalogTest {
   @TempDir Path root;
@@ -112,6 +116,49 @@ class SqlRemoteCatalogTest {
       assertThat(files.map(path -> path.getFileName().toString()))
           .as("the server's token file, warehouse and log, and nothing else")
           .containsExactlyInAnyOrder("tokens", "warehouse", "server.log");
+    }
+  }
+
+  @Test
+  @Timeout(180)
+  void aConsumerIsResetAndDroppedThroughTheServer() throws Exception {
+    try (ServerProcess server = new ServerProcess(root)) {
+      String connection = "'uri' = '" + server.uri() + "', 'token' = '" + ServerProcess.TOKEN + "'";
+      TableEnvironment sql = batch();
+      sql.executeSql("CREATE CATALOG lake WITH ('type' = 'skade', " + connection + ")");
+      sql.executeSql("CREATE DATABASE lake.shop");
+      sql.executeSql(
+          "CREATE TABLE lake.shop.orders (id INT NOT NULL, v STRING, PRIMARY KEY (id) NOT ENFORCED)");
+      run(sql, "INSERT INTO lake.shop.orders VALUES (1, 'a')");
+      run(sql, "INSERT INTO lake.shop.orders VALUES (2, 'b')");
+      TableIdentifier orders = TableIdentifier.of("shop", "orders");
+      try (CatalogConnection remote =
+          CatalogConnection.open(Map.of("uri", server.uri(), "token", ServerProcess.TOKEN))) {
+        Table table = remote.catalog().loadTable(orders);
+        long last = table.currentSnapshot().snapshotId();
+        long first = table.currentSnapshot().parentId();
+        remote
+            .consumers()
+            .storeConsumer(
+                "billing",
+                new ConsumerCursor(
+                    orders, table.uuid().toString(), last, remote.feed().commitSeq()));
+        long firstSeq = remote.commitOf(orders, first).orElseThrow().commitSeq();
+
+        assertThat(
+                collect(
+                    sql,
+                    "CALL lake.sys.reset_consumer(`table` => 'shop.orders', consumer => 'billing',"
+                        + " snapshot_id => "
+                        + first
+                        + ", force => true)"))
+            .containsExactly(Row.of("billing", first, firstSeq));
+        assertThat(remote.consumers().consumer("billing").orElseThrow().cursor())
+            .isEqualTo(new ConsumerCursor(orders, table.uuid().toString(), first, firstSeq));
+        assertThat(collect(sql, "CALL lake.sys.drop_consumer('shop.orders', 'billing', true)"))
+            .containsExactly(Row.of("billing", first, firstSeq));
+        assertThat(remote.consumers().consumer("billing")).isEmpty();
+      }
     }
   }
 
