@@ -470,7 +470,8 @@ public final class ChangelogReader {
 
   /**
    * One step of a window: from the state before it to the state at {@code to}, over {@code
-   * snapshots} (null when unknown: a full reload from nothing).
+   * snapshots} (null when unknown: a full reload from nothing, or a step between two states that
+   * are not on one history), whose states are then compared.
    */
   private record Span(Snapshot to, List<Snapshot> snapshots) {}
 
@@ -517,8 +518,9 @@ public final class ChangelogReader {
       List<Snapshot> states = new ArrayList<>();
       Snapshot before = from;
       for (Span span : spans) {
-        // A rewrite changes nothing, unless it can move rows between slices (FileSlice); a full
-        // reload (no snapshots) is every row, whatever the snapshot's operation.
+        // A rewrite changes nothing, unless it can move rows between slices (FileSlice); a step
+        // without its snapshots (a full reload, a step between states) compares the states,
+        // whatever the snapshot's operation.
         if (options.mode() == Mode.COLLAPSED
             || span.snapshots() == null
             || options.slice().movesRows(table.specs())
