@@ -80,11 +80,14 @@ class SkadeOnFlinkClusterTest {
         "CREATE TABLE lake.shop.orders_copy (order_id BIGINT, version BIGINT, amount BIGINT,",
         "  PRIMARY KEY (order_id) NOT ENFORCED);",
         "CREATE TABLE lake.shop.lookups (probe_id BIGINT, order_id BIGINT, version BIGINT,",
-        "  amount BIGINT, probed_at TIMESTAMP_LTZ(6));",
+        "  amount BIGINT, sent_at TIMESTAMP_LTZ(3), probed_at TIMESTAMP_LTZ(6));",
         "CREATE TEMPORARY TABLE order_feed (seq BIGINT) WITH ('connector' = 'datagen',",
         "  'rows-per-second' = '" + ROWS_PER_SECOND + "', 'fields.seq.kind' = 'sequence',",
         "  'fields.seq.start' = '1', 'fields.seq.end' = '" + ROWS + "');",
-        "CREATE TEMPORARY TABLE probe_feed (probe_id BIGINT, k BIGINT, pt AS PROCTIME())",
+        // sent: when the probe was generated, before its lookup began (a random timestamp at
+        // most max-past, by default zero, before now); pt is materialized after the lookup.
+        "CREATE TEMPORARY TABLE probe_feed (probe_id BIGINT, k BIGINT, sent TIMESTAMP_LTZ(3),",
+        "  pt AS PROCTIME())",
         // Random ids: a datagen sequence holds all of its values in memory.
         "  WITH ('connector' = 'datagen', 'rows-per-second' = '50', 'fields.k.min' = '0',",
         "  'fields.k.max' = '" + (KEYS - 1) + "');",
@@ -101,7 +104,7 @@ class SkadeOnFlinkClusterTest {
             + " /*+ OPTIONS('scan.consumer-id' = 'orders-mirror') */;",
         "-- (c) a lookup join against it",
         "INSERT INTO lake.shop.lookups SELECT p.probe_id, o.order_id, o.version, o.amount,",
-        "  CAST(p.pt AS TIMESTAMP_LTZ(6)) FROM probe_feed AS p",
+        "  p.sent, CAST(p.pt AS TIMESTAMP_LTZ(6)) FROM probe_feed AS p",
         "  JOIN lake.shop.orders FOR SYSTEM_TIME AS OF p.pt AS o ON p.k = o.order_id;",
         "");
   }
@@ -308,37 +311,45 @@ class SkadeOnFlinkClusterTest {
           .keySet()
           .forEach(v -> versionsByKey.computeIfAbsent(v % KEYS, k -> new ArrayList<>()).add(v));
       versionsByKey.values().forEach(list -> list.sort(null));
-      // Per lookup that found a superseded row, ms since the newer commit; outside the outage.
+      // Per lookup that found a superseded row, ms from the newer commit to the probe's start
+      // (its generation, an earlier bound); outside the outage and in it.
       List<Long> staleness = new ArrayList<>();
       List<Long> stalenessInOutage = new ArrayList<>();
+      long slowestProbeMs = 0; // from a probe's generation to the end of its lookup
       for (Record lookupRow : lookups) {
         long key = (Long) lookupRow.getField("order_id");
         long version = (Long) lookupRow.getField("version");
+        Instant sentAt = ((OffsetDateTime) lookupRow.getField("sent_at")).toInstant();
         Instant probedAt = ((OffsetDateTime) lookupRow.getField("probed_at")).toInstant();
+        slowestProbeMs = Math.max(slowestProbeMs, Duration.between(sentAt, probedAt).toMillis());
         Instant committedAt = commitTimes.get(version);
         List<Long> later = versionsByKey.get(key).stream().filter(v -> v > version).toList();
         Instant supersededAt =
             later.stream().map(commitTimes::get).min(Instant::compareTo).orElse(Instant.MAX);
         boolean outage =
-            probedAt.isAfter(down.minusSeconds(1)) && probedAt.isBefore(up.plusSeconds(10));
-        if (supersededAt.isBefore(probedAt)) {
+            sentAt.isAfter(down.minusSeconds(1)) && sentAt.isBefore(up.plusSeconds(10));
+        if (supersededAt.isBefore(sentAt)) {
           (outage ? stalenessInOutage : staleness)
-              .add(Duration.between(supersededAt, probedAt).toMillis());
+              .add(Duration.between(supersededAt, sentAt).toMillis());
         }
+        // A probe sees what was committed before it began, and may see what was committed
+        // before it ended.
         if (version % KEYS != key
             || !lookupRow.getField("amount").equals(version * 7 % 1000)
             || committedAt == null
             || committedAt.isAfter(probedAt)
-            || !outage && supersededAt.isBefore(probedAt.minus(LOOKUP_STALENESS))) {
+            || !outage && supersededAt.isBefore(sentAt.minus(LOOKUP_STALENESS))) {
           wrong.add(lookupRow + " committed " + committedAt + " superseded " + supersededAt);
         }
       }
       System.out.printf(
-          "cluster: restarts per job after the TaskManager's death %s; %d lookups;"
-              + " outside the server's outage %d found a row a newer commit had superseded, by at"
-              + " most %d ms; in it %d, by at most %d ms%n",
+          "cluster: restarts per job after the TaskManager's death %s; %d lookups, the slowest"
+              + " %d ms from its probe's generation; outside the server's outage %d found a row"
+              + " a newer commit had superseded before the probe, by at most %d ms; in it %d, by"
+              + " at most %d ms%n",
           restartsBefore,
           lookups.size(),
+          slowestProbeMs,
           staleness.size(),
           staleness.stream().mapToLong(Long::longValue).max().orElse(0),
           stalenessInOutage.size(),
@@ -346,7 +357,7 @@ class SkadeOnFlinkClusterTest {
       assertThat(wrong)
           .as(
               "lookups that found no row of the table as of a commit before the"
-                  + " probe, or one superseded more than %s before it",
+                  + " probe ended, or one superseded more than %s before it began",
               LOOKUP_STALENESS)
           .isEmpty();
 
