@@ -17,7 +17,8 @@ import java.util.OptionalLong;
  *     CommitOperation#DROP} and {@link CommitOperation#RENAME_FROM}, the last one it pointed to
  * @param previousMetadataLocation the metadata file the pointer pointed to before, or null when the
  *     pointer did not exist
- * @param tsMicros when the commit was stamped by the committer, microseconds since the epoch
+ * @param tsMicros when the commit was stamped by the committer, microseconds since the epoch; never
+ *     before the stamp of the commit before it in the log
  * @param transactionSeq for a commit of a multi-table commit that changed several tables, the
  *     {@code commitSeq} of its first commit; else 0
  * @param transactionSize for such a commit, how many commits (tables) it made; else 0

@@ -74,6 +74,14 @@ final class Committer implements AutoCloseable {
   private final AtomicLong groups = new AtomicLong();
   private volatile BatchWriter writer;
   private volatile long durableSeq;
+
+  /**
+   * The stamp of the newest durable commit: a group is stamped no earlier, so stamps never go back
+   * along the log (a clock stepped back, a new leader's clock behind the old one's), and a
+   * watermark on commit time holds across commits.
+   */
+  private long lastTsMicros;
+
   private volatile boolean closed;
   private volatile RuntimeException failure;
 
@@ -81,6 +89,8 @@ final class Committer implements AutoCloseable {
     this.store = store;
     this.maxGroup = maxGroup;
     this.durableSeq = store.commitSeq();
+    List<CommitEvent> newest = store.commitsSince(durableSeq - 1, 1);
+    this.lastTsMicros = newest.isEmpty() ? Long.MIN_VALUE : newest.get(0).tsMicros();
     this.writer = store::write;
     this.thread = SkadeRuntime.thread(this::run, "skade-committer-" + name);
     thread.start();
@@ -222,7 +232,7 @@ final class Committer implements AutoCloseable {
       }
       return;
     }
-    Stage stage = new Stage(store, durableSeq);
+    Stage stage = new Stage(store, durableSeq, lastTsMicros);
     List<Runnable> completions = new ArrayList<>(group.size());
     for (Request<?> request : group) {
       completions.add(run(stage, request));
@@ -249,6 +259,7 @@ final class Committer implements AutoCloseable {
         return;
       }
       durableSeq = stage.lastSeq;
+      lastTsMicros = stage.tsMicros;
     }
     // Subscribers first: a committer's caller wakes to post-commit work of its own, which would
     // otherwise take the CPU the feed's consumers need to react to the commit.
@@ -313,12 +324,13 @@ final class Committer implements AutoCloseable {
     private long pendingSeq;
     private final long tsMicros;
 
-    private Stage(CatalogStore store, long durableSeq) {
+    private Stage(CatalogStore store, long durableSeq, long notBeforeMicros) {
       this.store = store;
       this.lastSeq = durableSeq;
       this.pendingSeq = durableSeq;
       Instant now = Instant.now();
-      this.tsMicros = now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
+      this.tsMicros =
+          Math.max(notBeforeMicros, now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000);
     }
 
     /** The table's pointer as this mutation would see it committed, or null. */

@@ -69,6 +69,7 @@ class CommitFeedTest {
       assertThat(log)
           .extracting(CommitEvent::commitSeq)
           .containsExactlyElementsOf(LongStream.rangeClosed(1, end).boxed().toList());
+      assertThat(log).extracting(CommitEvent::tsMicros).isSorted();
 
       // The log is each table's history: its snapshots in order, ending at its current pointer.
       for (TableIdentifier id : tables) {
@@ -91,6 +92,49 @@ class CommitFeedTest {
       for (Collector subscriber : subscribers) {
         assertThat(subscriber.awaitUpTo(end)).containsExactlyElementsOf(expected);
       }
+    }
+  }
+
+  /**
+   * A log whose newest commit was stamped ahead of this process's clock (an earlier owner's clock
+   * ran ahead, or this one was stepped back): commits after it are stamped no earlier.
+   */
+  @Test
+  void commitStampsNeverGoBackAlongTheLogWhenTheClockIsBehindIt() throws Exception {
+    long hourMicros = Duration.ofHours(1).toNanos() / 1_000;
+    long ahead;
+    try (SkadeCatalog catalog = Catalogs.open(warehouse)) {
+      Table table = Catalogs.createTable(catalog, "t");
+      Committer.BatchWriter real = catalog.committer().batchWriter();
+      catalog
+          .committer()
+          .writeBatchesWith(
+              batch -> {
+                batch.commits.replaceAll(
+                    e ->
+                        new CommitEvent(
+                            e.commitSeq(),
+                            e.tableKey(),
+                            e.operation(),
+                            e.addedSnapshotIds(),
+                            e.metadataLocation(),
+                            e.previousMetadataLocation(),
+                            e.tsMicros() + hourMicros));
+                real.write(batch);
+              });
+      Catalogs.append(table, "stamped-an-hour-ahead");
+      ahead = list(catalog.commitsSince(0)).get(1).tsMicros();
+    }
+    try (SkadeCatalog reopened = Catalogs.open(warehouse)) {
+      Table table = reopened.loadTable(TableIdentifier.of(Catalogs.DB, "t"));
+      Catalogs.append(table, "after");
+      Catalogs.append(table, "after-2");
+      List<CommitEvent> log = list(reopened.commitsSince(0));
+      assertThat(log).hasSize(4);
+      assertThat(log.get(2).tsMicros())
+          .as("the first commit after the reopen, against the log's newest stamp")
+          .isGreaterThanOrEqualTo(ahead);
+      assertThat(log).extracting(CommitEvent::tsMicros).isSorted();
     }
   }
 
