@@ -3,6 +3,7 @@ package io.skade.table;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.skade.catalog.CommitEvent;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -218,20 +219,19 @@ class SqlChangelogTest extends SqlTestBase {
   }
 
   private Row metadataRow(RowKind kind, int qty, String changeType, Snapshot snapshot) {
-    long commitSeq =
+    CommitEvent commit =
         catalog
             .catalog()
             .commitOf(TableIdentifier.of("default_database", "orders"), snapshot.snapshotId())
-            .orElseThrow()
-            .commitSeq();
+            .orElseThrow();
     return Row.ofKind(
         kind,
         1,
         qty,
         changeType,
-        commitSeq,
+        commit.commitSeq(),
         snapshot.snapshotId(),
-        Instant.ofEpochMilli(snapshot.timestampMillis()));
+        Instant.ofEpochMilli(commit.tsMicros() / 1000));
   }
 
   @Test

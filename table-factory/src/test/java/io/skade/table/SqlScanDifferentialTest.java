@@ -31,6 +31,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Random;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.Callable;
 import java.util.concurrent.Executors;
@@ -293,6 +294,9 @@ class SqlScanDifferentialTest {
   /** The catalog's commit_seq of each snapshot of each table. */
   private final Map<TableName, Map<Long, Long>> commitSeqs = new HashMap<>();
 
+  /** The catalog's stamp of each commit of each table, by commit_seq. */
+  private final Map<TableName, TreeMap<Long, Instant>> commitTimes = new HashMap<>();
+
   /** Each table's generated queries, run on every path that reads the table. */
   private final Map<TableName, List<Query>> queries = new HashMap<>();
 
@@ -338,13 +342,16 @@ class SqlScanDifferentialTest {
       iceberg.snapshots().forEach(snapshot -> byId.put(snapshot.snapshotId(), snapshot));
       snapshots.put(table, byId);
       Map<Long, Long> seqs = new HashMap<>();
+      TreeMap<Long, Instant> times = new TreeMap<>();
       String key = catalog.catalog().commitTableKey(id(table));
       for (CommitEvent event : catalog.catalog().commitsSince(0L)) {
         if (event.tableKey().equals(key)) {
           event.addedSnapshotIds().forEach(snapshot -> seqs.put(snapshot, event.commitSeq()));
+          times.put(event.commitSeq(), Instant.EPOCH.plusMillis(event.tsMicros() / 1000));
         }
       }
       commitSeqs.put(table, seqs);
+      commitTimes.put(table, times);
       Generator generator = new Generator(new Random(seed * 31 + table.ordinal()));
       queries.put(table, generator.queries(queriesPerTable));
       System.out.println(
@@ -1571,18 +1578,20 @@ class SqlScanDifferentialTest {
         }
       }
       if (time != null) {
+        // The catalog's stamp of the change's commit_seq: of the commit that made its snapshot,
+        // or (collapsed, or a snapshot's rows) a later one.
+        TreeMap<Long, Instant> stamps = commitTimes.get(path.table());
+        long first = snapshot == null ? 0 : seqs.getOrDefault(snapshotId, 0L);
         Set<Instant> times =
-            snapshot != null
-                ? Set.of(Instant.ofEpochMilli(snapshot.timestampMillis()))
-                : tableSnapshots.values().stream()
-                    .map(s -> Instant.ofEpochMilli(s.timestampMillis()))
-                    .collect(Collectors.toSet());
+            seq != null
+                ? Set.of(stamps.getOrDefault(seq, Instant.MIN))
+                : new TreeSet<>(stamps.tailMap(first).values());
         if (!times.contains(time)) {
           problems.add(
               "commit_time "
                   + time
-                  + " is not the commit time of "
-                  + (snapshot != null ? "snapshot " + snapshotId : "any snapshot of the table")
+                  + " is not the catalog's stamp of "
+                  + (seq != null ? "commit_seq " + seq : "a commit of snapshot " + snapshotId)
                   + " "
                   + new TreeSet<>(times)
                   + ": "

@@ -17,6 +17,7 @@ import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalLong;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.HasTableOperations;
@@ -55,8 +56,12 @@ final class WindowPlanner {
   /** Where a source begins: its cursor, its end, and what to read before following the log. */
   record Start(ConsumerCursor cursor, long endSnapshotId, List<ChangelogSplit> splits) {}
 
-  /** One round: the splits planned, the cursor after them, and whether the log has more. */
-  record Plan(List<ChangelogSplit> splits, ConsumerCursor cursor, boolean more) {}
+  /**
+   * One round: the splits planned, the cursor after them, whether the log has more, and the stamp
+   * of the log's commit at the cursor ({@link ChangelogSplit#UNKNOWN_TIME} when the round read
+   * none): every later commit is stamped no earlier.
+   */
+  record Plan(List<ChangelogSplit> splits, ConsumerCursor cursor, boolean more, long logMicros) {}
 
   WindowPlanner(CatalogConnection catalog, TableIdentifier identifier, Mode mode) {
     this.catalog = catalog;
@@ -93,8 +98,12 @@ final class WindowPlanner {
       long at = end == UNBOUNDED ? currentId : end;
       // The rows carry the commit_seq of the commit that made their snapshot (the catalog's
       // position may be another table's commit); without it in the log, the position.
-      long rowsSeq = commitSeqOf(table.snapshot(at)).orElse(seq);
-      ChangelogSplit rows = ChangelogSplit.snapshot(tableKey, location(table), at, rowsSeq);
+      Optional<CommitEvent> made = catalog.commitOf(identifier, at);
+      long rowsSeq = made.map(CommitEvent::commitSeq).orElse(seq);
+      ChangelogSplit rows =
+          ChangelogSplit.snapshot(tableKey, location(table), at, rowsSeq)
+              .withCommitMicros(
+                  made.map(CommitEvent::tsMicros).orElse(ChangelogSplit.UNKNOWN_TIME));
       splits.addAll(cut(table, rows, List.of(), Map.of(), true));
       return new Start(new ConsumerCursor(identifier, uuid, at, seq), end, splits);
     }
@@ -175,8 +184,15 @@ final class WindowPlanner {
    * {@code withMetadata} (a reader that shares this JVM's {@link MetadataCache} has it already).
    */
   Plan next(ConsumerCursor cursor, long end, boolean withMetadata) {
-    return next(
-        cursor, end, catalog.feed().commitsSince(cursor.commitSeq(), ROUND_COMMITS), withMetadata);
+    List<CommitEvent> page = catalog.feed().commitsSince(cursor.commitSeq(), ROUND_COMMITS);
+    Plan plan = next(cursor, end, page, withMetadata);
+    if (page.isEmpty() && cursor.commitSeq() > 0) { // caught up: the stamp at the cursor
+      List<CommitEvent> at = catalog.feed().commitsSince(cursor.commitSeq() - 1, 1);
+      if (!at.isEmpty()) {
+        return new Plan(plan.splits(), plan.cursor(), plan.more(), at.get(0).tsMicros());
+      }
+    }
+    return plan;
   }
 
   /**
@@ -193,8 +209,10 @@ final class WindowPlanner {
       }
     }
     long logEnd = page.isEmpty() ? cursor.commitSeq() : page.get(page.size() - 1).commitSeq();
+    long logEndMicros =
+        page.isEmpty() ? ChangelogSplit.UNKNOWN_TIME : page.get(page.size() - 1).tsMicros();
     if (mine.isEmpty() || cursor.snapshotId() == end) {
-      return new Plan(List.of(), withSeq(cursor, cursor.snapshotId(), logEnd), more);
+      return new Plan(List.of(), withSeq(cursor, cursor.snapshotId(), logEnd), more, logEndMicros);
     }
     CommitEvent lastEvent = mine.get(mine.size() - 1);
     Table table = versions.at(lastEvent.metadataLocation());
@@ -221,6 +239,7 @@ final class WindowPlanner {
     int done = -1; // the chain's last snapshot planned
     long start = cursor.snapshotId();
     long lastSeq = cursor.commitSeq();
+    long lastMicros = ChangelogSplit.UNKNOWN_TIME;
     for (CommitEvent event : mine) {
       int reach = done;
       for (long id : event.addedSnapshotIds()) {
@@ -236,15 +255,21 @@ final class WindowPlanner {
       List<Snapshot> steps = chain.subList(mode == Mode.COLLAPSED ? 0 : done + 1, reach + 1);
       long to = chain.get(reach).snapshotId();
       ChangelogSplit window =
-          ChangelogSplit.window(tableKey, location, start, to, event.commitSeq());
+          ChangelogSplit.window(tableKey, location, start, to, event.commitSeq())
+              .withCommitMicros(event.tsMicros());
       splits.addAll(cut(table, window, steps, appended, withMetadata));
       start = to;
       done = reach;
       lastSeq = event.commitSeq();
+      lastMicros = event.tsMicros();
     }
     // Past the end, the log is not handled further: a bounded source stops there.
-    long handled = start == end ? lastSeq : logEnd;
-    return new Plan(splits, withSeq(cursor, start, handled), more && start != end);
+    boolean atEnd = start == end;
+    return new Plan(
+        splits,
+        withSeq(cursor, start, atEnd ? lastSeq : logEnd),
+        more && !atEnd,
+        atEnd ? lastMicros : logEndMicros);
   }
 
   /**
@@ -290,7 +315,7 @@ final class WindowPlanner {
       if (i > 0) {
         Plan before =
             next(cursor, end, page.subList(0, page.indexOf(mine.get(i - 1)) + 1), withMetadata);
-        return new Plan(before.splits(), before.cursor(), true);
+        return new Plan(before.splits(), before.cursor(), true, before.logMicros());
       }
       if (head == null || at.snapshot(cursor.snapshotId()) == null) {
         throw new IllegalStateException(
@@ -320,11 +345,13 @@ final class WindowPlanner {
       }
       ChangelogSplit window =
           ChangelogSplit.between(
-              tableKey, location(at), cursor.snapshotId(), head.snapshotId(), event.commitSeq());
+                  tableKey, location(at), cursor.snapshotId(), head.snapshotId(), event.commitSeq())
+              .withCommitMicros(event.tsMicros());
       return new Plan(
           cut(at, window, List.of(), Map.of(), withMetadata),
           withSeq(cursor, head.snapshotId(), event.commitSeq()),
-          true);
+          true,
+          event.tsMicros());
     }
   }
 

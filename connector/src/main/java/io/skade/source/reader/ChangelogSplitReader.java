@@ -161,7 +161,10 @@ public final class ChangelogSplitReader implements SplitReader<ChangeRecord, Cha
       }
       if (change.snapshotId() != snapshotId) {
         snapshotId = change.snapshotId();
-        commitMillis = table.snapshot(snapshotId).timestampMillis();
+        commitMillis =
+            current.commitMicros() == ChangelogSplit.UNKNOWN_TIME
+                ? table.snapshot(snapshotId).timestampMillis()
+                : Math.floorDiv(current.commitMicros(), 1000);
       }
       last = change.type();
       emitted++;

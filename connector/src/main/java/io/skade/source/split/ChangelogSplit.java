@@ -29,6 +29,10 @@ import org.apache.flink.api.connector.source.SourceSplit;
  *     whole history up to {@code toSnapshotId}; unused by a full-snapshot split
  * @param toSnapshotId the window's last snapshot
  * @param commitSeq the catalog's {@code commit_seq} of the window's last commit
+ * @param commitMicros the catalog's stamp of that commit, microseconds since the epoch: the time
+ *     the split's changes carry, never behind an earlier commit's ({@link #UNKNOWN_TIME} when the
+ *     log holds no such commit, as for a registered table's history: its changes then carry their
+ *     snapshots' timestamps)
  * @param slice the data files this split covers: one slot of its table's ordering units; the slot,
  *     not the reader, is the split's identity, so a restore at another parallelism moves whole
  *     splits and never cuts one
@@ -44,6 +48,7 @@ public record ChangelogSplit(
     long fromSnapshotId,
     long toSnapshotId,
     long commitSeq,
+    long commitMicros,
     FileSlice slice,
     long emitted,
     byte[] plan)
@@ -51,6 +56,9 @@ public record ChangelogSplit(
 
   /** {@link #fromSnapshotId} of a window that starts before the table's first snapshot. */
   public static final long BEFORE_FIRST = -1;
+
+  /** {@link #commitMicros} of a split whose commit's stamp is not known. */
+  public static final long UNKNOWN_TIME = Long.MIN_VALUE;
 
   /**
    * The order a slot's splits are read in: a window after the commit it ends at, a table's rows
@@ -74,7 +82,17 @@ public record ChangelogSplit(
   public static ChangelogSplit window(
       String tableKey, String metadataLocation, long from, long to, long commitSeq) {
     return new ChangelogSplit(
-        tableKey, metadataLocation, false, false, from, to, commitSeq, FileSlice.ALL, 0, null);
+        tableKey,
+        metadataLocation,
+        false,
+        false,
+        from,
+        to,
+        commitSeq,
+        UNKNOWN_TIME,
+        FileSlice.ALL,
+        0,
+        null);
   }
 
   /**
@@ -84,7 +102,17 @@ public record ChangelogSplit(
   public static ChangelogSplit between(
       String tableKey, String metadataLocation, long from, long to, long commitSeq) {
     return new ChangelogSplit(
-        tableKey, metadataLocation, false, true, from, to, commitSeq, FileSlice.ALL, 0, null);
+        tableKey,
+        metadataLocation,
+        false,
+        true,
+        from,
+        to,
+        commitSeq,
+        UNKNOWN_TIME,
+        FileSlice.ALL,
+        0,
+        null);
   }
 
   /** Every row at {@code snapshotId} as an insert, nothing emitted yet. */
@@ -98,6 +126,7 @@ public record ChangelogSplit(
         BEFORE_FIRST,
         snapshotId,
         commitSeq,
+        UNKNOWN_TIME,
         FileSlice.ALL,
         0,
         null);
@@ -115,6 +144,22 @@ public record ChangelogSplit(
   /** The window's start for {@code ChangelogReader}: null when it starts before the first. */
   public Long fromExclusive() {
     return fromSnapshotId == BEFORE_FIRST ? null : fromSnapshotId;
+  }
+
+  /** This split with its commit stamped {@code micros} ({@link #commitMicros}). */
+  public ChangelogSplit withCommitMicros(long micros) {
+    return new ChangelogSplit(
+        tableKey,
+        metadataLocation,
+        fullSnapshot,
+        betweenStates,
+        fromSnapshotId,
+        toSnapshotId,
+        commitSeq,
+        micros,
+        slice,
+        emitted,
+        plan);
   }
 
   /** This split restricted to the data files of {@code files}. */
@@ -146,6 +191,7 @@ public record ChangelogSplit(
         fromSnapshotId,
         toSnapshotId,
         commitSeq,
+        commitMicros,
         files,
         count,
         newPlan);
@@ -162,6 +208,7 @@ public record ChangelogSplit(
         && fromSnapshotId == that.fromSnapshotId
         && toSnapshotId == that.toSnapshotId
         && commitSeq == that.commitSeq
+        && commitMicros == that.commitMicros
         && slice.equals(that.slice)
         && emitted == that.emitted
         && Arrays.equals(plan, that.plan);

@@ -10,15 +10,16 @@ import org.apache.flink.core.io.SimpleVersionedSerializer;
 
 /**
  * Writes {@link ChangelogSplit}s into checkpoints; versioned so a layout can change without
- * misreading old checkpoints. Version 4 adds whether a split is read between two states (a commit
- * that moved the table's head off its history); version 3 (the planned window a split may carry) is
- * read as windows; version 2 (each split's slot of ordering units, no plan) as splits without a
- * plan; version 1 (splits filtered to partitions and pinned to readers) is refused, since its
- * splits cannot be moved to the readers of their units at another parallelism.
+ * misreading old checkpoints. Version 5 adds the stamp of the split's commit (read from older
+ * layouts as unknown); version 4 adds whether a split is read between two states (a commit that
+ * moved the table's head off its history); version 3 (the planned window a split may carry) is read
+ * as windows; version 2 (each split's slot of ordering units, no plan) as splits without a plan;
+ * version 1 (splits filtered to partitions and pinned to readers) is refused, since its splits
+ * cannot be moved to the readers of their units at another parallelism.
  */
 public final class ChangelogSplitSerializer implements SimpleVersionedSerializer<ChangelogSplit> {
   /** The layout written today. */
-  public static final int VERSION = 4;
+  public static final int VERSION = 5;
 
   /** The oldest layout still read. */
   private static final int OLDEST_READ = 2;
@@ -50,6 +51,7 @@ public final class ChangelogSplitSerializer implements SimpleVersionedSerializer
     out.writeLong(split.fromSnapshotId());
     out.writeLong(split.toSnapshotId());
     out.writeLong(split.commitSeq());
+    out.writeLong(split.commitMicros());
     out.writeUTF(split.slice().unit().name());
     out.writeInt(split.slice().slots());
     out.writeInt(split.slice().slot());
@@ -87,6 +89,7 @@ public final class ChangelogSplitSerializer implements SimpleVersionedSerializer
     long from = in.readLong();
     long to = in.readLong();
     long commitSeq = in.readLong();
+    long commitMicros = version >= 5 ? in.readLong() : ChangelogSplit.UNKNOWN_TIME;
     FileSlice slice =
         new FileSlice(FileSlice.Unit.valueOf(in.readUTF()), in.readInt(), in.readInt());
     long emitted = in.readLong();
@@ -104,6 +107,7 @@ public final class ChangelogSplitSerializer implements SimpleVersionedSerializer
         from,
         to,
         commitSeq,
+        commitMicros,
         slice,
         emitted,
         plan);

@@ -54,6 +54,7 @@ class AssignmentEventsTest {
         seq,
         seq + 1,
         seq,
+        ChangelogSplit.UNKNOWN_TIME,
         FileSlice.ALL,
         0,
         planBytes < 0 ? null : new byte[planBytes]);

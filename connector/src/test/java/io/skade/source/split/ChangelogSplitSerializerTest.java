@@ -86,7 +86,17 @@ class ChangelogSplitSerializerTest {
   void aSplitsPlanSurvivesACheckpointByteForByte() throws IOException {
     ChangelogSplit split =
         new ChangelogSplit(
-            "t", "/m.json", false, false, 1, 2, 3, FileSlice.ALL, 0, new byte[] {4, 5, 6});
+            "t",
+            "/m.json",
+            false,
+            false,
+            1,
+            2,
+            3,
+            ChangelogSplit.UNKNOWN_TIME,
+            FileSlice.ALL,
+            0,
+            new byte[] {4, 5, 6});
     ChangelogSplit restored =
         serializer.deserialize(serializer.getVersion(), serializer.serialize(split));
     assertThat(restored).isEqualTo(split);
@@ -124,6 +134,39 @@ class ChangelogSplitSerializerTest {
   }
 
   @Test
+  void aSplitsCommitStampSurvivesACheckpointAndAFourthLayoutSplitHasNone() throws IOException {
+    ChangelogSplit stamped =
+        ChangelogSplit.window("t", "/m.json", 1, 2, 3).withCommitMicros(1_765_000_000_123_456L);
+    ChangelogSplit restored =
+        serializer.deserialize(serializer.getVersion(), serializer.serialize(stamped));
+    assertThat(restored).isEqualTo(stamped);
+    assertThat(restored.commitMicros()).isEqualTo(1_765_000_000_123_456L);
+    assertThat(restored).isNotEqualTo(ChangelogSplit.window("t", "/m.json", 1, 2, 3));
+
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    try (DataOutputStream out = new DataOutputStream(bytes)) { // as version 4 wrote it
+      out.writeUTF("t");
+      out.writeUTF("/m.json");
+      out.writeBoolean(false);
+      out.writeBoolean(true);
+      out.writeLong(1);
+      out.writeLong(2);
+      out.writeLong(3);
+      out.writeUTF(FileSlice.Unit.TABLE.name());
+      out.writeInt(128);
+      out.writeInt(0);
+      out.writeLong(0);
+      out.writeInt(-1);
+    }
+    ChangelogSplit fourth = serializer.deserialize(4, bytes.toByteArray());
+    assertThat(fourth)
+        .isEqualTo(
+            ChangelogSplit.between("t", "/m.json", 1, 2, 3)
+                .withSlice(new FileSlice(FileSlice.Unit.TABLE, 128, 0)));
+    assertThat(fourth.commitMicros()).isEqualTo(ChangelogSplit.UNKNOWN_TIME);
+  }
+
+  @Test
   void theFirstLayoutIsRefusedWithWhatToDo() throws IOException {
     byte[] bytes = serializer.serialize(ChangelogSplit.window("t", "/m.json", 1, 2, 3));
     assertThatThrownBy(() -> serializer.deserialize(1, bytes))
@@ -145,7 +188,8 @@ class ChangelogSplitSerializerTest {
   void aNegativeProgressIsRefused() {
     assertThatThrownBy(
             () ->
-                new ChangelogSplit("t", "/m.json", false, false, 1, 2, 3, FileSlice.ALL, -1, null))
+                new ChangelogSplit(
+                    "t", "/m.json", false, false, 1, 2, 3, 0, FileSlice.ALL, -1, null))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("-1");
   }
