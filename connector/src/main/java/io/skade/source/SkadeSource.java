@@ -10,9 +10,11 @@ import io.skade.source.enumerator.SkadeSplitEnumerator;
 import io.skade.source.reader.SkadeSourceReader;
 import io.skade.source.split.ChangelogSplit;
 import io.skade.source.split.ChangelogSplitSerializer;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.connector.source.Boundedness;
 import org.apache.flink.api.connector.source.Source;
@@ -56,6 +58,12 @@ public final class SkadeSource<T>
   /** The catalog's {@link CatalogConnection#location()}, naming the table in lineage. */
   private final String location;
 
+  /**
+   * With watermarks on commit time, how long a reader without splits waits to be marked idle (zero:
+   * never); null without them.
+   */
+  private final Duration watermarkIdleTimeout;
+
   SkadeSource(
       Map<String, String> catalogProperties,
       String location,
@@ -63,8 +71,10 @@ public final class SkadeSource<T>
       ChangelogOptions options,
       int batchRows,
       long limit,
-      ChangeDeserializer<T> deserializer) {
+      ChangeDeserializer<T> deserializer,
+      Duration watermarkIdleTimeout) {
     this.catalogProperties = new HashMap<>(catalogProperties);
+    this.watermarkIdleTimeout = watermarkIdleTimeout;
     this.location = location;
     this.settings = settings;
     this.options = options;
@@ -76,6 +86,26 @@ public final class SkadeSource<T>
   /** A builder of a source emitting {@link RowData}; see {@link SkadeSourceBuilder}. */
   public static SkadeSourceBuilder<RowData> builder() {
     return new SkadeSourceBuilder<>();
+  }
+
+  /**
+   * The watermark strategy of a source built with {@link SkadeSourceBuilder#commitTimeWatermarks},
+   * to pass to {@code env.fromSource}: each change's timestamp is its commit's stamp on the
+   * catalog's log, and each reader's watermark is exact (no change behind it) and follows the log
+   * even while the reader is given no split. Add Flink's {@code withWatermarkAlignment} to it as
+   * needed.
+   *
+   * @throws IllegalStateException when the source was built without commit-time watermarks
+   */
+  public WatermarkStrategy<T> commitTimeWatermarks() {
+    if (watermarkIdleTimeout == null) {
+      throw new IllegalStateException(
+          "skade source on "
+              + settings.table()
+              + " was built without commit-time watermarks: call"
+              + " builder().commitTimeWatermarks(idleTimeout) to have its readers emit them");
+    }
+    return WatermarkStrategy.forGenerator(context -> new SplitOutputsIdle<>());
   }
 
   /** The table this source reads, for Flink's lineage graph. */
@@ -115,6 +145,7 @@ public final class SkadeSource<T>
         batchRows,
         limit,
         deserializer,
+        watermarkIdleTimeout,
         context);
   }
 

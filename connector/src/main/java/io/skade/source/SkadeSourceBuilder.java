@@ -55,6 +55,7 @@ public final class SkadeSourceBuilder<T> {
   private int batchRows = DEFAULT_BATCH_ROWS;
   private long limit = Long.MAX_VALUE;
   private ChangeDeserializer<T> deserializer;
+  private Duration watermarkIdleTimeout;
 
   SkadeSourceBuilder() {}
 
@@ -177,6 +178,21 @@ public final class SkadeSourceBuilder<T> {
     return this;
   }
 
+  /**
+   * Readers emit watermarks on commit time: pass {@link SkadeSource#commitTimeWatermarks()} to
+   * {@code env.fromSource}. A reader's watermark stays just before the oldest commit among its
+   * splits and follows the catalog's log while it has none, so it is exact and never held back by a
+   * reader that is given no split.
+   *
+   * @param idleTimeout after how long without a split and without the log advancing a reader is
+   *     marked idle, so that a table without commits does not hold a job's other inputs back; zero
+   *     for never (then the watermark stays at the last commit's stamp until the next)
+   */
+  public SkadeSourceBuilder<T> commitTimeWatermarks(Duration idleTimeout) {
+    this.watermarkIdleTimeout = Objects.requireNonNull(idleTimeout, "idleTimeout");
+    return this;
+  }
+
   /** Maps each change to records of type {@code R}. */
   @SuppressWarnings("unchecked")
   public <R> SkadeSourceBuilder<R> deserializer(ChangeDeserializer<R> mapping) {
@@ -240,6 +256,13 @@ public final class SkadeSourceBuilder<T> {
               + " rows applies to a read of one snapshot's rows, where every change is an insert;"
               + " call bounded() with startup mode full, or read without a limit");
     }
+    if (watermarkIdleTimeout != null && watermarkIdleTimeout.isNegative()) {
+      throw new IllegalArgumentException(
+          "skade source on "
+              + table
+              + ": the watermark idle timeout must be zero (never idle) or positive, got "
+              + watermarkIdleTimeout);
+    }
     SkadeSplitEnumerator.Settings settings =
         new SkadeSplitEnumerator.Settings(
             path(table),
@@ -249,7 +272,8 @@ public final class SkadeSourceBuilder<T> {
             endSnapshotId,
             options.mode(),
             pollInterval,
-            consumerId);
+            consumerId,
+            watermarkIdleTimeout != null);
     Schema projected;
     String location;
     try (CatalogConnection connection = CatalogConnection.open(catalogProperties)) {
@@ -269,7 +293,14 @@ public final class SkadeSourceBuilder<T> {
             ? deserializer
             : (ChangeDeserializer<T>) ChangeDeserializer.rowData(rowType);
     return new SkadeSource<>(
-        catalogProperties, location, settings, pinned, batchRows, limit, mapping);
+        catalogProperties,
+        location,
+        settings,
+        pinned,
+        batchRows,
+        limit,
+        mapping,
+        watermarkIdleTimeout);
   }
 
   private static List<String> path(TableIdentifier identifier) {

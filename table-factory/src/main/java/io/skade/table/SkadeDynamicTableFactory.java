@@ -53,6 +53,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import org.apache.flink.configuration.ConfigOption;
+import org.apache.flink.configuration.Configuration;
 import org.apache.flink.table.catalog.ResolvedSchema;
 import org.apache.flink.table.connector.sink.DynamicTableSink;
 import org.apache.flink.table.connector.source.DynamicTableSource;
@@ -171,6 +172,12 @@ public final class SkadeDynamicTableFactory
     CheckedOptions.Location location = source.location();
     ResolvedSchema physical =
         TableResolution.physical(context.getCatalogTable().getResolvedSchema());
+    SourceWatermarks watermarks =
+        SourceWatermarks.of(
+            location.table().toString(),
+            Configuration.fromMap(context.getCatalogTable().getOptions()),
+            context.getConfiguration(),
+            context.getCatalogTable().getResolvedSchema());
     Schema schema;
     BucketShuffle buckets;
     SkadeTableSource.Scan scan;
@@ -184,7 +191,7 @@ public final class SkadeDynamicTableFactory
       scan = source.refs().resolve(source.scan(), table, connection);
     }
     return new SkadeTableSource(
-        scan, source.lookup(), schema, physical.toPhysicalRowDataType(), buckets);
+        scan, source.lookup(), schema, physical.toPhysicalRowDataType(), buckets, watermarks);
   }
 
   @Override

@@ -9,6 +9,7 @@ import io.skade.lookup.TableLookup;
 import io.skade.source.SkadeSource;
 import io.skade.source.SkadeSourceBuilder;
 import io.skade.source.StartupMode;
+import io.skade.source.WatermarksOnEveryChange;
 import io.skade.table.SqlChangeDeserializer.MetadataColumn;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -19,9 +20,16 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Collectors;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.connector.source.Boundedness;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.DataStreamSource;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.table.api.DataTypes;
 import org.apache.flink.table.api.ValidationException;
 import org.apache.flink.table.connector.ChangelogMode;
+import org.apache.flink.table.connector.ProviderContext;
+import org.apache.flink.table.connector.source.DataStreamScanProvider;
 import org.apache.flink.table.connector.source.DynamicTableSource;
 import org.apache.flink.table.connector.source.InputFormatProvider;
 import org.apache.flink.table.connector.source.LookupTableSource;
@@ -34,6 +42,8 @@ import org.apache.flink.table.connector.source.abilities.SupportsLookupCustomShu
 import org.apache.flink.table.connector.source.abilities.SupportsLookupCustomShuffle.InputDataPartitioner;
 import org.apache.flink.table.connector.source.abilities.SupportsProjectionPushDown;
 import org.apache.flink.table.connector.source.abilities.SupportsReadingMetadata;
+import org.apache.flink.table.connector.source.abilities.SupportsSourceWatermark;
+import org.apache.flink.table.connector.source.abilities.SupportsWatermarkPushDown;
 import org.apache.flink.table.connector.source.lookup.AsyncLookupFunctionProvider;
 import org.apache.flink.table.connector.source.lookup.LookupFunctionProvider;
 import org.apache.flink.table.connector.source.lookup.LookupOptions;
@@ -56,9 +66,9 @@ import org.apache.iceberg.types.Types;
 
 /**
  * A skade table read by SQL: the changelog source ({@link SkadeSource}) with projection, exact
- * filter and metadata pushdown. It produces {@code +I -U +U -D} with full before-images, which the
- * planner needs no ChangelogNormalize for; upsert rows with key-only deletes in {@code key-only}
- * mode; inserts only in batch mode, where it reads the rows of one snapshot.
+ * filter, metadata and watermark pushdown. It produces {@code +I -U +U -D} with full before-images,
+ * which the planner needs no ChangelogNormalize for; upsert rows with key-only deletes in {@code
+ * key-only} mode; inserts only in batch mode, where it reads the rows of one snapshot.
  */
 final class SkadeTableSource
     implements ScanTableSource,
@@ -68,6 +78,8 @@ final class SkadeTableSource
         SupportsReadingMetadata,
         SupportsLimitPushDown,
         SupportsAggregatePushDown,
+        SupportsWatermarkPushDown,
+        SupportsSourceWatermark,
         SupportsLookupCustomShuffle {
 
   /** What to read and from where, as the table's options say. */
@@ -171,22 +183,42 @@ final class SkadeTableSource
   /** The lookup join's input partitioner, once the lookup keys are known; null for none. */
   private InputDataPartitioner shuffle;
 
+  /** How {@code SOURCE_WATERMARK()} is generated, from the table's options. */
+  private final SourceWatermarks sourceWatermarks;
+
+  /**
+   * The watermark the planner pushed ({@code WATERMARK FOR c AS <expression>}), generated per split
+   * in the source; null for none.
+   */
+  private WatermarkStrategy<RowData> watermarkStrategy;
+
+  /** Whether the table declares {@code SOURCE_WATERMARK()}: the readers' own, on commit time. */
+  private boolean sourceWatermark;
+
   SkadeTableSource(
       Scan scan,
       Lookup lookup,
       Schema tableSchema,
       DataType physicalRowType,
-      BucketShuffle buckets) {
+      BucketShuffle buckets,
+      SourceWatermarks sourceWatermarks) {
     this.scan = scan;
     this.lookup = lookup;
     this.tableSchema = tableSchema;
     this.physicalRowType = physicalRowType;
     this.producedDataType = physicalRowType;
     this.buckets = buckets;
+    this.sourceWatermarks = sourceWatermarks;
   }
 
   private SkadeTableSource(SkadeTableSource other) {
-    this(other.scan, other.lookup, other.tableSchema, other.physicalRowType, other.buckets);
+    this(
+        other.scan,
+        other.lookup,
+        other.tableSchema,
+        other.physicalRowType,
+        other.buckets,
+        other.sourceWatermarks);
     this.projection = other.projection;
     this.metadataKeys = other.metadataKeys;
     this.producedDataType = other.producedDataType;
@@ -195,6 +227,8 @@ final class SkadeTableSource
     this.aggregates = other.aggregates;
     this.aggregateTypes = other.aggregateTypes;
     this.shuffle = other.shuffle;
+    this.watermarkStrategy = other.watermarkStrategy;
+    this.sourceWatermark = other.sourceWatermark;
   }
 
   @Override
@@ -261,6 +295,9 @@ final class SkadeTableSource
     if (scan.consumerId() != null) {
       builder.consumerId(scan.consumerId());
     }
+    if (sourceWatermark) {
+      builder.commitTimeWatermarks(sourceWatermarks.idleTimeout());
+    }
     if (limit != null && readsRowsOfOneSnapshot()) {
       builder.limit(limit);
     }
@@ -277,7 +314,63 @@ final class SkadeTableSource
                     scan.upsert(),
                     scan.appendOnly() ? scan.table().toString() : null))
             .build();
-    return SourceProvider.of(source, scan.parallelism());
+    WatermarkStrategy<RowData> watermarks =
+        sourceWatermark
+            ? sourceWatermarks.strategy(source)
+            : watermarkStrategy == null ? null : WatermarksOnEveryChange.of(watermarkStrategy);
+    return watermarks == null
+        ? SourceProvider.of(source, scan.parallelism())
+        : new WatermarkedScan(source, watermarks, scan.table().toString(), scan.parallelism());
+  }
+
+  /**
+   * A source read with a watermark: Flink's planner hands a {@link SourceProvider}'s source no
+   * watermark strategy, so the source is added to the job with its own.
+   */
+  private record WatermarkedScan(
+      SkadeSource<RowData> source,
+      WatermarkStrategy<RowData> watermarks,
+      String table,
+      Integer parallelism)
+      implements DataStreamScanProvider {
+
+    @Override
+    public DataStream<RowData> produceDataStream(
+        ProviderContext context, StreamExecutionEnvironment env) {
+      DataStreamSource<RowData> stream =
+          env.fromSource(source, watermarks, "skade " + table, source.getProducedType());
+      context.generateUid("source").ifPresent(stream::uid);
+      return stream;
+    }
+
+    @Override
+    public boolean isBounded() {
+      return source.getBoundedness() == Boundedness.BOUNDED;
+    }
+
+    @Override
+    public Optional<Integer> getParallelism() {
+      return Optional.ofNullable(parallelism);
+    }
+  }
+
+  /**
+   * Takes the watermark the planner generates for {@code WATERMARK FOR c AS <expression>}: it is
+   * generated per split in the source, where filters stay pushed down, and emitted after every
+   * change ({@link WatermarksOnEveryChange}).
+   */
+  @Override
+  public void applyWatermark(WatermarkStrategy<RowData> watermarkStrategy) {
+    this.watermarkStrategy = watermarkStrategy;
+  }
+
+  /**
+   * {@code WATERMARK FOR commit_time AS SOURCE_WATERMARK()} (checked to be on the commit-time
+   * metadata column when the table was resolved): the readers' own watermark on commit time.
+   */
+  @Override
+  public void applySourceWatermark() {
+    this.sourceWatermark = true;
   }
 
   @Override

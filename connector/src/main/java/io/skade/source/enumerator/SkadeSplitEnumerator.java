@@ -8,6 +8,7 @@ import io.skade.catalog.ConsumerCursor;
 import io.skade.catalog.StoredConsumer;
 import io.skade.changelog.ChangelogOptions.Mode;
 import io.skade.scan.MetadataCache;
+import io.skade.source.CommitProgressEvent;
 import io.skade.source.SplitsFinishedEvent;
 import io.skade.source.SplitsRestoredEvent;
 import io.skade.source.SplitsTakenEvent;
@@ -20,6 +21,7 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -85,6 +87,8 @@ public final class SkadeSplitEnumerator
    *
    * @param tablePath the table's namespace levels and then its name (Iceberg's identifier is not
    *     serializable)
+   * @param commitTimeWatermarks whether readers are told how far the log was planned ({@link
+   *     CommitProgressEvent}), for watermarks on commit time
    */
   public record Settings(
       List<String> tablePath,
@@ -94,7 +98,8 @@ public final class SkadeSplitEnumerator
       Long endSnapshotId,
       Mode mode,
       Duration pollInterval,
-      String consumerId)
+      String consumerId,
+      boolean commitTimeWatermarks)
       implements Serializable {
 
     public Settings {
@@ -162,6 +167,15 @@ public final class SkadeSplitEnumerator
 
   /** The newest commit the feed delivered. */
   private volatile long feedSeq;
+
+  /**
+   * With commit-time watermarks, the stamp of the log's commit at the cursor: every split of a
+   * commit up to it is planned. Each reader is told it once it holds all of its splits so far.
+   */
+  private long progressMicros = ChangelogSplit.UNKNOWN_TIME;
+
+  /** Per reader, the progress it was told last. */
+  private final Map<Integer, Long> progressTold = new HashMap<>();
 
   private volatile boolean closed;
 
@@ -428,6 +442,7 @@ public final class SkadeSplitEnumerator
       throw new FlinkRuntimeException(error.getMessage(), error);
     }
     cursor = plan.cursor();
+    progressMicros = Math.max(progressMicros, plan.logMicros());
     accept(plan.splits());
     if (plan.more() || replan || deliveredAfter(cursor) != null) {
       replan = false;
@@ -504,6 +519,26 @@ public final class SkadeSplitEnumerator
         }
       }
     }
+    tellProgress();
+  }
+
+  /**
+   * With commit-time watermarks, tells each reader heard from that holds all of its splits (none
+   * pending here) the stamp up to which the log was planned; after its assignments, on the same
+   * ordered channel.
+   */
+  private void tellProgress() {
+    if (!settings.commitTimeWatermarks() || progressMicros == ChangelogSplit.UNKNOWN_TIME) {
+      return;
+    }
+    for (int reader : context.registeredReaders().keySet()) {
+      if (heard.contains(reader)
+          && pending.getOrDefault(reader, List.of()).isEmpty()
+          && progressTold.getOrDefault(reader, ChangelogSplit.UNKNOWN_TIME) < progressMicros) {
+        progressTold.put(reader, progressMicros);
+        context.sendEventToSourceReader(reader, new CommitProgressEvent(progressMicros));
+      }
+    }
   }
 
   /**
@@ -551,6 +586,7 @@ public final class SkadeSplitEnumerator
   public void addSplitsBack(List<ChangelogSplit> splits, int subtaskId) {
     heard.remove(subtaskId);
     toldNoMoreSplits.remove(subtaskId);
+    progressTold.remove(subtaskId);
     for (ChangelogSplit split : splits) {
       unfinished.remove(split.splitId());
       addPending(split);
@@ -562,6 +598,7 @@ public final class SkadeSplitEnumerator
   public void addReader(int subtaskId) {
     heard.remove(subtaskId);
     toldNoMoreSplits.remove(subtaskId);
+    progressTold.remove(subtaskId);
   }
 
   @Override

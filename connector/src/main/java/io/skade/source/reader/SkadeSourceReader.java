@@ -3,19 +3,24 @@ package io.skade.source.reader;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.scan.MetadataCache;
 import io.skade.source.ChangeDeserializer;
+import io.skade.source.CommitProgressEvent;
 import io.skade.source.SplitsFinishedEvent;
 import io.skade.source.SplitsRestoredEvent;
 import io.skade.source.SplitsTakenEvent;
 import io.skade.source.split.ChangelogSplit;
 import io.skade.source.split.ChangelogSplitState;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import org.apache.flink.api.connector.source.ReaderOutput;
 import org.apache.flink.api.connector.source.SourceEvent;
 import org.apache.flink.api.connector.source.SourceReaderContext;
 import org.apache.flink.connector.base.source.reader.SingleThreadMultiplexSourceReaderBase;
+import org.apache.flink.core.io.InputStatus;
 import org.apache.iceberg.io.FileIO;
 
 /**
@@ -40,9 +45,16 @@ public final class SkadeSourceReader<T>
 
   private boolean started;
 
+  /** The reader's watermark on commit time, when the source emits one; else null. */
+  private final CommitTimeWatermarks watermarks;
+
   /**
    * A reader that owns {@code io} and closes it with itself, emitting at most {@code limit} rows
    * ({@link Long#MAX_VALUE} for all; a limit only for reads of a snapshot's rows).
+   *
+   * @param watermarkIdleTimeout null when the source emits no watermark of its own; else it emits
+   *     one on commit time, and a reader without splits is marked idle after this long (zero:
+   *     never)
    */
   public SkadeSourceReader(
       FileIO io,
@@ -50,8 +62,17 @@ public final class SkadeSourceReader<T>
       int batchRows,
       long limit,
       ChangeDeserializer<T> deserializer,
+      Duration watermarkIdleTimeout,
       SourceReaderContext context) {
-    this(io, options, batchRows, limit, deserializer, context, new ReaderMetrics());
+    this(
+        io,
+        options,
+        batchRows,
+        limit,
+        deserializer,
+        watermarkIdleTimeout,
+        context,
+        new ReaderMetrics());
   }
 
   private SkadeSourceReader(
@@ -60,6 +81,7 @@ public final class SkadeSourceReader<T>
       int batchRows,
       long limit,
       ChangeDeserializer<T> deserializer,
+      Duration watermarkIdleTimeout,
       SourceReaderContext context,
       ReaderMetrics metrics) {
     super(
@@ -68,7 +90,25 @@ public final class SkadeSourceReader<T>
         context.getConfiguration(),
         context);
     this.io = io;
+    this.watermarks =
+        watermarkIdleTimeout == null ? null : new CommitTimeWatermarks(watermarkIdleTimeout);
     metrics.register(context.metricGroup());
+  }
+
+  @Override
+  public InputStatus pollNext(ReaderOutput<T> output) throws Exception {
+    if (watermarks == null) {
+      return super.pollNext(output);
+    }
+    watermarks.beforePoll(output);
+    InputStatus status = super.pollNext(output);
+    watermarks.afterPoll(output);
+    return status;
+  }
+
+  @Override
+  public CompletableFuture<Void> isAvailable() {
+    return watermarks == null ? super.isAvailable() : watermarks.available(super.isAvailable());
   }
 
   @Override
@@ -84,6 +124,9 @@ public final class SkadeSourceReader<T>
   @Override
   public void addSplits(List<ChangelogSplit> splits) {
     if (started) {
+      if (watermarks != null) {
+        splits.forEach(watermarks::added);
+      }
       super.addSplits(splits);
     } else {
       handedBack.addAll(splits);
@@ -108,6 +151,10 @@ public final class SkadeSourceReader<T>
     if (event instanceof SplitsTakenEvent taken) {
       Set<String> ids = new HashSet<>(taken.splitIds());
       handedBack.removeIf(split -> ids.contains(split.splitId()));
+    } else if (event instanceof CommitProgressEvent progress) {
+      if (watermarks != null) {
+        watermarks.progress(progress);
+      }
     } else {
       super.handleSourceEvents(event);
     }
@@ -127,6 +174,9 @@ public final class SkadeSourceReader<T>
 
   @Override
   protected void onSplitFinished(Map<String, ChangelogSplitState> finished) {
+    if (watermarks != null) {
+      watermarks.finished(finished.keySet());
+    }
     context.sendSourceEventToCoordinator(new SplitsFinishedEvent(List.copyOf(finished.keySet())));
   }
 

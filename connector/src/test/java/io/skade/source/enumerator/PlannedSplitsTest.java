@@ -137,7 +137,8 @@ class PlannedSplitsTest {
             null,
             Mode.PER_SNAPSHOT,
             Duration.ofMillis(20),
-            "plans");
+            "plans",
+            false);
     writer.append(List.of(IdRows.row(1, "a"))); // a backlog when the job starts
     try (SkadeSplitEnumerator enumerator =
         new SkadeSplitEnumerator(context, CatalogConnection.of(catalog.get()), settings, null)) {
