@@ -31,8 +31,9 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 import org.apache.flink.api.common.JobID;
-import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.ProcessFunction;
+import org.apache.flink.util.Collector;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
@@ -57,7 +58,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * downstream task. Checked: within each run (between restores) all changes of one key come from one
  * reader; the whole changelog across the runs, applied strictly (an insert or {@code +U} meets no
  * row of its key, a {@code -U} or {@code -D} exactly the row it retracts), never fails and leaves
- * the table as Iceberg reads it at the end.
+ * the table as Iceberg reads it at the end; and no change arrives behind the readers' watermark on
+ * commit time ({@link SkadeSourceBuilder#commitTimeWatermarks}).
  *
  * <p>The test proves it could catch a split restored onto the wrong reader: a slow operator chained
  * to each reader (back-pressure) and fetches of few rows keep splits unfinished, so each savepoint
@@ -255,25 +257,50 @@ class SkadeSourceRescaleTest {
             .consumerId("rescale-test")
             .batchRows(4)
             .deserializer(new ChangeTap.Lines("churn"))
+            .commitTimeWatermarks(Duration.ZERO)
             .build();
     tap.sinkInto(
         tap.tagged(
-            env.fromSource(source, WatermarkStrategy.noWatermarks(), "churn").uid("source"),
-            "reader"),
+                env.fromSource(source, source.commitTimeWatermarks(), "churn").uid("source"),
+                "reader")
+            .process(new MarkLate())
+            .setParallelism(1)
+            .uid("late"),
         "one-task");
     return env;
   }
 
   /**
-   * Applies what the tap received as changes of run {@code run}; how many. Fails if the job did, or
-   * if the writer stopped making progress.
+   * Marks a change {@code LATE} when it arrives at or behind the watermark of all readers: the
+   * source's watermark on commit time must hold across savepoints and rescales too.
+   */
+  private static final class MarkLate extends ProcessFunction<String, String> {
+    @Override
+    public void processElement(String change, Context context, Collector<String> out) {
+      long watermark = context.timerService().currentWatermark();
+      out.collect(
+          context.timestamp() <= watermark
+              ? "LATE " + change + " at " + context.timestamp() + " <= " + watermark
+              : change);
+    }
+  }
+
+  /**
+   * Applies what the tap received as changes of run {@code run}; how many. Fails if the job did, if
+   * the writer stopped making progress, or if a change arrived behind the watermark.
    */
   private static int take(ChangeTap tap, JobID job, Changelog changelog, int run, Churn churn)
       throws Exception {
     cluster.requireNotFailed(job);
     churn.requireProgress();
     List<String> records = tap.drain();
-    records.forEach(record -> changelog.apply(Received.parse(record), run));
+    for (String record : records) {
+      if (record.startsWith("LATE ")) {
+        throw new AssertionError("run " + run + ": a change behind the watermark: " + record);
+      } else {
+        changelog.apply(Received.parse(record), run);
+      }
+    }
     return records.size();
   }
 

@@ -62,8 +62,9 @@ class SqlWatermarkTest extends SqlTestBase {
 
   /**
    * A tumbling window on commit time over the changelog, while commits land (a backlog, then live,
-   * some in one bucket only so that one reader is given nothing for a while), equals the grouping
-   * of the same changes by a bounded read: no change was dropped as late, and every window closed.
+   * some in one bucket only so that one reader is given nothing for a while), with watermark
+   * alignment holding back a reader ahead, equals the grouping of the same changes by a bounded
+   * read: no change was dropped as late, and every window closed.
    */
   @Test
   @Timeout(240)
@@ -82,7 +83,11 @@ class SqlWatermarkTest extends SqlTestBase {
         "scan.startup.mode",
         "earliest",
         "scan.append-only",
-        "true");
+        "true",
+        "scan.watermark.alignment.group",
+        "commits",
+        "scan.watermark.alignment.max-drift",
+        "200 ms");
     TableResult result =
         sql.executeSql(
             "SELECT window_start, COUNT(*) AS n, SUM(qty) AS q FROM TABLE(TUMBLE(TABLE events,"
