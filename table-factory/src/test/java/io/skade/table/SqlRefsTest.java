@@ -205,21 +205,46 @@ class SqlRefsTest extends SqlTestBase {
   @Timeout(180)
   void aChangelogReadAcrossARollbackEmitsTheRollbacksChanges() throws Exception {
     TableEnvironment stream = streaming(); // parallelism 2 on this machine's 2 cores
-    openLake(stream);
+    declare(
+        stream,
+        "orders_changes",
+        "id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED, commit_seq BIGINT METADATA VIRTUAL,"
+            + " commit_time TIMESTAMP_LTZ(3) METADATA VIRTUAL",
+        "database",
+        "shop",
+        "table",
+        "orders");
     List<Row> changes = Collections.synchronizedList(new ArrayList<>());
-    TableResult result = stream.executeSql("SELECT * FROM lake.shop.orders");
+    TableResult result = stream.executeSql("SELECT * FROM orders_changes");
     Thread collector = collectInBackground(result, changes);
     try {
       // The rows at s4, as inserts: (1,a2) (3,c).
       await().atMost(Duration.ofSeconds(60)).until(() -> changes.size() == 2);
       Table orders = orders();
       new TableWriter(orders).append(List.of(record(orders, 4L, "d")));
-      call("rollback_to('shop.orders', " + s2 + ")"); // back to (1,a2) (2,b)
-      orders = orders();
+      long rollback = (Long) call("rollback_to('shop.orders', " + s2 + ")").getField(2);
+      orders = orders(); // back to (1,a2) (2,b)
       new TableWriter(orders).append(List.of(record(orders, 7L, "g")));
 
       await().atMost(Duration.ofSeconds(60)).until(() -> changes.size() >= 7);
-      List<String> read = List.copyOf(changes).stream().map(Row::toString).toList();
+      // The rollback's changes carry its commit_seq and the catalog's stamp of it.
+      Instant stamp = null;
+      for (CommitEvent commit : catalog.catalog().commitsSince(rollback - 1, 1)) {
+        stamp = Instant.EPOCH.plusMillis(commit.tsMicros() / 1000);
+      }
+      List<Row> ofRollback =
+          List.copyOf(changes).stream()
+              .filter(row -> row.getField("commit_seq").equals(rollback))
+              .toList();
+      assertThat(ofRollback).hasSize(3);
+      for (Row row : ofRollback) {
+        assertThat(row.getField("commit_time")).as(row.toString()).isEqualTo(stamp);
+      }
+      List<String> read =
+          List.copyOf(changes).stream()
+              .map(row -> Row.ofKind(row.getKind(), row.getField("id"), row.getField("v")))
+              .map(Row::toString)
+              .toList();
       assertThat(read)
           .containsExactlyInAnyOrder(
               "+I[1, a2]",
