@@ -2,7 +2,6 @@ package io.skade.table;
 
 import io.skade.source.SkadeSource;
 import io.skade.table.SqlChangeDeserializer.MetadataColumn;
-import java.io.Serializable;
 import java.time.Duration;
 import java.util.Optional;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
@@ -28,8 +27,7 @@ import org.apache.flink.table.functions.BuiltInFunctionDefinitions;
  * @param alignmentGroup the alignment group, or null for none
  */
 record SourceWatermarks(
-    Duration idleTimeout, String alignmentGroup, Duration maxDrift, Duration updateInterval)
-    implements Serializable {
+    Duration idleTimeout, String alignmentGroup, Duration maxDrift, Duration updateInterval) {
 
   /**
    * The settings of {@code tableOptions} and the session, after checking that a {@code

@@ -148,6 +148,30 @@ public record ChangelogSplit(
 
   /** This split with its commit stamped {@code micros} ({@link #commitMicros}). */
   public ChangelogSplit withCommitMicros(long micros) {
+    return with(micros, slice, emitted, plan);
+  }
+
+  /** This split restricted to the data files of {@code files}. */
+  public ChangelogSplit withSlice(FileSlice files) {
+    return with(commitMicros, files, emitted, plan);
+  }
+
+  /** This split with {@code count} changes emitted. */
+  public ChangelogSplit withEmitted(long count) {
+    return with(commitMicros, slice, count, plan);
+  }
+
+  /** This split carrying {@code planned} (null: none). */
+  public ChangelogSplit withPlan(PlannedWindow planned) {
+    return with(commitMicros, slice, emitted, planned == null ? null : planned.toBytes());
+  }
+
+  /** The window as planned, or null when the split carries none or this release cannot read it. */
+  public PlannedWindow plannedWindow() {
+    return plan == null ? null : PlannedWindow.fromBytes(plan);
+  }
+
+  private ChangelogSplit with(long micros, FileSlice files, long count, byte[] newPlan) {
     return new ChangelogSplit(
         tableKey,
         metadataLocation,
@@ -157,41 +181,6 @@ public record ChangelogSplit(
         toSnapshotId,
         commitSeq,
         micros,
-        slice,
-        emitted,
-        plan);
-  }
-
-  /** This split restricted to the data files of {@code files}. */
-  public ChangelogSplit withSlice(FileSlice files) {
-    return with(files, emitted, plan);
-  }
-
-  /** This split with {@code count} changes emitted. */
-  public ChangelogSplit withEmitted(long count) {
-    return with(slice, count, plan);
-  }
-
-  /** This split carrying {@code planned} (null: none). */
-  public ChangelogSplit withPlan(PlannedWindow planned) {
-    return with(slice, emitted, planned == null ? null : planned.toBytes());
-  }
-
-  /** The window as planned, or null when the split carries none or this release cannot read it. */
-  public PlannedWindow plannedWindow() {
-    return plan == null ? null : PlannedWindow.fromBytes(plan);
-  }
-
-  private ChangelogSplit with(FileSlice files, long count, byte[] newPlan) {
-    return new ChangelogSplit(
-        tableKey,
-        metadataLocation,
-        fullSnapshot,
-        betweenStates,
-        fromSnapshotId,
-        toSnapshotId,
-        commitSeq,
-        commitMicros,
         files,
         count,
         newPlan);

@@ -113,21 +113,7 @@ class ChangelogSplitSerializerTest {
     assertThat(restored.betweenStates()).isTrue();
     assertThat(restored).isNotEqualTo(ChangelogSplit.window("t", "/m.json", 9, 4, 12));
 
-    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-    try (DataOutputStream out = new DataOutputStream(bytes)) { // as version 3 wrote it
-      out.writeUTF("t");
-      out.writeUTF("/m.json");
-      out.writeBoolean(false);
-      out.writeLong(1);
-      out.writeLong(2);
-      out.writeLong(3);
-      out.writeUTF(FileSlice.Unit.TABLE.name());
-      out.writeInt(128);
-      out.writeInt(0);
-      out.writeLong(0);
-      out.writeInt(-1);
-    }
-    assertThat(serializer.deserialize(3, bytes.toByteArray()))
+    assertThat(serializer.deserialize(3, windowAsWritten(3, false)))
         .isEqualTo(
             ChangelogSplit.window("t", "/m.json", 1, 2, 3)
                 .withSlice(new FileSlice(FileSlice.Unit.TABLE, 128, 0)));
@@ -143,12 +129,27 @@ class ChangelogSplitSerializerTest {
     assertThat(restored.commitMicros()).isEqualTo(1_765_000_000_123_456L);
     assertThat(restored).isNotEqualTo(ChangelogSplit.window("t", "/m.json", 1, 2, 3));
 
+    ChangelogSplit fourth = serializer.deserialize(4, windowAsWritten(4, true));
+    assertThat(fourth)
+        .isEqualTo(
+            ChangelogSplit.between("t", "/m.json", 1, 2, 3)
+                .withSlice(new FileSlice(FileSlice.Unit.TABLE, 128, 0)));
+    assertThat(fourth.commitMicros()).isEqualTo(ChangelogSplit.UNKNOWN_TIME);
+  }
+
+  /**
+   * The window {@code (1, 2]} of commit 3 of table {@code t} in one slot of 128, nothing emitted,
+   * no plan, as layout {@code version} (3 or 4; 4 with {@code between}) wrote it.
+   */
+  private static byte[] windowAsWritten(int version, boolean between) throws IOException {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-    try (DataOutputStream out = new DataOutputStream(bytes)) { // as version 4 wrote it
+    try (DataOutputStream out = new DataOutputStream(bytes)) {
       out.writeUTF("t");
       out.writeUTF("/m.json");
       out.writeBoolean(false);
-      out.writeBoolean(true);
+      if (version >= 4) {
+        out.writeBoolean(between);
+      }
       out.writeLong(1);
       out.writeLong(2);
       out.writeLong(3);
@@ -158,12 +159,7 @@ class ChangelogSplitSerializerTest {
       out.writeLong(0);
       out.writeInt(-1);
     }
-    ChangelogSplit fourth = serializer.deserialize(4, bytes.toByteArray());
-    assertThat(fourth)
-        .isEqualTo(
-            ChangelogSplit.between("t", "/m.json", 1, 2, 3)
-                .withSlice(new FileSlice(FileSlice.Unit.TABLE, 128, 0)));
-    assertThat(fourth.commitMicros()).isEqualTo(ChangelogSplit.UNKNOWN_TIME);
+    return bytes.toByteArray();
   }
 
   @Test
