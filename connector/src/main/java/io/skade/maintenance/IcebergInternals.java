@@ -19,14 +19,11 @@ import java.util.Set;
 import java.util.function.Consumer;
 import java.util.stream.Collectors;
 import org.apache.flink.api.common.functions.RuntimeContext;
-import org.apache.flink.api.dag.Transformation;
+import org.apache.flink.core.io.SimpleVersionedSerializer;
+import org.apache.flink.core.memory.DataOutputSerializer;
 import org.apache.flink.metrics.MetricGroup;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
-import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
-import org.apache.flink.streaming.api.operators.SimpleOperatorFactory;
-import org.apache.flink.streaming.api.transformations.OneInputTransformation;
-import org.apache.flink.streaming.api.transformations.PartitionTransformation;
 import org.apache.flink.util.function.SerializableSupplier;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.IcebergBuild;
@@ -72,7 +69,11 @@ public final class IcebergInternals {
   static final String BUILD_PROPERTIES = "iceberg-build.properties";
 
   /** Named, not referenced: a check must report a missing class, not fail on it. */
-  static final String AGGREGATOR = "org.apache.iceberg.flink.sink.IcebergWriteAggregator";
+  static final String COMMITTABLE_SERIALIZER =
+      "org.apache.iceberg.flink.sink.IcebergCommittableSerializer";
+
+  /** The layout of Iceberg's committables {@link #committable} writes. */
+  static final int COMMITTABLE_LAYOUT = 1;
 
   private static final String OPERATOR = "org.apache.iceberg.flink.maintenance.operator.";
   private static final String API = "org.apache.iceberg.flink.maintenance.api.";
@@ -83,8 +84,8 @@ public final class IcebergInternals {
   public enum Seam {
     /** {@link #buildSink}: the package-private {@code IcebergSink.Builder.build()}. */
     SINK_BUILD(IcebergInternals::sinkBuildShape),
-    /** {@link #replaceAggregatorLoader}: the private loader of Iceberg's pre-commit aggregator. */
-    PRE_COMMIT_AGGREGATOR(IcebergInternals::aggregatorShape),
+    /** {@link #committable}: Iceberg's package-private committable, made in its serial layout. */
+    COMMITTABLE(IcebergInternals::committableShape),
     /**
      * {@link #plannedTable}, {@link #plannedFiles}, {@link #executed}, {@link #maintenanceMetrics}:
      * the package-private parts of Iceberg's Flink rewrite ({@link RewriteGroups}), and the rewrite
@@ -149,86 +150,47 @@ public final class IcebergInternals {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Seam PRE_COMMIT_AGGREGATOR
+  // Seam COMMITTABLE
 
   /**
-   * Gives Iceberg's pre-commit aggregator, in the stream {@code IcebergSink.addPreCommitTopology}
-   * returned, {@code loader} instead of the loader Iceberg's builder gave it; returns the loader
-   * replaced.
-   *
-   * <p>Relies on the shape of that topology in iceberg-flink {@value #TESTED_ICEBERG} (a global
-   * partition after one {@code IcebergWriteAggregator}, a package-private class) and on the
-   * aggregator's private field {@code tableLoader}, set here by reflection. Why: the aggregator
-   * opens its loader and never closes it, which on a TaskManager would hold skade's catalog open
-   * after the job ends; it reads only the table's FileIO, spec and properties, to write each
-   * checkpoint's manifest, which a loader of the table as planned provides without a catalog.
-   *
-   * @param user who replaces it, for messages ("skade sink for db.orders")
-   * @throws IllegalStateException when the topology or the aggregator has another shape
+   * Iceberg's committable of the serialized {@code DeltaManifests} {@code manifest} (empty: no
+   * files) for checkpoint {@code checkpointId} of operator {@code operatorId} in job {@code jobId},
+   * made by {@code serializer} (Iceberg's committable serializer) from layout {@value
+   * #COMMITTABLE_LAYOUT} of iceberg-flink {@value #TESTED_ICEBERG}: the two ids as UTF, the
+   * checkpoint as a long, the manifest's length and bytes. Why: skade's pre-commit aggregator makes
+   * the committables Iceberg's committer commits (Iceberg's own aggregator merges several
+   * checkpoints into one), and their type is package-private.
    */
-  public static TableLoader replaceAggregatorLoader(
-      DataStream<?> aggregated, TableLoader loader, String user) {
-    Object aggregator = preCommitAggregator(aggregated);
-    if (aggregator == null) {
-      throw unsupported(
-          user,
-          List.of(
-              "Iceberg's pre-commit topology is not a global partition after one "
-                  + AGGREGATOR
-                  + ", but "
-                  + topology(aggregated.getTransformation())));
+  public static Object committable(
+      SimpleVersionedSerializer<Object> serializer,
+      String jobId,
+      String operatorId,
+      long checkpointId,
+      byte[] manifest)
+      throws IOException {
+    DataOutputSerializer out = new DataOutputSerializer(64 + manifest.length);
+    out.writeUTF(jobId);
+    out.writeUTF(operatorId);
+    out.writeLong(checkpointId);
+    out.writeInt(manifest.length);
+    out.write(manifest);
+    return serializer.deserialize(COMMITTABLE_LAYOUT, out.getCopyOfBuffer());
+  }
+
+  private static void committableShape(Shape shape) {
+    Class<?> serializer = shape.type(COMMITTABLE_SERIALIZER);
+    if (serializer == null) {
+      return;
     }
     try {
-      Field field = aggregator.getClass().getDeclaredField("tableLoader");
-      field.setAccessible(true);
-      TableLoader replaced = (TableLoader) field.get(aggregator);
-      field.set(aggregator, loader);
-      return replaced;
-    } catch (ReflectiveOperationException | ClassCastException | IllegalArgumentException e) {
-      throw unsupported(user, List.of(AGGREGATOR + ".tableLoader: " + e));
-    }
-  }
-
-  /**
-   * Iceberg's pre-commit aggregator in the stream {@code IcebergSink.addPreCommitTopology}
-   * returned, or null when that topology has another shape than in iceberg-flink {@value
-   * #TESTED_ICEBERG}.
-   */
-  static Object preCommitAggregator(DataStream<?> aggregated) {
-    Transformation<?> global = aggregated.getTransformation();
-    if (global instanceof PartitionTransformation<?>
-        && global.getInputs().size() == 1
-        && global.getInputs().get(0) instanceof OneInputTransformation<?, ?> aggregator
-        && aggregator.getOperatorFactory() instanceof SimpleOperatorFactory<?> factory
-        && factory.getOperator().getClass().getName().equals(AGGREGATOR)) {
-      return factory.getOperator();
-    }
-    return null;
-  }
-
-  private static String topology(Transformation<?> last) {
-    StringBuilder found = new StringBuilder(last.getClass().getSimpleName());
-    if (last.getInputs().size() == 1
-        && last.getInputs().get(0) instanceof OneInputTransformation<?, ?> input) {
-      found.append(" after ").append(input.getClass().getSimpleName());
-      if (input.getOperatorFactory() instanceof SimpleOperatorFactory<?> factory) {
-        found.append(" of ").append(factory.getOperator().getClass().getName());
-      }
-    } else {
-      found.append(" after ").append(last.getInputs().size()).append(" inputs");
-    }
-    return found.toString();
-  }
-
-  private static void aggregatorShape(Shape shape) {
-    Class<?> aggregator = shape.type(AGGREGATOR);
-    if (aggregator != null) {
+      Object instance = serializer.getConstructor().newInstance();
       shape.require(
-          OneInputStreamOperator.class.isAssignableFrom(aggregator),
-          AGGREGATOR + " is not a one-input operator");
-      shape.field(aggregator, "tableLoader", TableLoader.class);
+          instance instanceof SimpleVersionedSerializer<?> versioned
+              && versioned.getVersion() == COMMITTABLE_LAYOUT,
+          COMMITTABLE_SERIALIZER + " does not write layout " + COMMITTABLE_LAYOUT);
+    } catch (ReflectiveOperationException | LinkageError e) {
+      shape.require(false, COMMITTABLE_SERIALIZER + " cannot be made (" + e + ")");
     }
-    // The topology itself is checked where it is built (replaceAggregatorLoader): it needs a sink.
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -566,11 +528,6 @@ public final class IcebergInternals {
         problems.add(what + " cannot be inspected (" + e + ")");
       }
       return null;
-    }
-
-    /** The instance field {@code owner.name}, of exactly {@code type}. */
-    Field field(Class<?> owner, String name, Class<?> type) {
-      return field(owner, name, type, false);
     }
 
     /** The static field {@code owner.name}, of any type. */

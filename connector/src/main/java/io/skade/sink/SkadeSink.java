@@ -25,10 +25,12 @@ import org.apache.flink.api.dag.Transformation;
 import org.apache.flink.configuration.ReadableConfig;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
 import org.apache.flink.streaming.api.connector.sink2.CommittableMessage;
+import org.apache.flink.streaming.api.connector.sink2.CommittableMessageTypeInfo;
 import org.apache.flink.streaming.api.connector.sink2.SupportsPostCommitTopology;
 import org.apache.flink.streaming.api.connector.sink2.SupportsPreCommitTopology;
 import org.apache.flink.streaming.api.connector.sink2.SupportsPreWriteTopology;
 import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.streaming.api.lineage.LineageVertex;
 import org.apache.flink.streaming.api.lineage.LineageVertexProvider;
@@ -124,8 +126,7 @@ public final class SkadeSink
     }
     SinkMaintenance maintenance = settings.maintenance();
     // The Iceberg internals this sink relies on, checked now, not where the running job needs them.
-    IcebergInternals.requireSeams(
-        "skade sink for " + table, Seam.SINK_BUILD, Seam.PRE_COMMIT_AGGREGATOR);
+    IcebergInternals.requireSeams("skade sink for " + table, Seam.SINK_BUILD, Seam.COMMITTABLE);
     if (maintenance.enabled()) {
       IcebergInternals.requireSeams(
           "the maintenance of skade sink for " + table, Seam.REWRITE, Seam.MAINTENANCE_TASK);
@@ -220,18 +221,31 @@ public final class SkadeSink
     return (SimpleVersionedSerializer) ((SupportsCommitter) iceberg()).getCommittableSerializer();
   }
 
+  /**
+   * One task turning each checkpoint's write results into a committable ({@link
+   * CheckpointAggregator}), shaped as Iceberg's pre-commit topology: everything to that task, and
+   * its committables to the committer's first task. It reads the table as planned (its FileIO, spec
+   * and properties, to write the manifests), so no catalog stays open on a TaskManager.
+   */
   @Override
-  @SuppressWarnings({"unchecked", "rawtypes"})
   public DataStream<CommittableMessage<Object>> addPreCommitTopology(
       DataStream<CommittableMessage<WriteResult>> written) {
-    DataStream<CommittableMessage<Object>> aggregated =
-        withUids(written, () -> (DataStream) iceberg().addPreCommitTopology(written));
-    // Iceberg's aggregator opens its loader and never closes it, which on a TaskManager would hold
-    // the skade catalog open after the job ends: it gets the table as planned instead, which is all
-    // it reads (its FileIO, spec and properties, to write each checkpoint's manifest).
-    IcebergInternals.replaceAggregatorLoader(
-        aggregated, new PlannedTableLoader(planned), "skade sink for " + table);
-    return aggregated;
+    String suffix = settings.uidSuffix() == null ? table : settings.uidSuffix();
+    String name = "Sink pre-commit aggregator: " + suffix;
+    SingleOutputStreamOperator<CommittableMessage<Object>> aggregated =
+        written
+            .global()
+            .transform(
+                name,
+                CommittableMessageTypeInfo.of(this::getCommittableSerializer),
+                new CheckpointAggregator(
+                    new PlannedTableLoader(planned), this::getCommittableSerializer))
+            .setParallelism(1)
+            .setMaxParallelism(1);
+    if (settings.uidSuffix() != null) { // a sink without one may hold no uids (withUids)
+      aggregated.uid(name);
+    }
+    return aggregated.global();
   }
 
   /**

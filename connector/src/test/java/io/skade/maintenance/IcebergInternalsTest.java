@@ -14,13 +14,13 @@ import io.skade.maintenance.IcebergInternals.Shape;
 import io.skade.sink.SkadeTableLoader;
 import io.skade.testing.IdRows;
 import io.skade.testing.TestCatalog;
-import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.core.io.SimpleVersionedSerializer;
 import org.apache.flink.streaming.api.connector.sink2.CommittableMessage;
 import org.apache.flink.streaming.api.connector.sink2.CommittableMessageTypeInfo;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -34,7 +34,6 @@ import org.apache.flink.table.runtime.typeutils.InternalTypeInfo;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.flink.FlinkSchemaUtil;
-import org.apache.iceberg.flink.TableLoader;
 import org.apache.iceberg.flink.maintenance.api.MaintenanceTaskBuilder;
 import org.apache.iceberg.flink.maintenance.api.SortedRewriteDataFiles;
 import org.apache.iceberg.flink.maintenance.api.TableMaintenance;
@@ -108,48 +107,23 @@ class IcebergInternalsTest {
   }
 
   @Test
-  void theAggregatorsLoaderIsAPrivateInstanceFieldOfTypeTableLoader() throws Exception {
-    Field loader = Class.forName(IcebergInternals.AGGREGATOR).getDeclaredField("tableLoader");
-
-    assertThat(loader.getType()).isEqualTo(TableLoader.class);
-    assertThat(Modifier.isPrivate(loader.getModifiers())).isTrue();
-    assertThat(Modifier.isStatic(loader.getModifiers())).isFalse();
-  }
-
-  @Test
-  void icebergsPreCommitTopologyIsTheShapeWhoseAggregatorLoaderSkadeReplaces() {
+  @SuppressWarnings({"unchecked", "rawtypes"})
+  void aCommittableMadeInIcebergsLayoutIsOneIcebergsSerializerWritesTheSame() throws Exception {
     StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-    IcebergSink sink = IcebergInternals.buildSink(builder(env), USER);
-    DataStream<?> aggregated = sink.addPreCommitTopology(written(env, sink));
+    SimpleVersionedSerializer<Object> serializer =
+        (SimpleVersionedSerializer)
+            IcebergInternals.buildSink(builder(env), USER).getCommittableSerializer();
+    byte[] manifest = {1, 2, 3};
 
-    assertThat(IcebergInternals.preCommitAggregator(aggregated))
-        .isNotNull()
-        .extracting(aggregator -> aggregator.getClass().getName())
-        .isEqualTo(IcebergInternals.AGGREGATOR);
-    TableLoader planned = new SkadeTableLoader(catalog.properties(), ID);
-    assertThat(IcebergInternals.replaceAggregatorLoader(aggregated, planned, USER))
-        .as("the loader the builder gave")
-        .isInstanceOf(SkadeTableLoader.class)
-        .isNotSameAs(planned);
-    assertThat(IcebergInternals.replaceAggregatorLoader(aggregated, planned, USER))
-        .as("the loader set before")
-        .isSameAs(planned);
-  }
+    Object committable = IcebergInternals.committable(serializer, "job", "operator", 7, manifest);
 
-  @Test
-  void aTopologyOfAnotherShapeIsRefusedNamingWhatWasFoundAndTheVersion() {
-    StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-    IcebergSink sink = IcebergInternals.buildSink(builder(env), USER);
-    DataStream<?> notIcebergs = written(env, sink).global();
-
-    assertThatThrownBy(
-            () ->
-                IcebergInternals.replaceAggregatorLoader(
-                    notIcebergs, new SkadeTableLoader(catalog.properties(), ID), USER))
-        .isInstanceOf(IllegalStateException.class)
-        .hasMessageStartingWith(USER + ": the class path has iceberg-flink 1.11.")
-        .hasMessageContaining("pre-commit topology is not a global partition after one")
-        .hasMessageContaining("but PartitionTransformation after OneInputTransformation");
+    assertThat(committable.getClass().getName())
+        .isEqualTo("org.apache.iceberg.flink.sink.IcebergCommittable");
+    assertThat(serializer.getVersion()).isEqualTo(IcebergInternals.COMMITTABLE_LAYOUT);
+    Object again =
+        serializer.deserialize(serializer.getVersion(), serializer.serialize(committable));
+    assertThat(again).isEqualTo(committable);
+    assertThat(again.toString()).contains("job").contains("operator").contains("7");
   }
 
   @Test
@@ -256,7 +230,8 @@ class IcebergInternalsTest {
         IcebergSink.Builder.class,
         "forRowData",
         DataStream.class);
-    shape.field(Class.forName(IcebergInternals.AGGREGATOR), "tableLoader", Table.class);
+    shape.staticField(
+        Class.forName("org.apache.iceberg.flink.sink.IcebergWriteAggregator"), "tableLoader");
     shape.constructor(IcebergSink.Builder.class, String.class);
     assertThat(shape.type("org.apache.iceberg.flink.sink.NoSuchAggregator")).isNull();
     shape.samePackage(IcebergInternals.class, PlannedGroup.class);
@@ -272,10 +247,7 @@ class IcebergInternalsTest {
                 + " java.lang.String",
             builder + ".build() is not static",
             builder + ".forRowData(DataStream) is private",
-            "field "
-                + IcebergInternals.AGGREGATOR
-                + ".tableLoader is of type org.apache.iceberg.flink.TableLoader, not"
-                + " org.apache.iceberg.Table",
+            "field org.apache.iceberg.flink.sink.IcebergWriteAggregator.tableLoader is not static",
             "constructor " + builder + "(String) is missing",
             "class org.apache.iceberg.flink.sink.NoSuchAggregator is missing"
                 + " (java.lang.ClassNotFoundException:"

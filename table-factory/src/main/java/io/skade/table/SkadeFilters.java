@@ -254,8 +254,8 @@ final class SkadeFilters {
     Optional<?> value =
         switch (type.typeId()) {
           case BOOLEAN -> literal.getValueAs(Boolean.class);
-          case INTEGER -> literal.getValueAs(Integer.class);
-          case LONG -> literal.getValueAs(Long.class);
+          case INTEGER -> integral(literal).filter(v -> v == (int) (long) v).map(Long::intValue);
+          case LONG -> integral(literal);
           case DECIMAL -> literal.getValueAs(BigDecimal.class);
           case STRING -> literal.getValueAs(String.class).filter(SkadeFilters::wellFormed);
           case DATE -> literal.getValueAs(LocalDate.class).map(d -> (int) d.toEpochDay());
@@ -269,6 +269,19 @@ final class SkadeFilters {
           default -> Optional.empty();
         };
     return value.orElseThrow(NotExact::new);
+  }
+
+  /**
+   * An integer literal of any width as a long: SQL compares a column with a literal of another
+   * integer type by value (a {@code BIGINT} column with the {@code INT} literal of {@code id <
+   * 100}), and so does Iceberg once the value has the column's type.
+   */
+  private static Optional<Long> integral(ValueLiteralExpression literal) {
+    return literal
+        .getValueAs(Long.class)
+        .or(() -> literal.getValueAs(Integer.class).map(Integer::longValue))
+        .or(() -> literal.getValueAs(Short.class).map(Short::longValue))
+        .or(() -> literal.getValueAs(Byte.class).map(Byte::longValue));
   }
 
   /**
