@@ -532,10 +532,6 @@ public final class IcebergInternals {
 
     /** The static field {@code owner.name}, of any type. */
     Field staticField(Class<?> owner, String name) {
-      return field(owner, name, null, true);
-    }
-
-    private Field field(Class<?> owner, String name, Class<?> type, boolean isStatic) {
       if (owner == null) {
         return null;
       }
@@ -550,12 +546,7 @@ public final class IcebergInternals {
         problems.add(what + " cannot be inspected (" + e + ")");
         return null;
       }
-      require(
-          type == null || field.getType() == type,
-          what + " is of type " + field.getType().getName() + ", not " + name(type));
-      require(
-          Modifier.isStatic(field.getModifiers()) == isStatic,
-          what + (isStatic ? " is not static" : " is static"));
+      require(Modifier.isStatic(field.getModifiers()), what + " is not static");
       return field;
     }
 
@@ -611,10 +602,6 @@ public final class IcebergInternals {
       return Arrays.stream(parameters)
           .map(Class::getSimpleName)
           .collect(Collectors.joining(", ", "(", ")"));
-    }
-
-    private static String name(Class<?> type) {
-      return type == null ? "any" : type.getName();
     }
   }
 }

@@ -394,6 +394,9 @@ public final class SkadeSplitEnumerator
     long until = end;
     List<CommitEvent> page = deliveredAfter(from);
     boolean withMetadata = sharingCache.size() < context.currentParallelism();
+    // Readers' watermarks wait for a first stamp of the log; a round that read none looks it up.
+    boolean needsStamp =
+        settings.commitTimeWatermarks() && progressMicros == ChangelogSplit.UNKNOWN_TIME;
     context.callAsync(
         () ->
             whileOpen(
@@ -403,7 +406,7 @@ public final class SkadeSplitEnumerator
                           ? planner.next(from, until, withMetadata)
                           : planner.next(from, until, page, withMetadata);
                   mark(Stage.WINDOW_PLANNED, plan.splits());
-                  return plan;
+                  return needsStamp ? planner.stamped(plan) : plan;
                 }),
         this::planned);
   }

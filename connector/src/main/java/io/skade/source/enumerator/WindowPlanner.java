@@ -184,15 +184,20 @@ final class WindowPlanner {
    * {@code withMetadata} (a reader that shares this JVM's {@link MetadataCache} has it already).
    */
   Plan next(ConsumerCursor cursor, long end, boolean withMetadata) {
-    List<CommitEvent> page = catalog.feed().commitsSince(cursor.commitSeq(), ROUND_COMMITS);
-    Plan plan = next(cursor, end, page, withMetadata);
-    if (page.isEmpty() && cursor.commitSeq() > 0) { // caught up: the stamp at the cursor
-      List<CommitEvent> at = catalog.feed().commitsSince(cursor.commitSeq() - 1, 1);
-      if (!at.isEmpty()) {
-        return new Plan(plan.splits(), plan.cursor(), plan.more(), at.get(0).tsMicros());
-      }
+    return next(
+        cursor, end, catalog.feed().commitsSince(cursor.commitSeq(), ROUND_COMMITS), withMetadata);
+  }
+
+  /** {@code plan}, with the stamp of the log's commit at its cursor when it read none. */
+  Plan stamped(Plan plan) {
+    long seq = plan.cursor().commitSeq();
+    if (plan.logMicros() != ChangelogSplit.UNKNOWN_TIME || seq <= 0) {
+      return plan;
     }
-    return plan;
+    List<CommitEvent> at = catalog.feed().commitsSince(seq - 1, 1);
+    return at.isEmpty()
+        ? plan
+        : new Plan(plan.splits(), plan.cursor(), plan.more(), at.get(0).tsMicros());
   }
 
   /**

@@ -81,18 +81,7 @@ public record ChangelogSplit(
   /** The changelog window {@code (from, to]} of all rows, nothing emitted yet. */
   public static ChangelogSplit window(
       String tableKey, String metadataLocation, long from, long to, long commitSeq) {
-    return new ChangelogSplit(
-        tableKey,
-        metadataLocation,
-        false,
-        false,
-        from,
-        to,
-        commitSeq,
-        UNKNOWN_TIME,
-        FileSlice.ALL,
-        0,
-        null);
+    return window(tableKey, metadataLocation, false, from, to, commitSeq);
   }
 
   /**
@@ -101,11 +90,21 @@ public record ChangelogSplit(
    */
   public static ChangelogSplit between(
       String tableKey, String metadataLocation, long from, long to, long commitSeq) {
+    return window(tableKey, metadataLocation, true, from, to, commitSeq);
+  }
+
+  private static ChangelogSplit window(
+      String tableKey,
+      String metadataLocation,
+      boolean betweenStates,
+      long from,
+      long to,
+      long commitSeq) {
     return new ChangelogSplit(
         tableKey,
         metadataLocation,
         false,
-        true,
+        betweenStates,
         from,
         to,
         commitSeq,
