@@ -3,6 +3,7 @@ package io.skade.lookup;
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import io.skade.catalog.CatalogConnection;
+import io.skade.catalog.ConsumerCursor;
 import io.skade.catalog.remote.RemoteRetry;
 import java.io.IOException;
 import java.io.Serializable;
@@ -17,6 +18,8 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
@@ -71,6 +74,9 @@ public final class TableLookup<R> implements AutoCloseable {
    *     the JVM's lookups (and safely by other processes; {@link #defaultDiskCacheDir()} is the
    *     usual choice); null for no disk cache. A table on local disk never uses it.
    * @param diskCacheMaxBytes the bound of the disk cache, in bytes
+   * @param asOfRetention for lookups as of a time ({@link #lookupAsOf}): how far back they reach;
+   *     the snapshots current since then are held from expiry and an older time is refused. Null:
+   *     no hold, and a time is answered while the table still holds its history
    */
   public record Settings(
       List<String> keyColumns,
@@ -81,7 +87,8 @@ public final class TableLookup<R> implements AutoCloseable {
       Expression filter,
       int maxRetries,
       String diskCacheDir,
-      long diskCacheMaxBytes)
+      long diskCacheMaxBytes,
+      Duration asOfRetention)
       implements Serializable {
 
     /** The default bound of the disk cache: 1 GiB. */
@@ -114,7 +121,8 @@ public final class TableLookup<R> implements AutoCloseable {
           filter,
           maxRetries,
           null,
-          DEFAULT_DISK_CACHE_MAX_BYTES);
+          DEFAULT_DISK_CACHE_MAX_BYTES,
+          null);
     }
 
     /**
@@ -130,7 +138,26 @@ public final class TableLookup<R> implements AutoCloseable {
           filter,
           maxRetries,
           dir,
-          maxBytes);
+          maxBytes,
+          asOfRetention);
+    }
+
+    /**
+     * These settings with lookups as of a time reaching back {@code retention} (null: as far as the
+     * table's history).
+     */
+    public Settings withAsOfRetention(Duration retention) {
+      return new Settings(
+          keyColumns,
+          snapshotId,
+          pollInterval,
+          caching,
+          rowCacheMaxRows,
+          filter,
+          maxRetries,
+          diskCacheDir,
+          diskCacheMaxBytes,
+          retention);
     }
 
     public Settings {
@@ -144,6 +171,10 @@ public final class TableLookup<R> implements AutoCloseable {
       }
       if (maxRetries < 0) {
         throw new IllegalArgumentException("retries are 0 or more, got " + maxRetries);
+      }
+      if (asOfRetention != null && (asOfRetention.isNegative() || asOfRetention.isZero())) {
+        throw new IllegalArgumentException(
+            "an as-of lookup's retention is a positive duration, got " + asOfRetention);
       }
       if (diskCacheDir != null && diskCacheDir.isBlank()) {
         diskCacheDir = null;
@@ -178,6 +209,23 @@ public final class TableLookup<R> implements AutoCloseable {
   private final FetchAhead fetchAhead; // null: local files, a pinned snapshot or every row kept
   private long fetchedUpTo; // the snapshot whose files were fetched ahead; guarded by fetchAhead
 
+  private final CatalogConnection connection;
+  private final TableIdentifier table;
+
+  /** The snapshot timeline of the table version last probed as of a time. */
+  private volatile Timeline timeline;
+
+  /** When the history of as-of lookups was last held ({@link System#nanoTime}). */
+  private final AtomicLong heldAt = new AtomicLong();
+
+  /** How often the history of as-of lookups is held again, moving the hold on with the clock. */
+  static final Duration HOLD_INTERVAL = Duration.ofMinutes(1);
+
+  private final Object timelineLock = new Object();
+
+  /** A table version and its snapshot timeline. */
+  private record Timeline(Table table, SnapshotTimeline history) {}
+
   /** New data files one commit has opened ahead of their first probe, at most. */
   static final int FETCH_AHEAD_FILES = 256;
 
@@ -201,6 +249,8 @@ public final class TableLookup<R> implements AutoCloseable {
       LookupCaches caches,
       RowMapper<R> mapper) {
     this.name = table.toString();
+    this.connection = connection;
+    this.table = table;
     this.retried = "skade lookup on " + name;
     this.settings = settings;
     this.caches = caches;
@@ -226,6 +276,10 @@ public final class TableLookup<R> implements AutoCloseable {
       caches.useDiskCache(
           DiskCache.shared(
               java.nio.file.Path.of(settings.diskCacheDir()), settings.diskCacheMaxBytes()));
+    }
+    if (settings.asOfRetention() != null) {
+      heldAt.set(System.nanoTime());
+      holdHistory(first); // before the first probe: the history is held from the start
     }
     if (settings.snapshotId() == null
         && settings.caching() != Caching.FULL
@@ -284,7 +338,27 @@ public final class TableLookup<R> implements AutoCloseable {
    * @throws IOException when the retries are spent, or the thread is interrupted meanwhile
    */
   public List<R> lookup(List<?> keyValues) throws IOException {
-    return lookup(keyValues, false);
+    return lookup(keyValues, false, null);
+  }
+
+  /**
+   * The rows whose key columns held {@code keyValues} at {@code asOfMicros} (microseconds since the
+   * epoch), as {@link #lookup} answers for now: in the snapshot that was current then, the last one
+   * committed at or before it by the catalog's stamps ({@link SnapshotTimeline}); none before the
+   * table's first snapshot. The row cache serves every snapshot (its key is the snapshot and the
+   * key); the full cache holds only the latest rows and takes no such lookup.
+   *
+   * @throws SnapshotTimeline.HistoryNotRetainedException when that time is older than {@link
+   *     Settings#asOfRetention} or than the history the table still holds
+   * @throws IOException as {@link #lookup}
+   */
+  public List<R> lookupAsOf(long asOfMicros, List<?> keyValues) throws IOException {
+    return lookup(keyValues, false, asOfMicros);
+  }
+
+  /** As {@link #lookupAsOf}, for a caller that waited for {@link #caughtUp} since it began. */
+  public List<R> lookupAsOfCaughtUp(long asOfMicros, List<?> keyValues) throws IOException {
+    return lookup(keyValues, true, asOfMicros);
   }
 
   /**
@@ -337,10 +411,10 @@ public final class TableLookup<R> implements AutoCloseable {
    * first attempt does not catch up with the catalog again.
    */
   public List<R> lookupCaughtUp(List<?> keyValues) throws IOException {
-    return lookup(keyValues, true);
+    return lookup(keyValues, true, null);
   }
 
-  private List<R> lookup(List<?> keyValues, boolean caughtUp) throws IOException {
+  private List<R> lookup(List<?> keyValues, boolean caughtUp, Long asOfMicros) throws IOException {
     int[] attempts = {0};
     try {
       // Not the remote retry policy's deadline: that one rides a server's restart inside each
@@ -353,7 +427,7 @@ public final class TableLookup<R> implements AutoCloseable {
           () -> {
             // A retry catches up again: the table may have moved past a file that vanished.
             boolean first = attempts[0]++ == 0;
-            return attempt(keyValues, caughtUp && first);
+            return attempt(keyValues, caughtUp && first, asOfMicros);
           });
     } catch (UncheckedIOException | NotFoundException e) {
       throw new IOException(
@@ -381,7 +455,7 @@ public final class TableLookup<R> implements AutoCloseable {
         || failure instanceof NotFoundException && settings.snapshotId() == null;
   }
 
-  private List<R> attempt(List<?> keyValues, boolean caughtUp) {
+  private List<R> attempt(List<?> keyValues, boolean caughtUp, Long asOfMicros) {
     for (Object value : keyValues) {
       if (value == null
           || value instanceof Double d && d.isNaN()
@@ -390,10 +464,17 @@ public final class TableLookup<R> implements AutoCloseable {
       }
     }
     Version<R> at = current(caughtUp);
-    if (settings.caching() == Caching.FULL) {
+    Long snapshot;
+    if (asOfMicros != null) {
+      snapshot = snapshotAsOf(at.table(), asOfMicros);
+      if (snapshot == null) {
+        return List.of(); // before the table's first snapshot: it had no rows
+      }
+    } else if (settings.caching() == Caching.FULL) {
       return map(full.rows(normalized(keyValues)), at);
+    } else {
+      snapshot = snapshotOf(at.table());
     }
-    Long snapshot = snapshotOf(at.table());
     if (rowCache == null || snapshot == null) {
       return map(at.probes().lookup(snapshot, keyValues), at);
     }
@@ -407,6 +488,100 @@ public final class TableLookup<R> implements AutoCloseable {
       rowCache.put(cacheKey, rows);
     }
     return rows;
+  }
+
+  /**
+   * The snapshot of {@code table} current at {@code micros}, null before its first; refused beyond
+   * the retention or the retained history.
+   */
+  private Long snapshotAsOf(Table table, long micros) {
+    if (settings.caching() == Caching.FULL || settings.snapshotId() != null) {
+      throw new IllegalStateException(
+          "skade lookup on "
+              + name
+              + ": a lookup as of a time reads the snapshot current then, but this lookup"
+              + (settings.caching() == Caching.FULL
+                  ? " keeps only the latest rows in memory (full caching)"
+                  : " is pinned to snapshot " + settings.snapshotId())
+              + "; use probes or the row cache");
+    }
+    Duration retention = settings.asOfRetention();
+    if (retention != null) {
+      long oldest = nowMicros() - TimeUnit.NANOSECONDS.toMicros(retention.toNanos());
+      if (micros < oldest) {
+        throw new SnapshotTimeline.HistoryNotRetainedException(
+            "skade lookup on "
+                + name
+                + ": a lookup as of "
+                + SnapshotTimeline.time(micros)
+                + " is older than the as-of retention ("
+                + retention
+                + ", 'lookup.as-of.retention' in SQL) allows: the oldest time it holds is now "
+                + SnapshotTimeline.time(oldest)
+                + ". Raise the retention to reach it");
+      }
+      long held = heldAt.get();
+      long now = System.nanoTime();
+      if (now - held >= HOLD_INTERVAL.toNanos() && heldAt.compareAndSet(held, now)) {
+        holdHistory(table);
+      }
+    }
+    return timeline(table).snapshotAt(micros).orElse(null);
+  }
+
+  /** The snapshot timeline of {@code table}, a version of the table probed. */
+  private SnapshotTimeline timeline(Table version) {
+    Timeline known = timeline;
+    if (known != null && known.table() == version) {
+      return known.history();
+    }
+    synchronized (timelineLock) {
+      known = timeline;
+      if (known == null || known.table() != version) {
+        SnapshotTimeline history =
+            SnapshotTimeline.of(
+                name,
+                version,
+                snapshot -> connection.commitOf(table, snapshot),
+                known == null ? null : known.history());
+        known = new Timeline(version, history);
+        timeline = known;
+      }
+      return known.history();
+    }
+  }
+
+  /**
+   * Holds from expiry the snapshots as-of lookups may read: the one current at the retention's
+   * start and every newer one, by a consumer cursor the catalog's expiry guard honours (a read-only
+   * follower stores none: its owner's maintenance decides).
+   */
+  private void holdHistory(Table version) {
+    if (!connection.storesConsumers()) {
+      return;
+    }
+    long since = nowMicros() - TimeUnit.NANOSECONDS.toMicros(settings.asOfRetention().toNanos());
+    long snapshot = timeline(version).heldFrom(since).orElse(ConsumerCursor.NO_SNAPSHOT);
+    connection
+        .consumers()
+        .storeConsumer(
+            holdId(table, settings.asOfRetention()),
+            new ConsumerCursor(
+                table, version.uuid().toString(), snapshot, connection.commitsSeen(table)));
+  }
+
+  /**
+   * The consumer id under which as-of lookups of {@code table} reaching back {@code retention} hold
+   * its history: shared by every task and job with the same retention, which all hold the same
+   * snapshots.
+   */
+  public static String holdId(TableIdentifier table, Duration retention) {
+    return "skade-lookup-as-of/" + table + "/" + retention;
+  }
+
+  private static long nowMicros() {
+    java.time.Instant now = java.time.Instant.now();
+    return now.getEpochSecond() * 1_000_000 + now.getNano() / 1000;
   }
 
   /** The pinned snapshot, or the table's current one (null before its first). */
