@@ -11,6 +11,7 @@ import static io.skade.table.SkadeConnectorOptions.LINEAGE_OPENLINEAGE_URL;
 import static io.skade.table.SkadeConnectorOptions.LINEAGE_SINK;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_ASYNC;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_ASYNC_THREADS;
+import static io.skade.table.SkadeConnectorOptions.LOOKUP_AS_OF_RETENTION;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_DISK_CACHE_DIR;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_DISK_CACHE_ENABLED;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_DISK_CACHE_MAX_BYTES;
@@ -154,6 +155,7 @@ final class CheckedOptions {
           entry(LOOKUP_DISK_CACHE_ENABLED.key(), BOOLEAN),
           entry(LOOKUP_DISK_CACHE_DIR.key(), "a local directory path, not blank"),
           entry(LOOKUP_DISK_CACHE_MAX_BYTES.key(), "a positive size, e.g. '512 mb' or '2 gb'"),
+          entry(LOOKUP_AS_OF_RETENTION.key(), "a positive duration such as '7 d' or '12 h'"),
           entry(
               CACHE_TYPE.key(),
               quoted(Arrays.stream(LookupCacheType.values()).map(Enum::name).toList())),
@@ -381,6 +383,7 @@ final class CheckedOptions {
                 }
               });
       positive(PARTIAL_CACHE_EXPIRE_AFTER_WRITE);
+      positive(LOOKUP_AS_OF_RETENTION);
       positive(PARTIAL_CACHE_EXPIRE_AFTER_ACCESS);
       atLeast(LOOKUP_ASYNC_THREADS, 1);
       atLeast(MAX_RETRIES, 0);
@@ -711,7 +714,8 @@ final class CheckedOptions {
                   .getOptional(LOOKUP_DISK_CACHE_DIR)
                   .orElseGet(TableLookup.Settings::defaultDiskCacheDir)
               : null,
-          config.get(LOOKUP_DISK_CACHE_MAX_BYTES).getBytes());
+          config.get(LOOKUP_DISK_CACHE_MAX_BYTES).getBytes(),
+          config.getOptional(LOOKUP_AS_OF_RETENTION).orElse(null));
     }
 
     private StartupMode startupMode() {

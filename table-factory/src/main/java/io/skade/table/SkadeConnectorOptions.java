@@ -257,6 +257,17 @@ public final class SkadeConnectorOptions {
               "The bound of 'lookup.disk-cache.dir' per process; past it the least recently used"
                   + " ranges are deleted.");
 
+  public static final ConfigOption<Duration> LOOKUP_AS_OF_RETENTION =
+      ConfigOptions.key("lookup.as-of.retention")
+          .durationType()
+          .noDefaultValue()
+          .withDescription(
+              "For lookup joins as of a time (ON ... AND d.as_of = p.event_time): how far back"
+                  + " they reach. The snapshots current since then are held from expiry (a consumer"
+                  + " the catalog's expiry guard honours) and a probe older than that fails the job"
+                  + " naming its time. Unset: nothing is held, and a probe is answered while the"
+                  + " table still holds the snapshot current at its time.");
+
   /** Flink's own {@code scan.parallelism}: the readers' parallelism. */
   public static final ConfigOption<Integer> SCAN_PARALLELISM = FactoryUtil.SOURCE_PARALLELISM;
 

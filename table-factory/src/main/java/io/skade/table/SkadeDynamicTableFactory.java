@@ -11,6 +11,7 @@ import static io.skade.table.SkadeConnectorOptions.LINEAGE_OPENLINEAGE_URL;
 import static io.skade.table.SkadeConnectorOptions.LINEAGE_SINK;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_ASYNC;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_ASYNC_THREADS;
+import static io.skade.table.SkadeConnectorOptions.LOOKUP_AS_OF_RETENTION;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_DISK_CACHE_DIR;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_DISK_CACHE_ENABLED;
 import static io.skade.table.SkadeConnectorOptions.LOOKUP_DISK_CACHE_MAX_BYTES;
@@ -142,6 +143,7 @@ public final class SkadeDynamicTableFactory
             LOOKUP_DISK_CACHE_ENABLED,
             LOOKUP_DISK_CACHE_DIR,
             LOOKUP_DISK_CACHE_MAX_BYTES,
+            LOOKUP_AS_OF_RETENTION,
             LookupOptions.CACHE_TYPE,
             LookupOptions.MAX_RETRIES,
             LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_ACCESS,

@@ -7,6 +7,7 @@ import io.skade.lookup.TableLookup;
 import java.io.IOException;
 import java.io.Serializable;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
@@ -14,12 +15,15 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.function.Function;
+import java.util.stream.IntStream;
 import org.apache.flink.metrics.Histogram;
 import org.apache.flink.metrics.MetricGroup;
 import org.apache.flink.runtime.metrics.DescriptiveStatisticsHistogram;
 import org.apache.flink.table.data.GenericRowData;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.data.StringData;
+import org.apache.flink.table.data.TimestampData;
+import org.apache.flink.table.data.utils.ProjectedRowData;
 import org.apache.flink.table.types.logical.RowType;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.StructLike;
@@ -36,15 +40,27 @@ import org.apache.iceberg.types.Types;
  * holds the table at its latest commit or a pinned snapshot, the filter the planner pushed, the
  * caches and the retries). It turns Flink's key rows into Iceberg values, the table's rows into
  * Flink rows, and exports the probes' counters as metrics.
+ *
+ * <p>A lookup as of a time has the as-of column among its keys: its value, the probe's time at
+ * millisecond precision (as {@code commit_time} shows a commit's), chooses the snapshot that was
+ * current at the end of that millisecond, and the joined rows carry it back.
  */
 final class SkadeLookup implements Serializable {
   private static final long serialVersionUID = 1L;
 
-  /** The settings of one lookup table. */
+  /**
+   * The settings of one lookup table.
+   *
+   * @param asOfKey the position of the as-of time in the key rows, or -1 for lookups of now
+   * @param asOfOutput the position of the as-of column in the output rows (filled with the probe's
+   *     time), or -1
+   */
   record Settings(
       Map<String, String> catalogProperties,
       String table,
       List<String> outputColumns,
+      int asOfKey,
+      int asOfOutput,
       TableLookup.Settings lookup)
       implements Serializable {}
 
@@ -57,6 +73,9 @@ final class SkadeLookup implements Serializable {
 
   /** Per thread, a view of Flink's key rows as Iceberg values (building one is costly). */
   private transient ThreadLocal<RowDataWrapper> keys;
+
+  /** For lookups as of a time, per thread, a view of a key row without its time; else null. */
+  private transient ThreadLocal<ProjectedRowData> tableKeys;
 
   /**
    * Per key column, Flink's getter of its value when that value is Iceberg's internal one as it is
@@ -83,14 +102,26 @@ final class SkadeLookup implements Serializable {
             caches.caches(),
             this::rows); // fails here on a bad key or snapshot
     Types.StructType key = Types.StructType.of(lookup.keyColumns());
-    keys = ThreadLocal.withInitial(() -> new RowDataWrapper(keyType, key));
-    direct = new RowData.FieldGetter[keyType.getFieldCount()];
+    RowType tableKeyType = keyType;
+    if (settings.asOfKey() >= 0) {
+      List<RowType.RowField> fields = new ArrayList<>(keyType.getFields());
+      fields.remove(settings.asOfKey());
+      tableKeyType = new RowType(fields);
+      int[] kept =
+          IntStream.range(0, keyType.getFieldCount())
+              .filter(i -> i != settings.asOfKey())
+              .toArray();
+      tableKeys = ThreadLocal.withInitial(() -> ProjectedRowData.from(kept));
+    }
+    RowType probedType = tableKeyType;
+    keys = ThreadLocal.withInitial(() -> new RowDataWrapper(probedType, key));
+    direct = new RowData.FieldGetter[probedType.getFieldCount()];
     for (int i = 0; i < direct.length; i++) {
       direct[i] =
-          switch (keyType.getTypeAt(i).getTypeRoot()) {
+          switch (probedType.getTypeAt(i).getTypeRoot()) {
             // Nullable: a key row may hold a null even where the column is NOT NULL.
             case INTEGER, BIGINT, BOOLEAN, FLOAT, DOUBLE, DATE ->
-                RowData.createFieldGetter(keyType.getTypeAt(i).copy(true), i);
+                RowData.createFieldGetter(probedType.getTypeAt(i).copy(true), i);
             default -> null;
           };
     }
@@ -127,6 +158,14 @@ final class SkadeLookup implements Serializable {
 
   private Collection<RowData> lookup(RowData keyRow, boolean caughtUp) throws IOException {
     long start = System.nanoTime();
+    TimestampData asOf = null;
+    if (settings.asOfKey() >= 0) {
+      if (keyRow.isNullAt(settings.asOfKey())) {
+        return List.of(); // a NULL time equals nothing
+      }
+      asOf = keyRow.getTimestamp(settings.asOfKey(), 3);
+      keyRow = tableKeys.get().replaceRow(keyRow);
+    }
     Object[] values = new Object[direct.length];
     StructLike key = null;
     for (int i = 0; i < values.length; i++) {
@@ -138,11 +177,42 @@ final class SkadeLookup implements Serializable {
       }
     }
     List<Object> keyValues = Arrays.asList(values);
-    List<RowData> rows = caughtUp ? lookup.lookupCaughtUp(keyValues) : lookup.lookup(keyValues);
+    List<RowData> rows;
+    if (asOf == null) {
+      rows = caughtUp ? lookup.lookupCaughtUp(keyValues) : lookup.lookup(keyValues);
+    } else {
+      // the end of the probe's millisecond: a commit stamped within it shows in its commit_time
+      long micros = asOf.getMillisecond() * 1000 + 999;
+      rows =
+          carryTime(
+              caughtUp
+                  ? lookup.lookupAsOfCaughtUp(micros, keyValues)
+                  : lookup.lookupAsOf(micros, keyValues),
+              asOf);
+    }
     if (latency != null) {
       latency.update((System.nanoTime() - start) / 1000);
     }
     return rows;
+  }
+
+  /** The rows with the as-of column set to the probe's time: copies, for rows may be cached. */
+  private List<RowData> carryTime(List<RowData> rows, TimestampData asOf) {
+    int at = settings.asOfOutput();
+    if (at < 0 || rows.isEmpty()) {
+      return rows;
+    }
+    List<RowData> timed = new ArrayList<>(rows.size());
+    for (RowData row : rows) {
+      GenericRowData source = (GenericRowData) row;
+      GenericRowData copy = new GenericRowData(source.getRowKind(), source.getArity());
+      for (int i = 0; i < source.getArity(); i++) {
+        copy.setField(i, source.getField(i));
+      }
+      copy.setField(at, asOf);
+      timed.add(copy);
+    }
+    return timed;
   }
 
   /**
@@ -159,6 +229,10 @@ final class SkadeLookup implements Serializable {
     Conversion[] conversions = new Conversion[n];
     boolean viewed = false;
     for (int i = 0; i < n; i++) {
+      if (i == settings.asOfOutput()) {
+        conversions[i] = Conversion.PROBE_TIME;
+        continue;
+      }
       Types.NestedField field = schema.findField(output.get(i));
       positions[i] = schema.columns().indexOf(field);
       getters[i] = RowData.createFieldGetter(rowType.getTypeAt(positions[i]), positions[i]);
@@ -176,6 +250,9 @@ final class SkadeLookup implements Serializable {
     return record -> {
       GenericRowData row = new GenericRowData(n);
       for (int i = 0; i < n; i++) {
+        if (conversions[i] == Conversion.PROBE_TIME) {
+          continue; // set per probe (carryTime)
+        }
         Object value = record.get(positions[i]);
         switch (conversions[i]) {
           case SAME -> row.setField(i, value);
@@ -206,7 +283,9 @@ final class SkadeLookup implements Serializable {
      */
     STRING,
     /** Through Flink's field getter over Iceberg's view of the record as Flink data. */
-    GETTER
+    GETTER,
+    /** Not the table's: the as-of column, the probe's time. */
+    PROBE_TIME
   }
 
   void close() {

@@ -126,6 +126,7 @@ final class SkadeTableSource
    *
    * @param flinkCache Flink's cache in front of the lookup function ({@code lookup.cache} PARTIAL);
    *     null for none
+   * @param asOfRetention {@code lookup.as-of.retention}, or null
    */
   record Lookup(
       boolean async,
@@ -137,7 +138,8 @@ final class SkadeTableSource
       long rowCacheMaxRows,
       LookupCache flinkCache,
       String diskCacheDir,
-      long diskCacheMaxBytes) {
+      long diskCacheMaxBytes,
+      Duration asOfRetention) {
 
     /**
      * How the engine answers lookups for {@code lookup.cache}: NONE probes (through skade's row
@@ -151,6 +153,12 @@ final class SkadeTableSource
       };
     }
   }
+
+  /**
+   * The metadata column of lookups as of a time: compared with a probe's time, it makes the lookup
+   * answer with the rows of the snapshot current then.
+   */
+  static final String AS_OF = "as_of";
 
   private final Scan scan;
   private final Lookup lookup;
@@ -241,6 +249,17 @@ final class SkadeTableSource
 
   @Override
   public ScanRuntimeProvider getScanRuntimeProvider(ScanContext context) {
+    if (metadataKeys.contains(AS_OF)) {
+      throw new ValidationException(
+          "skade table "
+              + scan.table()
+              + ": the metadata column '"
+              + AS_OF
+              + "' has a value only in a lookup join as of a time (JOIN ... FOR SYSTEM_TIME AS OF"
+              + " p.proc_time AS d ON ... AND d."
+              + AS_OF
+              + " = p.event_time); leave it out of this query");
+    }
     if (aggregates != null) {
       return InputFormatProvider.of(
           new SnapshotAggregateFormat(
@@ -375,18 +394,23 @@ final class SkadeTableSource
 
   @Override
   public LookupRuntimeProvider getLookupRuntimeProvider(LookupContext context) {
-    if (!metadataKeys.isEmpty()) {
+    List<String> changeColumns = metadataKeys.stream().filter(key -> !key.equals(AS_OF)).toList();
+    if (!changeColumns.isEmpty()) {
       throw new ValidationException(
           "skade table "
               + scan.table()
               + ": metadata columns "
-              + metadataKeys
+              + changeColumns
               + " describe changes and have no value in a lookup join; leave them"
               + " out of the query");
     }
     RowType produced = (RowType) producedDataType.getLogicalType();
+    // The as-of column is the last of the produced row when the query uses it (metadata follow
+    // the physical columns).
+    int asOfOutput = metadataKeys.contains(AS_OF) ? produced.getFieldCount() - 1 : -1;
     List<String> keyColumns = new ArrayList<>();
     List<RowType.RowField> keyFields = new ArrayList<>();
+    int asOfKey = -1;
     for (int[] path : context.getKeys()) {
       if (path.length != 1) {
         throw new ValidationException(
@@ -395,10 +419,20 @@ final class SkadeTableSource
                 + ": lookup keys must be"
                 + " top-level columns, not nested fields");
       }
+      if (path[0] == asOfOutput) {
+        asOfKey = keyFields.size();
+      } else {
+        keyColumns.add(icebergName(produced.getFieldNames().get(path[0])));
+      }
       keyFields.add(produced.getFields().get(path[0]));
-      keyColumns.add(icebergName(produced.getFieldNames().get(path[0])));
     }
-    List<String> output = produced.getFieldNames().stream().map(this::icebergName).toList();
+    if (asOfOutput >= 0) {
+      requireAsOfLookup(asOfKey);
+    }
+    List<String> output = new ArrayList<>();
+    for (int i = 0; i < produced.getFieldCount(); i++) {
+      output.add(i == asOfOutput ? AS_OF : icebergName(produced.getFieldNames().get(i)));
+    }
     // The filters accepted by applyFilters are applied by the engine, in every cache mode.
     TableLookup.Settings engine =
         new TableLookup.Settings(
@@ -410,12 +444,18 @@ final class SkadeTableSource
             filter,
             lookup.maxRetries(),
             lookup.diskCacheDir(),
-            lookup.diskCacheMaxBytes());
+            lookup.diskCacheMaxBytes(),
+            lookup.asOfRetention());
     SkadeLookup.Settings settings =
-        new SkadeLookup.Settings(scan.catalogProperties(), scan.table().toString(), output, engine);
+        new SkadeLookup.Settings(
+            scan.catalogProperties(), scan.table().toString(), output, asOfKey, asOfOutput, engine);
     RowType keyType = new RowType(keyFields);
     // Flink asks for the partitioner after the provider, with key rows in the same order.
-    shuffle = buckets == null ? null : buckets.partitioner(keyColumns, keyType).orElse(null);
+    List<String> keyRowColumns = new ArrayList<>(keyColumns);
+    if (asOfKey >= 0) {
+      keyRowColumns.add(asOfKey, null); // the probe's time, no column of the table
+    }
+    shuffle = buckets == null ? null : buckets.partitioner(keyRowColumns, keyType).orElse(null);
     SkadeLookup probes = new SkadeLookup(settings, keyType);
     if (lookup.async()) {
       SkadeAsyncLookupFunction function =
@@ -428,6 +468,35 @@ final class SkadeTableSource
     return lookup.flinkCache() == null
         ? LookupFunctionProvider.of(function)
         : PartialCachingLookupProvider.of(function, lookup.flinkCache());
+  }
+
+  /**
+   * Refuses, before any I/O, an as-of lookup the engine could not answer: one whose as-of column is
+   * not compared with the probe's time, or that is pinned to a snapshot or keeps every row in
+   * memory (only the latest).
+   */
+  private void requireAsOfLookup(int asOfKey) {
+    String problem = null;
+    if (asOfKey < 0) {
+      problem =
+          "the metadata column '"
+              + AS_OF
+              + "' has a value only as a lookup key: join ON ... AND d."
+              + AS_OF
+              + " = <the probe's time>";
+    } else if (lookup.snapshotId() != null) {
+      problem =
+          "an as-of lookup reads the snapshot current at the probe's time, but 'lookup.snapshot-id'"
+              + " pins one; remove it";
+    } else if (lookup.cacheType() == LookupOptions.LookupCacheType.FULL) {
+      problem =
+          "an as-of lookup reads the snapshot current at the probe's time, but 'lookup.cache' ="
+              + " 'FULL' keeps only the latest rows; use 'NONE' (with 'lookup.row-cache.max-rows'"
+              + " if keys repeat) or 'PARTIAL'";
+    }
+    if (problem != null) {
+      throw new ValidationException("skade table " + scan.table() + ": " + problem);
+    }
   }
 
   /** The table's name of a DDL column (names match regardless of case). */
@@ -485,6 +554,7 @@ final class SkadeTableSource
     metadata.put(MetadataColumn.COMMIT_SEQ.key, DataTypes.BIGINT().notNull());
     metadata.put(MetadataColumn.SNAPSHOT_ID.key, DataTypes.BIGINT().notNull());
     metadata.put(MetadataColumn.COMMIT_TIME.key, DataTypes.TIMESTAMP_LTZ(3).notNull());
+    metadata.put(AS_OF, DataTypes.TIMESTAMP_LTZ(3));
     return metadata;
   }
 
