@@ -23,7 +23,6 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.data.BaseDeleteLoader;
 import org.apache.iceberg.deletes.PositionDeleteIndex;
 import org.apache.iceberg.io.FileIO;
-import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.util.StructLikeSet;
 
 /**
@@ -326,11 +325,13 @@ public final class LookupCaches {
         id.toString(), () -> build.apply(tasks), files -> TASK_BYTES * (files.files().size() + 1));
   }
 
-  /** The keys an equality delete file deletes, projected on {@code schema} (internal values). */
-  StructLikeSet equalityDeletes(FileIO io, DeleteFile file, Schema schema) {
-    Schema keys = TypeUtil.select(schema, new java.util.HashSet<>(file.equalityFieldIds()));
+  /**
+   * The keys an equality delete file deletes, as rows of {@code keys} (internal values): the
+   * table's columns the file names.
+   */
+  StructLikeSet equalityDeletes(FileIO io, DeleteFile file, Schema keys) {
     return get(
-        "eq:" + file.location() + ":" + file.equalityFieldIds(),
+        "eq:" + file.location(),
         () ->
             new BaseDeleteLoader(delete -> io.newInputFile(delete.location()), null)
                 .loadEqualityDeletes(List.of(file), keys),

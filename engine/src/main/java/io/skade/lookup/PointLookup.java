@@ -1,5 +1,7 @@
 package io.skade.lookup;
 
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
 import io.skade.scan.DataFileRows;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -8,6 +10,7 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileContent;
@@ -94,6 +97,20 @@ public final class PointLookup {
 
   /** The files of the snapshot probed last: most probes ask for the same one. */
   private volatile SnapshotFiles last;
+
+  /**
+   * Which files the filter rules out, per snapshot's files probed lately (by identity, held weakly:
+   * the files themselves are the caches'): lookups as of a time move between snapshots, and this is
+   * worked out once per snapshot.
+   */
+  private final Cache<KeyedFiles, boolean[]> ruledOutByFiles =
+      Caffeine.newBuilder().weakKeys().maximumSize(64).build();
+
+  /**
+   * The table's columns an equality delete file names, per set of field ids: every probe checks a
+   * row against each such file, and building a schema costs more than the check.
+   */
+  private final Map<List<Integer>, Schema> deleteSchemas = new ConcurrentHashMap<>();
 
   /** Which partitions may hold a key, per spec. */
   private final KeyPartitions keyPartitions;
@@ -324,7 +341,11 @@ public final class PointLookup {
     SnapshotFiles files = last;
     if (files == null || files.snapshotId() != snapshot.snapshotId()) {
       KeyedFiles keyed = caches.keyedFiles(table, snapshot, key, this::keyedFiles);
-      files = new SnapshotFiles(snapshot.snapshotId(), keyed, ruledOut(keyed));
+      files =
+          new SnapshotFiles(
+              snapshot.snapshotId(),
+              keyed,
+              rowFilter == null ? null : ruledOutByFiles.get(keyed, this::ruledOut));
       last = files;
     }
     KeyedFiles keyed = files.files();
@@ -409,13 +430,10 @@ public final class PointLookup {
 
   /**
    * Which of a snapshot's files hold no row the row filter keeps, by partition or by column bounds:
-   * worked out once per snapshot, since the filter is this lookup's own and the files are shared
-   * with lookups of other filters. Null when there is no filter.
+   * worked out once per snapshot ({@link #ruledOutByFiles}), since the filter is this lookup's own
+   * and the files are shared with lookups of other filters.
    */
   private boolean[] ruledOut(KeyedFiles keyed) {
-    if (rowFilter == null) {
-      return null;
-    }
     InclusiveMetricsEvaluator bounds = new InclusiveMetricsEvaluator(schema, filter, false);
     Map<Integer, Evaluator> partitions = new HashMap<>();
     boolean[] ruledOut = new boolean[keyed.files().size()];
@@ -672,9 +690,11 @@ public final class PointLookup {
     boolean deleted(StructLike values) {
       load();
       for (DeleteFile file : equality) {
-        StructLikeSet keys = caches.equalityDeletes(table.io(), file, schema);
         Schema deleteSchema =
-            TypeUtil.select(schema, new java.util.HashSet<>(file.equalityFieldIds()));
+            deleteSchemas.computeIfAbsent(
+                file.equalityFieldIds(),
+                ids -> TypeUtil.select(schema, new java.util.HashSet<>(ids)));
+        StructLikeSet keys = caches.equalityDeletes(table.io(), file, deleteSchema);
         if (keys.contains(StructProjection.create(schema, deleteSchema).wrap(values))) {
           return true;
         }
