@@ -290,6 +290,65 @@ class TableLookupRemoteTest {
   }
 
   /** The commit_seq the server gave the snapshot (asked of the server, not of the feed). */
+  /**
+   * Lookups as of a time through a server: each commit's stamp, as the server's log holds it,
+   * answers with that commit's rows and the microsecond before it with the commit before; the
+   * retention's hold is stored on the server, whose expiry guard then refuses to expire the history
+   * a client's snapshot expiry would remove.
+   */
+  @Test
+  @Timeout(120)
+  void aLookupAsOfATimeThroughAServerAnswersWithThatTimesRowsAndHoldsTheHistory() throws Exception {
+    try (RemoteCatalog remote = RemoteCatalog.start(root);
+        LookupCaches.Handle caches = LookupCaches.acquire()) {
+      RESTCatalog rest = remote.rest();
+      TableWriter writer = new TableWriter(rest.createTable(TABLE, SCHEMA));
+      try (CatalogConnection connection = CatalogConnection.open(remote.properties())) {
+        List<Long> stamps = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+          long snapshot = writer.upsert(List.of(row(1, "v" + i))).snapshotId();
+          long stamp = connection.commitOf(TABLE, snapshot).orElseThrow().tsMicros();
+          stamps.add(stamp);
+          await().until(() -> System.currentTimeMillis() * 1000 > stamp + 1000);
+        }
+        Duration retention = Duration.ofHours(1);
+        TableLookup<Record> lookup =
+            lookup(
+                connection,
+                settings(TableLookup.Caching.PROBE).withAsOfRetention(retention),
+                caches);
+        for (int i = 0; i < stamps.size(); i++) {
+          assertThat(namesAsOf(lookup, stamps.get(i), 1)).containsExactly("v" + i);
+          assertThat(namesAsOf(lookup, stamps.get(i) - 1, 1))
+              .isEqualTo(i == 0 ? List.of() : List.of("v" + (i - 1)));
+        }
+        assertThat(connection.consumers().consumer(TableLookup.holdId(TABLE, retention)))
+            .as("the hold, stored on the server")
+            .isPresent();
+        Table table = rest.loadTable(TABLE);
+        assertThatThrownBy(
+                () ->
+                    table
+                        .expireSnapshots()
+                        .expireOlderThan(System.currentTimeMillis() + 1)
+                        .retainLast(1)
+                        .commit())
+            .as("the server's expiry guard keeps the history the hold needs")
+            .hasMessageContaining(TableLookup.holdId(TABLE, retention));
+      }
+    }
+  }
+
+  private static List<String> namesAsOf(TableLookup<Record> lookup, long micros, long id) {
+    try {
+      return lookup.lookupAsOf(micros, List.of(id)).stream()
+          .map(r -> (String) r.getField("name"))
+          .toList();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
   private static long commitSeq(long snapshotId, CatalogConnection connection) {
     return connection.commitOf(TABLE, snapshotId).orElseThrow().commitSeq();
   }
