@@ -253,12 +253,14 @@ public final class AsOfLookupBenchmark {
                         DataTypes.FIELD("et", DataTypes.TIMESTAMP_LTZ(3)))))
             .setParallelism(1);
     String query;
-    if (join.equals("now")) {
+    if (!join.equals("temporal")) {
+      boolean asOf = join.equals("skade");
       sql.executeSql(
-          "CREATE TABLE dim (id BIGINT, name STRING, score INT, PRIMARY KEY (id) NOT ENFORCED)"
-              + " WITH ("
+          "CREATE TABLE dim (id BIGINT, name STRING, score INT, "
+              + (asOf ? "as_of TIMESTAMP_LTZ(3) METADATA VIRTUAL, " : "")
+              + "PRIMARY KEY (id) NOT ENFORCED) WITH ("
               + with
-              + ")");
+              + (asOf ? ", 'lookup.as-of.retention' = '1 d')" : ")"));
       sql.createTemporaryView(
           "probes",
           sql.fromDataStream(
@@ -270,25 +272,8 @@ public final class AsOfLookupBenchmark {
                   .build()));
       query =
           "SELECT p.k, d.name FROM probes AS p LEFT JOIN dim FOR SYSTEM_TIME AS OF p.pt AS d"
-              + " ON p.k = d.id";
-    } else if (join.equals("skade")) {
-      sql.executeSql(
-          "CREATE TABLE dim (id BIGINT, name STRING, score INT, as_of TIMESTAMP_LTZ(3) METADATA"
-              + " VIRTUAL, PRIMARY KEY (id) NOT ENFORCED) WITH ("
-              + with
-              + ", 'lookup.as-of.retention' = '1 d')");
-      sql.createTemporaryView(
-          "probes",
-          sql.fromDataStream(
-              probes,
-              Schema.newBuilder()
-                  .column("k", DataTypes.BIGINT())
-                  .column("et", DataTypes.TIMESTAMP_LTZ(3))
-                  .columnByExpression("pt", "PROCTIME()")
-                  .build()));
-      query =
-          "SELECT p.k, d.name FROM probes AS p LEFT JOIN dim FOR SYSTEM_TIME AS OF p.pt AS d"
-              + " ON p.k = d.id AND d.as_of = p.et";
+              + " ON p.k = d.id"
+              + (asOf ? " AND d.as_of = p.et" : "");
     } else {
       sql.executeSql(
           "CREATE TABLE dim_versions (id BIGINT, name STRING, score INT, commit_time"
