@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.skade.catalog.SharedCatalogs;
 import io.skade.catalog.SkadeCatalog;
+import io.skade.catalog.SkadeRuntime;
 import io.skade.testing.ChangeLines;
 import io.skade.testing.IdRows;
 import io.skade.write.TableWriter;
@@ -23,6 +24,7 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -49,6 +51,16 @@ class SkadeSourceOnHdfsTest {
   @AfterAll
   static void stopHdfs() {
     hdfs.shutdown();
+  }
+
+  /**
+   * Closes the catalog's store before JUnit deletes its directory: the finished job's tasks may
+   * still hold it, and the last holder would close it later, writing into a directory being deleted
+   * (JUnit then fails the test, unable to delete it).
+   */
+  @AfterEach
+  void closeStores() {
+    SkadeRuntime.reset();
   }
 
   @Test
