@@ -264,12 +264,7 @@ public final class AsOfLookupBenchmark {
       sql.createTemporaryView(
           "probes",
           sql.fromDataStream(
-              probes,
-              Schema.newBuilder()
-                  .column("k", DataTypes.BIGINT())
-                  .column("et", DataTypes.TIMESTAMP_LTZ(3))
-                  .columnByExpression("pt", "PROCTIME()")
-                  .build()));
+              probes, probeColumns().columnByExpression("pt", "PROCTIME()").build()));
       query =
           "SELECT p.k, d.name FROM probes AS p LEFT JOIN dim FOR SYSTEM_TIME AS OF p.pt AS d"
               + " ON p.k = d.id"
@@ -292,9 +287,7 @@ public final class AsOfLookupBenchmark {
           "probes",
           sql.fromDataStream(
               timed,
-              Schema.newBuilder()
-                  .column("k", DataTypes.BIGINT())
-                  .column("et", DataTypes.TIMESTAMP_LTZ(3))
+              probeColumns()
                   .columnByMetadata("rt", DataTypes.TIMESTAMP_LTZ(3), "rowtime")
                   .watermark("rt", "SOURCE_WATERMARK()")
                   .build()));
@@ -312,6 +305,13 @@ public final class AsOfLookupBenchmark {
         .toJobExecutionResult(AsOfLookupBenchmark.class.getClassLoader());
     double seconds = (System.nanoTime() - started) / 1e9;
     return new Run(seconds, ROWS.sum(), MATCHED.sum(), joinState(cluster, job));
+  }
+
+  /** The probes' own columns, as both joins declare them. */
+  private static Schema.Builder probeColumns() {
+    return Schema.newBuilder()
+        .column("k", DataTypes.BIGINT())
+        .column("et", DataTypes.TIMESTAMP_LTZ(3));
   }
 
   /** The join vertex's largest checkpointed state over the run. */

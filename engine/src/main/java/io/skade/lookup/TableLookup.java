@@ -9,6 +9,8 @@ import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -18,7 +20,6 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import org.apache.iceberg.Snapshot;
@@ -507,7 +508,7 @@ public final class TableLookup<R> implements AutoCloseable {
     }
     Duration retention = settings.asOfRetention();
     if (retention != null) {
-      long oldest = nowMicros() - TimeUnit.NANOSECONDS.toMicros(retention.toNanos());
+      long oldest = retentionStartMicros();
       if (micros < oldest) {
         throw new SnapshotTimeline.HistoryNotRetainedException(
             "skade lookup on "
@@ -560,8 +561,8 @@ public final class TableLookup<R> implements AutoCloseable {
     if (!connection.storesConsumers()) {
       return;
     }
-    long since = nowMicros() - TimeUnit.NANOSECONDS.toMicros(settings.asOfRetention().toNanos());
-    long snapshot = timeline(version).heldFrom(since).orElse(ConsumerCursor.NO_SNAPSHOT);
+    long snapshot =
+        timeline(version).heldFrom(retentionStartMicros()).orElse(ConsumerCursor.NO_SNAPSHOT);
     connection
         .consumers()
         .storeConsumer(
@@ -579,9 +580,9 @@ public final class TableLookup<R> implements AutoCloseable {
     return "skade-lookup-as-of/" + table + "/" + retention;
   }
 
-  private static long nowMicros() {
-    java.time.Instant now = java.time.Instant.now();
-    return now.getEpochSecond() * 1_000_000 + now.getNano() / 1000;
+  /** The oldest time as-of lookups reach now, microseconds since the epoch. */
+  private long retentionStartMicros() {
+    return ChronoUnit.MICROS.between(Instant.EPOCH, Instant.now().minus(settings.asOfRetention()));
   }
 
   /** The pinned snapshot, or the table's current one (null before its first). */

@@ -279,10 +279,7 @@ class SqlAsOfLookupTest extends SqlTestBase {
         "probes_rt",
         sql.fromDataStream(
             timed,
-            Schema.newBuilder()
-                .column("pid", DataTypes.INT())
-                .column("k", DataTypes.BIGINT())
-                .column("et", DataTypes.TIMESTAMP_LTZ(3))
+            probeColumns()
                 .columnByMetadata("rt", DataTypes.TIMESTAMP_LTZ(3), "rowtime")
                 .watermark("rt", "SOURCE_WATERMARK()")
                 .build()));
@@ -290,13 +287,18 @@ class SqlAsOfLookupTest extends SqlTestBase {
         "probes_pt",
         sql.fromDataStream(
             rows,
-            Schema.newBuilder()
-                .column("pid", DataTypes.INT())
-                .column("k", DataTypes.BIGINT())
-                .column("et", DataTypes.TIMESTAMP_LTZ(3))
+            probeColumns()
                 .columnByExpression("pt", "PROCTIME()")
                 .columnByExpression("ts", "CAST(et AS TIMESTAMP(3))")
                 .build()));
+  }
+
+  /** The probes' own columns, as both views declare them. */
+  private static Schema.Builder probeColumns() {
+    return Schema.newBuilder()
+        .column("pid", DataTypes.INT())
+        .column("k", DataTypes.BIGINT())
+        .column("et", DataTypes.TIMESTAMP_LTZ(3));
   }
 
   /** Streaming at {@code parallelism}, restarts off: a failed job fails the test at once. */
