@@ -11,6 +11,7 @@ import org.apache.iceberg.MetadataUpdate;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.SupportsNamespaces;
+import org.apache.iceberg.catalog.TableCommit;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.io.FileIO;
 
@@ -80,6 +81,16 @@ public interface CatalogConnection extends AutoCloseable {
 
   /** The commit that added {@code snapshotId} to {@code table}, if the catalog recorded it. */
   Optional<CommitEvent> commitOf(TableIdentifier table, long snapshotId);
+
+  /**
+   * Commits changes to several tables atomically ({@link SkadeCatalog#commitTransaction}; through a
+   * server, its {@code POST /v1/transactions/commit}): every table advances, with consecutive
+   * {@code commitSeq}s, or none does.
+   *
+   * @throws org.apache.iceberg.exceptions.CommitFailedException when a table moved since its
+   *     changes were prepared, or a requirement failed; nothing changed
+   */
+  void commitTransaction(List<TableCommit> commits);
 
   /**
    * The cursor's table, when the cursor can be resumed there; otherwise a {@link
@@ -282,6 +293,11 @@ public interface CatalogConnection extends AutoCloseable {
     @Override
     public Optional<CommitEvent> commitOf(TableIdentifier table, long snapshotId) {
       return catalog.commitOf(table, snapshotId);
+    }
+
+    @Override
+    public void commitTransaction(List<TableCommit> commits) {
+      catalog.commitTransaction(commits);
     }
 
     @Override

@@ -2,29 +2,36 @@ package io.skade.sink;
 
 import java.io.IOException;
 import java.util.Collection;
+import java.util.function.Function;
 import org.apache.flink.api.common.eventtime.Watermark;
 import org.apache.flink.api.connector.sink2.CommittingSinkWriter;
 import org.apache.flink.metrics.groups.SinkWriterMetricGroup;
-import org.apache.flink.table.data.RowData;
 import org.apache.iceberg.ContentFile;
 import org.apache.iceberg.io.WriteResult;
 
 /**
- * Iceberg's writer, counted in Flink's standard sink metrics: rows handed to it, rows it failed on,
- * and the bytes of the files it wrote for each checkpoint.
+ * A writer of Iceberg files, counted in Flink's standard sink metrics: rows handed to it, rows it
+ * failed on, and the bytes of the files it wrote for each checkpoint.
+ *
+ * @param <T> the rows
+ * @param <R> the writer's results, each {@link WriteResult}s of a checkpoint
  */
-final class CountingSinkWriter implements CommittingSinkWriter<RowData, WriteResult> {
-  private final CommittingSinkWriter<RowData, WriteResult> writer;
+final class CountingSinkWriter<T, R> implements CommittingSinkWriter<T, R> {
+  private final CommittingSinkWriter<T, R> writer;
   private final SinkWriterMetricGroup metrics;
+  private final Function<R, WriteResult> files;
 
   CountingSinkWriter(
-      CommittingSinkWriter<RowData, WriteResult> writer, SinkWriterMetricGroup metrics) {
+      CommittingSinkWriter<T, R> writer,
+      SinkWriterMetricGroup metrics,
+      Function<R, WriteResult> files) {
     this.writer = writer;
     this.metrics = metrics;
+    this.files = files;
   }
 
   @Override
-  public void write(RowData row, Context context) throws IOException, InterruptedException {
+  public void write(T row, Context context) throws IOException, InterruptedException {
     try {
       writer.write(row, context);
     } catch (IOException | RuntimeException e) {
@@ -35,11 +42,12 @@ final class CountingSinkWriter implements CommittingSinkWriter<RowData, WriteRes
   }
 
   @Override
-  public Collection<WriteResult> prepareCommit() throws IOException, InterruptedException {
-    Collection<WriteResult> results = writer.prepareCommit();
+  public Collection<R> prepareCommit() throws IOException, InterruptedException {
+    Collection<R> results = writer.prepareCommit();
     long bytes = 0;
-    for (WriteResult result : results) {
-      bytes += size(result.dataFiles()) + size(result.deleteFiles());
+    for (R result : results) {
+      WriteResult written = files.apply(result);
+      bytes += size(written.dataFiles()) + size(written.deleteFiles());
     }
     metrics.getNumBytesSendCounter().inc(bytes);
     return results;

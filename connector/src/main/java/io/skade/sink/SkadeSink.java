@@ -206,7 +206,7 @@ public final class SkadeSink
     @SuppressWarnings("unchecked")
     CommittingSinkWriter<RowData, WriteResult> writer =
         (CommittingSinkWriter<RowData, WriteResult>) iceberg().createWriter(context);
-    return new CountingSinkWriter(writer, context.metricGroup());
+    return new CountingSinkWriter<>(writer, context.metricGroup(), written -> written);
   }
 
   @Override

@@ -135,6 +135,19 @@ public final class LocalCluster implements BeforeAllCallback, AfterAllCallback, 
         .orElseThrow(() -> new AssertionError("job " + job + " ended without an error"));
   }
 
+  /** Waits for the job's end; throws, with the job's own error as the cause, unless it finished. */
+  public void awaitFinished(JobID job) throws Exception {
+    JobResult result = cluster.requestJobResult(job).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+    if (!result.isSuccess()) {
+      throw new AssertionError(
+          "job " + job + " did not finish: " + result.getApplicationStatus(),
+          result
+              .getSerializedThrowable()
+              .map(t -> t.deserializeError(getClass().getClassLoader()))
+              .orElse(null));
+    }
+  }
+
   /** Whether every task of the job is running (its sources' enumerators started before). */
   public boolean allTasksRunning(JobID job) throws Exception {
     AccessExecutionGraph graph = cluster.getExecutionGraph(job).get();

@@ -21,6 +21,7 @@ import org.apache.iceberg.MetadataUpdate;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.SupportsNamespaces;
+import org.apache.iceberg.catalog.TableCommit;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.rest.RESTCatalog;
@@ -287,6 +288,11 @@ public final class RemoteConnection implements CatalogConnection {
   @Override
   public Optional<CommitEvent> commitOf(TableIdentifier table, long snapshotId) {
     return client.commitOf(table, snapshotId);
+  }
+
+  @Override
+  public void commitTransaction(List<TableCommit> commits) {
+    catalog.commitTransaction(commits);
   }
 
   @Override

@@ -13,6 +13,7 @@ import org.apache.iceberg.Transaction;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.SupportsNamespaces;
+import org.apache.iceberg.catalog.TableCommit;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.rest.RESTCatalog;
 
@@ -203,6 +204,20 @@ final class RidingCatalog implements Catalog, SupportsNamespaces {
         "renaming " + from + " to " + to,
         () -> {
           rest.renameTable(from, to);
+          return null;
+        });
+  }
+
+  /**
+   * Commits several tables at once. Retried only when the request was never sent: a retry of one
+   * whose answer was lost would find its tables moved, or be refused by the catalog's checkpoint
+   * guard.
+   */
+  void commitTransaction(List<TableCommit> commits) {
+    change(
+        "committing " + commits.size() + " tables",
+        () -> {
+          rest.commitTransaction(commits);
           return null;
         });
   }
