@@ -8,14 +8,18 @@ import static io.skade.sink.ThreeTables.ORDERS_SCHEMA;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.tuple;
+import static org.awaitility.Awaitility.await;
 
 import io.skade.catalog.SkadeCatalog;
+import io.skade.sink.ThreeTables.Expected;
 import io.skade.sink.ThreeTables.Faults;
 import io.skade.testing.LocalCluster;
 import io.skade.testing.TestCatalog;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Random;
+import org.apache.flink.api.common.JobID;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.RestartStrategyOptions;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -27,8 +31,12 @@ import org.apache.flink.types.RowKind;
 import org.apache.flink.util.function.SerializableSupplier;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.IcebergGenerics;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.io.CloseableIterable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@link SkadeMultiTableSink} in a MiniCluster: three tables written by one job whose input fails
@@ -56,7 +64,7 @@ class SkadeMultiTableSinkTest {
     conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(50));
     StreamExecutionEnvironment env = new StreamExecutionEnvironment(conf);
     env.enableCheckpointing(100);
-    ThreeTables.job(env, catalog.properties(), TRANSACTIONS, 1_500);
+    ThreeTables.job(env, catalog.properties(), TRANSACTIONS, 1_500, 2);
     CLUSTER.awaitFinished(CLUSTER.submit(env, "three tables", null));
 
     assertThat(Faults.thrown.get()).as("failures injected").isEqualTo(4);
@@ -66,6 +74,46 @@ class SkadeMultiTableSinkTest {
                 skade, skade::commitOf, TRANSACTIONS))
         .as("checkpoints that wrote several tables")
         .isGreaterThan(5);
+  }
+
+  @Test
+  void aJobStoppedWithASavepointAndRestoredAtAnotherParallelismWritesEachRowOnce(
+      @TempDir Path savepoints) throws Exception {
+    SkadeCatalog skade = catalog.get();
+    skade.createNamespace(ORDERS.namespace());
+    ThreeTables.create(skade);
+    Faults.set(new long[0], null);
+    long transactions = 2_000;
+
+    StreamExecutionEnvironment first = LocalCluster.environment(1);
+    first.enableCheckpointing(100);
+    ThreeTables.job(first, catalog.properties(), transactions, 500, 2);
+    JobID job = CLUSTER.submit(first, "three tables, 2 writers", null);
+    long before = skade.commitSeq();
+    await().atMost(Duration.ofMinutes(1)).until(() -> skade.commitSeq() >= before + 6);
+    String savepoint = CLUSTER.stopWithSavepoint(job, savepoints);
+    assertThat(auditRows(skade))
+        .as("audit rows committed before the savepoint: some, not all")
+        .isPositive()
+        .isLessThan(Expected.upTo(transactions).audit().size());
+
+    StreamExecutionEnvironment second = LocalCluster.environment(1);
+    second.enableCheckpointing(100);
+    ThreeTables.job(second, catalog.properties(), transactions, 5_000, 3);
+    CLUSTER.awaitFinished(CLUSTER.submit(second, "three tables, 3 writers", savepoint));
+
+    ThreeTables.assertWrittenOnceInOneTransactionPerCheckpoint(
+        skade, skade::commitOf, transactions);
+  }
+
+  private static int auditRows(SkadeCatalog skade) throws Exception {
+    try (CloseableIterable<Record> records = IcebergGenerics.read(skade.loadTable(AUDIT)).build()) {
+      int rows = 0;
+      for (Record ignored : records) {
+        rows++;
+      }
+      return rows;
+    }
   }
 
   @Test

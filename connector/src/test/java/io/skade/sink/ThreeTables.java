@@ -78,17 +78,23 @@ final class ThreeTables {
 
   /**
    * The job in {@code env}: transactions 1..n at {@code perSecond} from one task (so each key's
-   * changes stay in order), through {@link Faults}, into the sink's writers at parallelism 2.
+   * changes stay in order), through {@link Faults}, into the sink's {@code writers}.
    */
   static void job(
-      StreamExecutionEnvironment env, Map<String, String> catalog, long n, double perSecond) {
+      StreamExecutionEnvironment env,
+      Map<String, String> catalog,
+      long n,
+      double perSecond,
+      int writers) {
     env.fromSource(
             new DataGeneratorSource<>(
                 index -> index + 1, n, RateLimiterStrategy.perSecond(perSecond), Types.LONG),
             WatermarkStrategy.noWatermarks(),
             "transactions")
+        .uid("transactions")
         .setParallelism(1)
         .flatMap(new Transactions())
+        .uid("rows")
         .setParallelism(1)
         .sinkTo(
             SkadeMultiTableSink.builder()
@@ -97,7 +103,8 @@ final class ThreeTables {
                 .table("shop.lines")
                 .table("shop.audit")
                 .build())
-        .setParallelism(2);
+        .uid("three-tables")
+        .setParallelism(writers);
   }
 
   /** The commit of a table's snapshot on the catalog's log. */

@@ -50,7 +50,7 @@ class SkadeMultiTableSinkRemoteTest {
       env.enableCheckpointing(200);
       Map<String, String> throughProxy =
           Map.of("uri", proxy.uri(), "token", ServerProcess.TOKEN, "server.retry-timeout", "1 min");
-      ThreeTables.job(env, throughProxy, TRANSACTIONS, 1_000);
+      ThreeTables.job(env, throughProxy, TRANSACTIONS, 1_000, 2);
       env.execute("three tables through a server");
 
       assertThat(proxy.lost()).as("exchanges the proxy lost").isEqualTo(1);
