@@ -44,10 +44,10 @@ import org.apache.iceberg.types.Types.StringType;
  * an {@code audit} row (a table without a key, where a row committed twice stays twice) for every
  * even t.
  */
-final class ThreeTables {
-  static final TableIdentifier ORDERS = TableIdentifier.of("shop", "orders");
-  static final TableIdentifier LINES = TableIdentifier.of("shop", "lines");
-  static final TableIdentifier AUDIT = TableIdentifier.of("shop", "audit");
+public final class ThreeTables {
+  public static final TableIdentifier ORDERS = TableIdentifier.of("shop", "orders");
+  public static final TableIdentifier LINES = TableIdentifier.of("shop", "lines");
+  public static final TableIdentifier AUDIT = TableIdentifier.of("shop", "audit");
 
   static final Schema ORDERS_SCHEMA =
       new Schema(
@@ -70,7 +70,7 @@ final class ThreeTables {
   private ThreeTables() {}
 
   /** Creates the three tables. */
-  static void create(Catalog catalog) {
+  public static void create(Catalog catalog) {
     catalog.createTable(ORDERS, ORDERS_SCHEMA);
     catalog.createTable(LINES, LINES_SCHEMA);
     catalog.createTable(AUDIT, AUDIT_SCHEMA);
@@ -80,7 +80,7 @@ final class ThreeTables {
    * The job in {@code env}: transactions 1..n at {@code perSecond} from one task (so each key's
    * changes stay in order), through {@link Faults}, into the sink's {@code writers}.
    */
-  static void job(
+  public static void job(
       StreamExecutionEnvironment env,
       Map<String, String> catalog,
       long n,
@@ -108,7 +108,7 @@ final class ThreeTables {
   }
 
   /** The commit of a table's snapshot on the catalog's log. */
-  interface CommitOf {
+  public interface CommitOf {
     Optional<CommitEvent> commitOf(TableIdentifier table, long snapshotId);
   }
 
@@ -117,8 +117,8 @@ final class ThreeTables {
    * consecutive on the log and, when they are several, one transaction; no checkpoint is committed
    * twice to a table. Returns how many checkpoints wrote several tables.
    */
-  static int assertWrittenOnceInOneTransactionPerCheckpoint(Catalog catalog, CommitOf log, long n)
-      throws Exception {
+  public static int assertWrittenOnceInOneTransactionPerCheckpoint(
+      Catalog catalog, CommitOf log, long n) throws Exception {
     Expected expected = Expected.upTo(n);
     assertThat(rows(catalog.loadTable(ORDERS), "id", "version")).isEqualTo(expected.orders());
     assertThat(rows(catalog.loadTable(LINES), "line_id", "txn")).isEqualTo(expected.lines());
