@@ -3,15 +3,10 @@ package io.skade.sink;
 import io.skade.maintenance.IcebergInternals;
 import java.io.IOException;
 import java.util.List;
-import org.apache.flink.core.io.SimpleVersionedSerialization;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
 import org.apache.flink.util.function.SerializableSupplier;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.TableUtil;
 import org.apache.iceberg.flink.TableLoader;
-import org.apache.iceberg.flink.sink.DeltaManifests;
-import org.apache.iceberg.flink.sink.DeltaManifestsSerializer;
-import org.apache.iceberg.flink.sink.FlinkManifestUtil;
 import org.apache.iceberg.flink.sink.ManifestOutputFileFactory;
 import org.apache.iceberg.io.WriteResult;
 
@@ -52,14 +47,7 @@ final class CheckpointAggregator extends CheckpointGrouping<WriteResult, Object>
     }
     table = tableLoader.loadTable();
     committables = serializer.get();
-    manifests =
-        FlinkManifestUtil.createOutputFileFactory(
-            () -> table,
-            table.properties(),
-            jobId(),
-            getOperatorID().toString(),
-            getRuntimeContext().getTaskInfo().getIndexOfThisSubtask(),
-            getRuntimeContext().getTaskInfo().getAttemptNumber());
+    manifests = manifestFiles(table);
   }
 
   @Override
@@ -70,23 +58,5 @@ final class CheckpointAggregator extends CheckpointGrouping<WriteResult, Object>
         getRuntimeContext().getOperatorUniqueID(),
         checkpointId,
         written.isEmpty() ? new byte[0] : manifest(table, manifests, written, checkpointId));
-  }
-
-  /** The results' files in a new manifest of {@code table}, as Iceberg's committer reads it. */
-  static byte[] manifest(
-      Table table,
-      ManifestOutputFileFactory manifests,
-      List<WriteResult> written,
-      long checkpointId)
-      throws IOException {
-    WriteResult merged = WriteResult.builder().addAll(written).build();
-    DeltaManifests delta =
-        FlinkManifestUtil.writeCompletedFiles(
-            merged,
-            () -> manifests.create(checkpointId),
-            table.spec(),
-            TableUtil.formatVersion(table));
-    return SimpleVersionedSerialization.writeVersionAndSerialize(
-        DeltaManifestsSerializer.INSTANCE, delta);
   }
 }

@@ -1,10 +1,12 @@
 package io.skade.sink;
 
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
 import java.util.TreeMap;
+import org.apache.flink.core.io.SimpleVersionedSerialization;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.streaming.api.connector.sink2.CommittableMessage;
 import org.apache.flink.streaming.api.connector.sink2.CommittableSummary;
@@ -12,6 +14,13 @@ import org.apache.flink.streaming.api.connector.sink2.CommittableWithLineage;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.TableUtil;
+import org.apache.iceberg.flink.sink.DeltaManifests;
+import org.apache.iceberg.flink.sink.DeltaManifestsSerializer;
+import org.apache.iceberg.flink.sink.FlinkManifestUtil;
+import org.apache.iceberg.flink.sink.ManifestOutputFileFactory;
+import org.apache.iceberg.io.WriteResult;
 
 /**
  * A sink's pre-commit step (one task): the writers' results become one committable per checkpoint
@@ -89,6 +98,32 @@ abstract class CheckpointGrouping<R, C> extends AbstractStreamOperator<Committab
 
   /** The committable of checkpoint {@code checkpointId}: {@code written}, possibly none. */
   abstract C committable(long checkpointId, List<R> written) throws Exception;
+
+  /** A factory of this task's manifest files of {@code table}. */
+  ManifestOutputFileFactory manifestFiles(Table table) {
+    return FlinkManifestUtil.createOutputFileFactory(
+        () -> table,
+        table.properties(),
+        jobId(),
+        getOperatorID().toString(),
+        getRuntimeContext().getTaskInfo().getIndexOfThisSubtask(),
+        getRuntimeContext().getTaskInfo().getAttemptNumber());
+  }
+
+  /**
+   * {@code written}'s files in a new manifest of {@code table} from {@code files}, serialized as
+   * Iceberg's committers read it.
+   */
+  static byte[] manifest(
+      Table table, ManifestOutputFileFactory files, List<WriteResult> written, long checkpointId)
+      throws IOException {
+    WriteResult merged = WriteResult.builder().addAll(written).build();
+    DeltaManifests delta =
+        FlinkManifestUtil.writeCompletedFiles(
+            merged, () -> files.create(checkpointId), table.spec(), TableUtil.formatVersion(table));
+    return SimpleVersionedSerialization.writeVersionAndSerialize(
+        DeltaManifestsSerializer.INSTANCE, delta);
+  }
 
   /** The job's id, which stamps the commits. */
   String jobId() {

@@ -72,13 +72,13 @@ final class MultiTableCommitter implements Committer<MultiTableCommittable> {
   }
 
   private void commit(MultiTableCommittable committable) throws IOException {
+    Map<TableIdentifier, DeltaManifests> manifests = manifests(committable);
     for (int attempt = 1; ; attempt++) {
       Map<TableIdentifier, Table> tables = new LinkedHashMap<>();
       for (String name : committable.manifests().keySet()) {
         TableIdentifier table = TableIdentifier.parse(name);
         tables.put(table, connection().catalog().loadTable(table));
       }
-      Map<TableIdentifier, DeltaManifests> manifests = manifests(committable);
       for (Map.Entry<TableIdentifier, Table> table : tables.entrySet()) {
         long committed =
             committedCheckpoint(table.getValue(), committable.jobId(), committable.operatorId());

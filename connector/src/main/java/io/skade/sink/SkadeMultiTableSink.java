@@ -123,8 +123,10 @@ public final class SkadeMultiTableSink
     SingleOutputStreamOperator<TableRow> checked =
         rows.map(new TableRowRouting.Check(arity))
             .returns(new TableRowTypeInfo(List.copyOf(targets.keySet()), ordered))
-            .name(name)
-            .setParallelism(rows.getParallelism());
+            .name(name);
+    if (rows.getParallelism() > 0) {
+      checked.setParallelism(rows.getParallelism()); // chained to the rows' operator
+    }
     if (uidSuffix != null) {
       checked.uid(name);
     }

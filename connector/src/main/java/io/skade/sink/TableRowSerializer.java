@@ -35,18 +35,9 @@ final class TableRowSerializer extends TypeSerializer<TableRow> {
     }
   }
 
-  /** The position of {@code table} among the sink's tables, or -1. */
-  int indexOf(String table) {
-    for (int i = 0; i < tables.length; i++) {
-      if (tables[i].equals(table)) {
-        return i;
-      }
-    }
-    return -1;
-  }
-
+  /** The position of {@code table} among the sink's tables. */
   private int index(String table) {
-    int index = indexOf(table);
+    int index = Arrays.asList(tables).indexOf(table);
     if (index < 0) {
       throw new IllegalArgumentException(
           "a row for table "

@@ -7,7 +7,6 @@ import java.util.Map;
 import java.util.SortedMap;
 import java.util.TreeMap;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.flink.sink.FlinkManifestUtil;
 import org.apache.iceberg.flink.sink.ManifestOutputFileFactory;
 import org.apache.iceberg.io.WriteResult;
 
@@ -38,15 +37,7 @@ final class TransactionAggregator
     for (Map.Entry<String, PlannedTableLoader> entry : planned.entrySet()) {
       Table table = entry.getValue().loadTable();
       tables.put(entry.getKey(), table);
-      manifests.put(
-          entry.getKey(),
-          FlinkManifestUtil.createOutputFileFactory(
-              () -> table,
-              table.properties(),
-              jobId(),
-              getOperatorID().toString(),
-              getRuntimeContext().getTaskInfo().getIndexOfThisSubtask(),
-              getRuntimeContext().getTaskInfo().getAttemptNumber()));
+      manifests.put(entry.getKey(), manifestFiles(table));
     }
   }
 
@@ -63,7 +54,7 @@ final class TransactionAggregator
     for (Map.Entry<String, List<WriteResult>> table : byTable.entrySet()) {
       tableManifests.put(
           table.getKey(),
-          CheckpointAggregator.manifest(
+          manifest(
               tables.get(table.getKey()),
               manifests.get(table.getKey()),
               table.getValue(),
