@@ -11,6 +11,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import org.apache.flink.api.connector.sink2.Committer;
 import org.apache.flink.core.io.SimpleVersionedSerialization;
 import org.apache.iceberg.BaseTransaction;
@@ -19,6 +20,7 @@ import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.RowDelta;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.Transaction;
 import org.apache.iceberg.catalog.TableCommit;
 import org.apache.iceberg.catalog.TableIdentifier;
@@ -28,6 +30,8 @@ import org.apache.iceberg.flink.sink.DeltaManifestsSerializer;
 import org.apache.iceberg.flink.sink.FlinkManifestUtil;
 import org.apache.iceberg.flink.sink.SinkUtil;
 import org.apache.iceberg.io.WriteResult;
+import org.apache.iceberg.util.PropertyUtil;
+import org.apache.iceberg.util.Tasks;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -44,9 +48,6 @@ import org.slf4j.LoggerFactory;
  */
 final class MultiTableCommitter implements Committer<MultiTableCommittable> {
   private static final Logger LOG = LoggerFactory.getLogger(MultiTableCommitter.class);
-
-  /** Attempts of one transaction whose tables other writers moved meanwhile. */
-  private static final int ATTEMPTS = 5;
 
   private final Map<String, String> catalogProperties;
   private final String actor;
@@ -71,60 +72,146 @@ final class MultiTableCommitter implements Committer<MultiTableCommittable> {
     }
   }
 
+  /**
+   * Commits {@code committable}, unless its tables record it already. A transaction refused because
+   * a table moved since it was staged (another writer's commit) is staged again on the tables as
+   * they are then, with the most retries and waits the tables' {@code commit.retry.*} properties
+   * allow, as Iceberg retries a table's own commits.
+   */
   private void commit(MultiTableCommittable committable) throws IOException {
-    Map<TableIdentifier, DeltaManifests> manifests = manifests(committable);
-    for (int attempt = 1; ; attempt++) {
-      Map<TableIdentifier, Table> tables = new LinkedHashMap<>();
-      for (String name : committable.manifests().keySet()) {
-        TableIdentifier table = TableIdentifier.parse(name);
-        tables.put(table, connection().catalog().loadTable(table));
-      }
-      for (Map.Entry<TableIdentifier, Table> table : tables.entrySet()) {
-        long committed =
-            committedCheckpoint(table.getValue(), committable.jobId(), committable.operatorId());
-        if (committed >= committable.checkpointId()) {
-          LOG.info(
-              "checkpoint {} of Flink job {} is committed already ({} records checkpoint {});"
-                  + " skipping it",
-              committable.checkpointId(),
-              committable.jobId(),
-              table.getKey(),
-              committed);
-          deleteManifests(tables, manifests, committable);
-          return;
-        }
-      }
-      List<TableCommit> commits = new ArrayList<>();
+    Map<TableIdentifier, DeltaManifests> manifests = new LinkedHashMap<>();
+    for (Map.Entry<String, byte[]> written : committable.manifests().entrySet()) {
+      manifests.put(
+          TableIdentifier.parse(written.getKey()),
+          SimpleVersionedSerialization.readVersionAndDeSerialize(
+              DeltaManifestsSerializer.INSTANCE, written.getValue()));
+    }
+    Map<TableIdentifier, Table> tables = load(manifests.keySet());
+    if (!committed(tables, committable)) {
+      // The files are read only now: a committed checkpoint's manifests may be gone.
+      Map<TableIdentifier, WriteResult> files = new LinkedHashMap<>();
       for (Map.Entry<TableIdentifier, Table> table : tables.entrySet()) {
         Table loaded = table.getValue();
-        WriteResult files =
+        files.put(
+            table.getKey(),
             FlinkManifestUtil.readCompletedFiles(
-                manifests.get(table.getKey()), loaded.io(), loaded.specs());
-        commits.add(stage(table.getKey(), loaded, files, committable));
+                manifests.get(table.getKey()), loaded.io(), loaded.specs()));
       }
-      try {
-        connection().commitTransaction(commits);
-      } catch (CommitFailedException e) {
-        if (attempt >= ATTEMPTS) {
-          throw new CommitFailedException(
-              e,
-              "skade multi-table sink: checkpoint %d of Flink job %s could not be committed to %s"
-                  + " in %d attempts; the tables kept moving under other writers' commits",
-              committable.checkpointId(),
-              committable.jobId(),
-              tables.keySet(),
-              ATTEMPTS);
-        }
+      commitWithRetries(committable, tables, files);
+    }
+    deleteManifests(tables, manifests, committable);
+  }
+
+  private void commitWithRetries(
+      MultiTableCommittable committable,
+      Map<TableIdentifier, Table> tables,
+      Map<TableIdentifier, WriteResult> files) {
+    List<Map<String, String>> properties = tables.values().stream().map(Table::properties).toList();
+    Map<TableIdentifier, Staged> staged = new HashMap<>();
+    try {
+      Tasks.foreach(committable)
+          .retry(
+              (int)
+                  most(
+                      properties,
+                      TableProperties.COMMIT_NUM_RETRIES,
+                      TableProperties.COMMIT_NUM_RETRIES_DEFAULT))
+          .exponentialBackoff(
+              most(
+                  properties,
+                  TableProperties.COMMIT_MIN_RETRY_WAIT_MS,
+                  TableProperties.COMMIT_MIN_RETRY_WAIT_MS_DEFAULT),
+              most(
+                  properties,
+                  TableProperties.COMMIT_MAX_RETRY_WAIT_MS,
+                  TableProperties.COMMIT_MAX_RETRY_WAIT_MS_DEFAULT),
+              most(
+                  properties,
+                  TableProperties.COMMIT_TOTAL_RETRY_TIME_MS,
+                  TableProperties.COMMIT_TOTAL_RETRY_TIME_MS_DEFAULT),
+              2.0)
+          .onlyRetryOn(CommitFailedException.class)
+          .throwFailureWhenFinished()
+          .run(attempt -> commitOnce(attempt, files, staged));
+    } catch (CommitFailedException e) {
+      throw new CommitFailedException(
+          e,
+          "skade multi-table sink: checkpoint %d of Flink job %s could not be committed to %s;"
+              + " every attempt found a table moved by another writer's commit (the attempts and"
+              + " waits are the table properties commit.retry.*)",
+          committable.checkpointId(),
+          committable.jobId(),
+          files.keySet());
+    }
+  }
+
+  /** A table's part of the transaction, staged on the table whose main was {@code base}. */
+  private record Staged(TableCommit commit, Long base) {}
+
+  /**
+   * One attempt: the tables as they are now, checked for the checkpoint, and committed; a table's
+   * part is staged again only when its main moved since it was staged, so that an attempt after a
+   * refusal is as short as it can be.
+   */
+  private void commitOnce(
+      MultiTableCommittable committable,
+      Map<TableIdentifier, WriteResult> files,
+      Map<TableIdentifier, Staged> staged) {
+    Map<TableIdentifier, Table> tables = load(files.keySet());
+    if (committed(tables, committable)) {
+      return; // a transaction whose answer was lost landed; the guard refused it again
+    }
+    List<TableCommit> commits = new ArrayList<>();
+    for (Map.Entry<TableIdentifier, Table> table : tables.entrySet()) {
+      Snapshot head = table.getValue().currentSnapshot();
+      Long main = head == null ? null : head.snapshotId();
+      Staged part = staged.get(table.getKey());
+      if (part == null || !Objects.equals(part.base(), main)) {
+        part =
+            new Staged(
+                stage(table.getKey(), table.getValue(), files.get(table.getKey()), committable),
+                main);
+        staged.put(table.getKey(), part);
+      }
+      commits.add(part.commit());
+    }
+    connection().commitTransaction(commits);
+  }
+
+  private Map<TableIdentifier, Table> load(Collection<TableIdentifier> identifiers) {
+    Map<TableIdentifier, Table> tables = new LinkedHashMap<>();
+    for (TableIdentifier table : identifiers) {
+      tables.put(table, connection().catalog().loadTable(table));
+    }
+    return tables;
+  }
+
+  /** Whether a table records the committable's checkpoint: then all do, and it is committed. */
+  private static boolean committed(
+      Map<TableIdentifier, Table> tables, MultiTableCommittable committable) {
+    for (Map.Entry<TableIdentifier, Table> table : tables.entrySet()) {
+      long committed =
+          committedCheckpoint(table.getValue(), committable.jobId(), committable.operatorId());
+      if (committed >= committable.checkpointId()) {
         LOG.info(
-            "the transaction of checkpoint {} of Flink job {} was refused ({}); trying again",
+            "checkpoint {} of Flink job {} is committed already ({} records checkpoint {});"
+                + " skipping it",
             committable.checkpointId(),
             committable.jobId(),
-            e.getMessage());
-        continue;
+            table.getKey(),
+            committed);
+        return true;
       }
-      deleteManifests(tables, manifests, committable);
-      return;
     }
+    return false;
+  }
+
+  /** The largest value of the retry property {@code key} among the tables'. */
+  private static long most(List<Map<String, String>> properties, String key, long byDefault) {
+    return properties.stream()
+        .mapToLong(table -> PropertyUtil.propertyAsLong(table, key, byDefault))
+        .max()
+        .orElse(byDefault);
   }
 
   /** {@code files} as a row delta of {@code table}, stamped with the job, operator, checkpoint. */
@@ -170,18 +257,6 @@ final class MultiTableCommitter implements Committer<MultiTableCommittable> {
       }
     }
     return -1;
-  }
-
-  private static Map<TableIdentifier, DeltaManifests> manifests(MultiTableCommittable committable)
-      throws IOException {
-    Map<TableIdentifier, DeltaManifests> manifests = new LinkedHashMap<>();
-    for (Map.Entry<String, byte[]> table : committable.manifests().entrySet()) {
-      manifests.put(
-          TableIdentifier.parse(table.getKey()),
-          SimpleVersionedSerialization.readVersionAndDeSerialize(
-              DeltaManifestsSerializer.INSTANCE, table.getValue()));
-    }
-    return manifests;
   }
 
   /** The manifests that carried the files here: the commit wrote its own. */

@@ -15,10 +15,15 @@ import io.skade.sink.ThreeTables.Expected;
 import io.skade.sink.ThreeTables.Faults;
 import io.skade.testing.LocalCluster;
 import io.skade.testing.TestCatalog;
+import io.skade.write.TableWriter;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.RestartStrategyOptions;
@@ -30,7 +35,9 @@ import org.apache.flink.table.data.StringData;
 import org.apache.flink.types.RowKind;
 import org.apache.flink.util.function.SerializableSupplier;
 import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
@@ -74,6 +81,55 @@ class SkadeMultiTableSinkTest {
                 skade, skade::commitOf, TRANSACTIONS))
         .as("checkpoints that wrote several tables")
         .isGreaterThan(5);
+  }
+
+  @Test
+  void tablesAnotherWriterMovesMeanwhileAreStagedAgain() throws Exception {
+    SkadeCatalog skade = catalog.get();
+    skade.createNamespace(ORDERS.namespace());
+    ThreeTables.create(skade);
+    Faults.set(new long[0], null);
+    AtomicBoolean done = new AtomicBoolean();
+    AtomicInteger appended = new AtomicInteger();
+    AtomicReference<RuntimeException> otherFailed = new AtomicReference<>();
+    // Another writer appends to one of the tables all along, a commit every 300 ms; the sink's
+    // transactions are staged again when it moved the table, as often as the table says.
+    skade
+        .loadTable(AUDIT)
+        .updateProperties()
+        .set(TableProperties.COMMIT_NUM_RETRIES, "20")
+        .commit();
+    Thread other =
+        new Thread(
+            () -> {
+              try {
+                while (!done.get()) {
+                  GenericRecord row = GenericRecord.create(AUDIT_SCHEMA);
+                  row.setField("txn", (long) -appended.incrementAndGet());
+                  new TableWriter(skade.loadTable(AUDIT)).append(List.of(row));
+                  LockSupport.parkNanos(Duration.ofMillis(300).toNanos());
+                }
+              } catch (RuntimeException e) {
+                otherFailed.set(e);
+              }
+            },
+            "another writer");
+    other.start();
+    long transactions = 3_000;
+    StreamExecutionEnvironment env = LocalCluster.environment(1);
+    env.enableCheckpointing(50);
+    ThreeTables.job(env, catalog.properties(), transactions, 1_000, 2);
+    try {
+      CLUSTER.awaitFinished(CLUSTER.submit(env, "three tables beside another writer", null));
+    } finally {
+      done.set(true);
+      other.join();
+    }
+
+    assertThat(otherFailed.get()).as("the other writer's failure").isNull();
+    assertThat(appended.get()).as("the other writer's commits").isGreaterThan(5);
+    ThreeTables.assertWrittenOnceInOneTransactionPerCheckpoint(
+        skade, skade::commitOf, transactions);
   }
 
   @Test
