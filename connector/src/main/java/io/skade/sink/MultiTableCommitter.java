@@ -12,6 +12,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.flink.api.connector.sink2.Committer;
 import org.apache.flink.core.io.SimpleVersionedSerialization;
 import org.apache.iceberg.BaseTransaction;
@@ -108,6 +109,7 @@ final class MultiTableCommitter implements Committer<MultiTableCommittable> {
       Map<TableIdentifier, WriteResult> files) {
     List<Map<String, String>> properties = tables.values().stream().map(Table::properties).toList();
     Map<TableIdentifier, Staged> staged = new HashMap<>();
+    AtomicBoolean first = new AtomicBoolean(true); // the first attempt takes the tables just loaded
     try {
       Tasks.foreach(committable)
           .retry(
@@ -132,7 +134,13 @@ final class MultiTableCommitter implements Committer<MultiTableCommittable> {
               2.0)
           .onlyRetryOn(CommitFailedException.class)
           .throwFailureWhenFinished()
-          .run(attempt -> commitOnce(attempt, files, staged));
+          .run(
+              attempt ->
+                  commitOnce(
+                      attempt,
+                      first.getAndSet(false) ? tables : load(files.keySet()),
+                      files,
+                      staged));
     } catch (CommitFailedException e) {
       throw new CommitFailedException(
           e,
@@ -149,15 +157,15 @@ final class MultiTableCommitter implements Committer<MultiTableCommittable> {
   private record Staged(TableCommit commit, Long base) {}
 
   /**
-   * One attempt: the tables as they are now, checked for the checkpoint, and committed; a table's
-   * part is staged again only when its main moved since it was staged, so that an attempt after a
-   * refusal is as short as it can be.
+   * One attempt on the tables as they are now ({@code tables}): checked for the checkpoint, and
+   * committed; a table's part is staged again only when its main moved since it was staged, so that
+   * an attempt after a refusal is as short as it can be.
    */
   private void commitOnce(
       MultiTableCommittable committable,
+      Map<TableIdentifier, Table> tables,
       Map<TableIdentifier, WriteResult> files,
       Map<TableIdentifier, Staged> staged) {
-    Map<TableIdentifier, Table> tables = load(files.keySet());
     if (committed(tables, committable)) {
       return; // a transaction whose answer was lost landed; the guard refused it again
     }

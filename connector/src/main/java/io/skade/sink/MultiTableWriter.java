@@ -30,7 +30,7 @@ final class MultiTableWriter implements CommittingSinkWriter<TableRow, TableWrit
   public void write(TableRow element, Context context) throws IOException {
     SkadeMultiTableSink.Target target = targets.get(element.table());
     RowData row = element.row();
-    if (target.key().isEmpty()
+    if (target.keyPositions().length == 0
         && row.getRowKind() != RowKind.INSERT
         && row.getRowKind() != RowKind.UPDATE_AFTER) {
       throw new IllegalArgumentException(

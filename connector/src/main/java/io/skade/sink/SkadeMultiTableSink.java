@@ -60,15 +60,11 @@ public final class SkadeMultiTableSink
   private static final long serialVersionUID = 1L;
 
   /**
-   * One table: its row type, its key (empty: inserts only) and the positions of the key's columns,
-   * its writers' factory and the table as planned, for the manifests.
+   * One table: its row type, the positions of its key's columns (none: inserts only), its writers'
+   * factory and the table as planned, for the manifests.
    */
   record Target(
-      RowType type,
-      List<String> key,
-      int[] keyPositions,
-      RowDataTaskWriterFactory files,
-      PlannedTableLoader planned)
+      RowType type, int[] keyPositions, RowDataTaskWriterFactory files, PlannedTableLoader planned)
       implements Serializable {}
 
   private final HashMap<String, String> catalogProperties;

@@ -159,7 +159,7 @@ public final class SkadeMultiTableSinkBuilder {
             keyIds,
             !key.isEmpty());
     return new SkadeMultiTableSink.Target(
-        type, key, TableRowRouting.positions(type, key), files, planned);
+        type, TableRowRouting.positions(type, key), files, planned);
   }
 
   /** The table's identifier fields, in the order of its columns. */

@@ -7,7 +7,6 @@ import io.skade.scan.MetadataCache;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import org.apache.iceberg.HasTableOperations;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.SnapshotRef;
 import org.apache.iceberg.Table;
@@ -132,7 +131,7 @@ public final class DatabaseChangelog {
   /** The catalog's FileIO, which its tables share: taken from the first table read. */
   private FileIO io(TableCommit commit) {
     if (io == null) {
-      io = ((HasTableOperations) catalog.catalog().loadTable(commit.table())).operations().io();
+      io = catalog.catalog().loadTable(commit.table()).io();
     }
     return io;
   }

@@ -21,7 +21,6 @@ import java.util.Set;
 import java.util.TreeMap;
 import org.apache.iceberg.AppendFiles;
 import org.apache.iceberg.BaseTransaction;
-import org.apache.iceberg.HasTableOperations;
 import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
@@ -207,7 +206,7 @@ class DatabaseChangelogTest {
         MetadataCache.shared()
             .table(
                 commit.commit().metadataLocation(),
-                ((HasTableOperations) skade.loadTable(commit.table())).operations().io(),
+                skade.loadTable(commit.table()).io(),
                 commit.table().toString());
     if (at.currentSnapshot() == null) {
       return rows;
