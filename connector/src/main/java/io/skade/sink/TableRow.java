@@ -1,7 +1,11 @@
 package io.skade.sink;
 
+import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.types.logical.RowType;
 import org.apache.iceberg.catalog.TableIdentifier;
 
 /**
@@ -27,6 +31,15 @@ public final class TableRow {
   /** A row of {@code table}. */
   public static TableRow of(TableIdentifier table, RowData row) {
     return new TableRow(table.toString(), row);
+  }
+
+  /**
+   * The Flink type of rows of these tables (name → row type), carried by skade's own serializer,
+   * never Kryo.
+   */
+  public static TypeInformation<TableRow> typeInfo(Map<String, RowType> types) {
+    List<String> tables = List.copyOf(types.keySet());
+    return new TableRowTypeInfo(tables, tables.stream().map(types::get).toList());
   }
 
   /** The table's name, {@code namespace.name}. */

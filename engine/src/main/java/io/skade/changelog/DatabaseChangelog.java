@@ -4,8 +4,10 @@ import io.skade.catalog.CatalogConnection;
 import io.skade.catalog.CommitEvent;
 import io.skade.catalog.CommitOperation;
 import io.skade.scan.MetadataCache;
+import io.skade.scan.RecordDecoder;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.SnapshotRef;
@@ -96,16 +98,27 @@ public final class DatabaseChangelog {
    *     branch, whose rows no snapshot holds any more
    */
   public CloseableIterator<ChangeRow> changes(TableCommit commit) {
+    return changes(io(commit), options, null, commit);
+  }
+
+  /**
+   * As {@link #changes(TableCommit)}, read with {@code io} alone: what a reader in another process,
+   * which holds no catalog, does with a commit the log named.
+   *
+   * @param decoder how data files are decoded into rows, or null for Iceberg's generic records
+   */
+  public static CloseableIterator<ChangeRow> changes(
+      FileIO io, ChangelogOptions options, RecordDecoder decoder, TableCommit commit) {
     CommitEvent event = commit.commit();
     if (!event.operation().leavesPointer() || event.operation() == CommitOperation.RENAME_TO) {
       return CloseableIterator.empty();
     }
-    Table after = table(commit, event.metadataLocation());
+    Table after = table(io, commit, event.metadataLocation());
     Long to = main(after);
     Long from =
         event.previousMetadataLocation() == null
             ? null
-            : main(table(commit, event.previousMetadataLocation()));
+            : main(table(io, commit, event.previousMetadataLocation()));
     if (Objects.equals(from, to)) {
       return CloseableIterator.empty();
     }
@@ -117,15 +130,23 @@ public final class DatabaseChangelog {
               + commit.table()
               + ", whose rows no snapshot holds any more; a changelog cannot say what it deleted");
     }
-    ChangelogReader reader = new ChangelogReader(after, options);
+    ChangelogReader reader = new ChangelogReader(after, options, Map.of(), decoder);
     return from == null || SnapshotUtil.isAncestorOf(after, to, from)
         ? reader.changes(from, to)
         : reader.changesBetween(from, to);
   }
 
+  /**
+   * The table as {@code commit} left it: its rows' schema and its {@code main} snapshot, read with
+   * {@code io}.
+   */
+  public static Table tableAfter(FileIO io, TableCommit commit) {
+    return table(io, commit, commit.commit().metadataLocation());
+  }
+
   /** The table as metadata file {@code location} describes it. */
-  private Table table(TableCommit commit, String location) {
-    return MetadataCache.shared().table(location, io(commit), commit.table().toString());
+  private static Table table(FileIO io, TableCommit commit, String location) {
+    return MetadataCache.shared().table(location, io, commit.table().toString());
   }
 
   /** The catalog's FileIO, which its tables share: taken from the first table read. */

@@ -37,7 +37,7 @@ import org.apache.parquet.schema.MessageType;
  * microseconds, nanosecond timestamps) or that nest (structs, lists, maps) are not decoded here: a
  * schema with one is read into Iceberg's generic records. One decoder serves one thread.
  */
-final class RowDataDecoder implements RecordDecoder {
+public final class RowDataDecoder implements RecordDecoder {
   /** Per struct decoded, its columns: how they are read and where. */
   private final Map<Types.StructType, Layout> layouts = new HashMap<>();
 
@@ -94,7 +94,7 @@ final class RowDataDecoder implements RecordDecoder {
   /**
    * The Flink row of {@code change}'s record when this decoded it, with {@code kind}; else null.
    */
-  static RowData rowData(Record change, RowKind kind) {
+  public static RowData rowData(Record change, RowKind kind) {
     return change instanceof DecodedRow decoded ? decoded.withKind(kind) : null;
   }
 

@@ -1,0 +1,310 @@
+package io.skade.source.database.enumerator;
+
+import io.skade.catalog.CatalogConnection;
+import io.skade.catalog.CommitFeedLaggedException;
+import io.skade.catalog.CommitSubscription;
+import io.skade.changelog.ChangelogOptions;
+import io.skade.changelog.DatabaseChangelog;
+import io.skade.changelog.DatabaseChangelog.Page;
+import io.skade.changelog.DatabaseChangelog.TableCommit;
+import io.skade.changelog.TableSelection;
+import io.skade.source.SplitsFinishedEvent;
+import io.skade.source.database.CheckpointBoundaryEvent;
+import io.skade.source.database.Consistency;
+import io.skade.source.database.split.CommitSplit;
+import java.io.Serializable;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.NavigableMap;
+import java.util.TreeMap;
+import org.apache.flink.api.connector.source.SourceEvent;
+import org.apache.flink.api.connector.source.SplitEnumerator;
+import org.apache.flink.api.connector.source.SplitEnumeratorContext;
+import org.apache.flink.api.connector.source.SplitsAssignment;
+import org.apache.flink.util.FlinkRuntimeException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Reads the catalog's commit log for the selected tables and hands each commit's split to the
+ * reader that owns its table, in commit order; a table is owned by one reader (by a hash of its
+ * key), so the changes of a key leave the source in order.
+ *
+ * <p>Assignments go out one atomic commit at a time, never part of one. In {@link
+ * Consistency#COMMIT} the next commit goes out only when every split of the ones before it was
+ * reported finished; in {@link Consistency#TABLE} readers are given up to {@link #MAX_OUTSTANDING}
+ * splits ahead.
+ *
+ * <p>Checkpoints fall on commit boundaries. When Flink checkpoints the enumerator it takes as
+ * boundary the last commit whose splits all went out (nothing after it did), stores it, and tells
+ * every reader; a reader lets the checkpoint's barrier out once it emitted all its splits up to the
+ * boundary, and starts none after it before. So the readers hold no state, a restore — at any
+ * parallelism — reads the log again after the boundary, and a checkpoint never holds part of a
+ * commit.
+ */
+public final class DatabaseEnumerator
+    implements SplitEnumerator<CommitSplit, DatabaseEnumeratorState> {
+  private static final Logger LOG = LoggerFactory.getLogger(DatabaseEnumerator.class);
+
+  /** Commits read from the log at a time. */
+  static final int PAGE = 1000;
+
+  /** The most splits read ahead of the readers: beyond them the log waits. */
+  static final int MAX_QUEUED = 10 * PAGE;
+
+  /** In {@link Consistency#TABLE}, the most splits given out and not yet finished. */
+  static final int MAX_OUTSTANDING = PAGE;
+
+  /**
+   * What the source asks of its enumerator.
+   *
+   * @param startAfter the {@code commit_seq} after which the changes start; null: after the log's
+   *     last commit when the job starts
+   */
+  public record Settings(
+      TableSelection tables, Consistency consistency, Long startAfter, Duration pollInterval)
+      implements Serializable {}
+
+  private final SplitEnumeratorContext<CommitSplit> context;
+  private final CatalogConnection catalog;
+  private final Settings settings;
+  private final DatabaseChangelog changelog;
+
+  /** Splits read from the log and not given out, by {@code commit_seq} (one table per commit). */
+  private final NavigableMap<Long, CommitSplit> queue = new TreeMap<>();
+
+  /** Splits given out and not reported finished, by id. */
+  private final Map<String, CommitSplit> unfinished = new HashMap<>();
+
+  /** The boundaries of checkpoints neither completed nor aborted: checkpoint → commit. */
+  private final NavigableMap<Long, Long> openBoundaries = new TreeMap<>();
+
+  /** The log read up to here: every split of a commit up to it is queued or given out. */
+  private long read;
+
+  private boolean reading;
+  private CommitSubscription feed;
+  private volatile boolean closed;
+
+  public DatabaseEnumerator(
+      SplitEnumeratorContext<CommitSplit> context,
+      CatalogConnection catalog,
+      Settings settings,
+      DatabaseEnumeratorState restored) {
+    this.context = context;
+    this.catalog = catalog;
+    this.settings = settings;
+    this.changelog = new DatabaseChangelog(catalog, settings.tables(), ChangelogOptions.defaults());
+    this.read =
+        restored != null
+            ? restored.commitSeq()
+            : settings.startAfter() != null ? settings.startAfter() : catalog.feed().commitSeq();
+  }
+
+  @Override
+  public void start() {
+    if (catalog.pushesCommits() && !catalog.isRemote()) {
+      listen(catalog.feed().subscribeCommits());
+    } else if (catalog.pushesCommits()) {
+      context.callAsync(
+          () -> catalog.feed().subscribeCommits(),
+          (subscription, error) -> {
+            if (error != null) {
+              LOG.warn(
+                  "skade database source: could not follow the server's commit feed; polling"
+                      + " every {} instead",
+                  settings.pollInterval(),
+                  error);
+            } else if (closed) {
+              subscription.close();
+            } else {
+              listen(subscription);
+            }
+          });
+    }
+    long poll = settings.pollInterval().toMillis();
+    context.callAsync(
+        catalog.feed()::commitSeq,
+        (seq, error) -> {
+          if (error != null) {
+            LOG.warn("skade database source: polling the commit log failed; retrying", error);
+          } else if (seq > read) {
+            readLog();
+          }
+        },
+        poll,
+        poll);
+    readLog();
+  }
+
+  private void listen(CommitSubscription subscription) {
+    feed = subscription;
+    feed.onAvailable(() -> context.runInCoordinatorThread(this::onFeed));
+  }
+
+  /** A commit was pushed: the log holds it, so it is read from there. */
+  private void onFeed() {
+    try {
+      while (feed.poll() != null) {
+        // drained: the read below starts at the log's cursor
+      }
+    } catch (CommitFeedLaggedException lagged) {
+      // the log has the commits the feed dropped
+    }
+    readLog();
+  }
+
+  /** Reads the next page of the log off the coordinator thread, one read at a time. */
+  private void readLog() {
+    if (reading || closed || queue.size() >= MAX_QUEUED) {
+      return;
+    }
+    reading = true;
+    long after = read;
+    context.callAsync(
+        () -> changelog.commitsAfter(after, PAGE),
+        (page, error) -> {
+          reading = false;
+          if (error != null) {
+            LOG.warn(
+                "skade database source: reading the commit log after {} failed; retrying at the"
+                    + " next poll",
+                after,
+                error);
+            return;
+          }
+          accept(page);
+        });
+  }
+
+  private void accept(Page page) {
+    for (TableCommit commit : page.commits()) {
+      queue.put(commit.commit().commitSeq(), CommitSplit.of(commit));
+    }
+    boolean more = page.lastCommitSeq() > read;
+    read = page.lastCommitSeq();
+    assign();
+    if (more) {
+      readLog();
+    }
+  }
+
+  /** Gives out whole atomic commits, in order, as far as the consistency allows. */
+  private void assign() {
+    Map<Integer, List<CommitSplit>> batch = new HashMap<>();
+    while (!queue.isEmpty()
+        && (settings.consistency() == Consistency.COMMIT
+            ? unfinished.isEmpty() && batch.isEmpty()
+            : unfinished.size() < MAX_OUTSTANDING)) {
+      List<CommitSplit> commit = nextCommit();
+      if (!commit.stream()
+          .allMatch(split -> context.registeredReaders().containsKey(owner(split)))) {
+        break; // its reader starts later: nothing after it goes out before it
+      }
+      for (CommitSplit split : commit) {
+        queue.remove(split.commitSeq());
+        unfinished.put(split.splitId(), split);
+        batch.computeIfAbsent(owner(split), reader -> new ArrayList<>()).add(split);
+      }
+    }
+    if (!batch.isEmpty()) {
+      context.assignSplits(new SplitsAssignment<>(batch));
+    }
+  }
+
+  /** The splits of the atomic commit at the head of the queue. */
+  private List<CommitSplit> nextCommit() {
+    long start = queue.firstEntry().getValue().transactionStart();
+    List<CommitSplit> splits = new ArrayList<>();
+    for (CommitSplit split : queue.values()) {
+      if (split.transactionStart() != start) {
+        break;
+      }
+      splits.add(split);
+    }
+    return splits;
+  }
+
+  /** The reader that reads every split of the split's table. */
+  private int owner(CommitSplit split) {
+    return Math.floorMod(split.commit().tableKey().hashCode(), context.currentParallelism());
+  }
+
+  @Override
+  public void handleSourceEvent(int subtaskId, SourceEvent event) {
+    if (event instanceof SplitsFinishedEvent finished) {
+      finished.splitIds().forEach(unfinished::remove);
+      assign();
+      readLog();
+    }
+  }
+
+  /**
+   * A reader failed alone (a partial failover) while the others went on, and splits it was given
+   * since the last checkpoint come back: the source cannot carry on, since its checkpoints need
+   * every reader on one commit boundary, so it fails the job, whose restart takes every reader back
+   * to the last checkpoint.
+   */
+  @Override
+  public void addSplitsBack(List<CommitSplit> splits, int subtaskId) {
+    if (splits.isEmpty()) {
+      return; // it had nothing to read again
+    }
+    throw new FlinkRuntimeException(
+        "reader "
+            + subtaskId
+            + " of the skade database source failed alone; the source restarts whole from its"
+            + " last checkpoint, where every reader's changes end at one commit (a job whose"
+            + " source feeds its next operator one-to-one fails over by region: this restarts it"
+            + " whole)");
+  }
+
+  @Override
+  public void addReader(int subtaskId) {
+    openBoundaries.forEach(
+        (checkpoint, commitSeq) ->
+            context.sendEventToSourceReader(
+                subtaskId, new CheckpointBoundaryEvent(checkpoint, commitSeq)));
+    assign();
+  }
+
+  @Override
+  public void handleSplitRequest(int subtaskId, String requesterHostname) {
+    // splits are pushed as commits come
+  }
+
+  @Override
+  public DatabaseEnumeratorState snapshotState(long checkpointId) {
+    long boundary = queue.isEmpty() ? read : queue.firstKey() - 1;
+    openBoundaries.put(checkpointId, boundary);
+    for (int reader : context.registeredReaders().keySet()) {
+      context.sendEventToSourceReader(reader, new CheckpointBoundaryEvent(checkpointId, boundary));
+    }
+    return new DatabaseEnumeratorState(boundary);
+  }
+
+  @Override
+  public void notifyCheckpointComplete(long checkpointId) {
+    openBoundaries.headMap(checkpointId, true).clear();
+  }
+
+  @Override
+  public void notifyCheckpointAborted(long checkpointId) {
+    openBoundaries.remove(checkpointId);
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    try {
+      if (feed != null) {
+        feed.close();
+      }
+    } finally {
+      catalog.close();
+    }
+  }
+}

@@ -1,0 +1,182 @@
+package io.skade.testing;
+
+import io.skade.catalog.SkadeCatalog;
+import io.skade.changelog.DatabaseChangelog.TableCommit;
+import io.skade.scan.MetadataCache;
+import io.skade.write.TableWriter;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.TreeMap;
+import org.apache.iceberg.AppendFiles;
+import org.apache.iceberg.BaseTransaction;
+import org.apache.iceberg.MetadataColumns;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.Transaction;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.IcebergGenerics;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.types.Types;
+
+/**
+ * A random history of a namespace's tables, one step at a time: upserts, deletes by key, inserts
+ * into a table without a key, commits of several tables at once, a schema change (step 30), a
+ * rollback (step 50), a table created midway (step 20), and commits of a table outside the
+ * namespace. With what a reader of its changes compares against: a table's rows as a commit left
+ * them.
+ */
+public final class ShopHistory {
+  public static final Namespace SHOP = Namespace.of("shop");
+  public static final TableIdentifier ORDERS = TableIdentifier.of(SHOP, "orders");
+  public static final TableIdentifier CUSTOMERS = TableIdentifier.of(SHOP, "customers");
+  public static final TableIdentifier AUDIT = TableIdentifier.of(SHOP, "audit");
+  public static final TableIdentifier LATE = TableIdentifier.of(SHOP, "late");
+  public static final TableIdentifier OUTSIDE = TableIdentifier.of("misc", "outside");
+
+  private static final Schema KEYED =
+      new Schema(
+          List.of(
+              Types.NestedField.required(1, "id", Types.LongType.get()),
+              Types.NestedField.optional(2, "v", Types.StringType.get())),
+          Set.of(1));
+  private static final Schema UNKEYED =
+      new Schema(
+          Types.NestedField.optional(1, "id", Types.LongType.get()),
+          Types.NestedField.optional(2, "v", Types.StringType.get()));
+
+  private final SkadeCatalog skade;
+  private final Random random;
+  private final List<Long> ordersSnapshots = new ArrayList<>();
+  private long nextId = 1;
+  private int step;
+
+  /** Creates the namespaces and the tables of the first step. */
+  public ShopHistory(SkadeCatalog skade, long seed) {
+    this.skade = skade;
+    this.random = new Random(seed);
+    skade.createNamespace(SHOP);
+    skade.createNamespace(Namespace.of("misc"));
+    skade.createTable(ORDERS, KEYED);
+    skade.createTable(CUSTOMERS, KEYED);
+    skade.createTable(AUDIT, UNKEYED);
+    skade.createTable(OUTSIDE, UNKEYED);
+  }
+
+  /** How many steps were taken. */
+  public int steps() {
+    return step;
+  }
+
+  /** Takes the next step: one commit, or one commit of several tables. */
+  public void step() {
+    int now = step++;
+    if (now == 20) {
+      skade.createTable(LATE, UNKEYED);
+    }
+    if (now == 30) {
+      skade.loadTable(CUSTOMERS).updateSchema().addColumn("extra", Types.StringType.get()).commit();
+    }
+    if (now == 50) { // back to an older snapshot: the head leaves its history
+      skade
+          .loadTable(ORDERS)
+          .manageSnapshots()
+          .rollbackTo(ordersSnapshots.get(ordersSnapshots.size() / 2))
+          .commit();
+      return;
+    }
+    switch (random.nextInt(6)) {
+      case 0 -> {
+        List<Record> rows = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+          rows.add(row(KEYED, random.nextInt((int) nextId) + 1, "u" + now));
+        }
+        ordersSnapshots.add(new TableWriter(skade.loadTable(ORDERS)).upsert(rows).snapshotId());
+      }
+      case 1 -> {
+        Table customers = skade.loadTable(CUSTOMERS);
+        new TableWriter(customers).upsert(List.of(row(customers.schema(), nextId++, "c" + now)));
+        new TableWriter(customers)
+            .deleteKeys(List.of(row(customers.schema(), random.nextInt((int) nextId) + 1, null)));
+      }
+      case 2 -> new TableWriter(skade.loadTable(AUDIT)).append(List.of(row(UNKEYED, now, "a")));
+      case 3 -> new TableWriter(skade.loadTable(OUTSIDE)).append(List.of(row(UNKEYED, now, "x")));
+      default -> {
+        // One commit of several tables: new orders and customers, and their audit rows.
+        long id = nextId++;
+        List<org.apache.iceberg.catalog.TableCommit> commits = new ArrayList<>();
+        commits.add(append(ORDERS, row(KEYED, id, "t" + now)));
+        Table customers = skade.loadTable(CUSTOMERS);
+        commits.add(append(CUSTOMERS, row(customers.schema(), id, "t" + now)));
+        commits.add(append(AUDIT, row(UNKEYED, id, "t" + now)));
+        if (now > 20) {
+          commits.add(append(LATE, row(UNKEYED, id, "late")));
+        }
+        skade.commitTransaction(commits);
+        ordersSnapshots.add(skade.loadTable(ORDERS).currentSnapshot().snapshotId());
+      }
+    }
+  }
+
+  /** The table's rows as the commit's own metadata holds them, counted. */
+  public static Map<Map<String, Object>, Integer> rowsAt(SkadeCatalog skade, TableCommit commit)
+      throws Exception {
+    Map<Map<String, Object>, Integer> rows = new HashMap<>();
+    if (!commit.commit().operation().leavesPointer()) {
+      return rows;
+    }
+    Table at =
+        MetadataCache.shared()
+            .table(
+                commit.commit().metadataLocation(),
+                skade.loadTable(commit.table()).io(),
+                commit.table().toString());
+    if (at.currentSnapshot() == null) {
+      return rows;
+    }
+    try (CloseableIterable<Record> records = IcebergGenerics.read(at).build()) {
+      records.forEach(record -> rows.merge(values(record), 1, Integer::sum));
+    }
+    return rows;
+  }
+
+  /**
+   * A row's non-null values by column name: equal across a schema that added a column, without the
+   * row position Iceberg's generic reader adds to rows of files with position deletes.
+   */
+  public static Map<String, Object> values(Record record) {
+    Map<String, Object> values = new TreeMap<>();
+    for (Types.NestedField field : record.struct().fields()) {
+      Object value = record.getField(field.name());
+      if (value != null && !MetadataColumns.isMetadataColumn(field.name())) {
+        values.put(field.name(), value);
+      }
+    }
+    return values;
+  }
+
+  private static Record row(Schema schema, long id, String v) {
+    GenericRecord row = GenericRecord.create(schema);
+    row.setField("id", id);
+    row.setField("v", v);
+    return row;
+  }
+
+  /** {@code row} appended to {@code table}, staged as one table's part of a multi-table commit. */
+  private org.apache.iceberg.catalog.TableCommit append(TableIdentifier table, Record row) {
+    Table loaded = skade.loadTable(table);
+    Transaction transaction = loaded.newTransaction();
+    AppendFiles append = transaction.newFastAppend();
+    new TableWriter(loaded).writeDataFiles(List.of(row)).forEach(append::appendFile);
+    append.commit();
+    BaseTransaction staged = (BaseTransaction) transaction;
+    return org.apache.iceberg.catalog.TableCommit.create(
+        table, staged.startMetadata(), staged.currentMetadata());
+  }
+}
