@@ -359,8 +359,11 @@ class SkadeDatabaseSourceTest {
     static final AtomicLong failed = new AtomicLong();
     private static final Set<Long> failAt = ConcurrentHashMap.newKeySet();
 
-    /** Per checkpoint, the changes before its barrier, not yet known completed. */
-    private static final NavigableMap<Long, List<Seen>> pending = new TreeMap<>();
+    /**
+     * Per subtask and checkpoint, the changes before its barrier, not yet known completed. Per
+     * subtask, as a sink's transactions are: a subtask that fails alone restores alone.
+     */
+    private static final Map<Integer, NavigableMap<Long, List<Seen>>> pending = new HashMap<>();
 
     private static final List<Seen> committed = new ArrayList<>();
 
@@ -406,7 +409,7 @@ class SkadeDatabaseSourceTest {
         before.add(Seen.parse(orders.get(i), context.getCheckpointId(), lines.get(i)));
       }
       synchronized (Recorder.class) {
-        pending.computeIfAbsent(context.getCheckpointId(), id -> new ArrayList<>()).addAll(before);
+        mine().computeIfAbsent(context.getCheckpointId(), id -> new ArrayList<>()).addAll(before);
       }
       orders.clear();
       lines.clear();
@@ -415,10 +418,15 @@ class SkadeDatabaseSourceTest {
     @Override
     public void notifyCheckpointComplete(long checkpointId) {
       synchronized (Recorder.class) {
-        NavigableMap<Long, List<Seen>> done = pending.headMap(checkpointId, true);
+        NavigableMap<Long, List<Seen>> done = mine().headMap(checkpointId, true);
         done.values().forEach(committed::addAll);
         done.clear();
       }
+    }
+
+    private NavigableMap<Long, List<Seen>> mine() {
+      return pending.computeIfAbsent(
+          getRuntimeContext().getTaskInfo().getIndexOfThisSubtask(), subtask -> new TreeMap<>());
     }
 
     @Override
@@ -428,12 +436,12 @@ class SkadeDatabaseSourceTest {
       synchronized (Recorder.class) {
         if (context.getRestoredCheckpointId().isPresent()) {
           long restored = context.getRestoredCheckpointId().getAsLong();
-          NavigableMap<Long, List<Seen>> done = pending.headMap(restored, true);
+          NavigableMap<Long, List<Seen>> done = mine().headMap(restored, true);
           done.values().forEach(committed::addAll);
           done.clear();
         }
         // a failed attempt's changes after the checkpoint restored are emitted again
-        pending.tailMap(context.getRestoredCheckpointId().orElse(0), false).clear();
+        mine().tailMap(context.getRestoredCheckpointId().orElse(0), false).clear();
       }
     }
   }

@@ -16,15 +16,16 @@ import java.io.Serializable;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
+import java.util.Set;
 import java.util.TreeMap;
 import org.apache.flink.api.connector.source.SourceEvent;
 import org.apache.flink.api.connector.source.SplitEnumerator;
 import org.apache.flink.api.connector.source.SplitEnumeratorContext;
 import org.apache.flink.api.connector.source.SplitsAssignment;
-import org.apache.flink.util.FlinkRuntimeException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -76,6 +77,9 @@ public final class DatabaseEnumerator
   /** Splits read from the log and not given out, by {@code commit_seq} (one table per commit). */
   private final NavigableMap<Long, CommitSplit> queue = new TreeMap<>();
 
+  /** The {@code commit_seq}s of queued splits a failed reader gave back. */
+  private final Set<Long> returned = new HashSet<>();
+
   /** Splits given out and not reported finished, by id. */
   private final Map<String, CommitSplit> unfinished = new HashMap<>();
 
@@ -98,6 +102,12 @@ public final class DatabaseEnumerator
     this.catalog = catalog;
     this.settings = settings;
     this.changelog = new DatabaseChangelog(catalog, settings.tables(), ChangelogOptions.defaults());
+    if (restored != null) {
+      for (CommitSplit split : restored.givenBack()) {
+        queue.put(split.commitSeq(), split);
+        returned.add(split.commitSeq());
+      }
+    }
     this.read =
         restored != null
             ? restored.commitSeq()
@@ -206,6 +216,7 @@ public final class DatabaseEnumerator
       }
       for (CommitSplit split : commit) {
         queue.remove(split.commitSeq());
+        returned.remove(split.commitSeq());
         unfinished.put(split.splitId(), split);
         batch.computeIfAbsent(owner(split), reader -> new ArrayList<>()).add(split);
       }
@@ -243,23 +254,18 @@ public final class DatabaseEnumerator
   }
 
   /**
-   * A reader failed alone (a partial failover) while the others went on, and splits it was given
-   * since the last checkpoint come back: the source cannot carry on, since its checkpoints need
-   * every reader on one commit boundary, so it fails the job, whose restart takes every reader back
-   * to the last checkpoint.
+   * A reader failed alone (a partial failover: its region restored the last checkpoint while the
+   * other readers went on) and the splits it was given since come back: they are given to it again,
+   * first. They are older than the commits other readers may have read since, so they do not move
+   * the next checkpoint's boundary back: the checkpoint lists those not given out again yet.
    */
   @Override
   public void addSplitsBack(List<CommitSplit> splits, int subtaskId) {
-    if (splits.isEmpty()) {
-      return; // it had nothing to read again
+    for (CommitSplit split : splits) {
+      unfinished.remove(split.splitId());
+      queue.put(split.commitSeq(), split);
+      returned.add(split.commitSeq());
     }
-    throw new FlinkRuntimeException(
-        "reader "
-            + subtaskId
-            + " of the skade database source failed alone; the source restarts whole from its"
-            + " last checkpoint, where every reader's changes end at one commit (a job whose"
-            + " source feeds its next operator one-to-one fails over by region: this restarts it"
-            + " whole)");
   }
 
   @Override
@@ -278,12 +284,21 @@ public final class DatabaseEnumerator
 
   @Override
   public DatabaseEnumeratorState snapshotState(long checkpointId) {
-    long boundary = queue.isEmpty() ? read : queue.firstKey() - 1;
+    // Every split up to the boundary is given out, or given back and listed in the checkpoint.
+    long boundary = read;
+    List<CommitSplit> givenBack = new ArrayList<>();
+    for (CommitSplit split : queue.values()) {
+      if (!returned.contains(split.commitSeq())) {
+        boundary = split.commitSeq() - 1;
+        break;
+      }
+      givenBack.add(split);
+    }
     openBoundaries.put(checkpointId, boundary);
     for (int reader : context.registeredReaders().keySet()) {
       context.sendEventToSourceReader(reader, new CheckpointBoundaryEvent(checkpointId, boundary));
     }
-    return new DatabaseEnumeratorState(boundary);
+    return new DatabaseEnumeratorState(boundary, givenBack);
   }
 
   @Override

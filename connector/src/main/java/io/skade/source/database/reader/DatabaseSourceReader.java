@@ -14,8 +14,10 @@ import java.io.IOException;
 import java.util.ArrayDeque;
 import java.util.Comparator;
 import java.util.List;
+import java.util.NavigableSet;
 import java.util.Optional;
 import java.util.PriorityQueue;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import org.apache.flink.api.connector.source.ExternallyInducedSourceReader;
 import org.apache.flink.api.connector.source.ReaderOutput;
@@ -55,6 +57,10 @@ public final class DatabaseSourceReader<T>
   private final PriorityQueue<CommitSplit> splits =
       new PriorityQueue<>(Comparator.comparingLong(CommitSplit::commitSeq));
   private final ArrayDeque<CheckpointBoundaryEvent> boundaries = new ArrayDeque<>();
+
+  /** Checkpoints aborted before their boundary came. */
+  private final NavigableSet<Long> aborted = new TreeSet<>();
+
   private final Emitter<T> emitter = new Emitter<>();
   private CompletableFuture<Void> available = CompletableFuture.completedFuture(null);
 
@@ -181,11 +187,22 @@ public final class DatabaseSourceReader<T>
     return List.of();
   }
 
+  /**
+   * A checkpoint aborted is never induced: the task would wait for its trigger forever. Its abort
+   * can overtake its boundary (they travel apart), so the abort is remembered until the boundary
+   * comes.
+   */
   @Override
   public void notifyCheckpointAborted(long checkpointId) {
     if (induced != null && induced == checkpointId) {
       induced = null;
       available.complete(null);
+    }
+    if (toInduce != null && toInduce == checkpointId) {
+      toInduce = null;
+    }
+    if (!boundaries.removeIf(boundary -> boundary.checkpointId() == checkpointId)) {
+      aborted.add(checkpointId);
     }
   }
 
@@ -203,8 +220,12 @@ public final class DatabaseSourceReader<T>
   @Override
   public void handleSourceEvents(SourceEvent event) {
     if (event instanceof CheckpointBoundaryEvent boundary) {
-      boundaries.add(boundary);
-      available.complete(null);
+      boolean wasAborted = aborted.remove(boundary.checkpointId());
+      aborted.headSet(boundary.checkpointId()).clear();
+      if (!wasAborted) {
+        boundaries.add(boundary);
+        available.complete(null);
+      }
     }
   }
 
