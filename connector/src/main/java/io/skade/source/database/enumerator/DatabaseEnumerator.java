@@ -44,7 +44,8 @@ import org.slf4j.LoggerFactory;
  * every reader; a reader lets the checkpoint's barrier out once it emitted all its splits up to the
  * boundary, and starts none after it before. So the readers hold no state, a restore — at any
  * parallelism — reads the log again after the boundary, and a checkpoint never holds part of a
- * commit.
+ * commit. Splits a reader that failed alone gives back are the exception: given out again first,
+ * and listed in the checkpoints taken before they are.
  */
 public final class DatabaseEnumerator
     implements SplitEnumerator<CommitSplit, DatabaseEnumeratorState> {
