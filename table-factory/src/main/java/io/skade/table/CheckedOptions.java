@@ -234,6 +234,18 @@ final class CheckedOptions {
         declaration.keyCheck());
   }
 
+  /** A declaration's options, keys checked, and the catalog they name. */
+  record Declared(Map<String, String> catalogProperties, ReadableConfig config) {}
+
+  /**
+   * The options of a {@code 'connector' = 'skade'} table that is not one of the catalog's tables (a
+   * database changelog, {@code scan.tables}): its keys checked, and its catalog.
+   */
+  static Declared declared(DynamicTableFactory factory, DynamicTableFactory.Context context) {
+    Declaration declaration = new Declaration(factory, context, null);
+    return new Declared(declaration.options.catalogProperties(), declaration.options.config);
+  }
+
   /** The options of a table written by {@code factory}; see {@link #source}. */
   static Sink sink(
       DynamicTableFactory factory,

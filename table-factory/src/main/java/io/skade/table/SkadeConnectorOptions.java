@@ -162,6 +162,24 @@ public final class SkadeConnectorOptions {
               "Safety poll of the commit log. In the JVM that owns the catalog, commits"
                   + " arrive at once through the commit feed; elsewhere this is the read latency.");
 
+  public static final ConfigOption<String> SCAN_TABLES =
+      ConfigOptions.key("scan.tables")
+          .stringType()
+          .noDefaultValue()
+          .withDescription(
+              "Makes the table a database changelog: the changes of every table whose whole"
+                  + " name (namespace.name) matches this regular expression, tables created later"
+                  + " included, in the catalog's commit order; declared (table_name STRING, data"
+                  + " STRING), each row as a JSON object.");
+
+  public static final ConfigOption<String> SCAN_CONSISTENCY =
+      ConfigOptions.key("scan.consistency")
+          .stringType()
+          .defaultValue("table")
+          .withDescription(
+              "With scan.tables: 'table' (each table's commits in order) or 'commit' (every"
+                  + " atomic commit whole before the next, across all tables).");
+
   public static final ConfigOption<String> SCAN_CONSUMER_ID =
       ConfigOptions.key("scan.consumer-id")
           .stringType()

@@ -28,6 +28,7 @@ import static io.skade.table.SkadeConnectorOptions.MAINTENANCE_SNAPSHOT_RETAIN_L
 import static io.skade.table.SkadeConnectorOptions.SCAN_APPEND_ONLY;
 import static io.skade.table.SkadeConnectorOptions.SCAN_BOUNDED;
 import static io.skade.table.SkadeConnectorOptions.SCAN_BRANCH;
+import static io.skade.table.SkadeConnectorOptions.SCAN_CONSISTENCY;
 import static io.skade.table.SkadeConnectorOptions.SCAN_CONSUMER_ID;
 import static io.skade.table.SkadeConnectorOptions.SCAN_END_SNAPSHOT_ID;
 import static io.skade.table.SkadeConnectorOptions.SCAN_END_TAG;
@@ -38,6 +39,7 @@ import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_MODE;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_SNAPSHOT_ID;
 import static io.skade.table.SkadeConnectorOptions.SCAN_STARTUP_TIMESTAMP_MILLIS;
 import static io.skade.table.SkadeConnectorOptions.SCAN_START_TAG;
+import static io.skade.table.SkadeConnectorOptions.SCAN_TABLES;
 import static io.skade.table.SkadeConnectorOptions.SCAN_TAG;
 import static io.skade.table.SkadeConnectorOptions.SERVER_RETRY_TIMEOUT;
 import static io.skade.table.SkadeConnectorOptions.SINK_BRANCH;
@@ -113,7 +115,9 @@ public final class SkadeDynamicTableFactory
               DATABASE,
               TABLE,
               LINEAGE_SINK,
-              LINEAGE_OPENLINEAGE_URL));
+              LINEAGE_OPENLINEAGE_URL,
+              SCAN_TABLES,
+              SCAN_CONSISTENCY));
     }
     options.addAll(
         List.of(
@@ -169,6 +173,10 @@ public final class SkadeDynamicTableFactory
     if (catalogProperties != null && name.contains("$")) {
       return SkadeMetadataTables.source(
           catalogProperties, context.getObjectIdentifier().toObjectPath(), context);
+    }
+    if (catalogProperties == null
+        && context.getCatalogTable().getOptions().containsKey(SCAN_TABLES.key())) {
+      return SkadeDatabaseTableSource.of(CheckedOptions.declared(this, context), context);
     }
     CheckedOptions.Source source = CheckedOptions.source(this, context, catalogProperties);
     CheckedOptions.Location location = source.location();
