@@ -61,7 +61,7 @@ import org.junit.jupiter.api.io.TempDir;
  * savepoint and restored at another parallelism.
  */
 class SkadeDatabaseSourceTest {
-  private static final int STEPS = 100;
+  private static final int STEPS = 80;
 
   @RegisterExtension static final LocalCluster CLUSTER = new LocalCluster(4);
   @RegisterExtension final TestCatalog catalog = new TestCatalog();
