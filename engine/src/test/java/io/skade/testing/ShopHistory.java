@@ -11,13 +11,16 @@ import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.function.Consumer;
 import org.apache.iceberg.AppendFiles;
 import org.apache.iceberg.BaseTransaction;
 import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.Transaction;
+import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.SupportsNamespaces;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
@@ -51,22 +54,36 @@ public final class ShopHistory {
           Types.NestedField.optional(1, "id", Types.LongType.get()),
           Types.NestedField.optional(2, "v", Types.StringType.get()));
 
-  private final SkadeCatalog skade;
+  private final Catalog catalog;
+  private final Consumer<List<org.apache.iceberg.catalog.TableCommit>> transactions;
   private final Random random;
   private final List<Long> ordersSnapshots = new ArrayList<>();
   private long nextId = 1;
   private int step;
 
-  /** Creates the namespaces and the tables of the first step. */
+  /** Creates the namespaces and the tables of the first step in {@code skade}. */
   public ShopHistory(SkadeCatalog skade, long seed) {
-    this.skade = skade;
+    this(skade, skade, skade::commitTransaction, seed);
+  }
+
+  /**
+   * Creates the namespaces and the tables of the first step in {@code catalog} (a skade server's,
+   * say), whose multi-table commits {@code transactions} makes.
+   */
+  public ShopHistory(
+      Catalog catalog,
+      SupportsNamespaces namespaces,
+      Consumer<List<org.apache.iceberg.catalog.TableCommit>> transactions,
+      long seed) {
+    this.catalog = catalog;
+    this.transactions = transactions;
     this.random = new Random(seed);
-    skade.createNamespace(SHOP);
-    skade.createNamespace(Namespace.of("misc"));
-    skade.createTable(ORDERS, KEYED);
-    skade.createTable(CUSTOMERS, KEYED);
-    skade.createTable(AUDIT, UNKEYED);
-    skade.createTable(OUTSIDE, UNKEYED);
+    namespaces.createNamespace(SHOP);
+    namespaces.createNamespace(Namespace.of("misc"));
+    catalog.createTable(ORDERS, KEYED);
+    catalog.createTable(CUSTOMERS, KEYED);
+    catalog.createTable(AUDIT, UNKEYED);
+    catalog.createTable(OUTSIDE, UNKEYED);
   }
 
   /** How many steps were taken. */
@@ -78,13 +95,17 @@ public final class ShopHistory {
   public void step() {
     int now = step++;
     if (now == 20) {
-      skade.createTable(LATE, UNKEYED);
+      catalog.createTable(LATE, UNKEYED);
     }
     if (now == 30) {
-      skade.loadTable(CUSTOMERS).updateSchema().addColumn("extra", Types.StringType.get()).commit();
+      catalog
+          .loadTable(CUSTOMERS)
+          .updateSchema()
+          .addColumn("extra", Types.StringType.get())
+          .commit();
     }
     if (now == 50) { // back to an older snapshot: the head leaves its history
-      skade
+      catalog
           .loadTable(ORDERS)
           .manageSnapshots()
           .rollbackTo(ordersSnapshots.get(ordersSnapshots.size() / 2))
@@ -93,33 +114,40 @@ public final class ShopHistory {
     }
     switch (random.nextInt(6)) {
       case 0 -> {
+        // up to three keys given out already, each once: a key upserted twice in one commit, or
+        // upserted before an atomic commit appends it, would be in the table twice
         List<Record> rows = new ArrayList<>();
-        for (int i = 0; i < 3; i++) {
-          rows.add(row(KEYED, random.nextInt((int) nextId) + 1, "u" + now));
+        random
+            .longs(1, nextId + 1)
+            .distinct()
+            .limit(Math.min(3, nextId))
+            .forEach(id -> rows.add(row(KEYED, id, "u" + now)));
+        if (rows.stream().anyMatch(row -> (long) row.getField("id") == nextId)) {
+          nextId++; // given out now
         }
-        ordersSnapshots.add(new TableWriter(skade.loadTable(ORDERS)).upsert(rows).snapshotId());
+        ordersSnapshots.add(new TableWriter(catalog.loadTable(ORDERS)).upsert(rows).snapshotId());
       }
       case 1 -> {
-        Table customers = skade.loadTable(CUSTOMERS);
+        Table customers = catalog.loadTable(CUSTOMERS);
         new TableWriter(customers).upsert(List.of(row(customers.schema(), nextId++, "c" + now)));
         new TableWriter(customers)
             .deleteKeys(List.of(row(customers.schema(), random.nextInt((int) nextId) + 1, null)));
       }
-      case 2 -> new TableWriter(skade.loadTable(AUDIT)).append(List.of(row(UNKEYED, now, "a")));
-      case 3 -> new TableWriter(skade.loadTable(OUTSIDE)).append(List.of(row(UNKEYED, now, "x")));
+      case 2 -> new TableWriter(catalog.loadTable(AUDIT)).append(List.of(row(UNKEYED, now, "a")));
+      case 3 -> new TableWriter(catalog.loadTable(OUTSIDE)).append(List.of(row(UNKEYED, now, "x")));
       default -> {
         // One commit of several tables: new orders and customers, and their audit rows.
         long id = nextId++;
         List<org.apache.iceberg.catalog.TableCommit> commits = new ArrayList<>();
         commits.add(append(ORDERS, row(KEYED, id, "t" + now)));
-        Table customers = skade.loadTable(CUSTOMERS);
+        Table customers = catalog.loadTable(CUSTOMERS);
         commits.add(append(CUSTOMERS, row(customers.schema(), id, "t" + now)));
         commits.add(append(AUDIT, row(UNKEYED, id, "t" + now)));
         if (now > 20) {
           commits.add(append(LATE, row(UNKEYED, id, "late")));
         }
-        skade.commitTransaction(commits);
-        ordersSnapshots.add(skade.loadTable(ORDERS).currentSnapshot().snapshotId());
+        transactions.accept(commits);
+        ordersSnapshots.add(catalog.loadTable(ORDERS).currentSnapshot().snapshotId());
       }
     }
   }
@@ -170,7 +198,7 @@ public final class ShopHistory {
 
   /** {@code row} appended to {@code table}, staged as one table's part of a multi-table commit. */
   private org.apache.iceberg.catalog.TableCommit append(TableIdentifier table, Record row) {
-    Table loaded = skade.loadTable(table);
+    Table loaded = catalog.loadTable(table);
     Transaction transaction = loaded.newTransaction();
     AppendFiles append = transaction.newFastAppend();
     new TableWriter(loaded).writeDataFiles(List.of(row)).forEach(append::appendFile);
