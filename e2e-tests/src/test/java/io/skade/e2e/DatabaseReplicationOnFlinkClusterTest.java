@@ -4,11 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.skade.server.ServerProcess;
 import io.skade.testing.ShopHistory;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -127,30 +125,11 @@ class DatabaseReplicationOnFlinkClusterTest {
   /** Submits {@link SubmitReplication} from a client JVM on Flink's lib/ and the connector jar. */
   private static String submit(FlinkCluster cluster, Path root, String from, String to)
       throws Exception {
-    List<String> classpath = new ArrayList<>(SkadeOnFlinkClusterTest.libWithConnector());
-    classpath.add(
-        Path.of(SubmitReplication.class.getProtectionDomain().getCodeSource().getLocation().toURI())
-            .toString());
-    List<String> args =
-        List.of(
-            from,
-            to,
-            ServerProcess.TOKEN,
-            "execution.target=remote",
-            "rest.address=" + cluster.restAddress(),
-            "rest.port=" + cluster.restPort(),
-            "execution.checkpointing.interval=500ms");
-    Path log = Files.createTempFile(root, "client", ".log");
-    List<String> jvm = new ArrayList<>(cluster.javaOptions());
-    jvm.addAll(List.of("-Xmx512m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"));
-    ClusterJvm client =
-        ClusterJvm.start(
-            "datastream-client", classpath, jvm, SubmitReplication.class.getName(), args, log);
-    int exit = client.waitFor(180);
-    String output = Files.readString(log, StandardCharsets.UTF_8);
-    assertThat(exit).as("the client's exit; its output:\n%s", output).isZero();
-    List<String> jobs = SkadeOnFlinkClusterTest.jobIds(output.lines().toList());
-    assertThat(jobs).as("the client's output:\n%s", output).hasSize(1);
-    return jobs.get(0);
+    return DataStreamClient.submit(
+        cluster,
+        root,
+        SubmitReplication.class,
+        List.of(),
+        List.of(from, to, ServerProcess.TOKEN, "execution.checkpointing.interval=500ms"));
   }
 }

@@ -5,11 +5,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.skade.catalog.CatalogConnection;
 import io.skade.server.ServerProcess;
 import io.skade.sink.ThreeTables;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.apache.iceberg.catalog.Namespace;
@@ -78,36 +76,19 @@ class MultiTableSinkOnFlinkClusterTest {
    * classes ({@link ThreeTables}, in the connector's test jar, and AssertJ, which it links to).
    */
   private static String submit(FlinkCluster cluster, Path root, String uri) throws Exception {
-    String jobJar = jarOf(ThreeTables.class);
-    String assertj = jarOf(Assertions.class);
-    List<String> classpath = new ArrayList<>(SkadeOnFlinkClusterTest.libWithConnector());
-    classpath.addAll(List.of(jobJar, assertj, jarOf(SubmitThreeTables.class)));
-    List<String> args =
+    String jobJar = DataStreamClient.jarOf(ThreeTables.class);
+    String assertj = DataStreamClient.jarOf(Assertions.class);
+    return DataStreamClient.submit(
+        cluster,
+        root,
+        SubmitThreeTables.class,
+        List.of(jobJar, assertj),
         List.of(
             uri,
             ServerProcess.TOKEN,
             Long.toString(TRANSACTIONS),
             "200",
-            "execution.target=remote",
-            "rest.address=" + cluster.restAddress(),
-            "rest.port=" + cluster.restPort(),
             "execution.checkpointing.interval=500ms",
-            "pipeline.jars=" + Path.of(jobJar).toUri() + ";" + Path.of(assertj).toUri());
-    Path log = Files.createTempFile(root, "client", ".log");
-    List<String> jvm = new ArrayList<>(cluster.javaOptions());
-    jvm.addAll(List.of("-Xmx512m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"));
-    ClusterJvm client =
-        ClusterJvm.start(
-            "datastream-client", classpath, jvm, SubmitThreeTables.class.getName(), args, log);
-    int exit = client.waitFor(180);
-    String output = Files.readString(log, StandardCharsets.UTF_8);
-    assertThat(exit).as("the client's exit; its output:\n%s", output).isZero();
-    List<String> jobs = SkadeOnFlinkClusterTest.jobIds(output.lines().toList());
-    assertThat(jobs).as("the client's output:\n%s", output).hasSize(1);
-    return jobs.get(0);
-  }
-
-  private static String jarOf(Class<?> type) throws Exception {
-    return Path.of(type.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
+            "pipeline.jars=" + Path.of(jobJar).toUri() + ";" + Path.of(assertj).toUri()));
   }
 }
