@@ -136,14 +136,6 @@ public final class DatabaseChangelog {
         : reader.changesBetween(from, to);
   }
 
-  /**
-   * The table as {@code commit} left it: its rows' schema and its {@code main} snapshot, read with
-   * {@code io}.
-   */
-  public static Table tableAfter(FileIO io, TableCommit commit) {
-    return table(io, commit, commit.commit().metadataLocation());
-  }
-
   /** The table as metadata file {@code location} describes it. */
   private static Table table(FileIO io, TableCommit commit, String location) {
     return MetadataCache.shared().table(location, io, commit.table().toString());

@@ -73,11 +73,6 @@ public final class SkadeDatabaseSource<T>
     return new SkadeDatabaseSourceBuilder<>();
   }
 
-  /** How the source orders the changes of its tables. */
-  public Consistency consistency() {
-    return settings.consistency();
-  }
-
   @Override
   public Boundedness getBoundedness() {
     return Boundedness.CONTINUOUS_UNBOUNDED;
