@@ -7,15 +7,9 @@ import io.skade.testing.ShopHistory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
-import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.IcebergGenerics;
-import org.apache.iceberg.data.Record;
-import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.rest.RESTCatalog;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -91,7 +85,8 @@ class DatabaseReplicationOnFlinkClusterTest {
             Duration.ofMinutes(2),
             () -> {
               for (TableIdentifier table : TABLES) {
-                if (!rows(target.loadTable(table)).equals(rows(source.loadTable(table)))) {
+                if (!ShopHistory.rows(target.loadTable(table))
+                    .equals(ShopHistory.rows(source.loadTable(table)))) {
                   return false;
                 }
               }
@@ -99,27 +94,16 @@ class DatabaseReplicationOnFlinkClusterTest {
             });
       } catch (AssertionError notEqual) {
         for (TableIdentifier table : TABLES) { // names the table and the rows that differ
-          assertThat(rows(target.loadTable(table)))
+          assertThat(ShopHistory.rows(target.loadTable(table)))
               .as("%s of the replica", table)
-              .isEqualTo(rows(source.loadTable(table)));
+              .isEqualTo(ShopHistory.rows(source.loadTable(table)));
         }
         throw notEqual;
       }
       assertThat(cluster.restarts(job)).as("the job's restarts").isPositive();
-      assertThat(rows(target.loadTable(ShopHistory.ORDERS))).isNotEmpty();
+      assertThat(ShopHistory.rows(target.loadTable(ShopHistory.ORDERS))).isNotEmpty();
       cluster.cancel(job);
     }
-  }
-
-  private static Map<Map<String, Object>, Integer> rows(Table table) throws Exception {
-    Map<Map<String, Object>, Integer> rows = new HashMap<>();
-    if (table.currentSnapshot() == null) {
-      return rows;
-    }
-    try (CloseableIterable<Record> records = IcebergGenerics.read(table).build()) {
-      records.forEach(record -> rows.merge(ShopHistory.values(record), 1, Integer::sum));
-    }
-    return rows;
   }
 
   /** Submits {@link SubmitReplication} from a client JVM on Flink's lib/ and the connector jar. */

@@ -155,20 +155,24 @@ public final class ShopHistory {
   /** The table's rows as the commit's own metadata holds them, counted. */
   public static Map<Map<String, Object>, Integer> rowsAt(SkadeCatalog skade, TableCommit commit)
       throws Exception {
-    Map<Map<String, Object>, Integer> rows = new HashMap<>();
     if (!commit.commit().operation().leavesPointer()) {
-      return rows;
+      return new HashMap<>();
     }
-    Table at =
+    return rows(
         MetadataCache.shared()
             .table(
                 commit.commit().metadataLocation(),
                 skade.loadTable(commit.table()).io(),
-                commit.table().toString());
-    if (at.currentSnapshot() == null) {
+                commit.table().toString()));
+  }
+
+  /** The table's current rows, read by Iceberg, counted by their {@link #values}. */
+  public static Map<Map<String, Object>, Integer> rows(Table table) throws Exception {
+    Map<Map<String, Object>, Integer> rows = new HashMap<>();
+    if (table.currentSnapshot() == null) {
       return rows;
     }
-    try (CloseableIterable<Record> records = IcebergGenerics.read(at).build()) {
+    try (CloseableIterable<Record> records = IcebergGenerics.read(table).build()) {
       records.forEach(record -> rows.merge(values(record), 1, Integer::sum));
     }
     return rows;

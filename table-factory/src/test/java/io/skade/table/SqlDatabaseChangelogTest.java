@@ -20,9 +20,6 @@ import org.apache.flink.table.api.TableEnvironment;
 import org.apache.flink.table.api.TableResult;
 import org.apache.flink.types.Row;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.IcebergGenerics;
-import org.apache.iceberg.data.Record;
-import org.apache.iceberg.io.CloseableIterable;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -63,7 +60,7 @@ class SqlDatabaseChangelogTest extends SqlTestBase {
     Map<String, Map<Map<String, Object>, Integer>> expected = new TreeMap<>();
     for (TableIdentifier table :
         List.of(ShopHistory.ORDERS, ShopHistory.CUSTOMERS, ShopHistory.AUDIT, ShopHistory.LATE)) {
-      expected.put(table.toString(), rows(skade, table));
+      expected.put(table.toString(), ShopHistory.rows(skade.loadTable(table)));
     }
     try {
       await()
@@ -170,14 +167,5 @@ class SqlDatabaseChangelogTest extends SqlTestBase {
           field.getKey().equals("id") ? field.getValue().asLong() : field.getValue().asText());
     }
     return values;
-  }
-
-  private static Map<Map<String, Object>, Integer> rows(SkadeCatalog skade, TableIdentifier table)
-      throws Exception {
-    Map<Map<String, Object>, Integer> rows = new HashMap<>();
-    try (CloseableIterable<Record> records = IcebergGenerics.read(skade.loadTable(table)).build()) {
-      records.forEach(record -> rows.merge(ShopHistory.values(record), 1, Integer::sum));
-    }
-    return rows;
   }
 }

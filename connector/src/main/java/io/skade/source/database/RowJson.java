@@ -10,6 +10,7 @@ import java.time.LocalTime;
 import java.util.Base64;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.stream.IntStream;
 import org.apache.flink.table.data.ArrayData;
 import org.apache.flink.table.data.MapData;
 import org.apache.flink.table.data.RowData;
@@ -33,34 +34,61 @@ import org.apache.iceberg.types.Types;
 public final class RowJson {
   private static final JsonFactory JSON = new JsonFactory();
 
-  /** Per Iceberg row type written, its Flink type. */
-  private final Map<Types.StructType, RowType> types = new HashMap<>();
+  /** Per Iceberg row type written, how its columns are written. */
+  private final Map<Types.StructType, Layout> layouts = new HashMap<>();
+
+  /** The last row type written, and its layout: consecutive rows mostly share one. */
+  private Types.StructType lastType;
+
+  private Layout last;
 
   /** {@code row}, of Iceberg type {@code type}, as a JSON object. */
   public String of(Types.StructType type, RowData row) {
-    RowType flinkType =
-        types.computeIfAbsent(type, struct -> (RowType) FlinkSchemaUtil.convert(struct.asSchema()));
+    if (type != lastType) {
+      last =
+          layouts.computeIfAbsent(
+              type, struct -> Layout.of((RowType) FlinkSchemaUtil.convert(struct.asSchema())));
+      lastType = type;
+    }
     StringWriter text = new StringWriter();
     try (JsonGenerator json = JSON.createGenerator(text)) {
-      writeRow(json, flinkType, row);
+      last.write(json, row);
     } catch (IOException e) {
       throw new UncheckedIOException(e); // a StringWriter does not fail
     }
     return text.toString();
   }
 
-  private static void writeRow(JsonGenerator json, RowType type, RowData row) throws IOException {
-    json.writeStartObject();
-    for (int i = 0; i < type.getFieldCount(); i++) {
-      if (!row.isNullAt(i) && !MetadataColumns.isMetadataColumn(type.getFieldNames().get(i))) {
-        json.writeFieldName(type.getFieldNames().get(i));
-        write(
-            json,
-            type.getTypeAt(i),
-            RowData.createFieldGetter(type.getTypeAt(i), i).getFieldOrNull(row));
+  /** A row type's columns: names, types and getters, metadata columns left out. */
+  private record Layout(String[] names, LogicalType[] types, RowData.FieldGetter[] getters) {
+    static Layout of(RowType type) {
+      int[] kept =
+          IntStream.range(0, type.getFieldCount())
+              .filter(i -> !MetadataColumns.isMetadataColumn(type.getFieldNames().get(i)))
+              .toArray();
+      String[] names = new String[kept.length];
+      LogicalType[] types = new LogicalType[kept.length];
+      RowData.FieldGetter[] getters = new RowData.FieldGetter[kept.length];
+      for (int i = 0; i < kept.length; i++) {
+        names[i] = type.getFieldNames().get(kept[i]);
+        types[i] = type.getTypeAt(kept[i]);
+        getters[i] = RowData.createFieldGetter(types[i], kept[i]);
       }
+      return new Layout(names, types, getters);
     }
-    json.writeEndObject();
+
+    /** {@code row} as an object of its non-null columns. */
+    void write(JsonGenerator json, RowData row) throws IOException {
+      json.writeStartObject();
+      for (int i = 0; i < names.length; i++) {
+        Object value = getters[i].getFieldOrNull(row);
+        if (value != null) {
+          json.writeFieldName(names[i]);
+          RowJson.write(json, types[i], value);
+        }
+      }
+      json.writeEndObject();
+    }
   }
 
   private static void write(JsonGenerator json, LogicalType type, Object value) throws IOException {
@@ -86,7 +114,7 @@ public final class RowJson {
           json.writeString(((TimestampData) value).toInstant().toString());
       case BINARY, VARBINARY ->
           json.writeString(Base64.getEncoder().encodeToString((byte[]) value));
-      case ROW -> writeRow(json, (RowType) type, (RowData) value);
+      case ROW -> Layout.of((RowType) type).write(json, (RowData) value);
       case ARRAY -> {
         LogicalType element = ((ArrayType) type).getElementType();
         ArrayData array = (ArrayData) value;

@@ -6,6 +6,7 @@ import io.skade.sink.TableRow;
 import io.skade.source.database.enumerator.DatabaseEnumerator;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -55,7 +56,7 @@ public final class SkadeDatabaseSourceBuilder<T> {
 
   /** Reads these tables ({@code namespace.name}). */
   public SkadeDatabaseSourceBuilder<T> tables(String... names) {
-    return tables(List.of(names).stream().map(TableIdentifier::parse).toList());
+    return tables(Arrays.stream(names).map(TableIdentifier::parse).toList());
   }
 
   /** Reads these tables. */

@@ -26,6 +26,10 @@ final class TableRowsDeserializer implements DatabaseChangeDeserializer<TableRow
   /** Per table, the copier of its emitted rows: the row read is only valid during the call. */
   private transient Map<String, RowDataSerializer> copiers;
 
+  private transient String lastTable;
+  private transient Types.StructType lastRead;
+  private transient RowData.FieldGetter[] lastGetters;
+
   TableRowsDeserializer(Map<String, RowType> types) {
     if (types.isEmpty()) {
       throw new IllegalArgumentException(
@@ -46,14 +50,21 @@ final class TableRowsDeserializer implements DatabaseChangeDeserializer<TableRow
   }
 
   private RowData.FieldGetter[] getters(String table, Types.StructType read) {
+    if (read == lastRead && table.equals(lastTable)) {
+      return lastGetters; // consecutive changes mostly share a table and a row type
+    }
     if (projections == null) {
       projections = new HashMap<>();
       copiers = new HashMap<>();
       types.forEach((name, type) -> copiers.put(name, new RowDataSerializer(type)));
     }
-    return projections
-        .computeIfAbsent(table, name -> new HashMap<>())
-        .computeIfAbsent(read, struct -> project(table, struct));
+    lastGetters =
+        projections
+            .computeIfAbsent(table, name -> new HashMap<>())
+            .computeIfAbsent(read, struct -> project(table, struct));
+    lastTable = table;
+    lastRead = read;
+    return lastGetters;
   }
 
   /** The emitted columns of {@code table} as positions of {@code read}, matched by name. */

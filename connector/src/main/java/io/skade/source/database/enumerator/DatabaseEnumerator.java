@@ -91,6 +91,10 @@ public final class DatabaseEnumerator
   private long read;
 
   private boolean reading;
+
+  /** Whether the log is read again once the read under way ends. */
+  private boolean readAgain;
+
   private CommitSubscription feed;
   private volatile boolean closed;
 
@@ -168,12 +172,20 @@ public final class DatabaseEnumerator
     readLog();
   }
 
-  /** Reads the next page of the log off the coordinator thread, one read at a time. */
+  /**
+   * Reads the next page of the log off the coordinator thread, one read at a time; a call while one
+   * runs has it read again after, so that a commit pushed meanwhile is not left to the next poll.
+   */
   private void readLog() {
-    if (reading || closed || queue.size() >= MAX_QUEUED) {
+    if (reading) {
+      readAgain = true;
+      return;
+    }
+    if (closed || queue.size() >= MAX_QUEUED) {
       return;
     }
     reading = true;
+    readAgain = false;
     long after = read;
     context.callAsync(
         () -> changelog.commitsAfter(after, PAGE),
@@ -195,10 +207,11 @@ public final class DatabaseEnumerator
     for (TableCommit commit : page.commits()) {
       queue.put(commit.commit().commitSeq(), CommitSplit.of(commit));
     }
-    boolean more = page.lastCommitSeq() > read;
+    // fewer than a page read: the log had no more (it is gapless)
+    boolean more = page.lastCommitSeq() - read >= PAGE;
     read = page.lastCommitSeq();
     assign();
-    if (more) {
+    if (more || readAgain) {
       readLog();
     }
   }

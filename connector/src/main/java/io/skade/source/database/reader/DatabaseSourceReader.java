@@ -3,6 +3,7 @@ package io.skade.source.database.reader;
 import io.skade.changelog.ChangeRow;
 import io.skade.changelog.ChangelogOptions;
 import io.skade.changelog.DatabaseChangelog;
+import io.skade.changelog.DatabaseChangelog.TableCommit;
 import io.skade.source.SplitsFinishedEvent;
 import io.skade.source.database.CheckpointBoundaryEvent;
 import io.skade.source.database.DatabaseChange;
@@ -128,9 +129,10 @@ public final class DatabaseSourceReader<T>
   }
 
   private void open(CommitSplit split) {
+    TableCommit commit = split.tableCommit();
     current = split;
-    table = split.tableCommit().table();
-    changes = DatabaseChangelog.changes(io, options, decoder, split.tableCommit());
+    table = commit.table();
+    changes = DatabaseChangelog.changes(io, options, decoder, commit);
   }
 
   private void emit(ChangeRow change) throws Exception {
